@@ -1,0 +1,268 @@
+//! The result of a run: a status, the text when it is kept, and the ordered events.
+//!
+//! # Invariants
+//!
+//! - Text is kept only for [`Status::Completed`] and [`Status::Incomplete`]; every halt,
+//!   `DeadlineExceeded` and `ProviderUnavailable` drop it. An [`Outcome`] can only be built by
+//!   the runtime, so this holds for every outcome a caller sees.
+//! - `Completed` means the host's completion condition held when the run ended; a model's
+//!   sentence is never proof.
+//! - The caller's cancellation and provider errors are errors ([`RunError`]), not statuses.
+
+use std::fmt;
+
+use serde::ser::SerializeStruct;
+use serde::{Serialize, Serializer};
+
+use crate::event::{ControlEvent, HaltReason};
+use crate::transport::{TransportError, Usage};
+
+/// Exit code of a completed run.
+pub const EXIT_COMPLETED: i32 = 0;
+/// Exit code of a provider error (authentication, malformed reply, the provider's own cancellation).
+pub const EXIT_PROVIDER_ERROR: i32 = 1;
+/// Exit code of a controlled stop, an incomplete run, or an unavailable provider.
+pub const EXIT_STOPPED: i32 = 2;
+/// Exit code of a run cancelled by its caller (as for SIGINT).
+pub const EXIT_CANCELLED: i32 = 130;
+
+/// How a run ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Status {
+    /// The run ended and the host's completion condition holds.
+    Completed,
+    /// The run ended with text, but the completion condition does not hold.
+    Incomplete,
+    /// A tool was invoked without its capability.
+    PermissionDenied,
+    /// One signature exceeded its repetition limit.
+    RepeatedCall,
+    /// The tool-call budget was spent.
+    ToolBudget,
+    /// The model-call budget was spent.
+    ModelBudget,
+    /// The deadline passed first.
+    DeadlineExceeded,
+    /// The transport could not reach the provider.
+    ProviderUnavailable,
+}
+
+impl Status {
+    /// The status's name, e.g. `RepeatedCall`.
+    #[must_use]
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Completed => "Completed",
+            Self::Incomplete => "Incomplete",
+            Self::PermissionDenied => "PermissionDenied",
+            Self::RepeatedCall => "RepeatedCall",
+            Self::ToolBudget => "ToolBudget",
+            Self::ModelBudget => "ModelBudget",
+            Self::DeadlineExceeded => "DeadlineExceeded",
+            Self::ProviderUnavailable => "ProviderUnavailable",
+        }
+    }
+
+    /// The process exit code: 0 for `Completed`, 2 for everything else.
+    #[must_use]
+    pub const fn exit_code(self) -> i32 {
+        match self {
+            Self::Completed => EXIT_COMPLETED,
+            _ => EXIT_STOPPED,
+        }
+    }
+
+    /// Whether an outcome with this status keeps the model's text.
+    #[must_use]
+    pub const fn keeps_text(self) -> bool {
+        matches!(self, Self::Completed | Self::Incomplete)
+    }
+}
+
+impl From<HaltReason> for Status {
+    fn from(reason: HaltReason) -> Self {
+        match reason {
+            HaltReason::PermissionDenied => Self::PermissionDenied,
+            HaltReason::RepeatedCall => Self::RepeatedCall,
+            HaltReason::ToolBudget => Self::ToolBudget,
+            HaltReason::ModelBudget => Self::ModelBudget,
+            HaltReason::DeadlineExceeded => Self::DeadlineExceeded,
+        }
+    }
+}
+
+impl fmt::Display for Status {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Serialize for Status {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+/// What a run returns: `{status, text, events}`, plus usage and a provider message when known.
+///
+/// Serialises as `{"status":…,"text":…,"events":[…]}`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Outcome {
+    status: Status,
+    text: Option<String>,
+    events: Vec<ControlEvent>,
+    usage: Option<Usage>,
+    detail: Option<String>,
+}
+
+impl Outcome {
+    /// An ended run: `Completed` or `Incomplete` by the host's condition, text kept.
+    pub(crate) fn ended(
+        completed: bool,
+        text: Option<String>,
+        events: Vec<ControlEvent>,
+        usage: Option<Usage>,
+    ) -> Self {
+        let status = if completed { Status::Completed } else { Status::Incomplete };
+        Self { status, text, events, usage, detail: None }
+    }
+
+    /// A stopped run: no text.
+    pub(crate) fn stopped(
+        status: Status,
+        events: Vec<ControlEvent>,
+        usage: Option<Usage>,
+        detail: Option<String>,
+    ) -> Self {
+        debug_assert!(!status.keeps_text(), "a stop keeps no text");
+        Self { status, text: None, events, usage, detail }
+    }
+
+    /// How the run ended.
+    #[must_use]
+    pub fn status(&self) -> Status {
+        self.status
+    }
+
+    /// The model's last text: present only for `Completed` and `Incomplete`. Under
+    /// `Incomplete` it is not a completed task and must not be shown as one.
+    #[must_use]
+    pub fn text(&self) -> Option<&str> {
+        self.text.as_deref()
+    }
+
+    /// The ordered audit log.
+    #[must_use]
+    pub fn events(&self) -> &[ControlEvent] {
+        &self.events
+    }
+
+    /// Token counts summed over the calls whose provider reported them.
+    #[must_use]
+    pub fn usage(&self) -> Option<Usage> {
+        self.usage
+    }
+
+    /// For `ProviderUnavailable`, what the transport reported (e.g. a retry-after delay).
+    #[must_use]
+    pub fn detail(&self) -> Option<&str> {
+        self.detail.as_deref()
+    }
+
+    /// The process exit code: 0 for `Completed`, 2 otherwise.
+    #[must_use]
+    pub fn exit_code(&self) -> i32 {
+        self.status.exit_code()
+    }
+}
+
+impl Serialize for Outcome {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut outcome = serializer.serialize_struct("Outcome", 3)?;
+        outcome.serialize_field("status", &self.status)?;
+        outcome.serialize_field("text", &self.text)?;
+        outcome.serialize_field("events", &self.events)?;
+        outcome.end()
+    }
+}
+
+/// A run that produced no outcome.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RunError {
+    /// The caller cancelled. This wins every race with a halt or the deadline.
+    Cancelled,
+    /// The provider answered, but not usably (authentication refused, malformed or truncated
+    /// reply, its own cancellation).
+    Provider(TransportError),
+}
+
+impl RunError {
+    /// The process exit code: 130 for cancellation, 1 for a provider error.
+    #[must_use]
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            Self::Cancelled => EXIT_CANCELLED,
+            Self::Provider(_) => EXIT_PROVIDER_ERROR,
+        }
+    }
+}
+
+impl fmt::Display for RunError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Cancelled => f.write_str("the run was cancelled by its caller"),
+            Self::Provider(error) => error.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for RunError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Cancelled => None,
+            Self::Provider(error) => Some(error),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exit_codes_follow_the_contract() {
+        assert_eq!(Status::Completed.exit_code(), 0);
+        for status in [
+            Status::Incomplete,
+            Status::PermissionDenied,
+            Status::RepeatedCall,
+            Status::ToolBudget,
+            Status::ModelBudget,
+            Status::DeadlineExceeded,
+            Status::ProviderUnavailable,
+        ] {
+            assert_eq!(status.exit_code(), 2, "{status}");
+        }
+        assert_eq!(RunError::Cancelled.exit_code(), 130);
+        assert_eq!(RunError::Provider(TransportError::Cancelled).exit_code(), 1);
+    }
+
+    #[test]
+    fn only_completed_and_incomplete_keep_text() {
+        let keeping: Vec<_> = [
+            Status::Completed,
+            Status::Incomplete,
+            Status::PermissionDenied,
+            Status::RepeatedCall,
+            Status::ToolBudget,
+            Status::ModelBudget,
+            Status::DeadlineExceeded,
+            Status::ProviderUnavailable,
+        ]
+        .into_iter()
+        .filter(|s| s.keeps_text())
+        .collect();
+        assert_eq!(keeping, [Status::Completed, Status::Incomplete]);
+    }
+}

@@ -1,0 +1,176 @@
+//! A deterministic transport for tests, demos and benchmarks.
+//!
+//! A [`Scripted`] transport asks a script what to do on its n-th call (1-based) and does it:
+//! reply, hang forever, or fail. Its replies are real tool-call messages that the runtime
+//! really executes. On the streaming path the same reply is cut into small chunks (text in
+//! pieces, each call's arguments in fragments) and goes through the same assembly as a live
+//! stream.
+
+use std::fmt;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use futures_core::Stream;
+
+use crate::transport::{
+    ChatRequest, ChunkStream, ModelReply, ReplyChunk, ToolCallDelta, Transport, TransportError,
+};
+
+/// What a scripted call does.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Step {
+    /// Answer with this reply.
+    Reply(ModelReply),
+    /// Never answer, and never look at the cancellation token: only the runtime's own race
+    /// against the scope can end the wait.
+    Hang,
+    /// Fail with this error.
+    Fail(TransportError),
+}
+
+/// A transport driven by a script `Fn(call number, request) -> Step`.
+pub struct Scripted<F> {
+    script: F,
+    calls: AtomicU32,
+    fragment: usize,
+}
+
+impl<F> fmt::Debug for Scripted<F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Scripted").field("calls", &self.calls()).finish_non_exhaustive()
+    }
+}
+
+impl<F> Scripted<F>
+where
+    F: Fn(u32, &ChatRequest<'_>) -> Step + Send + Sync,
+{
+    /// A transport that asks `script` what to do on each call.
+    pub fn new(script: F) -> Self {
+        Self { script, calls: AtomicU32::new(0), fragment: 4 }
+    }
+
+    /// Sets the size, in characters, of the text and argument fragments on the streaming path
+    /// (default 4; at least 1).
+    #[must_use]
+    pub fn fragment_size(mut self, chars: usize) -> Self {
+        self.fragment = chars.max(1);
+        self
+    }
+
+    fn next_step(&self, request: &ChatRequest<'_>) -> Step {
+        let call = self.calls.fetch_add(1, Ordering::Relaxed).saturating_add(1);
+        (self.script)(call, request)
+    }
+}
+
+impl<F> Scripted<F> {
+    /// Calls received so far, streaming or not.
+    pub fn calls(&self) -> u32 {
+        self.calls.load(Ordering::Relaxed)
+    }
+}
+
+/// A transport that plays `steps` in order, then fails every further call.
+#[must_use]
+pub fn sequence(steps: Vec<Step>) -> Scripted<impl Fn(u32, &ChatRequest<'_>) -> Step + Send + Sync> {
+    Scripted::new(move |call, _| {
+        usize::try_from(call - 1)
+            .ok()
+            .and_then(|index| steps.get(index))
+            .cloned()
+            .unwrap_or_else(|| Step::Fail(TransportError::Other(format!("the script has no step {call}"))))
+    })
+}
+
+impl<F> Transport for Scripted<F>
+where
+    F: Fn(u32, &ChatRequest<'_>) -> Step + Send + Sync,
+{
+    fn name(&self) -> &'static str {
+        "scripted"
+    }
+
+    async fn complete(&self, request: ChatRequest<'_>) -> Result<ModelReply, TransportError> {
+        match self.next_step(&request) {
+            Step::Reply(reply) => Ok(reply),
+            Step::Hang => std::future::pending().await,
+            Step::Fail(error) => Err(error),
+        }
+    }
+
+    async fn stream(
+        &self,
+        request: ChatRequest<'_>,
+    ) -> Result<impl Stream<Item = Result<ReplyChunk, TransportError>> + Send, TransportError> {
+        match self.next_step(&request) {
+            Step::Reply(reply) => {
+                Ok(ChunkStream::new(chunks(reply, self.fragment).into_iter().map(Ok).collect()))
+            }
+            Step::Hang => std::future::pending().await,
+            Step::Fail(error) => Err(error),
+        }
+    }
+}
+
+/// Cuts `reply` into chunks: text fragments, then per call one chunk with id and name followed
+/// by argument fragments; usage on the last chunk.
+fn chunks(reply: ModelReply, fragment: usize) -> Vec<ReplyChunk> {
+    let mut out = Vec::new();
+    if let Some(content) = reply.content {
+        out.extend(
+            pieces(&content, fragment)
+                .map(|piece| ReplyChunk { content: Some(piece), ..ReplyChunk::default() }),
+        );
+    }
+    for (call, index) in reply.tool_calls.into_iter().zip(0u32..) {
+        out.push(ReplyChunk {
+            tool_calls: vec![ToolCallDelta {
+                index,
+                id: Some(call.id),
+                name: Some(call.name),
+                arguments: None,
+            }],
+            ..ReplyChunk::default()
+        });
+        out.extend(pieces(&call.arguments, fragment).map(|piece| ReplyChunk {
+            tool_calls: vec![ToolCallDelta { index, arguments: Some(piece), ..ToolCallDelta::default() }],
+            ..ReplyChunk::default()
+        }));
+    }
+    out.push(ReplyChunk { usage: reply.usage, ..ReplyChunk::default() });
+    out
+}
+
+/// `text` in pieces of `size` characters.
+fn pieces(text: &str, size: usize) -> impl Iterator<Item = String> + '_ {
+    let mut chars = text.chars().peekable();
+    std::iter::from_fn(move || {
+        chars.peek()?;
+        Some(chars.by_ref().take(size).collect())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::transport::{ReplyAssembler, ToolCall, Usage};
+
+    #[test]
+    fn chunks_reassemble_to_the_reply() {
+        let reply = ModelReply {
+            content: Some("Réview finished.".into()),
+            tool_calls: vec![
+                ToolCall::new("c1", "read_ticket", r#"{"input":42}"#),
+                ToolCall::new("c2", "x", ""),
+            ],
+            usage: Some(Usage { prompt_tokens: 5, completion_tokens: 7 }),
+        };
+        let chunks = chunks(reply.clone(), 3);
+        assert!(chunks.len() > 6);
+        let mut assembler = ReplyAssembler::default();
+        for chunk in chunks {
+            assembler.push(chunk);
+        }
+        assert_eq!(assembler.finish(), reply);
+    }
+}
