@@ -154,3 +154,8 @@ pub use transport::{
 pub fn signature<T: serde::Serialize + ?Sized>(name: &str, input: &T) -> Result<String, String> {
     canonical::signature(name, input).map_err(|error| error.to_string())
 }
+
+/// The README's examples, compiled and run as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+struct ReadmeDoctests;

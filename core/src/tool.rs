@@ -382,12 +382,15 @@ fn bind<T: DeserializeOwned>(tool: &Arc<str>, arguments: &str) -> Result<T, Bind
         return Err(BindError::new(tool, BindErrorKind::NotAnObject, "arguments must be a JSON object"));
     }
     serde_json::from_str(text).map_err(|error| {
+        let message = error.to_string();
         let kind = match error.classify() {
             serde_json::error::Category::Data => BindErrorKind::Mismatch,
-            _ if error.to_string().starts_with("recursion limit exceeded") => BindErrorKind::TooDeep,
+            // serde_json files these under syntax, but the text is valid JSON.
+            _ if message.starts_with("number out of range") => BindErrorKind::Mismatch,
+            _ if message.starts_with("recursion limit exceeded") => BindErrorKind::TooDeep,
             _ => BindErrorKind::InvalidJson,
         };
-        BindError::new(tool, kind, &error.to_string())
+        BindError::new(tool, kind, &message)
     })
 }
 
