@@ -243,12 +243,6 @@ impl Scope {
     pub(crate) fn registry(&self) -> &std::sync::Mutex<Registry> {
         &self.registry
     }
-
-    /// Whether `other` is a handle to this same scope.
-    #[must_use]
-    pub fn same_scope(&self, other: &Scope) -> bool {
-        Arc::ptr_eq(&self.shared, &other.shared)
-    }
 }
 
 pub(crate) fn lock_registry(registry: &std::sync::Mutex<Registry>) -> std::sync::MutexGuard<'_, Registry> {

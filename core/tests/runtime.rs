@@ -239,3 +239,15 @@ fn the_harness_description_lists_what_is_absent() {
     assert!(description.ends_with("external loop evaluator, context compaction"));
     assert_eq!(Composition::Simple.max_iterations(&Limits::default()), 40);
 }
+
+#[test]
+fn a_run_can_be_spawned_on_a_multi_thread_runtime() {
+    fn assert_send<T: Send>(_: &T) {}
+    let scope = scope_with(Limits::default());
+    let runtime = Runtime::harness(&scope, sequence(complete_script()));
+    let mut conversation = Vec::new();
+    let run = runtime.run(&mut conversation, || false);
+    assert_send(&run);
+    assert_send(&runtime);
+    assert_send(&scope);
+}
