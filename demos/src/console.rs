@@ -1,0 +1,188 @@
+//! The `demo330` console: its arguments, and one run printed as text or JSON.
+//!
+//! # Invariants
+//!
+//! - Exit codes: 0 `Completed`; 2 a controlled stop, `Incomplete` or `ProviderUnavailable`;
+//!   130 the caller cancelled; 1 a provider error; 64 bad arguments. `--help` and `--version`
+//!   exit 0.
+//! - With `--json`, stdout receives exactly one JSON object and nothing else; every other message
+//!   goes to stderr. Without it, the header is printed before the run starts.
+//! - `--live` never pretends: this build has no live transport, so it says so and exits 2.
+//! - The run itself is generic over the transport ([`play`]): a live transport plugs in there.
+
+use std::io::Write;
+
+use clap::builder::PossibleValue;
+use clap::{CommandFactory, Parser, ValueEnum};
+use loopbound::{Composition, EXIT_STOPPED, Transport};
+use tokio_util::sync::CancellationToken;
+
+use crate::report::{Report, render_json};
+use crate::scenario::Scenario;
+use crate::session::Session;
+use crate::text::{render_header, render_outcome};
+
+/// Exit code of bad arguments (`EX_USAGE`).
+pub const EXIT_USAGE: i32 = 64;
+/// Exit code of a failure of the demo itself: its scope or its report could not be built
+/// (`EX_SOFTWARE`). The built-in scenarios never cause it.
+pub const EXIT_INTERNAL: i32 = 70;
+
+/// What `--live` prints in this build.
+pub const LIVE_UNAVAILABLE: &str = "demo330: --live is not available in this build: the live \
+     OpenAI-compatible transport is not implemented yet. Nothing was sent anywhere. Run without \
+     --live to use the scripted transport.";
+
+const EXIT_CODES: &str = "\
+Exit codes:
+  0    Completed: the host's completion condition holds
+  2    a controlled stop (PermissionDenied, RepeatedCall, ToolBudget, ModelBudget,
+       DeadlineExceeded), Incomplete, or ProviderUnavailable
+  130  cancelled by the caller (Ctrl-C)
+  1    provider error: the endpoint answered, but not usably
+  64   bad arguments";
+
+const ABOUT: &str = "demo330: the review of ticket 42, driven by a scripted model through a bounded loop.";
+
+const LONG_ABOUT: &str = "\
+demo330: the review of ticket 42, driven by a scripted model through a bounded loop.
+
+Every scenario runs the same two guarded tools (read_ticket, finish_review) in one
+scope, and the scripted model's tool calls are really executed. The console prints the
+composition, transport, capabilities, limits and completion condition, then the ordered
+events, then the status and, only when it is kept, the text.";
+
+/// The command line of `demo330`: `[SCENARIO] [--simple] [--live] [--json] [--stream]`.
+#[derive(Clone, Debug, PartialEq, Eq, Parser)]
+#[command(name = "demo330", version, about = ABOUT, long_about = LONG_ABOUT, after_help = EXIT_CODES)]
+#[allow(clippy::struct_excessive_bools, reason = "each flag of the command line is one independent switch")]
+pub struct Cli {
+    /// The scenario to run.
+    #[arg(value_enum, default_value_t = Scenario::Complete)]
+    pub scenario: Scenario,
+
+    /// Use the simple composition (the plain loop, cap 40) instead of the harness.
+    #[arg(long)]
+    pub simple: bool,
+
+    /// Talk to a live OpenAI-compatible endpoint (not available in this build).
+    #[arg(long)]
+    pub live: bool,
+
+    /// Print one JSON object {agent, transport, capabilities, limits, status, text, events}.
+    #[arg(long)]
+    pub json: bool,
+
+    /// Drive the model through its streaming path.
+    #[arg(long)]
+    pub stream: bool,
+}
+
+impl Cli {
+    /// The composition the flags select.
+    #[must_use]
+    pub fn composition(&self) -> Composition {
+        if self.simple { Composition::Simple } else { Composition::Harness }
+    }
+}
+
+impl ValueEnum for Scenario {
+    fn value_variants<'a>() -> &'a [Self] {
+        &Self::ALL
+    }
+
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        Some(PossibleValue::new(self.name()).help(self.demonstrates()))
+    }
+}
+
+/// Prints an argument error from [`Cli::try_parse`] and returns its exit code: `--help` and
+/// `--version` (which clap reports as errors) print to `out` and exit 0; every other error
+/// prints to `err` with the usage line and exits [`EXIT_USAGE`].
+pub fn parse_error(error: &clap::Error, out: &mut impl Write, err: &mut impl Write) -> i32 {
+    let rendered = error.render().to_string();
+    if !error.use_stderr() {
+        emit(out, &rendered);
+        return 0;
+    }
+    emit(err, &with_usage(rendered));
+    EXIT_USAGE
+}
+
+/// `rendered` with the usage line before clap's closing hint, unless it already has one.
+fn with_usage(mut rendered: String) -> String {
+    if rendered.contains("Usage:") {
+        return rendered;
+    }
+    let usage = format!("{}\n\n", Cli::command().render_usage());
+    let at = rendered.find("For more information").unwrap_or(rendered.len());
+    rendered.insert_str(at, &usage);
+    rendered
+}
+
+/// Runs the console for `cli`: picks the transport, plays the scenario, prints the result to
+/// `out` (and messages to `err`), and returns the exit code. `caller` is the caller's
+/// cancellation, e.g. fired by Ctrl-C.
+pub async fn execute(
+    cli: &Cli,
+    caller: CancellationToken,
+    out: &mut impl Write,
+    err: &mut impl Write,
+) -> i32 {
+    if cli.live {
+        emit(err, &format!("{LIVE_UNAVAILABLE}\n"));
+        return EXIT_STOPPED;
+    }
+    play(cli, cli.scenario.transport(), caller, out, err).await
+}
+
+/// Plays `cli.scenario` over `transport` and prints it. Generic over the transport, so a live
+/// one goes through the same scope, tools, budget and loop as the scripted one.
+pub async fn play<T: Transport>(
+    cli: &Cli,
+    transport: T,
+    caller: CancellationToken,
+    out: &mut impl Write,
+    err: &mut impl Write,
+) -> i32 {
+    let session = match Session::new(cli.scenario, cli.composition(), caller) {
+        Ok(session) => session,
+        Err(error) => {
+            emit(err, &format!("demo330: {error}\n"));
+            return EXIT_INTERNAL;
+        }
+    };
+    let header = session.header(&transport, cli.stream);
+    if !cli.json {
+        emit(out, &render_header(&header));
+    }
+    let outcome = match session.run(transport, cli.stream).await {
+        Ok(outcome) => outcome,
+        Err(error) => {
+            emit(err, &format!("demo330: {error}; no outcome (exit {})\n", error.exit_code()));
+            return error.exit_code();
+        }
+    };
+    if cli.json {
+        let report = Report { header, outcome };
+        match render_json(&report) {
+            Ok(json) => emit(out, &format!("{json}\n")),
+            Err(error) => {
+                emit(err, &format!("demo330: could not write the report as JSON: {error}\n"));
+                return EXIT_INTERNAL;
+            }
+        }
+        report.exit_code()
+    } else {
+        emit(out, "\n");
+        emit(out, &render_outcome(&outcome));
+        outcome.exit_code()
+    }
+}
+
+/// Writes `text` and flushes, so that the header is visible while the run goes on.
+///
+/// A closed or failing stream is ignored on purpose: the exit code still carries the outcome.
+fn emit(stream: &mut impl Write, text: &str) {
+    let _ = stream.write_all(text.as_bytes()).and_then(|()| stream.flush());
+}

@@ -1,0 +1,38 @@
+//! The review task of ticket 42 and its eight scripted scenarios, and the `demo330` console that
+//! plays them through a bounded loop.
+//!
+//! - [`review`]: the two guarded tools, `read_ticket` and `finish_review`, and the host's
+//!   completion condition;
+//! - [`scenario`]: the eight scenarios of the contract (capabilities, limits, scripted model,
+//!   expected status and counts), reusable by benches and other tests;
+//! - [`session`]: one scope per run, generic over the transport;
+//! - [`report`] and [`text`]: what a run reports, as JSON and as a transcript;
+//! - [`console`]: the command line of `demo330`.
+//!
+//! ```
+//! use loopbound::{Composition, Status};
+//! use loopbound_demos::scenario::Scenario;
+//! use loopbound_demos::session::run_scenario;
+//! use tokio_util::sync::CancellationToken;
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let report = run_scenario(Scenario::Repeat, Composition::Harness, false, CancellationToken::new()).await?;
+//! assert_eq!(report.outcome.status(), Status::RepeatedCall);
+//! assert_eq!(report.outcome.text(), None);
+//! # Ok(())
+//! # }
+//! ```
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+#![warn(clippy::pedantic)]
+// Module names prefix most types; repeating them in item names reads well here.
+#![allow(clippy::module_name_repetitions)]
+
+pub mod console;
+pub mod report;
+pub mod review;
+pub mod scenario;
+pub mod session;
+pub mod text;

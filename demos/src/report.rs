@@ -1,0 +1,101 @@
+//! What a run reports: the header known before the run, the outcome after it, and the JSON form.
+//!
+//! # Invariants
+//!
+//! - The JSON form is exactly one object with the keys `agent`, `transport`, `capabilities`,
+//!   `limits`, `status`, `text` and `events`, and no wall-clock time: the same scenario always
+//!   gives the same bytes.
+//! - `text` is `null` unless the status keeps it (`Completed` or `Incomplete`).
+
+use loopbound::{Composition, ControlEvent, Limits, Outcome, Status};
+use serde::Serialize;
+
+use crate::scenario::Scenario;
+
+/// What the console states before the run starts.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Header {
+    /// The scenario being played.
+    pub scenario: Scenario,
+    /// The runtime composition.
+    pub composition: Composition,
+    /// The composition's description: cap, telemetry, absent capabilities.
+    pub agent: String,
+    /// The transport's name and path, e.g. `scripted` or `scripted, streaming`.
+    pub transport: String,
+    /// The capabilities the scope grants, in code-point order.
+    pub capabilities: Vec<String>,
+    /// The limits the scope enforces.
+    pub limits: Limits,
+    /// The host's completion condition, in words.
+    pub completion: &'static str,
+}
+
+/// A finished run: its header and its outcome.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Report {
+    /// What was stated before the run.
+    pub header: Header,
+    /// How the run ended.
+    pub outcome: Outcome,
+}
+
+impl Report {
+    /// The process exit code: 0 for `Completed`, 2 otherwise.
+    #[must_use]
+    pub fn exit_code(&self) -> i32 {
+        self.outcome.exit_code()
+    }
+}
+
+/// The JSON object of a report.
+#[derive(Serialize)]
+struct JsonReport<'a> {
+    agent: &'a str,
+    transport: &'a str,
+    capabilities: &'a [String],
+    limits: JsonLimits,
+    status: Status,
+    text: Option<&'a str>,
+    events: &'a [ControlEvent],
+}
+
+/// The limits as JSON, the deadline in whole milliseconds.
+#[derive(Serialize)]
+struct JsonLimits {
+    model_calls: u32,
+    tool_calls: u32,
+    repetitions: u32,
+    deadline_ms: u128,
+}
+
+impl From<Limits> for JsonLimits {
+    fn from(limits: Limits) -> Self {
+        Self {
+            model_calls: limits.model_calls(),
+            tool_calls: limits.tool_calls(),
+            repetitions: limits.repetitions(),
+            deadline_ms: limits.deadline().as_millis(),
+        }
+    }
+}
+
+/// The report as one line of JSON:
+/// `{agent, transport, capabilities, limits, status, text, events:[{kind,name,count}]}`.
+///
+/// # Errors
+///
+/// A serialisation error, which the report's types (strings, numbers, lists, maps with string
+/// keys) cannot produce.
+pub fn render_json(report: &Report) -> Result<String, serde_json::Error> {
+    let json = JsonReport {
+        agent: &report.header.agent,
+        transport: &report.header.transport,
+        capabilities: &report.header.capabilities,
+        limits: report.header.limits.into(),
+        status: report.outcome.status(),
+        text: report.outcome.text(),
+        events: report.outcome.events(),
+    };
+    serde_json::to_string(&json)
+}

@@ -1,0 +1,165 @@
+//! The human-readable transcript: a labelled header, the ordered events, the status and the text.
+//!
+//! # Invariants
+//!
+//! - The header comes first and starts with the agent's composition, then the transport, the
+//!   granted capabilities, the limits and the completion condition.
+//! - The text is printed only when the status keeps it; under `Incomplete` it is flagged as not a
+//!   completed task.
+//! - Nothing here formats with `Debug` or reads a clock: the same report gives the same text.
+
+use std::fmt::Write as _;
+
+use loopbound::{ControlEvent, EventKind, HaltReason, Outcome, Status};
+
+use crate::report::{Header, Report};
+
+/// Width of the label column.
+const LABEL: usize = 14;
+/// Lines are wrapped before this many characters.
+const WIDTH: usize = 100;
+
+/// The header, the events, the status and the kept text, as the console prints them.
+#[must_use]
+pub fn render_text(report: &Report) -> String {
+    let mut text = render_header(&report.header);
+    text.push('\n');
+    text.push_str(&render_outcome(&report.outcome));
+    text
+}
+
+/// The header: what the run is bounded by, stated before it starts.
+#[must_use]
+pub fn render_header(header: &Header) -> String {
+    let mut out = String::new();
+    let mut agent = header.agent.split("; ");
+    labelled(&mut out, "agent", agent.next().unwrap_or_default());
+    for part in agent {
+        labelled(&mut out, "", part);
+    }
+    labelled(&mut out, "transport", &header.transport);
+    labelled(&mut out, "capabilities", &header.capabilities.join(", "));
+    labelled(&mut out, "limits", &header.limits.to_string());
+    labelled(&mut out, "completion", header.completion);
+    labelled(&mut out, "scenario", &format!("{}: {}", header.scenario, header.scenario.demonstrates()));
+    out
+}
+
+/// The ordered events, then the status and, only when kept, the text.
+#[must_use]
+pub fn render_outcome(outcome: &Outcome) -> String {
+    let mut out = String::new();
+    if outcome.events().is_empty() {
+        labelled(&mut out, "events", "none");
+    } else {
+        labelled(&mut out, "events", "in order; a halt's count is the count it stopped at");
+        out.push_str("   #  kind              name           count\n");
+        for (event, number) in outcome.events().iter().zip(1..) {
+            event_line(&mut out, number, event);
+        }
+    }
+    out.push('\n');
+    let status = outcome.status();
+    labelled(&mut out, "status", &format!("{status} (exit {}): {}", status.exit_code(), meaning(status)));
+    if let Some(detail) = outcome.detail() {
+        labelled(&mut out, "detail", detail);
+    }
+    if let Some(text) = outcome.text() {
+        labelled(&mut out, "text", &format!("\"{text}\""));
+        if status == Status::Incomplete {
+            labelled(
+                &mut out,
+                "",
+                "NOT a completed task: the model's words only, the host's condition does not hold",
+            );
+        }
+    }
+    out
+}
+
+/// What a status means for the reader.
+const fn meaning(status: Status) -> &'static str {
+    match status {
+        Status::Completed => "the host's completion condition holds",
+        Status::Incomplete => "the run ended, but the host's completion condition does not hold",
+        Status::PermissionDenied => "controlled stop, a tool was called without its capability",
+        Status::RepeatedCall => "controlled stop, a call was asked for again with the same arguments",
+        Status::ToolBudget => "controlled stop, the tool-call budget was spent",
+        Status::ModelBudget => "controlled stop, the model-call budget was spent",
+        Status::DeadlineExceeded => "controlled stop, the deadline passed",
+        Status::ProviderUnavailable => "the provider could not be reached",
+    }
+}
+
+/// What an event records, for the reader.
+const fn gloss(kind: EventKind) -> &'static str {
+    match kind {
+        EventKind::ModelCall => "a transport attempt, counted before it was sent",
+        EventKind::Middleware => "the middleware saw the call, before the guard",
+        EventKind::ToolCall => "the guard admitted the call, counted before the body ran",
+        EventKind::Halt(HaltReason::PermissionDenied) => "halt: capability not granted, the body never ran",
+        EventKind::Halt(HaltReason::RepeatedCall) => "halt: same tool and arguments again, refused",
+        EventKind::Halt(HaltReason::ToolBudget) => "halt: tool budget spent, refused before the body",
+        EventKind::Halt(HaltReason::ModelBudget) => "halt: model budget spent, the call was not sent",
+        EventKind::Halt(HaltReason::DeadlineExceeded) => "halt: the deadline passed, the wait was dropped",
+    }
+}
+
+fn event_line(out: &mut String, number: u32, event: &ControlEvent) {
+    let kind = event.kind();
+    // Writing to a String cannot fail.
+    let _ = writeln!(
+        out,
+        "{number:>4}  {:<17} {:<14} {:>5}  {}",
+        kind.as_str(),
+        event.name(),
+        event.count(),
+        gloss(kind)
+    );
+}
+
+/// Writes `value` after `label`, wrapping at word boundaries under the value column.
+fn labelled(out: &mut String, label: &str, value: &str) {
+    let mut line = format!("{label:<LABEL$}");
+    let mut empty = true;
+    for word in value.split(' ') {
+        if !empty && line.len() + 1 + word.len() > WIDTH {
+            out.push_str(&line);
+            out.push('\n');
+            line = " ".repeat(LABEL);
+            empty = true;
+        }
+        if !empty {
+            line.push(' ');
+        }
+        line.push_str(word);
+        empty = false;
+    }
+    out.push_str(line.trim_end());
+    out.push('\n');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_values_wrap_under_the_value_column() {
+        let mut out = String::new();
+        let words = vec!["word"; 30].join(" ");
+        labelled(&mut out, "agent", &words);
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(lines.len(), 2);
+        assert!(lines.iter().all(|line| line.len() <= WIDTH), "{out}");
+        assert!(lines[0].starts_with("agent         word"));
+        assert!(lines[1].starts_with(&format!("{}word", " ".repeat(LABEL))));
+        assert_eq!(out.matches("word").count(), 30);
+    }
+
+    #[test]
+    fn an_empty_label_continues_the_previous_entry() {
+        let mut out = String::new();
+        labelled(&mut out, "", "absent: shell");
+        assert_eq!(out, format!("{}absent: shell\n", " ".repeat(LABEL)));
+    }
+}
