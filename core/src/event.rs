@@ -7,6 +7,14 @@
 //! - Counts of `ModelCall`, `Middleware` and `ToolCall` events are strictly increasing within
 //!   their kind, starting at 1: the n-th admitted model call is recorded with count n.
 //! - A log holds at most one halt event, and nothing is admitted after it.
+//!
+//! # What a halt's count means
+//!
+//! A halt event carries the count it stopped at: `RepeatedCall` the admitted attempts of the
+//! refused signature (so `RepeatedCall read_ticket 1` with the default limit); `PermissionDenied`
+//! and `ToolBudget` the tool calls admitted so far; `ModelBudget` the model calls admitted so far;
+//! `DeadlineExceeded` the model calls so far when it is charged to `model`, else the tool calls so
+//! far when it is charged to the tool whose body was running.
 
 use std::fmt;
 use std::sync::Arc;

@@ -130,13 +130,23 @@ impl Default for Limits {
 }
 
 impl fmt::Display for Limits {
-    /// Formats as `model calls 6, tool calls 4, repetitions 1, deadline 120s`.
+    /// Formats as `model calls 6, tool calls 4, repetitions 1, deadline 120s`; a deadline that is
+    /// not a whole number of seconds is written in milliseconds (`1500ms`), or in microseconds or
+    /// nanoseconds when even that is not whole.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "model calls {}, tool calls {}, repetitions {}, deadline {:?}",
-            self.model_calls, self.tool_calls, self.repetitions, self.deadline
-        )
+            "model calls {}, tool calls {}, repetitions {}, deadline ",
+            self.model_calls, self.tool_calls, self.repetitions
+        )?;
+        let nanos = self.deadline.as_nanos();
+        match [(1_000_000_000, "s"), (1_000_000, "ms"), (1_000, "us")]
+            .into_iter()
+            .find(|(unit, _)| nanos % unit == 0)
+        {
+            Some((unit, suffix)) => write!(f, "{}{suffix}", nanos / unit),
+            None => write!(f, "{nanos}ns"),
+        }
     }
 }
 
@@ -196,5 +206,10 @@ mod tests {
             Limits::default().to_string(),
             "model calls 6, tool calls 4, repetitions 1, deadline 120s"
         );
+        let deadline =
+            |d| Limits::default().with_deadline(d).to_string().rsplit(' ').next().map(str::to_owned);
+        assert_eq!(deadline(Duration::from_millis(1500)).as_deref(), Some("1500ms"));
+        assert_eq!(deadline(Duration::from_micros(7)).as_deref(), Some("7us"));
+        assert_eq!(deadline(Duration::from_nanos(1_000_000_001)).as_deref(), Some("1000000001ns"));
     }
 }
