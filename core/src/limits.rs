@@ -142,7 +142,7 @@ impl fmt::Display for Limits {
         let nanos = self.deadline.as_nanos();
         match [(1_000_000_000, "s"), (1_000_000, "ms"), (1_000, "us")]
             .into_iter()
-            .find(|(unit, _)| nanos % unit == 0)
+            .find(|(unit, _)| nanos.is_multiple_of(*unit))
         {
             Some((unit, suffix)) => write!(f, "{}{suffix}", nanos / unit),
             None => write!(f, "{nanos}ns"),
