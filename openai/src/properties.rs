@@ -1,0 +1,96 @@
+//! Properties of the pure decoders: no input panics them, and no split changes their result.
+
+use proptest::prelude::*;
+
+use crate::chunks::{ChunkDecoder, decode_stream};
+use crate::errors::status_error;
+use crate::parse::{parse_chunk, parse_completion};
+use crate::sse::SseDecoder;
+
+/// Cuts `bytes` at the given points (taken modulo its length, in order).
+fn split<'a>(bytes: &'a [u8], cuts: &[usize]) -> Vec<&'a [u8]> {
+    let mut points: Vec<usize> = cuts.iter().map(|cut| cut % (bytes.len() + 1)).collect();
+    points.sort_unstable();
+    let mut parts = Vec::new();
+    let mut start = 0;
+    for point in points {
+        parts.push(&bytes[start..point]);
+        start = point;
+    }
+    parts.push(&bytes[start..]);
+    parts
+}
+
+/// Inputs that look like event streams: fields, line breaks, JSON chunks, multi-byte text,
+/// `[DONE]`, and arbitrary bytes in between.
+fn stream_like() -> impl Strategy<Value = Vec<u8>> {
+    let piece = prop_oneof![
+        Just(b"data: ".to_vec()),
+        Just(b"data:".to_vec()),
+        Just(b"event: error".to_vec()),
+        Just(b": ping".to_vec()),
+        Just(b"\n".to_vec()),
+        Just(b"\r\n".to_vec()),
+        Just(b"\r".to_vec()),
+        Just(b"[DONE]".to_vec()),
+        Just("\u{feff}".as_bytes().to_vec()),
+        Just("é✓𝄞".as_bytes().to_vec()),
+        Just(r#"{"choices":[{"index":0,"delta":{"content":"Hé"}}]}"#.as_bytes().to_vec()),
+        Just(br#"{"choices":[{"delta":{"tool_calls":[{"index":1,"id":"c","function":{"name":"t","arguments":"{\"a\""}}]}}]}"#.to_vec()),
+        Just(br#"{"choices":[],"usage":{"prompt_tokens":1,"completion_tokens":2}}"#.to_vec()),
+        Just(br#"{"error":{"code":500,"message":"x"}}"#.to_vec()),
+        proptest::collection::vec(any::<u8>(), 0..8),
+    ];
+    proptest::collection::vec(piece, 0..24).prop_map(|pieces| pieces.concat())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    #[test]
+    fn arbitrary_bytes_in_arbitrary_splits_never_panic(
+        bytes in proptest::collection::vec(any::<u8>(), 0..1024),
+        cuts in proptest::collection::vec(any::<usize>(), 0..16),
+    ) {
+        let mut sse = SseDecoder::with_limit(64);
+        let mut chunks = ChunkDecoder::default();
+        let (mut events, mut out) = (Vec::new(), Vec::new());
+        for part in split(&bytes, &cuts) {
+            let _ = sse.feed(part, &mut events);
+            chunks.feed(part, &mut out);
+        }
+        sse.flush(&mut events);
+        chunks.finish(&mut out);
+        prop_assert!(chunks.is_finished());
+        prop_assert!(out.iter().filter(|item| item.is_err()).count() <= 1, "at most one error ends a stream");
+        let _ = parse_completion(&bytes);
+        let _ = parse_chunk(&bytes);
+        let _ = status_error(429, std::str::from_utf8(&bytes).ok(), &bytes);
+    }
+
+    #[test]
+    fn splitting_an_event_stream_anywhere_changes_nothing(
+        bytes in stream_like(),
+        cuts in proptest::collection::vec(any::<usize>(), 0..16),
+    ) {
+        prop_assert_eq!(decode_stream(split(&bytes, &cuts)), decode_stream([&bytes[..]]));
+        let one_at_a_time: Vec<&[u8]> = bytes.chunks(1).collect();
+        prop_assert_eq!(decode_stream(one_at_a_time), decode_stream([&bytes[..]]));
+    }
+
+    #[test]
+    fn the_sse_decoder_gives_the_same_events_in_any_split(
+        bytes in stream_like(),
+        cuts in proptest::collection::vec(any::<usize>(), 0..16),
+    ) {
+        let decode = |parts: Vec<&[u8]>| {
+            let mut decoder = SseDecoder::default();
+            let mut events = Vec::new();
+            for part in parts {
+                decoder.feed(part, &mut events).expect("small inputs stay under the limit");
+            }
+            (events, decoder.has_pending())
+        };
+        prop_assert_eq!(decode(split(&bytes, &cuts)), decode(vec![&bytes[..]]));
+    }
+}
