@@ -7,17 +7,21 @@
 //!   exit 0.
 //! - With `--json`, stdout receives exactly one JSON object and nothing else; every other message
 //!   goes to stderr. Without it, the header is printed before the run starts.
-//! - `--live` never pretends: this build has no live transport, so it says so and exits 2.
+//! - `--live` never pretends and never falls back: without `LOOPBOUND_BASE_URL` and
+//!   `LOOPBOUND_MODEL` it says so, sends nothing, and the run ends as `ProviderUnavailable`
+//!   (exit 2).
 //! - The run itself is generic over the transport ([`play`]): a live transport plugs in there.
 
 use std::io::Write;
 
 use clap::builder::PossibleValue;
 use clap::{CommandFactory, Parser, ValueEnum};
-use loopbound::{Composition, EXIT_STOPPED, Transport};
+use loopbound::{ChatRequest, Composition, ModelReply, Transport, TransportError};
+use loopbound_openai::OpenAiTransport;
 use tokio_util::sync::CancellationToken;
 
 use crate::report::{Report, render_json};
+use crate::review;
 use crate::scenario::Scenario;
 use crate::session::Session;
 use crate::text::{render_header, render_outcome};
@@ -28,10 +32,10 @@ pub const EXIT_USAGE: i32 = 64;
 /// (`EX_SOFTWARE`). The built-in scenarios never cause it.
 pub const EXIT_INTERNAL: i32 = 70;
 
-/// What `--live` prints in this build.
-pub const LIVE_UNAVAILABLE: &str = "demo330: --live is not available in this build: the live \
-     OpenAI-compatible transport is not implemented yet. Nothing was sent anywhere. Run without \
-     --live to use the scripted transport.";
+/// What `--live` prints when the endpoint is not configured.
+pub const LIVE_UNCONFIGURED: &str = "demo330: --live needs an endpoint: set LOOPBOUND_BASE_URL \
+     (e.g. http://127.0.0.1:8080/v1) and LOOPBOUND_MODEL, optionally LOOPBOUND_API_KEY and \
+     LOOPBOUND_TIMEOUT_SECS. Nothing was sent anywhere; the run ends as ProviderUnavailable.";
 
 const EXIT_CODES: &str = "\
 Exit codes:
@@ -42,10 +46,12 @@ Exit codes:
   1    provider error: the endpoint answered, but not usably
   64   bad arguments";
 
-const ABOUT: &str = "demo330: the review of ticket 42, driven by a scripted model through a bounded loop.";
+const ABOUT: &str = "demo330: the review of ticket 42, driven by a scripted model (or, with --live, a real \
+     one) through a bounded loop.";
 
 const LONG_ABOUT: &str = "\
-demo330: the review of ticket 42, driven by a scripted model through a bounded loop.
+demo330: the review of ticket 42, driven by a scripted model (or, with --live, a real
+one) through a bounded loop.
 
 Every scenario runs the same two guarded tools (read_ticket, finish_review) in one
 scope, and the scripted model's tool calls are really executed. The console prints the
@@ -65,8 +71,13 @@ pub struct Cli {
     #[arg(long)]
     pub simple: bool,
 
-    /// Talk to a live OpenAI-compatible endpoint (not available in this build).
-    #[arg(long)]
+    /// Talk to a live OpenAI-compatible endpoint configured by the environment.
+    #[arg(
+        long,
+        help = "Talk to a live OpenAI-compatible endpoint, configured by LOOPBOUND_BASE_URL and \
+                LOOPBOUND_MODEL (optional: LOOPBOUND_API_KEY, LOOPBOUND_TIMEOUT_SECS). The scenario \
+                sets the capabilities and limits; the model's replies are its own"
+    )]
     pub live: bool,
 
     /// Print one JSON object {agent, transport, capabilities, limits, status, text, events}.
@@ -129,18 +140,46 @@ pub async fn execute(
     out: &mut impl Write,
     err: &mut impl Write,
 ) -> i32 {
-    if cli.live {
-        emit(err, &format!("{LIVE_UNAVAILABLE}\n"));
-        return EXIT_STOPPED;
+    if !cli.live {
+        let transport = cli.scenario.transport();
+        return play(cli, &transport, transport.name(), caller, out, err).await;
     }
-    play(cli, cli.scenario.transport(), caller, out, err).await
+    match OpenAiTransport::from_env() {
+        Ok(transport) => {
+            let config = transport.config();
+            let label = format!("{}, model {} at {}", transport.name(), config.model(), config.base_url());
+            play(cli, &transport, &label, caller, out, err).await
+        }
+        Err(error) => {
+            emit(err, &format!("{LIVE_UNCONFIGURED}\n  ({error})\n"));
+            let transport = Unconfigured(error.into());
+            play(cli, &transport, transport.name(), caller, out, err).await
+        }
+    }
 }
 
-/// Plays `cli.scenario` over `transport` and prints it. Generic over the transport, so a live
-/// one goes through the same scope, tools, budget and loop as the scripted one.
+/// The live transport when the environment does not configure one: every call fails as
+/// unreachable, so the run ends as `ProviderUnavailable` without sending anything.
+#[derive(Debug)]
+struct Unconfigured(TransportError);
+
+impl Transport for Unconfigured {
+    fn name(&self) -> &'static str {
+        "openai-compatible (not configured)"
+    }
+
+    async fn complete(&self, _request: ChatRequest<'_>) -> Result<ModelReply, TransportError> {
+        Err(self.0.clone())
+    }
+}
+
+/// Plays `cli.scenario` over `transport` (described as `label` in the header) and prints it.
+/// Generic over the transport, so a live one goes through the same scope, tools, budget and loop
+/// as the scripted one; with `--live` the conversation carries a worked example.
 pub async fn play<T: Transport>(
     cli: &Cli,
     transport: T,
+    label: &str,
     caller: CancellationToken,
     out: &mut impl Write,
     err: &mut impl Write,
@@ -152,11 +191,12 @@ pub async fn play<T: Transport>(
             return EXIT_INTERNAL;
         }
     };
-    let header = session.header(&transport, cli.stream);
+    let header = session.header(label, cli.stream, cli.live);
     if !cli.json {
         emit(out, &render_header(&header));
     }
-    let outcome = match session.run(transport, cli.stream).await {
+    let conversation = if cli.live { review::live_conversation() } else { review::conversation() };
+    let outcome = match session.run_conversation(transport, cli.stream, conversation).await {
         Ok(outcome) => outcome,
         Err(error) => {
             emit(err, &format!("demo330: {error}; no outcome (exit {})\n", error.exit_code()));

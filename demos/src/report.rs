@@ -29,6 +29,8 @@ pub struct Header {
     pub limits: Limits,
     /// The host's completion condition, in words.
     pub completion: &'static str,
+    /// Whether the model is live (its replies are its own) rather than scripted.
+    pub live: bool,
 }
 
 /// A finished run: its header and its outcome.

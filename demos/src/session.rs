@@ -12,7 +12,9 @@
 
 use std::fmt;
 
-use loopbound::{Composition, LimitsError, Outcome, RegistrationError, RunError, Runtime, Scope, Transport};
+use loopbound::{
+    Composition, LimitsError, Message, Outcome, RegistrationError, RunError, Runtime, Scope, Transport,
+};
 use tokio_util::sync::CancellationToken;
 
 use crate::report::{Header, Report};
@@ -97,30 +99,46 @@ impl Session {
         &self.state
     }
 
-    /// What the console prints before the run: composition, transport, capabilities, limits and
-    /// completion condition.
+    /// What the console prints before the run: composition, transport (described by
+    /// `transport`, e.g. its name), capabilities, limits and completion condition.
     #[must_use]
-    pub fn header(&self, transport: &impl Transport, streaming: bool) -> Header {
+    pub fn header(&self, transport: &str, streaming: bool, live: bool) -> Header {
         let limits = self.scope.limits();
         Header {
             scenario: self.scenario,
             composition: self.composition,
             agent: self.composition.describe(&limits),
-            transport: transport_label(transport.name(), streaming),
+            transport: transport_label(transport, streaming),
             capabilities: self.scope.capabilities().map(str::to_owned).collect(),
             limits,
             completion: review::COMPLETION_CONDITION,
+            live,
         }
     }
 
-    /// Runs the review once over `transport`, on its streaming path if `streaming`.
+    /// Runs the review once over `transport`, on its streaming path if `streaming`, with the
+    /// scripted scenarios' conversation.
     ///
     /// # Errors
     ///
     /// [`RunError::Cancelled`] if the caller cancelled; [`RunError::Provider`] if the provider
     /// answered unusably.
     pub async fn run<T: Transport>(self, transport: T, streaming: bool) -> Result<Outcome, RunError> {
-        let mut conversation = review::conversation();
+        self.run_conversation(transport, streaming, review::conversation()).await
+    }
+
+    /// Runs the review once over `transport`, starting from `conversation` (for a live model,
+    /// [`review::live_conversation`], which carries a worked example).
+    ///
+    /// # Errors
+    ///
+    /// As [`run`](Self::run).
+    pub async fn run_conversation<T: Transport>(
+        self,
+        transport: T,
+        streaming: bool,
+        mut conversation: Vec<Message>,
+    ) -> Result<Outcome, RunError> {
         let state = self.state;
         Runtime::new(self.composition, &self.scope, transport)
             .options(review::options())
@@ -178,7 +196,7 @@ pub async fn run_scenario(
 ) -> Result<Report, DemoError> {
     let session = Session::new(scenario, composition, caller).map_err(DemoError::Setup)?;
     let transport = scenario.transport();
-    let header = session.header(&transport, streaming);
+    let header = session.header(transport.name(), streaming, false);
     let outcome = session.run(transport, streaming).await.map_err(DemoError::Run)?;
     Ok(Report { header, outcome })
 }

@@ -41,7 +41,15 @@ pub fn render_header(header: &Header) -> String {
     labelled(&mut out, "capabilities", &header.capabilities.join(", "));
     labelled(&mut out, "limits", &header.limits.to_string());
     labelled(&mut out, "completion", header.completion);
-    labelled(&mut out, "scenario", &format!("{}: {}", header.scenario, header.scenario.demonstrates()));
+    let scenario = if header.live {
+        format!(
+            "{}: its capabilities and limits, with a live model whose replies are its own",
+            header.scenario
+        )
+    } else {
+        format!("{}: {}", header.scenario, header.scenario.demonstrates())
+    };
+    labelled(&mut out, "scenario", &scenario);
     out
 }
 

