@@ -39,14 +39,15 @@ impl Sample {
     }
 }
 
-/// The samples every canonical benchmark runs: one small object, three 10 KB shapes (records,
-/// numbers, one long string) and 1 MB of records.
+/// The samples every canonical benchmark runs: one small object, four 10 KB shapes (records,
+/// numbers in varied forms, numbers in normal form, one long string) and 1 MB of records.
 #[must_use]
 pub fn samples() -> Vec<Sample> {
     vec![
         Sample::parse("100B/object", SMALL),
         Sample::parse("10KB/records", &records(10_000)),
-        Sample::parse("10KB/numbers", &numbers(10_000)),
+        Sample::parse("10KB/numbers-varied", &numbers(10_000)),
+        Sample::parse("10KB/numbers-plain", &plain_numbers(10_000)),
         Sample::parse("10KB/string", &long_string(10_000)),
         Sample::parse("1MB/records", &records(1_000_000)),
     ]
@@ -83,7 +84,30 @@ pub fn records(bytes: usize) -> String {
     text
 }
 
-/// An object `{"values": [...]}` of integers and decimals in varied forms, at least `bytes` long.
+/// An object `{"values": [...]}` of integers and short decimals already in normal form (as a
+/// model usually writes them), at least `bytes` long.
+#[must_use]
+pub fn plain_numbers(bytes: usize) -> String {
+    let mut text = String::from(r#"{"values":["#);
+    let mut index: u64 = 0;
+    while text.len() < bytes {
+        if index > 0 {
+            text.push(',');
+        }
+        let _ = match index % 4 {
+            0 => write!(text, "{index}"),
+            1 => write!(text, "-{}", index * 7),
+            2 => write!(text, "{}.5", index / 3),
+            _ => write!(text, "0.{}5", index % 10),
+        };
+        index += 1;
+    }
+    text.push_str("]}");
+    text
+}
+
+/// An object `{"values": [...]}` of integers and decimals in varied forms (trailing zeros,
+/// exponents), at least `bytes` long: numbers the canonical form has to rewrite.
 #[must_use]
 pub fn numbers(bytes: usize) -> String {
     let mut text = String::from(r#"{"values":["#);
