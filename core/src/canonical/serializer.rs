@@ -100,8 +100,17 @@ impl<'a> Canonical<'a> {
     }
 }
 
+/// Integers of up to 64 bits have at most 20 digits, and itoa writes them without leading zeros
+/// or `-0`: their text is already the normal form. 128-bit integers may need the exponent form
+/// (from 10^21 on), so they go through [`write_number`].
 macro_rules! integers {
-    ($($method:ident: $ty:ty),*) => {$(
+    (plain: $($method:ident: $ty:ty),*) => {$(
+        fn $method(self, value: $ty) -> Result<()> {
+            self.out.push_str(itoa::Buffer::new().format(value));
+            Ok(())
+        }
+    )*};
+    (normalised: $($method:ident: $ty:ty),*) => {$(
         fn $method(self, value: $ty) -> Result<()> {
             write_number(self.out, itoa::Buffer::new().format(value));
             Ok(())
@@ -121,10 +130,10 @@ impl<'a> ser::Serializer for Canonical<'a> {
     type SerializeStructVariant = Object<'a>;
 
     integers!(
-        serialize_i8: i8, serialize_i16: i16, serialize_i32: i32, serialize_i64: i64,
-        serialize_i128: i128, serialize_u8: u8, serialize_u16: u16, serialize_u32: u32,
-        serialize_u64: u64, serialize_u128: u128
+        plain: serialize_i8: i8, serialize_i16: i16, serialize_i32: i32, serialize_i64: i64,
+        serialize_u8: u8, serialize_u16: u16, serialize_u32: u32, serialize_u64: u64
     );
+    integers!(normalised: serialize_i128: i128, serialize_u128: u128);
 
     fn serialize_bool(self, value: bool) -> Result<()> {
         self.out.push_str(if value { "true" } else { "false" });
@@ -699,6 +708,19 @@ mod tests {
         check(&int_keys);
         check(&json!({"z": [1.5, {"b": null, "a": 1e21}], "a": "A"}));
         check(&(f64::NAN, f64::INFINITY, 1e-7, 4.2e1, -0.0));
+    }
+
+    #[test]
+    fn integers_of_every_width_are_written_in_normal_form() {
+        let values = (i64::MIN, u64::MAX, 0_i8, -1_i32, u16::MAX, 10_u128.pow(21), i128::MIN, 999_u128);
+        check(&values);
+        assert_eq!(
+            signature("t", &values).ok().as_deref(),
+            Some(
+                "t:[-9223372036854775808,18446744073709551615,0,-1,65535,1e21,\
+                 -1.70141183460469231731687303715884105728e38,999]"
+            )
+        );
     }
 
     #[test]
