@@ -4,7 +4,7 @@
 # behaviour of each, the in-process speed targets and the memory footprint. Prints the tables
 # and keeps every raw output in OUT.
 #
-#   benches/compare.sh                                   # all peers, one round (~5 min)
+#   benches/compare.sh                                   # all peers, one round (~2.5 min)
 #   PEERS="agent_framework pydantic_ai" benches/compare.sh
 #   ROUNDS=3 PEER_RUNS=500 benches/compare.sh
 #
@@ -25,7 +25,12 @@
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
-PEERS_DIR=$(cd "${PEERS_DIR:-$root/../shared/bench/peers}" && pwd)
+PEERS_DIR=${PEERS_DIR:-$root/../shared/bench/peers}
+if [ ! -f "$PEERS_DIR/common.py" ]; then
+  echo "compare.sh: no peer scripts in $PEERS_DIR; set PEERS_DIR to the peers' folder" >&2
+  exit 64
+fi
+PEERS_DIR=$(cd "$PEERS_DIR" && pwd)
 VENV=${VENV:-/tmp/peers-venv}
 PEERS=${PEERS:-"agent_framework pydantic_ai openai_agents langgraph langchain_agent"}
 ROUNDS=${ROUNDS:-1}

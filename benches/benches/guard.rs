@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use loopbound_benches::fixtures::{Check, Fixture, admit};
-use loopbound_benches::parallel::{independent_scopes, shared_scope};
+use loopbound_benches::parallel::{ROUND_SCOPES, request_rounds, shared_scope};
 use loopbound_benches::timing::timed;
 use loopbound_demos::review::TicketInput;
 
@@ -19,8 +19,6 @@ const CALLS_PER_SCOPE: u64 = 10_000;
 /// Fresh scopes built before each timed group, for first calls and refusals: few enough to stay
 /// in cache, as a scope just built for a request is.
 const FRESH_GROUP: usize = 20;
-/// Independent scopes of the parallel benchmark.
-const SCOPES: usize = 1000;
 
 fn roomy(calls: u64) -> Fixture {
     Fixture::roomy(u32::try_from(calls).unwrap_or(u32::MAX))
@@ -81,13 +79,14 @@ fn contention(c: &mut Criterion) {
     }
     group.finish();
 
+    // Rounds of 1000 fresh scopes, each admitting the default tool budget (4 calls), as
+    // concurrent requests would; the reported time per iteration is wall time per admission.
     let mut group = c.benchmark_group("parallel_scopes");
     group.throughput(Throughput::Elements(1));
     for threads in [1, 2] {
-        group.bench_function(format!("{SCOPES}_scopes/{threads}_threads"), |b| {
+        group.bench_function(format!("{ROUND_SCOPES}_scopes/{threads}_threads"), |b| {
             b.iter_custom(|iters| {
-                let per_scope = u32::try_from(iters.div_ceil(SCOPES as u64)).unwrap_or(u32::MAX);
-                let seen = independent_scopes(threads, SCOPES, per_scope);
+                let seen = request_rounds(threads, iters);
                 // Scale the wall time of `seen.calls` admissions to `iters` of them.
                 Duration::from_secs_f64(seen.wall.as_secs_f64() * iters as f64 / seen.calls.max(1) as f64)
             });

@@ -91,6 +91,30 @@ pub fn independent_scopes(threads: usize, scopes: usize, per_scope: u32) -> Para
     collect(&results, scopes as u64 * u64::from(per_scope))
 }
 
+/// Scopes per round of [`request_rounds`].
+pub const ROUND_SCOPES: usize = 1000;
+/// Admissions per scope in [`request_rounds`]: the default tool budget.
+pub const CALLS_PER_SCOPE: u32 = 4;
+
+/// Rounds of [`independent_scopes`] over [`ROUND_SCOPES`] fresh scopes with room for
+/// [`CALLS_PER_SCOPE`] calls each, as many concurrent requests would be, until at least `calls`
+/// calls were made. Scopes are built before each round, outside the timed region; the walls of
+/// the rounds add up.
+#[must_use]
+pub fn request_rounds(threads: usize, calls: u64) -> Parallel {
+    let per_round = ROUND_SCOPES as u64 * u64::from(CALLS_PER_SCOPE);
+    let mut total = Parallel { wall: Duration::ZERO, admitted: 0, calls: 0 };
+    for _ in 0..calls.div_ceil(per_round).max(1) {
+        let round = independent_scopes(threads, ROUND_SCOPES, CALLS_PER_SCOPE);
+        total = Parallel {
+            wall: total.wall + round.wall,
+            admitted: total.admitted + round.admitted,
+            calls: total.calls + round.calls,
+        };
+    }
+    total
+}
+
 fn collect(results: &[(Duration, u64)], calls: u64) -> Parallel {
     Parallel {
         wall: results.iter().map(|(elapsed, _)| *elapsed).max().unwrap_or_default(),
@@ -108,6 +132,12 @@ mod tests {
         let seen = shared_scope(2, 500);
         assert_eq!((seen.admitted, seen.calls), (1000, 1000));
         assert!(seen.all_admitted());
+    }
+
+    #[test]
+    fn request_rounds_make_whole_rounds_of_fresh_scopes() {
+        let seen = request_rounds(2, 4001);
+        assert_eq!((seen.admitted, seen.calls), (8000, 8000));
     }
 
     #[test]
