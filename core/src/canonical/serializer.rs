@@ -713,6 +713,8 @@ mod tests {
     #[test]
     fn integers_of_every_width_are_written_in_normal_form() {
         let values = (i64::MIN, u64::MAX, 0_i8, -1_i32, u16::MAX, 10_u128.pow(21), i128::MIN, 999_u128);
+        // Without exact numbers, the reference walk reads 128-bit integers back as f64.
+        #[cfg(feature = "exact-numbers")]
         check(&values);
         assert_eq!(
             signature("t", &values).ok().as_deref(),
