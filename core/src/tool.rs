@@ -17,12 +17,14 @@
 //! - After the body returns, the scope is checked again: a run stopped during the body does not
 //!   hand the body's result on.
 
+use std::any::TypeId;
+use std::collections::HashMap;
 use std::error::Error as StdError;
 use std::fmt;
 use std::future::Future;
 use std::marker::PhantomData;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -139,7 +141,20 @@ impl<'s> ToolBuilder<'s> {
 
 /// The JSON schema of `T`, with sub-schemas inlined and without a `$schema` key, as tool-calling
 /// APIs expect for a function's parameters.
-fn parameters_schema<T: JsonSchema>() -> serde_json::Value {
+///
+/// A type's schema depends on the type alone, so it is generated once per type and process and
+/// shared by every tool that takes `T`: a scope built per request does not pay schemars again.
+/// The cache holds one schema per input type the process registers.
+fn parameters_schema<T: JsonSchema + 'static>() -> Arc<serde_json::Value> {
+    static SCHEMAS: OnceLock<Mutex<HashMap<TypeId, Arc<serde_json::Value>>>> = OnceLock::new();
+    let schemas = SCHEMAS.get_or_init(Mutex::default);
+    let cached = |schemas: &Mutex<HashMap<TypeId, Arc<serde_json::Value>>>| {
+        schemas.lock().unwrap_or_else(PoisonError::into_inner).get(&TypeId::of::<T>()).cloned()
+    };
+    if let Some(schema) = cached(schemas) {
+        return schema;
+    }
+    // Generated outside the lock; if another thread got there first, its schema is kept.
     let generator = schemars::generate::SchemaSettings::draft2020_12()
         .with(|settings| settings.inline_subschemas = true)
         .into_generator();
@@ -147,7 +162,8 @@ fn parameters_schema<T: JsonSchema>() -> serde_json::Value {
     if let Some(object) = schema.as_object_mut() {
         object.remove("$schema");
     }
-    schema
+    let mut schemas = schemas.lock().unwrap_or_else(PoisonError::into_inner);
+    Arc::clone(schemas.entry(TypeId::of::<T>()).or_insert_with(|| Arc::new(schema)))
 }
 
 /// A tool whose every invocation goes through the scope's guard.
@@ -179,7 +195,7 @@ struct ToolInner<T> {
     /// Capabilities never change after the scope is built, so permission is known up front.
     granted: bool,
     description: String,
-    parameters: serde_json::Value,
+    parameters: Arc<serde_json::Value>,
     body: Body<T>,
     input: PhantomData<fn(T)>,
 }
@@ -345,7 +361,7 @@ where
         ToolDefinition {
             name: self.name.to_string(),
             description: self.description.clone(),
-            parameters: self.parameters.clone(),
+            parameters: serde_json::Value::clone(&self.parameters),
         }
     }
 
@@ -531,4 +547,30 @@ pub(crate) fn truncate(text: &str, max: usize) -> &str {
         end -= 1;
     }
     &text[..end]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(serde::Deserialize, Serialize, JsonSchema)]
+    struct First {
+        input: i64,
+    }
+
+    #[derive(serde::Deserialize, Serialize, JsonSchema)]
+    struct Second {
+        name: String,
+    }
+
+    #[test]
+    fn a_types_schema_is_generated_once_and_shared() {
+        let (a, b) = (parameters_schema::<First>(), parameters_schema::<First>());
+        assert!(Arc::ptr_eq(&a, &b));
+        let other = parameters_schema::<Second>();
+        assert!(!Arc::ptr_eq(&a, &other));
+        assert_eq!(a["properties"]["input"]["type"], "integer");
+        assert_eq!(other["properties"]["name"]["type"], "string");
+        assert!(a.get("$schema").is_none());
+    }
 }

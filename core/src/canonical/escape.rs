@@ -9,33 +9,45 @@
 //!   else, including non-ASCII text, is written as itself. This is the escaping serde_json
 //!   writes, so a canonical string parses back with serde_json to the same value.
 
+/// For each byte, the letter of its two-character escape (`"`, `\\`, `b`, `f`, `n`, `r`, `t`),
+/// `u` for the other control characters, or 0 for a byte written as itself.
+const ESCAPES: [u8; 256] = {
+    let mut table = [0_u8; 256];
+    let mut byte = 0;
+    while byte < 0x20 {
+        table[byte] = b'u';
+        byte += 1;
+    }
+    table[b'"' as usize] = b'"';
+    table[b'\\' as usize] = b'\\';
+    table[0x08] = b'b';
+    table[0x0c] = b'f';
+    table[b'\n' as usize] = b'n';
+    table[b'\r' as usize] = b'r';
+    table[b'\t' as usize] = b't';
+    table
+};
+
 /// Appends `value` to `out` as a quoted, escaped JSON string.
 pub(crate) fn write_json_string(out: &mut String, value: &str) {
     out.reserve(value.len() + 2);
     out.push('"');
-    let bytes = value.as_bytes();
     let mut clean_from = 0;
-    for (index, &byte) in bytes.iter().enumerate() {
-        let escape: &str = match byte {
-            b'"' => "\\\"",
-            b'\\' => "\\\\",
-            b'\n' => "\\n",
-            b'\r' => "\\r",
-            b'\t' => "\\t",
-            0x08 => "\\b",
-            0x0c => "\\f",
-            0x00..=0x1f => "",
-            _ => continue,
-        };
+    for (index, &byte) in value.as_bytes().iter().enumerate() {
+        let escape = ESCAPES[usize::from(byte)];
+        if escape == 0 {
+            continue;
+        }
         // Every byte escaped here is ASCII, so `index` is a char boundary.
         out.push_str(&value[clean_from..index]);
-        if escape.is_empty() {
+        out.push('\\');
+        if escape == b'u' {
             const HEX: &[u8; 16] = b"0123456789abcdef";
-            out.push_str("\\u00");
+            out.push_str("u00");
             out.push(char::from(HEX[usize::from(byte >> 4)]));
             out.push(char::from(HEX[usize::from(byte & 0x0f)]));
         } else {
-            out.push_str(escape);
+            out.push(char::from(escape));
         }
         clean_from = index + 1;
     }

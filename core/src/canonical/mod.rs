@@ -6,8 +6,9 @@
 //!
 //! # Invariants
 //!
-//! - Total: every `serde_json::Value` has a form. The walk keeps its own stack on the heap, so
-//!   depth is bounded by memory, never by the thread's stack.
+//! - Total: every `serde_json::Value` has a form. Recursion is bounded (32 levels); deeper
+//!   containers are walked with a stack on the heap (one frame per open container), so depth is
+//!   bounded by memory, never by the thread's stack.
 //! - Idempotent: the form, parsed and written again, gives the same text.
 //! - Deterministic whatever serde_json's map order (sorted `BTreeMap`, or insertion order under
 //!   `preserve_order`): keys are sorted here when the map does not already yield them sorted.
@@ -35,73 +36,147 @@ pub(crate) use serializer::{SignatureError, signature};
 /// ```
 #[must_use]
 pub fn canonical_json(value: &Value) -> String {
-    let mut out = String::new();
+    // serde_json's own writer starts at this size; most arguments fit without growing.
+    let mut out = String::with_capacity(128);
     write_canonical(&mut out, value);
     out
 }
 
-/// One step of the explicit walk.
-enum Task<'a> {
-    Value(&'a Value),
-    Key(&'a str),
-    Punct(char),
+/// One open array or object of the walk, with the items it has still to write.
+struct Frame<'a> {
+    items: Items<'a>,
+    /// Nothing written inside the container yet, so the next item needs no comma.
+    first: bool,
 }
 
-/// Appends the canonical JSON text of `value` to `out`, without recursion.
-pub(crate) fn write_canonical(out: &mut String, value: &Value) {
-    let mut tasks = vec![Task::Value(value)];
-    while let Some(task) = tasks.pop() {
-        match task {
-            Task::Punct(byte) => out.push(byte),
-            Task::Key(key) => write_json_string(out, key),
-            Task::Value(value) => match value {
-                Value::Null => out.push_str("null"),
-                Value::Bool(true) => out.push_str("true"),
-                Value::Bool(false) => out.push_str("false"),
-                Value::Number(number) => write_json_number(out, number),
-                Value::String(text) => write_json_string(out, text),
-                Value::Array(items) => {
-                    out.push('[');
-                    tasks.push(Task::Punct(']'));
-                    for (index, item) in items.iter().enumerate().rev() {
-                        tasks.push(Task::Value(item));
-                        if index > 0 {
-                            tasks.push(Task::Punct(','));
-                        }
-                    }
-                }
-                Value::Object(map) => {
-                    out.push('{');
-                    tasks.push(Task::Punct('}'));
-                    push_entries(&mut tasks, map);
-                }
-            },
+/// The remaining items of an open container.
+enum Items<'a> {
+    Array(std::slice::Iter<'a, Value>),
+    /// An object whose map yields its keys in code-point order (always, unless serde_json's
+    /// `preserve_order` is on).
+    Object(serde_json::map::Iter<'a>),
+    /// An object whose entries had to be sorted first.
+    Sorted(std::vec::IntoIter<(&'a String, &'a Value)>),
+}
+
+impl<'a> Frame<'a> {
+    fn object(map: &'a Map<String, Value>) -> Self {
+        let sorted = map.keys().zip(map.keys().skip(1)).all(|(a, b)| a < b);
+        let items = if sorted {
+            Items::Object(map.iter())
+        } else {
+            let mut entries: Vec<(&'a String, &'a Value)> = map.iter().collect();
+            entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
+            Items::Sorted(entries.into_iter())
+        };
+        Self { items, first: true }
+    }
+
+    /// The next item, with its key for objects; `None` when the container is done.
+    fn next(&mut self) -> Option<(Option<&'a str>, &'a Value)> {
+        match &mut self.items {
+            Items::Array(items) => items.next().map(|value| (None, value)),
+            Items::Object(entries) => entries.next().map(|(key, value)| (Some(key.as_str()), value)),
+            Items::Sorted(entries) => entries.next().map(|(key, value)| (Some(key.as_str()), value)),
+        }
+    }
+
+    /// Writes what precedes the next item: a comma unless it is the first, and its key.
+    fn separate(&mut self, out: &mut String, key: Option<&str>) {
+        if !self.first {
+            out.push(',');
+        }
+        self.first = false;
+        if let Some(key) = key {
+            write_json_string(out, key);
+            out.push(':');
+        }
+    }
+
+    fn close(&self) -> char {
+        match self.items {
+            Items::Array(_) => ']',
+            Items::Object(_) | Items::Sorted(_) => '}',
         }
     }
 }
 
-/// Pushes the tasks of an object's entries so that they pop in key order.
-fn push_entries<'a>(tasks: &mut Vec<Task<'a>>, map: &'a Map<String, Value>) {
-    let sorted = map.keys().zip(map.keys().skip(1)).all(|(a, b)| a < b);
-    let mut push = |index: usize, key: &'a str, value: &'a Value| {
-        tasks.push(Task::Value(value));
-        tasks.push(Task::Punct(':'));
-        tasks.push(Task::Key(key));
-        if index > 0 {
-            tasks.push(Task::Punct(','));
+/// Containers nested deeper than this are written by the heap-stack walk, [`write_deep`].
+const RECURSION_LIMIT: u32 = 32;
+
+/// Appends the canonical JSON text of `value` to `out`. The first [`RECURSION_LIMIT`] levels of
+/// nesting are written by bounded recursion, which needs no allocation; anything deeper goes to
+/// [`write_deep`], whose depth is bounded by memory, not by the stack.
+pub(crate) fn write_canonical(out: &mut String, value: &Value) {
+    write_shallow(out, value, 0);
+}
+
+fn write_shallow(out: &mut String, value: &Value, depth: u32) {
+    match value {
+        Value::Array(_) | Value::Object(_) if depth >= RECURSION_LIMIT => write_deep(out, value),
+        Value::Array(items) => {
+            out.push('[');
+            for (index, item) in items.iter().enumerate() {
+                if index > 0 {
+                    out.push(',');
+                }
+                write_shallow(out, item, depth + 1);
+            }
+            out.push(']');
         }
-    };
-    if sorted {
-        let count = map.len();
-        for (offset, (key, value)) in map.iter().rev().enumerate() {
-            push(count - 1 - offset, key, value);
+        Value::Object(map) => {
+            out.push('{');
+            let mut entries = Frame::object(map);
+            while let Some((key, item)) = entries.next() {
+                entries.separate(out, key);
+                write_shallow(out, item, depth + 1);
+            }
+            out.push('}');
         }
-    } else {
-        let mut entries: Vec<(&'a String, &'a Value)> = map.iter().collect();
-        entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
-        for (index, (key, value)) in entries.into_iter().enumerate().rev() {
-            push(index, key, value);
+        scalar => write_scalar(out, scalar),
+    }
+}
+
+/// Appends a value that is neither an array nor an object.
+fn write_scalar(out: &mut String, value: &Value) {
+    match value {
+        Value::Null => out.push_str("null"),
+        Value::Bool(true) => out.push_str("true"),
+        Value::Bool(false) => out.push_str("false"),
+        Value::Number(number) => write_json_number(out, number),
+        Value::String(text) => write_json_string(out, text),
+        Value::Array(_) | Value::Object(_) => write_deep(out, value),
+    }
+}
+
+/// Appends the canonical JSON text of `value` to `out` without recursion: the walk keeps one
+/// frame per open container on the heap.
+fn write_deep(out: &mut String, value: &Value) {
+    let mut stack: Vec<Frame<'_>> = Vec::new();
+    let mut current = value;
+    'values: loop {
+        match current {
+            Value::Array(items) => {
+                out.push('[');
+                stack.push(Frame { items: Items::Array(items.iter()), first: true });
+            }
+            Value::Object(map) => {
+                out.push('{');
+                stack.push(Frame::object(map));
+            }
+            scalar => write_scalar(out, scalar),
         }
+        // Move on to the next item of the innermost open container, closing finished ones.
+        while let Some(frame) = stack.last_mut() {
+            if let Some((key, item)) = frame.next() {
+                frame.separate(out, key);
+                current = item;
+                continue 'values;
+            }
+            out.push(frame.close());
+            stack.pop();
+        }
+        return;
     }
 }
 
@@ -189,6 +264,27 @@ mod tests {
         dismantle(value);
         let expected = format!("{}{}{}", "[".repeat(DEPTH), r#"{"leaf":1}"#, "]".repeat(DEPTH));
         assert!(text == expected, "canonical form of the deep value differs");
+    }
+
+    /// Levels around the recursion limit, where the walk moves from recursion to its heap stack.
+    #[test]
+    fn objects_and_arrays_across_the_recursion_limit() {
+        let levels = 2 * RECURSION_LIMIT as usize + 3;
+        let mut value = json!({"z": 1.50, "a": "\u{1}"});
+        let mut expected = r#"{"a":"\u0001","z":1.5}"#.to_owned();
+        for level in 0..levels {
+            if level % 2 == 0 {
+                value = Value::Array(vec![value, Value::Null]);
+                expected = format!("[{expected},null]");
+            } else {
+                let mut map = Map::new();
+                map.insert("y".to_owned(), value);
+                map.insert("b".to_owned(), json!([]));
+                value = Value::Object(map);
+                expected = format!(r#"{{"b":[],"y":{expected}}}"#);
+            }
+        }
+        assert_eq!(canonical_json(&value), expected);
     }
 
     fn dismantle(value: Value) {

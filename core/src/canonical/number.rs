@@ -19,38 +19,21 @@
 /// `text` is expected to follow the JSON number grammar, as every number that serde_json holds
 /// does. Text outside the grammar cannot be normalised and is appended unchanged.
 pub(crate) fn write_number(out: &mut String, text: &str) {
-    if let Some(()) = write_plain_integer(out, text) {
-        return;
-    }
     match Parts::parse(text) {
+        Some(parts) if parts.is_plain_normal() => {
+            // `-0` is the one plain text that is not its own form.
+            if parts.int == "0" && parts.frac.is_empty() { out.push('0') } else { out.push_str(text) }
+        }
         Some(parts) => parts.write(out),
         None => out.push_str(text),
     }
 }
 
-/// Fast path: an integer of at most 21 digits without a leading zero is already normal.
-fn write_plain_integer(out: &mut String, text: &str) -> Option<()> {
-    let digits = text.strip_prefix('-').unwrap_or(text);
-    let bytes = digits.as_bytes();
-    if bytes.is_empty() || bytes.len() > 21 || !bytes.iter().all(u8::is_ascii_digit) {
-        return None;
-    }
-    if bytes[0] == b'0' {
-        if bytes.len() == 1 {
-            out.push('0');
-            return Some(());
-        }
-        return None;
-    }
-    out.push_str(text);
-    Some(())
-}
-
 /// A number's text split at the JSON grammar's boundaries.
 struct Parts<'a> {
     negative: bool,
-    int: &'a [u8],
-    frac: &'a [u8],
+    int: &'a str,
+    frac: &'a str,
     exp_negative: bool,
     exp: &'a [u8],
 }
@@ -66,14 +49,19 @@ impl<'a> Parts<'a> {
         if int_len == 0 {
             return None;
         }
-        let (int, mut rest) = rest.split_at(int_len);
-        let mut frac: &[u8] = &[];
+        // The integer and fraction parts are kept as text: every boundary here follows an ASCII
+        // byte, so it is a char boundary, and the digits are written out without conversion.
+        let int_start = usize::from(negative);
+        let int = text.get(int_start..int_start + int_len)?;
+        rest = &rest[int_len..];
+        let mut frac = "";
         if rest.first() == Some(&b'.') {
             let len = rest[1..].iter().take_while(|b| b.is_ascii_digit()).count();
             if len == 0 {
                 return None;
             }
-            frac = &rest[1..=len];
+            let frac_start = int_start + int_len + 1;
+            frac = text.get(frac_start..frac_start + len)?;
             rest = &rest[1 + len..];
         }
         let mut exp_negative = false;
@@ -100,33 +88,49 @@ impl<'a> Parts<'a> {
         Some(Self { negative, int, frac, exp_negative, exp })
     }
 
-    /// The digit at `index` of the integer part followed by the fraction part.
-    fn digit(&self, index: usize) -> u8 {
-        if index < self.int.len() { self.int[index] } else { self.frac[index - self.int.len()] }
+    /// Whether the text is already its normal form (but for the sign of `-0`), checked without
+    /// computing it: no exponent; an integer part of at most 21 digits without a leading zero, or
+    /// `0`; a fraction part, if any, that does not end with `0`; and after `0.`, at most five
+    /// zeros before the first significant digit. Then the leading digit's power of ten `x` lies
+    /// in `-7 < x < 21`, where the form is written plainly, digit for digit as in the text.
+    fn is_plain_normal(&self) -> bool {
+        let (int, frac) = (self.int.as_bytes(), self.frac.as_bytes());
+        if !self.exp.is_empty() || int.len() > 21 || frac.last() == Some(&b'0') {
+            return false;
+        }
+        match int {
+            [b'0'] => frac.is_empty() || frac.iter().take_while(|&&b| b == b'0').count() <= 5,
+            [b'0', ..] => false,
+            _ => true,
+        }
     }
 
     /// Appends digits `from..to` of the integer part followed by the fraction part.
     fn push_digits(&self, out: &mut String, from: usize, to: usize) {
         let split = self.int.len();
-        for part in [
-            self.int.get(from.min(split)..to.min(split)),
-            self.frac.get(from.max(split) - split..to.max(split) - split),
-        ]
-        .into_iter()
-        .flatten()
-        {
-            // Digits are ASCII, so every byte is a char.
-            out.extend(part.iter().map(|&b| char::from(b)));
+        if let Some(digits) = self.int.get(from.min(split)..to.min(split)) {
+            out.push_str(digits);
+        }
+        if let Some(digits) = self.frac.get(from.max(split) - split..to.max(split) - split) {
+            out.push_str(digits);
         }
     }
 
     fn write(&self, out: &mut String) {
-        let total = self.int.len() + self.frac.len();
-        let Some(first) = (0..total).find(|&i| self.digit(i) != b'0') else {
+        let (int, frac) = (self.int.as_bytes(), self.frac.as_bytes());
+        let nonzero = |digit: &u8| *digit != b'0';
+        let first =
+            int.iter().position(nonzero).or_else(|| frac.iter().position(nonzero).map(|i| int.len() + i));
+        let Some(first) = first else {
             out.push('0');
             return;
         };
-        let last = (first..total).rev().find(|&i| self.digit(i) != b'0').unwrap_or(first);
+        let last = frac
+            .iter()
+            .rposition(nonzero)
+            .map(|i| int.len() + i)
+            .or_else(|| int.iter().rposition(nonzero))
+            .unwrap_or(first);
         let significant = last - first + 1;
         // Power of ten of the leading significant digit, before the written exponent.
         let shift = i128::try_from(self.int.len()).unwrap_or(i128::MAX)
@@ -317,6 +321,45 @@ mod tests {
             let once = normal(text);
             assert_eq!(normal(&once), once, "{text}");
         }
+    }
+
+    /// The general form, without the fast path for text that is already normal.
+    fn general(text: &str) -> String {
+        let mut out = String::new();
+        if let Some(parts) = super::Parts::parse(text) {
+            parts.write(&mut out);
+        }
+        out
+    }
+
+    #[test]
+    fn the_plain_fast_path_writes_what_the_general_form_writes() {
+        let texts = [
+            "0",
+            "-0",
+            "7",
+            "-7",
+            "0.5",
+            "-0.5",
+            "12.5",
+            "0.000001",
+            "0.0000001",
+            "0.00000015",
+            "123456789012345678901",
+            "1234567890123456789012",
+            "123456789012345678901.5",
+            "1234567890123456789012.5",
+            "12.50",
+            "00.5",
+            "0.10",
+        ];
+        for text in texts {
+            let mut fast = String::new();
+            super::write_number(&mut fast, text);
+            assert_eq!(fast, general(text), "{text}");
+        }
+        assert_eq!(normal("123456789012345678901.5"), "123456789012345678901.5");
+        assert_eq!(normal("1234567890123456789012.5"), "1.2345678901234567890125e21");
     }
 
     #[test]

@@ -10,8 +10,8 @@
 //! - Object keys are sorted by code point; when a map yields the same key twice, the last entry
 //!   wins, as when serde_json builds a `Value` from it.
 //! - Nesting deeper than [`MAX_DEPTH`] is an error, never a stack overflow.
-//! - Objects of up to [`INLINE_ENTRIES`] entries, written in key order (every struct whose fields
-//!   are declared in order, and every one-field input), cost no allocation besides the output.
+//! - A one-entry object costs no allocation besides the output; a larger one, one vector of its
+//!   keys' offsets (plus the map keys' own text).
 
 use std::fmt;
 
@@ -21,9 +21,6 @@ use super::{write_canonical, write_json_string, write_number};
 
 /// Deepest nesting of arrays and objects a signature accepts.
 pub(crate) const MAX_DEPTH: u32 = 256;
-
-/// Entries per object kept without allocation.
-const INLINE_ENTRIES: usize = 4;
 
 /// The struct name serde_json uses to carry a number's text under `arbitrary_precision`.
 const NUMBER_TOKEN: &str = "$serde_json::private::Number";
@@ -103,8 +100,17 @@ impl<'a> Canonical<'a> {
     }
 }
 
+/// Integers of up to 64 bits have at most 20 digits, and itoa writes them without leading zeros
+/// or `-0`: their text is already the normal form. 128-bit integers may need the exponent form
+/// (from 10^21 on), so they go through [`write_number`].
 macro_rules! integers {
-    ($($method:ident: $ty:ty),*) => {$(
+    (plain: $($method:ident: $ty:ty),*) => {$(
+        fn $method(self, value: $ty) -> Result<()> {
+            self.out.push_str(itoa::Buffer::new().format(value));
+            Ok(())
+        }
+    )*};
+    (normalised: $($method:ident: $ty:ty),*) => {$(
         fn $method(self, value: $ty) -> Result<()> {
             write_number(self.out, itoa::Buffer::new().format(value));
             Ok(())
@@ -124,10 +130,10 @@ impl<'a> ser::Serializer for Canonical<'a> {
     type SerializeStructVariant = Object<'a>;
 
     integers!(
-        serialize_i8: i8, serialize_i16: i16, serialize_i32: i32, serialize_i64: i64,
-        serialize_i128: i128, serialize_u8: u8, serialize_u16: u16, serialize_u32: u32,
-        serialize_u64: u64, serialize_u128: u128
+        plain: serialize_i8: i8, serialize_i16: i16, serialize_i32: i32, serialize_i64: i64,
+        serialize_u8: u8, serialize_u16: u16, serialize_u32: u32, serialize_u64: u64
     );
+    integers!(normalised: serialize_i128: i128, serialize_u128: u128);
 
     fn serialize_bool(self, value: bool) -> Result<()> {
         self.out.push_str(if value { "true" } else { "false" });
@@ -323,25 +329,20 @@ impl Key {
     }
 }
 
-/// Where one entry's `"key":value` text lies in the output.
-#[derive(Debug, Default)]
-struct Entry {
-    key: Key,
-    start: usize,
-    end: usize,
-}
-
 /// Objects: maps, structs and struct variants. Entries are written as they come; if their keys
-/// did not come in order, [`Object::close`] rewrites the region in key order.
+/// did not come in code-point order, [`Object::close`] rewrites the object's text in key order.
+///
+/// An object of one entry keeps nothing but that entry's key; from the second entry on, the keys
+/// and offsets of the earlier entries are kept in one vector, so that a small object costs no
+/// more than its output and one short-lived allocation.
 #[derive(Debug)]
 pub(crate) struct Object<'a> {
     out: &'a mut String,
     depth: u32,
-    /// Offset just after the opening `{`.
-    start: usize,
-    inline: [Entry; INLINE_ENTRIES],
-    spilled: Vec<Entry>,
-    len: usize,
+    /// Keys and start offsets of the entries before the last one.
+    earlier: Vec<(Key, usize)>,
+    /// The last entry's key (`Key::None` before the first entry) and start offset.
+    last: (Key, usize),
     in_order: bool,
     pending_key: Option<String>,
     close: &'static str,
@@ -354,65 +355,59 @@ impl<'a> Object<'a> {
         Self {
             out,
             depth,
-            start,
-            inline: Default::default(),
-            spilled: Vec::new(),
-            len: 0,
+            earlier: Vec::new(),
+            last: (Key::None, start),
             in_order: true,
             pending_key: None,
             close,
         }
     }
 
-    fn last_key(&self) -> Option<&str> {
-        match self.len {
-            0 => None,
-            n if n <= INLINE_ENTRIES => Some(self.inline[n - 1].key.as_str()),
-            _ => self.spilled.last().map(|entry| entry.key.as_str()),
-        }
-    }
-
     fn entry<T: Serialize + ?Sized>(&mut self, key: Key, value: &T) -> Result<()> {
-        if self.len > 0 {
+        if !matches!(self.last.0, Key::None) {
+            if self.last.0.as_str() >= key.as_str() {
+                self.in_order = false;
+            }
+            self.earlier.push(std::mem::take(&mut self.last));
             self.out.push(',');
-        }
-        if self.last_key().is_some_and(|last| last >= key.as_str()) {
-            self.in_order = false;
         }
         let start = self.out.len();
         write_json_string(self.out, key.as_str());
         self.out.push(':');
         value.serialize(Canonical { out: &mut *self.out, depth: self.depth })?;
-        let entry = Entry { key, start, end: self.out.len() };
-        if self.len < INLINE_ENTRIES {
-            self.inline[self.len] = entry;
-        } else {
-            self.spilled.push(entry);
-        }
-        self.len += 1;
+        self.last = (key, start);
         Ok(())
     }
 
     fn close(self) {
-        let Self { out, start, inline, spilled, len, in_order, close, .. } = self;
+        let Self { out, mut earlier, last, in_order, close, .. } = self;
         if !in_order {
-            let region = out[start..].to_owned();
-            out.truncate(start);
-            let mut entries: Vec<Entry> = inline.into_iter().take(len).chain(spilled).collect();
-            entries.sort_by(|a, b| a.key.as_str().cmp(b.key.as_str()));
+            earlier.push(last);
+            let start = earlier[0].1;
+            let end = out.len();
+            // Entry i spans from its start to the comma before entry i + 1, or to the end.
+            let mut entries: Vec<(&str, std::ops::Range<usize>)> = earlier
+                .iter()
+                .enumerate()
+                .map(|(index, (key, from))| {
+                    let to = earlier.get(index + 1).map_or(end, |(_, next)| next - 1);
+                    (key.as_str(), *from..to)
+                })
+                .collect();
+            // A stable sort keeps entries of one key in the order they came; the last one wins.
+            entries.sort_by(|a, b| a.0.cmp(b.0));
             let mut written = 0;
-            for (index, entry) in entries.iter().enumerate() {
-                let shadowed =
-                    entries.get(index + 1).is_some_and(|next| next.key.as_str() == entry.key.as_str());
-                if shadowed {
+            for (index, (key, range)) in entries.iter().enumerate() {
+                if entries.get(index + 1).is_some_and(|(next, _)| next == key) {
                     continue;
                 }
                 if written > 0 {
                     out.push(',');
                 }
-                out.push_str(&region[entry.start - start..entry.end - start]);
+                out.extend_from_within(range.clone());
                 written += 1;
             }
+            out.drain(start..end);
         }
         out.push_str(close);
     }
@@ -716,6 +711,21 @@ mod tests {
     }
 
     #[test]
+    fn integers_of_every_width_are_written_in_normal_form() {
+        let values = (i64::MIN, u64::MAX, 0_i8, -1_i32, u16::MAX, 10_u128.pow(21), i128::MIN, 999_u128);
+        // Without exact numbers, the reference walk reads 128-bit integers back as f64.
+        #[cfg(feature = "exact-numbers")]
+        check(&values);
+        assert_eq!(
+            signature("t", &values).ok().as_deref(),
+            Some(
+                "t:[-9223372036854775808,18446744073709551615,0,-1,65535,1e21,\
+                 -1.70141183460469231731687303715884105728e38,999]"
+            )
+        );
+    }
+
+    #[test]
     fn the_last_duplicate_key_wins() {
         struct Dupes;
         impl Serialize for Dupes {
@@ -730,6 +740,25 @@ mod tests {
         }
         assert_eq!(signature("t", &Dupes).ok().as_deref(), Some(r#"t:{"a":2,"b":3}"#));
         check(&Dupes);
+    }
+
+    #[test]
+    fn map_keys_sort_by_their_value_not_by_their_escaped_text() {
+        // "\n" (0x0a) escapes to `\n` and "\u{1}" to `\u0001`: as text `\n` < `\u0001`, as
+        // values 0x01 < 0x0a.
+        struct Keys;
+        impl Serialize for Keys {
+            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                use serde::ser::SerializeMap;
+                let mut map = serializer.serialize_map(None)?;
+                map.serialize_entry("a\n", &1)?;
+                map.serialize_entry("a\u{1}", &2)?;
+                map.serialize_entry("a", &[3, 4])?;
+                map.end()
+            }
+        }
+        assert_eq!(signature("t", &Keys).ok().as_deref(), Some(r#"t:{"a":[3,4],"a\u0001":2,"a\n":1}"#));
+        check(&Keys);
     }
 
     #[test]

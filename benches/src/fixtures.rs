@@ -1,0 +1,185 @@
+//! Scopes and tools for the guard benchmarks: the review task's `read_ticket`, called with
+//! `{"input":42}`, admitted or refused at a chosen check.
+//!
+//! # Invariants
+//!
+//! - [`admit`] is the measured admission: bind the JSON arguments to the tool's typed input,
+//!   then check and reserve (signature, cancellation, permission, budget, repetition, reserve).
+//!   The body does not run.
+//! - An [`Armed`] scope refuses its next call of `read_ticket(42)` at exactly its [`Check`], and
+//!   records that halt; a scope already halted refuses at the cancellation check without
+//!   recording anything more.
+
+use loopbound::{GuardedTool, HaltReason, Limits, Reservation, Scope, Stop, ToolError};
+use loopbound_demos::review::{
+    self, FINISH_CAPABILITY, READ_CAPABILITY, ReviewState, ReviewTools, TicketInput,
+};
+
+/// The arguments of every measured call.
+pub const ARGUMENTS: &str = r#"{"input":42}"#;
+
+/// Binds [`ARGUMENTS`] to the tool's input, then checks and reserves one attempt.
+///
+/// # Errors
+///
+/// The guard's refusal, or a binding error (which the fixtures never cause).
+#[inline]
+pub fn admit(tool: &GuardedTool<TicketInput>) -> Result<Reservation<TicketInput>, ToolError> {
+    let input = tool.bind(ARGUMENTS)?;
+    tool.reserve(input)
+}
+
+/// A scope and the review's tools registered in it.
+#[derive(Debug)]
+pub struct Fixture {
+    /// The scope.
+    pub scope: Scope,
+    /// `read_ticket` and `finish_review`.
+    pub tools: ReviewTools,
+}
+
+impl Fixture {
+    /// A scope granting `capabilities` under `limits`, with the review's tools registered.
+    ///
+    /// # Panics
+    ///
+    /// If `limits` are invalid: the fixtures pass only valid limits.
+    #[must_use]
+    pub fn new(capabilities: &[&str], limits: Limits) -> Self {
+        let scope = Scope::builder()
+            .grants(capabilities.iter().copied())
+            .limits(limits)
+            .build()
+            .expect("the fixtures' limits are valid");
+        let tools = review::register(&scope, &ReviewState::default()).expect("a fresh scope has no tools");
+        Self { scope, tools }
+    }
+
+    /// Both capabilities and the default limits: 6 model calls, 4 tool calls, 1 repetition.
+    #[must_use]
+    pub fn default_limits() -> Self {
+        Self::new(&[READ_CAPABILITY, FINISH_CAPABILITY], Limits::default())
+    }
+
+    /// Both capabilities and room for `calls` admissions of the same signature.
+    #[must_use]
+    pub fn roomy(calls: u32) -> Self {
+        let limits = Limits::default().with_tool_calls(calls).with_repetitions(calls.max(1));
+        Self::new(&[READ_CAPABILITY, FINISH_CAPABILITY], limits)
+    }
+
+    /// The tool every guard benchmark calls.
+    #[must_use]
+    pub fn read_ticket(&self) -> &GuardedTool<TicketInput> {
+        &self.tools.read_ticket
+    }
+}
+
+/// The guard's checks that can refuse a call, in the contract's order after cancellation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Check {
+    /// The tool's capability is not granted.
+    Permission,
+    /// The tool budget is spent.
+    Budget,
+    /// The signature already reached its repetition limit.
+    Repetition,
+    /// The scope already halted (here, on a repetition): the cancellation check refuses.
+    Halted,
+}
+
+impl Check {
+    /// Every check, in the guard's order, then the sticky refusal after a halt.
+    pub const ALL: [Self; 4] = [Self::Permission, Self::Budget, Self::Repetition, Self::Halted];
+
+    /// A short name for reports.
+    #[must_use]
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::Permission => "permission",
+            Self::Budget => "budget",
+            Self::Repetition => "repetition",
+            Self::Halted => "halted",
+        }
+    }
+
+    /// The stop a refusal at this check returns.
+    #[must_use]
+    pub const fn stop(self) -> Stop {
+        match self {
+            Self::Permission => Stop::Halted(HaltReason::PermissionDenied),
+            Self::Budget => Stop::Halted(HaltReason::ToolBudget),
+            Self::Repetition | Self::Halted => Stop::Halted(HaltReason::RepeatedCall),
+        }
+    }
+
+    /// A scope whose next call of `read_ticket(42)` is refused at this check.
+    ///
+    /// # Panics
+    ///
+    /// If the preparatory calls are not admitted or refused as the contract says.
+    #[must_use]
+    pub fn arm(self) -> Fixture {
+        match self {
+            Self::Permission => Fixture::new(&[FINISH_CAPABILITY], Limits::default()),
+            Self::Budget => {
+                Fixture::new(&[READ_CAPABILITY, FINISH_CAPABILITY], Limits::default().with_tool_calls(0))
+            }
+            Self::Repetition => {
+                let fixture = Fixture::default_limits();
+                let first = admit(fixture.read_ticket()).expect("the first call is admitted");
+                drop(first);
+                fixture
+            }
+            Self::Halted => {
+                let fixture = Self::Repetition.arm();
+                let refused = admit(fixture.read_ticket());
+                assert!(matches!(refused, Err(ToolError::Stopped(_))), "the second call halts");
+                fixture
+            }
+        }
+    }
+
+    /// Whether `result` is this check's refusal.
+    #[must_use]
+    pub fn refused(self, result: &Result<Reservation<TicketInput>, ToolError>) -> bool {
+        matches!(result, Err(ToolError::Stopped(stop)) if *stop == self.stop())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use loopbound::ControlEvent;
+
+    fn log(fixture: &Fixture) -> Vec<String> {
+        fixture.scope.events().iter().map(ControlEvent::to_string).collect()
+    }
+
+    #[test]
+    fn a_roomy_scope_admits_the_same_call_as_often_as_it_has_room() {
+        let fixture = Fixture::roomy(3);
+        for expected in 1..=3 {
+            let reservation = admit(fixture.read_ticket()).expect("room left");
+            assert_eq!(reservation.tool_count(), expected);
+        }
+        let refused = admit(fixture.read_ticket());
+        assert!(Check::Budget.refused(&refused), "{refused:?}");
+    }
+
+    #[test]
+    fn each_armed_scope_refuses_at_its_own_check_and_records_one_halt() {
+        let expected_logs: [&[&str]; 4] = [
+            &["PermissionDenied read_ticket 0"],
+            &["ToolBudget read_ticket 0"],
+            &["ToolCall read_ticket 1", "RepeatedCall read_ticket 1"],
+            &["ToolCall read_ticket 1", "RepeatedCall read_ticket 1"],
+        ];
+        for (check, expected) in Check::ALL.into_iter().zip(expected_logs) {
+            let fixture = check.arm();
+            let refused = admit(fixture.read_ticket());
+            assert!(check.refused(&refused), "{}: {refused:?}", check.name());
+            assert_eq!(log(&fixture), expected, "{}", check.name());
+        }
+    }
+}
