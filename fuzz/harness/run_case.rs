@@ -60,6 +60,9 @@ pub struct RunCase {
     pub steps: Vec<StepCase>,
     /// What the script does once its steps are spent.
     pub after: AfterScript,
+    /// Where to splice the `complete` scenario's three replies into `steps` (modulo their
+    /// count + 1), so that completed reviews are common among arbitrary scripts.
+    pub review_at: Option<u8>,
 }
 
 /// What the script does after its last step.
@@ -185,7 +188,27 @@ pub struct Note {
     pub tags: Vec<String>,
 }
 
+/// The `complete` scenario's script: read ticket 42, finish its review, say so.
+pub fn complete_review() -> Vec<StepCase> {
+    let call = |tool: ToolPick| CallCase { tool, args: ArgsCase::Answer };
+    vec![
+        StepCase::Reply { text: None, calls: vec![call(ToolPick::Read)] },
+        StepCase::Reply { text: None, calls: vec![call(ToolPick::Finish)] },
+        StepCase::Reply { text: Some("Review finished.".to_owned()), calls: vec![] },
+    ]
+}
+
 impl RunCase {
+    /// This case with the review spliced into its steps, as it is played.
+    fn scripted(&self) -> Self {
+        let mut case = self.clone();
+        if let Some(at) = case.review_at.take() {
+            let at = usize::from(at) % (case.steps.len() + 1);
+            case.steps.splice(at..at, complete_review());
+        }
+        case
+    }
+
     fn limits(&self) -> Limits {
         Limits::default()
             .with_model_calls(u32::from(self.model_limit % 48) + 1)
@@ -493,6 +516,7 @@ impl<'a> Simulation<'a> {
 /// The class of `case`'s expected end (composition, call path, result, admitted tools), used to
 /// pick a small seed corpus that still reaches every kind of end.
 pub fn outcome_class(case: &RunCase) -> String {
+    let case = &case.scripted();
     let (expected, model, _) = Simulation::new(case).run();
     let result = match expected {
         Expected::Outcome(status, text) => format!("{status}{}", if text.is_some() { "-text" } else { "" }),
@@ -509,7 +533,7 @@ pub fn outcome_class(case: &RunCase) -> String {
 /// Checks one case; panics on the first broken invariant.
 pub fn check(case: &RunCase) {
     let runtime = super::paused_runtime();
-    runtime.block_on(check_run(case));
+    runtime.block_on(check_run(&case.scripted()));
 }
 
 async fn check_run(case: &RunCase) {
