@@ -513,8 +513,8 @@ impl<'a> Simulation<'a> {
     }
 }
 
-/// The class of `case`'s expected end (composition, call path, result, admitted tools), used to
-/// pick a small seed corpus that still reaches every kind of end.
+/// The class of `case`'s expected end (composition, call path, result, whether a tool was
+/// admitted), used to pick a small seed corpus that still reaches every kind of end.
 pub fn outcome_class(case: &RunCase) -> String {
     let case = &case.scripted();
     let (expected, model, _) = Simulation::new(case).run();
@@ -527,7 +527,8 @@ pub fn outcome_class(case: &RunCase) -> String {
         }
     };
     let path = if case.streaming { "stream" } else { "complete" };
-    format!("{}-{path}-{result}-tools{}", case.composition(), model.tool_calls.min(2))
+    let tools = if model.tool_calls > 0 { "-tools" } else { "" };
+    format!("{}-{path}-{result}{tools}", case.composition())
 }
 
 /// Checks one case; panics on the first broken invariant.
