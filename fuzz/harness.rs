@@ -14,6 +14,8 @@ pub mod bind_case;
 pub mod guard_model;
 #[path = "harness/json_mirror.rs"]
 pub mod json_mirror;
+#[path = "harness/openai_case.rs"]
+pub mod openai_case;
 #[path = "harness/reference.rs"]
 pub mod reference;
 #[path = "harness/run_case.rs"]
@@ -46,6 +48,14 @@ pub fn check_canonical(value: &Value) {
 pub fn bind_guard(data: &[u8]) {
     if let Ok(case) = bind_case::BindCase::arbitrary_take_rest(Unstructured::new(data)) {
         let _ = bind_case::check(&case);
+    }
+}
+
+/// Target `openai_parse`: an arbitrary [`openai_case::OpenAiCase`], a body and its cuts, through
+/// the live transport's decoders.
+pub fn openai_parse(data: &[u8]) {
+    if let Ok(case) = openai_case::OpenAiCase::arbitrary_take_rest(Unstructured::new(data)) {
+        openai_case::check(&case);
     }
 }
 

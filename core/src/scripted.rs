@@ -117,10 +117,15 @@ where
 fn chunks(reply: ModelReply, fragment: usize) -> Vec<ReplyChunk> {
     let mut out = Vec::new();
     if let Some(content) = reply.content {
-        out.extend(
-            pieces(&content, fragment)
-                .map(|piece| ReplyChunk { content: Some(piece), ..ReplyChunk::default() }),
-        );
+        if content.is_empty() {
+            // An empty text is still a text: the streamed reply keeps `Some("")`.
+            out.push(ReplyChunk { content: Some(content), ..ReplyChunk::default() });
+        } else {
+            out.extend(
+                pieces(&content, fragment)
+                    .map(|piece| ReplyChunk { content: Some(piece), ..ReplyChunk::default() }),
+            );
+        }
     }
     for (call, index) in reply.tool_calls.into_iter().zip(0u32..) {
         out.push(ReplyChunk {
@@ -154,6 +159,15 @@ fn pieces(text: &str, size: usize) -> impl Iterator<Item = String> + '_ {
 mod tests {
     use super::*;
     use crate::transport::{ReplyAssembler, ToolCall, Usage};
+
+    #[test]
+    fn an_empty_text_survives_the_streaming_path() {
+        let mut assembler = ReplyAssembler::default();
+        for chunk in chunks(ModelReply::text(""), 4) {
+            assembler.push(chunk);
+        }
+        assert_eq!(assembler.finish().content.as_deref(), Some(""));
+    }
 
     #[test]
     fn chunks_reassemble_to_the_reply() {

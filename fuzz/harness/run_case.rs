@@ -470,9 +470,7 @@ impl<'a> Simulation<'a> {
                 }
             };
             if calls.is_empty() {
-                let text =
-                    if self.case.streaming { text.clone().filter(|t| !t.is_empty()) } else { text.clone() };
-                return SimEnd::Reply(text);
+                return SimEnd::Reply(text.clone());
             }
             for call in calls {
                 if let Err(stop) = self.tool_call(call) {

@@ -46,6 +46,11 @@ fn every_bind_guard_seed_and_regression_holds() {
 }
 
 #[test]
+fn every_openai_parse_seed_and_regression_holds() {
+    assert!(replay("openai_parse", harness::openai_parse) > 0, "the openai_parse corpus is empty");
+}
+
+#[test]
 fn every_run_seed_and_regression_holds() {
     assert!(replay("run", harness::run) > 0, "the run corpus is empty");
 }

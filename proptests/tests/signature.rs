@@ -168,8 +168,8 @@ proptest! {
     }
 
     /// Float map keys: serde_json writes finite ones as strings in its own float format and
-    /// refuses the others; the signature must agree either way. This property fails on core
-    /// at the time of writing (see `proptests/README.md`, "Known core discrepancies").
+    /// refuses the others; the signature must agree either way (see `proptests/README.md`,
+    /// "What these properties found in core").
     #[test]
     fn float_map_keys_sign_as_serde_json_writes_them(key in any_f64(), single in any_f32()) {
         check("fk", &FloatKey(key))?;
@@ -217,8 +217,8 @@ proptest! {
     }
 
     /// The same for a float input: every spelling of one decimal value must bind to the same
-    /// `f64`, hence one signature. This property fails on core at the time of writing (see
-    /// `proptests/README.md`, "Known core discrepancies").
+    /// `f64`, hence one signature (see `proptests/README.md`, "What these properties found in
+    /// core").
     #[test]
     fn every_spelling_of_a_number_bound_to_a_float_has_one_signature(
         n in bindable(), a in spelling(), b in spelling()
