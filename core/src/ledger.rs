@@ -107,7 +107,8 @@ impl Ledger {
     }
 
     /// The guard: cancellation → permission → tool budget → repetition → reserve.
-    /// `signature` is only read when `granted`. Returns the new tool-call count.
+    /// `signature` is only read by the repetition check, so it may be empty when the call is not
+    /// granted or when no tool call can be admitted any more. Returns the new tool-call count.
     pub(crate) fn admit_tool(
         &mut self,
         gate: Gate,
@@ -123,6 +124,7 @@ impl Ledger {
         if self.tool_calls >= limits.tool_calls() {
             return Err(self.halt(HaltReason::ToolBudget, tool, self.tool_calls));
         }
+        debug_assert!(!signature.is_empty(), "the repetition check needs the signature");
         let seen = self.repetitions.get(&signature).copied().unwrap_or(0);
         if seen >= limits.repetitions() {
             return Err(self.halt(HaltReason::RepeatedCall, tool, seen));

@@ -26,7 +26,7 @@ use crate::ledger::{Activity, Gate, Ledger};
 use crate::limits::{Limits, LimitsError};
 use crate::registry::Registry;
 use crate::stop::Stop;
-use crate::sync::{Mutex, lock};
+use crate::sync::{AtomicBool, Mutex, Ordering, lock};
 use crate::tool::ToolBuilder;
 use crate::transport::ToolDefinition;
 
@@ -58,6 +58,11 @@ pub(crate) struct Shared {
     limits: Limits,
     capabilities: BTreeSet<Box<str>>,
     ledger: Mutex<Ledger>,
+    /// Set, under the ledger's lock, once no tool call can be admitted any more (a stop is
+    /// recorded or the tool budget is spent). Both conditions are permanent, so the flag never
+    /// goes back; it lets a tool skip its signature when the guard cannot reach the repetition
+    /// check. Decisions are still taken under the lock only.
+    tools_closed: AtomicBool,
     caller: CancellationToken,
     token: CancellationToken,
     deadline: Instant,
@@ -119,6 +124,7 @@ impl ScopeBuilder {
                 limits: self.limits,
                 capabilities: self.capabilities,
                 ledger: Mutex::new(Ledger::default()),
+                tools_closed: AtomicBool::new(self.limits.tool_calls() == 0),
                 caller,
                 token,
                 deadline,
@@ -285,7 +291,14 @@ impl Shared {
     /// Runs one critical section, then cancels the scope's token if it recorded a halt.
     fn decide<T>(&self, section: impl FnOnce(&mut Ledger, Gate) -> Result<T, Stop>) -> Result<T, Stop> {
         let gate = self.gate();
-        let decision = section(&mut lock(&self.ledger), gate);
+        let decision = {
+            let mut ledger = lock(&self.ledger);
+            let decision = section(&mut ledger, gate);
+            if ledger.stop().is_some() || ledger.tool_calls() >= self.limits.tool_calls() {
+                self.tools_closed.store(true, Ordering::Relaxed);
+            }
+            decision
+        };
         if let Err(Stop::Halted(_)) = decision {
             self.token.cancel();
         }
@@ -302,6 +315,12 @@ impl Shared {
 
     pub(crate) fn observe_middleware(&self, tool: &Arc<str>) -> Result<u32, Stop> {
         self.decide(|ledger, gate| ledger.observe_middleware(gate, tool))
+    }
+
+    /// Whether no tool call can be admitted any more: a stop is recorded or the tool budget is
+    /// spent. A hint read without the lock; `true` is final.
+    pub(crate) fn tools_closed(&self) -> bool {
+        self.tools_closed.load(Ordering::Relaxed)
     }
 
     pub(crate) fn admit_tool(&self, tool: &Arc<str>, granted: bool, signature: String) -> Result<u32, Stop> {

@@ -1,7 +1,7 @@
 //! The one place that names the synchronisation primitives.
 //!
-//! Under `--cfg loopbound_loom` the mutex is loom's model-checked type; otherwise the standard
-//! library's. Reference counts (`std::sync::Arc`) are not part of the model and are used
+//! Under `--cfg loopbound_loom` the mutex and the atomic flag are loom's model-checked types;
+//! otherwise the standard library's. Reference counts (`std::sync::Arc`) are not part of the model and are used
 //! directly. Every other module goes through this shim, so that the scope's critical section
 //! can be explored exhaustively by the loom models in `loom-tests/`.
 //!
@@ -12,10 +12,12 @@
 //!   panic elsewhere while the lock was held cannot leave an inconsistent ledger behind.
 
 #[cfg(loopbound_loom)]
-pub(crate) use loom::sync::{Mutex, MutexGuard};
+pub(crate) use loom::sync::{Mutex, MutexGuard, atomic::AtomicBool};
 
 #[cfg(not(loopbound_loom))]
-pub(crate) use std::sync::{Mutex, MutexGuard};
+pub(crate) use std::sync::{Mutex, MutexGuard, atomic::AtomicBool};
+
+pub(crate) use std::sync::atomic::Ordering;
 
 /// Locks `mutex`, recovering the guard if a previous holder panicked.
 pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {

@@ -18,13 +18,14 @@
 //!   hand the body's result on.
 
 use std::any::TypeId;
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::error::Error as StdError;
 use std::fmt;
 use std::future::Future;
 use std::marker::PhantomData;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::Arc;
 
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -142,19 +143,17 @@ impl<'s> ToolBuilder<'s> {
 /// The JSON schema of `T`, with sub-schemas inlined and without a `$schema` key, as tool-calling
 /// APIs expect for a function's parameters.
 ///
-/// A type's schema depends on the type alone, so it is generated once per type and process and
-/// shared by every tool that takes `T`: a scope built per request does not pay schemars again.
-/// The cache holds one schema per input type the process registers.
+/// A type's schema depends on the type alone, so each thread generates it once and keeps it: a
+/// scope built per request does not pay schemars again, and threads that build scopes in
+/// parallel share no lock and no reference count. The cache holds one schema per input type and
+/// thread.
 fn parameters_schema<T: JsonSchema + 'static>() -> Arc<serde_json::Value> {
-    static SCHEMAS: OnceLock<Mutex<HashMap<TypeId, Arc<serde_json::Value>>>> = OnceLock::new();
-    let schemas = SCHEMAS.get_or_init(Mutex::default);
-    let cached = |schemas: &Mutex<HashMap<TypeId, Arc<serde_json::Value>>>| {
-        schemas.lock().unwrap_or_else(PoisonError::into_inner).get(&TypeId::of::<T>()).cloned()
-    };
-    if let Some(schema) = cached(schemas) {
+    thread_local! {
+        static SCHEMAS: RefCell<HashMap<TypeId, Arc<serde_json::Value>>> = RefCell::default();
+    }
+    if let Some(schema) = SCHEMAS.with(|schemas| schemas.borrow().get(&TypeId::of::<T>()).cloned()) {
         return schema;
     }
-    // Generated outside the lock; if another thread got there first, its schema is kept.
     let generator = schemars::generate::SchemaSettings::draft2020_12()
         .with(|settings| settings.inline_subschemas = true)
         .into_generator();
@@ -162,8 +161,9 @@ fn parameters_schema<T: JsonSchema + 'static>() -> Arc<serde_json::Value> {
     if let Some(object) = schema.as_object_mut() {
         object.remove("$schema");
     }
-    let mut schemas = schemas.lock().unwrap_or_else(PoisonError::into_inner);
-    Arc::clone(schemas.entry(TypeId::of::<T>()).or_insert_with(|| Arc::new(schema)))
+    let schema = Arc::new(schema);
+    SCHEMAS.with(|schemas| schemas.borrow_mut().insert(TypeId::of::<T>(), Arc::clone(&schema)));
+    schema
 }
 
 /// A tool whose every invocation goes through the scope's guard.
@@ -321,7 +321,9 @@ impl<T: Serialize> ToolInner<T> {
     /// The guard: signature outside the lock (only when it can matter), then one critical
     /// section. Returns the new tool-call count.
     fn admit(&self, input: &T) -> Result<u32, ToolError> {
-        let key = if self.granted {
+        // The signature matters only if the guard can reach the repetition check: the call is
+        // granted and the scope can still admit a tool call (both can only turn false).
+        let key = if self.granted && !self.shared.tools_closed() {
             signature(&self.name, input).map_err(|error| BindError::unsignable(&self.name, &error))?
         } else {
             String::new()
@@ -564,7 +566,7 @@ mod tests {
     }
 
     #[test]
-    fn a_types_schema_is_generated_once_and_shared() {
+    fn a_types_schema_is_generated_once_per_thread_and_shared() {
         let (a, b) = (parameters_schema::<First>(), parameters_schema::<First>());
         assert!(Arc::ptr_eq(&a, &b));
         let other = parameters_schema::<Second>();
