@@ -44,7 +44,10 @@ fn admission(c: &mut Criterion) {
     group.bench_function("reserve_typed/roomy_scope", |b| {
         b.iter_custom(|iters| {
             timed(iters, (1, CALLS_PER_SCOPE), roomy, |fixture| {
-                fixture.read_ticket().reserve(black_box(TicketInput { input: 42 }))
+                fixture
+                    .read_ticket()
+                    .reserve(black_box(TicketInput { input: 42 }))
+                    .map(|reservation| reservation.tool_count())
             })
         });
     });

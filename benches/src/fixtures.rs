@@ -10,7 +10,7 @@
 //!   records that halt; a scope already halted refuses at the cancellation check without
 //!   recording anything more.
 
-use loopbound::{GuardedTool, HaltReason, Limits, Reservation, Scope, Stop, ToolError};
+use loopbound::{GuardedTool, HaltReason, Limits, Scope, Stop, ToolError};
 use loopbound_demos::review::{
     self, FINISH_CAPABILITY, READ_CAPABILITY, ReviewState, ReviewTools, TicketInput,
 };
@@ -18,15 +18,16 @@ use loopbound_demos::review::{
 /// The arguments of every measured call.
 pub const ARGUMENTS: &str = r#"{"input":42}"#;
 
-/// Binds [`ARGUMENTS`] to the tool's input, then checks and reserves one attempt.
+/// Binds [`ARGUMENTS`] to the tool's input, then checks and reserves one attempt (dropped
+/// unrun). Returns the scope's tool-call count after the reservation.
 ///
 /// # Errors
 ///
 /// The guard's refusal, or a binding error (which the fixtures never cause).
 #[inline]
-pub fn admit(tool: &GuardedTool<TicketInput>) -> Result<Reservation<TicketInput>, ToolError> {
+pub fn admit(tool: &GuardedTool<TicketInput>) -> Result<u32, ToolError> {
     let input = tool.bind(ARGUMENTS)?;
-    tool.reserve(input)
+    tool.reserve(input).map(|reservation| reservation.tool_count())
 }
 
 /// A scope and the review's tools registered in it.
@@ -128,7 +129,7 @@ impl Check {
             Self::Repetition => {
                 let fixture = Fixture::default_limits();
                 let first = admit(fixture.read_ticket()).expect("the first call is admitted");
-                drop(first);
+                assert_eq!(first, 1, "the first call is the scope's first tool call");
                 fixture
             }
             Self::Halted => {
@@ -142,7 +143,7 @@ impl Check {
 
     /// Whether `result` is this check's refusal.
     #[must_use]
-    pub fn refused(self, result: &Result<Reservation<TicketInput>, ToolError>) -> bool {
+    pub fn refused(self, result: &Result<u32, ToolError>) -> bool {
         matches!(result, Err(ToolError::Stopped(stop)) if *stop == self.stop())
     }
 }
@@ -160,8 +161,8 @@ mod tests {
     fn a_roomy_scope_admits_the_same_call_as_often_as_it_has_room() {
         let fixture = Fixture::roomy(3);
         for expected in 1..=3 {
-            let reservation = admit(fixture.read_ticket()).expect("room left");
-            assert_eq!(reservation.tool_count(), expected);
+            let count = admit(fixture.read_ticket()).expect("room left");
+            assert_eq!(count, expected);
         }
         let refused = admit(fixture.read_ticket());
         assert!(Check::Budget.refused(&refused), "{refused:?}");

@@ -120,7 +120,7 @@ pub fn guard(effort: Effort) -> Vec<Line> {
     let first = per_input(fresh, 20, Fixture::default_limits, |fixture| admit(fixture.read_ticket()));
     lines.push(Line::at_most("admission, first call of a fresh default scope", first, 250.0, "ns"));
     let typed = per_call(effort.samples, 10_000, roomy, |fixture| {
-        fixture.read_ticket().reserve(TicketInput { input: 42 })
+        fixture.read_ticket().reserve(TicketInput { input: 42 }).map(|reservation| reservation.tool_count())
     });
     lines.push(Line::at_most(
         "reservation of a typed input (signature + reserve, no bind)",

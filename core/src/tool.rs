@@ -242,9 +242,9 @@ where
     ///
     /// [`ToolError::Stopped`] when a check fails (the failing check is recorded as a halt), or
     /// [`ToolError::Bind`] if `input` cannot be written as canonical JSON.
-    pub fn reserve(&self, input: T) -> Result<Reservation<T>, ToolError> {
+    pub fn reserve(&self, input: T) -> Result<Reservation<'_, T>, ToolError> {
         let count = self.inner.admit(&input)?;
-        Ok(Reservation { tool: self.clone(), input, count })
+        Ok(Reservation { tool: self, input, count })
     }
 
     /// Invokes the tool with a typed input, through the guard.
@@ -271,13 +271,16 @@ where
 
 /// One admitted attempt, counted and not yet run. Dropping it does not give the attempt back.
 #[must_use = "the attempt is counted whether or not it runs"]
-pub struct Reservation<T> {
-    tool: GuardedTool<T>,
+///
+/// It borrows its tool rather than holding a clone, so that admitting a call touches no shared
+/// reference count.
+pub struct Reservation<'t, T> {
+    tool: &'t GuardedTool<T>,
     input: T,
     count: u32,
 }
 
-impl<T> fmt::Debug for Reservation<T> {
+impl<T> fmt::Debug for Reservation<'_, T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Reservation")
             .field("tool", &self.tool.inner.name)
@@ -286,7 +289,7 @@ impl<T> fmt::Debug for Reservation<T> {
     }
 }
 
-impl<T: Send + 'static> Reservation<T> {
+impl<T: Send + 'static> Reservation<'_, T> {
     /// The scope's tool-call count after this reservation (1 for the first admitted call).
     #[must_use]
     pub fn tool_count(&self) -> u32 {
