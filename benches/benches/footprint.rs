@@ -70,7 +70,7 @@ fn main() {
     let before = heap();
     drop(Fixture::default_limits());
     line(
-        "first registration of the review's tools in the process: the per-type schema cache",
+        "first registration of the review's tools on this thread: the thread's per-type schema cache",
         before,
         heap(),
     );
