@@ -73,11 +73,10 @@ impl<T: Transport> Budgeted<T> {
         tools: &[ToolDefinition],
         options: &ChatOptions,
     ) -> Result<ModelReply, CallError> {
-        self.scope.admit_model().map_err(CallError::Stopped)?;
-        let request = ChatRequest::new(messages, tools, options, self.scope.token());
-        let reply = self.bounded(self.inner.complete(request)).await?;
-        self.recheck()?;
-        reply.map_err(CallError::Transport)
+        self.call(ChatRequest::new(messages, tools, options, self.scope.token()), |request| {
+            self.inner.complete(request)
+        })
+        .await
     }
 
     /// Counts one model call, then sends it as a stream and assembles the chunks.
@@ -91,18 +90,29 @@ impl<T: Transport> Budgeted<T> {
         tools: &[ToolDefinition],
         options: &ChatOptions,
     ) -> Result<ModelReply, CallError> {
+        self.call(ChatRequest::new(messages, tools, options, self.scope.token()), |request| async move {
+            let mut chunks = pin!(self.inner.stream(request).await?);
+            let mut assembler = ReplyAssembler::default();
+            while let Some(chunk) = poll_fn(|cx| chunks.as_mut().poll_next(cx)).await {
+                assembler.push(chunk?);
+            }
+            Ok(assembler.finish())
+        })
+        .await
+    }
+
+    /// The budget around one call: admit it, send it raced against the scope, check the scope
+    /// again.
+    async fn call<'r, F>(
+        &self,
+        request: ChatRequest<'r>,
+        send: impl FnOnce(ChatRequest<'r>) -> F,
+    ) -> Result<ModelReply, CallError>
+    where
+        F: Future<Output = Result<ModelReply, TransportError>>,
+    {
         self.scope.admit_model().map_err(CallError::Stopped)?;
-        let request = ChatRequest::new(messages, tools, options, self.scope.token());
-        let reply = self
-            .bounded(async {
-                let mut chunks = pin!(self.inner.stream(request).await?);
-                let mut assembler = ReplyAssembler::default();
-                while let Some(chunk) = poll_fn(|cx| chunks.as_mut().poll_next(cx)).await {
-                    assembler.push(chunk?);
-                }
-                Ok(assembler.finish())
-            })
-            .await?;
+        let reply = self.bounded(send(request)).await?;
         self.recheck()?;
         reply.map_err(CallError::Transport)
     }

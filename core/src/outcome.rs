@@ -48,6 +48,18 @@ pub enum Status {
 }
 
 impl Status {
+    /// Every status, in the order of the contract's table.
+    pub const ALL: [Self; 8] = [
+        Self::Completed,
+        Self::Incomplete,
+        Self::PermissionDenied,
+        Self::RepeatedCall,
+        Self::ToolBudget,
+        Self::ModelBudget,
+        Self::DeadlineExceeded,
+        Self::ProviderUnavailable,
+    ];
+
     /// The status's name, e.g. `RepeatedCall`.
     #[must_use]
     pub const fn as_str(self) -> &'static str {
@@ -232,37 +244,15 @@ mod tests {
 
     #[test]
     fn exit_codes_follow_the_contract() {
-        assert_eq!(Status::Completed.exit_code(), 0);
-        for status in [
-            Status::Incomplete,
-            Status::PermissionDenied,
-            Status::RepeatedCall,
-            Status::ToolBudget,
-            Status::ModelBudget,
-            Status::DeadlineExceeded,
-            Status::ProviderUnavailable,
-        ] {
-            assert_eq!(status.exit_code(), 2, "{status}");
-        }
+        let codes: Vec<i32> = Status::ALL.iter().map(|status| status.exit_code()).collect();
+        assert_eq!(codes, [0, 2, 2, 2, 2, 2, 2, 2]);
         assert_eq!(RunError::Cancelled.exit_code(), 130);
         assert_eq!(RunError::Provider(TransportError::Cancelled).exit_code(), 1);
     }
 
     #[test]
     fn only_completed_and_incomplete_keep_text() {
-        let keeping: Vec<_> = [
-            Status::Completed,
-            Status::Incomplete,
-            Status::PermissionDenied,
-            Status::RepeatedCall,
-            Status::ToolBudget,
-            Status::ModelBudget,
-            Status::DeadlineExceeded,
-            Status::ProviderUnavailable,
-        ]
-        .into_iter()
-        .filter(|s| s.keeps_text())
-        .collect();
+        let keeping: Vec<_> = Status::ALL.into_iter().filter(|s| s.keeps_text()).collect();
         assert_eq!(keeping, [Status::Completed, Status::Incomplete]);
     }
 }
