@@ -10,12 +10,12 @@ if ! command -v node >/dev/null; then
     echo "SKIPPED: node is not installed, so the aimock server cannot run"
     exit 0
 fi
-bash openai/aimock/setup.sh
+bash testkit/aimock/setup.sh
 
 port="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
 log="$(mktemp /tmp/loopbound-aimock.XXXXXX.log)"
-node openai/aimock/node_modules/@copilotkit/aimock/dist/cli.js -h 127.0.0.1 -p "$port" \
-    --validate-on-load -f openai/tests/fixtures/review.json >"$log" 2>&1 &
+node testkit/aimock/node_modules/@copilotkit/aimock/dist/cli.js -h 127.0.0.1 -p "$port" \
+    --validate-on-load -f testkit/fixtures/aimock-review.json >"$log" 2>&1 &
 pid=$!
 stop() {
     kill "$pid" 2>/dev/null || true

@@ -1,13 +1,13 @@
 //! Canonical form throughput next to `serde_json::to_string` of the same value, for argument
-//! values of about 100 B, 10 KB and 1 MB; and `loopbound::signature` of typed values next to
+//! values of about 100 B, 10 KB and 1 MB; and `loopbound::canonical::signature` of typed values next to
 //! `serde_json::to_string` of the same values.
 
 use std::hint::black_box;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use loopbound::{canonical_json, signature};
+use loopbound::canonical::{canonical_json, signature};
 use loopbound_benches::values::{samples, typed_records};
-use loopbound_demos::review::TicketInput;
+use loopbound_testkit::review::TicketInput;
 
 fn canonical(c: &mut Criterion) {
     for sample in samples() {

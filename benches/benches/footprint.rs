@@ -11,11 +11,12 @@
 //! too, as a smoke test. It prints a table and asserts nothing about sizes.
 
 use loopbound::scripted::{Step, sequence};
-use loopbound::{Composition, Limits, Message, ModelReply, Runtime, Scope, ToolCall};
+use loopbound::transport::{ModelReply, ToolCall};
+use loopbound::{Composition, Limits, Message, Runtime, Scope};
 use loopbound_benches::fixtures::{ARGUMENTS, Fixture, admit};
 use loopbound_benches::runs;
-use loopbound_demos::review::{FINISH_CAPABILITY, READ_CAPABILITY, TicketInput};
 use loopbound_demos::scenario::Scenario;
+use loopbound_testkit::review::{FINISH_CAPABILITY, READ_CAPABILITY, TicketInput};
 
 #[global_allocator]
 static ALLOC: dhat::Alloc = dhat::Alloc;
@@ -53,7 +54,8 @@ async fn unbindable_calls(fixture: &Fixture, calls: usize) -> usize {
         (0..calls).map(|n| ToolCall::new(format!("c{n}"), "read_ticket", r#"{"input":"x"}"#)).collect();
     let model = sequence(vec![Step::Reply(ModelReply::calls(bad)), Step::Reply(ModelReply::text("done"))]);
     let mut conversation = vec![Message::user("Review ticket 42.")];
-    let outcome = Runtime::harness(&fixture.scope, model).run(&mut conversation, || false).await;
+    let outcome =
+        Runtime::harness(&fixture.tools.set, model).run(&fixture.scope, &mut conversation, |_| false).await;
     drop((outcome, conversation));
     fixture.scope.events().len()
 }

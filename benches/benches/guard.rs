@@ -12,7 +12,7 @@ use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use loopbound_benches::fixtures::{Check, Fixture, admit};
 use loopbound_benches::parallel::{ROUND_SCOPES, request_rounds, shared_scope};
 use loopbound_benches::timing::timed;
-use loopbound_demos::review::TicketInput;
+use loopbound_testkit::review::TicketInput;
 
 /// Calls served by one roomy scope before a fresh one is built.
 const CALLS_PER_SCOPE: u64 = 10_000;

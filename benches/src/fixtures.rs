@@ -10,13 +10,48 @@
 //!   records that halt; a scope already halted refuses at the cancellation check without
 //!   recording anything more.
 
+use std::sync::OnceLock;
+
+use loopbound::tool::{BindError, Reservation};
 use loopbound::{GuardedTool, HaltReason, Limits, Scope, Stop, ToolError};
-use loopbound_demos::review::{
-    self, FINISH_CAPABILITY, READ_CAPABILITY, ReviewState, ReviewTools, TicketInput,
-};
+use loopbound_testkit::review::{self, FINISH_CAPABILITY, READ_CAPABILITY, Review, ReviewTools, TicketInput};
 
 /// The arguments of every measured call.
 pub const ARGUMENTS: &str = r#"{"input":42}"#;
+
+/// The review's tools, defined once for the whole process, as a service defines them.
+#[must_use]
+pub fn tools() -> &'static ReviewTools {
+    static TOOLS: OnceLock<ReviewTools> = OnceLock::new();
+    TOOLS.get_or_init(review::tools)
+}
+
+/// `read_ticket` in one scope: what the guard benchmarks call.
+#[derive(Clone, Copy, Debug)]
+pub struct Target<'a> {
+    tool: &'a GuardedTool<TicketInput, Review>,
+    scope: &'a Scope<Review>,
+}
+
+impl<'a> Target<'a> {
+    /// Binds JSON `arguments` to the tool's input. Nothing is counted.
+    ///
+    /// # Errors
+    ///
+    /// The binding error.
+    pub fn bind(self, arguments: &str) -> Result<TicketInput, BindError> {
+        self.tool.bind(arguments)
+    }
+
+    /// Checks and reserves one attempt for `input` in the scope.
+    ///
+    /// # Errors
+    ///
+    /// The guard's refusal.
+    pub fn reserve(self, input: TicketInput) -> Result<Reservation<'a, TicketInput, Review>, ToolError> {
+        self.tool.reserve(self.scope, input)
+    }
+}
 
 /// Binds [`ARGUMENTS`] to the tool's input, then checks and reserves one attempt (dropped
 /// unrun). Returns the scope's tool-call count after the reservation.
@@ -25,35 +60,31 @@ pub const ARGUMENTS: &str = r#"{"input":42}"#;
 ///
 /// The guard's refusal, or a binding error (which the fixtures never cause).
 #[inline]
-pub fn admit(tool: &GuardedTool<TicketInput>) -> Result<u32, ToolError> {
-    let input = tool.bind(ARGUMENTS)?;
-    tool.reserve(input).map(|reservation| reservation.tool_count())
+pub fn admit(target: Target<'_>) -> Result<u32, ToolError> {
+    let input = target.bind(ARGUMENTS)?;
+    target.reserve(input).map(|reservation| reservation.tool_count())
 }
 
-/// A scope and the review's tools registered in it.
+/// A scope, over the review's tools defined once.
 #[derive(Debug)]
 pub struct Fixture {
     /// The scope.
-    pub scope: Scope,
-    /// `read_ticket` and `finish_review`.
-    pub tools: ReviewTools,
+    pub scope: Scope<Review>,
+    /// `read_ticket` and `finish_review`, shared by every fixture.
+    pub tools: &'static ReviewTools,
 }
 
 impl Fixture {
-    /// A scope granting `capabilities` under `limits`, with the review's tools registered.
+    /// A scope granting `capabilities` under `limits`.
     ///
     /// # Panics
     ///
     /// If `limits` are invalid: the fixtures pass only valid limits.
     #[must_use]
     pub fn new(capabilities: &[&str], limits: Limits) -> Self {
-        let scope = Scope::builder()
-            .grants(capabilities.iter().copied())
-            .limits(limits)
-            .build()
-            .expect("the fixtures' limits are valid");
-        let tools = review::register(&scope, &ReviewState::default()).expect("a fresh scope has no tools");
-        Self { scope, tools }
+        let scope =
+            review::scope(capabilities.iter().copied(), limits).expect("the fixtures' limits are valid");
+        Self { scope, tools: tools() }
     }
 
     /// Both capabilities and the default limits: 6 model calls, 4 tool calls, 1 repetition.
@@ -69,10 +100,10 @@ impl Fixture {
         Self::new(&[READ_CAPABILITY, FINISH_CAPABILITY], limits)
     }
 
-    /// The tool every guard benchmark calls.
+    /// The tool every guard benchmark calls, in this fixture's scope.
     #[must_use]
-    pub fn read_ticket(&self) -> &GuardedTool<TicketInput> {
-        &self.tools.read_ticket
+    pub fn read_ticket(&self) -> Target<'_> {
+        Target { tool: &self.tools.read_ticket, scope: &self.scope }
     }
 }
 

@@ -1,5 +1,6 @@
-//! Whole scripted runs of the review task, as one request: build the scenario's scope, register
-//! the review's tools, run the loop over the scripted transport, return the outcome.
+//! Whole scripted runs of the review task, as one request: open the scenario's scope over the
+//! review's tools (defined once for the process), run the loop over the scripted transport,
+//! return the outcome.
 //!
 //! # Invariants
 //!
@@ -39,13 +40,14 @@ impl fmt::Display for RunFailure {
 
 impl std::error::Error for RunFailure {}
 
-/// Builds the session of `scenario` (scope and tools): the per-request setup.
+/// Opens the session of `scenario` (its scope over the shared tools): the per-request setup.
 ///
 /// # Errors
 ///
-/// [`RunFailure::Setup`] if the scope or the tools could not be set up.
+/// [`RunFailure::Setup`] if the scope could not be set up.
 pub fn session(scenario: Scenario, composition: Composition) -> Result<Session, RunFailure> {
-    Session::new(scenario, composition, CancellationToken::new()).map_err(RunFailure::Setup)
+    Session::new(&crate::fixtures::tools().set, scenario, composition, CancellationToken::new())
+        .map_err(RunFailure::Setup)
 }
 
 /// Runs a prepared session over its scenario's scripted transport, non-streaming.

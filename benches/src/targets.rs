@@ -11,9 +11,10 @@
 use std::fmt::Write as _;
 use std::hint::black_box;
 
-use loopbound::{Composition, canonical_json, signature};
-use loopbound_demos::review::TicketInput;
+use loopbound::Composition;
+use loopbound::canonical::{canonical_json, signature};
 use loopbound_demos::scenario::Scenario;
+use loopbound_testkit::review::TicketInput;
 
 use crate::fixtures::{Check, Fixture, admit};
 use crate::parallel::{request_rounds, shared_scope};

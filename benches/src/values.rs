@@ -200,7 +200,7 @@ mod tests {
     fn canonical_form_differs_from_serde_json_where_it_must() {
         let small = Sample::parse("small", SMALL);
         assert_eq!(
-            loopbound::canonical_json(&small.value),
+            loopbound::canonical::canonical_json(&small.value),
             r#"{"filters":{"limit":20,"open":true},"ids":[7,12.5,42],"input":42,"query":"login returns 401"}"#
         );
     }

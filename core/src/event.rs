@@ -24,6 +24,7 @@ use serde::{Serialize, Serializer};
 
 /// Why the scope halted a run. A halt is sticky and the first one wins.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[non_exhaustive]
 pub enum HaltReason {
     /// A tool was invoked without its capability being granted.
     PermissionDenied,
@@ -59,6 +60,7 @@ impl fmt::Display for HaltReason {
 
 /// What an event records.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum EventKind {
     /// A transport attempt was admitted; the count is the number of model calls so far.
     ModelCall,

@@ -2,30 +2,34 @@
 //!
 //! An agent that calls tools can loop: re-read the same ticket forever, try ids one after
 //! another, claim "done" without doing the work, or hang on a slow provider. `loopbound` makes
-//! the host, not the model, decide what may run and when the run ends:
+//! the host, not the model, decide what may run and when the run ends.
 //!
-//! - a [`Scope`] per request holds the granted capabilities, the [`Limits`] (model calls, tool
-//!   calls, repetitions per signature, deadline), the counters and the ordered events;
-//! - [`GuardedTool`]s bind typed arguments, then pass one check-and-reserve critical section
-//!   (cancellation → permission → tool budget → repetition) before their private body runs, on
-//!   every path: the loop, a direct call, a concurrent call;
-//! - signatures compare [canonical JSON](canonical_json) of the bound arguments, with numbers
-//!   compared by exact value;
-//! - a [`Budgeted`] transport counts every model call, streaming or not, before it is sent;
-//! - the [`Runtime`] loop races every transport call and tool body against the scope, so a
-//!   deadline, a halt or the caller's cancellation ends the run even when the future ignores
-//!   its token;
-//! - the run ends with an explicit [`Outcome`] (`Completed` only when the host's condition
-//!   holds) or a [`RunError`] (the caller cancelled, or the provider answered unusably).
+//! Data flows through the crate in this order:
+//!
+//! 1. **Tools**, once: the host defines its [`GuardedTool`]s (name, capability, typed input,
+//!    JSON schema computed once, private body) into a [`ToolSet`], shared by every request.
+//! 2. **Scope**, per request: a [`Scope`] holds the granted capabilities, the [`Limits`] (model
+//!    calls, tool calls, repetitions per signature, deadline), the caller's cancellation, the
+//!    counters, the ordered events, and the host's own state for that request.
+//! 3. **Guard**: every tool call binds its typed arguments, then passes one check-and-reserve
+//!    critical section of the scope (cancellation → permission → tool budget → repetition),
+//!    on every path: the loop, a direct call, a reservation run later. Signatures compare
+//!    [canonical JSON](canonical) of the bound arguments, with numbers compared by exact value.
+//! 4. **Runtime**: the [`Runtime`] loop counts every model call before it is sent and races
+//!    every transport call and tool body against the scope, so a deadline, a halt or the
+//!    caller's cancellation ends the run even when the future ignores its token.
+//! 5. **Outcome**: the run ends with an explicit [`Outcome`] (`Completed` only when the host's
+//!    condition holds) or a [`RunError`] (the caller cancelled, or the provider answered
+//!    unusably).
 //!
 //! # Example
 //!
 //! ```
 //! use loopbound::scripted::{sequence, Step};
-//! use loopbound::{Limits, Message, ModelReply, Runtime, Scope, Status};
+//! use loopbound::transport::ModelReply;
+//! use loopbound::{Call, Limits, Message, Runtime, Scope, Status, ToolSet};
 //! use schemars::JsonSchema;
 //! use serde::{Deserialize, Serialize};
-//! use std::sync::Arc;
 //! use std::sync::atomic::{AtomicBool, Ordering};
 //!
 //! #[derive(Deserialize, Serialize, JsonSchema)]
@@ -33,37 +37,42 @@
 //!     input: i64,
 //! }
 //!
+//! /// What one review has done: the state of one request.
+//! #[derive(Default)]
+//! struct Review {
+//!     finished: AtomicBool,
+//! }
+//!
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! // Once, at start-up: the tools.
+//! let mut tools = ToolSet::builder();
+//! tools.tool("read_ticket", "ticket.read").description("Read a ticket.").build(
+//!     |t: Ticket, _call: Call<Review>| async move { Ok::<_, String>(format!("Ticket {}: login fails.", t.input)) },
+//! )?;
+//! tools.tool("finish_review", "review.finish").description("Finish the review.").build(
+//!     |_: Ticket, call: Call<Review>| async move {
+//!         call.state().finished.store(true, Ordering::SeqCst);
+//!         Ok::<_, String>("Review completed.")
+//!     },
+//! )?;
+//! let tools = tools.build();
+//!
+//! // Per request: a scope with its grants, limits and state, and a run.
 //! let scope = Scope::builder()
 //!     .grant("ticket.read")
 //!     .grant("review.finish")
 //!     .limits(Limits::default())
+//!     .state(Review::default())
 //!     .build()?;
-//!
-//! let finished = Arc::new(AtomicBool::new(false));
-//! scope.tool("read_ticket", "ticket.read").description("Read a ticket.").build(
-//!     |t: Ticket, _cancel| async move { Ok::<_, String>(format!("Ticket {}: login fails.", t.input)) },
-//! )?;
-//! let done = Arc::clone(&finished);
-//! scope.tool("finish_review", "review.finish").description("Finish the review.").build(
-//!     move |_: Ticket, _cancel| {
-//!         let done = Arc::clone(&done);
-//!         async move {
-//!             done.store(true, Ordering::SeqCst);
-//!             Ok::<_, String>("Review completed.")
-//!         }
-//!     },
-//! )?;
-//!
 //! let model = sequence(vec![
 //!     Step::Reply(ModelReply::call("c1", "read_ticket", r#"{"input":42}"#)),
 //!     Step::Reply(ModelReply::call("c2", "finish_review", r#"{"input":42}"#)),
 //!     Step::Reply(ModelReply::text("Review finished.")),
 //! ]);
 //! let mut conversation = vec![Message::user("Review ticket 42.")];
-//! let outcome = Runtime::harness(&scope, model)
-//!     .run(&mut conversation, || finished.load(Ordering::SeqCst))
+//! let outcome = Runtime::harness(&tools, model)
+//!     .run(&scope, &mut conversation, |review| review.finished.load(Ordering::SeqCst))
 //!     .await?;
 //!
 //! assert_eq!(outcome.status(), Status::Completed);
@@ -83,19 +92,18 @@
 //! Stopping does not wait for cooperation: a transport call or a tool body that ignores its
 //! cancellation is dropped at its next await point. Blocking code inside a body (a synchronous
 //! loop, a blocking read) is not interrupted; keep bodies async. Counters live and die with the
-//! scope: a new scope may repeat a call, so replay protection of real side effects after a
-//! restart needs a durable operation id, which is outside this crate.
+//! scope: a new scope may repeat a call.
 //!
 //! A runtime with tokio's timer enabled is required (`#[tokio::main]` and `#[tokio::test]`
 //! enable it).
 //!
 //! # Features
 //!
-//! - `exact-numbers` (default): enables serde_json's `arbitrary_precision`, so that a
-//!   `serde_json::Value` keeps every number's exact text and [`canonical_json`] compares numbers
-//!   of any size exactly. It changes serde_json for the whole build (for example, numbers inside
+//! - `exact-numbers` (off by default): enables serde_json's `arbitrary_precision`, so that a
+//!   `serde_json::Value` input keeps every number's exact text and numbers beyond `f64` are
+//!   compared exactly. It changes serde_json for the whole build (numbers inside
 //!   `#[serde(untagged)]` enums or `#[serde(flatten)]` fields no longer deserialize into
-//!   primitive types); disable it if that matters more than numbers beyond `f64`.
+//!   primitive types), which is why it is opt-in. Typed inputs are exact without it.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
@@ -103,57 +111,26 @@
 // Module names prefix most types; repeating them in item names reads well here.
 #![allow(clippy::module_name_repetitions)]
 
-mod budget;
-mod canonical;
+pub mod canonical;
 mod event;
-mod ledger;
+mod guard;
 mod limits;
 mod outcome;
-mod registry;
 mod runtime;
 mod scope;
 pub mod scripted;
-mod stop;
 mod sync;
-mod tool;
-mod transport;
+pub mod tool;
+pub mod transport;
 
-pub use budget::{Budgeted, CallError};
-pub use canonical::canonical_json;
 pub use event::{ControlEvent, EventKind, HaltReason};
+pub use guard::Stop;
 pub use limits::{Limits, LimitsError};
-pub use outcome::{
-    EXIT_CANCELLED, EXIT_COMPLETED, EXIT_PROVIDER_ERROR, EXIT_STOPPED, Outcome, RunError, Status,
-};
-pub use registry::RegistrationError;
-pub use runtime::{ABSENT_CAPABILITIES, Composition, Runtime, SIMPLE_MAX_ITERATIONS};
+pub use outcome::{Outcome, RunError, Status};
+pub use runtime::{Composition, Observation, Observer, Runtime, SIMPLE_MAX_ITERATIONS};
 pub use scope::{Scope, ScopeBuilder};
-pub use stop::Stop;
-pub use tool::{
-    BindError, BindErrorKind, BodyError, GuardedTool, MAX_MESSAGE_LEN, Reservation, ToolBuilder, ToolError,
-};
-pub use transport::{
-    ChatOptions, ChatRequest, ChunkStream, Message, ModelReply, ReplyAssembler, ReplyChunk, ToolCall,
-    ToolCallDelta, ToolDefinition, Transport, TransportError, Usage,
-};
-
-/// Returns the signature of `input` for tool `name`: `name + ":" + canonical JSON of input`,
-/// written directly from the typed value. This is the key the repetition limit counts.
-///
-/// ```
-/// #[derive(serde::Serialize)]
-/// struct Ticket { input: i64 }
-/// assert_eq!(loopbound::signature("read_ticket", &Ticket { input: 42 })?, r#"read_ticket:{"input":42}"#);
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
-///
-/// # Errors
-///
-/// A message if `input` cannot be written as JSON (a custom `Serialize` failed, a map key is
-/// not a string) or nests deeper than 256 levels.
-pub fn signature<T: serde::Serialize + ?Sized>(name: &str, input: &T) -> Result<String, String> {
-    canonical::signature(name, input).map_err(|error| error.to_string())
-}
+pub use tool::{Call, GuardedTool, RegistrationError, ToolError, ToolSet, ToolSetBuilder};
+pub use transport::Message;
 
 /// The README's examples, compiled and run as doc tests.
 #[cfg(doctest)]

@@ -17,17 +17,9 @@ use serde::{Serialize, Serializer};
 use crate::event::{ControlEvent, HaltReason};
 use crate::transport::{TransportError, Usage};
 
-/// Exit code of a completed run.
-pub const EXIT_COMPLETED: i32 = 0;
-/// Exit code of a provider error (authentication, malformed reply, the provider's own cancellation).
-pub const EXIT_PROVIDER_ERROR: i32 = 1;
-/// Exit code of a controlled stop, an incomplete run, or an unavailable provider.
-pub const EXIT_STOPPED: i32 = 2;
-/// Exit code of a run cancelled by its caller (as for SIGINT).
-pub const EXIT_CANCELLED: i32 = 130;
-
 /// How a run ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Status {
     /// The run ended and the host's completion condition holds.
     Completed,
@@ -48,7 +40,7 @@ pub enum Status {
 }
 
 impl Status {
-    /// Every status, in the order of the contract's table.
+    /// Every status of this version, in the order of the contract's table.
     pub const ALL: [Self; 8] = [
         Self::Completed,
         Self::Incomplete,
@@ -72,15 +64,6 @@ impl Status {
             Self::ModelBudget => "ModelBudget",
             Self::DeadlineExceeded => "DeadlineExceeded",
             Self::ProviderUnavailable => "ProviderUnavailable",
-        }
-    }
-
-    /// The process exit code: 0 for `Completed`, 2 for everything else.
-    #[must_use]
-    pub const fn exit_code(self) -> i32 {
-        match self {
-            Self::Completed => EXIT_COMPLETED,
-            _ => EXIT_STOPPED,
         }
     }
 
@@ -180,12 +163,6 @@ impl Outcome {
     pub fn detail(&self) -> Option<&str> {
         self.detail.as_deref()
     }
-
-    /// The process exit code: 0 for `Completed`, 2 otherwise.
-    #[must_use]
-    pub fn exit_code(&self) -> i32 {
-        self.status.exit_code()
-    }
 }
 
 impl Serialize for Outcome {
@@ -209,17 +186,6 @@ pub enum RunError {
     Provider(TransportError),
 }
 
-impl RunError {
-    /// The process exit code: 130 for cancellation, 1 for a provider error.
-    #[must_use]
-    pub fn exit_code(&self) -> i32 {
-        match self {
-            Self::Cancelled => EXIT_CANCELLED,
-            Self::Provider(_) => EXIT_PROVIDER_ERROR,
-        }
-    }
-}
-
 impl fmt::Display for RunError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -241,14 +207,6 @@ impl std::error::Error for RunError {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn exit_codes_follow_the_contract() {
-        let codes: Vec<i32> = Status::ALL.iter().map(|status| status.exit_code()).collect();
-        assert_eq!(codes, [0, 2, 2, 2, 2, 2, 2, 2]);
-        assert_eq!(RunError::Cancelled.exit_code(), 130);
-        assert_eq!(RunError::Provider(TransportError::Cancelled).exit_code(), 1);
-    }
 
     #[test]
     fn only_completed_and_incomplete_keep_text() {

@@ -86,10 +86,6 @@ impl<F> Transport for Scripted<F>
 where
     F: Fn(u32, &ChatRequest<'_>) -> Step + Send + Sync,
 {
-    fn name(&self) -> &'static str {
-        "scripted"
-    }
-
     async fn complete(&self, request: ChatRequest<'_>) -> Result<ModelReply, TransportError> {
         match self.next_step(&request) {
             Step::Reply(reply) => Ok(reply),

@@ -4,7 +4,7 @@ mod common;
 
 use std::sync::Arc;
 
-use common::{Ticket, review_tools, scope_with};
+use common::{Ticket, scope_with, tools};
 use loopbound::{HaltReason, Limits, Stop, ToolError};
 use tokio::sync::Barrier;
 
@@ -14,15 +14,15 @@ const TASKS: usize = 64;
 /// given by `input_of(task)`; returns how many returned a result and how many were stopped.
 async fn race(limits: Limits, input_of: fn(usize) -> i64) -> (usize, usize, u32, u32, Option<HaltReason>) {
     let scope = scope_with(limits);
-    let tools = review_tools(&scope);
+    let tools = tools();
     let barrier = Arc::new(Barrier::new(TASKS));
     let mut handles = Vec::with_capacity(TASKS);
     for task in 0..TASKS {
         let tool = tools.read_ticket.clone();
-        let barrier = Arc::clone(&barrier);
+        let (scope, barrier) = (scope.clone(), Arc::clone(&barrier));
         handles.push(tokio::spawn(async move {
             barrier.wait().await;
-            tool.invoke(Ticket { input: input_of(task) }).await
+            tool.invoke(&scope, Ticket { input: input_of(task) }).await
         }));
     }
     let (mut ok, mut refused) = (0, 0);
@@ -33,7 +33,7 @@ async fn race(limits: Limits, input_of: fn(usize) -> i64) -> (usize, usize, u32,
             Err(other) => panic!("unexpected error: {other}"),
         }
     }
-    (ok, refused, scope.tool_calls(), tools.review.bodies_run(), scope.stop_reason())
+    (ok, refused, scope.tool_calls(), scope.state().bodies_run(), scope.stop_reason())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -2,12 +2,10 @@
 
 mod common;
 
-use common::{lines, review_tools, scope_with};
+use common::{REVIEW_DONE, TICKET_TEXT, lines, scope_with, tools};
 use loopbound::scripted::{Scripted, Step, sequence};
-use loopbound::{
-    ChatOptions, Composition, Limits, Message, ModelReply, RunError, Runtime, Status, ToolCall,
-    TransportError, Usage,
-};
+use loopbound::transport::{ChatOptions, ModelReply, ToolCall, TransportError, Usage};
+use loopbound::{Composition, Limits, Message, RunError, Runtime, Status};
 
 const COMPLETE_EVENTS: [&str; 7] = [
     "ModelCall model 1",
@@ -32,10 +30,11 @@ async fn complete_gives_the_same_outcome_in_both_compositions_and_both_paths() {
     for composition in [Composition::Harness, Composition::Simple] {
         for streaming in [false, true] {
             let scope = scope_with(Limits::default());
-            let tools = review_tools(&scope);
-            let runtime = Runtime::new(composition, &scope, sequence(complete_script())).streaming(streaming);
+            let tools = tools();
+            let runtime =
+                Runtime::new(composition, &tools.set, sequence(complete_script())).streaming(streaming);
             let mut conversation = vec![Message::user("Review ticket 42.")];
-            let outcome = runtime.run(&mut conversation, || tools.review.completed()).await.unwrap();
+            let outcome = runtime.run(&scope, &mut conversation, |review| review.completed()).await.unwrap();
             let case = format!("{composition} streaming={streaming}");
             assert_eq!(outcome.status(), Status::Completed, "{case}");
             assert_eq!(outcome.text(), Some("Review finished."), "{case}");
@@ -49,12 +48,12 @@ async fn complete_gives_the_same_outcome_in_both_compositions_and_both_paths() {
                         content: None,
                         tool_calls: vec![ToolCall::new("call-1", "read_ticket", r#"{"input":42}"#)]
                     },
-                    Message::tool_result("call-1", "Ticket 42: Login returns HTTP 401 for a known account."),
+                    Message::tool_result("call-1", TICKET_TEXT),
                     Message::Assistant {
                         content: None,
                         tool_calls: vec![ToolCall::new("call-2", "finish_review", r#"{"input":42}"#)]
                     },
-                    Message::tool_result("call-2", "Review completed. No business write performed."),
+                    Message::tool_result("call-2", REVIEW_DONE),
                 ],
                 "{case}"
             );
@@ -65,20 +64,21 @@ async fn complete_gives_the_same_outcome_in_both_compositions_and_both_paths() {
 #[tokio::test]
 async fn the_model_saying_done_is_not_completion() {
     let scope = scope_with(Limits::default());
-    let tools = review_tools(&scope);
+    let tools = tools();
     let model = sequence(vec![Step::Reply(ModelReply::text("Review finished."))]);
-    let outcome =
-        Runtime::harness(&scope, model).run(&mut Vec::new(), || tools.review.completed()).await.unwrap();
+    let outcome = Runtime::harness(&tools.set, model)
+        .run(&scope, &mut Vec::new(), |review| review.completed())
+        .await
+        .unwrap();
     assert_eq!(outcome.status(), Status::Incomplete);
     assert_eq!(outcome.text(), Some("Review finished."));
-    assert_eq!(outcome.exit_code(), 2);
     assert_eq!(lines(&scope), ["ModelCall model 1"]);
 }
 
 #[tokio::test]
 async fn unknown_tools_bad_arguments_and_body_errors_go_back_to_the_model() {
     let scope = scope_with(Limits::default());
-    let tools = review_tools(&scope);
+    let tools = tools();
     let model = sequence(vec![
         Step::Reply(ModelReply::calls(vec![
             ToolCall::new("a", "delete_ticket", r#"{"input":42}"#),
@@ -88,8 +88,10 @@ async fn unknown_tools_bad_arguments_and_body_errors_go_back_to_the_model() {
         Step::Reply(ModelReply::text("I could not finish.")),
     ]);
     let mut conversation = Vec::new();
-    let outcome =
-        Runtime::simple(&scope, model).run(&mut conversation, || tools.review.completed()).await.unwrap();
+    let outcome = Runtime::simple(&tools.set, model)
+        .run(&scope, &mut conversation, |review| review.completed())
+        .await
+        .unwrap();
     assert_eq!(outcome.status(), Status::Incomplete);
     assert_eq!(
         lines(&scope),
@@ -133,25 +135,29 @@ async fn repeat_changing_and_budget_stop_where_the_contract_says() {
         Step::Reply(ModelReply::call(format!("c{n}"), "read_ticket", format!(r#"{{"input":{n}}}"#)))
     });
 
+    let tools = tools();
     let scope = scope_with(Limits::default());
-    let tools = review_tools(&scope);
-    let outcome =
-        Runtime::harness(&scope, &repeat).run(&mut Vec::new(), || tools.review.completed()).await.unwrap();
+    let outcome = Runtime::harness(&tools.set, &repeat)
+        .run(&scope, &mut Vec::new(), |review| review.completed())
+        .await
+        .unwrap();
     assert_eq!((outcome.status(), scope.tool_calls(), scope.model_calls()), (Status::RepeatedCall, 1, 2));
     assert_eq!(outcome.text(), None);
     assert_eq!(lines(&scope).last().map(String::as_str), Some("RepeatedCall read_ticket 1"));
 
     let scope = scope_with(Limits::default());
-    let tools = review_tools(&scope);
-    let outcome =
-        Runtime::harness(&scope, &changing).run(&mut Vec::new(), || tools.review.completed()).await.unwrap();
+    let outcome = Runtime::harness(&tools.set, &changing)
+        .run(&scope, &mut Vec::new(), |review| review.completed())
+        .await
+        .unwrap();
     assert_eq!((outcome.status(), scope.tool_calls(), scope.model_calls()), (Status::ToolBudget, 4, 5));
     assert_eq!(lines(&scope).last().map(String::as_str), Some("ToolBudget read_ticket 4"));
 
     let scope = scope_with(Limits::default().with_model_calls(1));
-    let tools = review_tools(&scope);
-    let outcome =
-        Runtime::harness(&scope, &changing).run(&mut Vec::new(), || tools.review.completed()).await.unwrap();
+    let outcome = Runtime::harness(&tools.set, &changing)
+        .run(&scope, &mut Vec::new(), |review| review.completed())
+        .await
+        .unwrap();
     assert_eq!((outcome.status(), scope.tool_calls(), scope.model_calls()), (Status::ModelBudget, 1, 1));
     assert_eq!(lines(&scope).last().map(String::as_str), Some("ModelBudget model 1"));
 }
@@ -160,16 +166,18 @@ async fn repeat_changing_and_budget_stop_where_the_contract_says() {
 async fn the_harness_cap_lets_the_model_budget_fire_first() {
     // A model that only ever asks for a tool that does not exist: no tool counter moves.
     let lost = || Scripted::new(|n, _| Step::Reply(ModelReply::call(format!("c{n}"), "nope", "{}")));
+    let tools = tools();
     let scope = scope_with(Limits::default());
-    let outcome = Runtime::harness(&scope, lost()).run(&mut Vec::new(), || false).await.unwrap();
+    let outcome = Runtime::harness(&tools.set, lost()).run(&scope, &mut Vec::new(), |_| false).await.unwrap();
     assert_eq!(outcome.status(), Status::ModelBudget);
     assert_eq!(scope.model_calls(), 6);
-    assert_eq!(Runtime::harness(&scope, lost()).max_iterations(), 7);
+    assert_eq!(Composition::Harness.max_iterations(&scope.limits()), 7);
 
     // The simple loop's own cap (40) ends a run whose model budget is larger.
     let scope = scope_with(Limits::default().with_model_calls(100));
     let transport = lost();
-    let outcome = Runtime::simple(&scope, &transport).run(&mut Vec::new(), || false).await.unwrap();
+    let outcome =
+        Runtime::simple(&tools.set, &transport).run(&scope, &mut Vec::new(), |_| false).await.unwrap();
     assert_eq!(outcome.status(), Status::Incomplete);
     assert_eq!(outcome.text(), None);
     assert_eq!(transport.calls(), 40);
@@ -177,9 +185,10 @@ async fn the_harness_cap_lets_the_model_budget_fire_first() {
 
 #[tokio::test]
 async fn an_unreachable_provider_is_a_status_and_other_provider_errors_are_errors() {
+    let tools = tools();
     let scope = scope_with(Limits::default());
     let model = sequence(vec![Step::Fail(TransportError::Unavailable("connection refused".into()))]);
-    let outcome = Runtime::harness(&scope, model).run(&mut Vec::new(), || false).await.unwrap();
+    let outcome = Runtime::harness(&tools.set, model).run(&scope, &mut Vec::new(), |_| false).await.unwrap();
     assert_eq!(outcome.status(), Status::ProviderUnavailable);
     assert_eq!(outcome.detail(), Some("connection refused"));
     assert_eq!(outcome.text(), None);
@@ -192,7 +201,7 @@ async fn an_unreachable_provider_is_a_status_and_other_provider_errors_are_error
     ] {
         let scope = scope_with(Limits::default());
         let model = sequence(vec![Step::Fail(error.clone())]);
-        let result = Runtime::harness(&scope, model).run(&mut Vec::new(), || false).await;
+        let result = Runtime::harness(&tools.set, model).run(&scope, &mut Vec::new(), |_| false).await;
         assert_eq!(result, Err(RunError::Provider(error)));
         assert_eq!(scope.stop_reason(), None, "a provider's own cancellation is not a deadline");
     }
@@ -201,22 +210,24 @@ async fn an_unreachable_provider_is_a_status_and_other_provider_errors_are_error
 #[tokio::test]
 async fn usage_is_summed_over_the_calls_that_report_it() {
     let scope = scope_with(Limits::default());
-    let tools = review_tools(&scope);
+    let tools = tools();
     let usage = |p, c| Usage { prompt_tokens: p, completion_tokens: c };
     let model = sequence(vec![
         Step::Reply(ModelReply::call("1", "read_ticket", r#"{"input":42}"#).with_usage(usage(10, 2))),
         Step::Reply(ModelReply::call("2", "finish_review", r#"{"input":42}"#)),
         Step::Reply(ModelReply::text("Review finished.").with_usage(usage(30, 5))),
     ]);
-    let runtime = Runtime::harness(&scope, model).options(ChatOptions::default().with_max_output_tokens(800));
-    let outcome = runtime.streaming(true).run(&mut Vec::new(), || tools.review.completed()).await.unwrap();
+    let runtime =
+        Runtime::harness(&tools.set, model).options(ChatOptions::default().with_max_output_tokens(800));
+    let outcome =
+        runtime.streaming(true).run(&scope, &mut Vec::new(), |review| review.completed()).await.unwrap();
     assert_eq!(outcome.usage(), Some(usage(40, 7)));
 }
 
 #[tokio::test]
 async fn requests_carry_the_definitions_the_options_and_the_conversation() {
     let scope = scope_with(Limits::default());
-    let _tools = review_tools(&scope);
+    let tools = tools();
     let model = Scripted::new(|_, request| {
         let names: Vec<_> = request.tools.iter().map(|t| t.name.as_str()).collect();
         let ok = names == ["read_ticket", "finish_review"]
@@ -224,29 +235,32 @@ async fn requests_carry_the_definitions_the_options_and_the_conversation() {
             && request.messages == [Message::system("Be brief."), Message::user("Review.")];
         Step::Reply(ModelReply::text(if ok { "as expected" } else { "unexpected request" }))
     });
-    let runtime = Runtime::simple(&scope, model).options(ChatOptions::default().with_max_output_tokens(800));
+    let runtime =
+        Runtime::simple(&tools.set, model).options(ChatOptions::default().with_max_output_tokens(800));
     let mut conversation = vec![Message::system("Be brief."), Message::user("Review.")];
-    let outcome = runtime.run(&mut conversation, || false).await.unwrap();
+    let outcome = runtime.run(&scope, &mut conversation, |_| false).await.unwrap();
     assert_eq!(outcome.text(), Some("as expected"));
 }
 
 #[test]
-fn the_harness_description_lists_what_is_absent() {
-    let description = Composition::Harness.describe(&Limits::default());
-    assert!(
-        description.starts_with("harness loop, iteration cap 7, tracing spans on; absent: todo tracking,")
-    );
-    assert!(description.ends_with("external loop evaluator, context compaction"));
+fn the_compositions_caps_follow_the_contract() {
+    assert_eq!(Composition::Harness.max_iterations(&Limits::default()), 7);
+    assert_eq!(Composition::Harness.max_iterations(&Limits::default().with_model_calls(u32::MAX)), u32::MAX);
     assert_eq!(Composition::Simple.max_iterations(&Limits::default()), 40);
+    assert!(Composition::Harness.telemetry() && !Composition::Simple.telemetry());
 }
 
 #[test]
 fn a_run_can_be_spawned_on_a_multi_thread_runtime() {
     fn assert_send<T: Send>(_: &T) {}
+    fn assert_shareable<T: Send + Sync + Clone>(_: &T) {}
+    let tools = tools();
+    assert_shareable(&tools.set);
+    assert_shareable(&tools.read_ticket);
     let scope = scope_with(Limits::default());
-    let runtime = Runtime::harness(&scope, sequence(complete_script()));
+    let runtime = Runtime::harness(&tools.set, sequence(complete_script()));
     let mut conversation = Vec::new();
-    let run = runtime.run(&mut conversation, || false);
+    let run = runtime.run(&scope, &mut conversation, |_| false);
     assert_send(&run);
     assert_send(&runtime);
     assert_send(&scope);

@@ -4,9 +4,10 @@ mod common;
 
 use std::sync::{Arc, Mutex};
 
-use common::{review_tools, scope_with};
+use common::{scope_with, tools};
 use loopbound::scripted::{Step, sequence};
-use loopbound::{Composition, Limits, ModelReply, Runtime, Status};
+use loopbound::transport::ModelReply;
+use loopbound::{Composition, Limits, Runtime, Status};
 use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record};
 use tracing::{Event, Subscriber};
@@ -46,13 +47,14 @@ async fn run_and_capture(composition: Composition) -> Vec<String> {
     let subscriber = tracing_subscriber::registry().with(capture.clone());
     let _default = tracing::subscriber::set_default(subscriber);
     let scope = scope_with(Limits::default());
-    let tools = review_tools(&scope);
+    let tools = tools();
     let model = sequence(vec![
         Step::Reply(ModelReply::call("c1", "read_ticket", format!(r#"{{"input":{SECRET}}}"#))),
         Step::Reply(ModelReply::call("c2", "read_ticket", format!(r#"{{"input":{SECRET}}}"#))),
     ]);
-    let outcome =
-        Runtime::new(composition, &scope, model).run(&mut Vec::new(), || tools.review.completed()).await;
+    let outcome = Runtime::new(composition, &tools.set, model)
+        .run(&scope, &mut Vec::new(), |review| review.completed())
+        .await;
     assert_eq!(outcome.map(|o| o.status()), Ok(Status::RepeatedCall));
     let seen = capture.0.lock().unwrap().clone();
     assert!(seen.iter().all(|line| !line.contains(SECRET)), "an argument leaked into telemetry: {seen:?}");

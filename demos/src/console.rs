@@ -16,21 +16,19 @@ use std::io::Write;
 
 use clap::builder::PossibleValue;
 use clap::{CommandFactory, Parser, ValueEnum};
-use loopbound::{ChatRequest, Composition, ModelReply, Transport, TransportError};
+use loopbound::Composition;
+use loopbound::transport::{ChatRequest, ModelReply, Transport, TransportError};
 use loopbound_openai::OpenAiTransport;
 use tokio_util::sync::CancellationToken;
 
-use crate::report::{Report, render_json};
-use crate::review;
-use crate::scenario::Scenario;
-use crate::session::Session;
-use crate::text::{render_header, render_outcome};
+use loopbound_testkit::review;
 
-/// Exit code of bad arguments (`EX_USAGE`).
-pub const EXIT_USAGE: i32 = 64;
-/// Exit code of a failure of the demo itself: its scope or its report could not be built
-/// (`EX_SOFTWARE`). The built-in scenarios never cause it.
-pub const EXIT_INTERNAL: i32 = 70;
+use crate::report::{Report, render_json};
+use crate::scenario::Scenario;
+use crate::session::{SCRIPTED, Session};
+use crate::text::{render_header, render_outcome};
+pub use crate::vocabulary::{EXIT_INTERNAL, EXIT_USAGE};
+use crate::vocabulary::{error_exit_code, status_exit_code};
 
 /// What `--live` prints when the endpoint is not configured.
 pub const LIVE_UNCONFIGURED: &str = "demo330: --live needs an endpoint: set LOOPBOUND_BASE_URL \
@@ -141,22 +139,25 @@ pub async fn execute(
     err: &mut impl Write,
 ) -> i32 {
     if !cli.live {
-        let transport = cli.scenario.transport();
-        return play(cli, &transport, transport.name(), caller, out, err).await;
+        return play(cli, cli.scenario.transport(), SCRIPTED, caller, out, err).await;
     }
     match OpenAiTransport::from_env() {
         Ok(transport) => {
             let config = transport.config();
-            let label = format!("{}, model {} at {}", transport.name(), config.model(), config.base_url());
+            let label = format!("{LIVE}, model {} at {}", config.model(), config.base_url());
             play(cli, &transport, &label, caller, out, err).await
         }
         Err(error) => {
             emit(err, &format!("{LIVE_UNCONFIGURED}\n  ({error})\n"));
-            let transport = Unconfigured(error.into());
-            play(cli, &transport, transport.name(), caller, out, err).await
+            play(cli, Unconfigured(error.into()), UNCONFIGURED, caller, out, err).await
         }
     }
 }
+
+/// The label of the live transport in headers.
+const LIVE: &str = "openai-compatible";
+/// The label of the live transport when the environment does not configure one.
+const UNCONFIGURED: &str = "openai-compatible (not configured)";
 
 /// The live transport when the environment does not configure one: every call fails as
 /// unreachable, so the run ends as `ProviderUnavailable` without sending anything.
@@ -164,10 +165,6 @@ pub async fn execute(
 struct Unconfigured(TransportError);
 
 impl Transport for Unconfigured {
-    fn name(&self) -> &'static str {
-        "openai-compatible (not configured)"
-    }
-
     async fn complete(&self, _request: ChatRequest<'_>) -> Result<ModelReply, TransportError> {
         Err(self.0.clone())
     }
@@ -184,7 +181,8 @@ pub async fn play<T: Transport>(
     out: &mut impl Write,
     err: &mut impl Write,
 ) -> i32 {
-    let session = match Session::new(cli.scenario, cli.composition(), caller) {
+    let tools = review::tools();
+    let session = match Session::new(&tools.set, cli.scenario, cli.composition(), caller) {
         Ok(session) => session,
         Err(error) => {
             emit(err, &format!("demo330: {error}\n"));
@@ -199,8 +197,9 @@ pub async fn play<T: Transport>(
     let outcome = match session.run_conversation(transport, cli.stream, conversation).await {
         Ok(outcome) => outcome,
         Err(error) => {
-            emit(err, &format!("demo330: {error}; no outcome (exit {})\n", error.exit_code()));
-            return error.exit_code();
+            let code = error_exit_code(&error);
+            emit(err, &format!("demo330: {error}; no outcome (exit {code})\n"));
+            return code;
         }
     };
     if cli.json {
@@ -216,7 +215,7 @@ pub async fn play<T: Transport>(
     } else {
         emit(out, "\n");
         emit(out, &render_outcome(&outcome));
-        outcome.exit_code()
+        status_exit_code(outcome.status())
     }
 }
 

@@ -1,13 +1,15 @@
 //! The review task of ticket 42 and its eight scripted scenarios, and the `demo330` console that
 //! plays them through a bounded loop.
 //!
-//! - [`review`]: the two guarded tools, `read_ticket` and `finish_review`, and the host's
-//!   completion condition;
+//! - the review task itself (tools, texts, the host's completion condition) is the one copy in
+//!   `loopbound_testkit::review`;
 //! - [`scenario`]: the eight scenarios of the contract (capabilities, limits, scripted model,
 //!   expected status and counts), reusable by benches and other tests;
 //! - [`session`]: one scope per run, generic over the transport;
 //! - [`report`] and [`text`]: what a run reports, as JSON and as a transcript;
-//! - [`console`]: the command line of `demo330`.
+//! - [`console`]: the command line of `demo330`;
+//! - [`vocabulary`]: the console's own words (composition descriptions, absent capabilities) and
+//!   exit codes.
 //!
 //! ```
 //! use loopbound::{Composition, Status};
@@ -32,7 +34,7 @@
 
 pub mod console;
 pub mod report;
-pub mod review;
 pub mod scenario;
 pub mod session;
 pub mod text;
+pub mod vocabulary;

@@ -8,6 +8,8 @@
 //! - `text` is `null` unless the status keeps it (`Completed` or `Incomplete`).
 
 use loopbound::{Composition, ControlEvent, Limits, Outcome, Status};
+
+use crate::vocabulary::{Agent, status_exit_code};
 use serde::Serialize;
 
 use crate::scenario::Scenario;
@@ -20,7 +22,7 @@ pub struct Header {
     /// The runtime composition.
     pub composition: Composition,
     /// The composition's description: cap, telemetry, absent capabilities.
-    pub agent: String,
+    pub agent: Agent,
     /// The transport's name and path, e.g. `scripted` or `scripted, streaming`.
     pub transport: String,
     /// The capabilities the scope grants, in code-point order.
@@ -46,14 +48,14 @@ impl Report {
     /// The process exit code: 0 for `Completed`, 2 otherwise.
     #[must_use]
     pub fn exit_code(&self) -> i32 {
-        self.outcome.exit_code()
+        status_exit_code(self.outcome.status())
     }
 }
 
 /// The JSON object of a report.
 #[derive(Serialize)]
 struct JsonReport<'a> {
-    agent: &'a str,
+    agent: String,
     transport: &'a str,
     capabilities: &'a [String],
     limits: JsonLimits,
@@ -91,7 +93,7 @@ impl From<Limits> for JsonLimits {
 /// keys) cannot produce.
 pub fn render_json(report: &Report) -> Result<String, serde_json::Error> {
     let json = JsonReport {
-        agent: &report.header.agent,
+        agent: report.header.agent.to_string(),
         transport: &report.header.transport,
         capabilities: &report.header.capabilities,
         limits: report.header.limits.into(),

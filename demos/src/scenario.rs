@@ -16,12 +16,13 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use loopbound::scripted::{Scripted, Step};
-use loopbound::{ChatRequest, Limits, ModelReply, Status, TransportError};
+use loopbound::transport::{ChatRequest, ModelReply, TransportError};
+use loopbound::{Limits, Status};
 
-use crate::review::{FINISH_CAPABILITY, READ_CAPABILITY, TICKET_ID};
+use loopbound_testkit::review::{CLOSING, FINISH_CAPABILITY, READ_CAPABILITY, TICKET_ID};
 
 /// The model's closing sentence, which is never proof that the review was done.
-pub const FINAL_SENTENCE: &str = "Review finished.";
+pub const FINAL_SENTENCE: &str = CLOSING;
 /// What the `unavailable` scenario's transport reports.
 pub const UNAVAILABLE_MESSAGE: &str = "scripted transport: connection refused";
 

@@ -1,9 +1,12 @@
-//! One bounded review: a scope built for a scenario, its tools, and one run over any transport.
+//! One bounded review: a scope opened for a scenario and one run over any transport, with the
+//! review's tools defined once and shared.
 //!
 //! # Invariants
 //!
-//! - A [`Session`] owns one scope and runs at most once: [`Session::run`] consumes it, so counters
-//!   and the repetition map never carry over from one run to the next.
+//! - A [`Session`] owns one scope and runs at most once: [`Session::run`] consumes it, so counters,
+//!   the repetition map and the review's state never carry over from one run to the next.
+//! - The tools are not the session's: they are defined once ([`review::tools`]) and any number of
+//!   sessions share them.
 //! - The scope's clock starts when the session is built: the deadline covers the whole run.
 //! - The header describes the scope as built (its capabilities and limits), not the scenario's
 //!   wishes, so what is printed is what was enforced.
@@ -12,22 +15,22 @@
 
 use std::fmt;
 
-use loopbound::{
-    Composition, LimitsError, Message, Outcome, RegistrationError, RunError, Runtime, Scope, Transport,
-};
+use loopbound::transport::Transport;
+use loopbound::{Composition, LimitsError, Message, Outcome, RunError, Runtime, Scope, ToolSet};
+use loopbound_testkit::review::{self, Review};
 use tokio_util::sync::CancellationToken;
 
 use crate::report::{Header, Report};
-use crate::review::{self, ReviewState};
 use crate::scenario::Scenario;
+use crate::vocabulary::Agent;
 
-/// A scope set up for one scenario, with the review's tools registered, ready to run once.
+/// A scope set up for one scenario, ready to run once over the shared review tools.
 #[derive(Debug)]
 pub struct Session {
     scenario: Scenario,
     composition: Composition,
-    scope: Scope,
-    state: ReviewState,
+    tools: ToolSet<Review>,
+    scope: Scope<Review>,
 }
 
 /// Why a session could not be set up. Nothing ran and nothing was counted.
@@ -36,15 +39,12 @@ pub struct Session {
 pub enum SetupError {
     /// The scenario's limits were rejected.
     Limits(LimitsError),
-    /// A tool could not be registered.
-    Registration(RegistrationError),
 }
 
 impl fmt::Display for SetupError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Limits(error) => write!(f, "could not set up the scope: {error}"),
-            Self::Registration(error) => write!(f, "could not register the review's tools: {error}"),
         }
     }
 }
@@ -53,19 +53,20 @@ impl std::error::Error for SetupError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             Self::Limits(error) => Some(error),
-            Self::Registration(error) => Some(error),
         }
     }
 }
 
 impl Session {
-    /// Builds the scope of `scenario` (its capabilities and limits, linked to the `caller`'s
-    /// cancellation) and registers the review's tools in it. The deadline runs from now.
+    /// Opens the scope of `scenario` (its capabilities and limits, linked to the `caller`'s
+    /// cancellation, with a fresh review state) over the shared `tools`. The deadline runs from
+    /// now.
     ///
     /// # Errors
     ///
-    /// A [`SetupError`] if the limits are invalid or a tool cannot be registered.
+    /// A [`SetupError`] if the limits are invalid.
     pub fn new(
+        tools: &ToolSet<Review>,
         scenario: Scenario,
         composition: Composition,
         caller: CancellationToken,
@@ -74,11 +75,10 @@ impl Session {
             .grants(scenario.capabilities().iter().copied())
             .limits(scenario.limits())
             .caller(caller)
+            .state(Review::default())
             .build()
             .map_err(SetupError::Limits)?;
-        let state = ReviewState::default();
-        review::register(&scope, &state).map_err(SetupError::Registration)?;
-        Ok(Self { scenario, composition, scope, state })
+        Ok(Self { scenario, composition, tools: tools.clone(), scope })
     }
 
     /// The scenario this session plays.
@@ -87,28 +87,22 @@ impl Session {
         self.scenario
     }
 
-    /// The scope the run is bounded by.
+    /// The scope the run is bounded by; its state is the review's.
     #[must_use]
-    pub fn scope(&self) -> &Scope {
+    pub fn scope(&self) -> &Scope<Review> {
         &self.scope
     }
 
-    /// The review's state in host memory.
+    /// What the console prints before the run: composition, transport (described by `label`),
+    /// capabilities, limits and completion condition.
     #[must_use]
-    pub fn state(&self) -> &ReviewState {
-        &self.state
-    }
-
-    /// What the console prints before the run: composition, transport (described by
-    /// `transport`, e.g. its name), capabilities, limits and completion condition.
-    #[must_use]
-    pub fn header(&self, transport: &str, streaming: bool, live: bool) -> Header {
+    pub fn header(&self, label: &str, streaming: bool, live: bool) -> Header {
         let limits = self.scope.limits();
         Header {
             scenario: self.scenario,
             composition: self.composition,
-            agent: self.composition.describe(&limits),
-            transport: transport_label(transport, streaming),
+            agent: Agent::new(self.composition, &limits),
+            transport: transport_label(label, streaming),
             capabilities: self.scope.capabilities().map(str::to_owned).collect(),
             limits,
             completion: review::COMPLETION_CONDITION,
@@ -139,18 +133,17 @@ impl Session {
         streaming: bool,
         mut conversation: Vec<Message>,
     ) -> Result<Outcome, RunError> {
-        let state = self.state;
-        Runtime::new(self.composition, &self.scope, transport)
+        Runtime::new(self.composition, &self.tools, transport)
             .options(review::options())
             .streaming(streaming)
-            .run(&mut conversation, || state.completed())
+            .run(&self.scope, &mut conversation, Review::completed)
             .await
     }
 }
 
-/// The transport's name, with the path it is driven on.
-fn transport_label(name: &str, streaming: bool) -> String {
-    if streaming { format!("{name}, streaming") } else { name.to_owned() }
+/// The transport's label, with the path it is driven on.
+fn transport_label(label: &str, streaming: bool) -> String {
+    if streaming { format!("{label}, streaming") } else { label.to_owned() }
 }
 
 /// Why a scenario produced no report.
@@ -181,8 +174,12 @@ impl std::error::Error for DemoError {
     }
 }
 
+/// The label of the scripted transport in headers.
+pub const SCRIPTED: &str = "scripted";
+
 /// Runs `scenario` with its scripted transport in `composition`, on the streaming path if
-/// `streaming`, cancelled when `caller` fires. Returns the header and the outcome.
+/// `streaming`, cancelled when `caller` fires, over freshly defined review tools. Returns the
+/// header and the outcome.
 ///
 /// # Errors
 ///
@@ -194,9 +191,9 @@ pub async fn run_scenario(
     streaming: bool,
     caller: CancellationToken,
 ) -> Result<Report, DemoError> {
-    let session = Session::new(scenario, composition, caller).map_err(DemoError::Setup)?;
-    let transport = scenario.transport();
-    let header = session.header(transport.name(), streaming, false);
-    let outcome = session.run(transport, streaming).await.map_err(DemoError::Run)?;
+    let tools = review::tools();
+    let session = Session::new(&tools.set, scenario, composition, caller).map_err(DemoError::Setup)?;
+    let header = session.header(SCRIPTED, streaming, false);
+    let outcome = session.run(scenario.transport(), streaming).await.map_err(DemoError::Run)?;
     Ok(Report { header, outcome })
 }

@@ -13,6 +13,7 @@ use std::fmt::Write as _;
 use loopbound::{ControlEvent, EventKind, HaltReason, Outcome, Status};
 
 use crate::report::{Header, Report};
+use crate::vocabulary::status_exit_code;
 
 /// Width of the label column.
 const LABEL: usize = 14;
@@ -32,11 +33,8 @@ pub fn render_text(report: &Report) -> String {
 #[must_use]
 pub fn render_header(header: &Header) -> String {
     let mut out = String::new();
-    let mut agent = header.agent.split("; ");
-    labelled(&mut out, "agent", agent.next().unwrap_or_default());
-    for part in agent {
-        labelled(&mut out, "", part);
-    }
+    labelled(&mut out, "agent", &header.agent.loop_line());
+    labelled(&mut out, "", &header.agent.absent_line());
     labelled(&mut out, "transport", &header.transport);
     labelled(&mut out, "capabilities", &header.capabilities.join(", "));
     labelled(&mut out, "limits", &header.limits.to_string());
@@ -68,7 +66,11 @@ pub fn render_outcome(outcome: &Outcome) -> String {
     }
     out.push('\n');
     let status = outcome.status();
-    labelled(&mut out, "status", &format!("{status} (exit {}): {}", status.exit_code(), meaning(status)));
+    labelled(
+        &mut out,
+        "status",
+        &format!("{status} (exit {}): {}", status_exit_code(status), meaning(status)),
+    );
     if let Some(detail) = outcome.detail() {
         labelled(&mut out, "detail", detail);
     }
@@ -96,6 +98,7 @@ const fn meaning(status: Status) -> &'static str {
         Status::ModelBudget => "controlled stop, the model-call budget was spent",
         Status::DeadlineExceeded => "controlled stop, the deadline passed",
         Status::ProviderUnavailable => "the provider could not be reached",
+        _ => "a status this console does not describe yet",
     }
 }
 
@@ -110,6 +113,7 @@ const fn gloss(kind: EventKind) -> &'static str {
         EventKind::Halt(HaltReason::ToolBudget) => "halt: tool budget spent, refused before the body",
         EventKind::Halt(HaltReason::ModelBudget) => "halt: model budget spent, the call was not sent",
         EventKind::Halt(HaltReason::DeadlineExceeded) => "halt: the deadline passed, the wait was dropped",
+        _ => "an event this console does not describe yet",
     }
 }
 

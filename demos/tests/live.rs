@@ -2,13 +2,9 @@
 //! really goes through the OpenAI-compatible transport, with the worked example in the
 //! conversation, and gives the same events and status as the scripted `complete` scenario.
 
-#[path = "../../openai/tests/http/aimock.rs"]
-#[allow(dead_code, reason = "the harness also serves loopbound-openai's tests, which use more of it")]
-mod aimock;
-
 use std::process::Command;
 
-use aimock::Aimock;
+use loopbound_testkit::aimock::Aimock;
 use serde_json::{Value, json};
 
 const COMPLETE_EVENTS: [(&str, &str, u32); 7] = [

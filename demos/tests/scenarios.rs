@@ -6,12 +6,14 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use loopbound::scripted::{Scripted, Step};
-use loopbound::{ChatRequest, Composition, EventKind, Message, ModelReply, Outcome, RunError, Status};
-use loopbound_demos::review::{
-    FINISH_CAPABILITY, INSTRUCTIONS, PROMPT, READ_CAPABILITY, REVIEW_DONE, TICKET_TEXT,
-};
+use loopbound::transport::{ChatRequest, ModelReply};
+use loopbound::{Composition, EventKind, Message, Outcome, RunError, Status};
 use loopbound_demos::scenario::{Expected, Scenario};
 use loopbound_demos::session::{DemoError, Session, run_scenario};
+use loopbound_demos::vocabulary::{error_exit_code, status_exit_code};
+use loopbound_testkit::review::{
+    self, FINISH_CAPABILITY, INSTRUCTIONS, PROMPT, READ_CAPABILITY, REVIEW_DONE, TICKET_TEXT,
+};
 use tokio_util::sync::CancellationToken;
 
 const COMPOSITIONS: [Composition; 2] = [Composition::Harness, Composition::Simple];
@@ -105,7 +107,7 @@ async fn complete_runs_both_tools_and_the_host_condition_decides() {
         ]
     );
     assert_eq!(outcome.text(), Some("Review finished."));
-    assert_eq!(outcome.exit_code(), 0);
+    assert_eq!(status_exit_code(outcome.status()), 0);
 }
 
 #[tokio::test]
@@ -140,15 +142,21 @@ async fn an_unavailable_provider_keeps_its_message_as_detail_and_no_text() {
     assert_eq!(outcome.status(), Status::ProviderUnavailable);
     assert_eq!(outcome.detail(), Some("scripted transport: connection refused"));
     assert_eq!(outcome.text(), None);
-    assert_eq!(outcome.exit_code(), 2);
+    assert_eq!(status_exit_code(outcome.status()), 2);
 }
 
 #[tokio::test]
 async fn the_incomplete_model_claims_success_but_the_review_is_not_done() {
-    let session = Session::new(Scenario::Incomplete, Composition::Harness, CancellationToken::new())
-        .expect("valid scenario");
-    let state = session.state().clone();
+    let session = Session::new(
+        &review::tools().set,
+        Scenario::Incomplete,
+        Composition::Harness,
+        CancellationToken::new(),
+    )
+    .expect("valid scenario");
+    let scope = session.scope().clone();
     let outcome = session.run(Scenario::Incomplete.transport(), false).await.expect("an outcome");
+    let state = scope.state();
     assert_eq!(outcome.status(), Status::Incomplete);
     assert_eq!(outcome.text(), Some("Review finished."));
     assert!(!state.ticket_read());
@@ -172,12 +180,17 @@ fn recording(
 
 #[tokio::test]
 async fn the_ticket_text_reaches_the_model_only_as_a_tool_result_and_changes_no_bound() {
-    let session = Session::new(Scenario::Complete, Composition::Harness, CancellationToken::new())
-        .expect("valid scenario");
+    let session = Session::new(
+        &review::tools().set,
+        Scenario::Complete,
+        Composition::Harness,
+        CancellationToken::new(),
+    )
+    .expect("valid scenario");
     let scope = session.scope().clone();
-    let state = session.state().clone();
     let sent = Sent::default();
     let outcome = session.run(recording(Scenario::Complete, &sent), false).await.expect("an outcome");
+    let state = scope.state();
     assert_eq!(outcome.status(), Status::Completed);
     assert!(state.completed());
 
@@ -198,9 +211,10 @@ async fn the_ticket_text_reaches_the_model_only_as_a_tool_result_and_changes_no_
 
 #[tokio::test]
 async fn finish_review_before_reading_is_a_body_error_the_model_sees_not_a_halt() {
-    let session = Session::new(Scenario::Complete, Composition::Simple, CancellationToken::new())
-        .expect("valid scenario");
-    let state = session.state().clone();
+    let session =
+        Session::new(&review::tools().set, Scenario::Complete, Composition::Simple, CancellationToken::new())
+            .expect("valid scenario");
+    let scope = session.scope().clone();
     let sent = Sent::default();
     let recorder = Arc::clone(&sent);
     let model = Scripted::new(move |call, request: &ChatRequest<'_>| {
@@ -212,7 +226,7 @@ async fn finish_review_before_reading_is_a_body_error_the_model_sees_not_a_halt(
     });
     let outcome = session.run(model, false).await.expect("an outcome");
     assert_eq!(outcome.status(), Status::Incomplete);
-    assert!(!state.completed());
+    assert!(!scope.state().completed());
     let sent = sent.lock().expect("not poisoned").clone();
     assert_eq!(
         sent[1].last(),
@@ -235,7 +249,7 @@ async fn the_callers_cancellation_ends_a_hanging_run_as_an_error() {
     match result {
         Err(DemoError::Run(error)) => {
             assert_eq!(error, RunError::Cancelled);
-            assert_eq!(error.exit_code(), 130);
+            assert_eq!(error_exit_code(&error), 130);
         }
         other => panic!("expected a cancellation, got {other:?}"),
     }

@@ -1,5 +1,5 @@
-//! Fuzz target `bind_guard`: see `loopbound_fuzz::bind_guard` in `fuzz/harness.rs`.
+//! Fuzz target `bind_guard`: see `loopbound_testkit::fuzz::bind_guard` (testkit/src/fuzz/).
 
 #![no_main]
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| loopbound_fuzz::bind_guard(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| loopbound_testkit::fuzz::bind_guard(data));

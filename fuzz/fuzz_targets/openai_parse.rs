@@ -1,5 +1,5 @@
-//! Fuzz target `openai_parse`: see `loopbound_fuzz::openai_parse` in `fuzz/harness.rs`.
+//! Fuzz target `openai_parse`: see `loopbound_testkit::fuzz::openai_parse` (testkit/src/fuzz/).
 
 #![no_main]
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| loopbound_fuzz::openai_parse(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| loopbound_testkit::fuzz::openai_parse(data));

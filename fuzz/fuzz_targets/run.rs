@@ -1,5 +1,5 @@
-//! Fuzz target `run`: see `loopbound_fuzz::run` in `fuzz/harness.rs`.
+//! Fuzz target `run`: see `loopbound_testkit::fuzz::run` (testkit/src/fuzz/).
 
 #![no_main]
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| loopbound_fuzz::run(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| loopbound_testkit::fuzz::run(data));

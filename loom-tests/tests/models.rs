@@ -90,7 +90,7 @@ fn two_halts_racing_record_exactly_the_first() {
     loom::model(|| {
         // A: permission refused (the tool needs "cap", not granted). B: the model budget.
         let (scope, tool, _caller) = scope_and_tool(false, Limits::default().with_model_calls(1));
-        let a = thread::spawn(move || match tool.reserve(loopbound_loom::fixtures::Id { input: 1 }) {
+        let a = thread::spawn(move || match tool.reserve(1) {
             Err(ToolError::Stopped(stop)) => stop,
             other => panic!("a call without the capability is refused, got {other:?}"),
         });
@@ -115,7 +115,7 @@ fn the_caller_wins_a_race_with_a_halt() {
     loom::model(|| {
         let (scope, tool, caller) = scope_and_tool(false, Limits::default());
         let cancel = thread::spawn(move || caller.cancel());
-        let refused = thread::spawn(move || tool.reserve(loopbound_loom::fixtures::Id { input: 1 }).is_err());
+        let refused = thread::spawn(move || tool.reserve(1).is_err());
         cancel.join().unwrap();
         assert!(refused.join().unwrap(), "a call without the capability is never admitted");
         // Whatever the order, once the caller has cancelled, every check reports the caller.

@@ -1,4 +1,4 @@
-//! Properties of `loopbound::canonical_json` (SPEC §5), against the independent reference in
+//! Properties of `loopbound::canonical::canonical_json` (SPEC §5), against the independent reference in
 //! `fuzz/harness/reference.rs`.
 //!
 //! Numbers are generated as (sign, digit string, exponent) and spelled in many ways by this file
@@ -6,7 +6,7 @@
 //! exponents such as ±999999999999999999999); the expected form is computed from the generated
 //! value itself, never from core's code.
 
-use loopbound::canonical_json;
+use loopbound::canonical::canonical_json;
 use loopbound_proptests::config::with_cases;
 use loopbound_proptests::harness::check_canonical;
 use loopbound_proptests::harness::reference;

@@ -12,7 +12,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use loopbound::{BindErrorKind, GuardedTool, Limits, Scope, Stop, ToolError};
+use loopbound::tool::BindErrorKind;
+use loopbound::{GuardedTool, Limits, Scope, Stop, ToolError, ToolSet};
 use loopbound_proptests::config::with_cases;
 use loopbound_proptests::harness;
 use loopbound_proptests::harness::guard_model::{Charge, GuardModel};
@@ -249,6 +250,7 @@ impl ReferenceStateMachine for GuardMachine {
 struct Sut {
     runtime: tokio::runtime::Runtime,
     scope: Scope,
+    set: ToolSet,
     caller: CancellationToken,
     tools: Vec<GuardedTool<Arg>>,
     plan: Arc<Mutex<Body>>,
@@ -280,19 +282,20 @@ impl Sut {
             .with_tool_calls(state.model.tool_limit)
             .with_repetitions(state.model.repetitions)
             .with_deadline(Duration::from_secs(state.deadline));
-        let (scope, tools, runs, started) = runtime.block_on(async {
+        let (scope, set, tools, runs, started) = runtime.block_on(async {
             let started = tokio::time::Instant::now();
             let granted =
                 NAMES.iter().zip(state.granted).filter(|(_, on)| *on).map(|(name, _)| format!("{name}.use"));
             let scope = harness::scope_with(granted, limits, &caller);
             let mut tools = Vec::new();
             let mut runs = Vec::new();
+            let mut set = ToolSet::builder();
             for name in NAMES {
                 let counter = Arc::new(AtomicU32::new(0));
                 let (count, plan, caller) = (Arc::clone(&counter), Arc::clone(&plan), caller.clone());
-                let tool = scope
+                let tool = set
                     .tool(name, format!("{name}.use"))
-                    .build(move |_: Arg, _cancel| {
+                    .build(move |_: Arg, _call| {
                         count.fetch_add(1, Ordering::SeqCst);
                         let plan = *plan.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
                         let caller = caller.clone();
@@ -312,9 +315,9 @@ impl Sut {
                 tools.push(tool);
                 runs.push(counter);
             }
-            (scope, tools, runs, started)
+            (scope, set.build(), tools, runs, started)
         });
-        Self { runtime, scope, caller, tools, plan, runs, started }
+        Self { runtime, scope, set, caller, tools, plan, runs, started }
     }
 
     fn set_plan(&self, body: Body) {
@@ -326,17 +329,17 @@ impl Sut {
             match transition {
                 Transition::Invoke { tool, arg, body } => {
                     self.set_plan(body);
-                    observe(self.tools[tool].invoke(arg).await)
+                    observe(self.tools[tool].invoke(&self.scope, arg).await)
                 }
                 Transition::InvokeJson { tool, arg, spelling, fail } => {
                     self.set_plan(if fail { Body::Fail } else { Body::Succeed });
-                    observe(self.tools[tool].invoke_json(&spelling.text(&arg)).await)
+                    observe(self.tools[tool].invoke_json(&self.scope, &spelling.text(&arg)).await)
                 }
                 Transition::ByName { name, arg } => {
                     self.set_plan(Body::Succeed);
-                    observe(self.scope.invoke(&name, &Spelling::Compact.text(&arg)).await)
+                    observe(self.set.invoke(&self.scope, &name, &Spelling::Compact.text(&arg)).await)
                 }
-                Transition::Reserve { tool, arg } => match self.tools[tool].reserve(arg) {
+                Transition::Reserve { tool, arg } => match self.tools[tool].reserve(&self.scope, arg) {
                     Ok(reservation) => Observed::Reserved(Ok(reservation.tool_count())),
                     Err(ToolError::Stopped(stop)) => Observed::Reserved(Err(stop)),
                     Err(other) => panic!("reserve failed otherwise: {other}"),

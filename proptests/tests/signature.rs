@@ -1,4 +1,4 @@
-//! `loopbound::signature(name, &t)` equals `name + ":" + canonical_json` of serde_json's own text
+//! `loopbound::canonical::signature(name, &t)` equals `name + ":" + canonical_json` of serde_json's own text
 //! of `t`, re-parsed, for arbitrary typed values (SPEC §5: the signature is the canonical JSON of
 //! the bound value re-serialised). Core writes signatures straight from the typed value with its
 //! own serializer; this checks it against serde_json's path, and the result against the
@@ -6,7 +6,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use loopbound::canonical_json;
+use loopbound::canonical::canonical_json;
 use loopbound_proptests::config::with_cases;
 use loopbound_proptests::harness::reference;
 use loopbound_proptests::numbers::{Num, Spelling, spelling};
@@ -125,7 +125,7 @@ fn via_text<T: Serialize>(name: &str, value: &T) -> Option<String> {
 }
 
 fn check<T: Serialize + std::fmt::Debug>(name: &str, value: &T) -> Result<(), TestCaseError> {
-    let signature = loopbound::signature(name, value).ok();
+    let signature = loopbound::canonical::signature(name, value).ok();
     prop_assert_eq!(&signature, &via_text(name, value), "{:?}", value);
     if let Some(signature) = signature {
         let parsed: serde_json::Value =
@@ -195,7 +195,7 @@ where
     T: serde::de::DeserializeOwned + Serialize + Send + 'static,
 {
     let value = tool.bind(text).ok()?;
-    loopbound::signature(tool.name(), &value).ok()
+    loopbound::canonical::signature(tool.name(), &value).ok()
 }
 
 proptest! {
@@ -244,14 +244,12 @@ fn arguments(n: &Num, how: &Spelling) -> String {
     format!(r#"{{"x":{}}}"#, n.spell(how))
 }
 
-/// A tool of input `T` in a fresh scope (binding needs no capability).
+/// A tool of input `T` (binding needs no scope and no capability).
 fn tool<T>(name: &str) -> loopbound::GuardedTool<T>
 where
     T: serde::de::DeserializeOwned + Serialize + schemars::JsonSchema + Send + 'static,
 {
-    let scope = loopbound::Scope::builder().build().unwrap_or_else(|error| panic!("{error}"));
-    scope
-        .tool(name, "none")
+    loopbound::tool::ToolBuilder::new(name, "none")
         .build(|_: T, _| async { Ok::<_, String>("") })
         .unwrap_or_else(|error| panic!("{error}"))
 }

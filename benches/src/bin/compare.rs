@@ -21,15 +21,16 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use clap::{Parser, Subcommand, ValueEnum};
-use loopbound::{Composition, EventKind, canonical_json, signature};
+use loopbound::canonical::{canonical_json, signature};
+use loopbound::{Composition, EventKind};
 use loopbound_benches::fixtures::{Check, Fixture, admit};
 use loopbound_benches::peers::{Complete, Repeat, Report, read_dir};
 use loopbound_benches::runs::{self, RunFailure};
 use loopbound_benches::targets::{self, Effort};
 use loopbound_benches::timing::peak_rss_mib;
 use loopbound_benches::{table, values};
-use loopbound_demos::review::TicketInput;
 use loopbound_demos::scenario::Scenario;
+use loopbound_testkit::review::TicketInput;
 
 #[derive(Parser, Debug)]
 #[command(about = "loopbound's side of the agent-framework comparison, and its speed targets")]
@@ -171,7 +172,7 @@ fn run(runs: usize, warmup: usize, round: u32, out: Option<&Path>) -> Result<(),
         outcome: format!(
             "returned Outcome {} (exit code {}, no text): the 2nd identical call was refused before its body; events: {}",
             outcome.status(),
-            outcome.exit_code(),
+            loopbound_demos::vocabulary::status_exit_code(outcome.status()),
             events.join(", ")
         ),
         wall_ms: Some(wall_ms),
@@ -190,9 +191,9 @@ fn run(runs: usize, warmup: usize, round: u32, out: Option<&Path>) -> Result<(),
         },
         repeat: [("limits".to_owned(), repeat)].into(),
         notes: format!(
-            "harness composition; one timed run = a new scope + both tools registered + the run of 3 model \
-             calls and 2 tool calls, on a current-thread tokio runtime. With the scope and tools built \
-             before the timer starts: median {} µs, p99 {} µs. repeat runs under the default limits \
+            "harness composition; one timed run = a new scope (the tools are defined once per process) + \
+             the run of 3 model calls and 2 tool calls, on a current-thread tokio runtime. With the scope \
+             built before the timer starts: median {} µs, p99 {} µs. repeat runs under the default limits \
              (6 model calls, 4 tool calls, 1 repetition per signature).",
             table::micros(prepared.median_us),
             table::micros(prepared.p99_us)

@@ -1,8 +1,8 @@
 //! Canonical JSON: one text per JSON value, used to compare tool arguments.
 //!
 //! Rules (SPEC §5): object keys sorted by code point and written as JSON strings, no
-//! whitespace; numbers by exact decimal value in one normal form ([`number`]); strings by decoded
-//! value ([`escape`]); array order and `null` significant.
+//! whitespace; numbers by exact decimal value in one normal form; strings by decoded
+//! value; array order and `null` significant.
 //!
 //! # Invariants
 //!
@@ -21,13 +21,13 @@ use serde_json::{Map, Value};
 
 pub(crate) use escape::write_json_string;
 pub(crate) use number::write_number;
-pub(crate) use serializer::{SignatureError, signature};
+pub use serializer::{SignatureError, signature};
 
 /// Returns the canonical JSON text of `value`.
 ///
 /// ```
 /// use serde_json::json;
-/// use loopbound::canonical_json;
+/// use loopbound::canonical::canonical_json;
 ///
 /// let a = json!({"b": [1, 2.0, null], "a": "x"});
 /// let b: serde_json::Value = serde_json::from_str(r#"{ "a" : "x", "b" : [1e0, 2, null] }"#).unwrap();

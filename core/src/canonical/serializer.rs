@@ -27,8 +27,21 @@ const NUMBER_TOKEN: &str = "$serde_json::private::Number";
 /// The struct name serde_json uses to carry a `RawValue`'s text.
 const RAW_VALUE_TOKEN: &str = "$serde_json::private::RawValue";
 
-/// Returns `name + ":" + canonical JSON of value`.
-pub(crate) fn signature<T: Serialize + ?Sized>(name: &str, value: &T) -> Result<String, SignatureError> {
+/// Returns the signature of `value` for tool `name`: `name + ":" + canonical JSON of value`,
+/// written directly from the typed value. This is the key the repetition limit counts.
+///
+/// ```
+/// #[derive(serde::Serialize)]
+/// struct Ticket { input: i64 }
+/// assert_eq!(loopbound::canonical::signature("read_ticket", &Ticket { input: 42 })?, r#"read_ticket:{"input":42}"#);
+/// # Ok::<(), loopbound::canonical::SignatureError>(())
+/// ```
+///
+/// # Errors
+///
+/// A [`SignatureError`] if `value` cannot be written as JSON (its `Serialize` failed, a map key
+/// is not a string) or nests too deep.
+pub fn signature<T: Serialize + ?Sized>(name: &str, value: &T) -> Result<String, SignatureError> {
     let mut out = String::with_capacity(name.len() + 24);
     out.push_str(name);
     out.push(':');
@@ -36,15 +49,30 @@ pub(crate) fn signature<T: Serialize + ?Sized>(name: &str, value: &T) -> Result<
     Ok(out)
 }
 
-/// Why a bound value has no signature.
+/// Why a value has no signature.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct SignatureError {
-    message: String,
+#[non_exhaustive]
+pub enum SignatureError {
+    /// The value nests deeper than the writer accepts.
+    TooDeep {
+        /// The deepest nesting accepted.
+        limit: u32,
+    },
+    /// A map key is not a string, a number, a boolean or a unit variant.
+    KeyNotAString,
+    /// The value's own `Serialize` implementation failed, with this message.
+    Custom(String),
 }
 
 impl fmt::Display for SignatureError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.message)
+        match self {
+            Self::TooDeep { limit } => write!(f, "the value nests deeper than {limit} levels"),
+            Self::KeyNotAString => {
+                f.write_str("a map key must be a string, a number, a boolean or a unit variant")
+            }
+            Self::Custom(message) => write!(f, "the value could not be serialized: {message}"),
+        }
     }
 }
 
@@ -52,17 +80,17 @@ impl std::error::Error for SignatureError {}
 
 impl ser::Error for SignatureError {
     fn custom<M: fmt::Display>(message: M) -> Self {
-        Self { message: message.to_string() }
+        Self::Custom(message.to_string())
     }
 }
 
 impl SignatureError {
     fn too_deep() -> Self {
-        Self { message: format!("arguments nest deeper than {MAX_DEPTH} levels") }
+        Self::TooDeep { limit: MAX_DEPTH }
     }
 
     fn key_not_a_string() -> Self {
-        Self { message: "a map key must be a string, a number, a boolean or a unit variant".to_owned() }
+        Self::KeyNotAString
     }
 }
 
@@ -640,7 +668,7 @@ mod tests {
     use serde_json::json;
 
     use super::{MAX_DEPTH, signature};
-    use crate::canonical_json;
+    use crate::canonical::canonical_json;
 
     /// The reference: serde_json's text, parsed back to a `Value`, then canonicalised.
     fn via_text<T: Serialize>(name: &str, value: &T) -> String {

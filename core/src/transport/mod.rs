@@ -1,10 +1,11 @@
 //! Transports: the model clients the runtime talks to.
 //!
 //! A [`Transport`] answers one request with a whole reply ([`Transport::complete`]) or with a
-//! stream of chunks ([`Transport::stream`]). It knows nothing of budgets: the runtime wraps it in
-//! a [`Budgeted`](crate::Budgeted) transport that counts every call of either kind before it is
-//! sent, and drops the call's future when the scope stops.
+//! stream of chunks ([`Transport::stream`]). It knows nothing of budgets: the runtime borrows it
+//! as a [`Budgeted`] transport that counts every call of either kind against the request's scope
+//! before it is sent, and drops the call's future when the scope stops.
 
+mod budget;
 mod message;
 mod stream;
 
@@ -14,6 +15,7 @@ use std::sync::Arc;
 
 use futures_core::Stream;
 
+pub use budget::{Budgeted, CallError};
 pub use message::{ChatOptions, ChatRequest, Message, ModelReply, ToolCall, ToolDefinition, Usage};
 pub use stream::{ChunkStream, ReplyAssembler, ReplyChunk, ToolCallDelta};
 
@@ -22,9 +24,6 @@ pub use stream::{ChunkStream, ReplyAssembler, ReplyChunk, ToolCallDelta};
 /// Implementations may be written with `async fn`. A transport that cannot stream natively
 /// keeps the default [`stream`](Transport::stream), which yields its whole reply as one chunk.
 pub trait Transport: Send + Sync {
-    /// A short description for headers and logs, e.g. `scripted` or `openai-compatible`.
-    fn name(&self) -> &str;
-
     /// Sends `request` and returns the whole reply.
     fn complete(
         &self,
@@ -43,10 +42,6 @@ pub trait Transport: Send + Sync {
 }
 
 impl<T: Transport> Transport for &T {
-    fn name(&self) -> &str {
-        (**self).name()
-    }
-
     fn complete(
         &self,
         request: ChatRequest<'_>,
@@ -65,10 +60,6 @@ impl<T: Transport> Transport for &T {
 }
 
 impl<T: Transport> Transport for Arc<T> {
-    fn name(&self) -> &str {
-        (**self).name()
-    }
-
     fn complete(
         &self,
         request: ChatRequest<'_>,

@@ -52,7 +52,7 @@ struct PartialCall {
 /// Assembles streamed chunks into one [`ModelReply`].
 ///
 /// ```
-/// use loopbound::{ReplyAssembler, ReplyChunk, ToolCallDelta};
+/// use loopbound::transport::{ReplyAssembler, ReplyChunk, ToolCallDelta};
 ///
 /// let mut reply = ReplyAssembler::default();
 /// reply.push(ReplyChunk { tool_calls: vec![ToolCallDelta {

@@ -1,0 +1,310 @@
+//! The scope's mutable state and its one critical section: check, then reserve.
+//!
+//! Everything here is synchronous and free of clocks and tokens: the guard samples "has the
+//! caller cancelled?" and "has the deadline passed?" into a [`Gate`] *after* taking the lock and
+//! hands it in, so the loom models in `loom-tests/` can explore every interleaving of the
+//! decisions and a call that waited for the lock is judged on what holds when it gets it.
+//!
+//! # Invariants
+//!
+//! - Checks run in the contract's order and the first failing one decides: cancellation
+//!   (caller, then an existing stop, then the deadline) → permission → tool budget →
+//!   repetition → reserve.
+//! - `model_calls <= limits.model_calls()`, `tool_calls <= limits.tool_calls()`, and every
+//!   signature's count is `<= limits.repetitions()`: a reservation happens only after the
+//!   matching check passed under the same lock.
+//! - Reservations are never rolled back.
+//! - `stop` goes from `None` to `Some` at most once (the first halt wins) and never back; a halt
+//!   event is appended exactly when that happens, so the log has at most one halt event.
+//! - Once `stop` is set, nothing more is admitted or observed (halts are sticky).
+//! - The repetition check reads the signature only when every earlier check passed; a caller that
+//!   skipped computing it (see [`Admission::NeedsSignature`]) is asked for it, never admitted
+//!   without it.
+//! - The n-th `ModelCall`, `ToolCall` and `Middleware` events carry count n.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use super::stop::Stop;
+use crate::event::{ControlEvent, EventKind, HaltReason};
+use crate::limits::Limits;
+
+/// What held when the lock was taken.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Gate {
+    /// The caller's cancellation token has fired.
+    pub(crate) caller_cancelled: bool,
+    /// The scope's deadline has passed.
+    pub(crate) deadline_passed: bool,
+}
+
+/// Counters, repetition map, events and stop reason of one scope.
+#[derive(Debug, Default)]
+pub(crate) struct Ledger {
+    model_calls: u32,
+    tool_calls: u32,
+    middleware: u32,
+    repetitions: BTreeMap<String, u32>,
+    events: Vec<ControlEvent>,
+    stop: Option<HaltReason>,
+}
+
+/// The result of a tool admission that no check refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Admission {
+    /// Reserved: the new tool-call count.
+    Admitted(u32),
+    /// Every check before repetition passed, but the call came without its signature: nothing
+    /// was recorded; ask again with it.
+    NeedsSignature,
+}
+
+/// What a deadline expiry is charged to: the model call or the tool in flight.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Activity<'a> {
+    Model(&'a Arc<str>),
+    Tool(&'a Arc<str>),
+}
+
+impl Ledger {
+    /// The cancellation check shared by every admission: the caller first, so that the caller's
+    /// cancellation wins every race; then a recorded stop; then the deadline, which is recorded
+    /// as a halt the first time it is seen.
+    pub(crate) fn check(&mut self, gate: Gate, activity: Activity<'_>) -> Result<(), Stop> {
+        if gate.caller_cancelled {
+            return Err(Stop::Cancelled);
+        }
+        if let Some(reason) = self.stop {
+            return Err(Stop::Halted(reason));
+        }
+        if gate.deadline_passed {
+            return Err(self.halt_for(HaltReason::DeadlineExceeded, activity));
+        }
+        Ok(())
+    }
+
+    /// Records a halt charged to `activity` at its current count.
+    fn halt_for(&mut self, reason: HaltReason, activity: Activity<'_>) -> Stop {
+        match activity {
+            Activity::Model(name) => self.halt(reason, name, self.model_calls),
+            Activity::Tool(name) => self.halt(reason, name, self.tool_calls),
+        }
+    }
+
+    /// Records `reason` unless a stop is already recorded; returns the stop in force.
+    pub(crate) fn halt(&mut self, reason: HaltReason, name: &Arc<str>, count: u32) -> Stop {
+        if let Some(first) = self.stop {
+            return Stop::Halted(first);
+        }
+        self.stop = Some(reason);
+        self.events.push(ControlEvent::new(EventKind::Halt(reason), Arc::clone(name), count));
+        Stop::Halted(reason)
+    }
+
+    /// Admits one model call, or halts with `ModelBudget`. Returns the new model-call count.
+    pub(crate) fn admit_model(&mut self, gate: Gate, limits: &Limits, model: &Arc<str>) -> Result<u32, Stop> {
+        self.check(gate, Activity::Model(model))?;
+        if self.model_calls >= limits.model_calls() {
+            return Err(self.halt(HaltReason::ModelBudget, model, self.model_calls));
+        }
+        self.model_calls += 1;
+        self.events.push(ControlEvent::new(EventKind::ModelCall, Arc::clone(model), self.model_calls));
+        Ok(self.model_calls)
+    }
+
+    /// Records one middleware observation of a call to `tool`. Returns the observation count.
+    pub(crate) fn observe_middleware(&mut self, gate: Gate, tool: &Arc<str>) -> Result<u32, Stop> {
+        self.check(gate, Activity::Tool(tool))?;
+        self.middleware += 1;
+        self.events.push(ControlEvent::new(EventKind::Middleware, Arc::clone(tool), self.middleware));
+        Ok(self.middleware)
+    }
+
+    /// The guard: cancellation → permission → tool budget → repetition → reserve.
+    ///
+    /// `signature` is read by the repetition check only, so a caller may leave it out when it
+    /// knows the call cannot get that far (not granted, or no tool call admissible any more). If
+    /// it was left out and every earlier check passes, nothing is recorded and the caller is
+    /// asked for it with [`Admission::NeedsSignature`].
+    pub(crate) fn admit_tool(
+        &mut self,
+        gate: Gate,
+        limits: &Limits,
+        tool: &Arc<str>,
+        granted: bool,
+        signature: Option<String>,
+    ) -> Result<Admission, Stop> {
+        self.check(gate, Activity::Tool(tool))?;
+        if !granted {
+            return Err(self.halt(HaltReason::PermissionDenied, tool, self.tool_calls));
+        }
+        if self.tool_calls >= limits.tool_calls() {
+            return Err(self.halt(HaltReason::ToolBudget, tool, self.tool_calls));
+        }
+        let Some(signature) = signature else {
+            return Ok(Admission::NeedsSignature);
+        };
+        let seen = self.repetitions.get(&signature).copied().unwrap_or(0);
+        if seen >= limits.repetitions() {
+            return Err(self.halt(HaltReason::RepeatedCall, tool, seen));
+        }
+        *self.repetitions.entry(signature).or_insert(0) += 1;
+        self.tool_calls += 1;
+        self.events.push(ControlEvent::new(EventKind::ToolCall, Arc::clone(tool), self.tool_calls));
+        Ok(Admission::Admitted(self.tool_calls))
+    }
+
+    /// Records the deadline as the stop reason if nothing stopped the run first.
+    pub(crate) fn expire(&mut self, activity: Activity<'_>) -> Stop {
+        self.halt_for(HaltReason::DeadlineExceeded, activity)
+    }
+
+    pub(crate) fn stop(&self) -> Option<HaltReason> {
+        self.stop
+    }
+
+    pub(crate) fn model_calls(&self) -> u32 {
+        self.model_calls
+    }
+
+    pub(crate) fn tool_calls(&self) -> u32 {
+        self.tool_calls
+    }
+
+    pub(crate) fn events(&self) -> &[ControlEvent] {
+        &self.events
+    }
+
+    /// Admitted attempts of `signature` so far.
+    #[cfg(test)]
+    pub(crate) fn repetitions_of(&self, signature: &str) -> u32 {
+        self.repetitions.get(signature).copied().unwrap_or(0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names() -> (Arc<str>, Arc<str>) {
+        (Arc::from("model"), Arc::from("read_ticket"))
+    }
+
+    fn kinds(ledger: &Ledger) -> Vec<String> {
+        ledger.events().iter().map(ToString::to_string).collect()
+    }
+
+    const OPEN: Gate = Gate { caller_cancelled: false, deadline_passed: false };
+
+    #[test]
+    fn cancellation_is_checked_before_permission() {
+        let (_, tool) = names();
+        let mut ledger = Ledger::default();
+        let caller = Gate { caller_cancelled: true, deadline_passed: true };
+        assert_eq!(ledger.admit_tool(caller, &Limits::default(), &tool, false, None), Err(Stop::Cancelled));
+        assert!(ledger.events().is_empty());
+        let late = Gate { caller_cancelled: false, deadline_passed: true };
+        assert_eq!(
+            ledger.admit_tool(late, &Limits::default(), &tool, false, None),
+            Err(Stop::Halted(HaltReason::DeadlineExceeded))
+        );
+        assert_eq!(kinds(&ledger), ["DeadlineExceeded read_ticket 0"]);
+    }
+
+    #[test]
+    fn permission_is_checked_before_the_budget() {
+        let (_, tool) = names();
+        let mut ledger = Ledger::default();
+        let limits = Limits::default().with_tool_calls(0);
+        assert_eq!(
+            ledger.admit_tool(OPEN, &limits, &tool, false, None),
+            Err(Stop::Halted(HaltReason::PermissionDenied))
+        );
+        assert_eq!(kinds(&ledger), ["PermissionDenied read_ticket 0"]);
+    }
+
+    #[test]
+    fn the_budget_is_checked_before_repetition() {
+        let (_, tool) = names();
+        let mut ledger = Ledger::default();
+        let limits = Limits::default().with_tool_calls(1);
+        assert_eq!(
+            ledger.admit_tool(OPEN, &limits, &tool, true, Some("s".into())),
+            Ok(Admission::Admitted(1))
+        );
+        assert_eq!(
+            ledger.admit_tool(OPEN, &limits, &tool, true, Some("s".into())),
+            Err(Stop::Halted(HaltReason::ToolBudget))
+        );
+        assert_eq!(kinds(&ledger), ["ToolCall read_ticket 1", "ToolBudget read_ticket 1"]);
+    }
+
+    #[test]
+    fn repetition_counts_per_signature_and_reports_the_signature_count() {
+        let (_, tool) = names();
+        let mut ledger = Ledger::default();
+        let limits = Limits::default().with_repetitions(2);
+        assert_eq!(
+            ledger.admit_tool(OPEN, &limits, &tool, true, Some("a".into())),
+            Ok(Admission::Admitted(1))
+        );
+        assert_eq!(
+            ledger.admit_tool(OPEN, &limits, &tool, true, Some("b".into())),
+            Ok(Admission::Admitted(2))
+        );
+        assert_eq!(
+            ledger.admit_tool(OPEN, &limits, &tool, true, Some("a".into())),
+            Ok(Admission::Admitted(3))
+        );
+        assert_eq!(
+            ledger.admit_tool(OPEN, &limits, &tool, true, Some("a".into())),
+            Err(Stop::Halted(HaltReason::RepeatedCall))
+        );
+        assert_eq!(ledger.repetitions_of("a"), 2);
+        assert_eq!(ledger.repetitions_of("b"), 1);
+        assert_eq!(kinds(&ledger).last().map(String::as_str), Some("RepeatedCall read_ticket 2"));
+    }
+
+    #[test]
+    fn the_first_halt_wins_and_is_sticky() {
+        let (model, tool) = names();
+        let mut ledger = Ledger::default();
+        let limits = Limits::default().with_model_calls(1);
+        assert_eq!(ledger.admit_model(OPEN, &limits, &model), Ok(1));
+        assert_eq!(ledger.admit_model(OPEN, &limits, &model), Err(Stop::Halted(HaltReason::ModelBudget)));
+        assert_eq!(
+            ledger.admit_tool(OPEN, &limits, &tool, false, None),
+            Err(Stop::Halted(HaltReason::ModelBudget))
+        );
+        assert_eq!(ledger.observe_middleware(OPEN, &tool), Err(Stop::Halted(HaltReason::ModelBudget)));
+        assert_eq!(ledger.expire(Activity::Model(&model)), Stop::Halted(HaltReason::ModelBudget));
+        assert_eq!(ledger.stop(), Some(HaltReason::ModelBudget));
+        assert_eq!(kinds(&ledger), ["ModelCall model 1", "ModelBudget model 1"]);
+    }
+
+    #[test]
+    fn a_call_without_its_signature_is_asked_for_it_and_nothing_is_recorded() {
+        let (_, tool) = names();
+        let mut ledger = Ledger::default();
+        let limits = Limits::default();
+        assert_eq!(ledger.admit_tool(OPEN, &limits, &tool, true, None), Ok(Admission::NeedsSignature));
+        assert_eq!(ledger.tool_calls(), 0);
+        assert!(ledger.events().is_empty());
+        assert_eq!(
+            ledger.admit_tool(OPEN, &limits, &tool, true, Some("s".into())),
+            Ok(Admission::Admitted(1))
+        );
+    }
+
+    #[test]
+    fn a_tool_budget_of_zero_refuses_the_first_call() {
+        let (_, tool) = names();
+        let mut ledger = Ledger::default();
+        let limits = Limits::default().with_tool_calls(0);
+        assert_eq!(
+            ledger.admit_tool(OPEN, &limits, &tool, true, Some("s".into())),
+            Err(Stop::Halted(HaltReason::ToolBudget))
+        );
+        assert_eq!(ledger.tool_calls(), 0);
+    }
+}

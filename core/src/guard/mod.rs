@@ -1,0 +1,210 @@
+//! The guard of one request: its limits and grants, the ledger behind one lock, and the
+//! cancellation that links the caller, the deadline and the guard's own halts.
+//!
+//! A [`Scope`](crate::Scope) owns one guard; tools, the model budget and the runtime reach it
+//! through the scope. Nothing here knows about tools, transports or the host's state.
+//!
+//! # Invariants
+//!
+//! - The ledger's mutex is the only lock on the admission path; it is held for one synchronous
+//!   check-and-reserve and never across an `.await`.
+//! - The caller's token and the deadline are read *inside* that critical section (SPEC §4), so a
+//!   call that waited for the lock is judged on what holds when it gets it.
+//! - Cancelling the guard's token happens after the lock is released; stickiness does not depend
+//!   on the token, because every check reads the stop reason under the lock first.
+//! - The guard's token is a child of the caller's token: it fires when the caller cancels, when a
+//!   halt is recorded, and when a bounded wait sees the deadline pass.
+//! - Capabilities and limits never change after the guard is built: nothing a model or a tool
+//!   returns can grant a capability or raise a limit.
+
+pub(crate) mod ledger;
+mod stop;
+
+use std::collections::BTreeSet;
+use std::future::Future;
+use std::sync::Arc;
+
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+pub(crate) use ledger::{Activity, Admission};
+use ledger::{Gate, Ledger};
+pub use stop::Stop;
+
+use crate::event::{ControlEvent, HaltReason};
+use crate::limits::Limits;
+use crate::sync::{AtomicBool, Mutex, Ordering, lock};
+
+/// The non-generic part of a scope: everything the guard decides with.
+pub(crate) struct Guard {
+    limits: Limits,
+    capabilities: BTreeSet<Box<str>>,
+    ledger: Mutex<Ledger>,
+    /// Set, under the ledger's lock, once no tool call can be admitted any more (a stop is
+    /// recorded or the tool budget is spent). Both conditions are permanent, so the flag never
+    /// goes back; it lets a caller skip computing a signature that the guard cannot reach.
+    /// Decisions are still taken under the lock only.
+    tools_closed: AtomicBool,
+    caller: CancellationToken,
+    token: CancellationToken,
+    deadline: Instant,
+    model: Arc<str>,
+}
+
+impl Guard {
+    /// A guard whose clock starts now. The limits must have been validated and the deadline
+    /// computed by the caller.
+    pub(crate) fn new(
+        limits: Limits,
+        capabilities: BTreeSet<Box<str>>,
+        caller: CancellationToken,
+        deadline: Instant,
+    ) -> Self {
+        let token = caller.child_token();
+        Self {
+            limits,
+            capabilities,
+            ledger: Mutex::new(Ledger::default()),
+            tools_closed: AtomicBool::new(limits.tool_calls() == 0),
+            caller,
+            token,
+            deadline,
+            model: Arc::from("model"),
+        }
+    }
+
+    pub(crate) fn limits(&self) -> Limits {
+        self.limits
+    }
+
+    pub(crate) fn is_granted(&self, capability: &str) -> bool {
+        self.capabilities.contains(capability)
+    }
+
+    pub(crate) fn capabilities(&self) -> impl Iterator<Item = &str> {
+        self.capabilities.iter().map(AsRef::as_ref)
+    }
+
+    pub(crate) fn deadline(&self) -> Instant {
+        self.deadline
+    }
+
+    pub(crate) fn token(&self) -> &CancellationToken {
+        &self.token
+    }
+
+    pub(crate) fn caller(&self) -> &CancellationToken {
+        &self.caller
+    }
+
+    pub(crate) fn model_name(&self) -> &Arc<str> {
+        &self.model
+    }
+
+    pub(crate) fn events(&self) -> Vec<ControlEvent> {
+        lock(&self.ledger).events().to_vec()
+    }
+
+    pub(crate) fn stop_reason(&self) -> Option<HaltReason> {
+        lock(&self.ledger).stop()
+    }
+
+    pub(crate) fn model_calls(&self) -> u32 {
+        lock(&self.ledger).model_calls()
+    }
+
+    pub(crate) fn tool_calls(&self) -> u32 {
+        lock(&self.ledger).tool_calls()
+    }
+
+    /// What holds now: read by every critical section right after it takes the lock.
+    fn gate(&self) -> Gate {
+        Gate {
+            caller_cancelled: self.caller.is_cancelled(),
+            deadline_passed: Instant::now() >= self.deadline,
+        }
+    }
+
+    /// Runs one critical section with the gate read under the lock, then cancels the guard's
+    /// token if the section left a halt in force.
+    fn decide<T>(&self, section: impl FnOnce(&mut Ledger, Gate) -> Result<T, Stop>) -> Result<T, Stop> {
+        let decision = {
+            let mut ledger = lock(&self.ledger);
+            let decision = section(&mut ledger, self.gate());
+            if ledger.stop().is_some() || ledger.tool_calls() >= self.limits.tool_calls() {
+                self.tools_closed.store(true, Ordering::Relaxed);
+            }
+            decision
+        };
+        if let Err(Stop::Halted(_)) = decision {
+            self.token.cancel();
+        }
+        decision
+    }
+
+    /// Checks, without counting anything, whether the run may go on; a passed deadline is
+    /// recorded as a halt charged to `activity`.
+    pub(crate) fn check(&self, activity: Activity<'_>) -> Result<(), Stop> {
+        self.decide(|ledger, gate| ledger.check(gate, activity))
+    }
+
+    /// Counts one model call before it is sent: cancellation, then the model budget.
+    pub(crate) fn admit_model(&self) -> Result<u32, Stop> {
+        self.decide(|ledger, gate| ledger.admit_model(gate, &self.limits, &self.model))
+    }
+
+    /// Records one middleware observation of a call to `tool`.
+    pub(crate) fn observe_middleware(&self, tool: &Arc<str>) -> Result<u32, Stop> {
+        self.decide(|ledger, gate| ledger.observe_middleware(gate, tool))
+    }
+
+    /// Whether no tool call can be admitted any more: a stop is recorded or the tool budget is
+    /// spent. A hint read without the lock; `true` is final.
+    pub(crate) fn tools_closed(&self) -> bool {
+        self.tools_closed.load(Ordering::Relaxed)
+    }
+
+    /// The guard's one check-and-reserve for a tool call (see [`Ledger::admit_tool`]).
+    pub(crate) fn admit_tool(
+        &self,
+        tool: &Arc<str>,
+        granted: bool,
+        signature: Option<String>,
+    ) -> Result<Admission, Stop> {
+        self.decide(|ledger, gate| ledger.admit_tool(gate, &self.limits, tool, granted, signature))
+    }
+
+    /// The stop in force when the token fired: the caller first, then the recorded halt.
+    fn stop_now(&self) -> Stop {
+        if self.caller.is_cancelled() {
+            return Stop::Cancelled;
+        }
+        // The token fires only after the caller cancels or a halt is recorded.
+        lock(&self.ledger).stop().map_or(Stop::Cancelled, Stop::Halted)
+    }
+
+    /// Records the deadline (unless something stopped first) and cancels the token.
+    fn expire(&self, activity: Activity<'_>) -> Stop {
+        if self.caller.is_cancelled() {
+            return Stop::Cancelled;
+        }
+        let stop = lock(&self.ledger).expire(activity);
+        self.token.cancel();
+        stop
+    }
+
+    /// Races `future` against the guard's token and deadline. The future is polled first, so a
+    /// ready future costs no timer registration; callers re-check the guard afterwards.
+    pub(crate) async fn bounded<F: Future>(
+        &self,
+        activity: Activity<'_>,
+        future: F,
+    ) -> Result<F::Output, Stop> {
+        tokio::select! {
+            biased;
+            output = future => Ok(output),
+            () = self.token.cancelled() => Err(self.stop_now()),
+            () = tokio::time::sleep_until(self.deadline) => Err(self.expire(activity)),
+        }
+    }
+}

@@ -1,0 +1,121 @@
+//! What a running body is handed, and admitted calls that have not run yet.
+//!
+//! # Invariants
+//!
+//! - A [`Call`] exists only for an admitted attempt: it is built by the guarded tool right after
+//!   the scope was checked once more, and handed to the body's closure.
+//! - A [`Reservation`] is counted when it is made and never given back, run or not; running it
+//!   later takes the same body-start check as every other path.
+//! - After the body returns, the scope is checked again: a run stopped during the body does not
+//!   hand the body's result on.
+
+use std::fmt;
+use std::sync::Arc;
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use tokio_util::sync::CancellationToken;
+
+use super::definition::{BodyFuture, Definition};
+use super::error::ToolError;
+use crate::guard::{Activity, Guard};
+use crate::scope::Scope;
+
+/// What a tool's body receives with its input: the request it runs for.
+///
+/// Through it a body reads the request's own state ([`state`](Self::state)), watches the
+/// request's cancellation ([`cancellation`](Self::cancellation)), or calls other tools in the
+/// same scope ([`scope`](Self::scope)), which the guard counts like any other call.
+pub struct Call<S = ()> {
+    scope: Scope<S>,
+    count: u32,
+}
+
+impl<S> Call<S> {
+    pub(crate) fn new(scope: Scope<S>, count: u32) -> Self {
+        Self { scope, count }
+    }
+
+    /// The host's state for this request.
+    #[must_use]
+    pub fn state(&self) -> &S {
+        self.scope.state()
+    }
+
+    /// The request's scope.
+    #[must_use]
+    pub fn scope(&self) -> &Scope<S> {
+        &self.scope
+    }
+
+    /// A token that fires when the request stops (deadline, halt or the caller's cancellation).
+    /// A body that ignores it is still dropped at its next await point.
+    #[must_use]
+    pub fn cancellation(&self) -> &CancellationToken {
+        self.scope.token()
+    }
+
+    /// The request's tool-call count when this call was admitted (1 for the first).
+    #[must_use]
+    pub fn tool_count(&self) -> u32 {
+        self.count
+    }
+}
+
+impl<S> fmt::Debug for Call<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Call").field("tool_count", &self.count).finish_non_exhaustive()
+    }
+}
+
+/// One admitted attempt, counted and not yet run. Dropping it does not give the attempt back.
+///
+/// It borrows its tool and its scope, so that admitting a call touches no shared reference count.
+#[must_use = "the attempt is counted whether or not it runs"]
+pub struct Reservation<'a, T, S> {
+    tool: &'a Arc<Definition<T, S>>,
+    scope: &'a Scope<S>,
+    input: T,
+    count: u32,
+}
+
+impl<T, S> fmt::Debug for Reservation<'_, T, S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Reservation").field("count", &self.count).finish_non_exhaustive()
+    }
+}
+
+impl<'a, T, S> Reservation<'a, T, S>
+where
+    T: DeserializeOwned + Serialize + Send + 'static,
+    S: Send + Sync + 'static,
+{
+    pub(crate) fn new(tool: &'a Arc<Definition<T, S>>, scope: &'a Scope<S>, input: T, count: u32) -> Self {
+        Self { tool, scope, input, count }
+    }
+
+    /// The scope's tool-call count after this reservation (1 for the first admitted call).
+    #[must_use]
+    pub fn tool_count(&self) -> u32 {
+        self.count
+    }
+
+    /// Runs the body, bounded by the scope, then checks the scope again. If the scope stopped
+    /// since the reservation was made, the body does not start.
+    ///
+    /// # Errors
+    ///
+    /// [`ToolError::Stopped`] if the scope stopped before, during or right after the body;
+    /// [`ToolError::Failed`] if the body returned an error.
+    pub async fn run(self) -> Result<String, ToolError> {
+        let body = self.tool.start(self.scope, self.input, self.count)?;
+        finish(self.scope.guard(), self.tool.name(), body).await
+    }
+}
+
+/// Runs a started body under the scope's bounds, then re-checks the scope.
+pub(crate) async fn finish(guard: &Guard, name: &Arc<str>, body: BodyFuture) -> Result<String, ToolError> {
+    let output = guard.bounded(Activity::Tool(name), body).await?;
+    guard.check(Activity::Tool(name))?;
+    output.map_err(|source| ToolError::Failed { tool: Arc::clone(name), source })
+}

@@ -1,0 +1,313 @@
+//! A guarded tool's definition: name, capability, description, input type, JSON schema and
+//! private body, built once and shared by every request.
+//!
+//! # Invariants
+//!
+//! - A definition is immutable once built; its JSON schema is computed once, at definition.
+//! - The body is private: every invocation goes through [`admit`](Definition::admit) (bind
+//!   first, then the scope's one check-and-reserve) and [`start`](Definition::start) (the
+//!   scope is checked again immediately before the body's closure is called).
+//! - The signature is the tool's name and the canonical JSON of the *bound* input; it is
+//!   computed only when the guard can reach the repetition check.
+
+use std::fmt;
+use std::future::Future;
+use std::marker::PhantomData;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use super::binding::{BindError, bind};
+use super::call::{Call, Reservation, finish};
+use super::error::{BodyError, ToolError};
+use super::set::{RegistrationError, ToolSetBuilder, valid_name};
+use crate::canonical::signature;
+use crate::guard::{Activity, Admission};
+use crate::scope::Scope;
+use crate::transport::ToolDefinition;
+
+/// A started body, boxed so that tools of different types share one runtime path.
+pub(crate) type BodyFuture = Pin<Box<dyn Future<Output = Result<String, BodyError>> + Send>>;
+
+type Body<T, S> = Box<dyn Fn(T, Call<S>) -> BodyFuture + Send + Sync>;
+
+/// Defines a guarded tool. Obtained from [`ToolSetBuilder::tool`] (defined and added to that
+/// set), or from [`ToolBuilder::new`] (defined alone, added to sets with [`ToolSetBuilder::add`]).
+///
+/// ```
+/// use loopbound::{Scope, ToolError, ToolSet};
+/// use schemars::JsonSchema;
+/// use serde::{Deserialize, Serialize};
+///
+/// #[derive(Deserialize, Serialize, JsonSchema)]
+/// struct Ticket {
+///     input: i64,
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// // Once, at start-up.
+/// let mut tools = ToolSet::builder();
+/// let read_ticket = tools
+///     .tool("read_ticket", "ticket.read")
+///     .description("Read one ticket by its id.")
+///     .build(|ticket: Ticket, _call| async move { Ok::<_, String>(format!("ticket {}", ticket.input)) })?;
+/// let _tools = tools.build();
+///
+/// // Per request.
+/// let scope = Scope::builder().grant("ticket.read").build()?;
+/// assert_eq!(read_ticket.invoke_json(&scope, r#"{"input": 42}"#).await?, "ticket 42");
+/// // The same signature again: the repetition limit (1) halts the scope.
+/// let again = read_ticket.invoke(&scope, Ticket { input: 42 }).await;
+/// assert!(matches!(again, Err(ToolError::Stopped(_))));
+/// # Ok(())
+/// # }
+/// ```
+#[must_use]
+pub struct ToolBuilder<'set, S> {
+    set: Option<&'set mut ToolSetBuilder<S>>,
+    name: String,
+    capability: String,
+    description: String,
+}
+
+impl<S> fmt::Debug for ToolBuilder<'_, S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ToolBuilder")
+            .field("name", &self.name)
+            .field("capability", &self.capability)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<S: Send + Sync + 'static> ToolBuilder<'static, S> {
+    /// Starts defining a tool named `name` that needs `capability`, outside any set.
+    pub fn new(name: impl Into<String>, capability: impl Into<String>) -> Self {
+        Self { set: None, name: name.into(), capability: capability.into(), description: String::new() }
+    }
+}
+
+impl<'set, S: Send + Sync + 'static> ToolBuilder<'set, S> {
+    pub(crate) fn in_set(set: &'set mut ToolSetBuilder<S>, name: String, capability: String) -> Self {
+        Self { set: Some(set), name, capability, description: String::new() }
+    }
+
+    /// Sets the description sent to the model with the tool's definition.
+    pub fn description(mut self, description: impl Into<String>) -> Self {
+        self.description = description.into();
+        self
+    }
+
+    /// Defines the tool with its private `body`, adds it to the set it came from (if any), and
+    /// returns the guarded handle.
+    ///
+    /// The body receives the bound input and the [`Call`]: the request's scope and state, and
+    /// the cancellation that fires when the request stops. Its `Ok` text is the tool result; its
+    /// `Err` becomes an error result for the model (not a halt).
+    ///
+    /// # Errors
+    ///
+    /// [`RegistrationError::InvalidName`] for a name outside `[A-Za-z0-9_-]{1,64}`;
+    /// [`RegistrationError::DuplicateName`] if the set already has a tool of this name.
+    pub fn build<T, F, Fut, R, E>(self, body: F) -> Result<GuardedTool<T, S>, RegistrationError>
+    where
+        T: DeserializeOwned + Serialize + JsonSchema + Send + 'static,
+        F: Fn(T, Call<S>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<R, E>> + Send + 'static,
+        R: Into<String>,
+        E: Into<BodyError>,
+    {
+        if !valid_name(&self.name) {
+            return Err(RegistrationError::InvalidName(self.name));
+        }
+        let body: Body<T, S> = Box::new(move |input, call| {
+            let future = body(input, call);
+            Box::pin(async move { future.await.map(Into::into).map_err(Into::into) })
+        });
+        let tool = GuardedTool {
+            inner: Arc::new(Definition {
+                model_view: ToolDefinition {
+                    name: self.name.clone(),
+                    description: self.description,
+                    parameters: parameters_schema::<T>(),
+                },
+                name: Arc::from(self.name),
+                capability: self.capability.into_boxed_str(),
+                body,
+                input: PhantomData,
+            }),
+        };
+        if let Some(set) = self.set {
+            set.add(&tool)?;
+        }
+        Ok(tool)
+    }
+}
+
+/// The JSON schema of `T`, with sub-schemas inlined and without a `$schema` key, as tool-calling
+/// APIs expect for a function's parameters. Called once per definition.
+fn parameters_schema<T: JsonSchema>() -> serde_json::Value {
+    let generator = schemars::generate::SchemaSettings::draft2020_12()
+        .with(|settings| settings.inline_subschemas = true)
+        .into_generator();
+    let mut schema = serde_json::Value::from(generator.into_root_schema_for::<T>());
+    if let Some(object) = schema.as_object_mut() {
+        object.remove("$schema");
+    }
+    schema
+}
+
+/// A tool defined once, whose every invocation goes through the guard of the request's
+/// [`Scope`].
+///
+/// Cloning is cheap and yields a handle to the same definition; it is `Send + Sync`, so one
+/// definition serves any number of concurrent requests.
+pub struct GuardedTool<T, S = ()> {
+    inner: Arc<Definition<T, S>>,
+}
+
+impl<T, S> Clone for GuardedTool<T, S> {
+    fn clone(&self) -> Self {
+        Self { inner: Arc::clone(&self.inner) }
+    }
+}
+
+impl<T, S> fmt::Debug for GuardedTool<T, S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("GuardedTool")
+            .field("name", &self.inner.name)
+            .field("capability", &self.inner.capability)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What a guarded tool is made of.
+pub(crate) struct Definition<T, S> {
+    model_view: ToolDefinition,
+    name: Arc<str>,
+    capability: Box<str>,
+    body: Body<T, S>,
+    input: PhantomData<fn(T)>,
+}
+
+impl<T, S> GuardedTool<T, S>
+where
+    T: DeserializeOwned + Serialize + Send + 'static,
+    S: Send + Sync + 'static,
+{
+    /// The tool's name.
+    #[must_use]
+    pub fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    /// The capability the tool needs.
+    #[must_use]
+    pub fn capability(&self) -> &str {
+        &self.inner.capability
+    }
+
+    /// The definition a transport sends to the model: name, description, JSON schema of `T`.
+    #[must_use]
+    pub fn definition(&self) -> &ToolDefinition {
+        &self.inner.model_view
+    }
+
+    /// Binds JSON `arguments` to `T`. Nothing is counted.
+    ///
+    /// # Errors
+    ///
+    /// A [`BindError`] naming the tool and the problem.
+    pub fn bind(&self, arguments: &str) -> Result<T, BindError> {
+        bind(&self.inner.name, arguments)
+    }
+
+    /// Checks and reserves one attempt for `input` in `scope`, synchronously and without running
+    /// the body: cancellation → permission → tool budget → repetition → reserve. The reservation
+    /// is kept even if it is never run.
+    ///
+    /// # Errors
+    ///
+    /// [`ToolError::Stopped`] when a check fails (the failing check is recorded as a halt), or
+    /// [`ToolError::Bind`] if `input` cannot be written as canonical JSON.
+    pub fn reserve<'a>(&'a self, scope: &'a Scope<S>, input: T) -> Result<Reservation<'a, T, S>, ToolError> {
+        let count = self.inner.admit(scope, &input)?;
+        Ok(Reservation::new(&self.inner, scope, input, count))
+    }
+
+    /// Invokes the tool in `scope` with a typed input, through the guard.
+    ///
+    /// # Errors
+    ///
+    /// [`ToolError::Stopped`] if the guard refused or the scope stopped before or during the
+    /// body; [`ToolError::Failed`] if the body returned an error.
+    pub async fn invoke(&self, scope: &Scope<S>, input: T) -> Result<String, ToolError> {
+        self.reserve(scope, input)?.run().await
+    }
+
+    /// Binds JSON `arguments`, then invokes the tool in `scope` through the guard.
+    ///
+    /// # Errors
+    ///
+    /// [`ToolError::Bind`] if the arguments do not bind (nothing counted), else as
+    /// [`invoke`](Self::invoke).
+    pub async fn invoke_json(&self, scope: &Scope<S>, arguments: &str) -> Result<String, ToolError> {
+        let body = self.inner.start_json(scope, arguments)?;
+        finish(scope.guard(), &self.inner.name, body).await
+    }
+
+    pub(crate) fn erased(&self) -> Arc<Definition<T, S>> {
+        Arc::clone(&self.inner)
+    }
+}
+
+impl<T, S> Definition<T, S>
+where
+    T: DeserializeOwned + Serialize + Send + 'static,
+    S: Send + Sync + 'static,
+{
+    pub(crate) fn name(&self) -> &Arc<str> {
+        &self.name
+    }
+
+    pub(crate) fn definition(&self) -> &ToolDefinition {
+        &self.model_view
+    }
+
+    /// The guard: the signature outside the lock (only when it can matter), then one critical
+    /// section. Returns the new tool-call count.
+    pub(crate) fn admit(&self, scope: &Scope<S>, input: &T) -> Result<u32, ToolError> {
+        let guard = scope.guard();
+        let granted = guard.is_granted(&self.capability);
+        // The signature matters only if the guard can reach the repetition check: the call is
+        // granted and the scope can still admit a tool call (both can only turn false).
+        let mut key = if granted && !guard.tools_closed() { Some(self.sign(input)?) } else { None };
+        loop {
+            match guard.admit_tool(&self.name, granted, key.take())? {
+                Admission::Admitted(count) => return Ok(count),
+                Admission::NeedsSignature => key = Some(self.sign(input)?),
+            }
+        }
+    }
+
+    fn sign(&self, input: &T) -> Result<String, BindError> {
+        signature(&self.name, input).map_err(|error| BindError::unsignable(&self.name, &error))
+    }
+
+    /// Starts an admitted body: checks the scope once more, immediately before the body's
+    /// closure is called, so that a call whose run stopped in between never starts.
+    pub(crate) fn start(&self, scope: &Scope<S>, input: T, count: u32) -> Result<BodyFuture, ToolError> {
+        scope.guard().check(Activity::Tool(&self.name))?;
+        Ok((self.body)(input, Call::new(scope.clone(), count)))
+    }
+
+    /// Binds, admits and starts the body; the caller runs it with [`finish`].
+    pub(crate) fn start_json(&self, scope: &Scope<S>, arguments: &str) -> Result<BodyFuture, ToolError> {
+        let input = bind(&self.name, arguments)?;
+        let count = self.admit(scope, &input)?;
+        self.start(scope, input, count)
+    }
+}

@@ -1,0 +1,34 @@
+//! Guarded tools: defined once, bound from the model's JSON, admitted by the request's guard,
+//! then run.
+//!
+//! - [`definition`](GuardedTool): name, capability, description, typed input, JSON schema and
+//!   private body, built once;
+//! - [`set`](ToolSet): the host's tools, shared by every request;
+//! - [`binding`](BindError): JSON arguments to the typed input, before the guard;
+//! - [`call`](Call): what a body receives, and admitted calls not yet run ([`Reservation`]);
+//! - [`error`](ToolError): why an invocation produced no result.
+//!
+//! # Invariants
+//!
+//! - The raw body is never exposed. Every path to it (the loop, a call by name, a typed call, a
+//!   reservation run later) takes a [`Scope`](crate::Scope) and goes through the same
+//!   check-and-reserve, so a direct or concurrent call is bounded exactly like a call from the
+//!   loop.
+//! - Binding comes first and a binding failure touches nothing: no counter, no reservation, no
+//!   event.
+//! - Immediately before a body starts, the scope is checked once more: an admitted call whose
+//!   run was cancelled, halted or past its deadline in between never starts its body.
+
+mod binding;
+mod call;
+mod definition;
+mod error;
+mod set;
+
+pub use binding::{BindError, BindErrorKind};
+pub use call::{Call, Reservation};
+pub use definition::{GuardedTool, ToolBuilder};
+pub use error::{BodyError, MAX_MESSAGE_LEN, ToolError};
+pub use set::{RegistrationError, ToolSet, ToolSetBuilder};
+
+pub(crate) use call::finish;

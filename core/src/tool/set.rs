@@ -1,0 +1,231 @@
+//! A set of guarded tools, built once by the host and shared by every request.
+//!
+//! # Invariants
+//!
+//! - A set is immutable once built; cloning it shares the same tools.
+//! - A name identifies one tool (one implementation, one input type) within a set: a second tool
+//!   of the same name is refused, so a signature can never be shared by two tools.
+//! - Order of addition is kept: it is the order in which tool definitions reach the model.
+//! - Calling a tool by name takes a scope, like every other path: the set holds no way around
+//!   the guard.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::Arc;
+
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use super::call::finish;
+use super::definition::{BodyFuture, Definition, GuardedTool, ToolBuilder};
+use super::error::ToolError;
+use crate::scope::Scope;
+use crate::transport::ToolDefinition;
+
+/// The host's tools, defined once and shared, `Send + Sync`, by any number of concurrent
+/// requests, each with its own [`Scope`].
+///
+/// ```
+/// use loopbound::{Call, Scope, ToolSet};
+/// use schemars::JsonSchema;
+/// use serde::{Deserialize, Serialize};
+/// use std::sync::atomic::{AtomicU32, Ordering};
+///
+/// #[derive(Deserialize, Serialize, JsonSchema)]
+/// struct Ticket {
+///     input: i64,
+/// }
+///
+/// /// One request's own state.
+/// #[derive(Default)]
+/// struct Request {
+///     reads: AtomicU32,
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let mut tools = ToolSet::builder();
+/// tools.tool("read_ticket", "ticket.read").build(|t: Ticket, call: Call<Request>| async move {
+///     call.state().reads.fetch_add(1, Ordering::SeqCst);
+///     Ok::<_, String>(format!("ticket {}", t.input))
+/// })?;
+/// let tools = tools.build();
+///
+/// for _request in 0..2 {
+///     let scope = Scope::builder().grant("ticket.read").state(Request::default()).build()?;
+///     assert_eq!(tools.invoke(&scope, "read_ticket", r#"{"input":42}"#).await?, "ticket 42");
+///     assert_eq!(scope.state().reads.load(Ordering::SeqCst), 1);
+/// }
+/// # Ok(())
+/// # }
+/// ```
+pub struct ToolSet<S = ()> {
+    inner: Arc<Tools<S>>,
+}
+
+struct Tools<S> {
+    by_name: BTreeMap<Arc<str>, Arc<dyn ErasedTool<S>>>,
+    definitions: Vec<ToolDefinition>,
+}
+
+impl<S> Clone for ToolSet<S> {
+    fn clone(&self) -> Self {
+        Self { inner: Arc::clone(&self.inner) }
+    }
+}
+
+impl<S> fmt::Debug for ToolSet<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ToolSet").field("tools", &self.inner.by_name.keys()).finish()
+    }
+}
+
+impl<S: Send + Sync + 'static> Default for ToolSet<S> {
+    /// A set without tools.
+    fn default() -> Self {
+        ToolSetBuilder::default().build()
+    }
+}
+
+impl<S: Send + Sync + 'static> ToolSet<S> {
+    /// Starts building a set.
+    #[must_use]
+    pub fn builder() -> ToolSetBuilder<S> {
+        ToolSetBuilder::default()
+    }
+
+    /// The definitions of the tools, in the order they were added, as a transport sends them.
+    #[must_use]
+    pub fn definitions(&self) -> &[ToolDefinition] {
+        &self.inner.definitions
+    }
+
+    /// Whether the set has a tool named `name`.
+    #[must_use]
+    pub fn contains(&self, name: &str) -> bool {
+        self.inner.by_name.contains_key(name)
+    }
+
+    /// Invokes the tool `name` in `scope` with JSON `arguments`, through its guard.
+    ///
+    /// # Errors
+    ///
+    /// [`ToolError::NotFound`] if no tool has this name (nothing is counted), else as
+    /// [`GuardedTool::invoke_json`].
+    pub async fn invoke(&self, scope: &Scope<S>, name: &str, arguments: &str) -> Result<String, ToolError> {
+        let tool = self.get(name).ok_or_else(|| ToolError::not_found(name))?;
+        let body = tool.start_json(scope, arguments)?;
+        finish(scope.guard(), tool.name(), body).await
+    }
+
+    pub(crate) fn get(&self, name: &str) -> Option<&dyn ErasedTool<S>> {
+        self.inner.by_name.get(name).map(AsRef::as_ref)
+    }
+}
+
+/// Collects tools into a [`ToolSet`].
+pub struct ToolSetBuilder<S> {
+    tools: Vec<Arc<dyn ErasedTool<S>>>,
+}
+
+impl<S> Default for ToolSetBuilder<S> {
+    fn default() -> Self {
+        Self { tools: Vec::new() }
+    }
+}
+
+impl<S> fmt::Debug for ToolSetBuilder<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let names: Vec<&str> = self.tools.iter().map(|tool| &**tool.name()).collect();
+        f.debug_struct("ToolSetBuilder").field("tools", &names).finish()
+    }
+}
+
+impl<S: Send + Sync + 'static> ToolSetBuilder<S> {
+    /// Starts defining a tool named `name` that needs `capability`; [`ToolBuilder::build`] adds
+    /// it to this set.
+    pub fn tool(&mut self, name: impl Into<String>, capability: impl Into<String>) -> ToolBuilder<'_, S> {
+        ToolBuilder::in_set(self, name.into(), capability.into())
+    }
+
+    /// Adds a tool defined elsewhere (the same definition may belong to several sets).
+    ///
+    /// # Errors
+    ///
+    /// [`RegistrationError::DuplicateName`] if the set already has a tool of this name.
+    pub fn add<T>(&mut self, tool: &GuardedTool<T, S>) -> Result<&mut Self, RegistrationError>
+    where
+        T: DeserializeOwned + Serialize + JsonSchema + Send + 'static,
+    {
+        if self.tools.iter().any(|known| **known.name() == *tool.name()) {
+            return Err(RegistrationError::DuplicateName(tool.name().to_owned()));
+        }
+        self.tools.push(tool.erased());
+        Ok(self)
+    }
+
+    /// The immutable set.
+    #[must_use]
+    pub fn build(self) -> ToolSet<S> {
+        let definitions = self.tools.iter().map(|tool| tool.definition().clone()).collect();
+        let by_name = self.tools.into_iter().map(|tool| (Arc::clone(tool.name()), tool)).collect();
+        ToolSet { inner: Arc::new(Tools { by_name, definitions }) }
+    }
+}
+
+/// A guarded tool with its input type erased, as a set and the runtime hold it.
+pub(crate) trait ErasedTool<S>: Send + Sync {
+    fn name(&self) -> &Arc<str>;
+    fn definition(&self) -> &ToolDefinition;
+    /// Binds, guards and starts the body; the caller runs it with [`finish`].
+    fn start_json(&self, scope: &Scope<S>, arguments: &str) -> Result<BodyFuture, ToolError>;
+}
+
+impl<T, S> ErasedTool<S> for Definition<T, S>
+where
+    T: DeserializeOwned + Serialize + Send + 'static,
+    S: Send + Sync + 'static,
+{
+    fn name(&self) -> &Arc<str> {
+        Definition::name(self)
+    }
+
+    fn definition(&self) -> &ToolDefinition {
+        Definition::definition(self)
+    }
+
+    fn start_json(&self, scope: &Scope<S>, arguments: &str) -> Result<BodyFuture, ToolError> {
+        Definition::start_json(self, scope, arguments)
+    }
+}
+
+/// Why a tool could not be defined or added to a set.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RegistrationError {
+    /// The set already has a tool with this name.
+    DuplicateName(String),
+    /// Tool names are 1 to 64 characters of `A-Z a-z 0-9 _ -`, as tool-calling APIs require.
+    InvalidName(String),
+}
+
+impl fmt::Display for RegistrationError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::DuplicateName(name) => write!(f, "a tool named {name:?} is already in this set"),
+            Self::InvalidName(name) => write!(
+                f,
+                "invalid tool name {name:?}: use 1 to 64 characters among A-Z, a-z, 0-9, '_' and '-'"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for RegistrationError {}
+
+/// Whether `name` is a valid tool name.
+pub(crate) fn valid_name(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}

@@ -1,0 +1,271 @@
+//! How failures map to the transport contract ([`TransportError`]).
+//!
+//! | failure | error | run status |
+//! |---|---|---|
+//! | connection refused, DNS or TLS failure, connect or response timeout | `Unavailable` | `ProviderUnavailable` |
+//! | HTTP 5xx, 408, 429 (with its `Retry-After`) | `Unavailable` | `ProviderUnavailable` |
+//! | HTTP 401, 403 | `Authentication` | provider error |
+//! | any other non-2xx status (other 4xx, an unfollowed 3xx) | `Other` | provider error |
+//! | unparsable body, a stream cut before `data: [DONE]` | `Malformed` | provider error |
+//!
+//! # Invariants
+//!
+//! - No retry happens here: each attempt would have to be a counted model call, so a 429 ends
+//!   the run with the provider's `Retry-After` in the message and leaves the decision to the
+//!   host.
+//! - Messages quote at most [`MAX_DETAIL`] bytes of what the provider said, without control
+//!   characters, and never a URL (URLs may carry secrets in some deployments).
+//! - Every error leaving the transport has each occurrence of the configured API key replaced
+//!   by `[redacted]`, so a provider that echoes the key cannot make it appear in an error.
+
+use loopbound::transport::TransportError;
+
+use crate::config::{ApiKey, REDACTED};
+
+/// Longest excerpt, in bytes, of a provider's own words quoted in an error.
+pub const MAX_DETAIL: usize = 300;
+
+/// The error for an HTTP response with a non-success `status`, its `Retry-After` header value
+/// (if any) and its `body`.
+///
+/// ```
+/// use loopbound::transport::TransportError;
+/// use loopbound_openai::errors::status_error;
+///
+/// let error = status_error(429, Some("7"), br#"{"error":{"message":"slow down"}}"#);
+/// assert_eq!(error, TransportError::Unavailable("HTTP 429 (rate limited; retry after 7 s): slow down".into()));
+/// ```
+#[must_use]
+pub fn status_error(status: u16, retry_after: Option<&str>, body: &[u8]) -> TransportError {
+    let said = provider_words(body);
+    let detail = |label: String| if said.is_empty() { label } else { format!("{label}: {said}") };
+    match status {
+        401 | 403 => TransportError::Authentication(detail(format!("HTTP {status}"))),
+        429 => {
+            let wait = match retry_after.map(str::trim).filter(|value| !value.is_empty()) {
+                Some(value) if value.bytes().all(|byte| byte.is_ascii_digit()) => {
+                    format!("retry after {value} s")
+                }
+                Some(value) => format!("retry after {}", clean(value)),
+                None => "no Retry-After given".to_owned(),
+            };
+            TransportError::Unavailable(detail(format!("HTTP 429 (rate limited; {wait})")))
+        }
+        408 | 500..=599 => TransportError::Unavailable(detail(format!("HTTP {status}"))),
+        _ => TransportError::Other(detail(format!("HTTP {status}"))),
+    }
+}
+
+/// The error for an `error` object found inside a 200 reply or a stream (llama.cpp, for one,
+/// reports failures during generation this way). Its `code`, when it is an HTTP status, picks
+/// the kind as [`status_error`] would; otherwise a `server_error` type is `Unavailable` and
+/// anything else is `Other`.
+pub(crate) fn embedded_error(error: &serde_json::Value) -> TransportError {
+    let message = match error {
+        serde_json::Value::String(text) => clean(text),
+        other => other.get("message").and_then(serde_json::Value::as_str).map(clean).unwrap_or_default(),
+    };
+    let code = error
+        .get("code")
+        .and_then(|code| code.as_u64().or_else(|| code.as_str().and_then(|text| text.parse().ok())));
+    let kind = error.get("type").and_then(serde_json::Value::as_str).unwrap_or_default();
+    let label = "the provider reported an error";
+    let text = if message.is_empty() { label.to_owned() } else { format!("{label}: {message}") };
+    match code.and_then(|code| u16::try_from(code).ok()) {
+        Some(401 | 403) => TransportError::Authentication(text),
+        Some(408 | 429 | 500..=599) => TransportError::Unavailable(text),
+        _ if kind == "server_error" => TransportError::Unavailable(text),
+        _ => TransportError::Other(text),
+    }
+}
+
+/// What the provider said in an error body: `error.message` (or `message`, or `error` as a
+/// string) from JSON, else the body as text; cleaned and cut to [`MAX_DETAIL`] bytes.
+fn provider_words(body: &[u8]) -> String {
+    if let Ok(json) = serde_json::from_slice::<serde_json::Value>(body) {
+        let error = json.get("error");
+        let message = error
+            .and_then(|error| error.get("message"))
+            .or_else(|| error.filter(|error| error.is_string()))
+            .or_else(|| json.get("message"))
+            .and_then(serde_json::Value::as_str);
+        if let Some(message) = message {
+            return clean(message);
+        }
+    }
+    clean(&String::from_utf8_lossy(body))
+}
+
+/// `text` on one line: control characters become spaces, runs of spaces collapse, and the
+/// result is cut to [`MAX_DETAIL`] bytes on a character boundary.
+pub(crate) fn clean(text: &str) -> String {
+    let mut out = String::new();
+    for word in text.split(|c: char| c.is_whitespace() || c.is_control()).filter(|word| !word.is_empty()) {
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(word);
+        if out.len() > MAX_DETAIL {
+            break;
+        }
+    }
+    if out.len() > MAX_DETAIL {
+        let mut end = MAX_DETAIL;
+        while !out.is_char_boundary(end) {
+            end -= 1;
+        }
+        out.truncate(end);
+        out.push('…');
+    }
+    out
+}
+
+/// The error for a failure of `reqwest` before a response status arrived.
+pub(crate) fn send_error(error: &reqwest::Error) -> TransportError {
+    let cause = causes(error);
+    if error.is_timeout() {
+        TransportError::Unavailable(format!("the request timed out: {cause}"))
+    } else if error.is_connect() {
+        TransportError::Unavailable(format!("cannot connect: {cause}"))
+    } else if error.is_builder() || error.is_redirect() {
+        TransportError::Other(format!("the request could not be sent: {cause}"))
+    } else {
+        // The connection closed or failed before a response: the server is not serving.
+        TransportError::Unavailable(format!("the request failed: {cause}"))
+    }
+}
+
+/// The error for a failure while reading a response body whose status was a success.
+pub(crate) fn body_error(error: &reqwest::Error) -> TransportError {
+    let cause = causes(error);
+    if error.is_timeout() {
+        TransportError::Unavailable(format!("the response timed out: {cause}"))
+    } else {
+        TransportError::Malformed(format!("the response body was cut off: {cause}"))
+    }
+}
+
+/// The chain of causes of `error`, without any URL, joined by `: `.
+fn causes(error: &reqwest::Error) -> String {
+    let mut parts = Vec::new();
+    let mut source: Option<&dyn std::error::Error> = std::error::Error::source(error);
+    while let Some(cause) = source {
+        let text = clean(&cause.to_string());
+        if !text.is_empty() && !parts.contains(&text) {
+            parts.push(text);
+        }
+        source = cause.source();
+    }
+    if parts.is_empty() {
+        // `reqwest`'s own text names the URL; only its kind is kept.
+        parts.push(if error.is_timeout() { "timed out".to_owned() } else { "no further detail".to_owned() });
+    }
+    parts.join(": ")
+}
+
+/// Removes the API key from error messages.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Redactor {
+    key: Option<ApiKey>,
+}
+
+impl Redactor {
+    pub(crate) fn new(key: Option<ApiKey>) -> Self {
+        Self { key }
+    }
+
+    /// `error` with every occurrence of the key replaced by `[redacted]`.
+    pub(crate) fn scrub(&self, error: TransportError) -> TransportError {
+        let Some(key) = &self.key else { return error };
+        let scrub = |text: String| text.replace(key.expose(), REDACTED);
+        match error {
+            TransportError::Unavailable(text) => TransportError::Unavailable(scrub(text)),
+            TransportError::Authentication(text) => TransportError::Authentication(scrub(text)),
+            TransportError::Malformed(text) => TransportError::Malformed(scrub(text)),
+            TransportError::Other(text) => TransportError::Other(scrub(text)),
+            other => other,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn statuses_map_to_the_contract() {
+        let body = br#"{"error":{"message":"nope","type":"x"}}"#;
+        assert_eq!(status_error(401, None, body), TransportError::Authentication("HTTP 401: nope".into()));
+        assert_eq!(status_error(403, None, b""), TransportError::Authentication("HTTP 403".into()));
+        assert_eq!(status_error(500, None, body), TransportError::Unavailable("HTTP 500: nope".into()));
+        assert_eq!(status_error(503, None, b"down\n"), TransportError::Unavailable("HTTP 503: down".into()));
+        assert_eq!(status_error(408, None, b""), TransportError::Unavailable("HTTP 408".into()));
+        assert_eq!(status_error(404, None, body), TransportError::Other("HTTP 404: nope".into()));
+        assert_eq!(
+            status_error(400, None, b"{\"message\":\"bad\"}"),
+            TransportError::Other("HTTP 400: bad".into())
+        );
+        assert_eq!(status_error(302, None, b""), TransportError::Other("HTTP 302".into()));
+    }
+
+    #[test]
+    fn a_rate_limit_carries_its_retry_after_value() {
+        assert_eq!(
+            status_error(429, Some(" 30 "), b""),
+            TransportError::Unavailable("HTTP 429 (rate limited; retry after 30 s)".into())
+        );
+        assert_eq!(
+            status_error(429, Some("Wed, 21 Oct 2015 07:28:00 GMT"), b""),
+            TransportError::Unavailable(
+                "HTTP 429 (rate limited; retry after Wed, 21 Oct 2015 07:28:00 GMT)".into()
+            )
+        );
+        assert_eq!(
+            status_error(429, None, b"{\"error\":\"slow\"}"),
+            TransportError::Unavailable("HTTP 429 (rate limited; no Retry-After given): slow".into())
+        );
+    }
+
+    #[test]
+    fn provider_words_are_one_short_line() {
+        let long = "é".repeat(400);
+        let text = clean(&format!("a\n\tb\u{0}c  {long}"));
+        assert!(text.starts_with("a b c éé"));
+        assert!(text.len() <= MAX_DETAIL + '…'.len_utf8(), "{}", text.len());
+        assert!(text.ends_with('…'));
+    }
+
+    #[test]
+    fn embedded_errors_map_by_code_then_type() {
+        let server = json!({"code": 500, "message": "The model produced output that does not match", "type": "server_error"});
+        assert_eq!(
+            embedded_error(&server),
+            TransportError::Unavailable(
+                "the provider reported an error: The model produced output that does not match".into()
+            )
+        );
+        assert_eq!(
+            embedded_error(&json!({"code": "401", "message": "who?"})),
+            TransportError::Authentication("the provider reported an error: who?".into())
+        );
+        assert_eq!(
+            embedded_error(&json!({"type": "server_error"})),
+            TransportError::Unavailable("the provider reported an error".into())
+        );
+        assert_eq!(
+            embedded_error(&json!("context too long")),
+            TransportError::Other("the provider reported an error: context too long".into())
+        );
+    }
+
+    #[test]
+    fn the_redactor_removes_every_copy_of_the_key() {
+        let key = ApiKey::new("sk-abc").unwrap();
+        let redactor = Redactor::new(Some(key));
+        let scrubbed = redactor.scrub(TransportError::Authentication("bad key sk-abc (sk-abc)".into()));
+        assert_eq!(scrubbed, TransportError::Authentication("bad key [redacted] ([redacted])".into()));
+        assert_eq!(Redactor::default().scrub(TransportError::Cancelled), TransportError::Cancelled);
+    }
+}

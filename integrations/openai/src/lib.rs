@@ -1,0 +1,88 @@
+//! An OpenAI-compatible chat-completions transport for [`loopbound`].
+//!
+//! [`OpenAiTransport`] implements [`loopbound::transport::Transport`] over HTTP: `POST
+//! {base}/chat/completions` with the model, the conversation (system, user, assistant with
+//! `tool_calls`, tool results with their `tool_call_id`), the tools (`type: "function"` with the
+//! JSON schema core derives from each tool's input type) and `max_tokens`; whole replies or
+//! server-sent events (`stream: true`, ended by `data: [DONE]`).
+//!
+//! It is configured explicitly, by environment or in code, and never falls back to any
+//! provider of its own choosing:
+//!
+//! | variable | required | meaning |
+//! |---|---|---|
+//! | `LOOPBOUND_BASE_URL` | yes | base URL, e.g. `http://127.0.0.1:8080/v1` |
+//! | `LOOPBOUND_MODEL` | yes | model name sent with each request |
+//! | `LOOPBOUND_API_KEY` | no | sent as `Authorization: Bearer …`; never printed |
+//! | `LOOPBOUND_TIMEOUT_SECS` | no | per-request timeout (connection, then whole response) |
+//! | `LOOPBOUND_STREAM_USAGE` | no | `off` stops asking for usage in streams (default `on`) |
+//!
+//! Failures map to the transport contract as the [`errors`] module tells: an unreachable
+//! endpoint, a timeout, HTTP 5xx or 429 end a run with `ProviderUnavailable`; refused
+//! credentials, malformed or truncated replies and other statuses are provider errors. There is
+//! no retry: each attempt would have to be a counted model call.
+//!
+//! The wire format ([`wire`]), the reply parsers ([`parse`]), the event-stream decoder
+//! ([`sse`]) and the chunk decoder ([`chunks`]) are pure functions of bytes, so they can be
+//! fuzzed and property-tested without a server.
+//!
+//! # Example
+//!
+//! ```no_run
+//! use loopbound::{Message, Runtime, Scope, Status, ToolSet};
+//! use loopbound::transport::ChatOptions;
+//! use loopbound_openai::{Config, OpenAiTransport};
+//! use std::time::Duration;
+//!
+//! #[derive(serde::Deserialize, serde::Serialize, schemars::JsonSchema)]
+//! struct Ticket {
+//!     input: i64,
+//! }
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! // Or `OpenAiTransport::from_env()?` with LOOPBOUND_BASE_URL and LOOPBOUND_MODEL set.
+//! let config = Config::new("http://127.0.0.1:8080/v1", "smollm2")?.with_timeout(Duration::from_secs(30));
+//! let transport = OpenAiTransport::new(config)?;
+//!
+//! // Once: the tools and the runtime, shared by every request.
+//! let mut tools = ToolSet::builder();
+//! tools.tool("read_ticket", "ticket.read").description("Read one ticket by its id.").build(
+//!     |t: Ticket, _call| async move { Ok::<_, String>(format!("Ticket {}: login fails.", t.input)) },
+//! )?;
+//! let runtime = Runtime::harness(&tools.build(), transport)
+//!     .options(ChatOptions::default().with_max_output_tokens(800))
+//!     .streaming(true);
+//!
+//! // Per request: a scope, and a run.
+//! let scope = Scope::builder().grant("ticket.read").build()?;
+//! let outcome = runtime.run(&scope, &mut vec![Message::user("Read ticket 42.")], |_| false).await?;
+//! match outcome.status() {
+//!     Status::ProviderUnavailable => eprintln!("unavailable: {}", outcome.detail().unwrap_or("")),
+//!     status => println!("{status}: {:?}", outcome.text()),
+//! }
+//! # Ok(())
+//! # }
+//! ```
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+#![warn(clippy::pedantic)]
+// Module names prefix most types; repeating them in item names reads well here.
+#![allow(clippy::module_name_repetitions)]
+
+pub mod chunks;
+mod config;
+pub mod errors;
+pub mod parse;
+#[cfg(test)]
+mod properties;
+pub mod sse;
+mod transport;
+pub mod wire;
+
+pub use config::{
+    ApiKey, Config, ConfigError, ENV_API_KEY, ENV_BASE_URL, ENV_MODEL, ENV_STREAM_USAGE, ENV_TIMEOUT_SECS,
+    REDACTED,
+};
+pub use transport::{MAX_BODY, OpenAiTransport};

@@ -1,0 +1,274 @@
+//! The HTTP transport: one `POST {base}/chat/completions` per model call.
+//!
+//! # Invariants
+//!
+//! - One call, one HTTP request: no retry, no redirect followed, no second endpoint. Every
+//!   attempt the runtime admits is exactly one request, so the model budget counts what the
+//!   provider sees.
+//! - The API key is sent only as a sensitive `Authorization` header; the transport's `Debug`
+//!   shows the configuration (key redacted) and nothing of the client; every error passes
+//!   through the [`Redactor`] before it leaves.
+//! - A call stops when the request's cancellation fires (the scope's deadline, a halt, or the
+//!   caller), besides the runtime dropping the call's future.
+//! - Bodies are read with a size limit ([`MAX_BODY`]; a stream's events are limited by its
+//!   decoder), so a misbehaving server cannot exhaust memory.
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::future::Future;
+use std::pin::pin;
+
+use futures_core::Stream;
+use futures_util::StreamExt;
+use futures_util::future::{Either, select};
+use loopbound::transport::{ChatRequest, ChunkStream, ModelReply, ReplyChunk, Transport, TransportError};
+use reqwest::header::{self, HeaderValue};
+use tokio_util::sync::CancellationToken;
+
+use crate::chunks::ChunkDecoder;
+use crate::config::{Config, ConfigError};
+use crate::errors::{Redactor, body_error, send_error, status_error};
+use crate::parse::parse_completion;
+use crate::wire::{Mode, request_body};
+
+/// Largest whole reply, in bytes, that the transport reads: 16 MiB.
+pub const MAX_BODY: usize = 16 << 20;
+
+/// Longest part of an error body, in bytes, read to explain a failure status.
+const MAX_ERROR_BODY: usize = 64 << 10;
+
+/// An OpenAI-compatible chat-completions transport.
+///
+/// ```no_run
+/// use loopbound::{Message, Runtime, Scope, ToolSet};
+/// use loopbound_openai::OpenAiTransport;
+///
+/// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+/// // LOOPBOUND_BASE_URL=http://127.0.0.1:8080/v1 LOOPBOUND_MODEL=smollm2
+/// let transport = OpenAiTransport::from_env()?;
+/// let runtime = Runtime::harness(&ToolSet::default(), transport).streaming(true);
+/// let scope = Scope::builder().build()?;
+/// let outcome = runtime.run(&scope, &mut vec![Message::user("Say hello.")], |_| true).await?;
+/// println!("{} {:?}", outcome.status(), outcome.text());
+/// # Ok(())
+/// # }
+/// ```
+pub struct OpenAiTransport {
+    config: Config,
+    endpoint: reqwest::Url,
+    client: reqwest::Client,
+    redactor: Redactor,
+}
+
+impl fmt::Debug for OpenAiTransport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OpenAiTransport").field("config", &self.config).finish_non_exhaustive()
+    }
+}
+
+impl OpenAiTransport {
+    /// A transport for `config`.
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError::Client`] if the HTTP client cannot be built (no TLS backend).
+    pub fn new(config: Config) -> Result<Self, ConfigError> {
+        let mut builder = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none());
+        if let Some(timeout) = config.timeout() {
+            builder = builder.timeout(timeout).connect_timeout(timeout);
+        }
+        let client = builder.build().map_err(|error| ConfigError::Client(error.without_url().to_string()))?;
+        Ok(Self {
+            endpoint: config.endpoint(),
+            redactor: Redactor::new(config.api_key().cloned()),
+            config,
+            client,
+        })
+    }
+
+    /// A transport configured by the environment (see [`Config::from_env`]).
+    ///
+    /// # Errors
+    ///
+    /// A [`ConfigError`] naming the variable that is missing or invalid.
+    pub fn from_env() -> Result<Self, ConfigError> {
+        Self::new(Config::from_env()?)
+    }
+
+    /// The configuration.
+    #[must_use]
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// Sends one request and returns the response if its status is a success.
+    async fn send(&self, request: &ChatRequest<'_>, mode: Mode) -> Result<reqwest::Response, TransportError> {
+        let accept = match mode {
+            Mode::Whole => "application/json",
+            Mode::Stream { .. } => "text/event-stream",
+        };
+        let mut builder = self
+            .client
+            .post(self.endpoint.clone())
+            .header(header::CONTENT_TYPE, "application/json")
+            .header(header::ACCEPT, accept)
+            .body(request_body(self.config.model(), request, mode));
+        if let Some(key) = self.config.api_key() {
+            let mut value = HeaderValue::try_from(format!("Bearer {}", key.expose()))
+                .map_err(|_| TransportError::Other("the API key cannot be sent in a header".to_owned()))?;
+            value.set_sensitive(true);
+            builder = builder.header(header::AUTHORIZATION, value);
+        }
+        let response = builder.send().await.map_err(|error| send_error(&error))?;
+        let status = response.status();
+        if status.is_success() {
+            return Ok(response);
+        }
+        let retry_after = response
+            .headers()
+            .get(header::RETRY_AFTER)
+            .and_then(|value| value.to_str().ok())
+            .map(str::to_owned);
+        // The body only explains the failure: a read error leaves the explanation empty.
+        let body = read_body(response, MAX_ERROR_BODY).await.unwrap_or_default();
+        Err(status_error(status.as_u16(), retry_after.as_deref(), &body))
+    }
+}
+
+impl Transport for OpenAiTransport {
+    async fn complete(&self, request: ChatRequest<'_>) -> Result<ModelReply, TransportError> {
+        let call = async {
+            let response = self.send(&request, Mode::Whole).await?;
+            let body = read_body(response, MAX_BODY).await?;
+            parse_completion(&body)
+        };
+        until_cancelled(request.cancel, call).await.map_err(|error| self.redactor.scrub(error))
+    }
+
+    async fn stream(
+        &self,
+        request: ChatRequest<'_>,
+    ) -> Result<impl Stream<Item = Result<ReplyChunk, TransportError>> + Send, TransportError> {
+        let mode = Mode::Stream { usage: self.config.stream_usage() };
+        let response = until_cancelled(request.cancel, self.send(&request, mode))
+            .await
+            .map_err(|error| self.redactor.scrub(error))?;
+        Ok(chunk_stream(response, request.cancel.clone(), self.redactor.clone()))
+    }
+}
+
+/// Runs `call` unless `cancel` fires first, in which case the call is dropped.
+async fn until_cancelled<T>(
+    cancel: &CancellationToken,
+    call: impl Future<Output = Result<T, TransportError>>,
+) -> Result<T, TransportError> {
+    match select(pin!(cancel.cancelled()), pin!(call)).await {
+        Either::Left(((), _)) => Err(TransportError::Cancelled),
+        Either::Right((result, _)) => result,
+    }
+}
+
+/// Reads a whole body, refusing one longer than `limit` bytes.
+async fn read_body(mut response: reqwest::Response, limit: usize) -> Result<Vec<u8>, TransportError> {
+    let mut body = Vec::new();
+    while let Some(bytes) = response.chunk().await.map_err(|error| body_error(&error))? {
+        if body.len() + bytes.len() > limit {
+            return Err(TransportError::Malformed(format!("the response body is longer than {limit} bytes")));
+        }
+        body.extend_from_slice(&bytes);
+    }
+    Ok(body)
+}
+
+/// How the body of a streamed call is read.
+enum Body {
+    /// Server-sent events, decoded as they arrive.
+    Events(ChunkDecoder),
+    /// A server that ignored `stream: true` and answered with one JSON reply.
+    Json(Vec<u8>),
+}
+
+/// The state of a streamed call between two chunks.
+struct Reading {
+    response: reqwest::Response,
+    body: Body,
+    ready: VecDeque<Result<ReplyChunk, TransportError>>,
+    finished: bool,
+    cancel: CancellationToken,
+    redactor: Redactor,
+}
+
+/// The chunks of a streamed response, read as the runtime asks for them.
+fn chunk_stream(
+    response: reqwest::Response,
+    cancel: CancellationToken,
+    redactor: Redactor,
+) -> impl Stream<Item = Result<ReplyChunk, TransportError>> + Send {
+    let is_json = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .is_some_and(|value| value.trim_start().starts_with("application/json"));
+    let body = if is_json { Body::Json(Vec::new()) } else { Body::Events(ChunkDecoder::default()) };
+    let reading = Reading { response, body, ready: VecDeque::new(), finished: false, cancel, redactor };
+    futures_util::stream::unfold(reading, |mut reading| async move {
+        loop {
+            if let Some(item) = reading.ready.pop_front() {
+                let item = item.map_err(|error| reading.redactor.scrub(error));
+                return Some((item, reading));
+            }
+            if reading.finished {
+                return None;
+            }
+            reading.read_more().await;
+        }
+    })
+}
+
+impl Reading {
+    /// Reads one more piece of the body and queues what it completes.
+    async fn read_more(&mut self) {
+        let mut out = Vec::new();
+        let next = until_cancelled(&self.cancel, async {
+            self.response.chunk().await.map_err(|error| body_error(&error))
+        })
+        .await;
+        match (next, &mut self.body) {
+            (Err(error), _) => {
+                self.finished = true;
+                out.push(Err(error));
+            }
+            (Ok(Some(bytes)), Body::Events(decoder)) => {
+                decoder.feed(&bytes, &mut out);
+                self.finished = decoder.is_finished();
+            }
+            (Ok(Some(bytes)), Body::Json(body)) => {
+                if body.len() + bytes.len() > MAX_BODY {
+                    self.finished = true;
+                    let message = format!("the response body is longer than {MAX_BODY} bytes");
+                    out.push(Err(TransportError::Malformed(message)));
+                } else {
+                    body.extend_from_slice(&bytes);
+                }
+            }
+            (Ok(None), Body::Events(decoder)) => {
+                self.finished = true;
+                decoder.finish(&mut out);
+            }
+            (Ok(None), Body::Json(body)) => {
+                self.finished = true;
+                match parse_completion(body) {
+                    Ok(reply) => {
+                        // Core's in-memory stream cuts the reply as its assembler reads it back.
+                        let mut chunks = ChunkStream::whole(reply);
+                        while let Some(chunk) = chunks.next().await {
+                            out.push(chunk);
+                        }
+                    }
+                    Err(error) => out.push(Err(error)),
+                }
+            }
+        }
+        self.ready.extend(out);
+    }
+}

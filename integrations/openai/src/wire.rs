@@ -1,0 +1,302 @@
+//! The chat-completions wire format: the request body sent, and the shapes read back.
+//!
+//! # Invariants
+//!
+//! - The request carries exactly what the conversation holds: each message in order, tool
+//!   calls with their ids and JSON-text arguments unchanged, tool results with the id of the
+//!   call they answer. Empty `tools` and empty `tool_calls` are left out, since some servers
+//!   refuse empty arrays.
+//! - The API key is never part of a body: it travels in a header only.
+//! - Response shapes are lenient about what may be absent or `null` (ids, content, usage,
+//!   choices in a usage-only chunk); what is present must have the right JSON type.
+
+use loopbound::Message;
+use loopbound::transport::{ChatRequest, ToolCall, ToolDefinition};
+use serde::{Deserialize, Serialize};
+
+/// Whether a request asks for a stream, and whether it asks for usage figures in it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// One JSON reply.
+    Whole,
+    /// Server-sent events; `usage` adds `stream_options: {include_usage: true}`.
+    Stream {
+        /// Whether to ask for usage figures in the stream.
+        usage: bool,
+    },
+}
+
+#[derive(Serialize)]
+struct RequestBody<'a> {
+    model: &'a str,
+    messages: Vec<WireMessage<'a>>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tools: Vec<WireTool<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_tokens: Option<u32>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    stream: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stream_options: Option<StreamOptions>,
+}
+
+#[derive(Serialize)]
+struct StreamOptions {
+    include_usage: bool,
+}
+
+#[derive(Serialize)]
+#[serde(tag = "role", rename_all = "lowercase")]
+enum WireMessage<'a> {
+    System {
+        content: &'a str,
+    },
+    User {
+        content: &'a str,
+    },
+    Assistant {
+        content: Option<&'a str>,
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        tool_calls: Vec<WireToolCall<'a>>,
+    },
+    Tool {
+        tool_call_id: &'a str,
+        content: &'a str,
+    },
+}
+
+#[derive(Serialize)]
+struct WireToolCall<'a> {
+    id: &'a str,
+    r#type: &'static str,
+    function: WireFunctionCall<'a>,
+}
+
+#[derive(Serialize)]
+struct WireFunctionCall<'a> {
+    name: &'a str,
+    arguments: &'a str,
+}
+
+#[derive(Serialize)]
+struct WireTool<'a> {
+    r#type: &'static str,
+    function: WireFunction<'a>,
+}
+
+#[derive(Serialize)]
+struct WireFunction<'a> {
+    name: &'a str,
+    description: &'a str,
+    parameters: &'a serde_json::Value,
+}
+
+impl<'a> From<&'a Message> for WireMessage<'a> {
+    fn from(message: &'a Message) -> Self {
+        match message {
+            Message::System { content } => Self::System { content },
+            Message::User { content } => Self::User { content },
+            Message::Assistant { content, tool_calls } => Self::Assistant {
+                content: content.as_deref(),
+                tool_calls: tool_calls.iter().map(WireToolCall::from).collect(),
+            },
+            // The wire format has no error flag: the text already says it is an error.
+            Message::Tool { call_id, content, .. } => Self::Tool { tool_call_id: call_id, content },
+        }
+    }
+}
+
+impl<'a> From<&'a ToolCall> for WireToolCall<'a> {
+    fn from(call: &'a ToolCall) -> Self {
+        Self {
+            id: &call.id,
+            r#type: "function",
+            function: WireFunctionCall { name: &call.name, arguments: &call.arguments },
+        }
+    }
+}
+
+impl<'a> From<&'a ToolDefinition> for WireTool<'a> {
+    fn from(tool: &'a ToolDefinition) -> Self {
+        Self {
+            r#type: "function",
+            function: WireFunction {
+                name: &tool.name,
+                description: &tool.description,
+                parameters: &tool.parameters,
+            },
+        }
+    }
+}
+
+/// The JSON body of a chat-completions request for `model`.
+///
+/// ```
+/// use loopbound::Message;
+/// use loopbound::transport::{ChatOptions, ChatRequest};
+/// use loopbound_openai::wire::{request_body, Mode};
+///
+/// let messages = [Message::user("Hello")];
+/// let options = ChatOptions::default().with_max_output_tokens(800);
+/// let cancel = tokio_util::sync::CancellationToken::new();
+/// let body = request_body("m", &ChatRequest::new(&messages, &[], &options, &cancel), Mode::Whole);
+/// assert_eq!(body, br#"{"model":"m","messages":[{"role":"user","content":"Hello"}],"max_tokens":800}"#);
+/// ```
+#[must_use]
+pub fn request_body(model: &str, request: &ChatRequest<'_>, mode: Mode) -> Vec<u8> {
+    let (stream, stream_options) = match mode {
+        Mode::Whole => (false, None),
+        Mode::Stream { usage } => (true, usage.then_some(StreamOptions { include_usage: true })),
+    };
+    let body = RequestBody {
+        model,
+        messages: request.messages.iter().map(WireMessage::from).collect(),
+        tools: request.tools.iter().map(WireTool::from).collect(),
+        max_tokens: request.options.max_output_tokens,
+        stream,
+        stream_options,
+    };
+    // Serialising borrowed strings and an existing `serde_json::Value` into memory cannot fail.
+    serde_json::to_vec(&body).unwrap_or_default()
+}
+
+/// A whole chat-completions reply.
+#[derive(Debug, Deserialize)]
+pub(crate) struct CompletionBody {
+    pub(crate) choices: Option<Vec<Choice>>,
+    pub(crate) usage: Option<WireUsage>,
+    pub(crate) error: Option<serde_json::Value>,
+}
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct Choice {
+    pub(crate) index: Option<u32>,
+    pub(crate) message: Option<ReplyMessage>,
+}
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct ReplyMessage {
+    pub(crate) content: Option<String>,
+    pub(crate) tool_calls: Option<Vec<ReplyToolCall>>,
+}
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct ReplyToolCall {
+    pub(crate) id: Option<String>,
+    pub(crate) function: ReplyFunction,
+}
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct ReplyFunction {
+    pub(crate) name: String,
+    pub(crate) arguments: Option<serde_json::Value>,
+}
+
+/// One streamed chunk (`chat.completion.chunk`).
+#[derive(Debug, Deserialize)]
+pub(crate) struct ChunkBody {
+    pub(crate) choices: Option<Vec<ChunkChoice>>,
+    pub(crate) usage: Option<WireUsage>,
+    pub(crate) error: Option<serde_json::Value>,
+}
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct ChunkChoice {
+    pub(crate) index: Option<u32>,
+    pub(crate) delta: Option<Delta>,
+}
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct Delta {
+    pub(crate) content: Option<String>,
+    pub(crate) tool_calls: Option<Vec<DeltaToolCall>>,
+}
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct DeltaToolCall {
+    pub(crate) index: Option<u32>,
+    pub(crate) id: Option<String>,
+    pub(crate) function: Option<DeltaFunction>,
+}
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct DeltaFunction {
+    pub(crate) name: Option<String>,
+    pub(crate) arguments: Option<serde_json::Value>,
+}
+
+/// Token counts as the provider reports them.
+#[derive(Debug, Deserialize)]
+pub(crate) struct WireUsage {
+    pub(crate) prompt_tokens: Option<u64>,
+    pub(crate) completion_tokens: Option<u64>,
+}
+
+#[cfg(test)]
+mod tests {
+    use loopbound::transport::{ChatOptions, ToolCall};
+    use serde_json::json;
+    use tokio_util::sync::CancellationToken;
+
+    use super::*;
+
+    #[test]
+    fn every_message_kind_and_tool_is_written_in_the_openai_shape() {
+        let messages = [
+            Message::system("Be brief."),
+            Message::user("Review 42."),
+            Message::Assistant {
+                content: None,
+                tool_calls: vec![ToolCall::new("c1", "read_ticket", r#"{"input":42}"#)],
+            },
+            Message::tool_result("c1", "Ticket 42"),
+            Message::tool_error("c2", "Error: nope."),
+            Message::Assistant { content: Some("Done.".into()), tool_calls: vec![] },
+        ];
+        let tools = [ToolDefinition {
+            name: "read_ticket".into(),
+            description: "Read a ticket.".into(),
+            parameters: json!({"type": "object", "properties": {"input": {"type": "integer"}}}),
+        }];
+        let options = ChatOptions::default();
+        let cancel = CancellationToken::new();
+        let request = ChatRequest::new(&messages, &tools, &options, &cancel);
+        let body: serde_json::Value =
+            serde_json::from_slice(&request_body("m", &request, Mode::Stream { usage: true })).unwrap();
+        assert_eq!(
+            body,
+            json!({
+                "model": "m",
+                "messages": [
+                    {"role": "system", "content": "Be brief."},
+                    {"role": "user", "content": "Review 42."},
+                    {"role": "assistant", "content": null, "tool_calls": [
+                        {"id": "c1", "type": "function", "function": {"name": "read_ticket", "arguments": "{\"input\":42}"}}
+                    ]},
+                    {"role": "tool", "tool_call_id": "c1", "content": "Ticket 42"},
+                    {"role": "tool", "tool_call_id": "c2", "content": "Error: nope."},
+                    {"role": "assistant", "content": "Done."}
+                ],
+                "tools": [{"type": "function", "function": {
+                    "name": "read_ticket",
+                    "description": "Read a ticket.",
+                    "parameters": {"type": "object", "properties": {"input": {"type": "integer"}}}
+                }}],
+                "stream": true,
+                "stream_options": {"include_usage": true}
+            })
+        );
+    }
+
+    #[test]
+    fn streams_without_usage_leave_stream_options_out() {
+        let messages = [Message::user("Hi")];
+        let options = ChatOptions::default();
+        let cancel = CancellationToken::new();
+        let request = ChatRequest::new(&messages, &[], &options, &cancel);
+        assert_eq!(
+            request_body("m", &request, Mode::Stream { usage: false }),
+            br#"{"model":"m","messages":[{"role":"user","content":"Hi"}],"stream":true}"#
+        );
+    }
+}

@@ -1,0 +1,89 @@
+//! The fuzz targets' checks, as plain functions of bytes.
+//!
+//! Nothing here names libFuzzer: each target in `fuzz/fuzz_targets/` is one line that calls a
+//! function of this module, and `loopbound-proptests` replays every file of
+//! `fuzz/seeds/<target>/` and `fuzz/regressions/<target>/` through the same functions under
+//! plain `cargo test` on stable. A broken invariant panics with a message that names it.
+//!
+//! Structured inputs (`BindCase`, `RunCase`) are `arbitrary`-derived; JSON documents inside them
+//! are mirrors written out with an explicit depth cap.
+
+pub mod bind_case;
+pub mod guard_model;
+pub mod json_mirror;
+pub mod openai_case;
+pub mod reference;
+pub mod run_case;
+
+use arbitrary::{Arbitrary, Unstructured};
+use serde_json::Value;
+
+/// Target `canonical`: bytes that are UTF-8 JSON get a canonical form that equals the reference,
+/// is valid JSON whose re-parse is the same value, is idempotent, and is the signature's
+/// argument part.
+pub fn canonical(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else { return };
+    let Ok(value) = serde_json::from_str::<Value>(text) else { return };
+    check_canonical(&value);
+}
+
+/// The checks of [`canonical`] on one value.
+pub fn check_canonical(value: &Value) {
+    let form = loopbound::canonical::canonical_json(value);
+    assert_eq!(form, reference::canonical(value), "the canonical form differs from the reference");
+    let reparsed: Value = serde_json::from_str(&form)
+        .unwrap_or_else(|error| panic!("the canonical form {form} is not valid JSON: {error}"));
+    assert_eq!(loopbound::canonical::canonical_json(&reparsed), form, "the canonical form is not idempotent");
+    assert_eq!(reference::canonical(&reparsed), form, "the form's re-parse is not the same value");
+    assert_eq!(loopbound::canonical::signature("t", value), Ok(format!("t:{form}")), "signature of a Value");
+}
+
+/// Target `bind_guard`: an arbitrary [`bind_case::BindCase`].
+pub fn bind_guard(data: &[u8]) {
+    if let Ok(case) = bind_case::BindCase::arbitrary_take_rest(Unstructured::new(data)) {
+        let _ = bind_case::check(&case);
+    }
+}
+
+/// Target `openai_parse`: an arbitrary [`openai_case::OpenAiCase`], a body and its cuts, through
+/// the live transport's decoders.
+pub fn openai_parse(data: &[u8]) {
+    if let Ok(case) = openai_case::OpenAiCase::arbitrary_take_rest(Unstructured::new(data)) {
+        openai_case::check(&case);
+    }
+}
+
+/// Target `run`: an arbitrary [`run_case::RunCase`].
+pub fn run(data: &[u8]) {
+    if let Ok(case) = run_case::RunCase::arbitrary_take_rest(Unstructured::new(data)) {
+        run_case::check(&case);
+    }
+}
+
+/// A current-thread runtime with timers and tokio's clock paused: time advances only when every
+/// task waits, straight to the next timer, so deadlines fire exactly and instantly.
+pub fn paused_runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .start_paused(true)
+        .build()
+        .unwrap_or_else(|error| panic!("building a runtime: {error}"))
+}
+
+/// A scope with these capabilities, limits and caller token. The limits must be valid.
+pub fn scope_with<I, S>(
+    capabilities: I,
+    limits: loopbound::Limits,
+    caller: &tokio_util::sync::CancellationToken,
+) -> loopbound::Scope
+where
+    I: IntoIterator<Item = S>,
+    S: Into<String>,
+{
+    loopbound::Scope::builder()
+        .grants(capabilities)
+        .limits(limits)
+        .caller(caller.clone())
+        .build()
+        .unwrap_or_else(|error| panic!("valid limits were refused: {error}"))
+}

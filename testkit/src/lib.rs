@@ -1,0 +1,14 @@
+//! Test support shared by loopbound's crates, as a normal dependency (no `#[path]` includes):
+//!
+//! - [`review`]: the review task of SPEC §11, the one copy of its tools, texts and state;
+//! - [`aimock`]: the pinned scripted mock server, started per test on loopback;
+//! - [`fuzz`]: the fuzz targets' checks as plain functions, with the reference canonical form,
+//!   the reference guard model and the structured inputs; `fuzz/` calls them under libFuzzer and
+//!   `loopbound-proptests` replays the committed corpora through them on stable.
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod aimock;
+pub mod fuzz;
+pub mod review;
