@@ -22,6 +22,7 @@ use serde::de::DeserializeOwned;
 
 use super::binding::{BindError, bind};
 use super::call::{Call, Reservation, finish};
+use super::effect::{EffectKind, Policy};
 use super::error::{BodyError, ToolError};
 use super::set::{RegistrationError, ToolSetBuilder, valid_name};
 use crate::canonical::signature;
@@ -72,6 +73,8 @@ pub struct ToolBuilder<'set, S> {
     name: String,
     capability: String,
     description: String,
+    effect: EffectKind,
+    policy: Policy,
 }
 
 impl<S> fmt::Debug for ToolBuilder<'_, S> {
@@ -86,18 +89,44 @@ impl<S> fmt::Debug for ToolBuilder<'_, S> {
 impl<S: Send + Sync + 'static> ToolBuilder<'static, S> {
     /// Starts defining a tool named `name` that needs `capability`, outside any set.
     pub fn new(name: impl Into<String>, capability: impl Into<String>) -> Self {
-        Self { set: None, name: name.into(), capability: capability.into(), description: String::new() }
+        Self {
+            set: None,
+            name: name.into(),
+            capability: capability.into(),
+            description: String::new(),
+            effect: EffectKind::default(),
+            policy: Policy::default(),
+        }
     }
 }
 
 impl<'set, S: Send + Sync + 'static> ToolBuilder<'set, S> {
     pub(crate) fn in_set(set: &'set mut ToolSetBuilder<S>, name: String, capability: String) -> Self {
-        Self { set: Some(set), name, capability, description: String::new() }
+        Self {
+            set: Some(set),
+            name,
+            capability,
+            description: String::new(),
+            effect: EffectKind::default(),
+            policy: Policy::default(),
+        }
     }
 
     /// Sets the description sent to the model with the tool's definition.
     pub fn description(mut self, description: impl Into<String>) -> Self {
         self.description = description.into();
+        self
+    }
+
+    /// Declares what the body does to the world (default [`EffectKind::Effect`]).
+    pub fn effect(mut self, effect: EffectKind) -> Self {
+        self.effect = effect;
+        self
+    }
+
+    /// Sets the host's standing decision for this tool's proposals (default [`Policy::Allow`]).
+    pub fn policy(mut self, policy: Policy) -> Self {
+        self.policy = policy;
         self
     }
 
@@ -136,6 +165,8 @@ impl<'set, S: Send + Sync + 'static> ToolBuilder<'set, S> {
                 },
                 name: Arc::from(self.name),
                 capability: self.capability.into_boxed_str(),
+                effect: self.effect,
+                policy: self.policy,
                 body,
                 input: PhantomData,
             }),
@@ -189,6 +220,8 @@ pub(crate) struct Definition<T, S> {
     model_view: ToolDefinition,
     name: Arc<str>,
     capability: Box<str>,
+    effect: EffectKind,
+    policy: Policy,
     body: Body<T, S>,
     input: PhantomData<fn(T)>,
 }
@@ -208,6 +241,18 @@ where
     #[must_use]
     pub fn capability(&self) -> &str {
         &self.inner.capability
+    }
+
+    /// What the body does to the world, as declared.
+    #[must_use]
+    pub fn effect(&self) -> EffectKind {
+        self.inner.effect
+    }
+
+    /// The host's standing decision for this tool's proposals.
+    #[must_use]
+    pub fn policy(&self) -> Policy {
+        self.inner.policy
     }
 
     /// The definition a transport sends to the model: name, description, JSON schema of `T`.

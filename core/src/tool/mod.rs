@@ -6,7 +6,9 @@
 //! - [`set`](ToolSet): the host's tools, shared by every request;
 //! - [`binding`](BindError): JSON arguments to the typed input, before the guard;
 //! - [`call`](Call): what a body receives, and admitted calls not yet run ([`Reservation`]);
-//! - [`error`](ToolError): why an invocation produced no result.
+//! - [`error`](ToolError): why an invocation produced no result;
+//! - [`effect`](EffectKind): what a tool does to the world and the host's standing
+//!   [`Policy`] for it, read by a journal.
 //!
 //! # Invariants
 //!
@@ -22,12 +24,14 @@
 mod binding;
 mod call;
 mod definition;
+mod effect;
 mod error;
 mod set;
 
 pub use binding::{BindError, BindErrorKind};
 pub use call::{Call, Reservation};
 pub use definition::{GuardedTool, ToolBuilder};
+pub use effect::{EffectKind, Policy};
 pub use error::{BodyError, MAX_MESSAGE_LEN, ToolError};
 pub use set::{RegistrationError, ToolSet, ToolSetBuilder};
 

@@ -1,0 +1,75 @@
+//! What a tool does to the world, and what the host decides before it runs: declared per tool,
+//! read by a journal (SPEC §15).
+//!
+//! # Invariants
+//!
+//! - Both are declarations of the host, fixed when the tool is defined; nothing a model sends
+//!   changes them.
+//! - The defaults are the cautious ones: a tool that declares nothing is an [`EffectKind::Effect`]
+//!   (never driven twice by a resume) under [`Policy::Allow`].
+
+use std::fmt;
+
+/// What running a tool's body does outside the host's memory.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum EffectKind {
+    /// No external effect: running it again is harmless.
+    Read,
+    /// An external effect that must happen at most once, ever: a journal never runs it again on
+    /// its own.
+    #[default]
+    Effect,
+    /// An external effect keyed by an idempotency key: the body receives the operation id as its
+    /// key and may be driven again with the same key.
+    Idempotent,
+}
+
+impl EffectKind {
+    /// `read`, `effect` or `idempotent`.
+    #[must_use]
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Read => "read",
+            Self::Effect => "effect",
+            Self::Idempotent => "idempotent",
+        }
+    }
+}
+
+impl fmt::Display for EffectKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The host's standing decision for a tool's proposals.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Policy {
+    /// Run without asking.
+    #[default]
+    Allow,
+    /// Never run: a proposal is refused.
+    Deny,
+    /// Ask a person (or another host process) first: the run waits for a decision.
+    Ask,
+}
+
+impl Policy {
+    /// `allow`, `deny` or `ask`.
+    #[must_use]
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Allow => "allow",
+            Self::Deny => "deny",
+            Self::Ask => "ask",
+        }
+    }
+}
+
+impl fmt::Display for Policy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
