@@ -96,8 +96,8 @@ case "$server_choice" in
         if [ -n "$prebuilt_missing" ]; then
             echo "error: this CPU lacks $prebuilt_missing, which the prebuilt llama-server" \
                 "($SERVER_WHEEL) needs; it would die of an illegal instruction." >&2
-            echo "       Run with SMOKE_SERVER=source (or auto) to build llama.cpp's server once," \
-                "($BUILD_TIME here), for a portable baseline (${SOURCE_FLAGS[*]})." >&2
+            echo "       Run with SMOKE_SERVER=source (or auto) to build llama.cpp's server once" \
+                "($BUILD_TIME here) for a portable baseline (${SOURCE_FLAGS[*]})." >&2
             exit "$EXIT_CPU"
         fi
         ;;
