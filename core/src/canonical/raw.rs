@@ -13,7 +13,7 @@
 use std::borrow::Cow;
 
 use super::error::SignatureError;
-use super::writer::{Entries, nest, write_bool, write_null};
+use super::writer::{Entries, Scratch, nest, write_bool, write_null};
 use super::{write_json_string, write_number};
 use crate::json::SyntaxCode;
 use crate::json::read::{Reader, Text};
@@ -21,16 +21,22 @@ use crate::json::read::{Reader, Text};
 /// Appends the canonical form of the JSON `text`, found inside `depth` containers.
 pub(crate) fn write_raw(out: &mut String, text: &str, depth: usize) -> Result<(), SignatureError> {
     let mut reader = Reader::new(text);
-    let mut scratch = String::new();
-    write_value(out, &mut reader, &mut scratch, depth)?;
+    let mut room = Room { strings: String::new(), objects: Scratch::default() };
+    write_value(out, &mut reader, &mut room, depth)?;
     reader.end().map_err(|_| SignatureError::InvalidRawJson)
 }
 
+/// What the walk reuses: a buffer to decode strings into, and the objects' scratch.
+struct Room<'t> {
+    strings: String,
+    objects: Scratch<Cow<'t, str>>,
+}
+
 /// Writes the value at the cursor; recursion is bounded by [`nest`].
-fn write_value(
+fn write_value<'t>(
     out: &mut String,
-    reader: &mut Reader<'_>,
-    scratch: &mut String,
+    reader: &mut Reader<'t>,
+    room: &mut Room<'t>,
     depth: usize,
 ) -> Result<(), SignatureError> {
     let invalid = |_| SignatureError::InvalidRawJson;
@@ -38,7 +44,7 @@ fn write_value(
         Some(b'{') => {
             reader.bump();
             let depth = nest(depth)?;
-            let mut entries: Entries<Cow<'_, str>> = Entries::open(out);
+            let mut entries = Entries::open(out, &room.objects);
             if reader.peek() == Some(b'}') {
                 reader.bump();
             } else {
@@ -46,13 +52,13 @@ fn write_value(
                     if reader.peek() != Some(b'"') {
                         return Err(SignatureError::InvalidRawJson);
                     }
-                    let key = match reader.string(scratch).map_err(invalid)? {
+                    let key = match reader.string(&mut room.strings).map_err(invalid)? {
                         Text::Borrowed(key) => Cow::Borrowed(key),
                         Text::Copied(key) => Cow::Owned(key.to_owned()),
                     };
                     reader.expect(b':', SyntaxCode::ExpectedColon).map_err(invalid)?;
-                    entries.key(out, key);
-                    write_value(out, reader, scratch, depth)?;
+                    entries.key(out, &mut room.objects, key);
+                    write_value(out, reader, room, depth)?;
                     match reader.peek() {
                         Some(b',') => reader.bump(),
                         Some(b'}') => {
@@ -63,7 +69,7 @@ fn write_value(
                     }
                 }
             }
-            entries.close(out);
+            entries.close(out, &mut room.objects);
         }
         Some(b'[') => {
             reader.bump();
@@ -73,7 +79,7 @@ fn write_value(
                 reader.bump();
             } else {
                 loop {
-                    write_value(out, reader, scratch, depth)?;
+                    write_value(out, reader, room, depth)?;
                     match reader.peek() {
                         Some(b',') => {
                             reader.bump();
@@ -89,7 +95,7 @@ fn write_value(
             }
             out.push(']');
         }
-        Some(b'"') => write_json_string(out, reader.string(scratch).map_err(invalid)?.as_str()),
+        Some(b'"') => write_json_string(out, reader.string(&mut room.strings).map_err(invalid)?.as_str()),
         Some(b'n') => {
             reader.literal(b"null").map_err(invalid)?;
             write_null(out);

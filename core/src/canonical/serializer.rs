@@ -14,11 +14,15 @@
 //! - A one-entry object costs no allocation besides the output; a larger one, one vector of its
 //!   keys' offsets (plus the map keys' own text).
 
+use std::borrow::Cow;
+
 use serde::ser::{self, Serialize};
 
 use super::error::SignatureError;
 use super::key::KeyText;
-use super::writer::{Entries, nest, write_bool, write_float, write_integer, write_null, write_wide_integer};
+use super::writer::{
+    Entries, Scratch, nest, write_bool, write_float, write_integer, write_null, write_wide_integer,
+};
 use super::{raw, write_json_string, write_number};
 use crate::json::{NUMBER_TOKEN, RAW_VALUE_TOKEN};
 
@@ -37,37 +41,47 @@ use crate::json::{NUMBER_TOKEN, RAW_VALUE_TOKEN};
 /// A [`SignatureError`] if `value` cannot be written as JSON (its `Serialize` failed, a map key
 /// is not a string) or nests deeper than [`MAX_DEPTH`](super::MAX_DEPTH).
 pub fn signature<T: Serialize + ?Sized>(name: &str, value: &T) -> Result<String, SignatureError> {
-    let mut out = String::with_capacity(name.len() + 24);
-    out.push_str(name);
-    out.push(':');
-    value.serialize(Canonical { out: &mut out, depth: 0 })?;
-    Ok(out)
+    let mut output = Output { text: String::with_capacity(name.len() + 24), ..Output::default() };
+    output.text.push_str(name);
+    output.text.push(':');
+    value.serialize(Canonical { out: &mut output, depth: 0 })?;
+    Ok(output.text)
 }
 
 type Result<T, E = SignatureError> = std::result::Result<T, E>;
 
-/// Writes one value's canonical text at the end of `out`; `depth` containers are open around
-/// it.
+/// What one signature is written into: the text, the objects' shared scratch, and a map key
+/// waiting for its value.
+#[derive(Debug, Default)]
+pub(crate) struct Output {
+    text: String,
+    scratch: Scratch<Key>,
+    pending_key: Option<String>,
+}
+
+/// Writes one value's canonical text at the end of the output; `depth` containers are open
+/// around it.
 struct Canonical<'a> {
-    out: &'a mut String,
+    out: &'a mut Output,
     depth: usize,
 }
 
-impl<'a> Canonical<'a> {
+impl Canonical<'_> {
     /// Opens `{"variant":` for the externally tagged enum layout: one level.
-    fn open_variant(self, variant: &str) -> Result<(&'a mut String, usize)> {
+    fn open_variant(self, variant: &str) -> Result<Self> {
         let depth = nest(self.depth)?;
-        self.out.push('{');
-        write_json_string(self.out, variant);
-        self.out.push(':');
-        Ok((self.out, depth))
+        let text = &mut self.out.text;
+        text.push('{');
+        write_json_string(text, variant);
+        text.push(':');
+        Ok(Self { depth, ..self })
     }
 }
 
 macro_rules! integers {
     ($write:ident: $($method:ident: $ty:ty),*) => {$(
         fn $method(self, value: $ty) -> Result<()> {
-            $write(self.out, value);
+            $write(&mut self.out.text, value);
             Ok(())
         }
     )*};
@@ -91,40 +105,41 @@ impl<'a> ser::Serializer for Canonical<'a> {
     integers!(write_wide_integer: serialize_i128: i128, serialize_u128: u128);
 
     fn serialize_bool(self, value: bool) -> Result<()> {
-        write_bool(self.out, value);
+        write_bool(&mut self.out.text, value);
         Ok(())
     }
 
     fn serialize_f32(self, value: f32) -> Result<()> {
-        write_float(self.out, value);
+        write_float(&mut self.out.text, value);
         Ok(())
     }
 
     fn serialize_f64(self, value: f64) -> Result<()> {
-        write_float(self.out, value);
+        write_float(&mut self.out.text, value);
         Ok(())
     }
 
     fn serialize_char(self, value: char) -> Result<()> {
-        write_json_string(self.out, value.encode_utf8(&mut [0; 4]));
+        write_json_string(&mut self.out.text, value.encode_utf8(&mut [0; 4]));
         Ok(())
     }
 
     fn serialize_str(self, value: &str) -> Result<()> {
-        write_json_string(self.out, value);
+        write_json_string(&mut self.out.text, value);
         Ok(())
     }
 
     fn serialize_bytes(self, value: &[u8]) -> Result<()> {
         nest(self.depth)?;
-        self.out.push('[');
+        let text = &mut self.out.text;
+        text.push('[');
         for (index, byte) in value.iter().enumerate() {
             if index > 0 {
-                self.out.push(',');
+                text.push(',');
             }
-            write_integer(self.out, *byte);
+            write_integer(text, *byte);
         }
-        self.out.push(']');
+        text.push(']');
         Ok(())
     }
 
@@ -137,7 +152,7 @@ impl<'a> ser::Serializer for Canonical<'a> {
     }
 
     fn serialize_unit(self) -> Result<()> {
-        write_null(self.out);
+        write_null(&mut self.out.text);
         Ok(())
     }
 
@@ -160,14 +175,14 @@ impl<'a> ser::Serializer for Canonical<'a> {
         variant: &'static str,
         value: &T,
     ) -> Result<()> {
-        let (out, depth) = self.open_variant(variant)?;
+        let Canonical { out, depth } = self.open_variant(variant)?;
         value.serialize(Canonical { out: &mut *out, depth })?;
-        out.push('}');
+        out.text.push('}');
         Ok(())
     }
 
     fn serialize_seq(self, _len: Option<usize>) -> Result<Seq<'a>> {
-        Seq::open(self.out, self.depth, "]")
+        Seq::open(self, "]")
     }
 
     fn serialize_tuple(self, len: usize) -> Result<Seq<'a>> {
@@ -185,18 +200,17 @@ impl<'a> ser::Serializer for Canonical<'a> {
         variant: &'static str,
         _len: usize,
     ) -> Result<Seq<'a>> {
-        let (out, depth) = self.open_variant(variant)?;
-        Seq::open(out, depth, "]}")
+        Seq::open(self.open_variant(variant)?, "]}")
     }
 
     fn serialize_map(self, _len: Option<usize>) -> Result<Object<'a>> {
-        Object::open(self.out, self.depth, false)
+        Object::open(self, false)
     }
 
     fn serialize_struct(self, name: &'static str, len: usize) -> Result<Struct<'a>> {
         match name {
-            NUMBER_TOKEN => Ok(Struct::Number(self.out)),
-            RAW_VALUE_TOKEN => Ok(Struct::Raw(self.out, self.depth)),
+            NUMBER_TOKEN => Ok(Struct::Number(&mut self.out.text)),
+            RAW_VALUE_TOKEN => Ok(Struct::Raw(&mut self.out.text, self.depth)),
             _ => self.serialize_map(Some(len)).map(Struct::Object),
         }
     }
@@ -208,15 +222,14 @@ impl<'a> ser::Serializer for Canonical<'a> {
         variant: &'static str,
         _len: usize,
     ) -> Result<Object<'a>> {
-        let (out, depth) = self.open_variant(variant)?;
-        Object::open(out, depth, true)
+        Object::open(self.open_variant(variant)?, true)
     }
 }
 
 /// Arrays, tuples and tuple variants.
 #[derive(Debug)]
 pub(crate) struct Seq<'a> {
-    out: &'a mut String,
+    out: &'a mut Output,
     /// The depth of the elements.
     depth: usize,
     first: bool,
@@ -224,22 +237,23 @@ pub(crate) struct Seq<'a> {
 }
 
 impl<'a> Seq<'a> {
-    fn open(out: &'a mut String, depth: usize, close: &'static str) -> Result<Self> {
+    fn open(at: Canonical<'a>, close: &'static str) -> Result<Self> {
+        let Canonical { out, depth } = at;
         let depth = nest(depth)?;
-        out.push('[');
+        out.text.push('[');
         Ok(Self { out, depth, first: true, close })
     }
 
     fn element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<()> {
         if !self.first {
-            self.out.push(',');
+            self.out.text.push(',');
         }
         self.first = false;
         value.serialize(Canonical { out: &mut *self.out, depth: self.depth })
     }
 
     fn close(self) {
-        self.out.push_str(self.close);
+        self.out.text.push_str(self.close);
     }
 }
 
@@ -267,49 +281,38 @@ seq_impls!(
 );
 
 /// An object key: a struct field's name, or a map key written as a string.
-#[derive(Debug)]
-pub(crate) enum Key {
-    Field(&'static str),
-    Owned(String),
-}
-
-impl AsRef<str> for Key {
-    fn as_ref(&self) -> &str {
-        match self {
-            Self::Field(name) => name,
-            Self::Owned(name) => name,
-        }
-    }
-}
+type Key = Cow<'static, str>;
 
 /// Objects: maps, structs and struct variants, written through the shared [`Entries`].
 #[derive(Debug)]
 pub(crate) struct Object<'a> {
-    out: &'a mut String,
+    out: &'a mut Output,
     /// The depth of the values.
     depth: usize,
     entries: Entries<Key>,
-    pending_key: Option<String>,
     /// A struct variant: the tag's object closes too.
     in_variant: bool,
 }
 
 impl<'a> Object<'a> {
-    fn open(out: &'a mut String, depth: usize, in_variant: bool) -> Result<Self> {
+    fn open(at: Canonical<'a>, in_variant: bool) -> Result<Self> {
+        let Canonical { out, depth } = at;
         let depth = nest(depth)?;
-        let entries = Entries::open(out);
-        Ok(Self { out, depth, entries, pending_key: None, in_variant })
+        let entries = Entries::open(&mut out.text, &out.scratch);
+        Ok(Self { out, depth, entries, in_variant })
     }
 
     fn entry<T: Serialize + ?Sized>(&mut self, key: Key, value: &T) -> Result<()> {
-        self.entries.key(self.out, key);
+        let Output { text, scratch, .. } = &mut *self.out;
+        self.entries.key(text, scratch, key);
         value.serialize(Canonical { out: &mut *self.out, depth: self.depth })
     }
 
     fn close(self) {
-        self.entries.close(self.out);
+        let Output { text, scratch, .. } = self.out;
+        self.entries.close(text, scratch);
         if self.in_variant {
-            self.out.push('}');
+            text.push('}');
         }
     }
 }
@@ -319,14 +322,17 @@ impl ser::SerializeMap for Object<'_> {
     type Error = SignatureError;
 
     fn serialize_key<T: Serialize + ?Sized>(&mut self, key: &T) -> Result<()> {
-        self.pending_key = Some(key.serialize(KeyText)?);
+        self.out.pending_key = Some(key.serialize(KeyText)?);
         Ok(())
     }
 
     fn serialize_value<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<()> {
-        let key =
-            self.pending_key.take().ok_or_else(|| ser::Error::custom("a map value came before its key"))?;
-        self.entry(Key::Owned(key), value)
+        let key = self
+            .out
+            .pending_key
+            .take()
+            .ok_or_else(|| ser::Error::custom("a map value came before its key"))?;
+        self.entry(Cow::Owned(key), value)
     }
 
     fn end(self) -> Result<()> {
@@ -340,7 +346,7 @@ impl ser::SerializeStructVariant for Object<'_> {
     type Error = SignatureError;
 
     fn serialize_field<T: Serialize + ?Sized>(&mut self, key: &'static str, value: &T) -> Result<()> {
-        self.entry(Key::Field(key), value)
+        self.entry(Cow::Borrowed(key), value)
     }
 
     fn end(self) -> Result<()> {
@@ -365,7 +371,7 @@ impl ser::SerializeStruct for Struct<'_> {
 
     fn serialize_field<T: Serialize + ?Sized>(&mut self, key: &'static str, value: &T) -> Result<()> {
         match self {
-            Self::Object(object) => object.entry(Key::Field(key), value),
+            Self::Object(object) => object.entry(Cow::Borrowed(key), value),
             Self::Number(out) => {
                 write_number(out, &value.serialize(KeyText)?);
                 Ok(())

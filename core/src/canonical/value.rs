@@ -8,7 +8,8 @@
 //!   heap (one frame per open container), so depth is bounded by memory, never by the
 //!   thread's stack.
 //! - Keys are fed to the output in code-point order: a map that does not yield them sorted
-//!   (serde_json's `preserve_order`) is sorted first. A map cannot hold a key twice.
+//!   (serde_json's `preserve_order`, detected once) is sorted first. A map cannot hold a key
+//!   twice.
 //! - Scalars are written by the shared [`writer`](super::writer), so a value's form is the one
 //!   the typed serializer gives the same data.
 
@@ -36,7 +37,7 @@ enum Items<'a> {
 
 impl<'a> Frame<'a> {
     fn object(map: &'a Map<String, Value>) -> Self {
-        let sorted = map.keys().zip(map.keys().skip(1)).all(|(a, b)| a < b);
+        let sorted = maps_are_sorted() || map.keys().zip(map.keys().skip(1)).all(|(a, b)| a < b);
         let items = if sorted {
             Items::Object(map.iter())
         } else {
@@ -74,6 +75,18 @@ impl<'a> Frame<'a> {
             Items::Object(_) | Items::Sorted(_) => '}',
         }
     }
+}
+
+/// Whether serde_json's maps yield their keys in code-point order: they do (a `BTreeMap`) unless
+/// serde_json's `preserve_order` is on somewhere in the build (insertion order). Asked once.
+fn maps_are_sorted() -> bool {
+    static SORTED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *SORTED.get_or_init(|| {
+        let mut map = Map::new();
+        map.insert("b".to_owned(), Value::Null);
+        map.insert("a".to_owned(), Value::Null);
+        map.keys().map(String::as_str).eq(["a", "b"])
+    })
 }
 
 /// Containers nested deeper than this are written by the heap-stack walk, [`write_deep`].

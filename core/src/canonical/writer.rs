@@ -42,24 +42,45 @@ pub(crate) fn write_wide_integer<I: itoa::Integer>(out: &mut String, value: I) {
     write_number(out, itoa::Buffer::new().format(value));
 }
 
-/// A float: its shortest round-trip text in normal form, or `null` when not finite.
+/// A float: its shortest round-trip text in normal form, or `null` when not finite. A float
+/// that holds a small integer exactly is that integer, written as itoa writes it.
 #[inline]
 pub(crate) fn write_float<F: ryu::Float + Finite>(out: &mut String, value: F) {
-    if value.finite() {
+    if let Some(integer) = value.small_integer() {
+        write_integer(out, integer);
+    } else if value.finite() {
         write_number(out, ryu::Buffer::new().format_finite(value));
     } else {
         write_null(out);
     }
 }
 
-/// Floats that can say whether they are finite.
+/// Floats that can say whether they are finite, and which integer they hold exactly.
 pub(crate) trait Finite: Copy {
     fn finite(self) -> bool;
+
+    /// The integer the float is, when it is one below 2^mantissa-bits in magnitude (2^24 for
+    /// `f32`, 2^53 for `f64`): every integer there has its own float, so the float's shortest
+    /// round-trip text is the integer's digits. Beyond, a shorter text may round to the same
+    /// float (the `f32` 1073741952 is written `1073742000`).
+    fn small_integer(self) -> Option<i64>;
 }
 
 impl Finite for f32 {
     fn finite(self) -> bool {
         self.is_finite()
+    }
+
+    #[allow(
+        clippy::cast_possible_truncation,
+        clippy::cast_precision_loss,
+        clippy::float_cmp,
+        reason = "below 2^24 in magnitude, the cast to an integer and back is exact for integers"
+    )]
+    fn small_integer(self) -> Option<i64> {
+        const LIMIT: f32 = 16_777_216.0;
+        let integer = self as i64;
+        (self.abs() < LIMIT && integer as f32 == self).then_some(integer)
     }
 }
 
@@ -67,14 +88,44 @@ impl Finite for f64 {
     fn finite(self) -> bool {
         self.is_finite()
     }
+
+    #[allow(
+        clippy::cast_possible_truncation,
+        clippy::cast_precision_loss,
+        clippy::float_cmp,
+        reason = "below 2^53 in magnitude, the cast to an integer and back is exact for integers"
+    )]
+    fn small_integer(self) -> Option<i64> {
+        const LIMIT: f64 = 9_007_199_254_740_992.0;
+        let integer = self as i64;
+        (self.abs() < LIMIT && integer as f64 == self).then_some(integer)
+    }
 }
 
-/// An open object: its entries' keys and where each starts in the output.
+/// Room shared by the objects of one write: the keys and offsets of the entries of every open
+/// object, as a stack (an object's entries sit above its parent's and go when it closes), and a
+/// buffer to reorder one object's text. Both are reused from object to object, so that an
+/// object costs no allocation once the first ones have grown them.
+#[derive(Debug)]
+pub(crate) struct Scratch<K> {
+    /// Key, start offset and (once the object closes) end offset of each earlier entry.
+    entries: Vec<(K, usize, usize)>,
+    text: String,
+}
+
+impl<K> Default for Scratch<K> {
+    fn default() -> Self {
+        Self { entries: Vec::new(), text: String::new() }
+    }
+}
+
+/// An open object: where its entries are kept in the [`Scratch`], and its last entry.
 #[derive(Debug)]
 pub(crate) struct Entries<K> {
-    /// Keys and start offsets of the entries before the last one.
-    earlier: Vec<(K, usize)>,
-    /// The last entry's key and start offset.
+    /// Where this object's earlier entries start in the scratch stack.
+    base: usize,
+    /// The last entry's key and start offset, kept here so that a one-entry object never
+    /// touches the scratch.
     last: Option<(K, usize)>,
     /// Every key so far came after the one before it.
     in_order: bool,
@@ -82,20 +133,20 @@ pub(crate) struct Entries<K> {
 
 impl<K: AsRef<str>> Entries<K> {
     /// Writes `{` and opens an object.
-    pub(crate) fn open(out: &mut String) -> Self {
+    pub(crate) fn open(out: &mut String, scratch: &Scratch<K>) -> Self {
         out.push('{');
-        Self { earlier: Vec::new(), last: None, in_order: true }
+        Self { base: scratch.entries.len(), last: None, in_order: true }
     }
 
     /// Starts an entry: a comma unless it is the first, the key and a colon. The caller writes
     /// the value next.
     #[inline]
-    pub(crate) fn key(&mut self, out: &mut String, key: K) {
-        if let Some(last) = self.last.take() {
-            if last.0.as_ref() >= key.as_ref() {
+    pub(crate) fn key(&mut self, out: &mut String, scratch: &mut Scratch<K>, key: K) {
+        if let Some((last, start)) = self.last.take() {
+            if last.as_ref() >= key.as_ref() {
                 self.in_order = false;
             }
-            self.earlier.push(last);
+            scratch.entries.push((last, start, 0));
             out.push(',');
         }
         let start = out.len();
@@ -105,44 +156,43 @@ impl<K: AsRef<str>> Entries<K> {
     }
 
     /// Puts the entries in key order, keeping the last of each key, and writes `}`.
-    pub(crate) fn close(self, out: &mut String) {
-        let Self { mut earlier, last, in_order } = self;
-        if !in_order && let Some(last) = last {
-            earlier.push(last);
-            reorder(out, &earlier);
+    pub(crate) fn close(self, out: &mut String, scratch: &mut Scratch<K>) {
+        if !self.in_order
+            && let Some((last, start)) = self.last
+        {
+            scratch.entries.push((last, start, 0));
+            let Scratch { entries, text } = scratch;
+            reorder(out, entries.get_mut(self.base..).unwrap_or_default(), text);
         }
+        scratch.entries.truncate(self.base);
         out.push('}');
     }
 }
 
-/// Rewrites the entries `entries` (key and start offset, in the order written, running to the
-/// end of `out`) in key order, the last entry of each key winning.
-fn reorder<K: AsRef<str>>(out: &mut String, entries: &[(K, usize)]) {
-    let Some(&(_, start)) = entries.first() else { return };
-    let end = out.len();
-    // Entry i spans from its start to the comma before entry i + 1, or to the end.
-    let mut spans: Vec<(&str, std::ops::Range<usize>)> = entries
-        .iter()
-        .enumerate()
-        .map(|(index, (key, from))| {
-            let to = entries.get(index + 1).map_or(end, |(_, next)| next - 1);
-            (key.as_ref(), *from..to)
-        })
-        .collect();
+/// Rewrites the entries `entries` (key and start offset, in the order written, the last one
+/// running to the end of `out`) in key order, the last entry of each key winning.
+fn reorder<K: AsRef<str>>(out: &mut String, entries: &mut [(K, usize, usize)], text: &mut String) {
+    let Some(&(_, start, _)) = entries.first() else { return };
+    // Entry i runs from its start to the comma before entry i + 1, or to the end.
+    let mut end = out.len();
+    for entry in entries.iter_mut().rev() {
+        entry.2 = end;
+        end = entry.1.saturating_sub(1);
+    }
     // A stable sort keeps the entries of one key in the order they came; the last one wins.
-    spans.sort_by(|a, b| a.0.cmp(b.0));
-    let mut written = 0;
-    for (index, (key, range)) in spans.iter().enumerate() {
-        if spans.get(index + 1).is_some_and(|(next, _)| next == key) {
+    entries.sort_by(|a, b| a.0.as_ref().cmp(b.0.as_ref()));
+    text.clear();
+    for (index, (key, from, to)) in entries.iter().enumerate() {
+        if entries.get(index + 1).is_some_and(|(next, ..)| next.as_ref() == key.as_ref()) {
             continue;
         }
-        if written > 0 {
-            out.push(',');
+        if !text.is_empty() {
+            text.push(',');
         }
-        out.extend_from_within(range.clone());
-        written += 1;
+        text.push_str(out.get(*from..*to).unwrap_or_default());
     }
-    out.drain(start..end);
+    out.truncate(start);
+    out.push_str(text);
 }
 
 #[cfg(test)]
@@ -150,14 +200,16 @@ mod tests {
     use super::*;
 
     fn object(entries: &[(&str, &str)]) -> String {
+        let mut scratch = Scratch::default();
         let mut out = String::from("[");
-        let mut object = Entries::open(&mut out);
+        let mut object = Entries::open(&mut out, &scratch);
         for (key, value) in entries {
-            object.key(&mut out, *key);
+            object.key(&mut out, &mut scratch, *key);
             out.push_str(value);
         }
-        object.close(&mut out);
+        object.close(&mut out, &mut scratch);
         out.push(']');
+        assert!(scratch.entries.is_empty(), "a closed object leaves nothing in the scratch");
         out
     }
 
@@ -169,6 +221,27 @@ mod tests {
         assert_eq!(object(&[("b", "1"), ("a", "[2,3]"), ("c", "{}")]), r#"[{"a":[2,3],"b":1,"c":{}}]"#);
         assert_eq!(object(&[("b", "1"), ("a", "2"), ("b", "3")]), r#"[{"a":2,"b":3}]"#);
         assert_eq!(object(&[("a", "1"), ("a", "2")]), r#"[{"a":2}]"#);
+    }
+
+    #[test]
+    fn nested_objects_share_the_scratch_as_a_stack() {
+        let mut scratch = Scratch::default();
+        let mut out = String::new();
+        let mut outer = Entries::open(&mut out, &scratch);
+        outer.key(&mut out, &mut scratch, "z");
+        out.push('1');
+        outer.key(&mut out, &mut scratch, "m");
+        let mut inner = Entries::open(&mut out, &scratch);
+        for key in ["y", "x", "w"] {
+            inner.key(&mut out, &mut scratch, key);
+            out.push('2');
+        }
+        inner.close(&mut out, &mut scratch);
+        outer.key(&mut out, &mut scratch, "a");
+        out.push_str("[3]");
+        outer.close(&mut out, &mut scratch);
+        assert_eq!(out, r#"{"a":[3],"m":{"w":2,"x":2,"y":2},"z":1}"#);
+        assert!(scratch.entries.is_empty());
     }
 
     #[test]
@@ -186,13 +259,23 @@ mod tests {
             out
         };
         assert_eq!(written(42.0), "42");
+        assert_eq!(written(-42.0), "-42");
         assert_eq!(written(-0.0), "0");
+        assert_eq!(written(9_007_199_254_740_991.0), "9007199254740991");
+        assert_eq!(written(9_007_199_254_740_992.0), "9007199254740992");
+        assert_eq!(written(1e20), "100000000000000000000");
         assert_eq!(written(1e21), "1e21");
         assert_eq!(written(1.5e-7), "1.5e-7");
         assert_eq!(written(f64::NAN), "null");
         assert_eq!(written(f64::NEG_INFINITY), "null");
-        let mut out = String::new();
-        write_float(&mut out, 0.1_f32);
-        assert_eq!(out, "0.1");
+        let single = |value: f32| {
+            let mut out = String::new();
+            write_float(&mut out, value);
+            out
+        };
+        assert_eq!(single(0.1), "0.1");
+        assert_eq!(single(16_777_215.0), "16777215");
+        assert_eq!(single(1_073_741_952.0), "1073742000");
+        assert_eq!(single(-3.0), "-3");
     }
 }
