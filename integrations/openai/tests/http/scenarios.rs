@@ -149,5 +149,8 @@ async fn arguments_of_the_wrong_type_over_http_become_an_error_result_for_the_mo
     assert_eq!(tool_result["tool_call_id"], "call_bad");
     let text = tool_result["content"].as_str().expect("the result is text");
     // The error names the field and the expected type, never the value sent.
-    assert_eq!(text, "Error: invalid arguments for tool read_ticket: input: invalid type: a string, expected i64.");
+    assert_eq!(
+        text,
+        "Error: invalid arguments for tool read_ticket: input: invalid type: a string, expected i64."
+    );
 }
