@@ -601,3 +601,90 @@ pub fn check(case: &BindCase) -> GuardModel {
         bench.model
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fuzz::json_mirror::{KNOWN_NAMES, TextMirror};
+
+    /// A secret where every tool reads something: as each field's value, as a key of every
+    /// object, as a variant name and as an array element.
+    fn secret_documents() -> Vec<JsonMirror> {
+        let secret = |n| JsonMirror::Str(TextMirror::Secret(n));
+        let known = |index| TextMirror::Known(index);
+        let mut documents = Vec::new();
+        for (index, name) in KNOWN_NAMES.iter().enumerate() {
+            let index = u8::try_from(index).unwrap_or(0);
+            documents.push(JsonMirror::Object(vec![(known(index), secret(1))]));
+            documents.push(JsonMirror::Object(vec![(known(index), JsonMirror::Array(vec![secret(2)]))]));
+            documents.push(JsonMirror::Object(vec![(
+                known(index),
+                JsonMirror::Object(vec![(TextMirror::Secret(3), secret(4))]),
+            )]));
+            assert!(!name.contains(SECRET));
+        }
+        documents.push(JsonMirror::Object(vec![(TextMirror::Secret(5), secret(6))]));
+        documents.push(JsonMirror::Object(vec![(
+            known(14),
+            JsonMirror::Object(vec![(TextMirror::Secret(7), JsonMirror::Null)]),
+        )]));
+        documents
+    }
+
+    /// Binds every document to `T`: it fails exactly where the reference fails, and no error
+    /// quotes a secret. Returns how many failed.
+    fn refusals<T>(documents: &[JsonMirror]) -> usize
+    where
+        T: DeserializeOwned + Serialize + JsonSchema + Agrees + Debug + Send + 'static,
+    {
+        let tool = loopbound::tool::ToolBuilder::new("probe", "probe.use")
+            .build(|_: T, _: loopbound::Call| async { Ok::<_, String>("") })
+            .unwrap_or_else(|error| panic!("{error}"));
+        let mut refused = 0;
+        for document in documents {
+            let text = document.to_text(MAX_MIRROR_DEPTH);
+            let expected_error = !matches!(reference_binding::<T>(&text), Some(Ok(_)));
+            match tool.bind(&text) {
+                Ok(value) => assert!(!expected_error, "{text} bound to {value:?}"),
+                Err(error) => {
+                    assert!(expected_error, "{text}: {error}");
+                    assert_unquoted(&error);
+                    refused += 1;
+                }
+            }
+        }
+        refused
+    }
+
+    #[test]
+    fn no_binding_error_of_any_tool_quotes_a_planted_secret() {
+        let documents = secret_documents();
+        let refused = [
+            refusals::<Ints>(&documents),
+            refusals::<Optional>(&documents),
+            refusals::<Nested>(&documents),
+            refusals::<Choice>(&documents),
+            refusals::<Texts>(&documents),
+            refusals::<Floats>(&documents),
+        ];
+        // No document holds every required field of a tool, and `Optional` needs `id`.
+        assert_eq!(refused, [documents.len(); 6]);
+    }
+
+    #[test]
+    fn the_fuzz_check_runs_secret_documents_through_every_path() {
+        let calls = secret_documents()
+            .into_iter()
+            .flat_map(|value| {
+                (0..6).map(move |tool| BindCall::Mirror {
+                    tool,
+                    value: value.clone(),
+                    path: Path::Json,
+                    fail: false,
+                })
+            })
+            .collect();
+        let case = BindCase { tool_limit: 7, repetitions: 2, model_limit: 3, granted: 0xff, calls };
+        assert_eq!(check(&case).tool_calls, 0, "no secret-bearing document binds");
+    }
+}
