@@ -99,11 +99,18 @@
 //!
 //! # Features
 //!
-//! - `exact-numbers` (off by default): enables serde_json's `arbitrary_precision`, so that a
-//!   `serde_json::Value` input keeps every number's exact text and numbers beyond `f64` are
-//!   compared exactly. It changes serde_json for the whole build (numbers inside
-//!   `#[serde(untagged)]` enums or `#[serde(flatten)]` fields no longer deserialize into
-//!   primitive types), which is why it is opt-in. Typed inputs are exact without it.
+//! No default feature changes serde_json for the rest of the build: arguments are bound by
+//! loopbound's own JSON reader, which reads numbers by value (`42`, `42.0` and `4.2e1` bind an
+//! integer field to 42; a float field gets the correctly rounded nearest `f64` for every
+//! spelling), so typed inputs are compared exactly without any serde_json feature. What each
+//! mode guarantees for numbers is detailed in [`canonical`].
+//!
+//! - `exact-numbers` (off by default): a `serde_json::Value` input keeps every number's exact
+//!   text, so numbers beyond `f64` are compared exactly too (by default such a `Value` holds
+//!   them rounded to the nearest `f64`). It enables serde_json's `arbitrary_precision`, which
+//!   changes serde_json for the whole build (numbers inside `#[serde(untagged)]` enums or
+//!   `#[serde(flatten)]` fields deserialized by serde_json itself no longer fit primitive
+//!   types), which is why it is opt-in.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
@@ -114,6 +121,7 @@
 pub mod canonical;
 mod event;
 mod guard;
+mod json;
 mod limits;
 mod outcome;
 mod runtime;

@@ -109,7 +109,7 @@ async fn unknown_tools_bad_arguments_and_body_errors_go_back_to_the_model() {
             ("a", "Error: tool delete_ticket not found.", true),
             (
                 "b",
-                "Error: invalid arguments for tool read_ticket: invalid type: string \"42\", expected i64 at line 1 column 13.",
+                "Error: invalid arguments for tool read_ticket: input: invalid type: a string, expected i64.",
                 true
             ),
             ("c", "Error: tool finish_review failed: Read ticket 42 before completing review.", true),

@@ -83,6 +83,31 @@ impl Num {
     }
 }
 
+/// The integer `n` is, when it is a 64-bit integer (`i64` or `u64`): what a default-mode
+/// `serde_json::Value` holds exactly.
+pub fn as_64_bit_integer(n: &Num) -> Option<String> {
+    let integer = Decimal::parse(&n.expected()).and_then(|d| d.integer_text(20))?;
+    (integer.parse::<u64>().is_ok() || integer.parse::<i64>().is_ok()).then_some(integer)
+}
+
+/// Whether `form` is a form of the `f64` nearest to `n`'s value (Rust's correctly rounded
+/// `str::parse`): a number in normal form that reads back as exactly that `f64`, with as few
+/// significant digits as the shortest round-trip text. When two shortest texts lie equally close
+/// (600000000000000.25 is between `…0.2` and `…0.3`), either is a form; the writer picks one,
+/// the same every time.
+pub fn is_nearest_float_form(form: &str, n: &Num) -> bool {
+    let significant = |text: &str| match Decimal::parse(text) {
+        Some(Decimal::NonZero { digits, .. }) => Some(digits.len()),
+        Some(Decimal::Zero) => Some(0),
+        None => None,
+    };
+    let Ok(nearest) = n.expected().parse::<f64>() else { return false };
+    let normal = Decimal::parse(form).map(|decimal| decimal.normal_text());
+    normal.as_deref() == Some(form)
+        && form.parse::<f64>().ok() == Some(nearest)
+        && significant(form) == significant(&nearest.to_string())
+}
+
 /// How to spell a number.
 #[derive(Clone, Debug)]
 pub struct Spelling {

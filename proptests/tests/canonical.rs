@@ -1,26 +1,62 @@
 //! Properties of `loopbound::canonical::canonical_json` (SPEC §5), against the independent reference in
-//! `fuzz/harness/reference.rs`.
+//! `testkit/src/fuzz/reference.rs`.
 //!
 //! Numbers are generated as (sign, digit string, exponent) and spelled in many ways by this file
 //! (integer, decimal point anywhere, trailing zeros, `e`/`E`, `+`, zero-padded exponents, `-0`,
 //! exponents such as ±999999999999999999999); the expected form is computed from the generated
 //! value itself, never from core's code.
+//!
+//! Documents are read into `serde_json::Value`s by loopbound's own reader (the binding of a
+//! tool whose input holds a `Value`). What a `Value` can hold depends on the mode: by default, an
+//! `i64`, a `u64` or an `f64`, so the default properties draw numbers that an `f64` holds
+//! exactly (at most 15 significant digits) or check that longer ones take the form of their
+//! nearest `f64`; with `exact-numbers` (`cargo test -p loopbound-proptests --features
+//! exact-numbers`), any number, which keeps its exact value.
 
 use loopbound::canonical::canonical_json;
 use loopbound_proptests::config::with_cases;
-use loopbound_proptests::harness::check_canonical;
+#[cfg(feature = "exact-numbers")]
 use loopbound_proptests::harness::reference;
-use loopbound_proptests::numbers::{Num, Spelling, exponent, num, spelling};
+use loopbound_proptests::harness::{check_canonical, read_value};
+use loopbound_proptests::numbers::{Num, Spelling, exponent, spelling};
+#[cfg(not(feature = "exact-numbers"))]
+use loopbound_proptests::numbers::{as_64_bit_integer, is_nearest_float_form};
 use loopbound_proptests::regressions;
 use proptest::prelude::*;
 use serde_json::Value;
 
+/// `text` read by loopbound's reader; with exact numbers, serde_json's parser must agree.
 fn parse(text: &str) -> Value {
-    serde_json::from_str(text).unwrap_or_else(|error| panic!("{text} is not valid JSON: {error}"))
+    let value = read_value(text).unwrap_or_else(|error| panic!("{text} does not read: {error}"));
+    #[cfg(feature = "exact-numbers")]
+    {
+        let parsed: Value = serde_json::from_str(text).unwrap_or_else(|error| panic!("{text}: {error}"));
+        assert_eq!(canonical_json(&parsed), canonical_json(&value), "serde_json reads {text} otherwise");
+    }
+    value
 }
 
 fn form_of(text: &str) -> String {
     canonical_json(&parse(text))
+}
+
+/// Numbers for documents: any number with exact numbers, else numbers an `f64` holds exactly.
+fn doc_num() -> BoxedStrategy<Num> {
+    #[cfg(feature = "exact-numbers")]
+    return loopbound_proptests::numbers::num().boxed();
+    #[cfg(not(feature = "exact-numbers"))]
+    return float_exact_num().boxed();
+}
+
+/// Numbers of at most 15 significant digits whose leading digit's power lies within ±250: each
+/// is the shortest text of its nearest `f64`, so a `Value` holds it exactly in any mode.
+#[cfg(not(feature = "exact-numbers"))]
+fn float_exact_num() -> impl Strategy<Value = Num> {
+    (any::<bool>(), "0{0,3}[0-9]{1,15}", -250i128..235).prop_map(|(negative, digits, exponent)| Num {
+        negative,
+        digits,
+        exponent,
+    })
 }
 
 /// A JSON document whose numbers are generated values, so that it can be written many ways.
@@ -38,7 +74,7 @@ fn doc() -> impl Strategy<Value = Doc> {
     let leaf = prop_oneof![
         Just(Doc::Null),
         any::<bool>().prop_map(Doc::Bool),
-        num().prop_map(Doc::Num),
+        doc_num().prop_map(Doc::Num),
         any::<String>().prop_map(Doc::Str),
         "[ a-zA-Z\u{e9}\u{301}\u{1F600}\\\\\"\n\t\u{0}]{0,8}".prop_map(Doc::Str),
     ];
@@ -189,11 +225,14 @@ fn text_of(doc: &Doc, seed: u64) -> String {
     out
 }
 
+#[cfg(feature = "exact-numbers")]
 proptest! {
     #![proptest_config(with_cases(256, regressions!("canonical")))]
 
     #[test]
-    fn every_spelling_of_a_number_has_the_reference_form(n in num(), a in spelling(), b in spelling()) {
+    fn every_spelling_of_a_number_has_the_reference_form(
+        n in loopbound_proptests::numbers::num(), a in spelling(), b in spelling()
+    ) {
         let expected = n.expected();
         for how in [&a, &b] {
             let text = n.spell(how);
@@ -201,14 +240,6 @@ proptest! {
             prop_assert_eq!(form_of(&format!("[{text}]")), format!("[{expected}]"));
             prop_assert_eq!(reference::Decimal::parse(&text).map(|d| d.normal_text()), Some(expected.clone()));
         }
-    }
-
-    #[test]
-    fn negative_zero_and_every_zero_spelling_is_zero(
-        negative in any::<bool>(), zeros in "0{1,5}", e in exponent(), how in spelling()
-    ) {
-        let text = Num { negative, digits: zeros, exponent: e }.spell(&how);
-        prop_assert_eq!(form_of(&text), "0", "spelling {}", text);
     }
 
     #[test]
@@ -227,6 +258,85 @@ proptest! {
         prop_assert_eq!(&a, &n.expected());
         prop_assert_eq!(&b, &other.expected());
         prop_assert_ne!(a, b, "digit {} of {} changed", at, n.digits);
+    }
+}
+
+#[cfg(not(feature = "exact-numbers"))]
+proptest! {
+    #![proptest_config(with_cases(256, regressions!("canonical_default")))]
+
+    /// Without exact numbers: numbers an `f64` holds exactly keep their form in every spelling.
+    #[test]
+    fn every_spelling_of_a_float_exact_number_has_the_reference_form(
+        n in float_exact_num(), a in spelling(), b in spelling()
+    ) {
+        let expected = n.expected();
+        for how in [&a, &b] {
+            let text = n.spell(how);
+            prop_assert_eq!(&form_of(&text), &expected, "spelling {}", text);
+            prop_assert_eq!(form_of(&format!("[{text}]")), format!("[{expected}]"));
+        }
+    }
+
+    /// Without exact numbers: a number an `f64` does not hold (up to 30 digits) takes the form
+    /// of its nearest `f64` in every spelling, and a 64-bit integer stays exact.
+    #[test]
+    fn every_spelling_of_a_long_number_has_the_form_of_its_nearest_float(
+        n in (any::<bool>(), "[0-9]{1,30}", -250i128..230)
+            .prop_map(|(negative, digits, exponent)| Num { negative, digits, exponent }),
+        a in spelling(),
+        b in spelling(),
+    ) {
+        let form = form_of(&n.spell(&a));
+        match as_64_bit_integer(&n) {
+            Some(_) => prop_assert_eq!(&form, &n.expected()),
+            None => prop_assert!(is_nearest_float_form(&form, &n), "{} for {:?}", form, n),
+        }
+        prop_assert_eq!(form_of(&n.spell(&b)), form, "spelling {}", n.spell(&b));
+    }
+
+    /// Without exact numbers: 64-bit integers in any spelling are exact, and differ when they do.
+    #[test]
+    fn every_spelling_of_a_64_bit_integer_is_exact(
+        value in prop_oneof![any::<i64>().prop_map(i128::from), any::<u64>().prop_map(i128::from)],
+        bump in 1i128..1000,
+        a in spelling(),
+    ) {
+        let spelled = |v: i128| Num { negative: v < 0, digits: v.unsigned_abs().to_string(), exponent: 0 }.spell(&a);
+        prop_assert_eq!(form_of(&spelled(value)), value.to_string());
+        let other = if value > 0 { value - bump } else { value + bump };
+        prop_assert_ne!(form_of(&spelled(value)), form_of(&spelled(other)));
+    }
+
+    /// Without exact numbers: numbers of up to 15 digits differing in one digit differ.
+    #[test]
+    fn float_exact_numbers_differing_in_one_digit_have_different_forms(
+        n in (any::<bool>(), "[1-9][0-9]{0,14}", -250i128..235)
+            .prop_map(|(negative, digits, exponent)| Num { negative, digits, exponent }),
+        position in any::<prop::sample::Index>(),
+        bump in 1u8..10,
+        how in spelling(),
+    ) {
+        let mut digits = n.digits.clone().into_bytes();
+        let at = position.index(digits.len());
+        digits[at] = b'0' + (digits[at] - b'0' + bump) % 10;
+        let other = Num { digits: String::from_utf8(digits).unwrap_or_default(), ..n.clone() };
+        let (a, b) = (form_of(&n.spell(&how)), form_of(&other.spell(&how)));
+        prop_assert_eq!(&a, &n.expected());
+        prop_assert_eq!(&b, &other.expected());
+        prop_assert_ne!(a, b, "digit {} of {} changed", at, n.digits);
+    }
+}
+
+proptest! {
+    #![proptest_config(with_cases(256, regressions!("canonical_any_mode")))]
+
+    #[test]
+    fn negative_zero_and_every_zero_spelling_is_zero(
+        negative in any::<bool>(), zeros in "0{1,5}", e in exponent(), how in spelling()
+    ) {
+        let text = Num { negative, digits: zeros, exponent: e }.spell(&how);
+        prop_assert_eq!(form_of(&text), "0", "spelling {}", text);
     }
 
     #[test]

@@ -49,8 +49,10 @@ enum Spelling {
     SpacedAndReordered,
     ExplicitNullTag,
     ExtraField,
-    /// serde_json reads `-0` and `1e0` as floats, which an `i64` refuses.
+    /// `-0` and `42e0` are the integers 0 and 42 (serde_json reads them as floats, which an
+    /// `i64` refuses; loopbound reads numbers by value).
     NegativeZeroOrExponent,
+    /// `42.0` and `420e-1` are the integer 42.
     FloatId,
     StringId,
     NotAnObject,
@@ -70,7 +72,8 @@ impl Spelling {
             Self::ExtraField => format!(r#"{{"zz":[1,{{"id":2}}],"id":{id},"tag":{tag}}}"#),
             Self::NegativeZeroOrExponent if id == 0 => format!(r#"{{"id":-0,"tag":{tag}}}"#),
             Self::NegativeZeroOrExponent => format!(r#"{{"id":{id}e0,"tag":{tag}}}"#),
-            Self::FloatId => format!(r#"{{"id":{id}.0}}"#),
+            Self::FloatId if id % 2 == 0 => format!(r#"{{"id":{id}.0,"tag":{tag}}}"#),
+            Self::FloatId => format!(r#"{{"tag":{tag},"id":{id}0e-1}}"#),
             Self::StringId => format!(r#"{{"id":"{id}"}}"#),
             Self::NotAnObject => format!("[{id}]"),
             Self::Truncated => format!(r#"{{"id":{id}"#),
@@ -81,10 +84,13 @@ impl Spelling {
     /// The binding error the contract requires, or `None` when the text binds to `arg`.
     fn bind_error(self) -> Option<BindErrorKind> {
         match self {
-            Self::Compact | Self::SpacedAndReordered | Self::ExplicitNullTag | Self::ExtraField => None,
-            Self::NegativeZeroOrExponent | Self::FloatId | Self::StringId | Self::Blank => {
-                Some(BindErrorKind::Mismatch)
-            }
+            Self::Compact
+            | Self::SpacedAndReordered
+            | Self::ExplicitNullTag
+            | Self::ExtraField
+            | Self::NegativeZeroOrExponent
+            | Self::FloatId => None,
+            Self::StringId | Self::Blank => Some(BindErrorKind::Mismatch),
             Self::NotAnObject => Some(BindErrorKind::NotAnObject),
             Self::Truncated => Some(BindErrorKind::InvalidJson),
         }

@@ -1,15 +1,19 @@
-//! `loopbound::canonical::signature(name, &t)` equals `name + ":" + canonical_json` of serde_json's own text
-//! of `t`, re-parsed, for arbitrary typed values (SPEC §5: the signature is the canonical JSON of
-//! the bound value re-serialised). Core writes signatures straight from the typed value with its
-//! own serializer; this checks it against serde_json's path, and the result against the
-//! independent reference form.
+//! `loopbound::canonical::signature(name, &t)` equals `name + ":"` + the reference canonical form
+//! of serde_json's own text of `t` (read with exact numbers by the independent reference), for
+//! arbitrary typed values (SPEC §5: the signature is the canonical JSON of the bound value
+//! re-serialised). Core writes signatures straight from the typed value with its own serializer;
+//! this checks it against serde_json's writer and the independent reference.
+//!
+//! And typed signatures are exact without any serde_json feature: every spelling of a number
+//! bound to an `f64`, `i64`, `u64` or `u128` field gives one signature, different values
+//! different signatures.
 
 use std::collections::{BTreeMap, HashMap};
 
 use loopbound::canonical::canonical_json;
 use loopbound_proptests::config::with_cases;
-use loopbound_proptests::harness::reference;
-use loopbound_proptests::numbers::{Num, Spelling, spelling};
+use loopbound_proptests::harness::{read_value, reference};
+use loopbound_proptests::numbers::{Num, Spelling, as_64_bit_integer, is_nearest_float_form, spelling};
 use loopbound_proptests::regressions;
 use proptest::prelude::*;
 use proptest_derive::Arbitrary;
@@ -117,20 +121,21 @@ struct Everything {
     flattened: BTreeMap<String, i8>,
 }
 
-/// The brief's relation: name, colon, canonical form of serde_json's text re-parsed.
+/// The relation: name, colon, the reference canonical form of serde_json's text.
 fn via_text<T: Serialize>(name: &str, value: &T) -> Option<String> {
     let text = serde_json::to_string(value).ok()?;
-    let parsed: serde_json::Value = serde_json::from_str(&text).ok()?;
-    Some(format!("{name}:{}", canonical_json(&parsed)))
+    Some(format!("{name}:{}", reference::canonical_text(&text)?))
 }
 
 fn check<T: Serialize + std::fmt::Debug>(name: &str, value: &T) -> Result<(), TestCaseError> {
     let signature = loopbound::canonical::signature(name, value).ok();
     prop_assert_eq!(&signature, &via_text(name, value), "{:?}", value);
-    if let Some(signature) = signature {
-        let parsed: serde_json::Value =
-            serde_json::from_str(&serde_json::to_string(value).unwrap_or_default()).unwrap_or_default();
-        prop_assert_eq!(signature, format!("{name}:{}", reference::canonical(&parsed)));
+    // Where a `Value` holds the text exactly, the `Value` walk gives the same form.
+    if let (Some(signature), Ok(text)) = (&signature, serde_json::to_string(value))
+        && let Ok(parsed) = read_value(&text)
+        && reference::canonical(&parsed) == signature[name.len() + 1..]
+    {
+        prop_assert_eq!(&format!("{name}:{}", canonical_json(&parsed)), signature);
     }
     Ok(())
 }
@@ -183,6 +188,24 @@ struct FloatInput {
     x: f64,
 }
 
+/// A tool input holding a signed integer.
+#[derive(Debug, serde::Deserialize, Serialize, schemars::JsonSchema)]
+struct SignedInput {
+    x: i64,
+}
+
+/// A tool input holding an unsigned integer.
+#[derive(Debug, serde::Deserialize, Serialize, schemars::JsonSchema)]
+struct UnsignedInput {
+    x: u64,
+}
+
+/// A tool input holding a wide unsigned integer.
+#[derive(Debug, serde::Deserialize, Serialize, schemars::JsonSchema)]
+struct WideInput {
+    x: u128,
+}
+
 /// A tool input holding any JSON value.
 #[derive(Debug, serde::Deserialize, Serialize, schemars::JsonSchema)]
 struct ValueInput {
@@ -198,35 +221,101 @@ where
     loopbound::canonical::signature(tool.name(), &value).ok()
 }
 
+/// The number in a signature `name:{"x":number}`.
+fn bound_number<'a>(signature: &'a str, name: &str) -> &'a str {
+    signature
+        .strip_prefix(name)
+        .and_then(|rest| rest.strip_prefix(r#":{"x":"#))
+        .and_then(|rest| rest.strip_suffix('}'))
+        .unwrap_or_default()
+}
+
+/// Whether a `serde_json::Value` bound from `n` holds it as it must: exactly with
+/// `exact-numbers`; else a 64-bit integer exactly and anything else as its nearest `f64`.
+fn value_holds(form: &str, n: &Num) -> bool {
+    if cfg!(feature = "exact-numbers") {
+        return form == n.expected();
+    }
+    match as_64_bit_integer(n) {
+        Some(_) => form == n.expected(),
+        None => is_nearest_float_form(form, n),
+    }
+}
+
 proptest! {
     #![proptest_config(with_cases(256, regressions!("signature_binding")))]
 
     /// SPEC §5: `42`, `42.0`, `4.2e1` and `420e-1` are one call once bound. Bound to a JSON
-    /// value, numbers compare by exact value: spellings of one value share a signature and
-    /// different values do not.
+    /// value, numbers compare as the value holds them: by exact value with `exact-numbers`, else
+    /// as 64-bit integers or nearest floats. Spellings of one value share a signature.
     #[test]
     fn every_spelling_of_a_number_bound_to_a_json_value_has_one_signature(
         n in bindable(), other in bindable(), a in spelling(), b in spelling()
     ) {
         let value = tool::<ValueInput>("value");
-        let value_a = bound_signature(&value, &arguments(&n, &a));
-        prop_assert_eq!(&value_a, &Some(format!(r#"value:{{"x":{}}}"#, n.expected())));
-        prop_assert_eq!(&value_a, &bound_signature(&value, &arguments(&n, &b)));
-        let value_other = bound_signature(&value, &arguments(&other, &b));
-        prop_assert_eq!(value_a == value_other, n.same_value(&other));
+        let value_a = bound_signature(&value, &arguments(&n, &a)).unwrap_or_default();
+        prop_assert!(value_holds(bound_number(&value_a, "value"), &n), "{} for {:?}", value_a, n);
+        prop_assert_eq!(&Some(value_a.clone()), &bound_signature(&value, &arguments(&n, &b)));
+        let value_other = bound_signature(&value, &arguments(&other, &b)).unwrap_or_default();
+        prop_assert!(value_holds(bound_number(&value_other, "value"), &other), "{} for {:?}", value_other, other);
+        if cfg!(feature = "exact-numbers") {
+            prop_assert_eq!(value_a == value_other, n.same_value(&other));
+        }
     }
 
-    /// The same for a float input: every spelling of one decimal value must bind to the same
-    /// `f64`, hence one signature (see `proptests/README.md`, "What these properties found in
-    /// core").
+    /// Every spelling of one decimal value binds a float field to its nearest `f64`, hence one
+    /// signature (see `proptests/README.md`, "What these properties found in core"); different
+    /// floats give different signatures.
     #[test]
     fn every_spelling_of_a_number_bound_to_a_float_has_one_signature(
-        n in bindable(), a in spelling(), b in spelling()
+        n in bindable(), other in bindable(), a in spelling(), b in spelling()
     ) {
         let float = tool::<FloatInput>("float");
-        let float_a = bound_signature(&float, &arguments(&n, &a));
-        prop_assert!(float_a.is_some(), "{} must bind to a float", arguments(&n, &a));
-        prop_assert_eq!(float_a, bound_signature(&float, &arguments(&n, &b)), "{} vs {}", arguments(&n, &a), arguments(&n, &b));
+        let expected = bound_signature(&float, &arguments(&n, &a));
+        let form = expected.as_deref().map(|signature| bound_number(signature, "float"));
+        prop_assert!(form.is_some_and(|form| is_nearest_float_form(form, &n)), "{:?} for {:?}", expected, n);
+        prop_assert_eq!(&bound_signature(&float, &arguments(&n, &b)), &expected, "{}", arguments(&n, &b));
+        let other_signature = bound_signature(&float, &arguments(&other, &a));
+        let nearest = |n: &Num| n.expected().parse::<f64>().unwrap_or(f64::NAN);
+        prop_assert_eq!(expected == other_signature, nearest(&n) == nearest(&other));
+    }
+
+    /// Every spelling of an integer binds an `i64`, `u64` or `u128` field to that integer, hence
+    /// one exact signature; different integers give different signatures.
+    #[test]
+    fn every_spelling_of_an_integer_bound_to_an_integer_field_has_one_exact_signature(
+        signed in any::<i64>(),
+        unsigned in any::<u64>(),
+        wide in any::<u128>(),
+        bump in 1u8..=255,
+        a in spelling(),
+        b in spelling(),
+    ) {
+        fn spelled(negative: bool, magnitude: u128, how: &Spelling) -> String {
+            arguments(&Num { negative, digits: magnitude.to_string(), exponent: 0 }, how)
+        }
+        let signed_tool = tool::<SignedInput>("i");
+        let unsigned_tool = tool::<UnsignedInput>("u");
+        let wide_tool = tool::<WideInput>("w");
+        for how in [&a, &b] {
+            let text = spelled(signed < 0, u128::from(signed.unsigned_abs()), how);
+            prop_assert_eq!(bound_signature(&signed_tool, &text), Some(format!(r#"i:{{"x":{signed}}}"#)), "{}", text);
+            let text = spelled(false, u128::from(unsigned), how);
+            prop_assert_eq!(bound_signature(&unsigned_tool, &text), Some(format!(r#"u:{{"x":{unsigned}}}"#)), "{}", text);
+            let text = spelled(false, wide, how);
+            let form = reference::Decimal::parse(&wide.to_string()).map(|d| d.normal_text()).unwrap_or_default();
+            prop_assert_eq!(bound_signature(&wide_tool, &text), Some(format!(r#"w:{{"x":{form}}}"#)), "{}", text);
+        }
+        let other = wide.wrapping_add(u128::from(bump));
+        prop_assert_ne!(
+            bound_signature(&wide_tool, &spelled(false, wide, &a)),
+            bound_signature(&wide_tool, &spelled(false, other, &b))
+        );
+        let other = signed.wrapping_add(i64::from(bump));
+        prop_assert_ne!(
+            bound_signature(&signed_tool, &spelled(signed < 0, u128::from(signed.unsigned_abs()), &a)),
+            bound_signature(&signed_tool, &spelled(other < 0, u128::from(other.unsigned_abs()), &b))
+        );
     }
 }
 

@@ -4,8 +4,13 @@
 //!
 //! - Binding touches nothing: no counter, no reservation, no event. A failure is a
 //!   [`BindError`] for the model, never a halt.
-//! - Arguments are bound from JSON text with serde_json's nesting limit (128 levels), so a deep
-//!   input is a typed error, never a stack overflow.
+//! - Arguments are read by loopbound's own JSON reader (no serde_json parser, no serde_json
+//!   feature): numbers by value, nesting at most [`MAX_DEPTH`](crate::canonical::MAX_DEPTH) levels, so a deep input is a typed
+//!   error, never a stack overflow.
+//! - A [`BindError`] holds no argument value, in its message, its `Display` or its `Debug`: it
+//!   names the field path (declared field and variant names, array indices; other object keys
+//!   as `[<key>]`), what the type expected and what kind of value was found.
+//! - Its kind comes from the reader's typed classification, never from matching message text.
 //! - A message is at most [`MAX_MESSAGE_LEN`] bytes long, whatever the size of the input.
 
 use std::error::Error as StdError;
@@ -16,27 +21,27 @@ use serde::de::DeserializeOwned;
 
 use super::error::{MAX_MESSAGE_LEN, truncate};
 use crate::canonical::SignatureError;
+use crate::json::{self, Class};
 
 /// Binds JSON text to `T`.
 ///
 /// Arguments must be a JSON object; empty or blank text is read as `{}`, as some providers send
 /// it for tools without parameters.
 pub(crate) fn bind<T: DeserializeOwned>(tool: &Arc<str>, arguments: &str) -> Result<T, BindError> {
-    let trimmed = arguments.trim_matches([' ', '\t', '\n', '\r']);
+    const WHITESPACE: [char; 4] = [' ', '\t', '\n', '\r'];
+    let trimmed = arguments.trim_start_matches(WHITESPACE);
     let text = if trimmed.is_empty() { "{}" } else { arguments };
-    if !text.trim_start_matches([' ', '\t', '\n', '\r']).starts_with('{') {
-        return Err(BindError::new(tool, BindErrorKind::NotAnObject, "arguments must be a JSON object"));
+    if !text.trim_start_matches(WHITESPACE).starts_with('{') {
+        return Err(BindError::new(tool, BindErrorKind::NotAnObject, "", "arguments must be a JSON object"));
     }
-    serde_json::from_str(text).map_err(|error| {
-        let message = error.to_string();
-        let kind = match error.classify() {
-            serde_json::error::Category::Data => BindErrorKind::Mismatch,
-            // serde_json files these under syntax, but the text is valid JSON.
-            _ if message.starts_with("number out of range") => BindErrorKind::Mismatch,
-            _ if message.starts_with("recursion limit exceeded") => BindErrorKind::TooDeep,
-            _ => BindErrorKind::InvalidJson,
+    json::from_str(text).map_err(|error| {
+        let described = error.describe(text);
+        let kind = match described.class {
+            Class::InvalidJson => BindErrorKind::InvalidJson,
+            Class::TooDeep => BindErrorKind::TooDeep,
+            Class::Mismatch => BindErrorKind::Mismatch,
         };
-        BindError::new(tool, kind, &message)
+        BindError::new(tool, kind, &described.path, &described.message)
     })
 }
 
@@ -44,34 +49,57 @@ pub(crate) fn bind<T: DeserializeOwned>(tool: &Arc<str>, arguments: &str) -> Res
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum BindErrorKind {
-    /// The arguments are valid JSON but not an object.
+    /// The arguments are not a JSON object (their text does not start with `{`).
     NotAnObject,
-    /// The arguments are not valid JSON (including truncated text).
+    /// The arguments are not valid JSON (including truncated text). Decided before any other
+    /// kind: text that is not JSON is reported as such, whatever the type found first.
     InvalidJson,
-    /// The JSON does not fit the input type: wrong type, missing field, unknown variant.
+    /// The JSON does not fit the input type: wrong type, missing field, unknown variant, a
+    /// number out of the field's range or with a fraction for an integer field.
     Mismatch,
-    /// The arguments nest deeper than serde_json's limit of 128 levels.
+    /// The input type reads arrays and objects nested deeper than [`MAX_DEPTH`](crate::canonical::MAX_DEPTH) levels.
     TooDeep,
-    /// The bound input could not be written as canonical JSON (a custom `Serialize` failed, or
-    /// a map key is not a string).
+    /// The bound input could not be written as canonical JSON (a custom `Serialize` failed, a
+    /// map key is not a string, or it nests deeper than [`MAX_DEPTH`](crate::canonical::MAX_DEPTH) levels).
     Unsignable,
 }
 
 /// Arguments that could not be bound to a tool's input type. Nothing was counted.
+///
+/// Neither its message nor its `Display` or `Debug` output holds a value of the arguments.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct BindError {
     tool: Arc<str>,
     kind: BindErrorKind,
+    path: String,
     message: String,
 }
 
 impl BindError {
-    fn new(tool: &Arc<str>, kind: BindErrorKind, message: &str) -> Self {
-        Self { tool: Arc::clone(tool), kind, message: truncate(message, MAX_MESSAGE_LEN).to_owned() }
+    fn new(tool: &Arc<str>, kind: BindErrorKind, path: &str, message: &str) -> Self {
+        Self {
+            tool: Arc::clone(tool),
+            kind,
+            path: path.to_owned(),
+            message: truncate(message, MAX_MESSAGE_LEN).to_owned(),
+        }
     }
 
+    /// The error for a bound input that has no signature. A `Serialize` implementation's own
+    /// message is left out: it may quote the value.
     pub(crate) fn unsignable(tool: &Arc<str>, error: &SignatureError) -> Self {
-        Self::new(tool, BindErrorKind::Unsignable, &error.to_string())
+        let message = match error {
+            SignatureError::TooDeep { limit } => {
+                format!("the bound input nests deeper than {limit} levels and has no signature")
+            }
+            SignatureError::KeyNotAString => {
+                "the bound input has a map key that is not a string, a number, a boolean or a unit variant"
+                    .to_owned()
+            }
+            SignatureError::InvalidRawJson => "the bound input holds raw text that is not JSON".to_owned(),
+            _ => "the bound input could not be serialized".to_owned(),
+        };
+        Self::new(tool, BindErrorKind::Unsignable, "", &message)
     }
 
     /// The tool whose arguments failed to bind.
@@ -86,7 +114,15 @@ impl BindError {
         self.kind
     }
 
-    /// The binding problem, at most [`MAX_MESSAGE_LEN`] bytes.
+    /// Where in the arguments: field and variant names and array indices, outermost first
+    /// (`shapes[2].radius`), with `[<key>]` for an object key the type does not declare; empty
+    /// for the arguments as a whole.
+    #[must_use]
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// The binding problem with its path, at most [`MAX_MESSAGE_LEN`] bytes.
     #[must_use]
     pub fn message(&self) -> &str {
         &self.message

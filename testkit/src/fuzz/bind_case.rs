@@ -4,11 +4,18 @@
 //!
 //! # Invariants checked
 //!
-//! - Binding agrees with serde_json: text that serde_json binds to `T` (an object, or blank
-//!   text read as `{}`) binds to the same value; anything else is a typed [`BindError`] that
+//! - Binding agrees with serde_json, but for the documented number semantics: text that
+//!   serde_json binds to `T` once its integer-valued numbers are written plainly (an object, or
+//!   blank text read as `{}`) binds to the same value, floats within two units in the last place
+//!   (binding rounds correctly, serde_json without `float_roundtrip` may not); binding refuses
+//!   only floats serde_json takes to infinity, and binds where serde_json refuses only for
+//!   integer keys spelled otherwise than plainly. Anything else is a typed [`BindError`] that
 //!   names the tool, fits [`MAX_MESSAGE_LEN`], and moves nothing.
+//! - No binding error quotes the arguments: no message, `Display`, `Debug` or model message
+//!   holds the `SECRET-…` strings the cases plant in keys and values.
 //! - The signature of a bound value is the tool's name and the reference canonical form of its
-//!   serde_json text, and `loopbound::canonical::signature` gives exactly that.
+//!   serde_json text (read with exact numbers), and `loopbound::canonical::signature` gives
+//!   exactly that.
 //! - Every decision, counter, stop reason and event equals the model's; a body runs exactly when
 //!   the guard admits its call; no signature is admitted more often than the repetition limit.
 //! - Nothing panics.
@@ -30,7 +37,7 @@ use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
 use super::guard_model::{GuardModel, assert_log_shape};
-use super::json_mirror::{JsonMirror, MAX_MIRROR_DEPTH};
+use super::json_mirror::{JsonMirror, MAX_MIRROR_DEPTH, SECRET};
 use super::reference;
 
 /// Integers of several widths, one optional.
@@ -111,6 +118,47 @@ pub struct Floats {
     pub x: f64,
     /// A single.
     pub y: f32,
+}
+
+/// How a value bound by loopbound compares with serde_json's binding of the same text.
+pub trait Agrees: PartialEq {
+    /// Equal, floats within two units in the last place.
+    fn agrees(&self, serde: &Self) -> bool {
+        self == serde
+    }
+
+    /// Whether serde_json's value holds a float beyond the range of its type (serde_json casts
+    /// an `f64` to an `f32` and may round a decimal past `f64::MAX`, binding refuses both).
+    fn out_of_range(&self) -> bool {
+        false
+    }
+}
+
+impl Agrees for Ints {}
+impl Agrees for Optional {}
+impl Agrees for Nested {}
+impl Agrees for Choice {}
+impl Agrees for Texts {}
+
+impl Agrees for Floats {
+    fn agrees(&self, serde: &Self) -> bool {
+        ulps_apart(self.x.to_bits(), serde.x.to_bits(), 63) <= 2
+            && ulps_apart(u64::from(self.y.to_bits()), u64::from(serde.y.to_bits()), 31) <= 2
+    }
+
+    fn out_of_range(&self) -> bool {
+        !self.x.is_finite() || !self.y.is_finite() || self.x.abs() == f64::MAX
+    }
+}
+
+/// How many floats lie between two of the same width, given their bits and the sign bit's
+/// position (different signs count as far apart, but for zeros).
+fn ulps_apart(a: u64, b: u64, sign: u32) -> u64 {
+    let magnitude = |bits: u64| bits & !(1 << sign);
+    if (a >> sign) != (b >> sign) {
+        return if magnitude(a) == 0 && magnitude(b) == 0 { 0 } else { u64::MAX };
+    }
+    magnitude(a).abs_diff(magnitude(b))
 }
 
 /// One fuzz case: limits, grants, and a sequence of calls.
@@ -267,7 +315,7 @@ fn register<T>(
     shared: &(Arc<AtomicBool>, Starts),
 ) -> Box<dyn Probe>
 where
-    T: DeserializeOwned + Serialize + JsonSchema + PartialEq + Debug + Send + 'static,
+    T: DeserializeOwned + Serialize + JsonSchema + Agrees + Debug + Send + 'static,
 {
     let runs = Arc::new(AtomicU32::new(0));
     let (counter, fail, starts) = (Arc::clone(&runs), Arc::clone(&shared.0), Arc::clone(&shared.1));
@@ -288,6 +336,13 @@ where
     Box::new(Probed { tool, runs })
 }
 
+/// What binding must make of `text` as arguments: serde_json's binding once integer-valued
+/// numbers are written plainly (binding reads numbers by value: `42.0` is the integer 42).
+/// `None` when it is not an object.
+pub fn reference_binding<T: DeserializeOwned>(text: &str) -> Option<Result<T, serde_json::Error>> {
+    serde_binding(&reference::plain_integers(text).0)
+}
+
 /// What serde_json alone makes of `text` as arguments: `None` when it is not an object.
 pub fn serde_binding<T: DeserializeOwned>(text: &str) -> Option<Result<T, serde_json::Error>> {
     let trimmed = text.trim_matches([' ', '\t', '\n', '\r']);
@@ -297,18 +352,35 @@ pub fn serde_binding<T: DeserializeOwned>(text: &str) -> Option<Result<T, serde_
     trimmed.starts_with('{').then(|| serde_json::from_str(text))
 }
 
-/// The reference signature: name, colon, reference canonical form of serde_json's text.
+/// The reference signature: name, colon, reference canonical form of serde_json's text, read
+/// with exact numbers.
 pub fn reference_signature<T: Serialize>(name: &str, value: &T) -> String {
     let text =
         serde_json::to_string(value).unwrap_or_else(|error| panic!("serialising a bound value: {error}"));
-    let parsed: serde_json::Value =
-        serde_json::from_str(&text).unwrap_or_else(|error| panic!("re-reading {text}: {error}"));
-    format!("{name}:{}", reference::canonical(&parsed))
+    let form = reference::canonical_text(&text).unwrap_or_else(|| panic!("serde_json wrote {text}"));
+    format!("{name}:{form}")
+}
+
+/// Checks that nothing shown of a binding error quotes the arguments' planted secrets.
+pub fn assert_unquoted(error: &BindError) {
+    let tool_error = ToolError::Bind(error.clone());
+    let shown = [
+        error.message().to_owned(),
+        error.path().to_owned(),
+        error.to_string(),
+        format!("{error:?}"),
+        tool_error.to_string(),
+        format!("{tool_error:?}"),
+        tool_error.model_message().unwrap_or_default(),
+    ];
+    for text in shown {
+        assert!(!text.contains(SECRET), "a binding error quotes the arguments: {text}");
+    }
 }
 
 impl<T> Probe for Probed<T>
 where
-    T: DeserializeOwned + Serialize + PartialEq + Debug + Send + 'static,
+    T: DeserializeOwned + Serialize + Agrees + Debug + Send + 'static,
 {
     fn name(&self) -> &str {
         self.tool.name()
@@ -320,8 +392,24 @@ where
 
     fn bind(&self, text: &str) -> Result<String, BindError> {
         let bound = self.tool.bind(text);
-        match (serde_binding::<T>(text), &bound) {
-            (Some(Ok(expected)), Ok(value)) => assert_eq!(value, &expected, "bind differs from serde_json"),
+        let (plain, odd_key) = reference::plain_integers(text);
+        match (serde_binding::<T>(&plain), &bound) {
+            (Some(Ok(expected)), Ok(value)) => {
+                assert!(
+                    value.agrees(&expected),
+                    "bind of {text:?}: serde_json gives {expected:?}, core {value:?}"
+                );
+            }
+            (Some(Ok(expected)), Err(error)) if expected.out_of_range() => {
+                assert_eq!(error.kind(), BindErrorKind::Mismatch, "{text:?}");
+            }
+            (Some(Err(_)), Ok(value)) if odd_key => {
+                let again = serde_json::to_string(value).ok().and_then(|text| serde_binding::<T>(&text));
+                assert!(
+                    matches!(&again, Some(Ok(again)) if value.agrees(again)),
+                    "{value:?} does not round-trip"
+                );
+            }
             (Some(Err(_)), Err(error)) => {
                 assert!(!matches!(error.kind(), BindErrorKind::NotAnObject | BindErrorKind::Unsignable));
             }
@@ -331,6 +419,7 @@ where
         let value = bound.inspect_err(|error| {
             assert_eq!(error.tool(), self.name(), "a binding error names its tool");
             assert!(error.message().len() <= MAX_MESSAGE_LEN, "binding message too long");
+            assert_unquoted(error);
         })?;
         let expected = reference_signature(self.name(), &value);
         assert_eq!(
@@ -511,4 +600,91 @@ pub fn check(case: &BindCase) -> GuardModel {
         bench.finish();
         bench.model
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fuzz::json_mirror::{KNOWN_NAMES, TextMirror};
+
+    /// A secret where every tool reads something: as each field's value, as a key of every
+    /// object, as a variant name and as an array element.
+    fn secret_documents() -> Vec<JsonMirror> {
+        let secret = |n| JsonMirror::Str(TextMirror::Secret(n));
+        let known = |index| TextMirror::Known(index);
+        let mut documents = Vec::new();
+        for (index, name) in KNOWN_NAMES.iter().enumerate() {
+            let index = u8::try_from(index).unwrap_or(0);
+            documents.push(JsonMirror::Object(vec![(known(index), secret(1))]));
+            documents.push(JsonMirror::Object(vec![(known(index), JsonMirror::Array(vec![secret(2)]))]));
+            documents.push(JsonMirror::Object(vec![(
+                known(index),
+                JsonMirror::Object(vec![(TextMirror::Secret(3), secret(4))]),
+            )]));
+            assert!(!name.contains(SECRET));
+        }
+        documents.push(JsonMirror::Object(vec![(TextMirror::Secret(5), secret(6))]));
+        documents.push(JsonMirror::Object(vec![(
+            known(14),
+            JsonMirror::Object(vec![(TextMirror::Secret(7), JsonMirror::Null)]),
+        )]));
+        documents
+    }
+
+    /// Binds every document to `T`: it fails exactly where the reference fails, and no error
+    /// quotes a secret. Returns how many failed.
+    fn refusals<T>(documents: &[JsonMirror]) -> usize
+    where
+        T: DeserializeOwned + Serialize + JsonSchema + Agrees + Debug + Send + 'static,
+    {
+        let tool = loopbound::tool::ToolBuilder::new("probe", "probe.use")
+            .build(|_: T, _: loopbound::Call| async { Ok::<_, String>("") })
+            .unwrap_or_else(|error| panic!("{error}"));
+        let mut refused = 0;
+        for document in documents {
+            let text = document.to_text(MAX_MIRROR_DEPTH);
+            let expected_error = !matches!(reference_binding::<T>(&text), Some(Ok(_)));
+            match tool.bind(&text) {
+                Ok(value) => assert!(!expected_error, "{text} bound to {value:?}"),
+                Err(error) => {
+                    assert!(expected_error, "{text}: {error}");
+                    assert_unquoted(&error);
+                    refused += 1;
+                }
+            }
+        }
+        refused
+    }
+
+    #[test]
+    fn no_binding_error_of_any_tool_quotes_a_planted_secret() {
+        let documents = secret_documents();
+        let refused = [
+            refusals::<Ints>(&documents),
+            refusals::<Optional>(&documents),
+            refusals::<Nested>(&documents),
+            refusals::<Choice>(&documents),
+            refusals::<Texts>(&documents),
+            refusals::<Floats>(&documents),
+        ];
+        // No document holds every required field of a tool, and `Optional` needs `id`.
+        assert_eq!(refused, [documents.len(); 6]);
+    }
+
+    #[test]
+    fn the_fuzz_check_runs_secret_documents_through_every_path() {
+        let calls = secret_documents()
+            .into_iter()
+            .flat_map(|value| {
+                (0..6).map(move |tool| BindCall::Mirror {
+                    tool,
+                    value: value.clone(),
+                    path: Path::Json,
+                    fail: false,
+                })
+            })
+            .collect();
+        let case = BindCase { tool_limit: 7, repetitions: 2, model_limit: 3, granted: 0xff, calls };
+        assert_eq!(check(&case).tool_calls, 0, "no secret-bearing document binds");
+    }
 }

@@ -18,8 +18,11 @@ pub const KNOWN_NAMES: &[&str] = &[
     "text", "Unit", "New", "Tup", "Rec",
 ];
 
-/// Deepest nesting a mirror writes: above serde_json's limit of 128, to reach its error.
+/// Deepest nesting a mirror writes: above the binding limit of 128, to reach its error.
 pub const MAX_MIRROR_DEPTH: usize = 140;
+
+/// The prefix of the secrets planted in arguments: no binding error may show it.
+pub const SECRET: &str = "SECRET-";
 
 /// A JSON value.
 #[derive(Arbitrary, Clone, Debug)]
@@ -44,11 +47,13 @@ pub enum JsonMirror {
     Object(Vec<(TextMirror, JsonMirror)>),
 }
 
-/// A string: a known name or arbitrary text.
+/// A string: a known name, a secret or arbitrary text.
 #[derive(Arbitrary, Clone, Debug)]
 pub enum TextMirror {
     /// One of [`KNOWN_NAMES`], by index.
     Known(u8),
+    /// `SECRET-<n>`: a value that no error may quote.
+    Secret(u16),
     /// Any text.
     Any(String),
 }
@@ -58,6 +63,7 @@ impl TextMirror {
     pub fn value(&self) -> String {
         match self {
             Self::Known(index) => KNOWN_NAMES[usize::from(*index) % KNOWN_NAMES.len()].to_owned(),
+            Self::Secret(number) => format!("{SECRET}{number}"),
             Self::Any(text) => text.clone(),
         }
     }

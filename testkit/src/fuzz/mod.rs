@@ -31,11 +31,40 @@ pub fn canonical(data: &[u8]) {
 pub fn check_canonical(value: &Value) {
     let form = loopbound::canonical::canonical_json(value);
     assert_eq!(form, reference::canonical(value), "the canonical form differs from the reference");
-    let reparsed: Value = serde_json::from_str(&form)
-        .unwrap_or_else(|error| panic!("the canonical form {form} is not valid JSON: {error}"));
+    assert_eq!(
+        reference::canonical_text(&form).as_deref(),
+        Some(form.as_str()),
+        "the form is not its own form"
+    );
+    let reparsed = read_value(&form)
+        .unwrap_or_else(|error| panic!("the canonical form {form} does not read back: {error}"));
     assert_eq!(loopbound::canonical::canonical_json(&reparsed), form, "the canonical form is not idempotent");
     assert_eq!(reference::canonical(&reparsed), form, "the form's re-parse is not the same value");
     assert_eq!(loopbound::canonical::signature("t", value), Ok(format!("t:{form}")), "signature of a Value");
+}
+
+/// A tool input holding any JSON value.
+#[derive(Debug, serde::Deserialize, serde::Serialize, schemars::JsonSchema)]
+pub struct ValueArg {
+    /// The value.
+    pub x: Value,
+}
+
+/// JSON `text` read into a `serde_json::Value` by loopbound's own reader, as the arguments
+/// `{"x": text}` of a tool whose input holds a `Value` (one level more than `text`). Numbers are
+/// read as binding reads them: correctly rounded, and exact under `exact-numbers`.
+///
+/// # Errors
+///
+/// The binding error, if the arguments do not bind.
+pub fn read_value(text: &str) -> Result<Value, loopbound::tool::BindError> {
+    static TOOL: std::sync::OnceLock<loopbound::GuardedTool<ValueArg>> = std::sync::OnceLock::new();
+    let tool = TOOL.get_or_init(|| {
+        loopbound::tool::ToolBuilder::new("value", "value.read")
+            .build(|_: ValueArg, _| async { Ok::<_, String>("") })
+            .unwrap_or_else(|error| panic!("building the value tool: {error}"))
+    });
+    tool.bind(&format!(r#"{{"x":{text}}}"#)).map(|arg| arg.x)
 }
 
 /// Target `bind_guard`: an arbitrary [`bind_case::BindCase`].

@@ -222,6 +222,79 @@ impl Decimal {
     }
 }
 
+impl Decimal {
+    /// The value's plain integer digits (`-42`, `1000`), when it is an integer of at most
+    /// `max_digits` digits.
+    pub fn integer_text(&self, max_digits: usize) -> Option<String> {
+        let Self::NonZero { negative, digits, exponent } = self else {
+            return Some("0".to_owned());
+        };
+        let power = usize::try_from(exponent.to_i64()?).ok()?;
+        if power + 1 < digits.len() || power >= max_digits {
+            return None;
+        }
+        let sign = if *negative { "-" } else { "" };
+        Some(format!("{sign}{digits}{}", "0".repeat(power + 1 - digits.len())))
+    }
+}
+
+/// JSON `text` with every integer-valued number token outside strings rewritten as its plain
+/// digits (`42.0`, `4.2e1` → `42`; `-0` → `0`), for up to 40 digits; other text unchanged. The
+/// flag says whether some string that is an object key is an integer-valued number token
+/// written otherwise than plainly (`"1.0"`, `"-0"`): binding reads such a key by value for an
+/// integer-keyed map, serde_json does not.
+pub fn plain_integers(text: &str) -> (String, bool) {
+    let bytes = text.as_bytes();
+    let (mut out, mut odd_key, mut at) = (String::with_capacity(text.len()), false, 0);
+    while let Some(&byte) = bytes.get(at) {
+        match byte {
+            b'"' => {
+                let end = string_end(bytes, at);
+                let token = text.get(at..end).unwrap_or_default();
+                out.push_str(token);
+                let after = bytes.get(end..).unwrap_or_default();
+                let is_key = after.iter().find(|b| !b" \t\n\r".contains(b)) == Some(&b':');
+                if is_key
+                    && let Ok(content) = serde_json::from_str::<String>(token)
+                    && let Some(plain) = Decimal::parse(&content).and_then(|d| d.integer_text(40))
+                {
+                    odd_key |= plain != content;
+                }
+                at = end;
+            }
+            b'-' | b'0'..=b'9' => {
+                let len = bytes[at..].iter().take_while(|b| b"+-.eE0123456789".contains(b)).count();
+                let token = text.get(at..at + len).unwrap_or_default();
+                match Decimal::parse(token).and_then(|decimal| decimal.integer_text(40)) {
+                    Some(plain) => out.push_str(&plain),
+                    None => out.push_str(token),
+                }
+                at += len;
+            }
+            _ => {
+                let len = text.get(at..).and_then(|rest| rest.chars().next()).map_or(1, char::len_utf8);
+                out.push_str(text.get(at..at + len).unwrap_or_default());
+                at += len;
+            }
+        }
+    }
+    (out, odd_key)
+}
+
+/// The offset after the string token starting at `at` (or the end of the text).
+fn string_end(bytes: &[u8], at: usize) -> usize {
+    let mut index = at + 1;
+    while let Some(&byte) = bytes.get(index) {
+        index += 1;
+        match byte {
+            b'\\' => index += 1,
+            b'"' => return index,
+            _ => {}
+        }
+    }
+    bytes.len()
+}
+
 /// The reference canonical text of `value` (recursive: callers keep values shallow, as
 /// serde_json's parser does with its 128-level limit).
 pub fn canonical(value: &Value) -> String {
@@ -269,12 +342,138 @@ fn write(out: &mut String, value: &Value) {
     }
 }
 
+/// The reference canonical text of the JSON `text`, read directly from the text so that every
+/// number keeps its exact value whatever serde_json's features (recursive: callers keep text
+/// shallow). `None` if `text` is not one JSON value. A key given twice keeps its last value.
+pub fn canonical_text(text: &str) -> Option<String> {
+    let mut parser = TextParser { text, pos: 0 };
+    let form = parser.value()?;
+    parser.space();
+    (parser.pos == text.len()).then_some(form)
+}
+
+/// A recursive-descent reader of JSON text that writes canonical text as it goes.
+struct TextParser<'a> {
+    text: &'a str,
+    pos: usize,
+}
+
+impl TextParser<'_> {
+    fn space(&mut self) {
+        while self.text.as_bytes().get(self.pos).is_some_and(|b| b" \t\n\r".contains(b)) {
+            self.pos += 1;
+        }
+    }
+
+    fn eat(&mut self, byte: u8) -> Option<()> {
+        self.space();
+        (self.text.as_bytes().get(self.pos) == Some(&byte)).then(|| self.pos += 1)
+    }
+
+    fn value(&mut self) -> Option<String> {
+        self.space();
+        let rest = self.text.get(self.pos..)?;
+        match rest.as_bytes().first()? {
+            b'{' => {
+                self.pos += 1;
+                let mut entries = std::collections::BTreeMap::new();
+                if self.eat(b'}').is_none() {
+                    loop {
+                        self.space();
+                        let key = self.string()?;
+                        self.eat(b':')?;
+                        entries.insert(key, self.value()?);
+                        if self.eat(b',').is_none() {
+                            self.eat(b'}')?;
+                            break;
+                        }
+                    }
+                }
+                let body: Vec<String> = entries
+                    .iter()
+                    .map(|(key, value)| format!("{}:{value}", serde_json::to_string(key).unwrap_or_default()))
+                    .collect();
+                Some(format!("{{{}}}", body.join(",")))
+            }
+            b'[' => {
+                self.pos += 1;
+                let mut items = Vec::new();
+                if self.eat(b']').is_none() {
+                    loop {
+                        items.push(self.value()?);
+                        if self.eat(b',').is_none() {
+                            self.eat(b']')?;
+                            break;
+                        }
+                    }
+                }
+                Some(format!("[{}]", items.join(",")))
+            }
+            b'"' => serde_json::to_string(&self.string()?).ok(),
+            _ => {
+                for word in ["null", "true", "false"] {
+                    if rest.starts_with(word) {
+                        self.pos += word.len();
+                        return Some(word.to_owned());
+                    }
+                }
+                let len = rest.bytes().take_while(|b| b"+-.eE0123456789".contains(b)).count();
+                self.pos += len;
+                Decimal::parse(rest.get(..len)?).map(|decimal| decimal.normal_text())
+            }
+        }
+    }
+
+    /// A string token at the cursor, decoded by serde_json.
+    fn string(&mut self) -> Option<String> {
+        let rest = self.text.get(self.pos..)?;
+        if !rest.starts_with('"') {
+            return None;
+        }
+        let mut escaped = false;
+        let end = rest.char_indices().skip(1).find_map(|(index, c)| {
+            let closes = c == '"' && !escaped;
+            escaped = c == '\\' && !escaped;
+            closes.then_some(index)
+        })?;
+        self.pos += end + 1;
+        serde_json::from_str(rest.get(..=end)?).ok()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn normal(text: &str) -> String {
         Decimal::parse(text).map(|d| d.normal_text()).unwrap_or_default()
+    }
+
+    #[test]
+    fn integers_are_made_plain_outside_strings() {
+        let (text, odd_key) = plain_integers(r#"{"a":[4.2e1,-0,1.5,1e400,"4.2e1",42.0e0],"1":7e0}"#);
+        assert_eq!(text, r#"{"a":[42,0,1.5,1e400,"4.2e1",42],"1":7}"#);
+        assert!(!odd_key);
+        assert_eq!(
+            plain_integers(r#"{"k":{"1.0":true,"é":1}}"#),
+            (r#"{"k":{"1.0":true,"é":1}}"#.to_owned(), true)
+        );
+        assert!(plain_integers(r#"{"-0":1}"#).1);
+        assert_eq!(plain_integers(r#"["1.0", "\"", 3.00]"#), (r#"["1.0", "\"", 3]"#.to_owned(), false));
+    }
+
+    #[test]
+    fn the_text_reference_keeps_numbers_exact_and_the_last_duplicate() {
+        let text = r#" { "b" : [ 4.2e1, -0, 1e400, 123456789012345678901234567890, "\u0041" ], "a" : {}, "b" : [true, null, false] } "#;
+        assert_eq!(canonical_text(text).as_deref(), Some(r#"{"a":{},"b":[true,null,false]}"#));
+        assert_eq!(
+            canonical_text("[4.2e1,-0,1e400,1234567890123456789012345678901]").as_deref(),
+            Some("[42,0,1e400,1.234567890123456789012345678901e30]")
+        );
+        assert_eq!(canonical_text(r#"{"k":"\"\\"}"#).as_deref(), Some(r#"{"k":"\"\\"}"#));
+        for bad in ["", "[1,]", "{\"a\" 1}", "[1] 2", "01", "[", "{1:2}"] {
+            assert_eq!(canonical_text(bad), None, "{bad}");
+        }
     }
 
     #[test]

@@ -36,7 +36,7 @@ use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::bind_case::{reference_signature, serde_binding};
+use super::bind_case::{reference_binding, reference_signature};
 use super::guard_model::{Charge, GuardModel, assert_log_shape};
 use super::json_mirror::{JsonMirror, MAX_MIRROR_DEPTH};
 
@@ -494,12 +494,12 @@ impl<'a> Simulation<'a> {
         self.model.observe_middleware(&name)?;
         let arguments = call.arguments();
         let (signature, input) = if tool == 4 {
-            match serde_binding::<Note>(&arguments) {
+            match reference_binding::<Note>(&arguments) {
                 Some(Ok(note)) => (reference_signature(&name, &note), None),
                 _ => return Ok(()),
             }
         } else {
-            match serde_binding::<Ticket>(&arguments) {
+            match reference_binding::<Ticket>(&arguments) {
                 Some(Ok(ticket)) => (reference_signature(&name, &ticket), Some(ticket.input)),
                 _ => return Ok(()),
             }
