@@ -55,6 +55,10 @@ pub enum BindErrorKind {
     /// The bound input could not be written as canonical JSON (a custom `Serialize` failed, or
     /// a map key is not a string).
     Unsignable,
+    /// The input bound, but the tool's own check refused it (see
+    /// [`ToolBuilder::validate`](super::ToolBuilder::validate)): the message names where and
+    /// which constraint, never the value.
+    Invalid,
 }
 
 /// Arguments that could not be bound to a tool's input type. Nothing was counted.
@@ -68,6 +72,10 @@ pub struct BindError {
 impl BindError {
     fn new(tool: &Arc<str>, kind: BindErrorKind, message: &str) -> Self {
         Self { tool: Arc::clone(tool), kind, message: truncate(message, MAX_MESSAGE_LEN).to_owned() }
+    }
+
+    pub(crate) fn invalid(tool: &Arc<str>, message: &str) -> Self {
+        Self::new(tool, BindErrorKind::Invalid, message)
     }
 
     pub(crate) fn unsignable(tool: &Arc<str>, error: &SignatureError) -> Self {
