@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use loopbound_mcp::rmcp::RoleClient;
 use loopbound_mcp::rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use loopbound_mcp::rmcp::transport::{TokioChildProcess, Transport};
-use loopbound_mcp::{Connection, ConnectError, StdioServer, Timeouts};
+use loopbound_mcp::{ConnectError, Connection, StdioServer, Timeouts};
 use serde_json::Value;
 
 /// The environment variable that turns a missing `node` into a failure.
@@ -311,7 +311,8 @@ impl TempDir {
     #[must_use]
     pub fn new(label: &str) -> Self {
         static NEXT: AtomicU32 = AtomicU32::new(0);
-        let unique = format!("loopbound-{label}-{}-{}", std::process::id(), NEXT.fetch_add(1, Ordering::SeqCst));
+        let unique =
+            format!("loopbound-{label}-{}-{}", std::process::id(), NEXT.fetch_add(1, Ordering::SeqCst));
         let path = std::env::temp_dir().join(unique);
         std::fs::create_dir_all(&path).expect("a temporary folder");
         Self(path.canonicalize().expect("a canonical temporary folder"))

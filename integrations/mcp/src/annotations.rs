@@ -81,6 +81,10 @@ impl Hints {
     /// `Allow` otherwise (see the module's table).
     #[must_use]
     pub fn policy(&self) -> Policy {
-        if self.read_only != Some(true) && self.destructive != Some(false) { Policy::Ask } else { Policy::Allow }
+        if self.read_only != Some(true) && self.destructive != Some(false) {
+            Policy::Ask
+        } else {
+            Policy::Allow
+        }
     }
 }

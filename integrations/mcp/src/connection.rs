@@ -154,7 +154,8 @@ impl Connection {
         if let Some(dir) = &server.current_dir {
             command.current_dir(dir);
         }
-        let stderr = if server.inherit_stderr { std::process::Stdio::inherit() } else { std::process::Stdio::null() };
+        let stderr =
+            if server.inherit_stderr { std::process::Stdio::inherit() } else { std::process::Stdio::null() };
         let (transport, _) = TokioChildProcess::builder(command)
             .stderr(stderr)
             .spawn()
@@ -217,18 +218,25 @@ impl Connection {
         T: IntoTransport<RoleClient, E, A>,
         E: std::error::Error + Send + Sync + 'static,
     {
-        let service = match tokio::time::timeout(timeouts.initialize(), client_config().serve(transport)).await {
-            Ok(Ok(service)) => service,
-            Ok(Err(error)) => return Err(ConnectError::Initialize { server, detail: error.to_string() }),
-            Err(_) => {
-                return Err(ConnectError::Timeout { server, step: "initialize", after: timeouts.initialize() });
-            }
-        };
+        let service =
+            match tokio::time::timeout(timeouts.initialize(), client_config().serve(transport)).await {
+                Ok(Ok(service)) => service,
+                Ok(Err(error)) => return Err(ConnectError::Initialize { server, detail: error.to_string() }),
+                Err(_) => {
+                    return Err(ConnectError::Timeout {
+                        server,
+                        step: "initialize",
+                        after: timeouts.initialize(),
+                    });
+                }
+            };
         let peer = service.peer().clone();
         let tools = match tokio::time::timeout(timeouts.list(), list_tools(&peer, &server)).await {
             Ok(Ok(tools)) => tools,
             Ok(Err(error)) => return Err(error),
-            Err(_) => return Err(ConnectError::Timeout { server, step: "tools/list", after: timeouts.list() }),
+            Err(_) => {
+                return Err(ConnectError::Timeout { server, step: "tools/list", after: timeouts.list() });
+            }
         };
         Ok(Self {
             inner: Arc::new(Inner {
@@ -284,7 +292,11 @@ impl Connection {
     }
 
     /// Calls the server's tool `tool` with `arguments`, within the call timeout.
-    pub(crate) async fn call(&self, tool: &str, arguments: Map<String, Value>) -> Result<CallToolResult, CallError> {
+    pub(crate) async fn call(
+        &self,
+        tool: &str,
+        arguments: Map<String, Value>,
+    ) -> Result<CallToolResult, CallError> {
         let inner = &self.inner;
         if inner.closed.load(Ordering::SeqCst) || inner.peer.is_transport_closed() {
             return Err(self.closed());

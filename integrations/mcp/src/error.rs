@@ -75,7 +75,9 @@ pub enum ConnectError {
 impl fmt::Display for ConnectError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Self::Spawn { server, source } => write!(f, "MCP server {server}: could not start its process: {source}"),
+            Self::Spawn { server, source } => {
+                write!(f, "MCP server {server}: could not start its process: {source}")
+            }
             Self::HttpsUnsupported { server } => write!(
                 f,
                 "MCP server {server}: https is not supported by the built-in HTTP transport; nothing was sent \
@@ -88,7 +90,9 @@ impl fmt::Display for ConnectError {
             Self::Timeout { server, step, after } => {
                 write!(f, "MCP server {server}: no answer to {step} within {} ms", after.as_millis())
             }
-            Self::List { server, detail } => write!(f, "MCP server {server}: tools/list failed: {}", cut(detail)),
+            Self::List { server, detail } => {
+                write!(f, "MCP server {server}: tools/list failed: {}", cut(detail))
+            }
             Self::TooManyTools { server, limit } => {
                 write!(f, "MCP server {server}: more tools (or pages of tools) than the limit of {limit}")
             }
@@ -165,11 +169,12 @@ impl fmt::Display for CallError {
             ),
             Self::Reported { text } => write!(f, "the tool reported an error: {text}"),
             Self::Protocol { code, message } => write!(f, "the server answered with error {code}: {message}"),
-            Self::Malformed { server } => write!(f, "MCP server {server} answered something that is not a tool result"),
-            Self::NeedsDecision { tool, policy } => write!(
-                f,
-                "tool {tool} needs a decision (policy {policy}) and none was made; it was not run"
-            ),
+            Self::Malformed { server } => {
+                write!(f, "MCP server {server} answered something that is not a tool result")
+            }
+            Self::NeedsDecision { tool, policy } => {
+                write!(f, "tool {tool} needs a decision (policy {policy}) and none was made; it was not run")
+            }
         }
     }
 }

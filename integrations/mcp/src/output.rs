@@ -38,8 +38,12 @@ fn describe(text: &mut String, block: &ContentBlock) {
             text.push_str(&content.text);
             Ok(())
         }
-        ContentBlock::Image(image) => write!(text, "[image {}, {} bytes of base64]", image.mime_type, image.data.len()),
-        ContentBlock::Audio(audio) => write!(text, "[audio {}, {} bytes of base64]", audio.mime_type, audio.data.len()),
+        ContentBlock::Image(image) => {
+            write!(text, "[image {}, {} bytes of base64]", image.mime_type, image.data.len())
+        }
+        ContentBlock::Audio(audio) => {
+            write!(text, "[audio {}, {} bytes of base64]", audio.mime_type, audio.data.len())
+        }
         ContentBlock::ResourceLink(link) => write!(text, "[resource link {}]", link.uri),
         ContentBlock::Resource(embedded) => match &embedded.resource {
             ResourceContents::TextResourceContents { text: body, .. } => {

@@ -170,7 +170,11 @@ impl<S: Send + Sync + 'static> Remote<S> {
 impl Connection {
     /// Adds the server's tools to `set` as guarded tools, as `mapping` says. Tools that cannot
     /// be offered safely are left out and listed in [`Registered::skipped`].
-    pub fn register<S: Send + Sync + 'static>(&self, set: &mut ToolSetBuilder<S>, mapping: &Mapping<S>) -> Registered<S> {
+    pub fn register<S: Send + Sync + 'static>(
+        &self,
+        set: &mut ToolSetBuilder<S>,
+        mapping: &Mapping<S>,
+    ) -> Registered<S> {
         let mut registered = Registered { tools: Vec::new(), skipped: Vec::new() };
         for remote in self.tools().iter().filter(|tool| mapping.includes(tool.name())) {
             match self.add(set, mapping, remote) {
@@ -190,8 +194,8 @@ impl Connection {
         mapping: &Mapping<S>,
         remote: &RemoteTool,
     ) -> Result<McpTool<S>, SkipReason> {
-        let schema =
-            InputSchema::compile(remote.input_schema(), mapping.unsupported_keywords()).map_err(SkipReason::Schema)?;
+        let schema = InputSchema::compile(remote.input_schema(), mapping.unsupported_keywords())
+            .map_err(SkipReason::Schema)?;
         let unchecked = schema.unchecked().to_vec();
         let schema = Arc::new(schema);
         let hints = remote.hints();
@@ -212,7 +216,9 @@ impl Connection {
             .effect(effect)
             .policy(policy)
             .parameters(parameters(remote.input_schema()))
-            .validate(move |arguments: &Arguments| schema.check(arguments.as_value()).map_err(|v| v.to_string()))
+            .validate(move |arguments: &Arguments| {
+                schema.check(arguments.as_value()).map_err(|v| v.to_string())
+            })
             .build(move |arguments: Arguments, call: Call<S>| {
                 let body = Arc::clone(&body);
                 async move { body.run(arguments, call).await }

@@ -128,7 +128,11 @@ pub struct Timeouts {
 impl Default for Timeouts {
     /// 10 s for `initialize`, 10 s for `tools/list`, 60 s for each call.
     fn default() -> Self {
-        Self { initialize: Duration::from_secs(10), list: Duration::from_secs(10), call: Duration::from_secs(60) }
+        Self {
+            initialize: Duration::from_secs(10),
+            list: Duration::from_secs(10),
+            call: Duration::from_secs(60),
+        }
     }
 }
 

@@ -42,7 +42,9 @@ fn arguments(value: Value) -> Arguments {
 /// The body error a call ended with.
 fn body_error(result: Result<String, ToolError>) -> CallError {
     match result {
-        Err(ToolError::Failed { source, .. }) => source.downcast_ref::<CallError>().expect("a CallError").clone(),
+        Err(ToolError::Failed { source, .. }) => {
+            source.downcast_ref::<CallError>().expect("a CallError").clone()
+        }
         other => panic!("expected a body error, got {other:?}"),
     }
 }
@@ -99,7 +101,8 @@ async fn a_visible_tool_without_its_capability_halts_before_anything_is_sent() {
     if !mcp::available() {
         return;
     }
-    let (connection, log, _) = mcp::recorded("everything", &mcp::everything_js(), &["stdio"], mcp::timeouts()).await.unwrap();
+    let (connection, log, _) =
+        mcp::recorded("everything", &mcp::everything_js(), &["stdio"], mcp::timeouts()).await.unwrap();
     let (tools, _) = register(&connection);
     assert!(tools.contains("get-env"), "the model can see it");
     let scope = scope(&["mcp.everything.echo"], Limits::default());
@@ -115,9 +118,11 @@ async fn arguments_that_break_the_schema_are_refused_before_the_guard() {
     if !mcp::available() {
         return;
     }
-    let (connection, log, _) = mcp::recorded("everything", &mcp::everything_js(), &["stdio"], mcp::timeouts()).await.unwrap();
+    let (connection, log, _) =
+        mcp::recorded("everything", &mcp::everything_js(), &["stdio"], mcp::timeouts()).await.unwrap();
     let (tools, _) = register(&connection);
-    let scope = scope(&["mcp.everything.get-sum", "mcp.everything.get-structured-content"], Limits::default());
+    let scope =
+        scope(&["mcp.everything.get-sum", "mcp.everything.get-structured-content"], Limits::default());
     let steps = calls(&[
         ("get-sum", r#"{"a": "two", "b": 40}"#),
         ("get-sum", r#"{"a": 2}"#),
@@ -145,7 +150,8 @@ async fn two_spellings_of_the_same_arguments_are_one_signature() {
     if !mcp::available() {
         return;
     }
-    let (connection, log, _) = mcp::recorded("everything", &mcp::everything_js(), &["stdio"], mcp::timeouts()).await.unwrap();
+    let (connection, log, _) =
+        mcp::recorded("everything", &mcp::everything_js(), &["stdio"], mcp::timeouts()).await.unwrap();
     let (tools, _) = register(&connection);
     let scope = scope(&["mcp.everything.get-sum"], Limits::default());
     let steps = calls(&[("get-sum", r#"{"a": 2, "b": 40}"#), ("get-sum", r#"{ "b": 4e1, "a": 2.0 }"#)]);
@@ -162,11 +168,13 @@ async fn the_tool_budget_counts_calls_across_tools() {
     if !mcp::available() {
         return;
     }
-    let (connection, log, _) = mcp::recorded("everything", &mcp::everything_js(), &["stdio"], mcp::timeouts()).await.unwrap();
+    let (connection, log, _) =
+        mcp::recorded("everything", &mcp::everything_js(), &["stdio"], mcp::timeouts()).await.unwrap();
     let (tools, _) = register(&connection);
     let granted = ["mcp.everything.echo", "mcp.everything.get-sum", "mcp.everything.get-env"];
     let scope = scope(&granted, Limits::default().with_tool_calls(2));
-    let steps = calls(&[("echo", r#"{"message": "hi"}"#), ("get-sum", r#"{"a": 1, "b": 2}"#), ("get-env", "{}")]);
+    let steps =
+        calls(&[("echo", r#"{"message": "hi"}"#), ("get-sum", r#"{"a": 1, "b": 2}"#), ("get-env", "{}")]);
     let (outcome, conversation) = run(&tools, &scope, steps).await;
     assert_eq!(outcome.status(), Status::ToolBudget);
     assert_eq!(events(&outcome).last().map(String::as_str), Some("ToolBudget get-env 2"));
@@ -190,7 +198,8 @@ async fn the_deadline_cuts_a_long_operation_and_the_server_receives_the_cancella
     if !mcp::available() {
         return;
     }
-    let (connection, log, _) = mcp::recorded("everything", &mcp::everything_js(), &["stdio"], mcp::timeouts()).await.unwrap();
+    let (connection, log, _) =
+        mcp::recorded("everything", &mcp::everything_js(), &["stdio"], mcp::timeouts()).await.unwrap();
     let (tools, _) = register(&connection);
     let granted = ["mcp.everything.trigger-long-running-operation"];
     let scope = scope(&granted, Limits::default().with_deadline(Duration::from_secs(1)));
@@ -216,7 +225,8 @@ async fn the_deadline_cuts_a_long_operation_and_the_server_receives_the_cancella
 
     // Control: the same operation, not cancelled, is answered.
     let control = common::scope(&["mcp.everything.trigger-long-running-operation"], Limits::default());
-    let answer = tools.invoke(&control, "trigger-long-running-operation", r#"{"duration": 1, "steps": 1}"#).await;
+    let answer =
+        tools.invoke(&control, "trigger-long-running-operation", r#"{"duration": 1, "steps": 1}"#).await;
     assert!(answer.expect("answered").starts_with("Long running operation completed."));
 }
 
@@ -238,9 +248,11 @@ async fn a_halt_or_the_callers_cancellation_cancels_the_call_in_flight() {
     if !mcp::available() {
         return;
     }
-    let (connection, log, _) = mcp::recorded("everything", &mcp::everything_js(), &["stdio"], mcp::timeouts()).await.unwrap();
+    let (connection, log, _) =
+        mcp::recorded("everything", &mcp::everything_js(), &["stdio"], mcp::timeouts()).await.unwrap();
     let (tools, registered) = register(&connection);
-    let long = registered.get("trigger-long-running-operation").expect("the long operation").guarded().clone();
+    let long =
+        registered.get("trigger-long-running-operation").expect("the long operation").guarded().clone();
 
     // The caller cancels while the call is in flight.
     let caller = CancellationToken::new();
@@ -267,7 +279,10 @@ async fn a_halt_or_the_callers_cancellation_cancels_the_call_in_flight() {
     let refused = tools.invoke(&halted_scope, "get-env", "{}").await;
     assert!(matches!(refused, Err(ToolError::Stopped(Stop::Halted(HaltReason::PermissionDenied)))));
     let result = in_flight.await.unwrap();
-    assert!(matches!(result, Err(ToolError::Stopped(Stop::Halted(HaltReason::PermissionDenied)))), "{result:?}");
+    assert!(
+        matches!(result, Err(ToolError::Stopped(Stop::Halted(HaltReason::PermissionDenied)))),
+        "{result:?}"
+    );
 
     let calls: Vec<Value> = log.sent("tools/call").iter().map(|call| call["id"].clone()).collect();
     let cancellations: Vec<Value> = cancellations_within(&log, 2, Duration::from_secs(2))
@@ -334,7 +349,10 @@ async fn lines_of_garbage_between_messages_are_skipped() {
     assert_eq!(connection.tools().len(), 13);
     let (tools, _) = register(&connection);
     let scope = scope(&["mcp.everything.get-sum"], Limits::default());
-    assert_eq!(tools.invoke(&scope, "get-sum", r#"{"a": 1, "b": 1}"#).await.unwrap(), "The sum of 1 and 1 is 2.");
+    assert_eq!(
+        tools.invoke(&scope, "get-sum", r#"{"a": 1, "b": 1}"#).await.unwrap(),
+        "The sum of 1 and 1 is 2."
+    );
 }
 
 #[tokio::test]

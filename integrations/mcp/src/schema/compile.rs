@@ -132,7 +132,13 @@ pub(crate) struct Rules {
 }
 
 pub(super) fn compile(schema: &Value, unsupported: Unsupported) -> Result<InputSchema, SchemaError> {
-    let mut compiler = Compiler { root: schema, nodes: Vec::new(), refs: HashMap::new(), unsupported, unchecked: Vec::new() };
+    let mut compiler = Compiler {
+        root: schema,
+        nodes: Vec::new(),
+        refs: HashMap::new(),
+        unsupported,
+        unchecked: Vec::new(),
+    };
     let root = compiler.node(schema, "")?;
     Ok(InputSchema { nodes: compiler.nodes, root, unchecked: compiler.unchecked })
 }
@@ -247,8 +253,10 @@ impl<'a> Compiler<'a> {
                 "not" => rules.not = Some(self.node(value, &here)?),
                 "if" => {
                     let condition = self.node(value, &here)?;
-                    let then = object.get("then").map(|then| self.node(then, &join(at, "then"))).transpose()?;
-                    let otherwise = object.get("else").map(|other| self.node(other, &join(at, "else"))).transpose()?;
+                    let then =
+                        object.get("then").map(|then| self.node(then, &join(at, "then"))).transpose()?;
+                    let otherwise =
+                        object.get("else").map(|other| self.node(other, &join(at, "else"))).transpose()?;
                     rules.condition = Some((condition, then, otherwise));
                 }
                 // Without `if`, `then` and `else` have no effect.
@@ -284,7 +292,9 @@ impl<'a> Compiler<'a> {
 
     fn unsupported(&mut self, keyword: &str, at: &str) -> Result<(), SchemaError> {
         match self.unsupported {
-            Unsupported::Refuse => Err(SchemaError::Unsupported { keyword: short(keyword).to_owned(), at: at.to_owned() }),
+            Unsupported::Refuse => {
+                Err(SchemaError::Unsupported { keyword: short(keyword).to_owned(), at: at.to_owned() })
+            }
             Unsupported::LeaveToServer => {
                 self.unchecked.push(format!("{} at {}", short(keyword), super::pointer(at)));
                 Ok(())
@@ -293,7 +303,11 @@ impl<'a> Compiler<'a> {
     }
 
     fn list(&mut self, schemas: &'a [Value], at: &str) -> Result<Vec<usize>, SchemaError> {
-        schemas.iter().zip(0..).map(|(schema, i): (&Value, usize)| self.node(schema, &join(at, &i.to_string()))).collect()
+        schemas
+            .iter()
+            .zip(0..)
+            .map(|(schema, i): (&Value, usize)| self.node(schema, &join(at, &i.to_string())))
+            .collect()
     }
 
     fn schemas(&mut self, value: &'a Value, keyword: &str, at: &str) -> Result<Vec<usize>, SchemaError> {
@@ -305,7 +319,8 @@ impl<'a> Compiler<'a> {
 
     /// Resolves a `$ref` inside the document, compiling its target once.
     fn reference(&mut self, reference: &str, at: &str) -> Result<usize, SchemaError> {
-        let unresolved = || SchemaError::Unresolved { reference: short(reference).to_owned(), at: at.to_owned() };
+        let unresolved =
+            || SchemaError::Unresolved { reference: short(reference).to_owned(), at: at.to_owned() };
         let Some(fragment) = reference.strip_prefix('#') else { return Err(unresolved()) };
         let pointer = percent_decode(fragment).ok_or_else(unresolved)?;
         if let Some(index) = self.refs.get(&pointer) {
@@ -352,7 +367,9 @@ fn strings(value: &Value, keyword: &str, at: &str) -> Result<Vec<String>, Schema
     let Value::Array(names) = value else { return Err(malformed(keyword, at, "an array of strings")) };
     names
         .iter()
-        .map(|name| name.as_str().map(str::to_owned).ok_or_else(|| malformed(keyword, at, "an array of strings")))
+        .map(|name| {
+            name.as_str().map(str::to_owned).ok_or_else(|| malformed(keyword, at, "an array of strings"))
+        })
         .collect()
 }
 
@@ -363,7 +380,11 @@ fn count(value: &Value, keyword: &str, at: &str) -> Result<u64, SchemaError> {
         return Ok(count);
     }
     match number.as_f64() {
-        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "checked: a non-negative whole number; larger ones saturate")]
+        #[allow(
+            clippy::cast_possible_truncation,
+            clippy::cast_sign_loss,
+            reason = "checked: a non-negative whole number; larger ones saturate"
+        )]
         Some(float) if float >= 0.0 && float.fract() == 0.0 => Ok(float as u64),
         _ => Err(malformed(keyword, at, "a non-negative integer")),
     }
@@ -371,7 +392,9 @@ fn count(value: &Value, keyword: &str, at: &str) -> Result<u64, SchemaError> {
 
 fn bound(value: &Value, keyword: &str, at: &str, exclusive: bool) -> Result<Bound, SchemaError> {
     match value {
-        Value::Number(number) if super::number::is_finite(number) => Ok(Bound { value: number.clone(), exclusive }),
+        Value::Number(number) if super::number::is_finite(number) => {
+            Ok(Bound { value: number.clone(), exclusive })
+        }
         _ => Err(malformed(keyword, at, "a number")),
     }
 }
@@ -382,7 +405,9 @@ fn tighter_minimum(current: Option<Bound>, other: Bound) -> Bound {
         Some(current) => match super::number::compare(&current.value, &other.value) {
             std::cmp::Ordering::Greater => current,
             std::cmp::Ordering::Less => other,
-            std::cmp::Ordering::Equal => Bound { value: other.value, exclusive: current.exclusive || other.exclusive },
+            std::cmp::Ordering::Equal => {
+                Bound { value: other.value, exclusive: current.exclusive || other.exclusive }
+            }
         },
         None => other,
     }
@@ -394,7 +419,9 @@ fn tighter_maximum(current: Option<Bound>, other: Bound) -> Bound {
         Some(current) => match super::number::compare(&current.value, &other.value) {
             std::cmp::Ordering::Less => current,
             std::cmp::Ordering::Greater => other,
-            std::cmp::Ordering::Equal => Bound { value: other.value, exclusive: current.exclusive || other.exclusive },
+            std::cmp::Ordering::Equal => {
+                Bound { value: other.value, exclusive: current.exclusive || other.exclusive }
+            }
         },
         None => other,
     }

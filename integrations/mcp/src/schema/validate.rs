@@ -33,7 +33,10 @@ fn refuse(at: &str, expected: impl Into<String>) -> Outcome {
 impl Checker<'_> {
     fn node(&self, index: usize, value: &Value, at: &mut String, depth: usize) -> Outcome {
         if depth >= MAX_DEPTH {
-            return refuse(at, format!("expected a schema nested less deeply to check (at most {MAX_DEPTH} levels)"));
+            return refuse(
+                at,
+                format!("the schema nests too deeply to check here (at most {MAX_DEPTH} levels)"),
+            );
         }
         match &self.nodes[index] {
             Node::Bool(true) => Ok(()),
@@ -44,7 +47,14 @@ impl Checker<'_> {
 
     /// Checks `value` against the node `index`, one level down at `token` (if any); `at` is
     /// given back unchanged.
-    fn child(&self, index: usize, value: &Value, at: &mut String, token: Option<&str>, depth: usize) -> Outcome {
+    fn child(
+        &self,
+        index: usize,
+        value: &Value,
+        at: &mut String,
+        token: Option<&str>,
+        depth: usize,
+    ) -> Outcome {
         let length = at.len();
         if let Some(token) = token {
             push_token(at, token);
@@ -103,12 +113,21 @@ impl Checker<'_> {
             if let Some(names) = rules.property_names
                 && !self.matches(names, &Value::String(name.clone()), at, depth)
             {
-                return refuse(at, format!("expected property name `{}` to match `propertyNames`", short(name)));
+                return refuse(
+                    at,
+                    format!("expected property name `{}` to match `propertyNames`", short(name)),
+                );
             }
             match (rules.properties.get(name), rules.additional) {
                 (Some(&schema), _) => self.child(schema, value, at, Some(name), depth)?,
                 (None, Some(additional)) if matches!(self.nodes[additional], Node::Bool(false)) => {
-                    return refuse(at, format!("unexpected property `{}` (the schema allows no other properties)", short(name)));
+                    return refuse(
+                        at,
+                        format!(
+                            "unexpected property `{}` (the schema allows no other properties)",
+                            short(name)
+                        ),
+                    );
                 }
                 (None, Some(additional)) => self.child(additional, value, at, Some(name), depth)?,
                 (None, None) => {}
@@ -157,15 +176,24 @@ impl Checker<'_> {
         for &schema in &rules.all_of {
             self.child(schema, value, at, None, depth)?;
         }
-        if !rules.any_of.is_empty() && !rules.any_of.iter().any(|&schema| self.matches(schema, value, at, depth)) {
-            return refuse(at, format!("expected a match for at least one of the {} schemas of `anyOf`", rules.any_of.len()));
+        if !rules.any_of.is_empty()
+            && !rules.any_of.iter().any(|&schema| self.matches(schema, value, at, depth))
+        {
+            return refuse(
+                at,
+                format!("expected a match for at least one of the {} schemas of `anyOf`", rules.any_of.len()),
+            );
         }
         if !rules.one_of.is_empty() {
-            let matched = rules.one_of.iter().filter(|&&schema| self.matches(schema, value, at, depth)).count();
+            let matched =
+                rules.one_of.iter().filter(|&&schema| self.matches(schema, value, at, depth)).count();
             if matched != 1 {
                 return refuse(
                     at,
-                    format!("expected a match for exactly one of the {} schemas of `oneOf` (matched {matched})", rules.one_of.len()),
+                    format!(
+                        "expected a match for exactly one of the {} schemas of `oneOf` (matched {matched})",
+                        rules.one_of.len()
+                    ),
                 );
             }
         }

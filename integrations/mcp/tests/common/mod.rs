@@ -16,7 +16,9 @@ pub(crate) fn calls(calls: &[(&str, &str)]) -> Vec<Step> {
     let mut steps: Vec<Step> = calls
         .iter()
         .zip(1..)
-        .map(|((name, arguments), n): (&(&str, &str), u32)| Step::Reply(ModelReply::call(format!("c{n}"), *name, *arguments)))
+        .map(|((name, arguments), n): (&(&str, &str), u32)| {
+            Step::Reply(ModelReply::call(format!("c{n}"), *name, *arguments))
+        })
         .collect();
     steps.push(Step::Reply(ModelReply::text("done")));
     steps
