@@ -17,7 +17,9 @@
 //!   bench's smoke test, and run in one runtime on one thread.
 
 use loopbound::{Call, GuardedTool, Limits, Scope, ToolSet};
-use loopbound_mcp::rmcp::model::{CallToolRequestParams, ClientCapabilities, Implementation, InitializeRequestParams};
+use loopbound_mcp::rmcp::model::{
+    CallToolRequestParams, ClientCapabilities, Implementation, InitializeRequestParams,
+};
 use loopbound_mcp::rmcp::service::RunningService;
 use loopbound_mcp::rmcp::{RoleClient, ServiceExt};
 use loopbound_mcp::{Arguments, Connection, Mapping, Timeouts};
@@ -93,14 +95,18 @@ impl McpBench {
             let mut set = ToolSet::builder();
             let registered = connection.register(&mut set, &Mapping::new());
             let guarded = registered.get("get-sum").expect("get-sum is offered").guarded().clone();
-            let config = InitializeRequestParams::new(ClientCapabilities::default(), Implementation::new("bench", "0"));
+            let config = InitializeRequestParams::new(
+                ClientCapabilities::default(),
+                Implementation::new("bench", "0"),
+            );
             let raw = config.serve(in_process_server()).await.expect("the in-process server answers");
             (connection, guarded, raw)
         });
         let direct = loopbound::tool::ToolBuilder::new("get-sum", "mcp.bench.get-sum")
             .build(|_: Arguments, _: Call| async move { Ok::<_, String>(ANSWER) })
             .expect("a valid name");
-        let limits = Limits::default().with_tool_calls(u32::MAX).with_repetitions(u32::MAX).with_model_calls(1);
+        let limits =
+            Limits::default().with_tool_calls(u32::MAX).with_repetitions(u32::MAX).with_model_calls(1);
         let scope = Scope::builder().grant("mcp.bench.get-sum").limits(limits).build().expect("valid limits");
         Self { runtime, scope, direct, guarded, raw, _connection: connection }
     }
@@ -125,7 +131,12 @@ impl McpBench {
         let arguments: serde_json::Map<String, Value> = serde_json::from_str(ARGUMENTS).expect("an object");
         let params = CallToolRequestParams::new("get-sum").with_arguments(arguments);
         let result = self.runtime.block_on(self.raw.peer().call_tool(params)).expect("answered");
-        result.content.first().and_then(|block| block.as_text()).map(|text| text.text.clone()).unwrap_or_default()
+        result
+            .content
+            .first()
+            .and_then(|block| block.as_text())
+            .map(|text| text.text.clone())
+            .unwrap_or_default()
     }
 
     /// The server's tool through `loopbound-mcp`.

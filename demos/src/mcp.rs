@@ -186,10 +186,13 @@ pub struct McpCli {
     #[arg(long)]
     pub simple: bool,
 
-    /// Talk to a live OpenAI-compatible endpoint, configured by LOOPBOUND_BASE_URL and
-    /// LOOPBOUND_MODEL (optional: LOOPBOUND_API_KEY, LOOPBOUND_TIMEOUT_SECS); the scenario sets
-    /// the capabilities and limits, the model's replies are its own.
-    #[arg(long)]
+    /// Talk to a live OpenAI-compatible endpoint configured by the environment.
+    #[arg(
+        long,
+        help = "Talk to a live OpenAI-compatible endpoint, configured by LOOPBOUND_BASE_URL and \
+                LOOPBOUND_MODEL (optional: LOOPBOUND_API_KEY, LOOPBOUND_TIMEOUT_SECS). The scenario \
+                sets the capabilities and limits; the model's replies are its own"
+    )]
     pub live: bool,
 
     /// Print one JSON object {agent, transport, server, capabilities, limits, status, text, events}.
@@ -328,7 +331,7 @@ pub async fn play<T: Transport>(
             return EXIT_INTERNAL;
         }
     };
-    let offered: Vec<&str> = registered.tools().iter().map(|tool| tool.name()).collect();
+    let offered: Vec<&str> = registered.tools().iter().map(loopbound_mcp::McpTool::name).collect();
     let header = Header {
         agent: Agent::new(cli.composition(), &scope.limits()),
         transport: label.to_owned(),

@@ -51,5 +51,9 @@ fn main() {
 fn median(times: &mut [f64]) -> f64 {
     times.sort_by(f64::total_cmp);
     let middle = times.len() / 2;
-    if times.len() % 2 == 0 { f64::midpoint(times[middle - 1], times[middle]) } else { times[middle] }
+    if times.len().is_multiple_of(2) {
+        f64::midpoint(times[middle - 1], times[middle])
+    } else {
+        times[middle]
+    }
 }

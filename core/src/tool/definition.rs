@@ -209,7 +209,7 @@ impl<'set, S: Send + Sync + 'static> ToolBuilder<'set, S> {
     }
 }
 
-impl<'set, S: Send + Sync + 'static, V> ToolBuilder<'set, S, V> {
+impl<S: Send + Sync + 'static, V> ToolBuilder<'_, S, V> {
     /// Sets the JSON schema of the tool's parameters sent to the model, instead of the one
     /// derived from the input type with `schemars`.
     ///

@@ -141,7 +141,7 @@ impl Skipped {
 }
 
 /// What a tool's body needs.
-struct Remote<S> {
+struct ToolBody<S> {
     connection: Connection,
     remote: String,
     name: String,
@@ -150,7 +150,7 @@ struct Remote<S> {
     on_success: Option<SuccessHook<S>>,
 }
 
-impl<S: Send + Sync + 'static> Remote<S> {
+impl<S: Send + Sync + 'static> ToolBody<S> {
     async fn run(&self, arguments: Arguments, call: Call<S>) -> Result<String, CallError> {
         if self.policy != Policy::Allow {
             return Err(CallError::NeedsDecision { tool: self.name.clone(), policy: self.policy });
@@ -202,7 +202,7 @@ impl Connection {
         let effect = mapping.effect_of(remote.name()).unwrap_or_else(|| hints.effect());
         let policy = mapping.policy_of(remote.name()).unwrap_or_else(|| hints.policy());
         let name = mapping.name_of(remote.name());
-        let body = Arc::new(Remote {
+        let body = Arc::new(ToolBody {
             connection: self.clone(),
             remote: remote.name().to_owned(),
             name: name.clone(),

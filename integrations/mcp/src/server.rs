@@ -131,7 +131,7 @@ impl Default for Timeouts {
         Self {
             initialize: Duration::from_secs(10),
             list: Duration::from_secs(10),
-            call: Duration::from_secs(60),
+            call: Duration::from_mins(1),
         }
     }
 }

@@ -168,6 +168,7 @@ impl<'a> Compiler<'a> {
         }
     }
 
+    #[allow(clippy::too_many_lines, reason = "one arm per keyword: the match is the table of keywords")]
     fn rules(&mut self, object: &'a Map<String, Value>, at: &str) -> Result<Rules, SchemaError> {
         let mut rules = Rules::default();
         let mut exclusive_minimum_flag = false;
@@ -207,8 +208,6 @@ impl<'a> Compiler<'a> {
                     Value::Array(schemas) => rules.prefix = self.list(schemas, &here)?,
                     _ => return Err(malformed(keyword, at, "an array of schemas")),
                 },
-                // Handled below, once `items` is known.
-                "additionalItems" => {}
                 "minItems" => rules.min_items = Some(count(value, keyword, at)?),
                 "maxItems" => rules.max_items = Some(count(value, keyword, at)?),
                 "uniqueItems" => match value {
@@ -226,21 +225,21 @@ impl<'a> Compiler<'a> {
                     let inclusive = bound(value, keyword, at, false)?;
                     rules.maximum = Some(tighter_maximum(rules.maximum.take(), inclusive));
                 }
-                "exclusiveMinimum" => match value {
-                    // Draft-04: a flag that makes `minimum` exclusive.
-                    Value::Bool(flag) => exclusive_minimum_flag = *flag,
-                    _ => {
-                        let exclusive = bound(value, keyword, at, true)?;
-                        rules.minimum = Some(tighter_minimum(rules.minimum.take(), exclusive));
-                    }
-                },
-                "exclusiveMaximum" => match value {
-                    Value::Bool(flag) => exclusive_maximum_flag = *flag,
-                    _ => {
-                        let exclusive = bound(value, keyword, at, true)?;
-                        rules.maximum = Some(tighter_maximum(rules.maximum.take(), exclusive));
-                    }
-                },
+                // Draft-04: a flag that makes `minimum` exclusive.
+                "exclusiveMinimum" if value.is_boolean() => {
+                    exclusive_minimum_flag = value == &Value::Bool(true)
+                }
+                "exclusiveMinimum" => {
+                    let exclusive = bound(value, keyword, at, true)?;
+                    rules.minimum = Some(tighter_minimum(rules.minimum.take(), exclusive));
+                }
+                "exclusiveMaximum" if value.is_boolean() => {
+                    exclusive_maximum_flag = value == &Value::Bool(true)
+                }
+                "exclusiveMaximum" => {
+                    let exclusive = bound(value, keyword, at, true)?;
+                    rules.maximum = Some(tighter_maximum(rules.maximum.take(), exclusive));
+                }
                 "multipleOf" => match value {
                     Value::Number(number) if super::number::is_positive(number) => {
                         rules.multiple_of = Some(number.clone());
@@ -259,8 +258,9 @@ impl<'a> Compiler<'a> {
                         object.get("else").map(|other| self.node(other, &join(at, "else"))).transpose()?;
                     rules.condition = Some((condition, then, otherwise));
                 }
-                // Without `if`, `then` and `else` have no effect.
-                "then" | "else" => {}
+                // `additionalItems` is handled below, once `items` is known; `then` and `else`
+                // with `if` (and, without it, they have no effect).
+                "additionalItems" | "then" | "else" => {}
                 "$ref" => match value {
                     Value::String(reference) => rules.reference = Some(self.reference(reference, at)?),
                     _ => return Err(malformed(keyword, at, "a string")),

@@ -171,7 +171,7 @@ impl Violation {
         pointer(&self.at)
     }
 
-    /// The constraint, in words: `expected a number <= 10`, `missing required property `b``.
+    /// The constraint, in words, such as "expected a number <= 10".
     #[must_use]
     pub fn constraint(&self) -> &str {
         &self.constraint
