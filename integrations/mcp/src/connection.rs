@@ -54,7 +54,7 @@ type Service = RunningService<RoleClient, InitializeRequestParams>;
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// let server = StdioServer::new("everything", "node").arg("server-everything/dist/index.js").arg("stdio");
 /// let connection = Connection::stdio(&server, Timeouts::default()).await?;
-/// let mut tools = ToolSet::builder();
+/// let mut tools = ToolSet::<()>::builder();
 /// let registered = connection.register(&mut tools, &Mapping::new());
 /// for tool in registered.tools() {
 ///     println!("{} needs {}", tool.name(), tool.capability());
