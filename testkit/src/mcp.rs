@@ -4,7 +4,7 @@
 //! folders for the filesystem server.
 //!
 //! Where `node` is absent, [`available`] prints `SKIPPED` and the calling test passes, unless
-//! `LOOPBOUND_REQUIRE_SERVERS=1` is set (as `.ci/run` does): then it fails.
+//! `LOOPBOUND_REQUIRE_SERVERS=1` is set (as `.ci/run` does): then it fails (see [`crate::skip`]).
 
 use std::future::Future;
 use std::net::TcpListener;
@@ -19,9 +19,6 @@ use loopbound_mcp::rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use loopbound_mcp::rmcp::transport::{TokioChildProcess, Transport};
 use loopbound_mcp::{ConnectError, Connection, StdioServer, Timeouts};
 use serde_json::Value;
-
-/// The environment variable that turns a missing `node` into a failure.
-pub const REQUIRE: &str = "LOOPBOUND_REQUIRE_SERVERS";
 
 fn package_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("mcp")
@@ -52,23 +49,18 @@ pub fn garbage_js() -> PathBuf {
 
 /// Whether the servers can run here: `node` is present and the pinned packages are installed
 /// (installing them if needed). Prints `SKIPPED` and returns `false` where `node` is absent,
-/// unless [`REQUIRE`] is `1`, which panics instead.
+/// unless `LOOPBOUND_REQUIRE_SERVERS` is `1`, which panics instead ([`crate::skip`]).
 ///
 /// # Panics
 ///
-/// If `node` is absent under [`REQUIRE`], or if the setup script fails.
+/// If `node` is absent while servers are required, or if the setup script fails.
 #[must_use]
 pub fn available() -> bool {
     match Command::new("node").arg("--version").stdout(Stdio::null()).stderr(Stdio::null()).status() {
         Ok(status) if status.success() => {}
         Ok(status) => panic!("`node --version` failed with {status}"),
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
-            assert!(
-                std::env::var(REQUIRE).as_deref() != Ok("1"),
-                "{REQUIRE}=1 but node is not installed, so the MCP servers cannot run"
-            );
-            println!("SKIPPED: node is not installed, so the MCP servers cannot run ({error})");
-            eprintln!("SKIPPED: node is not installed, so the MCP servers cannot run ({error})");
+            crate::skip::skip(format_args!("node is not installed, so the MCP servers cannot run ({error})"));
             return false;
         }
         Err(error) => panic!("`node` could not be started: {error}"),
