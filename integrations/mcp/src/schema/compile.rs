@@ -227,14 +227,14 @@ impl<'a> Compiler<'a> {
                 }
                 // Draft-04: a flag that makes `minimum` exclusive.
                 "exclusiveMinimum" if value.is_boolean() => {
-                    exclusive_minimum_flag = value == &Value::Bool(true)
+                    exclusive_minimum_flag = value == &Value::Bool(true);
                 }
                 "exclusiveMinimum" => {
                     let exclusive = bound(value, keyword, at, true)?;
                     rules.minimum = Some(tighter_minimum(rules.minimum.take(), exclusive));
                 }
                 "exclusiveMaximum" if value.is_boolean() => {
-                    exclusive_maximum_flag = value == &Value::Bool(true)
+                    exclusive_maximum_flag = value == &Value::Bool(true);
                 }
                 "exclusiveMaximum" => {
                     let exclusive = bound(value, keyword, at, true)?;
