@@ -8,6 +8,7 @@
 //! - [`values`]: argument values of about 100 B, 10 KB and 1 MB for the canonical form;
 //! - [`runs`]: whole scripted runs of the review task, checked against the contract;
 //! - [`parallel`]: admissions from several threads, on one scope or on many;
+//! - [`mcp`]: one MCP tool call three ways (direct, the SDK unguarded, through loopbound-mcp);
 //! - [`timing`]: the peers' timing method (median, nearest-rank p99) and batch medians;
 //! - [`targets`]: every speed target, measured in one process, beside its measured figure;
 //! - [`peers`] and [`table`]: the peers' JSON reports and the comparison table.
@@ -30,6 +31,7 @@
 #![allow(clippy::cast_precision_loss)]
 
 pub mod fixtures;
+pub mod mcp;
 pub mod parallel;
 pub mod peers;
 pub mod runs;

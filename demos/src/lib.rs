@@ -8,6 +8,7 @@
 //! - [`session`]: one scope per run, generic over the transport;
 //! - [`report`] and [`text`]: what a run reports, as JSON and as a transcript;
 //! - [`console`]: the command line of `demo330`;
+//! - [`mcp`]: `mcp330`, a bounded loop over a real MCP server's tools;
 //! - [`vocabulary`]: the console's own words (composition descriptions, absent capabilities) and
 //!   exit codes.
 //!
@@ -33,6 +34,7 @@
 #![allow(clippy::module_name_repetitions)]
 
 pub mod console;
+pub mod mcp;
 pub mod report;
 pub mod scenario;
 pub mod session;

@@ -130,8 +130,9 @@ fn event_line(out: &mut String, number: u32, event: &ControlEvent) {
     );
 }
 
-/// Writes `value` after `label`, wrapping at word boundaries under the value column.
-fn labelled(out: &mut String, label: &str, value: &str) {
+/// Writes `value` after `label`, wrapping at word boundaries under the value column (the layout
+/// of every header line, shared by the consoles).
+pub fn labelled(out: &mut String, label: &str, value: &str) {
     let mut line = format!("{label:<LABEL$}");
     let mut empty = true;
     for word in value.split(' ') {

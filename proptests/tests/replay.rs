@@ -54,3 +54,8 @@ fn every_openai_parse_seed_and_regression_holds() {
 fn every_run_seed_and_regression_holds() {
     assert!(replay("run", harness::run) > 0, "the run corpus is empty");
 }
+
+#[test]
+fn every_mcp_arguments_seed_and_regression_holds() {
+    assert!(replay("mcp_arguments", harness::mcp_arguments) > 0, "the mcp_arguments corpus is empty");
+}

@@ -2,6 +2,7 @@
 //!
 //! - [`review`]: the review task of SPEC §11, the one copy of its tools, texts and state;
 //! - [`aimock`]: the pinned scripted mock server, started per test on loopback;
+//! - [`mcp`]: the pinned reference MCP servers, started per test as child processes;
 //! - [`skip`]: what a test does when a server it needs is absent (`SKIPPED`, or a failure in CI);
 //! - [`fuzz`]: the fuzz targets' checks as plain functions, with the reference canonical form,
 //!   the reference guard model and the structured inputs; `fuzz/` calls them under libFuzzer and
@@ -12,5 +13,6 @@
 
 pub mod aimock;
 pub mod fuzz;
+pub mod mcp;
 pub mod review;
 pub mod skip;

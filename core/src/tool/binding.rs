@@ -62,6 +62,10 @@ pub enum BindErrorKind {
     /// The bound input could not be written as canonical JSON (a custom `Serialize` failed, a
     /// map key is not a string, or it nests deeper than [`MAX_DEPTH`](crate::canonical::MAX_DEPTH) levels).
     Unsignable,
+    /// The input bound, but the tool's own check refused it (see
+    /// [`ToolBuilder::validate`](super::ToolBuilder::validate)): the message names where and
+    /// which constraint, never the value.
+    Invalid,
 }
 
 /// Arguments that could not be bound to a tool's input type. Nothing was counted.
@@ -83,6 +87,12 @@ impl BindError {
             path: path.to_owned(),
             message: truncate(message, MAX_MESSAGE_LEN).to_owned(),
         }
+    }
+
+    /// The error for an input that bound but that the tool's own check refused; `message` names
+    /// where and which constraint, never the value.
+    pub(crate) fn invalid(tool: &Arc<str>, message: &str) -> Self {
+        Self::new(tool, BindErrorKind::Invalid, "", message)
     }
 
     /// The error for a bound input that has no signature. A `Serialize` implementation's own

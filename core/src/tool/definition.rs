@@ -9,6 +9,12 @@
 //!   scope is checked again immediately before the body's closure is called).
 //! - The signature is the tool's name and the canonical JSON of the *bound* input; it is
 //!   computed only when the guard can reach the repetition check.
+//! - A tool's [check](ToolBuilder::validate), when it has one, runs after binding and before the
+//!   guard on every path (JSON or typed): a refused input is a [`BindError`] of kind
+//!   [`Invalid`](super::BindErrorKind::Invalid), and nothing is counted.
+//! - The JSON schema the model sees is either derived from the input type once, at definition,
+//!   or given at run time by the host ([`ToolBuilder::parameters`], e.g. a schema discovered from
+//!   another process); either way it is fixed once the tool is built.
 
 use std::fmt;
 use std::future::Future;
@@ -34,6 +40,37 @@ use crate::transport::ToolDefinition;
 pub(crate) type BodyFuture = Pin<Box<dyn Future<Output = Result<String, BodyError>> + Send>>;
 
 type Body<T, S> = Box<dyn Fn(T, Call<S>) -> BodyFuture + Send + Sync>;
+
+/// A tool's check of its bound input, run before the guard.
+type CheckFn<T> = Box<dyn Fn(&T) -> Result<(), String> + Send + Sync>;
+
+/// What a tool checks in its bound input after binding and before the guard: nothing
+/// ([`NoCheck`]), or a closure `Fn(&T) -> Result<(), String>` given to
+/// [`ToolBuilder::validate`].
+pub trait Check<T>: Send + Sync + 'static {
+    /// The check as the definition keeps it, or `None` when there is nothing to check.
+    #[doc(hidden)]
+    fn into_check(self) -> Option<CheckFn<T>>;
+}
+
+/// No check beyond binding: the default of a [`ToolBuilder`].
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NoCheck;
+
+impl<T> Check<T> for NoCheck {
+    fn into_check(self) -> Option<CheckFn<T>> {
+        None
+    }
+}
+
+impl<T, F> Check<T> for F
+where
+    F: Fn(&T) -> Result<(), String> + Send + Sync + 'static,
+{
+    fn into_check(self) -> Option<CheckFn<T>> {
+        Some(Box::new(self))
+    }
+}
 
 /// Defines a guarded tool. Obtained from [`ToolSetBuilder::tool`] (defined and added to that
 /// set), or from [`ToolBuilder::new`] (defined alone, added to sets with [`ToolSetBuilder::add`]).
@@ -68,16 +105,18 @@ type Body<T, S> = Box<dyn Fn(T, Call<S>) -> BodyFuture + Send + Sync>;
 /// # }
 /// ```
 #[must_use]
-pub struct ToolBuilder<'set, S> {
+pub struct ToolBuilder<'set, S, V = NoCheck> {
     set: Option<&'set mut ToolSetBuilder<S>>,
     name: String,
     capability: String,
     description: String,
     effect: EffectKind,
     policy: Policy,
+    parameters: Option<serde_json::Value>,
+    check: V,
 }
 
-impl<S> fmt::Debug for ToolBuilder<'_, S> {
+impl<S, V> fmt::Debug for ToolBuilder<'_, S, V> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ToolBuilder")
             .field("name", &self.name)
@@ -96,6 +135,8 @@ impl<S: Send + Sync + 'static> ToolBuilder<'static, S> {
             description: String::new(),
             effect: EffectKind::default(),
             policy: Policy::default(),
+            parameters: None,
+            check: NoCheck,
         }
     }
 }
@@ -109,7 +150,76 @@ impl<'set, S: Send + Sync + 'static> ToolBuilder<'set, S> {
             description: String::new(),
             effect: EffectKind::default(),
             policy: Policy::default(),
+            parameters: None,
+            check: NoCheck,
         }
+    }
+
+    /// Adds a check of the bound input, run after binding and before the guard on every path
+    /// (the loop, [`GuardedTool::invoke_json`], [`GuardedTool::invoke`], [`GuardedTool::reserve`]).
+    ///
+    /// An `Err(message)` refuses the call as a [`BindError`] of kind
+    /// [`Invalid`](super::BindErrorKind::Invalid): nothing is counted, the body does not run,
+    /// and the model receives the message. The message should name where the input is wrong and
+    /// what was expected (`at /a: expected a number`), and must never quote the input's values
+    /// (SPEC §10); it is truncated to [`MAX_MESSAGE_LEN`](super::MAX_MESSAGE_LEN) bytes.
+    ///
+    /// ```
+    /// use loopbound::tool::{BindErrorKind, ToolBuilder};
+    /// use loopbound::{Scope, ToolError};
+    /// use schemars::JsonSchema;
+    /// use serde::{Deserialize, Serialize};
+    ///
+    /// #[derive(Deserialize, Serialize, JsonSchema)]
+    /// struct Page {
+    ///     size: u32,
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let list = ToolBuilder::new("list", "items.read")
+    ///     .validate(|page: &Page| if page.size <= 100 { Ok(()) } else { Err("at /size: expected at most 100".into()) })
+    ///     .build(|page: Page, _call| async move { Ok::<_, String>(format!("{} items", page.size)) })?;
+    ///
+    /// let scope = Scope::builder().grant("items.read").build()?;
+    /// let Err(ToolError::Bind(refused)) = list.invoke_json(&scope, r#"{"size": 5000}"#).await else {
+    ///     panic!("a page of 5000 is refused before the guard");
+    /// };
+    /// assert_eq!(refused.kind(), BindErrorKind::Invalid);
+    /// assert_eq!(refused.message(), "at /size: expected at most 100");
+    /// assert_eq!(scope.tool_calls(), 0);
+    /// assert_eq!(list.invoke_json(&scope, r#"{"size": 10}"#).await?, "10 items");
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn validate<T, F>(self, check: F) -> ToolBuilder<'set, S, F>
+    where
+        F: Fn(&T) -> Result<(), String> + Send + Sync + 'static,
+    {
+        ToolBuilder {
+            set: self.set,
+            name: self.name,
+            capability: self.capability,
+            description: self.description,
+            effect: self.effect,
+            policy: self.policy,
+            parameters: self.parameters,
+            check,
+        }
+    }
+}
+
+impl<S: Send + Sync + 'static, V> ToolBuilder<'_, S, V> {
+    /// Sets the JSON schema of the tool's parameters sent to the model, instead of the one
+    /// derived from the input type with `schemars`.
+    ///
+    /// For tools whose schema is known only at run time (a tool discovered from another
+    /// process, such as an MCP server's): the schema is passed to the model as given, and
+    /// nothing checks it against the input type. Pair it with [`validate`](Self::validate) so
+    /// that what the schema promises is enforced before the guard.
+    pub fn parameters(mut self, schema: serde_json::Value) -> Self {
+        self.parameters = Some(schema);
+        self
     }
 
     /// Sets the description sent to the model with the tool's definition.
@@ -144,6 +254,7 @@ impl<'set, S: Send + Sync + 'static> ToolBuilder<'set, S> {
     pub fn build<T, F, Fut, R, E>(self, body: F) -> Result<GuardedTool<T, S>, RegistrationError>
     where
         T: DeserializeOwned + Serialize + JsonSchema + Send + 'static,
+        V: Check<T>,
         F: Fn(T, Call<S>) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<R, E>> + Send + 'static,
         R: Into<String>,
@@ -161,12 +272,13 @@ impl<'set, S: Send + Sync + 'static> ToolBuilder<'set, S> {
                 model_view: ToolDefinition {
                     name: self.name.clone(),
                     description: self.description,
-                    parameters: parameters_schema::<T>(),
+                    parameters: self.parameters.unwrap_or_else(parameters_schema::<T>),
                 },
                 name: Arc::from(self.name),
                 capability: self.capability.into_boxed_str(),
                 effect: self.effect,
                 policy: self.policy,
+                check: self.check.into_check(),
                 body,
                 input: PhantomData,
             }),
@@ -222,6 +334,7 @@ pub(crate) struct Definition<T, S> {
     capability: Box<str>,
     effect: EffectKind,
     policy: Policy,
+    check: Option<CheckFn<T>>,
     body: Body<T, S>,
     input: PhantomData<fn(T)>,
 }
@@ -261,13 +374,14 @@ where
         &self.inner.model_view
     }
 
-    /// Binds JSON `arguments` to `T`. Nothing is counted.
+    /// Binds JSON `arguments` to `T`, then runs the tool's check if it has one. Nothing is
+    /// counted.
     ///
     /// # Errors
     ///
     /// A [`BindError`] naming the tool and the problem.
     pub fn bind(&self, arguments: &str) -> Result<T, BindError> {
-        bind(&self.inner.name, arguments)
+        self.inner.bind_checked(arguments)
     }
 
     /// Checks and reserves one attempt for `input` in `scope`, synchronously and without running
@@ -277,8 +391,10 @@ where
     /// # Errors
     ///
     /// [`ToolError::Stopped`] when a check fails (the failing check is recorded as a halt), or
-    /// [`ToolError::Bind`] if `input` cannot be written as canonical JSON.
+    /// [`ToolError::Bind`] if the tool's own check refuses `input` or `input` cannot be written
+    /// as canonical JSON (nothing counted).
     pub fn reserve<'a>(&'a self, scope: &'a Scope<S>, input: T) -> Result<Reservation<'a, T, S>, ToolError> {
+        self.inner.check(&input)?;
         let count = self.inner.admit(scope, &input)?;
         Ok(Reservation::new(&self.inner, scope, input, count))
     }
@@ -349,9 +465,24 @@ where
         Ok((self.body)(input, Call::new(scope.clone(), count)))
     }
 
-    /// Binds, admits and starts the body; the caller runs it with [`finish`].
-    pub(crate) fn start_json(&self, scope: &Scope<S>, arguments: &str) -> Result<BodyFuture, ToolError> {
+    /// Runs the tool's check of a bound input, if it has one.
+    fn check(&self, input: &T) -> Result<(), BindError> {
+        match &self.check {
+            Some(check) => check(input).map_err(|message| BindError::invalid(&self.name, &message)),
+            None => Ok(()),
+        }
+    }
+
+    /// Binds JSON `arguments`, then runs the tool's check.
+    fn bind_checked(&self, arguments: &str) -> Result<T, BindError> {
         let input = bind(&self.name, arguments)?;
+        self.check(&input)?;
+        Ok(input)
+    }
+
+    /// Binds, checks, admits and starts the body; the caller runs it with [`finish`].
+    pub(crate) fn start_json(&self, scope: &Scope<S>, arguments: &str) -> Result<BodyFuture, ToolError> {
+        let input = self.bind_checked(arguments)?;
         let count = self.admit(scope, &input)?;
         self.start(scope, input, count)
     }

@@ -30,7 +30,7 @@ mod set;
 
 pub use binding::{BindError, BindErrorKind};
 pub use call::{Call, Reservation};
-pub use definition::{GuardedTool, ToolBuilder};
+pub use definition::{Check, GuardedTool, NoCheck, ToolBuilder};
 pub use effect::{EffectKind, Policy};
 pub use error::{BodyError, MAX_MESSAGE_LEN, ToolError};
 pub use set::{RegistrationError, ToolSet, ToolSetBuilder};

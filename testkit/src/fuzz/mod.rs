@@ -11,6 +11,7 @@
 pub mod bind_case;
 pub mod guard_model;
 pub mod json_mirror;
+pub mod mcp_case;
 pub mod openai_case;
 pub mod reference;
 pub mod run_case;
@@ -79,6 +80,14 @@ pub fn bind_guard(data: &[u8]) {
 pub fn openai_parse(data: &[u8]) {
     if let Ok(case) = openai_case::OpenAiCase::arbitrary_take_rest(Unstructured::new(data)) {
         openai_case::check(&case);
+    }
+}
+
+/// Target `mcp_arguments`: an arbitrary [`mcp_case::McpCase`], an MCP tool's schema and the
+/// model's arguments through compilation, binding and the check before the guard.
+pub fn mcp_arguments(data: &[u8]) {
+    if let Ok(case) = mcp_case::McpCase::arbitrary_take_rest(Unstructured::new(data)) {
+        mcp_case::check(&case);
     }
 }
 

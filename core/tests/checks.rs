@@ -1,0 +1,106 @@
+//! A tool's own check of its bound input runs after binding and before the guard, on every path,
+//! and a schema given at run time is what the model sees.
+
+use loopbound::scripted::{Step, sequence};
+use loopbound::tool::{BindErrorKind, ToolBuilder};
+use loopbound::transport::ModelReply;
+use loopbound::{Call, Message, Runtime, Scope, ToolError, ToolSet};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+#[derive(Deserialize, Serialize, JsonSchema)]
+struct Page {
+    size: u32,
+}
+
+fn at_most_100(page: &Page) -> Result<(), String> {
+    if page.size <= 100 { Ok(()) } else { Err("at /size: expected at most 100".to_owned()) }
+}
+
+fn scope() -> Scope {
+    Scope::builder().grant("items.read").build().unwrap()
+}
+
+fn refused_kind(result: Result<impl Sized, ToolError>) -> Option<(BindErrorKind, String)> {
+    match result {
+        Err(ToolError::Bind(error)) => Some((error.kind(), error.message().to_owned())),
+        _ => None,
+    }
+}
+
+#[tokio::test]
+async fn a_refused_input_is_a_binding_error_on_every_path_and_counts_nothing() {
+    let mut set = ToolSet::builder();
+    let list = set
+        .tool("list", "items.read")
+        .validate(at_most_100)
+        .build(|page: Page, _call| async move { Ok::<_, String>(format!("{} items", page.size)) })
+        .unwrap();
+    let set = set.build();
+    let scope = scope();
+    let expected = Some((BindErrorKind::Invalid, "at /size: expected at most 100".to_owned()));
+
+    assert_eq!(refused_kind(list.bind(r#"{"size":101}"#).map_err(ToolError::from)), expected);
+    assert_eq!(refused_kind(list.invoke_json(&scope, r#"{"size":101}"#).await), expected);
+    assert_eq!(refused_kind(list.invoke(&scope, Page { size: 101 }).await), expected);
+    assert_eq!(refused_kind(list.reserve(&scope, Page { size: 101 })), expected);
+    assert_eq!(refused_kind(set.invoke(&scope, "list", r#"{"size":101}"#).await), expected);
+    assert_eq!(scope.tool_calls(), 0);
+    assert!(scope.events().is_empty());
+
+    // A type error is still the binding's own, before the check runs.
+    let mismatch = list.invoke_json(&scope, r#"{"size":"big"}"#).await;
+    assert_eq!(refused_kind(mismatch).map(|(kind, _)| kind), Some(BindErrorKind::Mismatch));
+    assert_eq!(list.invoke_json(&scope, r#"{"size":100}"#).await.unwrap(), "100 items");
+    assert_eq!(scope.tool_calls(), 1);
+}
+
+#[tokio::test]
+async fn the_loop_hands_a_refusal_to_the_model_and_goes_on() {
+    let mut set = ToolSet::builder();
+    set.tool("list", "items.read")
+        .validate(at_most_100)
+        .build(|page: Page, _call| async move { Ok::<_, String>(format!("{} items", page.size)) })
+        .unwrap();
+    let model = sequence(vec![
+        Step::Reply(ModelReply::call("c1", "list", r#"{"size":5000}"#)),
+        Step::Reply(ModelReply::call("c2", "list", r#"{"size":5}"#)),
+        Step::Reply(ModelReply::text("done")),
+    ]);
+    let scope = scope();
+    let mut conversation = vec![Message::user("list")];
+    let outcome =
+        Runtime::harness(&set.build(), model).run(&scope, &mut conversation, |()| true).await.unwrap();
+    assert_eq!(outcome.text(), Some("done"));
+    assert_eq!(scope.tool_calls(), 1);
+    let results: Vec<String> = conversation
+        .iter()
+        .filter_map(|message| match message {
+            Message::Tool { content, .. } => Some(content.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        results,
+        ["Error: invalid arguments for tool list: at /size: expected at most 100.", "5 items"]
+    );
+}
+
+#[tokio::test]
+async fn a_schema_given_at_run_time_replaces_the_derived_one() {
+    let schema = json!({"type": "object", "properties": {"size": {"type": "integer", "maximum": 100}}});
+    let list = ToolBuilder::new("list", "items.read")
+        .parameters(schema.clone())
+        .description("List items.")
+        .build(|page: Page, _call: Call| async move { Ok::<_, String>(format!("{} items", page.size)) })
+        .unwrap();
+    assert_eq!(list.definition().parameters, schema);
+    assert_eq!(list.definition().description, "List items.");
+
+    let derived = ToolBuilder::new("list", "items.read")
+        .build(|page: Page, _call: Call| async move { Ok::<_, String>(format!("{} items", page.size)) })
+        .unwrap();
+    assert_eq!(derived.definition().parameters["properties"]["size"]["type"], "integer");
+    assert_eq!(derived.definition().parameters["properties"]["size"].get("maximum"), None);
+}

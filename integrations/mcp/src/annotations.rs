@@ -1,0 +1,90 @@
+//! What a server says about a tool (its annotations), and what loopbound makes of it: an effect
+//! kind and a standing decision, unless the host overrides them.
+//!
+//! Annotations are **hints from the server, not guarantees**: a server may call a tool
+//! read-only and still have it write. They choose cautious defaults for tools the host has not
+//! looked at; the host decides, per tool, with [`Mapping::effect`](crate::Mapping::effect) and
+//! [`Mapping::policy`](crate::Mapping::policy). The capability check does not read them at all.
+//!
+//! Absent hints take the MCP specification's defaults: `readOnlyHint` false, `destructiveHint`
+//! true, `idempotentHint` false, `openWorldHint` true; `destructiveHint` and `idempotentHint`
+//! mean something only when `readOnlyHint` is false.
+//!
+//! | `readOnlyHint` | `destructiveHint` | `idempotentHint` | [`EffectKind`] | [`Policy`] |
+//! |---|---|---|---|---|
+//! | true | (ignored) | (ignored) | `Read` | `Allow` |
+//! | false or absent | true or absent | false or absent | `Effect` | `Ask` |
+//! | false or absent | true or absent | true | `Idempotent` | `Ask` |
+//! | false or absent | false | false or absent | `Effect` | `Allow` |
+//! | false or absent | false | true | `Idempotent` | `Allow` |
+//!
+//! `openWorldHint` changes neither: whether a tool reaches outside systems is what the host's
+//! capability grants are for.
+//!
+//! # Invariants
+//!
+//! - A tool without annotations is an `Effect` under `Ask`: nothing a server leaves unsaid
+//!   makes a tool run without a decision.
+
+use loopbound::tool::{EffectKind, Policy};
+use rmcp::model::ToolAnnotations;
+
+/// A tool's annotations as the server sent them (`None` when absent).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[allow(clippy::struct_field_names, reason = "the fields are named after the MCP annotations")]
+pub struct Hints {
+    /// `readOnlyHint`: the tool does not modify its environment.
+    pub read_only: Option<bool>,
+    /// `destructiveHint`: the tool may perform destructive updates.
+    pub destructive: Option<bool>,
+    /// `idempotentHint`: calling it again with the same arguments has no further effect.
+    pub idempotent: Option<bool>,
+    /// `openWorldHint`: the tool interacts with an open world of external entities.
+    pub open_world: Option<bool>,
+}
+
+impl Hints {
+    pub(crate) fn of(annotations: Option<&ToolAnnotations>) -> Self {
+        annotations.map_or_else(Self::default, |a| Self {
+            read_only: a.read_only_hint,
+            destructive: a.destructive_hint,
+            idempotent: a.idempotent_hint,
+            open_world: a.open_world_hint,
+        })
+    }
+
+    /// The effect kind these hints map to (see the module's table).
+    ///
+    /// ```
+    /// use loopbound::tool::{EffectKind, Policy};
+    /// use loopbound_mcp::Hints;
+    ///
+    /// let write_file = Hints { read_only: Some(false), destructive: Some(true), idempotent: Some(true), open_world: Some(false) };
+    /// assert_eq!((write_file.effect(), write_file.policy()), (EffectKind::Idempotent, Policy::Ask));
+    /// let unannotated = Hints::default();
+    /// assert_eq!((unannotated.effect(), unannotated.policy()), (EffectKind::Effect, Policy::Ask));
+    /// let echo = Hints { read_only: Some(true), ..Hints::default() };
+    /// assert_eq!((echo.effect(), echo.policy()), (EffectKind::Read, Policy::Allow));
+    /// ```
+    #[must_use]
+    pub fn effect(&self) -> EffectKind {
+        if self.read_only == Some(true) {
+            EffectKind::Read
+        } else if self.idempotent == Some(true) {
+            EffectKind::Idempotent
+        } else {
+            EffectKind::Effect
+        }
+    }
+
+    /// The standing decision these hints map to: `Ask` for a tool that may be destructive,
+    /// `Allow` otherwise (see the module's table).
+    #[must_use]
+    pub fn policy(&self) -> Policy {
+        if self.read_only != Some(true) && self.destructive != Some(false) {
+            Policy::Ask
+        } else {
+            Policy::Allow
+        }
+    }
+}

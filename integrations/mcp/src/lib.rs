@@ -1,0 +1,84 @@
+//! Model Context Protocol servers' tools under loopbound's guard.
+//!
+//! Most tools an agent calls come from MCP servers, not from closures in the host. This crate
+//! connects to a server (a child process over stdio, or streamable HTTP), lists its tools once,
+//! and adds each one to the host's [`ToolSet`](loopbound::ToolSet) as a
+//! [`GuardedTool`](loopbound::GuardedTool), so that every call an agent makes to it is bounded
+//! like any other loopbound tool:
+//!
+//! - a **capability** the host grants per request (default `mcp.<server>.<tool>`, see
+//!   [`Mapping`]); a tool the model can see but the scope does not grant halts the run with
+//!   `PermissionDenied` before anything is sent;
+//! - the tool's **JSON schema** is passed to the model, and the bound arguments are checked
+//!   against it **before the guard** ([`schema`]): invalid arguments are a binding error for
+//!   the model, nothing counted, nothing sent;
+//! - the **tool budget** and the **repetition limit** count MCP calls like any other; the
+//!   signature is the canonical JSON of the arguments actually sent, so two spellings of the
+//!   same arguments are one signature;
+//! - the **deadline**, a **halt** or the **caller's cancellation** drops the call in flight,
+//!   and the server is sent `notifications/cancelled` for it ([`Connection`]);
+//! - a server that **dies, hangs or answers garbage** ends the call with a typed
+//!   [`CallError`], never a panic; the run goes on as for a body error, and a dead server is
+//!   reported once;
+//! - the tool's **annotations** (`readOnlyHint`, `destructiveHint`, `idempotentHint`) map to an
+//!   effect kind and a standing decision ([`annotations`]): a destructive tool is `Ask`, and is
+//!   never sent without a decision. Annotations are hints from the server, not guarantees.
+//!
+//! ```no_run
+//! use loopbound::scripted::{sequence, Step};
+//! use loopbound::transport::ModelReply;
+//! use loopbound::{Message, Runtime, Scope, Status, ToolSet};
+//! use loopbound_mcp::{Connection, Mapping, StdioServer, Timeouts};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! // Once: connect, list the tools, add them to the host's set.
+//! let server = StdioServer::new("everything", "node").arg("server-everything/dist/index.js").arg("stdio");
+//! let connection = Connection::stdio(&server, Timeouts::default()).await?;
+//! let mut tools = ToolSet::builder();
+//! let registered = connection.register(&mut tools, &Mapping::new());
+//! assert!(registered.skipped().is_empty());
+//! let tools = tools.build();
+//!
+//! // Per request: a scope that grants one of the server's tools.
+//! let scope = Scope::builder().grant("mcp.everything.get-sum").build()?;
+//! let model = sequence(vec![
+//!     Step::Reply(ModelReply::call("c1", "get-sum", r#"{"a": 2, "b": 40}"#)),
+//!     Step::Reply(ModelReply::text("42.")),
+//! ]);
+//! let outcome = Runtime::harness(&tools, model)
+//!     .run(&scope, &mut vec![Message::user("Add 2 and 40.")], |()| true)
+//!     .await?;
+//! assert_eq!(outcome.status(), Status::Completed);
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! The MCP SDK is [`rmcp`], re-exported so that a host can bring its own transport (TLS,
+//! in-process) to [`Connection::with_transport`] at the same version.
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+#![warn(clippy::pedantic)]
+// Module names prefix most types; repeating them in item names reads well here.
+#![allow(clippy::module_name_repetitions)]
+
+pub mod annotations;
+mod arguments;
+mod connection;
+mod error;
+mod mapping;
+mod output;
+mod register;
+pub mod schema;
+pub mod server;
+
+pub use annotations::Hints;
+pub use arguments::Arguments;
+pub use connection::{Connection, MAX_LIST_PAGES, MAX_TOOLS, RemoteTool};
+pub use error::{CallError, ConnectError, SkipReason};
+pub use mapping::{DEFAULT_MAX_OUTPUT, Mapping};
+pub use register::{MAX_DESCRIPTION, McpTool, Registered, Skipped};
+pub use rmcp;
+pub use schema::Unsupported;
+pub use server::{HttpServer, StdioServer, Timeouts};

@@ -1,0 +1,92 @@
+//! What the tests against real servers share: scripted runs, tool results, counting reports.
+
+#![allow(dead_code, reason = "each test binary uses a different part of the helpers")]
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use loopbound::scripted::{Step, sequence};
+use loopbound::transport::ModelReply;
+use loopbound::{Limits, Message, Outcome, Runtime, Scope, ToolSet};
+use loopbound_mcp::{Connection, Mapping, Registered};
+use tracing_subscriber::layer::{Context, SubscriberExt};
+
+/// A scripted model asking for these calls, one per reply, then saying `done`.
+pub(crate) fn calls(calls: &[(&str, &str)]) -> Vec<Step> {
+    let mut steps: Vec<Step> = calls
+        .iter()
+        .zip(1..)
+        .map(|((name, arguments), n): (&(&str, &str), u32)| {
+            Step::Reply(ModelReply::call(format!("c{n}"), *name, *arguments))
+        })
+        .collect();
+    steps.push(Step::Reply(ModelReply::text("done")));
+    steps
+}
+
+/// Runs `steps` over `tools` in `scope`; the host's condition is always true.
+pub(crate) async fn run(tools: &ToolSet, scope: &Scope, steps: Vec<Step>) -> (Outcome, Vec<Message>) {
+    let mut conversation = vec![Message::user("Use the tools.")];
+    let outcome = Runtime::harness(tools, sequence(steps))
+        .run(scope, &mut conversation, |()| true)
+        .await
+        .expect("the run ends with an outcome");
+    (outcome, conversation)
+}
+
+/// The tool results handed to the model, in order.
+pub(crate) fn results(conversation: &[Message]) -> Vec<String> {
+    conversation
+        .iter()
+        .filter_map(|message| match message {
+            Message::Tool { content, .. } => Some(content.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The events as `kind name count` lines.
+pub(crate) fn events(outcome: &Outcome) -> Vec<String> {
+    outcome.events().iter().map(ToString::to_string).collect()
+}
+
+/// All the connection's tools in a set, with the default mapping.
+pub(crate) fn register(connection: &Connection) -> (ToolSet, Registered) {
+    register_with(connection, &Mapping::new())
+}
+
+/// All the connection's tools in a set, as `mapping` says.
+pub(crate) fn register_with(connection: &Connection, mapping: &Mapping) -> (ToolSet, Registered) {
+    let mut set = ToolSet::builder();
+    let registered = connection.register(&mut set, mapping);
+    (set.build(), registered)
+}
+
+/// A scope granting `capabilities` under `limits`.
+pub(crate) fn scope(capabilities: &[&str], limits: Limits) -> Scope {
+    Scope::builder().grants(capabilities.iter().copied()).limits(limits).build().expect("valid limits")
+}
+
+/// Counts the `warn` events of this crate, on the current thread while the guard lives.
+#[derive(Clone, Default)]
+pub(crate) struct Warnings(Arc<AtomicUsize>);
+
+impl Warnings {
+    pub(crate) fn install(&self) -> tracing::subscriber::DefaultGuard {
+        let subscriber = tracing_subscriber::registry().with(self.clone());
+        tracing::subscriber::set_default(subscriber)
+    }
+
+    pub(crate) fn count(&self) -> usize {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
+impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Warnings {
+    fn on_event(&self, event: &tracing::Event<'_>, _: Context<'_, S>) {
+        let metadata = event.metadata();
+        if *metadata.level() == tracing::Level::WARN && metadata.target().starts_with("loopbound_mcp") {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+}
