@@ -2,6 +2,8 @@
 //!
 //! - [`review`]: the review task of SPEC §11, the one copy of its tools, texts and state;
 //! - [`aimock`]: the pinned scripted mock server, started per test on loopback;
+//! - [`hostile`]: a deliberately hostile OpenAI-compatible server on loopback, bounded in bytes
+//!   and time, for the tests that drive every bound of a run with the worst a provider can do;
 //! - [`fuzz`]: the fuzz targets' checks as plain functions, with the reference canonical form,
 //!   the reference guard model and the structured inputs; `fuzz/` calls them under libFuzzer and
 //!   `loopbound-proptests` replays the committed corpora through them on stable.
@@ -11,4 +13,5 @@
 
 pub mod aimock;
 pub mod fuzz;
+pub mod hostile;
 pub mod review;
