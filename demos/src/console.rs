@@ -39,7 +39,7 @@ const EXIT_CODES: &str = "\
 Exit codes:
   0    Completed: the host's completion condition holds
   2    a controlled stop (PermissionDenied, RepeatedCall, ToolBudget, ModelBudget,
-       DeadlineExceeded), Incomplete, or ProviderUnavailable
+       DeadlineExceeded, TooManyCalls), Incomplete, or ProviderUnavailable
   130  cancelled by the caller (Ctrl-C)
   1    provider error: the endpoint answered, but not usably
   64   bad arguments";

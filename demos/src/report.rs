@@ -71,6 +71,8 @@ struct JsonLimits {
     tool_calls: u32,
     repetitions: u32,
     deadline_ms: u128,
+    calls_per_reply: u32,
+    reply_bytes: usize,
 }
 
 impl From<Limits> for JsonLimits {
@@ -80,6 +82,8 @@ impl From<Limits> for JsonLimits {
             tool_calls: limits.tool_calls(),
             repetitions: limits.repetitions(),
             deadline_ms: limits.deadline().as_millis(),
+            calls_per_reply: limits.calls_per_reply(),
+            reply_bytes: limits.reply_bytes(),
         }
     }
 }

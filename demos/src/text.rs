@@ -98,6 +98,7 @@ const fn meaning(status: Status) -> &'static str {
         Status::ModelBudget => "controlled stop, the model-call budget was spent",
         Status::DeadlineExceeded => "controlled stop, the deadline passed",
         Status::ProviderUnavailable => "the provider could not be reached",
+        Status::TooManyCalls => "controlled stop, a reply asked for more tool calls than the bound",
         _ => "a status this console does not describe yet",
     }
 }
@@ -113,6 +114,7 @@ const fn gloss(kind: EventKind) -> &'static str {
         EventKind::Halt(HaltReason::ToolBudget) => "halt: tool budget spent, refused before the body",
         EventKind::Halt(HaltReason::ModelBudget) => "halt: model budget spent, the call was not sent",
         EventKind::Halt(HaltReason::DeadlineExceeded) => "halt: the deadline passed, the wait was dropped",
+        EventKind::Halt(HaltReason::TooManyCalls) => "halt: the reply asked for too many calls, none ran",
         _ => "an event this console does not describe yet",
     }
 }

@@ -180,7 +180,7 @@ mod tests {
     fn assemble(chunks: Vec<ReplyChunk>) -> ModelReply {
         let mut assembler = ReplyAssembler::default();
         for chunk in chunks {
-            assembler.push(chunk);
+            assembler.push(chunk).unwrap();
         }
         assembler.finish()
     }
