@@ -8,6 +8,7 @@
 //! - [`session`]: one scope per run, generic over the transport;
 //! - [`report`] and [`text`]: what a run reports, as JSON and as a transcript;
 //! - [`console`]: the command line of `demo330`;
+//! - [`visible`]: untrusted text (the model's, a provider's) made safe for a terminal;
 //! - [`vocabulary`]: the console's own words (composition descriptions, absent capabilities) and
 //!   exit codes.
 //!
@@ -37,4 +38,5 @@ pub mod report;
 pub mod scenario;
 pub mod session;
 pub mod text;
+pub mod visible;
 pub mod vocabulary;
