@@ -27,7 +27,6 @@ use std::sync::Arc;
 use std::task::Poll;
 
 use tokio::time::Instant;
-use tokio_util::sync::CancellationToken;
 
 pub(crate) use ledger::{Activity, Admission};
 use ledger::{Gate, Ledger};
@@ -35,7 +34,7 @@ pub use stop::Stop;
 
 use crate::event::{ControlEvent, HaltReason};
 use crate::limits::Limits;
-use crate::sync::{AtomicBool, Mutex, Ordering, lock};
+use crate::sync::{AtomicBool, CancellationToken, Mutex, Ordering, lock};
 
 /// The non-generic part of a scope: everything the guard decides with.
 pub(crate) struct Guard {

@@ -3,9 +3,9 @@
 use std::ops::AddAssign;
 
 use serde::{Deserialize, Serialize};
-use tokio_util::sync::CancellationToken;
 
 use super::ReplyBounds;
+use crate::sync::CancellationToken;
 
 /// One message of the conversation.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
