@@ -110,7 +110,7 @@ impl ReplyAssembler {
             return Err(error);
         }
         if let Some(text) = chunk.content {
-            self.content.get_or_insert_with(String::new).push_str(&text);
+            append(self.content.get_or_insert_with(String::new), text);
         }
         for delta in chunk.tool_calls {
             let call = self.calls.entry(delta.index).or_default();
@@ -121,7 +121,7 @@ impl ReplyAssembler {
                 call.name = delta.name.filter(|name| !name.is_empty());
             }
             if let Some(fragment) = delta.arguments {
-                call.arguments.push_str(&fragment);
+                append(&mut call.arguments, fragment);
             }
         }
         if let Some(usage) = chunk.usage {
@@ -169,6 +169,15 @@ impl ReplyAssembler {
             })
             .collect();
         ModelReply { content: self.content, tool_calls, usage: self.usage }
+    }
+}
+
+/// Appends `piece` to `text`; the first piece is moved in, not copied.
+fn append(text: &mut String, piece: String) {
+    if text.is_empty() {
+        *text = piece;
+    } else {
+        text.push_str(&piece);
     }
 }
 

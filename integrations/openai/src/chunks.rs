@@ -122,6 +122,13 @@ impl ChunkDecoder {
         }
     }
 
+    /// Bytes held while an event is incomplete (its line and its data so far): what the next
+    /// input may make the decoder parse at once.
+    #[must_use]
+    pub fn buffered(&self) -> usize {
+        self.sse.buffered()
+    }
+
     /// Whether `[DONE]` arrived or an error ended the stream: no further input matters.
     #[must_use]
     pub fn is_finished(&self) -> bool {

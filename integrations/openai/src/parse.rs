@@ -67,10 +67,10 @@ pub fn parse_completion(
             return Err(bounds.too_many_calls());
         }
     }
-    let parsed: CompletionBody =
+    let parsed: CompletionBody<'_> =
         serde_json::from_slice(body).map_err(|error| malformed("reply", &error, redactor))?;
     if let Some(error) = parsed.error.filter(|error| error.get() != "null") {
-        return Err(provider_error(&error, redactor));
+        return Err(provider_error(error, redactor));
     }
     let choice =
         parsed.choices.0.ok_or_else(|| TransportError::Malformed("the reply has no choice".to_owned()))?;
@@ -86,7 +86,7 @@ pub fn parse_completion(
             Ok(ToolCall {
                 id: call.id.filter(|id| !id.is_empty()).unwrap_or_else(|| format!("call_{index}")),
                 name: call.function.name,
-                arguments: arguments_text(call.function.arguments.as_deref(), redactor)?,
+                arguments: arguments_text(call.function.arguments, redactor)?,
             })
         })
         .collect::<Result<_, TransportError>>()?;
@@ -117,10 +117,10 @@ pub fn parse_completion(
 ///
 /// As [`parse_completion`], but for the call bound, which is the stream's to count.
 pub fn parse_chunk(data: &[u8], redactor: &Redactor) -> Result<ReplyChunk, TransportError> {
-    let parsed: ChunkBody =
+    let parsed: ChunkBody<'_> =
         serde_json::from_slice(data).map_err(|error| malformed("stream chunk", &error, redactor))?;
     if let Some(error) = parsed.error.filter(|error| error.get() != "null") {
-        return Err(provider_error(&error, redactor));
+        return Err(provider_error(error, redactor));
     }
     let mut chunk = ReplyChunk { usage: parsed.usage.as_ref().map(usage), ..ReplyChunk::default() };
     if let Some(delta) = parsed.choices.0.and_then(|choice| choice.delta) {
@@ -135,7 +135,7 @@ pub fn parse_chunk(data: &[u8], redactor: &Redactor) -> Result<ReplyChunk, Trans
                     index: call.index.unwrap_or(0),
                     id: call.id,
                     name,
-                    arguments: arguments.map(|raw| arguments_text(Some(&raw), redactor)).transpose()?,
+                    arguments: arguments.map(|raw| arguments_text(Some(raw), redactor)).transpose()?,
                 })
             })
             .collect::<Result<_, TransportError>>()?;

@@ -4,7 +4,7 @@
 //! A provider may echo the key whole, cut, or padded so that a later truncation would keep a
 //! part of it. So the redactor does not look for the key, but for any run of its characters:
 //! every stretch of text covered by windows of [`RUN`] consecutive bytes that also occur, in the
-//! same order, somewhere in the key is replaced by [`REDACTED`](crate::REDACTED). A key shorter
+//! same order, somewhere in the key is replaced by [`REDACTED`]. A key shorter
 //! than [`RUN`] is looked for whole.
 //!
 //! # Invariants
@@ -16,15 +16,17 @@
 //!   never keep a run that redaction would have caught.
 //! - The key's characters are visible ASCII (an [`ApiKey`] guarantees it), so a run is made of
 //!   whole characters of the text and a replacement never splits a UTF-8 sequence.
-//! - A [`StreamRedactor`] holds back the end of a streamed text that could still become part of
+//! - A `StreamRedactor` holds back the end of a streamed text that could still become part of
 //!   a run with the next piece (at most [`RUN`] − 1 bytes, or the start of a run in progress up
 //!   to the key's length), and releases it when the stream ends; the joined output equals the
 //!   redaction of the joined input, except that a run longer than the hold-back may be cut in
 //!   two markers.
-//! - Work is linear in the text: one rolling window and one hash-table probe per byte.
+//! - Work is linear in the text: one rolling window per byte, and a hash-table probe only where
+//!   the last eight bytes all occur in the key.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use loopbound::transport::{ModelReply, ReplyChunk, TransportError};
 
@@ -49,11 +51,11 @@ pub const RUN: usize = 8;
 /// ```
 #[derive(Clone, Debug, Default)]
 pub struct Redactor {
-    runs: Option<Runs>,
+    /// Shared: a redactor is cloned into every stream and every large parse.
+    runs: Option<Arc<Runs>>,
 }
 
 /// The key's windows, looked up by a small open-addressing table.
-#[derive(Clone)]
 struct Runs {
     /// Window width: [`RUN`], or the key's length when shorter.
     width: usize,
@@ -63,6 +65,9 @@ struct Runs {
     /// `EMPTY` marks a free slot (no window of visible ASCII packs to it).
     table: Vec<u64>,
     bits: u32,
+    /// Whether each byte value occurs in the key: a window can match only where the last
+    /// `width` bytes all do, so the table is probed only there.
+    in_key: [bool; 256],
 }
 
 impl std::fmt::Debug for Runs {
@@ -82,7 +87,11 @@ impl Runs {
         let width = key.len().min(RUN);
         let windows = key.len() - width + 1;
         let bits = (windows * 4).next_power_of_two().trailing_zeros().max(4);
-        let mut runs = Self { width, key_len: key.len(), table: vec![EMPTY; 1 << bits], bits };
+        let mut in_key = [false; 256];
+        for &byte in key {
+            in_key[usize::from(byte)] = true;
+        }
+        let mut runs = Self { width, key_len: key.len(), table: vec![EMPTY; 1 << bits], bits, in_key };
         for window in key.windows(width) {
             runs.insert(pack(window));
         }
@@ -124,12 +133,15 @@ impl Runs {
         }
         let mask = if self.width == RUN { u64::MAX } else { (1_u64 << (8 * self.width)) - 1 };
         let mut window = 0_u64;
+        // How many bytes of the key's alphabet end here.
+        let mut keyish = 0_usize;
         for (at, &byte) in text.iter().enumerate() {
             window = ((window << 8) | u64::from(byte)) & mask;
-            let end = at + 1;
-            if end < self.width || !self.contains(window) {
+            keyish = if self.in_key[usize::from(byte)] { keyish + 1 } else { 0 };
+            if keyish < self.width || !self.contains(window) {
                 continue;
             }
+            let end = at + 1;
             let start = end - self.width;
             match spans.last_mut() {
                 Some(last) if start <= last.1 => last.1 = end,
@@ -168,7 +180,7 @@ impl Redactor {
     /// A redactor of `key`; without a key, it changes nothing.
     #[must_use]
     pub fn new(key: Option<ApiKey>) -> Self {
-        Self { runs: key.and_then(|key| Runs::new(key.expose().as_bytes())) }
+        Self { runs: key.and_then(|key| Runs::new(key.expose().as_bytes())).map(Arc::new) }
     }
 
     /// `text` with every run of the key's characters replaced by `[redacted]`.
@@ -226,10 +238,15 @@ struct Channel {
 }
 
 impl Channel {
-    /// Adds `piece` and returns what can be released now.
-    fn push(&mut self, redactor: &Redactor, piece: &str) -> String {
-        let Some(runs) = &redactor.runs else { return piece.to_owned() };
-        self.pending.push_str(piece);
+    /// Adds `piece` and returns what can be released now. Without a run to replace, the
+    /// released text is the received text itself, moved, not copied.
+    fn push(&mut self, redactor: &Redactor, piece: String) -> String {
+        let Some(runs) = &redactor.runs else { return piece };
+        if self.pending.is_empty() {
+            self.pending = piece;
+        } else {
+            self.pending.push_str(&piece);
+        }
         let spans = runs.spans(self.pending.as_bytes());
         let len = self.pending.len();
         let mut cut = floor_char_boundary(&self.pending, len.saturating_sub(runs.width - 1));
@@ -247,9 +264,9 @@ impl Channel {
             .filter(|(start, _)| *start < cut)
             .map(|&(start, end)| (start, end.min(cut)))
             .collect();
-        let out = replace(&self.pending[..cut], &released);
-        self.pending.drain(..cut);
-        out
+        let held = self.pending.split_off(cut);
+        let received = std::mem::replace(&mut self.pending, held);
+        if released.is_empty() { received } else { replace(&received, &released) }
     }
 
     /// Releases what is held back, redacted.
@@ -289,7 +306,7 @@ impl StreamRedactor {
             return Some(chunk);
         }
         if let Some(text) = chunk.content.take() {
-            chunk.content = Some(self.content.push(&self.redactor, &text)).filter(|text| !text.is_empty());
+            chunk.content = Some(self.content.push(&self.redactor, text)).filter(|text| !text.is_empty());
         }
         for delta in &mut chunk.tool_calls {
             if let Some(id) = &mut delta.id {
@@ -300,7 +317,7 @@ impl StreamRedactor {
             }
             if let Some(arguments) = delta.arguments.take() {
                 let channel = self.arguments.entry(delta.index).or_default();
-                delta.arguments = Some(channel.push(&self.redactor, &arguments));
+                delta.arguments = Some(channel.push(&self.redactor, arguments));
             }
         }
         let empty = chunk.content.is_none() && chunk.tool_calls.is_empty() && chunk.usage.is_none();
@@ -432,11 +449,14 @@ mod tests {
     fn a_piece_at_a_time_releases_everything_but_the_held_back_end() {
         let mut channel = Channel::default();
         let redactor = redactor();
-        assert_eq!(channel.push(&redactor, "plain text, long enough"), "plain text, long");
+        assert_eq!(channel.push(&redactor, "plain text, long enough".into()), "plain text, long");
         // The run is held back whole while it may go on.
-        assert_eq!(channel.push(&redactor, &KEY[..20]), " enough");
-        assert_eq!(channel.push(&redactor, &KEY[20..]), "");
-        assert_eq!(channel.push(&redactor, " after the key, more text"), "[redacted] after the key, mo");
+        assert_eq!(channel.push(&redactor, KEY[..20].into()), " enough");
+        assert_eq!(channel.push(&redactor, KEY[20..].into()), "");
+        assert_eq!(
+            channel.push(&redactor, " after the key, more text".into()),
+            "[redacted] after the key, mo"
+        );
         assert_eq!(channel.finish(&redactor), "re text");
     }
 }

@@ -11,6 +11,9 @@
 //!   they are cut), the model's text, tool-call ids, names and arguments, whole or streamed.
 //! - A call stops when the request's cancellation fires (the scope's deadline, a halt, or the
 //!   caller), besides the runtime dropping the call's future.
+//! - The run's task never does long work: parsing a large reply, or decoding what a large
+//!   piece of a stream completes, runs on tokio's blocking pool, so the deadline is noticed
+//!   while it runs.
 //! - Every reply is read within the request's [`ReplyBounds`]: a whole body is refused at its
 //!   `Content-Length` or at the first byte past `bytes()`, and its tool calls are counted before
 //!   it is parsed; a stream is cut at the first byte past `bytes()` (keep-alive comments
@@ -145,7 +148,7 @@ impl Transport for OpenAiTransport {
         let call = async {
             let response = self.send(&request, Mode::Whole).await?;
             let body = read_reply(response, request.bounds, &self.redactor).await?;
-            parse_completion(&body, request.bounds, &self.redactor)
+            parse_whole(body, request.bounds, &self.redactor).await
         };
         until_cancelled(request.cancel, call).await.map_err(|error| self.redactor.scrub(error))
     }
@@ -171,6 +174,35 @@ async fn until_cancelled<T>(
         Either::Left(((), _)) => Err(TransportError::Cancelled),
         Either::Right((result, _)) => result,
     }
+}
+
+/// Work on more bytes than this (parsing a whole reply, decoding what a large piece of a stream
+/// completes) runs on the runtime's blocking pool: the run's task stays free, so a deadline or a
+/// cancellation is noticed at once, however long the work takes. Less costs well under a
+/// millisecond and runs in place.
+const INLINE_WORK: usize = 256 << 10;
+
+/// Runs `work` on the runtime's blocking pool. If the call is dropped meanwhile (the deadline, a
+/// halt, the caller), the work finishes on its own and its result is dropped.
+async fn off_the_task<T: Send + 'static>(
+    work: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, TransportError> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|_| TransportError::Other("decoding the reply failed unexpectedly".to_owned()))
+}
+
+/// Parses a whole reply (see [`parse_completion`]), off the task when it is large.
+async fn parse_whole(
+    body: Vec<u8>,
+    bounds: ReplyBounds,
+    redactor: &Redactor,
+) -> Result<ModelReply, TransportError> {
+    if body.len() <= INLINE_WORK {
+        return parse_completion(&body, bounds, redactor);
+    }
+    let redactor = redactor.clone();
+    off_the_task(move || parse_completion(&body, bounds, &redactor)).await?
 }
 
 /// Reads a whole reply within `bounds`: refused at once when its declared length is over the
@@ -219,8 +251,8 @@ async fn read_body(
 
 /// How the body of a streamed call is read.
 enum Body {
-    /// Server-sent events, decoded as they arrive.
-    Events(ChunkDecoder),
+    /// Server-sent events, decoded as they arrive (boxed: it moves to the blocking pool and back).
+    Events(Box<ChunkDecoder>),
     /// A server that ignored `stream: true` and answered with one JSON reply.
     Json(Vec<u8>),
 }
@@ -251,7 +283,7 @@ fn chunk_stream(
     let body = if is_json {
         Body::Json(Vec::new())
     } else {
-        Body::Events(ChunkDecoder::new(bounds, redactor.clone()))
+        Body::Events(Box::new(ChunkDecoder::new(bounds, redactor.clone())))
     };
     let reading =
         Reading { response, body, ready: VecDeque::new(), finished: false, cancel, bounds, redactor };
@@ -284,8 +316,30 @@ impl Reading {
                 out.push(Err(error));
             }
             (Ok(Some(bytes)), Body::Events(decoder)) => {
-                decoder.feed(&bytes, &mut out);
-                self.finished = decoder.is_finished();
+                let completes_a_line = bytes.iter().any(|&byte| byte == b'\n' || byte == b'\r');
+                if !completes_a_line || bytes.len() + decoder.buffered() <= INLINE_WORK {
+                    decoder.feed(&bytes, &mut out);
+                } else {
+                    // These bytes may complete a large event: decode it off the task.
+                    let mut moved = std::mem::take(decoder);
+                    let fed = off_the_task(move || {
+                        let mut out = Vec::new();
+                        moved.feed(&bytes, &mut out);
+                        (moved, out)
+                    })
+                    .await;
+                    match fed {
+                        Ok((moved, fed)) => {
+                            *decoder = moved;
+                            out = fed;
+                        }
+                        Err(error) => {
+                            self.finished = true;
+                            out.push(Err(error));
+                        }
+                    }
+                }
+                self.finished |= decoder.is_finished();
             }
             (Ok(Some(bytes)), Body::Json(body)) => {
                 if body.len() + bytes.len() > self.bounds.bytes() {
@@ -301,7 +355,7 @@ impl Reading {
             }
             (Ok(None), Body::Json(body)) => {
                 self.finished = true;
-                match parse_completion(body, self.bounds, &self.redactor) {
+                match parse_whole(std::mem::take(body), self.bounds, &self.redactor).await {
                     Ok(reply) => {
                         // Core's in-memory stream cuts the reply as its assembler reads it back.
                         let mut chunks = ChunkStream::whole(reply);

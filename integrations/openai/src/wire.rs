@@ -10,8 +10,9 @@
 //! - Response shapes are lenient about what may be absent or `null` (ids, content, usage,
 //!   choices in a usage-only chunk); what is present must have the right JSON type.
 //! - Reading a reply keeps no more than it uses: one choice of a list of choices, the raw text of
-//!   arguments and error objects (never a `serde_json::Value` tree, whose size could be many
-//!   times the reply's), and a count, not a list, when tool calls are only counted.
+//!   arguments and error objects borrowed from the reply (never a `serde_json::Value` tree, whose
+//!   size could be many times the reply's), and a count, not a list, when tool calls are only
+//!   counted.
 
 use std::fmt;
 use std::marker::PhantomData;
@@ -170,35 +171,40 @@ pub fn request_body(model: &str, request: &ChatRequest<'_>, mode: Mode) -> Vec<u
 
 /// A whole chat-completions reply.
 #[derive(Debug, Deserialize)]
-pub(crate) struct CompletionBody {
-    #[serde(default)]
-    pub(crate) choices: FirstChoice<Choice>,
+pub(crate) struct CompletionBody<'a> {
+    #[serde(default, borrow)]
+    pub(crate) choices: FirstChoice<Choice<'a>>,
     pub(crate) usage: Option<WireUsage>,
-    pub(crate) error: Option<Box<RawValue>>,
+    #[serde(borrow)]
+    pub(crate) error: Option<&'a RawValue>,
 }
 
 #[derive(Debug, Deserialize)]
-pub(crate) struct Choice {
+pub(crate) struct Choice<'a> {
     pub(crate) index: Option<u32>,
-    pub(crate) message: Option<ReplyMessage>,
+    #[serde(borrow)]
+    pub(crate) message: Option<ReplyMessage<'a>>,
 }
 
 #[derive(Debug, Deserialize)]
-pub(crate) struct ReplyMessage {
+pub(crate) struct ReplyMessage<'a> {
     pub(crate) content: Option<String>,
-    pub(crate) tool_calls: Option<Vec<ReplyToolCall>>,
+    #[serde(borrow)]
+    pub(crate) tool_calls: Option<Vec<ReplyToolCall<'a>>>,
 }
 
 #[derive(Debug, Deserialize)]
-pub(crate) struct ReplyToolCall {
+pub(crate) struct ReplyToolCall<'a> {
     pub(crate) id: Option<String>,
-    pub(crate) function: ReplyFunction,
+    #[serde(borrow)]
+    pub(crate) function: ReplyFunction<'a>,
 }
 
 #[derive(Debug, Deserialize)]
-pub(crate) struct ReplyFunction {
+pub(crate) struct ReplyFunction<'a> {
     pub(crate) name: String,
-    pub(crate) arguments: Option<Box<RawValue>>,
+    #[serde(borrow)]
+    pub(crate) arguments: Option<&'a RawValue>,
 }
 
 /// The number of tool calls of a whole reply's first choice, read without keeping any of them:
@@ -223,36 +229,41 @@ pub(crate) struct CountedMessage {
 
 /// One streamed chunk (`chat.completion.chunk`).
 #[derive(Debug, Deserialize)]
-pub(crate) struct ChunkBody {
-    #[serde(default)]
-    pub(crate) choices: FirstChoice<ChunkChoice>,
+pub(crate) struct ChunkBody<'a> {
+    #[serde(default, borrow)]
+    pub(crate) choices: FirstChoice<ChunkChoice<'a>>,
     pub(crate) usage: Option<WireUsage>,
-    pub(crate) error: Option<Box<RawValue>>,
+    #[serde(borrow)]
+    pub(crate) error: Option<&'a RawValue>,
 }
 
 #[derive(Debug, Deserialize)]
-pub(crate) struct ChunkChoice {
+pub(crate) struct ChunkChoice<'a> {
     pub(crate) index: Option<u32>,
-    pub(crate) delta: Option<Delta>,
+    #[serde(borrow)]
+    pub(crate) delta: Option<Delta<'a>>,
 }
 
 #[derive(Debug, Deserialize)]
-pub(crate) struct Delta {
+pub(crate) struct Delta<'a> {
     pub(crate) content: Option<String>,
-    pub(crate) tool_calls: Option<Vec<DeltaToolCall>>,
+    #[serde(borrow)]
+    pub(crate) tool_calls: Option<Vec<DeltaToolCall<'a>>>,
 }
 
 #[derive(Debug, Deserialize)]
-pub(crate) struct DeltaToolCall {
+pub(crate) struct DeltaToolCall<'a> {
     pub(crate) index: Option<u32>,
     pub(crate) id: Option<String>,
-    pub(crate) function: Option<DeltaFunction>,
+    #[serde(borrow)]
+    pub(crate) function: Option<DeltaFunction<'a>>,
 }
 
 #[derive(Debug, Deserialize)]
-pub(crate) struct DeltaFunction {
+pub(crate) struct DeltaFunction<'a> {
     pub(crate) name: Option<String>,
-    pub(crate) arguments: Option<Box<RawValue>>,
+    #[serde(borrow)]
+    pub(crate) arguments: Option<&'a RawValue>,
 }
 
 /// Token counts as the provider reports them.
@@ -267,13 +278,13 @@ pub(crate) trait Indexed {
     fn index(&self) -> u32;
 }
 
-impl Indexed for Choice {
+impl Indexed for Choice<'_> {
     fn index(&self) -> u32 {
         self.index.unwrap_or(0)
     }
 }
 
-impl Indexed for ChunkChoice {
+impl Indexed for ChunkChoice<'_> {
     fn index(&self) -> u32 {
         self.index.unwrap_or(0)
     }
