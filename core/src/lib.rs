@@ -127,7 +127,7 @@ pub use event::{ControlEvent, EventKind, HaltReason};
 pub use guard::Stop;
 pub use limits::{Limits, LimitsError};
 pub use outcome::{Outcome, RunError, Status};
-pub use runtime::{Composition, Observation, Observer, Runtime, SIMPLE_MAX_ITERATIONS};
+pub use runtime::{Composition, Observation, Observer, Runtime};
 pub use scope::{Scope, ScopeBuilder};
 pub use tool::{Call, GuardedTool, RegistrationError, ToolError, ToolSet, ToolSetBuilder};
 pub use transport::Message;

@@ -6,16 +6,7 @@ use common::{REVIEW_DONE, TICKET_TEXT, lines, scope_with, tools};
 use loopbound::scripted::{Scripted, Step, sequence};
 use loopbound::transport::{ChatOptions, ModelReply, ToolCall, TransportError, Usage};
 use loopbound::{Composition, Limits, Message, RunError, Runtime, Status};
-
-const COMPLETE_EVENTS: [&str; 7] = [
-    "ModelCall model 1",
-    "Middleware read_ticket 1",
-    "ToolCall read_ticket 1",
-    "ModelCall model 2",
-    "Middleware finish_review 2",
-    "ToolCall finish_review 2",
-    "ModelCall model 3",
-];
+use loopbound_testkit::review::COMPLETE_EVENTS;
 
 fn complete_script() -> Vec<Step> {
     vec![

@@ -2,7 +2,8 @@
 //!
 //! Each test starts its own server because queued errors and the request journal are global to
 //! a server. The pinned package is installed by `testkit/aimock/setup.sh` when missing; only a
-//! machine without `node` skips these tests, with a printed reason.
+//! machine without `node` skips these tests, with a printed reason (a failure under
+//! `LOOPBOUND_REQUIRE_SERVERS=1`, see [`crate::skip`]).
 
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
@@ -44,7 +45,9 @@ fn node_present() -> bool {
         Ok(status) if status.success() => true,
         Ok(status) => panic!("`node --version` failed with {status}"),
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
-            eprintln!("SKIPPED: node is not installed, so the aimock server cannot run ({error})");
+            crate::skip::skip(format_args!(
+                "node is not installed, so the aimock server cannot run ({error})"
+            ));
             false
         }
         Err(error) => panic!("`node` could not be started: {error}"),

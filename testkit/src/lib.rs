@@ -4,6 +4,7 @@
 //! - [`aimock`]: the pinned scripted mock server, started per test on loopback;
 //! - [`hostile`]: a deliberately hostile OpenAI-compatible server on loopback, bounded in bytes
 //!   and time, for the tests that drive every bound of a run with the worst a provider can do;
+//! - [`skip`]: what a test does when a server it needs is absent (`SKIPPED`, or a failure in CI);
 //! - [`fuzz`]: the fuzz targets' checks as plain functions, with the reference canonical form,
 //!   the reference guard model and the structured inputs; `fuzz/` calls them under libFuzzer and
 //!   `loopbound-proptests` replays the committed corpora through them on stable.
@@ -15,3 +16,4 @@ pub mod aimock;
 pub mod fuzz;
 pub mod hostile;
 pub mod review;
+pub mod skip;

@@ -66,6 +66,18 @@ pub const CLOSING: &str = "Review finished.";
 /// The ticket of the worked example in [`live_conversation`].
 pub const EXAMPLE_TICKET_ID: i64 = 7;
 
+/// The events of a whole review (SPEC §11 `complete`), as `Kind name count` lines: the same in
+/// both compositions, on both call paths, over any transport.
+pub const COMPLETE_EVENTS: [&str; 7] = [
+    "ModelCall model 1",
+    "Middleware read_ticket 1",
+    "ToolCall read_ticket 1",
+    "ModelCall model 2",
+    "Middleware finish_review 2",
+    "ToolCall finish_review 2",
+    "ModelCall model 3",
+];
+
 /// The input of both tools: one ticket id.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 pub struct TicketInput {

@@ -11,9 +11,6 @@ use std::fmt;
 
 use crate::limits::Limits;
 
-/// Iteration cap of the [`Composition::Simple`] loop, the common default of agent loops.
-pub const SIMPLE_MAX_ITERATIONS: u32 = 40;
-
 /// How the loop is composed. Both run the same loop over the same guarded tools and scope.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
@@ -25,6 +22,9 @@ pub enum Composition {
 }
 
 impl Composition {
+    /// Iteration cap of the [`Composition::Simple`] loop, the common default of agent loops.
+    pub const SIMPLE_MAX_ITERATIONS: u32 = 40;
+
     /// `harness` or `simple`.
     #[must_use]
     pub const fn name(self) -> &'static str {
@@ -39,7 +39,7 @@ impl Composition {
     pub const fn max_iterations(self, limits: &Limits) -> u32 {
         match self {
             Self::Harness => limits.model_calls().saturating_add(1),
-            Self::Simple => SIMPLE_MAX_ITERATIONS,
+            Self::Simple => Self::SIMPLE_MAX_ITERATIONS,
         }
     }
 

@@ -25,7 +25,7 @@ use std::sync::Arc;
 
 use tracing::Instrument;
 
-pub use composition::{Composition, SIMPLE_MAX_ITERATIONS};
+pub use composition::Composition;
 pub use observer::{Observation, Observer};
 
 use crate::guard::Stop;

@@ -8,6 +8,7 @@ use loopbound_openai::{ApiKey, Config, OpenAiTransport};
 use crate::SECRET;
 use crate::review::{PATHS, Scenario, run};
 use loopbound_testkit::aimock::Aimock;
+use loopbound_testkit::review::COMPLETE_EVENTS;
 
 pub(crate) fn transport(server: &Aimock) -> OpenAiTransport {
     let config = Config::new(&server.base_url(), "loopbound-test-model")
@@ -46,15 +47,7 @@ async fn check(
 #[tokio::test]
 async fn the_complete_review_over_http_matches_the_scripted_run_in_both_compositions_and_paths() {
     let Some(server) = Aimock::start() else { return };
-    let events = [
-        "ModelCall model 1",
-        "Middleware read_ticket 1",
-        "ToolCall read_ticket 1",
-        "ModelCall model 2",
-        "Middleware finish_review 2",
-        "ToolCall finish_review 2",
-        "ModelCall model 3",
-    ];
+    let events = COMPLETE_EVENTS;
     check(&server, Scenario::Complete, Status::Completed, &events, &PATHS).await;
 
     let live = run(Scenario::Complete, Composition::Harness, false, transport(&server)).await;
