@@ -79,6 +79,14 @@ pub enum Behaviour {
     EscapeSequences,
     /// One canned reply, sent as it is whatever the request asked.
     Reply(Reply),
+    /// Behaviour `then`, started only after `delay` (the connection's time budget counts from its
+    /// accept, the delay included): a reply timed to arrive just before a client's deadline.
+    Delayed {
+        /// How long to wait, the request read, before answering.
+        delay: Duration,
+        /// How to answer then.
+        then: Box<Behaviour>,
+    },
     /// Request n (counting the chat-completions requests from 0) is answered by behaviour n; a
     /// nested `Scripted` is indexed by the same n. Requests past the end get a 500 error reply
     /// whose code is `script_exhausted`.

@@ -44,13 +44,9 @@ struct Attack {
     behaviour: Behaviour,
     args: Vec<&'static str>,
     ends: Ends,
-}
-
-impl Attack {
-    /// Whether only the deadline ends it (the server never finishes and never exceeds a bound).
-    fn deadline_only(&self) -> bool {
-        matches!(&self.ends, Ends::Outcome(status, _) if *status == "DeadlineExceeded")
-    }
+    /// Run only with a one-second deadline: the server never finishes and never crosses a
+    /// bound (only the deadline ends it), or it is timed against that deadline.
+    deadline_only: bool,
 }
 
 fn events(lines: &[&str]) -> Vec<String> {
@@ -67,6 +63,11 @@ fn deadline() -> Ends {
 
 fn flood(calls: usize, name: &str, arguments: &str) -> Behaviour {
     Behaviour::CallFlood { calls, arguments: arguments.to_owned(), name: name.to_owned() }
+}
+
+/// `then`, 0.95 s after the request: our own work on it straddles a one-second deadline.
+fn delayed(then: Behaviour) -> Behaviour {
+    Behaviour::Delayed { delay: Duration::from_millis(950), then: Box::new(then) }
 }
 
 fn echo(status: u16, place: KeyPlace, part: KeyPart) -> Behaviour {
@@ -106,60 +107,70 @@ fn attacks() -> Vec<Attack> {
             behaviour: Behaviour::EndlessText { delta: MIB as usize },
             args: json(&["--stream"]),
             ends: Ends::ProviderError(TOO_LONG),
+            deadline_only: false,
         },
         Attack {
             name: "endless text, read whole",
             behaviour: Behaviour::EndlessText { delta: MIB as usize },
             args: json(&[]),
             ends: Ends::ProviderError(TOO_LONG),
+            deadline_only: false,
         },
         Attack {
             name: "endless call indices",
             behaviour: Behaviour::EndlessCallIndices,
             args: json(&["--stream"]),
             ends: too_many_calls(),
+            deadline_only: false,
         },
         Attack {
             name: "endless arguments (4 MiB per event)",
             behaviour: Behaviour::EndlessArguments { delta: 4 * MIB as usize },
             args: json(&["--stream"]),
             ends: Ends::ProviderError(TOO_LONG),
+            deadline_only: false,
         },
         Attack {
             name: "100,000 unbindable calls in one whole reply",
             behaviour: flood(100_000, "read_ticket", r#"{"input":"x"}"#),
             args: json(&[]),
             ends: too_many_calls(),
+            deadline_only: false,
         },
         Attack {
             name: "250,000 calls in one whole reply (26 MB)",
             behaviour: flood(250_000, "read_ticket", r#"{"input":"x"}"#),
             args: json(&[]),
             ends: Ends::ProviderError(TOO_LONG),
+            deadline_only: false,
         },
         Attack {
             name: "100,000 calls streamed",
             behaviour: flood(100_000, "read_ticket", r#"{"input":"x"}"#),
             args: json(&["--stream"]),
             ends: too_many_calls(),
+            deadline_only: false,
         },
         Attack {
             name: "17 unknown names in one reply",
             behaviour: flood(17, "no_such_tool", r#"{"input":42}"#),
             args: json(&[]),
             ends: too_many_calls(),
+            deadline_only: false,
         },
         Attack {
             name: "16 unknown names in every reply",
             behaviour: flood(16, "no_such_tool", r#"{"input":42}"#),
             args: json(&["--stream"]),
             ends: Ends::Outcome("ModelBudget", six_model_calls()),
+            deadline_only: false,
         },
         Attack {
             name: "16 unbindable calls in every reply",
             behaviour: flood(16, "read_ticket", r#"{"input":"x"}"#),
             args: json(&[]),
             ends: Ends::Outcome("ModelBudget", six_replies_of_sixteen_unbindable_calls()),
+            deadline_only: false,
         },
         Attack {
             name: "a body trickled byte by byte",
@@ -169,54 +180,77 @@ fn attacks() -> Vec<Attack> {
             },
             args: json(&[]),
             ends: deadline(),
+            deadline_only: true,
         },
         Attack {
             name: "keep-alive comments forever",
             behaviour: Behaviour::KeepAliveForever { interval: Duration::from_millis(10) },
             args: json(&["--stream"]),
             ends: deadline(),
+            deadline_only: true,
+        },
+        Attack {
+            name: "endless text, from 0.95 s",
+            behaviour: delayed(Behaviour::EndlessText { delta: MIB as usize }),
+            args: json(&["--stream"]),
+            ends: Ends::ProviderError(TOO_LONG),
+            deadline_only: true,
+        },
+        Attack {
+            name: "a 15 MiB reply arriving at 0.95 s",
+            behaviour: delayed(Behaviour::Reply(Reply::text(&"a".repeat(15 << 20)))),
+            args: json(&[]),
+            ends: Ends::Outcome("Incomplete", events(&["ModelCall model 1"])),
+            deadline_only: true,
         },
         Attack {
             name: "the key echoed after padding in a 401",
             behaviour: echo(401, KeyPlace::ErrorBody, KeyPart::Whole),
             args: vec!["--live"],
             ends: Ends::ProviderError("provider refused authentication: HTTP 401: ....."),
+            deadline_only: false,
         },
         Attack {
             name: "30 characters of the key echoed after padding in a 401",
             behaviour: echo(401, KeyPlace::ErrorBody, KeyPart::Chars(0..30)),
             args: json(&[]),
             ends: Ends::ProviderError("provider refused authentication: HTTP 401: ....."),
+            deadline_only: false,
         },
         Attack {
             name: "the key echoed after padding in a 503",
             behaviour: echo(503, KeyPlace::ErrorBody, KeyPart::Whole),
             args: vec!["--live"],
             ends: Ends::Outcome("ProviderUnavailable", events(&["ModelCall model 1"])),
+            deadline_only: false,
         },
         Attack {
             name: "the key echoed in the model's text (200)",
             behaviour: echo(200, KeyPlace::Text, KeyPart::Whole),
             args: vec!["--live"],
             ends: Ends::Outcome("Incomplete", events(&["ModelCall model 1"])),
+            deadline_only: false,
         },
         Attack {
             name: "the key echoed in the model's text, split across deltas",
             behaviour: echo(200, KeyPlace::StreamText, KeyPart::Whole),
             args: json(&["--stream"]),
             ends: Ends::Outcome("Incomplete", events(&["ModelCall model 1"])),
+            deadline_only: false,
         },
         Attack {
             name: "the key echoed in a tool call's id, name and arguments",
             behaviour: echo(200, KeyPlace::ToolCallFields, KeyPart::Whole),
             args: json(&[]),
             ends: Ends::Outcome("ModelBudget", six_model_calls()),
+            deadline_only: false,
         },
         Attack {
             name: "escape sequences in the model's text",
             behaviour: Behaviour::EscapeSequences,
             args: vec!["--live", "--stream"],
             ends: Ends::Outcome("Incomplete", events(&["ModelCall model 1"])),
+            deadline_only: false,
         },
     ]
 }
@@ -335,8 +369,8 @@ async fn every_attack_ends_by_itself_within_its_bounds() {
     ));
     for pass in [Pass::ByItself, Pass::OneSecond] {
         for attack in attacks() {
-            // The trickle and the keep-alives end only by the deadline: they are for the second pass.
-            if pass == Pass::ByItself && attack.deadline_only() {
+            // Some attacks end only by the deadline, or are timed against it: they are for the second pass.
+            if pass == Pass::ByItself && attack.deadline_only {
                 continue;
             }
             let mut args = vec![pass.scenario()];

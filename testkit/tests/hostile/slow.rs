@@ -64,3 +64,17 @@ async fn keep_alive_comments_flow_until_the_time_budget() {
     assert!(events.iter().all(|event| *event == ": keep-alive"));
     assert!(elapsed >= Duration::from_millis(950) && elapsed < Duration::from_secs(3), "{elapsed:?}");
 }
+
+#[tokio::test]
+async fn a_delayed_reply_starts_after_its_delay() {
+    let behaviour = Behaviour::Delayed {
+        delay: Duration::from_millis(300),
+        then: Box::new(Behaviour::Reply(Reply::text("late"))),
+    };
+    let server = HostileServer::start(behaviour).await.unwrap();
+    let started = Instant::now();
+    let response = post(&server, false).await;
+    let elapsed = started.elapsed();
+    assert_eq!(response.json()["choices"][0]["message"]["content"], "late");
+    assert!(elapsed >= Duration::from_millis(300) && elapsed < Duration::from_secs(3), "{elapsed:?}");
+}

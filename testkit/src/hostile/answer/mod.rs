@@ -5,8 +5,8 @@
 //! - Every answer writes through one [`Responder`], so the byte budget bounds it; the time budget
 //!   bounds it from outside (the connection's deadline), which also covers a client that stops
 //!   reading and a pause between writes.
-//! - [`Behaviour::Scripted`] is resolved by a loop, never by recursion, so a deeply nested script
-//!   cannot overflow the stack.
+//! - [`Behaviour::Scripted`] and [`Behaviour::Delayed`] are resolved by loops, never by
+//!   recursion, so a deeply nested script or delay cannot overflow the stack.
 //! - An answer returns as soon as a write fails or the budget is spent; the caller then closes
 //!   the connection.
 
@@ -36,9 +36,16 @@ pub(crate) async fn answer<S>(
 where
     S: AsyncWrite + Unpin,
 {
-    let Some(behaviour) = resolve(behaviour, index) else {
+    let Some(mut behaviour) = resolve(behaviour, index) else {
         return exhausted(out, index).await;
     };
+    while let Behaviour::Delayed { delay, then } = behaviour {
+        tokio::time::sleep(*delay).await;
+        let Some(next) = resolve(then, index) else {
+            return exhausted(out, index).await;
+        };
+        behaviour = next;
+    }
     let stream = request.wants_stream();
     match behaviour {
         Behaviour::EndlessText { delta } => endless::text(out, *delta).await,
@@ -56,8 +63,9 @@ where
         }
         Behaviour::EscapeSequences => escape::answer(out, stream).await,
         Behaviour::Reply(reply) => out.whole(reply.status, reply.body.as_bytes()).await,
-        // `resolve` never yields a script; answering as exhausted keeps this arm panic-free.
-        Behaviour::Scripted(_) => exhausted(out, index).await,
+        // `resolve` never yields a script and the loop above unwraps every delay; answering as
+        // exhausted keeps these arms panic-free.
+        Behaviour::Scripted(_) | Behaviour::Delayed { .. } => exhausted(out, index).await,
     }
 }
 
