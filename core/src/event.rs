@@ -14,7 +14,8 @@
 //! refused signature (so `RepeatedCall read_ticket 1` with the default limit); `PermissionDenied`
 //! and `ToolBudget` the tool calls admitted so far; `ModelBudget` the model calls admitted so far;
 //! `DeadlineExceeded` the model calls so far when it is charged to `model`, else the tool calls so
-//! far when it is charged to the tool whose body was running.
+//! far when it is charged to the tool whose body was running; `TooManyCalls` (charged to `model`,
+//! whose reply it was) the model calls so far, the refused reply's call included.
 
 use std::fmt;
 use std::sync::Arc;
@@ -36,6 +37,8 @@ pub enum HaltReason {
     ModelBudget,
     /// The run's wall-clock deadline passed.
     DeadlineExceeded,
+    /// A model reply asked for more tool calls than the per-reply bound; it was refused whole.
+    TooManyCalls,
 }
 
 impl HaltReason {
@@ -48,6 +51,7 @@ impl HaltReason {
             Self::ToolBudget => "ToolBudget",
             Self::ModelBudget => "ModelBudget",
             Self::DeadlineExceeded => "DeadlineExceeded",
+            Self::TooManyCalls => "TooManyCalls",
         }
     }
 }

@@ -140,6 +140,12 @@ pub use scope::{Scope, ScopeBuilder};
 pub use tool::{Call, GuardedTool, RegistrationError, ToolError, ToolSet, ToolSetBuilder};
 pub use transport::Message;
 
+/// Under `--cfg loopbound_loom` only: the loom-modelled cancellation token that scopes take in
+/// place of tokio-util's, so that the loom models drive the caller's cancellation as modelled
+/// state.
+#[cfg(loopbound_loom)]
+pub use sync::CancellationToken;
+
 /// The README's examples, compiled and run as doc tests.
 #[cfg(doctest)]
 #[doc = include_str!("../../README.md")]

@@ -1,11 +1,16 @@
-//! The four limits of a run and their validation.
+//! The limits of a run, the bounds on what a provider may send in one reply, and their
+//! validation.
 //!
 //! # Invariants
 //!
 //! - A [`Limits`] value can hold anything; it is checked by [`Limits::validate`], which every
 //!   scope runs before it exists. A scope therefore never runs with zero model calls, zero
-//!   repetitions or a zero deadline.
+//!   repetitions, a zero deadline, zero calls per reply or zero reply bytes.
 //! - A tool-call budget of zero is valid: it means that no tool may run.
+//! - The reply bounds ([`calls_per_reply`](Limits::calls_per_reply),
+//!   [`reply_bytes`](Limits::reply_bytes)) bound every reply the run accepts, so the run's
+//!   memory, events, conversation and request bodies are bounded by a function of the limits
+//!   alone (see [`Limits`]).
 
 use std::fmt;
 use std::time::Duration;
@@ -18,6 +23,21 @@ use std::time::Duration;
 /// | [`tool_calls`](Limits::tool_calls) | 4 | admitted tool attempts over all tools, counted before the body runs |
 /// | [`repetitions`](Limits::repetitions) | 1 | admitted attempts per signature (tool name + canonical typed arguments) |
 /// | [`deadline`](Limits::deadline) | 120 s | wall time of the run, from the scope's creation |
+/// | [`calls_per_reply`](Limits::calls_per_reply) | 16 | tool calls in one model reply, known tools or not, bindable or not |
+/// | [`reply_bytes`](Limits::reply_bytes) | 16 MiB | bytes of one model reply, whole or streamed |
+///
+/// A reply with more tool calls than `calls_per_reply` is refused whole, before any of its
+/// calls is observed or runs: the run halts with `TooManyCalls` and nothing of that reply enters
+/// the conversation. A reply longer than `reply_bytes` is a provider error (`Malformed`); a
+/// transport stops reading it as soon as it crosses the bound. So, with `m` model calls, `c`
+/// calls per reply and `b` reply bytes:
+///
+/// - the events number at most `m × (2c + 2)` (a model call, a middleware observation and an
+///   admission per call, one halt);
+/// - the conversation grows by at most `m` accepted replies of at most `b` bytes each, plus
+///   `m × c` tool results, so every request body stays under the initial conversation plus
+///   `m × b` bytes plus those results;
+/// - a reply in flight holds at most `b` bytes in memory.
 ///
 /// ```
 /// use std::time::Duration;
@@ -35,6 +55,8 @@ pub struct Limits {
     tool_calls: u32,
     repetitions: u32,
     deadline: Duration,
+    calls_per_reply: u32,
+    reply_bytes: usize,
 }
 
 impl Limits {
@@ -46,6 +68,10 @@ impl Limits {
     pub const DEFAULT_REPETITIONS: u32 = 1;
     /// Default wall-clock deadline of one run.
     pub const DEFAULT_DEADLINE: Duration = Duration::from_mins(2);
+    /// Default number of tool calls one model reply may ask for.
+    pub const DEFAULT_CALLS_PER_REPLY: u32 = 16;
+    /// Default size, in bytes, of one model reply: 16 MiB.
+    pub const DEFAULT_REPLY_BYTES: usize = 16 << 20;
 
     /// Returns these limits with `model_calls` transport attempts allowed.
     #[must_use]
@@ -75,6 +101,22 @@ impl Limits {
         self
     }
 
+    /// Returns these limits with at most `calls` tool calls accepted in one model reply (at
+    /// least 1: to forbid tools, set the tool budget to zero instead).
+    #[must_use]
+    pub const fn with_calls_per_reply(mut self, calls: u32) -> Self {
+        self.calls_per_reply = calls;
+        self
+    }
+
+    /// Returns these limits with at most `bytes` bytes accepted in one model reply, whole or
+    /// streamed.
+    #[must_use]
+    pub const fn with_reply_bytes(mut self, bytes: usize) -> Self {
+        self.reply_bytes = bytes;
+        self
+    }
+
     /// Transport attempts allowed in one run.
     #[must_use]
     pub const fn model_calls(&self) -> u32 {
@@ -99,11 +141,26 @@ impl Limits {
         self.deadline
     }
 
+    /// Tool calls accepted in one model reply; a reply asking for more halts the run with
+    /// `TooManyCalls` before any of its calls runs.
+    #[must_use]
+    pub const fn calls_per_reply(&self) -> u32 {
+        self.calls_per_reply
+    }
+
+    /// Bytes accepted in one model reply, whole or streamed (text, every call's id, name and
+    /// arguments, and the transport's framing); a longer reply is a provider error.
+    #[must_use]
+    pub const fn reply_bytes(&self) -> usize {
+        self.reply_bytes
+    }
+
     /// Checks that these limits can bound a run.
     ///
     /// # Errors
     ///
-    /// Returns the first problem found: zero model calls, zero repetitions or a zero deadline.
+    /// Returns the first problem found: zero model calls, zero repetitions, a zero deadline,
+    /// zero calls per reply or zero reply bytes.
     pub const fn validate(&self) -> Result<(), LimitsError> {
         if self.model_calls == 0 {
             return Err(LimitsError::ZeroModelCalls);
@@ -113,6 +170,12 @@ impl Limits {
         }
         if self.deadline.is_zero() {
             return Err(LimitsError::ZeroDeadline);
+        }
+        if self.calls_per_reply == 0 {
+            return Err(LimitsError::ZeroCallsPerReply);
+        }
+        if self.reply_bytes == 0 {
+            return Err(LimitsError::ZeroReplyBytes);
         }
         Ok(())
     }
@@ -125,14 +188,17 @@ impl Default for Limits {
             tool_calls: Self::DEFAULT_TOOL_CALLS,
             repetitions: Self::DEFAULT_REPETITIONS,
             deadline: Self::DEFAULT_DEADLINE,
+            calls_per_reply: Self::DEFAULT_CALLS_PER_REPLY,
+            reply_bytes: Self::DEFAULT_REPLY_BYTES,
         }
     }
 }
 
 impl fmt::Display for Limits {
-    /// Formats as `model calls 6, tool calls 4, repetitions 1, deadline 120s`; a deadline that is
-    /// not a whole number of seconds is written in milliseconds (`1500ms`), or in microseconds or
-    /// nanoseconds when even that is not whole.
+    /// Formats as `model calls 6, tool calls 4, repetitions 1, deadline 120s, calls per reply 16,
+    /// reply bytes 16MiB`; a deadline that is not a whole number of seconds is written in
+    /// milliseconds (`1500ms`), or in microseconds or nanoseconds when even that is not whole; a
+    /// byte count that is not a whole number of MiB is written in KiB, or in bytes (`1000B`).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
@@ -144,8 +210,17 @@ impl fmt::Display for Limits {
             .into_iter()
             .find(|(unit, _)| nanos.is_multiple_of(*unit))
         {
-            Some((unit, suffix)) => write!(f, "{}{suffix}", nanos / unit),
-            None => write!(f, "{nanos}ns"),
+            Some((unit, suffix)) => write!(f, "{}{suffix}", nanos / unit)?,
+            None => write!(f, "{nanos}ns")?,
+        }
+        write!(f, ", calls per reply {}, reply bytes ", self.calls_per_reply)?;
+        let bytes = self.reply_bytes;
+        match [(1 << 20, "MiB"), (1 << 10, "KiB")]
+            .into_iter()
+            .find(|(unit, _)| bytes != 0 && bytes.is_multiple_of(*unit))
+        {
+            Some((unit, suffix)) => write!(f, "{}{suffix}", bytes / unit),
+            None => write!(f, "{bytes}B"),
         }
     }
 }
@@ -162,6 +237,10 @@ pub enum LimitsError {
     ZeroDeadline,
     /// The deadline lies beyond what the clock can represent from now.
     DeadlineOutOfRange,
+    /// A reply must be allowed at least one tool call (a tool budget of zero forbids tools).
+    ZeroCallsPerReply,
+    /// A reply must be allowed at least one byte.
+    ZeroReplyBytes,
 }
 
 impl fmt::Display for LimitsError {
@@ -171,6 +250,10 @@ impl fmt::Display for LimitsError {
             Self::ZeroRepetitions => "invalid limits: repetitions must be at least 1",
             Self::ZeroDeadline => "invalid limits: the deadline must be longer than zero",
             Self::DeadlineOutOfRange => "invalid limits: the deadline is too far in the future for the clock",
+            Self::ZeroCallsPerReply => {
+                "invalid limits: calls per reply must be at least 1 (to forbid tools, set tool calls to 0)"
+            }
+            Self::ZeroReplyBytes => "invalid limits: reply bytes must be at least 1",
         })
     }
 }
@@ -188,6 +271,8 @@ mod tests {
         assert_eq!(limits.tool_calls(), 4);
         assert_eq!(limits.repetitions(), 1);
         assert_eq!(limits.deadline(), Duration::from_mins(2));
+        assert_eq!(limits.calls_per_reply(), 16);
+        assert_eq!(limits.reply_bytes(), 16 * 1024 * 1024);
         assert_eq!(limits.validate(), Ok(()));
     }
 
@@ -197,19 +282,30 @@ mod tests {
         assert_eq!(base.with_model_calls(0).validate(), Err(LimitsError::ZeroModelCalls));
         assert_eq!(base.with_repetitions(0).validate(), Err(LimitsError::ZeroRepetitions));
         assert_eq!(base.with_deadline(Duration::ZERO).validate(), Err(LimitsError::ZeroDeadline));
+        assert_eq!(base.with_calls_per_reply(0).validate(), Err(LimitsError::ZeroCallsPerReply));
+        assert_eq!(base.with_reply_bytes(0).validate(), Err(LimitsError::ZeroReplyBytes));
         assert_eq!(base.with_tool_calls(0).validate(), Ok(()));
+        assert_eq!(base.with_calls_per_reply(1).with_reply_bytes(1).validate(), Ok(()));
     }
 
     #[test]
     fn display_names_every_limit() {
         assert_eq!(
             Limits::default().to_string(),
-            "model calls 6, tool calls 4, repetitions 1, deadline 120s"
+            "model calls 6, tool calls 4, repetitions 1, deadline 120s, calls per reply 16, reply bytes 16MiB"
         );
-        let deadline =
-            |d| Limits::default().with_deadline(d).to_string().rsplit(' ').next().map(str::to_owned);
+        let deadline = |d| {
+            let text = Limits::default().with_deadline(d).to_string();
+            text.split(", ").nth(3).and_then(|part| part.rsplit(' ').next()).map(str::to_owned)
+        };
         assert_eq!(deadline(Duration::from_millis(1500)).as_deref(), Some("1500ms"));
         assert_eq!(deadline(Duration::from_micros(7)).as_deref(), Some("7us"));
         assert_eq!(deadline(Duration::from_nanos(1_000_000_001)).as_deref(), Some("1000000001ns"));
+        let bytes =
+            |b| Limits::default().with_reply_bytes(b).to_string().rsplit(' ').next().map(str::to_owned);
+        assert_eq!(bytes(3 << 20).as_deref(), Some("3MiB"));
+        assert_eq!(bytes(1536).as_deref(), Some("1536B"));
+        assert_eq!(bytes(64 << 10).as_deref(), Some("64KiB"));
+        assert_eq!(bytes(1000).as_deref(), Some("1000B"));
     }
 }

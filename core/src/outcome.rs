@@ -37,11 +37,13 @@ pub enum Status {
     DeadlineExceeded,
     /// The transport could not reach the provider.
     ProviderUnavailable,
+    /// A model reply asked for more tool calls than the per-reply bound; none of them ran.
+    TooManyCalls,
 }
 
 impl Status {
     /// Every status of this version, in the order of the contract's table.
-    pub const ALL: [Self; 8] = [
+    pub const ALL: [Self; 9] = [
         Self::Completed,
         Self::Incomplete,
         Self::PermissionDenied,
@@ -50,6 +52,7 @@ impl Status {
         Self::ModelBudget,
         Self::DeadlineExceeded,
         Self::ProviderUnavailable,
+        Self::TooManyCalls,
     ];
 
     /// The status's name, e.g. `RepeatedCall`.
@@ -64,6 +67,7 @@ impl Status {
             Self::ModelBudget => "ModelBudget",
             Self::DeadlineExceeded => "DeadlineExceeded",
             Self::ProviderUnavailable => "ProviderUnavailable",
+            Self::TooManyCalls => "TooManyCalls",
         }
     }
 
@@ -82,6 +86,7 @@ impl From<HaltReason> for Status {
             HaltReason::ToolBudget => Self::ToolBudget,
             HaltReason::ModelBudget => Self::ModelBudget,
             HaltReason::DeadlineExceeded => Self::DeadlineExceeded,
+            HaltReason::TooManyCalls => Self::TooManyCalls,
         }
     }
 }

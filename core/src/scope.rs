@@ -21,11 +21,11 @@ use std::future::Future;
 use std::sync::Arc;
 
 use tokio::time::Instant;
-use tokio_util::sync::CancellationToken;
 
 use crate::event::{ControlEvent, HaltReason};
 use crate::guard::{Activity, Guard, Stop};
 use crate::limits::{Limits, LimitsError};
+use crate::sync::CancellationToken;
 
 /// One bounded request, and the host's state `S` for it (`()` when there is none).
 ///

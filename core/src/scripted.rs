@@ -160,7 +160,7 @@ mod tests {
     fn an_empty_text_survives_the_streaming_path() {
         let mut assembler = ReplyAssembler::default();
         for chunk in chunks(ModelReply::text(""), 4) {
-            assembler.push(chunk);
+            assembler.push(chunk).unwrap();
         }
         assert_eq!(assembler.finish().content.as_deref(), Some(""));
     }
@@ -179,7 +179,7 @@ mod tests {
         assert!(chunks.len() > 6);
         let mut assembler = ReplyAssembler::default();
         for chunk in chunks {
-            assembler.push(chunk);
+            assembler.push(chunk).unwrap();
         }
         assert_eq!(assembler.finish(), reply);
     }

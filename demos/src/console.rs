@@ -27,6 +27,7 @@ use crate::report::{Report, render_json};
 use crate::scenario::Scenario;
 use crate::session::{SCRIPTED, Session};
 use crate::text::{render_header, render_outcome};
+use crate::visible::visible;
 pub use crate::vocabulary::{EXIT_INTERNAL, EXIT_USAGE};
 use crate::vocabulary::{error_exit_code, status_exit_code};
 
@@ -39,7 +40,7 @@ const EXIT_CODES: &str = "\
 Exit codes:
   0    Completed: the host's completion condition holds
   2    a controlled stop (PermissionDenied, RepeatedCall, ToolBudget, ModelBudget,
-       DeadlineExceeded), Incomplete, or ProviderUnavailable
+       DeadlineExceeded, TooManyCalls), Incomplete, or ProviderUnavailable
   130  cancelled by the caller (Ctrl-C)
   1    provider error: the endpoint answered, but not usably
   64   bad arguments";
@@ -198,7 +199,7 @@ pub async fn play<T: Transport>(
         Ok(outcome) => outcome,
         Err(error) => {
             let code = error_exit_code(&error);
-            emit(err, &format!("demo330: {error}; no outcome (exit {code})\n"));
+            emit(err, &format!("demo330: {}; no outcome (exit {code})\n", visible(&error.to_string())));
             return code;
         }
     };

@@ -9,6 +9,7 @@
 //! - [`report`] and [`text`]: what a run reports, as JSON and as a transcript;
 //! - [`console`]: the command line of `demo330`;
 //! - [`mcp`]: `mcp330`, a bounded loop over a real MCP server's tools;
+//! - [`visible`]: untrusted text (the model's, a provider's) made safe for a terminal;
 //! - [`vocabulary`]: the console's own words (composition descriptions, absent capabilities) and
 //!   exit codes.
 //!
@@ -39,4 +40,5 @@ pub mod report;
 pub mod scenario;
 pub mod session;
 pub mod text;
+pub mod visible;
 pub mod vocabulary;

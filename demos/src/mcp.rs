@@ -31,7 +31,9 @@ use loopbound_openai::OpenAiTransport;
 use loopbound_testkit::mcp as servers;
 use tokio_util::sync::CancellationToken;
 
-use crate::text::{labelled, render_outcome};
+use crate::report::JsonLimits;
+use crate::text::{labelled, labelled_items, render_outcome};
+use crate::visible::visible;
 use crate::vocabulary::{Agent, EXIT_INTERNAL, EXIT_USAGE, error_exit_code, status_exit_code};
 
 /// The host's name for the server, used in capabilities.
@@ -389,10 +391,10 @@ impl Header {
         let mut out = String::new();
         labelled(&mut out, "agent", &self.agent.loop_line());
         labelled(&mut out, "", &self.agent.absent_line());
-        labelled(&mut out, "transport", &self.transport);
+        labelled(&mut out, "transport", &visible(&self.transport));
         labelled(&mut out, "mcp server", &self.server);
         labelled(&mut out, "capabilities", &self.capabilities.join(", "));
-        labelled(&mut out, "limits", &self.limits.to_string());
+        labelled_items(&mut out, "limits", &self.limits.to_string());
         labelled(&mut out, "completion", COMPLETION);
         labelled(&mut out, "scenario", &self.scenario);
         out
@@ -406,12 +408,7 @@ fn json(header: &Header, outcome: &Outcome) -> serde_json::Value {
         "transport": header.transport,
         "server": header.server,
         "capabilities": header.capabilities,
-        "limits": {
-            "model_calls": header.limits.model_calls(),
-            "tool_calls": header.limits.tool_calls(),
-            "repetitions": header.limits.repetitions(),
-            "deadline_ms": header.limits.deadline().as_millis(),
-        },
+        "limits": JsonLimits::from(header.limits),
         "status": outcome.status(),
         "text": outcome.text(),
         "events": outcome.events(),

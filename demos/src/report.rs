@@ -64,13 +64,15 @@ struct JsonReport<'a> {
     events: &'a [ControlEvent],
 }
 
-/// The limits as JSON, the deadline in whole milliseconds.
-#[derive(Serialize)]
-struct JsonLimits {
+/// The limits as JSON, the deadline in whole milliseconds: the same object in every console.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct JsonLimits {
     model_calls: u32,
     tool_calls: u32,
     repetitions: u32,
     deadline_ms: u128,
+    calls_per_reply: u32,
+    reply_bytes: usize,
 }
 
 impl From<Limits> for JsonLimits {
@@ -80,6 +82,8 @@ impl From<Limits> for JsonLimits {
             tool_calls: limits.tool_calls(),
             repetitions: limits.repetitions(),
             deadline_ms: limits.deadline().as_millis(),
+            calls_per_reply: limits.calls_per_reply(),
+            reply_bytes: limits.reply_bytes(),
         }
     }
 }

@@ -7,12 +7,19 @@
 //! - The text is printed only when the status keeps it; under `Incomplete` it is flagged as not a
 //!   completed task.
 //! - Nothing here formats with `Debug` or reads a clock: the same report gives the same text.
+//! - What the model or a provider wrote (the text, the detail) and what the environment
+//!   configured (the transport's label) are printed through [`visible`]: no control character
+//!   or escape sequence reaches the terminal, so a reply cannot redraw the screen or fake a line.
+//!   The text is one value on its label's line; long values wrap under the value column, so no
+//!   part of it can stand where a label stands.
 
+use std::borrow::Cow;
 use std::fmt::Write as _;
 
 use loopbound::{ControlEvent, EventKind, HaltReason, Outcome, Status};
 
 use crate::report::{Header, Report};
+use crate::visible::visible;
 use crate::vocabulary::status_exit_code;
 
 /// Width of the label column.
@@ -35,9 +42,9 @@ pub fn render_header(header: &Header) -> String {
     let mut out = String::new();
     labelled(&mut out, "agent", &header.agent.loop_line());
     labelled(&mut out, "", &header.agent.absent_line());
-    labelled(&mut out, "transport", &header.transport);
+    labelled(&mut out, "transport", &visible(&header.transport));
     labelled(&mut out, "capabilities", &header.capabilities.join(", "));
-    labelled(&mut out, "limits", &header.limits.to_string());
+    labelled_items(&mut out, "limits", &header.limits.to_string());
     labelled(&mut out, "completion", header.completion);
     let scenario = if header.live {
         format!(
@@ -72,10 +79,10 @@ pub fn render_outcome(outcome: &Outcome) -> String {
         &format!("{status} (exit {}): {}", status_exit_code(status), meaning(status)),
     );
     if let Some(detail) = outcome.detail() {
-        labelled(&mut out, "detail", detail);
+        labelled(&mut out, "detail", &visible(detail));
     }
     if let Some(text) = outcome.text() {
-        labelled(&mut out, "text", &format!("\"{text}\""));
+        labelled(&mut out, "text", &format!("\"{}\"", visible(text)));
         if status == Status::Incomplete {
             labelled(
                 &mut out,
@@ -98,6 +105,7 @@ const fn meaning(status: Status) -> &'static str {
         Status::ModelBudget => "controlled stop, the model-call budget was spent",
         Status::DeadlineExceeded => "controlled stop, the deadline passed",
         Status::ProviderUnavailable => "the provider could not be reached",
+        Status::TooManyCalls => "controlled stop, a reply asked for more tool calls than the bound",
         _ => "a status this console does not describe yet",
     }
 }
@@ -113,6 +121,7 @@ const fn gloss(kind: EventKind) -> &'static str {
         EventKind::Halt(HaltReason::ToolBudget) => "halt: tool budget spent, refused before the body",
         EventKind::Halt(HaltReason::ModelBudget) => "halt: model budget spent, the call was not sent",
         EventKind::Halt(HaltReason::DeadlineExceeded) => "halt: the deadline passed, the wait was dropped",
+        EventKind::Halt(HaltReason::TooManyCalls) => "halt: the reply asked for too many calls, none ran",
         _ => "an event this console does not describe yet",
     }
 }
@@ -130,13 +139,31 @@ fn event_line(out: &mut String, number: u32, event: &ControlEvent) {
     );
 }
 
+/// Writes the `, `-separated items of `value` after `label`, wrapping between items only, so
+/// that no item is cut in two (the layout of the limits line, shared by the consoles).
+pub fn labelled_items(out: &mut String, label: &str, value: &str) {
+    let items: Vec<&str> = value.split(", ").collect();
+    let last = items.len().saturating_sub(1);
+    let pieces = items
+        .iter()
+        .enumerate()
+        .map(|(n, item)| if n < last { Cow::Owned(format!("{item},")) } else { Cow::Borrowed(*item) });
+    wrapped(out, label, pieces);
+}
+
 /// Writes `value` after `label`, wrapping at word boundaries under the value column (the layout
 /// of every header line, shared by the consoles).
 pub fn labelled(out: &mut String, label: &str, value: &str) {
+    wrapped(out, label, value.split(' ').map(Cow::Borrowed));
+}
+
+/// Writes `pieces`, separated by spaces, after `label`, wrapping between pieces under the value
+/// column.
+fn wrapped<'a>(out: &mut String, label: &str, pieces: impl Iterator<Item = Cow<'a, str>>) {
     let mut line = format!("{label:<LABEL$}");
     let mut empty = true;
-    for word in value.split(' ') {
-        if !empty && line.len() + 1 + word.len() > WIDTH {
+    for piece in pieces {
+        if !empty && line.len() + 1 + piece.len() > WIDTH {
             out.push_str(&line);
             out.push('\n');
             line = " ".repeat(LABEL);
@@ -145,7 +172,7 @@ pub fn labelled(out: &mut String, label: &str, value: &str) {
         if !empty {
             line.push(' ');
         }
-        line.push_str(word);
+        line.push_str(&piece);
         empty = false;
     }
     out.push_str(line.trim_end());
@@ -167,6 +194,17 @@ mod tests {
         assert!(lines[0].starts_with("agent         word"));
         assert!(lines[1].starts_with(&format!("{}word", " ".repeat(LABEL))));
         assert_eq!(out.matches("word").count(), 30);
+    }
+
+    #[test]
+    fn items_wrap_between_items_only() {
+        let mut out = String::new();
+        labelled_items(&mut out, "limits", &loopbound::Limits::default().to_string());
+        assert_eq!(
+            out,
+            "limits        model calls 6, tool calls 4, repetitions 1, deadline 120s, calls per reply 16,\n\
+             \x20             reply bytes 16MiB\n"
+        );
     }
 
     #[test]

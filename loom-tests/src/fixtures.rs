@@ -1,10 +1,15 @@
 //! A scope and a tool small enough for loom, built inside each model.
 
-use loopbound::tool::ToolBuilder;
-use loopbound::{GuardedTool, Limits, Scope, ToolError};
+use std::future::Future;
+use std::pin::pin;
+use std::sync::atomic::Ordering;
+use std::task::{Context, Poll, Waker};
+
+use loom::sync::atomic::AtomicBool;
+use loopbound::tool::{Reservation, ToolBuilder};
+use loopbound::{CancellationToken, GuardedTool, Limits, Scope, ToolError};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use tokio_util::sync::CancellationToken;
 
 /// The tool input of every model.
 #[derive(Clone, Copy, Debug, Deserialize, Serialize, JsonSchema)]
@@ -13,11 +18,23 @@ pub struct Id {
     pub input: i64,
 }
 
+/// The request's state: whether a body of the tool started (its closure was called).
+#[derive(Debug)]
+pub struct Started(AtomicBool);
+
+impl Started {
+    /// Whether a body started.
+    #[must_use]
+    pub fn get(&self) -> bool {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
 /// The tool `t`, needing capability `cap`, bound to the scope a thread calls it in.
 #[derive(Clone, Debug)]
 pub struct Caller {
-    tool: GuardedTool<Id>,
-    scope: Scope,
+    tool: GuardedTool<Id, Started>,
+    scope: Scope<Started>,
 }
 
 impl Caller {
@@ -27,22 +44,35 @@ impl Caller {
     ///
     /// The guard's refusal.
     pub fn reserve(&self, input: i64) -> Result<u32, ToolError> {
-        self.tool.reserve(&self.scope, Id { input }).map(|reservation| reservation.tool_count())
+        self.reservation(input).map(|reservation| reservation.tool_count())
+    }
+
+    /// Checks and reserves one call of `t` with `input`, to be run later.
+    ///
+    /// # Errors
+    ///
+    /// The guard's refusal.
+    pub fn reservation(&self, input: i64) -> Result<Reservation<'_, Id, Started>, ToolError> {
+        self.tool.reserve(&self.scope, Id { input })
     }
 }
 
-/// A scope with `grant` (or nothing), `limits` and a caller token, and one tool `t` needing
-/// capability `cap`.
+/// A scope with `grant` (or nothing), `limits` and a (modelled) caller token, and one tool `t`
+/// needing capability `cap`, whose body records in the scope's state that it started.
 #[must_use]
-pub fn scope_and_tool(grant: bool, limits: Limits) -> (Scope, Caller, CancellationToken) {
+pub fn scope_and_tool(grant: bool, limits: Limits) -> (Scope<Started>, Caller, CancellationToken) {
     let caller = CancellationToken::new();
     let mut builder = Scope::builder().limits(limits).caller(caller.clone());
     if grant {
         builder = builder.grant("cap");
     }
-    let scope = builder.build().expect("valid limits");
+    let scope = builder.state(Started(AtomicBool::new(false))).build().expect("valid limits");
     let tool = ToolBuilder::new("t", "cap")
-        .build(|_: Id, _| async { Ok::<_, String>(String::new()) })
+        .build(|_: Id, call: loopbound::Call<Started>| {
+            // The body starts when its closure is called.
+            call.state().0.store(true, Ordering::SeqCst);
+            async { Ok::<_, String>(String::new()) }
+        })
         .expect("a valid name");
     (scope.clone(), Caller { tool, scope }, caller)
 }
@@ -55,6 +85,13 @@ pub fn admit(tool: &Caller, input: i64) -> bool {
 
 /// The events as `Kind name count` lines.
 #[must_use]
-pub fn lines(scope: &Scope) -> Vec<String> {
+pub fn lines<S>(scope: &Scope<S>) -> Vec<String> {
     scope.events().iter().map(ToString::to_string).collect()
+}
+
+/// Polls `future` once, with a waker that does nothing (loom models no runtime): a guarded body
+/// that is ready at once completes in that poll.
+pub fn poll_once<F: Future>(future: F) -> Poll<F::Output> {
+    let mut future = pin!(future);
+    future.as_mut().poll(&mut Context::from_waker(Waker::noop()))
 }

@@ -3,6 +3,8 @@
 //! - [`review`]: the review task of SPEC §11, the one copy of its tools, texts and state;
 //! - [`aimock`]: the pinned scripted mock server, started per test on loopback;
 //! - [`mcp`]: the pinned reference MCP servers, started per test as child processes;
+//! - [`hostile`]: a deliberately hostile OpenAI-compatible server on loopback, bounded in bytes
+//!   and time, for the tests that drive every bound of a run with the worst a provider can do;
 //! - [`skip`]: what a test does when a server it needs is absent (`SKIPPED`, or a failure in CI);
 //! - [`fuzz`]: the fuzz targets' checks as plain functions, with the reference canonical form,
 //!   the reference guard model and the structured inputs; `fuzz/` calls them under libFuzzer and
@@ -13,6 +15,7 @@
 
 pub mod aimock;
 pub mod fuzz;
+pub mod hostile;
 pub mod mcp;
 pub mod review;
 pub mod skip;

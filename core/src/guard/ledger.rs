@@ -154,6 +154,15 @@ impl Ledger {
         Ok(Admission::Admitted(self.tool_calls))
     }
 
+    /// Refuses a model reply with too many tool calls: the cancellation check, then the
+    /// `TooManyCalls` halt charged to the model at its current count.
+    pub(crate) fn refuse_reply(&mut self, gate: Gate, model: &Arc<str>) -> Stop {
+        if let Err(stop) = self.check(gate, Activity::Model(model)) {
+            return stop;
+        }
+        self.halt(HaltReason::TooManyCalls, model, self.model_calls)
+    }
+
     /// Records the deadline as the stop reason if nothing stopped the run first.
     pub(crate) fn expire(&mut self, activity: Activity<'_>) -> Stop {
         self.halt_for(HaltReason::DeadlineExceeded, activity)
@@ -294,6 +303,18 @@ mod tests {
             ledger.admit_tool(OPEN, &limits, &tool, true, Some("s".into())),
             Ok(Admission::Admitted(1))
         );
+    }
+
+    #[test]
+    fn a_refused_reply_halts_charged_to_the_model_unless_a_stop_came_first() {
+        let (model, _) = names();
+        let mut ledger = Ledger::default();
+        assert_eq!(ledger.admit_model(OPEN, &Limits::default(), &model), Ok(1));
+        let cancelled = Gate { caller_cancelled: true, deadline_passed: false };
+        assert_eq!(ledger.refuse_reply(cancelled, &model), Stop::Cancelled);
+        assert_eq!(ledger.refuse_reply(OPEN, &model), Stop::Halted(HaltReason::TooManyCalls));
+        assert_eq!(ledger.refuse_reply(OPEN, &model), Stop::Halted(HaltReason::TooManyCalls));
+        assert_eq!(kinds(&ledger), ["ModelCall model 1", "TooManyCalls model 1"]);
     }
 
     #[test]

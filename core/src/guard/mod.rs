@@ -21,11 +21,12 @@ pub(crate) mod ledger;
 mod stop;
 
 use std::collections::BTreeSet;
-use std::future::Future;
+use std::future::{Future, poll_fn};
+use std::pin::pin;
 use std::sync::Arc;
+use std::task::Poll;
 
 use tokio::time::Instant;
-use tokio_util::sync::CancellationToken;
 
 pub(crate) use ledger::{Activity, Admission};
 use ledger::{Gate, Ledger};
@@ -33,7 +34,7 @@ pub use stop::Stop;
 
 use crate::event::{ControlEvent, HaltReason};
 use crate::limits::Limits;
-use crate::sync::{AtomicBool, Mutex, Ordering, lock};
+use crate::sync::{AtomicBool, CancellationToken, Mutex, Ordering, lock};
 
 /// The non-generic part of a scope: everything the guard decides with.
 pub(crate) struct Guard {
@@ -158,6 +159,15 @@ impl Guard {
         self.decide(|ledger, gate| ledger.observe_middleware(gate, tool))
     }
 
+    /// Refuses a model reply that asked for more tool calls than the bound: the `TooManyCalls`
+    /// halt, charged to the model, unless something stopped the run first.
+    pub(crate) fn refuse_reply(&self) -> Stop {
+        match self.decide(|ledger, gate| Err::<(), _>(ledger.refuse_reply(gate, &self.model))) {
+            Err(stop) => stop,
+            Ok(()) => Stop::Halted(HaltReason::TooManyCalls),
+        }
+    }
+
     /// Whether no tool call can be admitted any more: a stop is recorded or the tool budget is
     /// spent. A hint read without the lock; `true` is final.
     pub(crate) fn tools_closed(&self) -> bool {
@@ -193,18 +203,27 @@ impl Guard {
         stop
     }
 
-    /// Races `future` against the guard's token and deadline. The future is polled first, so a
-    /// ready future costs no timer registration; callers re-check the guard afterwards.
+    /// Races `future` against the guard's token and deadline; callers re-check the guard
+    /// afterwards.
+    ///
+    /// The future is polled once on its own first, so a ready future costs no timer. After
+    /// that, the token and the deadline are polled before the future on every wake-up: a future
+    /// that is always ready to make progress (a fast stream, say) cannot starve the deadline,
+    /// since tokio's cooperative budget makes it yield and the deadline is looked at first.
     pub(crate) async fn bounded<F: Future>(
         &self,
         activity: Activity<'_>,
         future: F,
     ) -> Result<F::Output, Stop> {
+        let mut future = pin!(future);
+        if let Poll::Ready(output) = poll_fn(|cx| Poll::Ready(future.as_mut().poll(cx))).await {
+            return Ok(output);
+        }
         tokio::select! {
             biased;
-            output = future => Ok(output),
             () = self.token.cancelled() => Err(self.stop_now()),
             () = tokio::time::sleep_until(self.deadline) => Err(self.expire(activity)),
+            output = &mut future => Ok(output),
         }
     }
 }

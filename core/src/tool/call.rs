@@ -14,12 +14,12 @@ use std::sync::Arc;
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use tokio_util::sync::CancellationToken;
 
 use super::definition::{BodyFuture, Definition};
 use super::error::ToolError;
 use crate::guard::{Activity, Guard};
 use crate::scope::Scope;
+use crate::sync::CancellationToken;
 
 /// What a tool's body receives with its input: the request it runs for.
 ///

@@ -10,6 +10,10 @@
 //!   or the caller cancels.
 //! - After the call returns, the scope is checked again, so a reply that arrives after a stop is
 //!   not handed on.
+//! - Every reply handed on is within the scope's [`ReplyBounds`](super::ReplyBounds): a streamed
+//!   reply is assembled under them (reading stops at the chunk that crosses one), a whole reply
+//!   is checked before it is handed on. A reply with too many tool calls halts the scope with
+//!   `TooManyCalls` before any of its calls is seen; a reply too long is a provider error.
 
 use std::fmt;
 use std::future::poll_fn;
@@ -94,10 +98,7 @@ impl<'a, T: Transport> Budgeted<'a, T> {
         tools: &[ToolDefinition],
         options: &ChatOptions,
     ) -> Result<ModelReply, CallError> {
-        self.call(ChatRequest::new(messages, tools, options, self.guard.token()), |request| {
-            self.transport.complete(request)
-        })
-        .await
+        self.call(self.request(messages, tools, options), |request| self.transport.complete(request)).await
     }
 
     /// Counts one model call, then sends it as a stream and assembles the chunks.
@@ -111,19 +112,34 @@ impl<'a, T: Transport> Budgeted<'a, T> {
         tools: &[ToolDefinition],
         options: &ChatOptions,
     ) -> Result<ModelReply, CallError> {
-        self.call(ChatRequest::new(messages, tools, options, self.guard.token()), |request| async move {
+        self.call(self.request(messages, tools, options), |request| async move {
             let mut chunks = pin!(self.transport.stream(request).await?);
-            let mut assembler = ReplyAssembler::default();
+            let mut assembler = ReplyAssembler::new(request.bounds);
             while let Some(chunk) = poll_fn(|cx| chunks.as_mut().poll_next(cx)).await {
-                assembler.push(chunk?);
+                // A chunk past the bounds ends the read: the stream is dropped unread.
+                assembler.push(chunk?)?;
             }
             Ok(assembler.finish())
         })
         .await
     }
 
+    /// The request of one call: the scope's token and reply bounds.
+    fn request<'r>(
+        &self,
+        messages: &'r [Message],
+        tools: &'r [ToolDefinition],
+        options: &'r ChatOptions,
+    ) -> ChatRequest<'r>
+    where
+        'a: 'r,
+    {
+        ChatRequest::new(messages, tools, options, self.guard.token())
+            .with_bounds(self.guard.limits().reply_bounds())
+    }
+
     /// The budget around one call: admit it, send it raced against the scope, check the scope
-    /// again.
+    /// again, then the reply's bounds.
     async fn call<'r, F>(
         &self,
         request: ChatRequest<'r>,
@@ -132,10 +148,15 @@ impl<'a, T: Transport> Budgeted<'a, T> {
     where
         F: Future<Output = Result<ModelReply, TransportError>>,
     {
+        let bounds = request.bounds;
         self.guard.admit_model().map_err(CallError::Stopped)?;
         let model = Activity::Model(self.guard.model_name());
         let reply = self.guard.bounded(model, send(request)).await.map_err(CallError::Stopped)?;
         self.guard.check(model).map_err(CallError::Stopped)?;
-        reply.map_err(CallError::Transport)
+        match reply.and_then(|reply| bounds.check(&reply).map(|()| reply)) {
+            Ok(reply) => Ok(reply),
+            Err(TransportError::TooManyCalls { .. }) => Err(CallError::Stopped(self.guard.refuse_reply())),
+            Err(error) => Err(CallError::Transport(error)),
+        }
     }
 }

@@ -3,7 +3,9 @@
 use std::ops::AddAssign;
 
 use serde::{Deserialize, Serialize};
-use tokio_util::sync::CancellationToken;
+
+use super::ReplyBounds;
+use crate::sync::CancellationToken;
 
 /// One message of the conversation.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -116,7 +118,9 @@ impl ChatOptions {
 }
 
 /// One request to a transport. `cancel` fires when the scope stops; a transport may watch it to
-/// abort early, but the runtime does not depend on that: it drops the call's future.
+/// abort early, but the runtime does not depend on that: it drops the call's future. `bounds`
+/// are the scope's bounds on the reply: a transport that reads bytes should stop reading as soon
+/// as a reply crosses them (the runtime refuses such a reply anyway).
 #[derive(Clone, Copy, Debug)]
 #[non_exhaustive]
 pub struct ChatRequest<'a> {
@@ -128,10 +132,12 @@ pub struct ChatRequest<'a> {
     pub options: &'a ChatOptions,
     /// Fires when the run stops.
     pub cancel: &'a CancellationToken,
+    /// How many tool calls and bytes the reply may hold.
+    pub bounds: ReplyBounds,
 }
 
 impl<'a> ChatRequest<'a> {
-    /// A request.
+    /// A request, with the default [`ReplyBounds`].
     #[must_use]
     pub fn new(
         messages: &'a [Message],
@@ -139,7 +145,14 @@ impl<'a> ChatRequest<'a> {
         options: &'a ChatOptions,
         cancel: &'a CancellationToken,
     ) -> Self {
-        Self { messages, tools, options, cancel }
+        Self { messages, tools, options, cancel, bounds: ReplyBounds::default() }
+    }
+
+    /// This request with the reply bounds `bounds`.
+    #[must_use]
+    pub fn with_bounds(mut self, bounds: ReplyBounds) -> Self {
+        self.bounds = bounds;
+        self
     }
 }
 

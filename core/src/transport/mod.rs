@@ -5,6 +5,7 @@
 //! as a [`Budgeted`] transport that counts every call of either kind against the request's scope
 //! before it is sent, and drops the call's future when the scope stops.
 
+mod bounds;
 mod budget;
 mod message;
 mod stream;
@@ -15,6 +16,7 @@ use std::sync::Arc;
 
 use futures_core::Stream;
 
+pub use bounds::ReplyBounds;
 pub use budget::{Budgeted, CallError};
 pub use message::{ChatOptions, ChatRequest, Message, ModelReply, ToolCall, ToolDefinition, Usage};
 pub use stream::{ChunkStream, ReplyAssembler, ReplyChunk, ToolCallDelta};
@@ -93,6 +95,12 @@ pub enum TransportError {
     Malformed(String),
     /// The transport reported a cancellation that neither the caller nor the scope asked for.
     Cancelled,
+    /// The reply asked for more tool calls than [`ReplyBounds::calls`]. The model budget turns it
+    /// into the `TooManyCalls` halt; a transport returns it as soon as it sees one call too many.
+    TooManyCalls {
+        /// The bound that was crossed.
+        limit: u32,
+    },
     /// Any other error reported by the provider.
     Other(String),
 }
@@ -112,6 +120,9 @@ impl fmt::Display for TransportError {
             Self::Authentication(message) => write!(f, "provider refused authentication: {message}"),
             Self::Malformed(message) => write!(f, "malformed provider response: {message}"),
             Self::Cancelled => f.write_str("the provider cancelled the call on its own"),
+            Self::TooManyCalls { limit } => {
+                write!(f, "the reply asked for more than {limit} tool calls and was refused whole")
+            }
             Self::Other(message) => write!(f, "provider error: {message}"),
         }
     }

@@ -8,6 +8,9 @@
 //!   index cannot allocate a huge vector.
 //! - Argument fragments of one call are concatenated in arrival order; the first id and name
 //!   seen for an index are kept. A call without an id gets `call_<index>`.
+//! - The assembler holds at most its [`ReplyBounds`]: a chunk that would open one call index
+//!   too many, or bring the reply's bytes (text, ids, names, arguments, counted as received)
+//!   past the bound, is refused whole with the bound's error, and so is every chunk after it.
 
 use std::collections::BTreeMap;
 use std::pin::Pin;
@@ -16,6 +19,7 @@ use std::task::{Context, Poll};
 use futures_core::Stream;
 
 use super::TransportError;
+use super::bounds::ReplyBounds;
 use super::message::{ModelReply, ToolCall, Usage};
 
 /// One piece of a streamed reply.
@@ -49,33 +53,64 @@ struct PartialCall {
     arguments: String,
 }
 
-/// Assembles streamed chunks into one [`ModelReply`].
+/// Assembles streamed chunks into one [`ModelReply`], within [`ReplyBounds`].
 ///
 /// ```
-/// use loopbound::transport::{ReplyAssembler, ReplyChunk, ToolCallDelta};
+/// use loopbound::transport::{ReplyAssembler, ReplyBounds, ReplyChunk, ToolCallDelta, TransportError};
 ///
 /// let mut reply = ReplyAssembler::default();
 /// reply.push(ReplyChunk { tool_calls: vec![ToolCallDelta {
 ///     index: 0, id: Some("c1".into()), name: Some("read_ticket".into()), arguments: Some("{\"in".into()),
-/// }], ..Default::default() });
+/// }], ..Default::default() })?;
 /// reply.push(ReplyChunk { tool_calls: vec![ToolCallDelta {
 ///     index: 0, arguments: Some("put\":42}".into()), ..Default::default()
-/// }], ..Default::default() });
+/// }], ..Default::default() })?;
 /// let reply = reply.finish();
 /// assert_eq!(reply.tool_calls[0].arguments, r#"{"input":42}"#);
+///
+/// // One call index too many is refused.
+/// let mut bounded = ReplyAssembler::new(ReplyBounds::new(1, 1024));
+/// let call = |index| ReplyChunk { tool_calls: vec![ToolCallDelta { index, ..Default::default() }], ..Default::default() };
+/// assert_eq!(bounded.push(call(0)), Ok(()));
+/// assert_eq!(bounded.push(call(1)), Err(TransportError::TooManyCalls { limit: 1 }));
+/// # Ok::<(), TransportError>(())
 /// ```
 #[derive(Debug, Default)]
 pub struct ReplyAssembler {
     content: Option<String>,
     calls: BTreeMap<u32, PartialCall>,
     usage: Option<Usage>,
+    bounds: ReplyBounds,
+    /// Bytes received so far: text, ids, names and arguments.
+    bytes: usize,
+    /// The error that refused a chunk, repeated for every later chunk.
+    refused: Option<TransportError>,
 }
 
 impl ReplyAssembler {
-    /// Adds one chunk.
-    pub fn push(&mut self, chunk: ReplyChunk) {
+    /// An assembler that refuses a reply past `bounds`.
+    #[must_use]
+    pub fn new(bounds: ReplyBounds) -> Self {
+        Self { bounds, ..Self::default() }
+    }
+
+    /// Adds one chunk, unless it crosses the bounds.
+    ///
+    /// # Errors
+    ///
+    /// [`TransportError::TooManyCalls`] when the chunk opens one call index too many;
+    /// [`TransportError::Malformed`] when it brings the reply past its byte bound. Nothing of a
+    /// refused chunk is kept, and every later chunk gets the same error.
+    pub fn push(&mut self, chunk: ReplyChunk) -> Result<(), TransportError> {
+        if let Some(error) = &self.refused {
+            return Err(error.clone());
+        }
+        if let Err(error) = self.admit(&chunk) {
+            self.refused = Some(error.clone());
+            return Err(error);
+        }
         if let Some(text) = chunk.content {
-            self.content.get_or_insert_with(String::new).push_str(&text);
+            append(self.content.get_or_insert_with(String::new), text);
         }
         for delta in chunk.tool_calls {
             let call = self.calls.entry(delta.index).or_default();
@@ -86,12 +121,39 @@ impl ReplyAssembler {
                 call.name = delta.name.filter(|name| !name.is_empty());
             }
             if let Some(fragment) = delta.arguments {
-                call.arguments.push_str(&fragment);
+                append(&mut call.arguments, fragment);
             }
         }
         if let Some(usage) = chunk.usage {
             *self.usage.get_or_insert_with(Usage::default) += usage;
         }
+        Ok(())
+    }
+
+    /// Counts `chunk` against the bounds, before anything of it is kept.
+    fn admit(&mut self, chunk: &ReplyChunk) -> Result<(), TransportError> {
+        let field = |text: &Option<String>| text.as_ref().map_or(0, String::len);
+        let mut bytes = field(&chunk.content);
+        let mut opened = 0_usize;
+        for (n, delta) in chunk.tool_calls.iter().enumerate() {
+            bytes = bytes
+                .saturating_add(field(&delta.id))
+                .saturating_add(field(&delta.name))
+                .saturating_add(field(&delta.arguments));
+            let seen_before = chunk.tool_calls[..n].iter().any(|earlier| earlier.index == delta.index);
+            if !seen_before && !self.calls.contains_key(&delta.index) {
+                opened += 1;
+            }
+        }
+        if self.bounds.too_many(self.calls.len().saturating_add(opened)) {
+            return Err(self.bounds.too_many_calls());
+        }
+        let total = self.bytes.saturating_add(bytes);
+        if total > self.bounds.bytes() {
+            return Err(self.bounds.too_long());
+        }
+        self.bytes = total;
+        Ok(())
     }
 
     /// The assembled reply.
@@ -107,6 +169,15 @@ impl ReplyAssembler {
             })
             .collect();
         ModelReply { content: self.content, tool_calls, usage: self.usage }
+    }
+}
+
+/// Appends `piece` to `text`; the first piece is moved in, not copied.
+fn append(text: &mut String, piece: String) {
+    if text.is_empty() {
+        *text = piece;
+    } else {
+        text.push_str(&piece);
     }
 }
 
@@ -162,16 +233,20 @@ mod tests {
             name: name.map(Into::into),
             arguments: Some(arguments.into()),
         };
-        assembler.push(ReplyChunk {
-            content: Some("Let me ".into()),
-            tool_calls: vec![delta(7, Some("b"), Some("second"), "{\"x\"")],
-            usage: Some(Usage { prompt_tokens: 3, completion_tokens: 1 }),
-        });
-        assembler.push(ReplyChunk {
-            content: Some("look.".into()),
-            tool_calls: vec![delta(2, None, Some("first"), "{}"), delta(7, Some("ignored"), None, ":1}")],
-            usage: Some(Usage { prompt_tokens: 0, completion_tokens: 4 }),
-        });
+        assembler
+            .push(ReplyChunk {
+                content: Some("Let me ".into()),
+                tool_calls: vec![delta(7, Some("b"), Some("second"), "{\"x\"")],
+                usage: Some(Usage { prompt_tokens: 3, completion_tokens: 1 }),
+            })
+            .unwrap();
+        assembler
+            .push(ReplyChunk {
+                content: Some("look.".into()),
+                tool_calls: vec![delta(2, None, Some("first"), "{}"), delta(7, Some("ignored"), None, ":1}")],
+                usage: Some(Usage { prompt_tokens: 0, completion_tokens: 4 }),
+            })
+            .unwrap();
         let reply = assembler.finish();
         assert_eq!(reply.content.as_deref(), Some("Let me look."));
         assert_eq!(
@@ -184,11 +259,80 @@ mod tests {
     #[test]
     fn a_huge_index_costs_one_entry() {
         let mut assembler = ReplyAssembler::default();
-        assembler.push(ReplyChunk {
-            tool_calls: vec![ToolCallDelta { index: u32::MAX, ..ToolCallDelta::default() }],
-            ..ReplyChunk::default()
-        });
+        assembler
+            .push(ReplyChunk {
+                tool_calls: vec![ToolCallDelta { index: u32::MAX, ..ToolCallDelta::default() }],
+                ..ReplyChunk::default()
+            })
+            .unwrap();
         let reply = assembler.finish();
         assert_eq!(reply.tool_calls, vec![ToolCall::new(format!("call_{}", u32::MAX), "", "")]);
+    }
+}
+
+#[cfg(test)]
+mod bounds_tests {
+    use super::*;
+
+    fn text(text: &str) -> ReplyChunk {
+        ReplyChunk { content: Some(text.into()), ..ReplyChunk::default() }
+    }
+
+    fn calls(indices: &[u32], arguments: &str) -> ReplyChunk {
+        let tool_calls = indices
+            .iter()
+            .map(|&index| ToolCallDelta {
+                index,
+                arguments: Some(arguments.into()),
+                ..ToolCallDelta::default()
+            })
+            .collect();
+        ReplyChunk { tool_calls, ..ReplyChunk::default() }
+    }
+
+    #[test]
+    fn one_call_index_too_many_refuses_the_chunk_and_every_later_one() {
+        let mut assembler = ReplyAssembler::new(ReplyBounds::new(2, 1024));
+        assert_eq!(assembler.push(calls(&[5, 5, 9], "{}")), Ok(()), "two distinct indices");
+        assert_eq!(assembler.push(calls(&[9, 5], "")), Ok(()), "known indices open nothing");
+        assert_eq!(assembler.push(calls(&[5, 1], "")), Err(TransportError::TooManyCalls { limit: 2 }));
+        assert_eq!(assembler.push(text("a")), Err(TransportError::TooManyCalls { limit: 2 }));
+        assert_eq!(assembler.finish().tool_calls.len(), 2, "nothing of the refused chunks was kept");
+    }
+
+    #[test]
+    fn the_byte_bound_counts_text_and_every_field_as_received() {
+        let mut assembler = ReplyAssembler::new(ReplyBounds::new(16, 10));
+        assert_eq!(assembler.push(text("abcd")), Ok(()));
+        let call = ToolCallDelta {
+            index: 0,
+            id: Some("i".into()),
+            name: Some("nm".into()),
+            arguments: Some("{}".into()),
+        };
+        assert_eq!(
+            assembler.push(ReplyChunk { tool_calls: vec![call.clone()], ..ReplyChunk::default() }),
+            Ok(())
+        );
+        // The id and name of a second fragment are dropped, but they were received: they count.
+        let again = ToolCallDelta { arguments: None, ..call };
+        let refused = assembler.push(ReplyChunk { tool_calls: vec![again], ..ReplyChunk::default() });
+        assert_eq!(refused, Err(TransportError::Malformed("the reply is longer than 10 bytes".into())));
+        let reply = assembler.finish();
+        assert_eq!(reply.content.as_deref(), Some("abcd"));
+        assert_eq!(reply.tool_calls, vec![ToolCall::new("i", "nm", "{}")]);
+    }
+
+    #[test]
+    fn a_reply_of_exactly_the_bounds_is_accepted() {
+        let mut assembler = ReplyAssembler::new(ReplyBounds::new(1, 6));
+        assert_eq!(assembler.push(text("abc")), Ok(()));
+        assert_eq!(assembler.push(calls(&[3], "{}")), Ok(()));
+        assert_eq!(assembler.push(text("d")), Ok(()));
+        assert_eq!(assembler.push(text("")), Ok(()));
+        assert_eq!(
+            assembler.push(text("e")),
+            Err(TransportError::Malformed("the reply is longer than 6 bytes".into()))
+        );
     }
 }

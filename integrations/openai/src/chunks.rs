@@ -8,12 +8,23 @@
 //! - The first error (an unparsable event, an `error` object or `event: error`, an overlong
 //!   line) ends the stream: it is reported once and later input is ignored.
 //! - Chunks that carry nothing (a role-only first delta, an empty text fragment) are dropped.
+//! - Bounded by the reply's [`ReplyBounds`]: the bytes fed (framing, comments and keep-alives
+//!   included) are counted and the stream fails with `Malformed` at the first byte past
+//!   `bytes()`, which is never decoded; the distinct tool-call indices are counted and the chunk
+//!   that opens one index too many fails the stream with `TooManyCalls` instead of being handed
+//!   on. So the decoder's memory is bounded by the reply's byte bound, whatever the server sends.
+//! - Texts are redacted as streams (a run of the key split across events is caught): the end of
+//!   the text and of each call's arguments that may still join a run is held back and handed on
+//!   in one last chunk when `[DONE]` arrives.
 
-use loopbound::transport::{ReplyChunk, TransportError};
+use std::collections::BTreeSet;
+
+use loopbound::transport::{ReplyBounds, ReplyChunk, TransportError};
 
 use crate::errors::{clean, embedded_error};
 use crate::parse::parse_chunk;
-use crate::sse::{SseDecoder, SseEvent};
+use crate::redact::{Redactor, StreamRedactor};
+use crate::sse::{DEFAULT_MAX_EVENT, SseDecoder, SseEvent};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum State {
@@ -40,24 +51,53 @@ pub struct ChunkDecoder {
     sse: SseDecoder,
     events: Vec<SseEvent>,
     state: State,
+    bounds: ReplyBounds,
+    /// Bytes fed so far.
+    fed: usize,
+    /// The tool-call indices seen so far.
+    indices: BTreeSet<u32>,
+    redactor: Redactor,
+    stream: StreamRedactor,
 }
 
 impl Default for ChunkDecoder {
+    /// A decoder with the default [`ReplyBounds`] and no key to redact.
     fn default() -> Self {
-        Self { sse: SseDecoder::default(), events: Vec::new(), state: State::Open }
+        Self::new(ReplyBounds::default(), Redactor::default())
     }
 }
 
 impl ChunkDecoder {
+    /// A decoder of one reply within `bounds`, redacting the key of `redactor`.
+    #[must_use]
+    pub fn new(bounds: ReplyBounds, redactor: Redactor) -> Self {
+        Self {
+            sse: SseDecoder::with_limit(bounds.bytes().min(DEFAULT_MAX_EVENT)),
+            events: Vec::new(),
+            state: State::Open,
+            bounds,
+            fed: 0,
+            indices: BTreeSet::new(),
+            stream: StreamRedactor::new(redactor.clone()),
+            redactor,
+        }
+    }
+
     /// Decodes `bytes`, appending each chunk (or the one error that ends the stream) to `out`.
     pub fn feed(&mut self, bytes: &[u8], out: &mut Vec<Result<ReplyChunk, TransportError>>) {
         if self.state != State::Open {
             return;
         }
-        let fed = self.sse.feed(bytes, &mut self.events);
+        let room = self.bounds.bytes().saturating_sub(self.fed);
+        let (within, past) = bytes.split_at(bytes.len().min(room));
+        self.fed += within.len();
+        let fed = self.sse.feed(within, &mut self.events);
         self.drain_events(out);
         if let (State::Open, Err(error)) = (self.state, fed) {
             self.fail(TransportError::Malformed(error.to_string()), out);
+        }
+        if self.state == State::Open && !past.is_empty() {
+            self.fail(self.bounds.too_long(), out);
         }
     }
 
@@ -73,13 +113,20 @@ impl ChunkDecoder {
         self.sse.flush(&mut self.events);
         let events = std::mem::take(&mut self.events);
         if events.iter().any(|event| event.event.is_none() && event.data.trim() == "[DONE]") {
-            self.state = State::Done;
+            self.done(out);
         } else {
             let partial = if partial { " (in the middle of an event)" } else { "" };
             let message =
                 format!("the stream ended before data: [DONE]{partial}; the reply may be incomplete");
             self.fail(TransportError::Malformed(message), out);
         }
+    }
+
+    /// Bytes held while an event is incomplete (its line and its data so far): what the next
+    /// input may make the decoder parse at once.
+    #[must_use]
+    pub fn buffered(&self) -> usize {
+        self.sse.buffered()
     }
 
     /// Whether `[DONE]` arrived or an error ended the stream: no further input matters.
@@ -102,9 +149,15 @@ impl ChunkDecoder {
         match event.event.as_deref() {
             None | Some("message") => {}
             Some("error") => {
+                let redactor = &self.redactor;
                 let error = serde_json::from_str::<serde_json::Value>(data).map_or_else(
-                    |_| TransportError::Other(format!("the provider reported an error: {}", clean(data))),
-                    |json| embedded_error(json.get("error").unwrap_or(&json)),
+                    |_| {
+                        TransportError::Other(format!(
+                            "the provider reported an error: {}",
+                            clean(data, redactor)
+                        ))
+                    },
+                    |json| embedded_error(json.get("error").unwrap_or(&json), redactor),
                 );
                 return self.fail(error, out);
             }
@@ -112,13 +165,30 @@ impl ChunkDecoder {
             Some(_) => return,
         }
         if data == "[DONE]" {
-            self.state = State::Done;
+            self.done(out);
         } else if !data.is_empty() {
-            match parse_chunk(data.as_bytes()) {
+            match parse_chunk(data.as_bytes(), &self.redactor) {
                 Ok(chunk) if chunk == ReplyChunk::default() => {}
-                Ok(chunk) => out.push(Ok(chunk)),
+                Ok(chunk) => {
+                    for delta in &chunk.tool_calls {
+                        if self.indices.insert(delta.index) && self.bounds.too_many(self.indices.len()) {
+                            return self.fail(self.bounds.too_many_calls(), out);
+                        }
+                    }
+                    if let Some(chunk) = self.stream.chunk(chunk) {
+                        out.push(Ok(chunk));
+                    }
+                }
                 Err(error) => self.fail(error, out),
             }
+        }
+    }
+
+    /// The stream is complete: what the redactor held back is handed on.
+    fn done(&mut self, out: &mut Vec<Result<ReplyChunk, TransportError>>) {
+        self.state = State::Done;
+        if let Some(chunk) = self.stream.finish() {
+            out.push(Ok(chunk));
         }
     }
 
@@ -180,7 +250,7 @@ mod tests {
     fn assemble(chunks: Vec<ReplyChunk>) -> ModelReply {
         let mut assembler = ReplyAssembler::default();
         for chunk in chunks {
-            assembler.push(chunk);
+            assembler.push(chunk).unwrap();
         }
         assembler.finish()
     }
@@ -253,5 +323,87 @@ mod tests {
             Err(TransportError::Other("the provider reported an error: overloaded".into()))
         );
         assert_eq!(decode_stream([&b"event: ping\ndata: {}\n\ndata: [DONE]\n\n"[..]]), Ok(vec![]));
+    }
+}
+
+#[cfg(test)]
+mod bounds_tests {
+    use loopbound::transport::ReplyAssembler;
+
+    use super::*;
+    use crate::config::ApiKey;
+
+    fn call_event(index: u32) -> String {
+        format!(
+            "data: {{\"choices\":[{{\"delta\":{{\"tool_calls\":[{{\"index\":{index},\"id\":\"c{index}\",\"function\":{{\"name\":\"t\",\"arguments\":\"{{}}\"}}}}]}}}}]}}\n\n"
+        )
+    }
+
+    fn decode(decoder: &mut ChunkDecoder, parts: &[&[u8]]) -> Vec<Result<ReplyChunk, TransportError>> {
+        let mut out = Vec::new();
+        for part in parts {
+            decoder.feed(part, &mut out);
+        }
+        decoder.finish(&mut out);
+        out
+    }
+
+    #[test]
+    fn one_call_index_too_many_ends_the_stream_before_it_is_handed_on() {
+        let events: String = (0..5).map(call_event).collect();
+        let mut decoder = ChunkDecoder::new(ReplyBounds::new(3, 1 << 20), Redactor::default());
+        let out = decode(&mut decoder, &[events.as_bytes()]);
+        assert_eq!(out.len(), 4);
+        assert!(out[..3].iter().all(Result::is_ok));
+        assert_eq!(out[3], Err(TransportError::TooManyCalls { limit: 3 }));
+        // Fragments of calls already open do not count again.
+        let again = format!("{}{}{}data: [DONE]\n\n", call_event(0), call_event(1), call_event(0));
+        let mut decoder = ChunkDecoder::new(ReplyBounds::new(2, 1 << 20), Redactor::default());
+        assert!(decode(&mut decoder, &[again.as_bytes()]).iter().all(Result::is_ok));
+    }
+
+    #[test]
+    fn the_byte_bound_counts_every_byte_fed_and_stops_at_the_first_past_it() {
+        let keep_alive = ": keep-alive\n\n".repeat(10);
+        let bound = keep_alive.len();
+        for parts in [vec![keep_alive.as_bytes(), b":"], vec![format!("{keep_alive}:").as_bytes()]] {
+            let mut decoder = ChunkDecoder::new(ReplyBounds::new(16, bound), Redactor::default());
+            let out = decode(&mut decoder, &parts);
+            assert_eq!(
+                out,
+                vec![Err(TransportError::Malformed(format!("the reply is longer than {bound} bytes")))]
+            );
+        }
+        // Exactly the bound, ending with [DONE], is a complete stream.
+        let stream = "data: {\"choices\":[{\"delta\":{\"content\":\"Hi\"}}]}\n\ndata: [DONE]\n\n";
+        let mut decoder = ChunkDecoder::new(ReplyBounds::new(16, stream.len()), Redactor::default());
+        let out = decode(&mut decoder, &[stream.as_bytes()]);
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].as_ref().map(|chunk| chunk.content.as_deref()), Ok(Some("Hi")));
+    }
+
+    #[test]
+    fn a_key_split_across_events_is_redacted_in_the_assembled_text() {
+        let key = "sk-live-0123456789abcdefghijklmnop";
+        let redactor = Redactor::new(Some(ApiKey::new(key).unwrap()));
+        let event = |text: &str| {
+            format!("data: {}\n\n", serde_json::json!({"choices": [{"delta": {"content": text}}]}))
+        };
+        let stream = format!(
+            "{}{}{}data: [DONE]\n\n",
+            event("the key: sk-live-0"),
+            event("123456789abc"),
+            event("defghijklmnop.")
+        );
+        let bytes = stream.as_bytes();
+        for cut in 0..=bytes.len() {
+            let mut decoder = ChunkDecoder::new(ReplyBounds::default(), redactor.clone());
+            let out = decode(&mut decoder, &[&bytes[..cut], &bytes[cut..]]);
+            let mut assembler = ReplyAssembler::default();
+            for chunk in out {
+                assembler.push(chunk.unwrap()).unwrap();
+            }
+            assert_eq!(assembler.finish().content.as_deref(), Some("the key: [redacted]."), "cut at {cut}");
+        }
     }
 }

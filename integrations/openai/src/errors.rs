@@ -15,29 +15,43 @@
 //!   host.
 //! - Messages quote at most [`MAX_DETAIL`] bytes of what the provider said, without control
 //!   characters, and never a URL (URLs may carry secrets in some deployments).
-//! - Every error leaving the transport has each occurrence of the configured API key replaced
-//!   by `[redacted]`, so a provider that echoes the key cannot make it appear in an error.
+//! - What the provider said is redacted ([`Redactor`]) before it is cleaned and cut, so a
+//!   provider that echoes the API key, whole or in part, after any padding, cannot make a run of
+//!   it appear in an error.
 
 use loopbound::transport::TransportError;
 
-use crate::config::{ApiKey, REDACTED};
+use crate::redact::Redactor;
 
 /// Longest excerpt, in bytes, of a provider's own words quoted in an error.
 pub const MAX_DETAIL: usize = 300;
 
 /// The error for an HTTP response with a non-success `status`, its `Retry-After` header value
-/// (if any) and its `body`.
+/// (if any) and its `body`, with what the provider said redacted by `redactor`.
 ///
 /// ```
 /// use loopbound::transport::TransportError;
 /// use loopbound_openai::errors::status_error;
+/// use loopbound_openai::{ApiKey, Redactor};
 ///
-/// let error = status_error(429, Some("7"), br#"{"error":{"message":"slow down"}}"#);
+/// let none = Redactor::default();
+/// let error = status_error(429, Some("7"), br#"{"error":{"message":"slow down"}}"#, &none);
 /// assert_eq!(error, TransportError::Unavailable("HTTP 429 (rate limited; retry after 7 s): slow down".into()));
+///
+/// let redactor = Redactor::new(Some(ApiKey::new("sk-0123456789abcdef")?));
+/// let echo = format!(r#"{{"error":{{"message":"{} you sent sk-0123456789abcdef"}}}}"#, ".".repeat(290));
+/// let error = status_error(401, None, echo.as_bytes(), &redactor);
+/// assert!(!error.to_string().contains("sk-01234"));
+/// # Ok::<(), loopbound_openai::ConfigError>(())
 /// ```
 #[must_use]
-pub fn status_error(status: u16, retry_after: Option<&str>, body: &[u8]) -> TransportError {
-    let said = provider_words(body);
+pub fn status_error(
+    status: u16,
+    retry_after: Option<&str>,
+    body: &[u8],
+    redactor: &Redactor,
+) -> TransportError {
+    let said = provider_words(body, redactor);
     let detail = |label: String| if said.is_empty() { label } else { format!("{label}: {said}") };
     match status {
         401 | 403 => TransportError::Authentication(detail(format!("HTTP {status}"))),
@@ -46,7 +60,7 @@ pub fn status_error(status: u16, retry_after: Option<&str>, body: &[u8]) -> Tran
                 Some(value) if value.bytes().all(|byte| byte.is_ascii_digit()) => {
                     format!("retry after {value} s")
                 }
-                Some(value) => format!("retry after {}", clean(value)),
+                Some(value) => format!("retry after {}", clean(value, redactor)),
                 None => "no Retry-After given".to_owned(),
             };
             TransportError::Unavailable(detail(format!("HTTP 429 (rate limited; {wait})")))
@@ -60,10 +74,14 @@ pub fn status_error(status: u16, retry_after: Option<&str>, body: &[u8]) -> Tran
 /// reports failures during generation this way). Its `code`, when it is an HTTP status, picks
 /// the kind as [`status_error`] would; otherwise a `server_error` type is `Unavailable` and
 /// anything else is `Other`.
-pub(crate) fn embedded_error(error: &serde_json::Value) -> TransportError {
+pub(crate) fn embedded_error(error: &serde_json::Value, redactor: &Redactor) -> TransportError {
     let message = match error {
-        serde_json::Value::String(text) => clean(text),
-        other => other.get("message").and_then(serde_json::Value::as_str).map(clean).unwrap_or_default(),
+        serde_json::Value::String(text) => clean(text, redactor),
+        other => other
+            .get("message")
+            .and_then(serde_json::Value::as_str)
+            .map(|text| clean(text, redactor))
+            .unwrap_or_default(),
     };
     let code = error
         .get("code")
@@ -80,8 +98,8 @@ pub(crate) fn embedded_error(error: &serde_json::Value) -> TransportError {
 }
 
 /// What the provider said in an error body: `error.message` (or `message`, or `error` as a
-/// string) from JSON, else the body as text; cleaned and cut to [`MAX_DETAIL`] bytes.
-fn provider_words(body: &[u8]) -> String {
+/// string) from JSON, else the body as text; redacted, cleaned and cut to [`MAX_DETAIL`] bytes.
+fn provider_words(body: &[u8], redactor: &Redactor) -> String {
     if let Ok(json) = serde_json::from_slice::<serde_json::Value>(body) {
         let error = json.get("error");
         let message = error
@@ -90,15 +108,16 @@ fn provider_words(body: &[u8]) -> String {
             .or_else(|| json.get("message"))
             .and_then(serde_json::Value::as_str);
         if let Some(message) = message {
-            return clean(message);
+            return clean(message, redactor);
         }
     }
-    clean(&String::from_utf8_lossy(body))
+    clean(&String::from_utf8_lossy(body), redactor)
 }
 
-/// `text` on one line: control characters become spaces, runs of spaces collapse, and the
-/// result is cut to [`MAX_DETAIL`] bytes on a character boundary.
-pub(crate) fn clean(text: &str) -> String {
+/// `text` on one line: redacted first, then control characters become spaces, runs of spaces
+/// collapse, and the result is cut to [`MAX_DETAIL`] bytes on a character boundary.
+pub(crate) fn clean(text: &str, redactor: &Redactor) -> String {
+    let text = redactor.redact(text);
     let mut out = String::new();
     for word in text.split(|c: char| c.is_whitespace() || c.is_control()).filter(|word| !word.is_empty()) {
         if !out.is_empty() {
@@ -121,8 +140,8 @@ pub(crate) fn clean(text: &str) -> String {
 }
 
 /// The error for a failure of `reqwest` before a response status arrived.
-pub(crate) fn send_error(error: &reqwest::Error) -> TransportError {
-    let cause = causes(error);
+pub(crate) fn send_error(error: &reqwest::Error, redactor: &Redactor) -> TransportError {
+    let cause = causes(error, redactor);
     if error.is_timeout() {
         TransportError::Unavailable(format!("the request timed out: {cause}"))
     } else if error.is_connect() {
@@ -136,8 +155,8 @@ pub(crate) fn send_error(error: &reqwest::Error) -> TransportError {
 }
 
 /// The error for a failure while reading a response body whose status was a success.
-pub(crate) fn body_error(error: &reqwest::Error) -> TransportError {
-    let cause = causes(error);
+pub(crate) fn body_error(error: &reqwest::Error, redactor: &Redactor) -> TransportError {
+    let cause = causes(error, redactor);
     if error.is_timeout() {
         TransportError::Unavailable(format!("the response timed out: {cause}"))
     } else {
@@ -146,11 +165,11 @@ pub(crate) fn body_error(error: &reqwest::Error) -> TransportError {
 }
 
 /// The chain of causes of `error`, without any URL, joined by `: `.
-fn causes(error: &reqwest::Error) -> String {
+fn causes(error: &reqwest::Error, redactor: &Redactor) -> String {
     let mut parts = Vec::new();
     let mut source: Option<&dyn std::error::Error> = std::error::Error::source(error);
     while let Some(cause) = source {
-        let text = clean(&cause.to_string());
+        let text = clean(&cause.to_string(), redactor);
         if !text.is_empty() && !parts.contains(&text) {
             parts.push(text);
         }
@@ -163,36 +182,22 @@ fn causes(error: &reqwest::Error) -> String {
     parts.join(": ")
 }
 
-/// Removes the API key from error messages.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct Redactor {
-    key: Option<ApiKey>,
-}
-
-impl Redactor {
-    pub(crate) fn new(key: Option<ApiKey>) -> Self {
-        Self { key }
-    }
-
-    /// `error` with every occurrence of the key replaced by `[redacted]`.
-    pub(crate) fn scrub(&self, error: TransportError) -> TransportError {
-        let Some(key) = &self.key else { return error };
-        let scrub = |text: String| text.replace(key.expose(), REDACTED);
-        match error {
-            TransportError::Unavailable(text) => TransportError::Unavailable(scrub(text)),
-            TransportError::Authentication(text) => TransportError::Authentication(scrub(text)),
-            TransportError::Malformed(text) => TransportError::Malformed(scrub(text)),
-            TransportError::Other(text) => TransportError::Other(scrub(text)),
-            other => other,
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::config::ApiKey;
+
+    const NONE: Redactor = Redactor::none();
+
+    fn status_error(status: u16, retry_after: Option<&str>, body: &[u8]) -> TransportError {
+        super::status_error(status, retry_after, body, &NONE)
+    }
+
+    fn embedded_error(error: &serde_json::Value) -> TransportError {
+        super::embedded_error(error, &NONE)
+    }
 
     #[test]
     fn statuses_map_to_the_contract() {
@@ -231,7 +236,7 @@ mod tests {
     #[test]
     fn provider_words_are_one_short_line() {
         let long = "é".repeat(400);
-        let text = clean(&format!("a\n\tb\u{0}c  {long}"));
+        let text = clean(&format!("a\n\tb\u{0}c  {long}"), &NONE);
         assert!(text.starts_with("a b c éé"));
         assert!(text.len() <= MAX_DETAIL + '…'.len_utf8(), "{}", text.len());
         assert!(text.ends_with('…'));
@@ -261,11 +266,25 @@ mod tests {
     }
 
     #[test]
-    fn the_redactor_removes_every_copy_of_the_key() {
-        let key = ApiKey::new("sk-abc").unwrap();
-        let redactor = Redactor::new(Some(key));
-        let scrubbed = redactor.scrub(TransportError::Authentication("bad key sk-abc (sk-abc)".into()));
-        assert_eq!(scrubbed, TransportError::Authentication("bad key [redacted] ([redacted])".into()));
-        assert_eq!(Redactor::default().scrub(TransportError::Cancelled), TransportError::Cancelled);
+    fn the_key_is_redacted_before_the_message_is_cut() {
+        const KEY: &str = "sk-live-0123456789abcdefghijklmnopqrstuvwxyzABCD";
+        let redactor = Redactor::new(Some(ApiKey::new(KEY).unwrap()));
+        // The key after 270 bytes of padding: a cut at 300 bytes would have kept 30 of its
+        // characters, had the cut come first.
+        for padding in [0, 270, 290, 296] {
+            let message = format!("{} {KEY}", ".".repeat(padding));
+            let body = serde_json::json!({"error": {"message": message}}).to_string();
+            for status in [401, 503, 400] {
+                let text = super::status_error(status, None, body.as_bytes(), &redactor).to_string();
+                assert!(!text.contains(&KEY[..8]) && !text.contains(&KEY[KEY.len() - 8..]), "{text}");
+                let kept = KEY.as_bytes().windows(8).filter(|w| text.as_bytes().windows(8).any(|t| t == *w));
+                assert_eq!(kept.count(), 0, "{status} {padding}: {text}");
+            }
+        }
+        let embedded = super::embedded_error(&serde_json::json!({"message": KEY, "code": 401}), &redactor);
+        assert_eq!(
+            embedded,
+            TransportError::Authentication("the provider reported an error: [redacted]".into())
+        );
     }
 }

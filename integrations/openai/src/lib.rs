@@ -77,6 +77,7 @@ pub mod errors;
 pub mod parse;
 #[cfg(test)]
 mod properties;
+pub mod redact;
 pub mod sse;
 mod transport;
 pub mod wire;
@@ -85,4 +86,5 @@ pub use config::{
     ApiKey, Config, ConfigError, ENV_API_KEY, ENV_BASE_URL, ENV_MODEL, ENV_STREAM_USAGE, ENV_TIMEOUT_SECS,
     REDACTED,
 };
-pub use transport::{MAX_BODY, OpenAiTransport};
+pub use redact::Redactor;
+pub use transport::OpenAiTransport;

@@ -2,9 +2,12 @@
 
 use proptest::prelude::*;
 
+use loopbound::transport::ReplyBounds;
+
 use crate::chunks::{ChunkDecoder, decode_stream};
 use crate::errors::status_error;
 use crate::parse::{parse_chunk, parse_completion};
+use crate::redact::Redactor;
 use crate::sse::SseDecoder;
 
 /// Cuts `bytes` at the given points (taken modulo its length, in order).
@@ -63,9 +66,10 @@ proptest! {
         chunks.finish(&mut out);
         prop_assert!(chunks.is_finished());
         prop_assert!(out.iter().filter(|item| item.is_err()).count() <= 1, "at most one error ends a stream");
-        let _ = parse_completion(&bytes);
-        let _ = parse_chunk(&bytes);
-        let _ = status_error(429, std::str::from_utf8(&bytes).ok(), &bytes);
+        let none = Redactor::default();
+        let _ = parse_completion(&bytes, ReplyBounds::default(), &none);
+        let _ = parse_chunk(&bytes, &none);
+        let _ = status_error(429, std::str::from_utf8(&bytes).ok(), &bytes, &none);
     }
 
     #[test]

@@ -113,7 +113,7 @@ impl SseDecoder {
         while let Some(end) = bytes.iter().position(|&byte| byte == b'\n' || byte == b'\r') {
             self.extend_line(&bytes[..end])?;
             let line = std::mem::take(&mut self.line);
-            self.process_line(&line, out)?;
+            self.process_line(line, out)?;
             let cr = bytes[end] == b'\r';
             bytes = &bytes[end + 1..];
             if cr {
@@ -135,11 +135,17 @@ impl SseDecoder {
             return;
         }
         let line = std::mem::take(&mut self.line);
-        let closed = line.is_empty() || self.process_line(&line, out).is_ok();
+        let closed = line.is_empty() || self.process_line(line, out).is_ok();
         if let Some(data) = self.data.take().filter(|_| closed) {
             out.push(SseEvent { event: self.event.take(), data });
         }
         self.after_cr = false;
+    }
+
+    /// Bytes held for the line and the event being read.
+    #[must_use]
+    pub fn buffered(&self) -> usize {
+        self.line.len() + self.data.as_ref().map_or(0, String::len)
     }
 
     /// Whether a partial line or an undispatched event is waiting for more input.
@@ -163,28 +169,33 @@ impl SseDecoder {
         SseError { limit: self.limit }
     }
 
-    fn process_line(&mut self, mut line: &[u8], out: &mut Vec<SseEvent>) -> Result<(), SseError> {
-        if std::mem::take(&mut self.first_line) {
-            line = line.strip_prefix(BOM).unwrap_or(line);
+    /// Decodes one complete line. A `data` value that is valid UTF-8 becomes the event's text
+    /// in place, without a copy of the line.
+    fn process_line(&mut self, mut line: Vec<u8>, out: &mut Vec<SseEvent>) -> Result<(), SseError> {
+        let mut start = 0;
+        if std::mem::take(&mut self.first_line) && line.starts_with(BOM) {
+            start = BOM.len();
         }
-        if line.is_empty() {
+        let rest = &line[start..];
+        if rest.is_empty() {
             let event = self.event.take();
             if let Some(data) = self.data.take() {
                 out.push(SseEvent { event, data });
             }
             return Ok(());
         }
-        let (field, value) = match line.iter().position(|&byte| byte == b':') {
+        let (field_end, value_start) = match rest.iter().position(|&byte| byte == b':') {
             Some(0) => return Ok(()),
-            Some(colon) => {
-                let value = &line[colon + 1..];
-                (&line[..colon], value.strip_prefix(b" ").unwrap_or(value))
-            }
-            None => (line, &b""[..]),
+            Some(colon) => (colon, if rest.get(colon + 1) == Some(&b' ') { colon + 2 } else { colon + 1 }),
+            None => (rest.len(), rest.len()),
         };
-        match field {
+        match &rest[..field_end] {
             b"data" => {
-                let value = String::from_utf8_lossy(value);
+                line.drain(..start + value_start);
+                let value = match String::from_utf8(line) {
+                    Ok(text) => text,
+                    Err(error) => String::from_utf8_lossy(error.as_bytes()).into_owned(),
+                };
                 let held = self.data.as_ref().map_or(0, |data| data.len() + 1);
                 if held + value.len() > self.limit {
                     return Err(self.fail());
@@ -194,10 +205,10 @@ impl SseDecoder {
                         data.push('\n');
                         data.push_str(&value);
                     }
-                    None => self.data = Some(value.into_owned()),
+                    None => self.data = Some(value),
                 }
             }
-            b"event" => self.event = Some(String::from_utf8_lossy(value).into_owned()),
+            b"event" => self.event = Some(String::from_utf8_lossy(&rest[value_start..]).into_owned()),
             _ => {}
         }
         Ok(())

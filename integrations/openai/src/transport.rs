@@ -6,12 +6,20 @@
 //!   attempt the runtime admits is exactly one request, so the model budget counts what the
 //!   provider sees.
 //! - The API key is sent only as a sensitive `Authorization` header; the transport's `Debug`
-//!   shows the configuration (key redacted) and nothing of the client; every error passes
-//!   through the [`Redactor`] before it leaves.
+//!   shows the configuration (key redacted) and nothing of the client. Everything the provider
+//!   sends back passes through the [`Redactor`] before it leaves: error messages (redacted before
+//!   they are cut), the model's text, tool-call ids, names and arguments, whole or streamed.
 //! - A call stops when the request's cancellation fires (the scope's deadline, a halt, or the
 //!   caller), besides the runtime dropping the call's future.
-//! - Bodies are read with a size limit ([`MAX_BODY`]; a stream's events are limited by its
-//!   decoder), so a misbehaving server cannot exhaust memory.
+//! - The run's task never does long work: parsing a large reply, or decoding what a large
+//!   piece of a stream completes, runs on tokio's blocking pool, so the deadline is noticed
+//!   while it runs.
+//! - Every reply is read within the request's [`ReplyBounds`]: a whole body is refused at its
+//!   `Content-Length` or at the first byte past `bytes()`, and its tool calls are counted before
+//!   it is parsed; a stream is cut at the first byte past `bytes()` (keep-alive comments
+//!   included) or at the event that opens one call index too many. So the memory of a call is
+//!   bounded by the reply's byte bound, whatever the server sends, and reading stops as soon as
+//!   the bound is crossed.
 
 use std::collections::VecDeque;
 use std::fmt;
@@ -21,18 +29,18 @@ use std::pin::pin;
 use futures_core::Stream;
 use futures_util::StreamExt;
 use futures_util::future::{Either, select};
-use loopbound::transport::{ChatRequest, ChunkStream, ModelReply, ReplyChunk, Transport, TransportError};
+use loopbound::transport::{
+    ChatRequest, ChunkStream, ModelReply, ReplyBounds, ReplyChunk, Transport, TransportError,
+};
 use reqwest::header::{self, HeaderValue};
 use tokio_util::sync::CancellationToken;
 
 use crate::chunks::ChunkDecoder;
 use crate::config::{Config, ConfigError};
-use crate::errors::{Redactor, body_error, send_error, status_error};
+use crate::errors::{body_error, send_error, status_error};
 use crate::parse::parse_completion;
+use crate::redact::Redactor;
 use crate::wire::{Mode, request_body};
-
-/// Largest whole reply, in bytes, that the transport reads: 16 MiB.
-pub const MAX_BODY: usize = 16 << 20;
 
 /// Longest part of an error body, in bytes, read to explain a failure status.
 const MAX_ERROR_BODY: usize = 64 << 10;
@@ -119,7 +127,7 @@ impl OpenAiTransport {
             value.set_sensitive(true);
             builder = builder.header(header::AUTHORIZATION, value);
         }
-        let response = builder.send().await.map_err(|error| send_error(&error))?;
+        let response = builder.send().await.map_err(|error| send_error(&error, &self.redactor))?;
         let status = response.status();
         if status.is_success() {
             return Ok(response);
@@ -130,8 +138,8 @@ impl OpenAiTransport {
             .and_then(|value| value.to_str().ok())
             .map(str::to_owned);
         // The body only explains the failure: a read error leaves the explanation empty.
-        let body = read_body(response, MAX_ERROR_BODY).await.unwrap_or_default();
-        Err(status_error(status.as_u16(), retry_after.as_deref(), &body))
+        let body = read_body(response, MAX_ERROR_BODY, &self.redactor).await.unwrap_or_default();
+        Err(status_error(status.as_u16(), retry_after.as_deref(), &body, &self.redactor))
     }
 }
 
@@ -139,8 +147,8 @@ impl Transport for OpenAiTransport {
     async fn complete(&self, request: ChatRequest<'_>) -> Result<ModelReply, TransportError> {
         let call = async {
             let response = self.send(&request, Mode::Whole).await?;
-            let body = read_body(response, MAX_BODY).await?;
-            parse_completion(&body)
+            let body = read_reply(response, request.bounds, &self.redactor).await?;
+            parse_whole(body, request.bounds, &self.redactor).await
         };
         until_cancelled(request.cancel, call).await.map_err(|error| self.redactor.scrub(error))
     }
@@ -153,7 +161,7 @@ impl Transport for OpenAiTransport {
         let response = until_cancelled(request.cancel, self.send(&request, mode))
             .await
             .map_err(|error| self.redactor.scrub(error))?;
-        Ok(chunk_stream(response, request.cancel.clone(), self.redactor.clone()))
+        Ok(chunk_stream(response, request.cancel.clone(), request.bounds, self.redactor.clone()))
     }
 }
 
@@ -168,12 +176,73 @@ async fn until_cancelled<T>(
     }
 }
 
-/// Reads a whole body, refusing one longer than `limit` bytes.
-async fn read_body(mut response: reqwest::Response, limit: usize) -> Result<Vec<u8>, TransportError> {
-    let mut body = Vec::new();
-    while let Some(bytes) = response.chunk().await.map_err(|error| body_error(&error))? {
+/// Work on more bytes than this (parsing a whole reply, decoding what a large piece of a stream
+/// completes) runs on the runtime's blocking pool: the run's task stays free, so a deadline or a
+/// cancellation is noticed at once, however long the work takes. Less costs well under a
+/// millisecond and runs in place.
+const INLINE_WORK: usize = 256 << 10;
+
+/// Runs `work` on the runtime's blocking pool. If the call is dropped meanwhile (the deadline, a
+/// halt, the caller), the work finishes on its own and its result is dropped.
+async fn off_the_task<T: Send + 'static>(
+    work: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, TransportError> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|_| TransportError::Other("decoding the reply failed unexpectedly".to_owned()))
+}
+
+/// Parses a whole reply (see [`parse_completion`]), off the task when it is large.
+async fn parse_whole(
+    body: Vec<u8>,
+    bounds: ReplyBounds,
+    redactor: &Redactor,
+) -> Result<ModelReply, TransportError> {
+    if body.len() <= INLINE_WORK {
+        return parse_completion(&body, bounds, redactor);
+    }
+    let redactor = redactor.clone();
+    off_the_task(move || parse_completion(&body, bounds, &redactor)).await?
+}
+
+/// Reads a whole reply within `bounds`: refused at once when its declared length is over the
+/// byte bound, else read until the first byte past it.
+async fn read_reply(
+    response: reqwest::Response,
+    bounds: ReplyBounds,
+    redactor: &Redactor,
+) -> Result<Vec<u8>, TransportError> {
+    if response.content_length().is_some_and(|declared| declared > bounds.bytes() as u64) {
+        return Err(bounds.too_long());
+    }
+    read_body(response, bounds.bytes(), redactor).await.map_err(|error| match error {
+        BodyError::TooLong => bounds.too_long(),
+        BodyError::Read(error) => error,
+    })
+}
+
+/// Why a body could not be read whole.
+enum BodyError {
+    /// It is longer than the limit.
+    TooLong,
+    /// Reading it failed.
+    Read(TransportError),
+}
+
+/// Reads a whole body, refusing one longer than `limit` bytes at the read that crosses it. The
+/// buffer grows with what arrives (a declared length is trusted only up to the limit).
+async fn read_body(
+    mut response: reqwest::Response,
+    limit: usize,
+    redactor: &Redactor,
+) -> Result<Vec<u8>, BodyError> {
+    let declared = response.content_length().and_then(|len| usize::try_from(len).ok()).unwrap_or(0);
+    let mut body = Vec::with_capacity(declared.min(limit));
+    while let Some(bytes) =
+        response.chunk().await.map_err(|error| BodyError::Read(body_error(&error, redactor)))?
+    {
         if body.len() + bytes.len() > limit {
-            return Err(TransportError::Malformed(format!("the response body is longer than {limit} bytes")));
+            return Err(BodyError::TooLong);
         }
         body.extend_from_slice(&bytes);
     }
@@ -182,8 +251,8 @@ async fn read_body(mut response: reqwest::Response, limit: usize) -> Result<Vec<
 
 /// How the body of a streamed call is read.
 enum Body {
-    /// Server-sent events, decoded as they arrive.
-    Events(ChunkDecoder),
+    /// Server-sent events, decoded as they arrive (boxed: it moves to the blocking pool and back).
+    Events(Box<ChunkDecoder>),
     /// A server that ignored `stream: true` and answered with one JSON reply.
     Json(Vec<u8>),
 }
@@ -195,6 +264,7 @@ struct Reading {
     ready: VecDeque<Result<ReplyChunk, TransportError>>,
     finished: bool,
     cancel: CancellationToken,
+    bounds: ReplyBounds,
     redactor: Redactor,
 }
 
@@ -202,6 +272,7 @@ struct Reading {
 fn chunk_stream(
     response: reqwest::Response,
     cancel: CancellationToken,
+    bounds: ReplyBounds,
     redactor: Redactor,
 ) -> impl Stream<Item = Result<ReplyChunk, TransportError>> + Send {
     let is_json = response
@@ -209,8 +280,13 @@ fn chunk_stream(
         .get(header::CONTENT_TYPE)
         .and_then(|value| value.to_str().ok())
         .is_some_and(|value| value.trim_start().starts_with("application/json"));
-    let body = if is_json { Body::Json(Vec::new()) } else { Body::Events(ChunkDecoder::default()) };
-    let reading = Reading { response, body, ready: VecDeque::new(), finished: false, cancel, redactor };
+    let body = if is_json {
+        Body::Json(Vec::new())
+    } else {
+        Body::Events(Box::new(ChunkDecoder::new(bounds, redactor.clone())))
+    };
+    let reading =
+        Reading { response, body, ready: VecDeque::new(), finished: false, cancel, bounds, redactor };
     futures_util::stream::unfold(reading, |mut reading| async move {
         loop {
             if let Some(item) = reading.ready.pop_front() {
@@ -229,8 +305,9 @@ impl Reading {
     /// Reads one more piece of the body and queues what it completes.
     async fn read_more(&mut self) {
         let mut out = Vec::new();
+        let redactor = &self.redactor;
         let next = until_cancelled(&self.cancel, async {
-            self.response.chunk().await.map_err(|error| body_error(&error))
+            self.response.chunk().await.map_err(|error| body_error(&error, redactor))
         })
         .await;
         match (next, &mut self.body) {
@@ -239,14 +316,35 @@ impl Reading {
                 out.push(Err(error));
             }
             (Ok(Some(bytes)), Body::Events(decoder)) => {
-                decoder.feed(&bytes, &mut out);
-                self.finished = decoder.is_finished();
+                let completes_a_line = bytes.iter().any(|&byte| byte == b'\n' || byte == b'\r');
+                if !completes_a_line || bytes.len() + decoder.buffered() <= INLINE_WORK {
+                    decoder.feed(&bytes, &mut out);
+                } else {
+                    // These bytes may complete a large event: decode it off the task.
+                    let mut moved = std::mem::take(decoder);
+                    let fed = off_the_task(move || {
+                        let mut out = Vec::new();
+                        moved.feed(&bytes, &mut out);
+                        (moved, out)
+                    })
+                    .await;
+                    match fed {
+                        Ok((moved, fed)) => {
+                            *decoder = moved;
+                            out = fed;
+                        }
+                        Err(error) => {
+                            self.finished = true;
+                            out.push(Err(error));
+                        }
+                    }
+                }
+                self.finished |= decoder.is_finished();
             }
             (Ok(Some(bytes)), Body::Json(body)) => {
-                if body.len() + bytes.len() > MAX_BODY {
+                if body.len() + bytes.len() > self.bounds.bytes() {
                     self.finished = true;
-                    let message = format!("the response body is longer than {MAX_BODY} bytes");
-                    out.push(Err(TransportError::Malformed(message)));
+                    out.push(Err(self.bounds.too_long()));
                 } else {
                     body.extend_from_slice(&bytes);
                 }
@@ -257,7 +355,7 @@ impl Reading {
             }
             (Ok(None), Body::Json(body)) => {
                 self.finished = true;
-                match parse_completion(body) {
+                match parse_whole(std::mem::take(body), self.bounds, &self.redactor).await {
                     Ok(reply) => {
                         // Core's in-memory stream cuts the reply as its assembler reads it back.
                         let mut chunks = ChunkStream::whole(reply);

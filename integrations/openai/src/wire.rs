@@ -9,10 +9,19 @@
 //! - The API key is never part of a body: it travels in a header only.
 //! - Response shapes are lenient about what may be absent or `null` (ids, content, usage,
 //!   choices in a usage-only chunk); what is present must have the right JSON type.
+//! - Reading a reply keeps no more than it uses: one choice of a list of choices, the raw text of
+//!   arguments and error objects borrowed from the reply (never a `serde_json::Value` tree, whose
+//!   size could be many times the reply's), and a count, not a list, when tool calls are only
+//!   counted.
+
+use std::fmt;
+use std::marker::PhantomData;
 
 use loopbound::Message;
 use loopbound::transport::{ChatRequest, ToolCall, ToolDefinition};
+use serde::de::{self, Deserializer, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 
 /// Whether a request asks for a stream, and whether it asks for usage figures in it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -162,67 +171,99 @@ pub fn request_body(model: &str, request: &ChatRequest<'_>, mode: Mode) -> Vec<u
 
 /// A whole chat-completions reply.
 #[derive(Debug, Deserialize)]
-pub(crate) struct CompletionBody {
-    pub(crate) choices: Option<Vec<Choice>>,
+pub(crate) struct CompletionBody<'a> {
+    #[serde(default, borrow)]
+    pub(crate) choices: FirstChoice<Choice<'a>>,
     pub(crate) usage: Option<WireUsage>,
-    pub(crate) error: Option<serde_json::Value>,
+    #[serde(borrow)]
+    pub(crate) error: Option<&'a RawValue>,
 }
 
 #[derive(Debug, Deserialize)]
-pub(crate) struct Choice {
+pub(crate) struct Choice<'a> {
     pub(crate) index: Option<u32>,
-    pub(crate) message: Option<ReplyMessage>,
+    #[serde(borrow)]
+    pub(crate) message: Option<ReplyMessage<'a>>,
 }
 
 #[derive(Debug, Deserialize)]
-pub(crate) struct ReplyMessage {
+pub(crate) struct ReplyMessage<'a> {
     pub(crate) content: Option<String>,
-    pub(crate) tool_calls: Option<Vec<ReplyToolCall>>,
+    #[serde(borrow)]
+    pub(crate) tool_calls: Option<Vec<ReplyToolCall<'a>>>,
 }
 
 #[derive(Debug, Deserialize)]
-pub(crate) struct ReplyToolCall {
+pub(crate) struct ReplyToolCall<'a> {
     pub(crate) id: Option<String>,
-    pub(crate) function: ReplyFunction,
+    #[serde(borrow)]
+    pub(crate) function: ReplyFunction<'a>,
 }
 
 #[derive(Debug, Deserialize)]
-pub(crate) struct ReplyFunction {
+pub(crate) struct ReplyFunction<'a> {
     pub(crate) name: String,
-    pub(crate) arguments: Option<serde_json::Value>,
+    #[serde(borrow)]
+    pub(crate) arguments: Option<&'a RawValue>,
+}
+
+/// The number of tool calls of a whole reply's first choice, read without keeping any of them:
+/// a reply is measured before it is parsed, so a flood of calls costs no memory.
+#[derive(Debug, Deserialize)]
+pub(crate) struct CallCount {
+    #[serde(default)]
+    pub(crate) choices: FirstChoice<CountedChoice>,
+}
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct CountedChoice {
+    index: Option<u32>,
+    pub(crate) message: Option<CountedMessage>,
+}
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct CountedMessage {
+    #[serde(default)]
+    pub(crate) tool_calls: Count,
 }
 
 /// One streamed chunk (`chat.completion.chunk`).
 #[derive(Debug, Deserialize)]
-pub(crate) struct ChunkBody {
-    pub(crate) choices: Option<Vec<ChunkChoice>>,
+pub(crate) struct ChunkBody<'a> {
+    #[serde(default, borrow)]
+    pub(crate) choices: FirstChoice<ChunkChoice<'a>>,
     pub(crate) usage: Option<WireUsage>,
-    pub(crate) error: Option<serde_json::Value>,
+    #[serde(borrow)]
+    pub(crate) error: Option<&'a RawValue>,
 }
 
 #[derive(Debug, Deserialize)]
-pub(crate) struct ChunkChoice {
+pub(crate) struct ChunkChoice<'a> {
     pub(crate) index: Option<u32>,
-    pub(crate) delta: Option<Delta>,
+    #[serde(borrow)]
+    pub(crate) delta: Option<Delta<'a>>,
 }
 
 #[derive(Debug, Deserialize)]
-pub(crate) struct Delta {
+pub(crate) struct Delta<'a> {
     pub(crate) content: Option<String>,
-    pub(crate) tool_calls: Option<Vec<DeltaToolCall>>,
+    #[serde(borrow)]
+    pub(crate) tool_calls: Option<Vec<DeltaToolCall<'a>>>,
 }
 
 #[derive(Debug, Deserialize)]
-pub(crate) struct DeltaToolCall {
+pub(crate) struct DeltaToolCall<'a> {
     pub(crate) index: Option<u32>,
     pub(crate) id: Option<String>,
-    pub(crate) function: Option<DeltaFunction>,
+    #[serde(borrow)]
+    pub(crate) function: Option<DeltaFunction<'a>>,
 }
 
 #[derive(Debug, Deserialize)]
-pub(crate) struct DeltaFunction {
+pub(crate) struct DeltaFunction<'a> {
     pub(crate) name: Option<String>,
-    pub(crate) arguments: Option<serde_json::Value>,
+    #[serde(borrow)]
+    pub(crate) arguments: Option<&'a RawValue>,
 }
 
 /// Token counts as the provider reports them.
@@ -230,6 +271,118 @@ pub(crate) struct DeltaFunction {
 pub(crate) struct WireUsage {
     pub(crate) prompt_tokens: Option<u64>,
     pub(crate) completion_tokens: Option<u64>,
+}
+
+/// A choice that knows its index (absent means 0).
+pub(crate) trait Indexed {
+    fn index(&self) -> u32;
+}
+
+impl Indexed for Choice<'_> {
+    fn index(&self) -> u32 {
+        self.index.unwrap_or(0)
+    }
+}
+
+impl Indexed for ChunkChoice<'_> {
+    fn index(&self) -> u32 {
+        self.index.unwrap_or(0)
+    }
+}
+
+impl Indexed for CountedChoice {
+    fn index(&self) -> u32 {
+        self.index.unwrap_or(0)
+    }
+}
+
+/// The first choice of index 0 in a `choices` list (`null` or absent: none). The other choices
+/// are read one at a time and dropped, so a list of many choices costs one.
+#[derive(Debug)]
+pub(crate) struct FirstChoice<T>(pub(crate) Option<T>);
+
+impl<T> Default for FirstChoice<T> {
+    fn default() -> Self {
+        Self(None)
+    }
+}
+
+impl<'de, T: Deserialize<'de> + Indexed> Deserialize<'de> for FirstChoice<T> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_option(FirstChoiceVisitor(PhantomData))
+    }
+}
+
+struct FirstChoiceVisitor<T>(PhantomData<T>);
+
+impl<'de, T: Deserialize<'de> + Indexed> Visitor<'de> for FirstChoiceVisitor<T> {
+    type Value = FirstChoice<T>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a list of choices")
+    }
+
+    fn visit_none<E: de::Error>(self) -> Result<Self::Value, E> {
+        Ok(FirstChoice(None))
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+        Ok(FirstChoice(None))
+    }
+
+    fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_seq(self)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        let mut first = None;
+        while let Some(choice) = seq.next_element::<T>()? {
+            if first.is_none() && choice.index() == 0 {
+                first = Some(choice);
+            }
+        }
+        Ok(FirstChoice(first))
+    }
+}
+
+/// The length of a list (`null` or absent: 0), read without keeping its elements.
+#[derive(Debug, Default)]
+pub(crate) struct Count(pub(crate) usize);
+
+impl<'de> Deserialize<'de> for Count {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_option(CountVisitor)
+    }
+}
+
+struct CountVisitor;
+
+impl<'de> Visitor<'de> for CountVisitor {
+    type Value = Count;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a list")
+    }
+
+    fn visit_none<E: de::Error>(self) -> Result<Self::Value, E> {
+        Ok(Count(0))
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+        Ok(Count(0))
+    }
+
+    fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_seq(self)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        let mut count = 0_usize;
+        while seq.next_element::<de::IgnoredAny>()?.is_some() {
+            count += 1;
+        }
+        Ok(Count(count))
+    }
 }
 
 #[cfg(test)]

@@ -33,7 +33,7 @@ async fn call(
     let mut chunks = std::pin::pin!(transport.stream(request).await?);
     let mut reply = loopbound::transport::ReplyAssembler::default();
     while let Some(chunk) = chunks.next().await {
-        reply.push(chunk?);
+        reply.push(chunk?)?;
     }
     Ok(reply.finish())
 }

@@ -4,6 +4,7 @@
 
 mod canned;
 mod failures;
+mod hostile;
 mod review;
 mod scenarios;
 mod wire;

@@ -1,0 +1,10 @@
+//! Tests of the hostile server through a plain TCP client: one module per kind of hostility.
+
+mod client;
+mod echo;
+mod endless;
+mod escape;
+mod flood;
+mod lifecycle;
+mod scripted;
+mod slow;
