@@ -114,6 +114,7 @@
 pub mod canonical;
 mod event;
 mod guard;
+pub mod journal;
 mod limits;
 mod outcome;
 mod runtime;

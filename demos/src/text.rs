@@ -74,6 +74,9 @@ pub fn render_outcome(outcome: &Outcome) -> String {
     if let Some(detail) = outcome.detail() {
         labelled(&mut out, "detail", detail);
     }
+    if let Some(operation) = outcome.operation() {
+        labelled(&mut out, "operation", operation);
+    }
     if let Some(text) = outcome.text() {
         labelled(&mut out, "text", &format!("\"{text}\""));
         if status == Status::Incomplete {
@@ -98,6 +101,13 @@ const fn meaning(status: Status) -> &'static str {
         Status::ModelBudget => "controlled stop, the model-call budget was spent",
         Status::DeadlineExceeded => "controlled stop, the deadline passed",
         Status::ProviderUnavailable => "the provider could not be reached",
+        Status::AwaitingApproval => {
+            "controlled stop, a proposal waits for the host's decision; resume after it"
+        }
+        Status::Denied => "controlled stop, the policy or an approver refused a proposal",
+        Status::Ambiguous => {
+            "controlled stop, a crash fell between an effect's start and its result; reconcile it"
+        }
         _ => "a status this console does not describe yet",
     }
 }
@@ -113,6 +123,13 @@ const fn gloss(kind: EventKind) -> &'static str {
         EventKind::Halt(HaltReason::ToolBudget) => "halt: tool budget spent, refused before the body",
         EventKind::Halt(HaltReason::ModelBudget) => "halt: model budget spent, the call was not sent",
         EventKind::Halt(HaltReason::DeadlineExceeded) => "halt: the deadline passed, the wait was dropped",
+        EventKind::Halt(HaltReason::Denied) => "halt: the proposal was refused, the body never ran",
+        EventKind::Proposed => "proposal written, before anything is decided or run",
+        EventKind::Allowed => "decision: the call may run",
+        EventKind::EffectStarted => "started committed; the body runs next",
+        EventKind::EffectRecorded => "result committed",
+        EventKind::Resumed => "the run continues from its journal",
+        EventKind::Reconciled => "the host settled an ambiguous effect",
         _ => "an event this console does not describe yet",
     }
 }
@@ -128,6 +145,13 @@ fn event_line(out: &mut String, number: u32, event: &ControlEvent) {
         event.count(),
         gloss(kind)
     );
+    let about = match (event.operation(), event.decided_by()) {
+        (Some(operation), Some(by)) => format!("{operation}, by {by}"),
+        (Some(operation), None) => operation.to_owned(),
+        (None, Some(by)) => format!("by {by}"),
+        (None, None) => return,
+    };
+    let _ = writeln!(out, "{:46}{about}", "");
 }
 
 /// Writes `value` after `label`, wrapping at word boundaries under the value column.

@@ -1,6 +1,8 @@
 //! Test support shared by loopbound's crates, as a normal dependency (no `#[path]` includes):
 //!
 //! - [`review`]: the review task of SPEC §11, the one copy of its tools, texts and state;
+//! - [`refund`]: the refund task of the journaled runs (a read, an effect, an idempotent call),
+//!   with its effects counted outside the run;
 //! - [`aimock`]: the pinned scripted mock server, started per test on loopback;
 //! - [`fuzz`]: the fuzz targets' checks as plain functions, with the reference canonical form,
 //!   the reference guard model and the structured inputs; `fuzz/` calls them under libFuzzer and
@@ -11,4 +13,5 @@
 
 pub mod aimock;
 pub mod fuzz;
+pub mod refund;
 pub mod review;
