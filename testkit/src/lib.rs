@@ -1,6 +1,8 @@
 //! Test support shared by loopbound's crates, as a normal dependency (no `#[path]` includes):
 //!
 //! - [`review`]: the review task of SPEC §11, the one copy of its tools, texts and state;
+//! - [`conformance`]: the journal conformance suite every backend runs;
+//! - [`scratch`]: fresh scratch directories for tests that write files;
 //! - [`refund`]: the refund task of the journaled runs (a read, an effect, an idempotent call),
 //!   with its effects counted outside the run;
 //! - [`aimock`]: the pinned scripted mock server, started per test on loopback;
@@ -12,6 +14,8 @@
 #![warn(missing_docs)]
 
 pub mod aimock;
+pub mod conformance;
 pub mod fuzz;
 pub mod refund;
 pub mod review;
+pub mod scratch;

@@ -95,12 +95,23 @@ impl Journal for MemoryJournal {
             for entry in batch.entries {
                 apply(&mut next, entry)?;
             }
+            sort(&mut next);
             *stored = next;
             self.commits.fetch_add(1, Ordering::SeqCst);
             Ok(())
         });
         std::future::ready(result)
     }
+}
+
+/// Puts the rows in key order, as a backend reads them back (events stay in append order).
+fn sort(stored: &mut StoredRun) {
+    stored.replies.sort_by_key(|r| r.ordinal);
+    stored.calls.sort_by_key(|c| (c.reply, c.index));
+    stored.proposals.sort_by_key(|p| p.ordinal);
+    stored.decisions.sort_by_key(|d| d.ordinal);
+    stored.started.sort_by_key(|s| (s.ordinal, s.start));
+    stored.reconciliations.sort_by_key(|r| (r.ordinal, r.start));
 }
 
 /// Applies one write to `stored`, refusing a key that exists.
