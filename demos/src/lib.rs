@@ -8,6 +8,8 @@
 //! - [`session`]: one scope per run, generic over the transport;
 //! - [`report`] and [`text`]: what a run reports, as JSON and as a transcript;
 //! - [`console`]: the command line of `demo330`;
+//! - [`durable`]: the durable scenarios (`refund`, `crash`) and the host's commands on a journal
+//!   (`approve`, `deny`, `reconcile`, `resume`);
 //! - [`vocabulary`]: the console's own words (composition descriptions, absent capabilities) and
 //!   exit codes.
 //!
@@ -33,6 +35,7 @@
 #![allow(clippy::module_name_repetitions)]
 
 pub mod console;
+pub mod durable;
 pub mod report;
 pub mod scenario;
 pub mod session;

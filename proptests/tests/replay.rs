@@ -54,3 +54,8 @@ fn every_openai_parse_seed_and_regression_holds() {
 fn every_run_seed_and_regression_holds() {
     assert!(replay("run", harness::run) > 0, "the run corpus is empty");
 }
+
+#[test]
+fn every_journal_rows_seed_and_regression_holds() {
+    assert!(replay("journal_rows", harness::journal_rows) > 0, "the journal_rows corpus is empty");
+}

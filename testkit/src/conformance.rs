@@ -77,11 +77,16 @@ async fn acquire_creates_then_bumps_the_epoch(journal: &impl Journal) {
     assert_eq!((first.run.epoch, first.run.attempts), (1, 1), "a new run starts at epoch 1, attempt 1");
     assert_eq!(first.run.conversation, "[]", "a new run keeps its conversation");
     assert!(first.replies.is_empty() && first.events.is_empty(), "a new run has no rows");
+    journal
+        .commit(&run(), Fence::Epoch(1), batch(vec![Entry::State("ambiguous:1".to_owned())]))
+        .await
+        .expect("a state");
     let mut other = fresh_row();
     other.conversation = r#"[{"role":"user","content":"other"}]"#.to_owned();
     let second = journal.acquire(&run(), other).await.expect("acquire again");
     assert_eq!((second.run.epoch, second.run.attempts), (2, 2), "acquiring again bumps epoch and attempts");
     assert_eq!(second.run.conversation, "[]", "acquiring an existing run keeps its conversation");
+    assert_eq!(second.run.state, "open", "an attempt in flight leaves the run open");
 }
 
 async fn an_older_epoch_is_fenced_out_and_writes_nothing(journal: &impl Journal) {

@@ -37,6 +37,15 @@ pub struct MemoryJournal {
 }
 
 impl MemoryJournal {
+    /// A journal that holds `stored` as the rows of `run`, as they are: for tools and tests that
+    /// examine what a resume does with given rows (corrupt ones included).
+    #[must_use]
+    pub fn holding(run: RunId, stored: StoredRun) -> Self {
+        let journal = Self::default();
+        journal.with(|runs| runs.insert(run, stored));
+        journal
+    }
+
     /// How many commits wrote something so far.
     #[must_use]
     pub fn commits(&self) -> u64 {
@@ -58,6 +67,7 @@ impl Journal for MemoryJournal {
         run: &RunId,
         fresh: RunRow,
     ) -> impl Future<Output = Result<StoredRun, JournalError>> + Send {
+        let fresh_state = fresh.state.clone();
         let result = self.with(|runs| {
             let stored = runs.entry(run.clone()).or_insert_with(|| StoredRun {
                 run: RunRow { epoch: 0, attempts: 0, ..fresh },
@@ -68,6 +78,7 @@ impl Journal for MemoryJournal {
             }
             stored.run.epoch += 1;
             stored.run.attempts += 1;
+            stored.run.state.clone_from(&fresh_state);
             self.commits.fetch_add(1, Ordering::SeqCst);
             stored.clone()
         });

@@ -22,9 +22,10 @@ use super::row::{Batch, Fence, RunRow, StoredRun};
 
 /// A journal backend.
 pub trait Journal: Send + Sync {
-    /// Takes `run` for a new attempt, in one durable commit: creates it from `fresh` if it does
-    /// not exist (its epoch and attempts are then those of `fresh`), else adds one to its epoch
-    /// and its attempts, unless it is finished. Returns everything stored about it afterwards.
+    /// Takes `run` for a new attempt, in one durable commit: creates it from `fresh` with epoch 1
+    /// and one attempt if it does not exist; else, unless it is finished, adds one to its epoch
+    /// and its attempts and sets its state to `fresh`'s (`open`: an attempt is in flight, so no
+    /// host reconciles what it may be running). Returns everything stored about it afterwards.
     fn acquire(
         &self,
         run: &RunId,

@@ -42,8 +42,8 @@ pub(crate) fn acquire(
                 .map_err(|_| JournalError::Corrupt("the run's epoch out of range".into()))?;
             transaction
                 .execute(
-                    "UPDATE runs SET epoch = ?2, attempts = attempts + 1 WHERE run = ?1",
-                    params![run, epoch],
+                    "UPDATE runs SET epoch = ?2, attempts = attempts + 1, state = ?3 WHERE run = ?1",
+                    params![run, epoch, fresh.state],
                 )
                 .map_err(storage)?;
             true

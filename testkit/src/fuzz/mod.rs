@@ -10,6 +10,7 @@
 
 pub mod bind_case;
 pub mod guard_model;
+pub mod journal_case;
 pub mod json_mirror;
 pub mod openai_case;
 pub mod reference;
@@ -50,6 +51,14 @@ pub fn bind_guard(data: &[u8]) {
 pub fn openai_parse(data: &[u8]) {
     if let Ok(case) = openai_case::OpenAiCase::arbitrary_take_rest(Unstructured::new(data)) {
         openai_case::check(&case);
+    }
+}
+
+/// Target `journal_rows`: an arbitrary [`journal_case::JournalCase`], rows of real journaled
+/// runs corrupted field by field, decoded and resumed.
+pub fn journal_rows(data: &[u8]) {
+    if let Ok(case) = journal_case::JournalCase::arbitrary_take_rest(Unstructured::new(data)) {
+        journal_case::check(&case);
     }
 }
 
