@@ -1,5 +1,10 @@
 //! Fresh scratch directories for tests that write files (journals, effect logs), under the
-//! system's temporary directory, one per call, never shared.
+//! system's temporary directory.
+//!
+//! # Invariants
+//!
+//! - Each call returns a directory no other call of any process returns (the process id and a
+//!   counter name it), emptied if a previous process with the same id left one behind.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU32, Ordering};
