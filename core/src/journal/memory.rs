@@ -10,13 +10,13 @@
 
 use std::collections::BTreeMap;
 use std::future::Future;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use super::error::JournalError;
 use super::id::RunId;
 use super::row::{Batch, Entry, Fence, RunRow, StoredRun};
 use super::store::Journal;
+use crate::sync::{Mutex, lock};
 
 /// A journal held in memory.
 ///
@@ -32,8 +32,14 @@ use super::store::Journal;
 /// ```
 #[derive(Debug, Default, Clone)]
 pub struct MemoryJournal {
-    runs: Arc<Mutex<BTreeMap<RunId, StoredRun>>>,
-    commits: Arc<AtomicU64>,
+    inner: Arc<Mutex<Held>>,
+}
+
+/// What the journal holds, behind its one lock.
+#[derive(Debug, Default)]
+struct Held {
+    runs: BTreeMap<RunId, StoredRun>,
+    commits: u64,
 }
 
 impl MemoryJournal {
@@ -42,22 +48,18 @@ impl MemoryJournal {
     #[must_use]
     pub fn holding(run: RunId, stored: StoredRun) -> Self {
         let journal = Self::default();
-        journal.with(|runs| runs.insert(run, stored));
+        journal.with(|held| held.runs.insert(run, stored));
         journal
     }
 
     /// How many commits wrote something so far.
     #[must_use]
     pub fn commits(&self) -> u64 {
-        self.commits.load(Ordering::SeqCst)
+        self.with(|held| held.commits)
     }
 
-    fn with<T>(&self, f: impl FnOnce(&mut BTreeMap<RunId, StoredRun>) -> T) -> T {
-        let mut runs = match self.runs.lock() {
-            Ok(runs) => runs,
-            Err(poisoned) => poisoned.into_inner(),
-        };
-        f(&mut runs)
+    fn with<T>(&self, f: impl FnOnce(&mut Held) -> T) -> T {
+        f(&mut lock(&self.inner))
     }
 }
 
@@ -68,8 +70,8 @@ impl Journal for MemoryJournal {
         fresh: RunRow,
     ) -> impl Future<Output = Result<StoredRun, JournalError>> + Send {
         let fresh_state = fresh.state.clone();
-        let result = self.with(|runs| {
-            let stored = runs.entry(run.clone()).or_insert_with(|| StoredRun {
+        let result = self.with(|held| {
+            let stored = held.runs.entry(run.clone()).or_insert_with(|| StoredRun {
                 run: RunRow { epoch: 0, attempts: 0, ..fresh },
                 ..StoredRun::default()
             });
@@ -79,14 +81,15 @@ impl Journal for MemoryJournal {
             stored.run.epoch += 1;
             stored.run.attempts += 1;
             stored.run.state.clone_from(&fresh_state);
-            self.commits.fetch_add(1, Ordering::SeqCst);
-            stored.clone()
+            let stored = stored.clone();
+            held.commits += 1;
+            stored
         });
         std::future::ready(Ok(result))
     }
 
     fn load(&self, run: &RunId) -> impl Future<Output = Result<Option<StoredRun>, JournalError>> + Send {
-        std::future::ready(Ok(self.with(|runs| runs.get(run).cloned())))
+        std::future::ready(Ok(self.with(|held| held.runs.get(run).cloned())))
     }
 
     fn commit(
@@ -95,8 +98,8 @@ impl Journal for MemoryJournal {
         fence: Fence,
         batch: Batch,
     ) -> impl Future<Output = Result<(), JournalError>> + Send {
-        let result = self.with(|runs| {
-            let stored = runs.get_mut(run).ok_or(JournalError::UnknownRun)?;
+        let result = self.with(|held| {
+            let stored = held.runs.get_mut(run).ok_or(JournalError::UnknownRun)?;
             if let Fence::Epoch(epoch) = fence
                 && stored.run.epoch != epoch
             {
@@ -108,7 +111,7 @@ impl Journal for MemoryJournal {
             }
             sort(&mut next);
             *stored = next;
-            self.commits.fetch_add(1, Ordering::SeqCst);
+            held.commits += 1;
             Ok(())
         });
         std::future::ready(result)

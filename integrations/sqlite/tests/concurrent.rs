@@ -1,5 +1,5 @@
 //! Journaled runs as a service runs them: spawned on a multi-threaded runtime (so the run's
-//! future is `Send`), many runs at once on one journal value, each effect exactly once.
+//! future is `Send`), many runs at once on one journal value, each effect run once (counted).
 
 use std::sync::Arc;
 
