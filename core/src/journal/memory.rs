@@ -76,16 +76,21 @@ impl Journal for MemoryJournal {
                 ..StoredRun::default()
             });
             if stored.run.state.starts_with("finished:") {
-                return stored.clone();
+                return Ok(stored.clone());
             }
-            stored.run.epoch += 1;
-            stored.run.attempts += 1;
+            let (Some(epoch), Some(attempts)) =
+                (stored.run.epoch.checked_add(1), stored.run.attempts.checked_add(1))
+            else {
+                return Err(JournalError::Corrupt("the run's epoch or attempts out of range".to_owned()));
+            };
+            stored.run.epoch = epoch;
+            stored.run.attempts = attempts;
             stored.run.state.clone_from(&fresh_state);
             let stored = stored.clone();
             held.commits += 1;
-            stored
+            Ok(stored)
         });
-        std::future::ready(Ok(result))
+        std::future::ready(result)
     }
 
     fn load(&self, run: &RunId) -> impl Future<Output = Result<Option<StoredRun>, JournalError>> + Send {
