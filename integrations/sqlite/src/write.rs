@@ -133,7 +133,9 @@ fn write(transaction: &Transaction<'_>, run: &str, entry: &Entry, seq: &mut i64)
             params![run, int(row.ordinal), int(row.start), row.resolution, row.result, row.by],
         ),
         Entry::Event(row) => {
-            *seq += 1;
+            *seq = seq
+                .checked_add(1)
+                .ok_or_else(|| JournalError::Corrupt("the events' sequence out of range".into()))?;
             execute(
                 "INSERT INTO events (run, seq, kind, name, count, operation, decided_by) \
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",

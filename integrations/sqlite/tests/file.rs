@@ -159,3 +159,13 @@ async fn a_truncated_file_is_a_typed_error_or_a_consistent_journal_never_a_panic
         }
     }
 }
+
+#[tokio::test]
+async fn an_event_sequence_at_its_limit_is_a_typed_error_not_an_overflow() {
+    let (journal, _) =
+        damaged("sqlite-seq", "UPDATE events SET seq = 9223372036854775807 WHERE seq = 1").await;
+    let sink = Arc::new(MemorySink::default());
+    let resumed = attempt(&journal, &sink, refund::short_script()).await;
+    assert!(matches!(resumed, Err(RunError::Journal(JournalError::Corrupt(_)))), "{resumed:?}");
+    assert_eq!(sink.count("refund"), 0);
+}
