@@ -6,7 +6,11 @@
 //!   arguments or signatures: those stay private inside the scope.
 //! - Counts of `ModelCall`, `Middleware` and `ToolCall` events are strictly increasing within
 //!   their kind, starting at 1: the n-th admitted model call is recorded with count n.
-//! - A log holds at most one halt event, and nothing is admitted after it.
+//! - A log holds at most one halt event per attempt, and nothing is admitted after it. A
+//!   journaled run's log spans its attempts (each resume adds a `Resumed` event), so an attempt
+//!   that ended on its deadline may be followed by a resumed one.
+//! - Durable events (`Proposed`, `Allowed`, `Denied`, `EffectStarted`, `EffectRecorded`,
+//!   `Reconciled`) name an operation id and, for decisions, who decided: never an argument.
 //!
 //! # What a halt's count means
 //!
@@ -39,6 +43,9 @@ pub enum HaltReason {
     DeadlineExceeded,
     /// A model reply asked for more tool calls than the per-reply bound; it was refused whole.
     TooManyCalls,
+    /// The host's policy or an approver refused a proposal (SPEC §15); the event names the
+    /// operation and who decided.
+    Denied,
 }
 
 impl HaltReason {
@@ -52,6 +59,7 @@ impl HaltReason {
             Self::ModelBudget => "ModelBudget",
             Self::DeadlineExceeded => "DeadlineExceeded",
             Self::TooManyCalls => "TooManyCalls",
+            Self::Denied => "Denied",
         }
     }
 }
@@ -74,6 +82,20 @@ pub enum EventKind {
     ToolCall,
     /// The run was halted.
     Halt(HaltReason),
+    /// A journaled call's proposal was made (SPEC §15): the count is the operation's ordinal,
+    /// and the event names the operation.
+    Proposed,
+    /// A proposal was allowed, by the tool's policy or by an approver (named by the event).
+    Allowed,
+    /// An effect's `started` record was committed; its body runs next.
+    EffectStarted,
+    /// An effect's result was committed.
+    EffectRecorded,
+    /// A journaled run was resumed; the name is `run` and the count the attempt's number (2 for
+    /// the first resume).
+    Resumed,
+    /// The host settled an ambiguous operation (it ran, with a result, or it did not run).
+    Reconciled,
 }
 
 impl EventKind {
@@ -85,6 +107,12 @@ impl EventKind {
             Self::Middleware => "Middleware",
             Self::ToolCall => "ToolCall",
             Self::Halt(reason) => reason.as_str(),
+            Self::Proposed => "Proposed",
+            Self::Allowed => "Allowed",
+            Self::EffectStarted => "EffectStarted",
+            Self::EffectRecorded => "EffectRecorded",
+            Self::Resumed => "Resumed",
+            Self::Reconciled => "Reconciled",
         }
     }
 }
@@ -95,25 +123,77 @@ impl fmt::Display for EventKind {
     }
 }
 
+impl HaltReason {
+    /// Every halt reason of this version.
+    pub(crate) const ALL: [Self; 7] = [
+        Self::PermissionDenied,
+        Self::RepeatedCall,
+        Self::ToolBudget,
+        Self::ModelBudget,
+        Self::DeadlineExceeded,
+        Self::TooManyCalls,
+        Self::Denied,
+    ];
+}
+
+impl EventKind {
+    /// Every kind that is not a halt.
+    const PLAIN: [Self; 9] = [
+        Self::ModelCall,
+        Self::Middleware,
+        Self::ToolCall,
+        Self::Proposed,
+        Self::Allowed,
+        Self::EffectStarted,
+        Self::EffectRecorded,
+        Self::Resumed,
+        Self::Reconciled,
+    ];
+
+    /// The kind whose [`as_str`](Self::as_str) is `name`, as a journal stores it.
+    pub(crate) fn from_name(name: &str) -> Option<Self> {
+        Self::PLAIN
+            .into_iter()
+            .chain(HaltReason::ALL.into_iter().map(Self::Halt))
+            .find(|kind| kind.as_str() == name)
+    }
+}
+
 impl Serialize for EventKind {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         serializer.serialize_str(self.as_str())
     }
 }
 
-/// One entry of the audit log: `{kind, name, count}`.
+/// One entry of the audit log: `{kind, name, count}`, and for the durable events of a
+/// journaled run (SPEC §15) the operation and who decided.
 ///
-/// Serialises as `{"kind":"ToolCall","name":"read_ticket","count":1}`.
+/// Serialises as `{"kind":"ToolCall","name":"read_ticket","count":1}`; `operation` and `by` are
+/// added only when present.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct ControlEvent {
     kind: EventKind,
     name: Arc<str>,
     count: u32,
+    operation: Option<Arc<str>>,
+    by: Option<Arc<str>>,
 }
 
 impl ControlEvent {
     pub(crate) fn new(kind: EventKind, name: Arc<str>, count: u32) -> Self {
-        Self { kind, name, count }
+        Self { kind, name, count, operation: None, by: None }
+    }
+
+    /// This event, naming `operation`.
+    pub(crate) fn on(mut self, operation: Arc<str>) -> Self {
+        self.operation = Some(operation);
+        self
+    }
+
+    /// This event, naming who decided (`policy`, or `approver <name>`).
+    pub(crate) fn by(mut self, by: Arc<str>) -> Self {
+        self.by = Some(by);
+        self
     }
 
     /// What happened.
@@ -133,21 +213,49 @@ impl ControlEvent {
     pub fn count(&self) -> u32 {
         self.count
     }
+
+    /// The operation a durable event is about (e.g. `refund-42/op/1`), if any.
+    #[must_use]
+    pub fn operation(&self) -> Option<&str> {
+        self.operation.as_deref()
+    }
+
+    /// Who decided, for `Allowed` and `Denied` (`policy`, or `approver <name>`) and who settled a
+    /// `Reconciled` operation.
+    #[must_use]
+    pub fn decided_by(&self) -> Option<&str> {
+        self.by.as_deref()
+    }
 }
 
 impl fmt::Display for ControlEvent {
-    /// Formats as `ToolCall read_ticket 1`.
+    /// Formats as `ToolCall read_ticket 1`, and a durable event as
+    /// `Allowed refund 1 refund-42/op/1 by policy`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} {} {}", self.kind, self.name, self.count)
+        write!(f, "{} {} {}", self.kind, self.name, self.count)?;
+        if let Some(operation) = &self.operation {
+            write!(f, " {operation}")?;
+        }
+        if let Some(by) = &self.by {
+            write!(f, " by {by}")?;
+        }
+        Ok(())
     }
 }
 
 impl Serialize for ControlEvent {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut event = serializer.serialize_struct("ControlEvent", 3)?;
+        let fields = 3 + usize::from(self.operation.is_some()) + usize::from(self.by.is_some());
+        let mut event = serializer.serialize_struct("ControlEvent", fields)?;
         event.serialize_field("kind", &self.kind)?;
         event.serialize_field("name", &*self.name)?;
         event.serialize_field("count", &self.count)?;
+        if let Some(operation) = &self.operation {
+            event.serialize_field("operation", &**operation)?;
+        }
+        if let Some(by) = &self.by {
+            event.serialize_field("by", &**by)?;
+        }
         event.end()
     }
 }
@@ -164,5 +272,25 @@ mod tests {
             r#"{"kind":"RepeatedCall","name":"read_ticket","count":1}"#
         );
         assert_eq!(event.to_string(), "RepeatedCall read_ticket 1");
+    }
+
+    #[test]
+    fn a_durable_event_names_its_operation_and_who_decided() {
+        let event = ControlEvent::new(EventKind::Allowed, "refund".into(), 1)
+            .on("r-1/op/1".into())
+            .by("approver alice".into());
+        assert_eq!(event.to_string(), "Allowed refund 1 r-1/op/1 by approver alice");
+        assert_eq!(
+            serde_json::to_string(&event).unwrap_or_default(),
+            r#"{"kind":"Allowed","name":"refund","count":1,"operation":"r-1/op/1","by":"approver alice"}"#
+        );
+    }
+
+    #[test]
+    fn every_kind_is_found_by_its_name() {
+        for kind in EventKind::PLAIN.into_iter().chain(HaltReason::ALL.into_iter().map(EventKind::Halt)) {
+            assert_eq!(EventKind::from_name(kind.as_str()), Some(kind));
+        }
+        assert_eq!(EventKind::from_name("toolcall"), None);
     }
 }

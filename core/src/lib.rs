@@ -121,6 +121,7 @@
 pub mod canonical;
 mod event;
 mod guard;
+pub mod journal;
 mod json;
 mod limits;
 mod outcome;

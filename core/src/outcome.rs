@@ -3,18 +3,20 @@
 //! # Invariants
 //!
 //! - Text is kept only for [`Status::Completed`] and [`Status::Incomplete`]; every halt,
-//!   `DeadlineExceeded` and `ProviderUnavailable` drop it. An [`Outcome`] can only be built by
+//!   `DeadlineExceeded`, `ProviderUnavailable`, `AwaitingApproval` and `Ambiguous` drop it. An [`Outcome`] can only be built by
 //!   the runtime, so this holds for every outcome a caller sees.
 //! - `Completed` means the host's completion condition held when the run ended; a model's
 //!   sentence is never proof.
 //! - The caller's cancellation and provider errors are errors ([`RunError`]), not statuses.
 
 use std::fmt;
+use std::sync::Arc;
 
 use serde::ser::SerializeStruct;
 use serde::{Serialize, Serializer};
 
 use crate::event::{ControlEvent, HaltReason};
+use crate::journal::JournalError;
 use crate::transport::{TransportError, Usage};
 
 /// How a run ended.
@@ -39,11 +41,19 @@ pub enum Status {
     ProviderUnavailable,
     /// A model reply asked for more tool calls than the per-reply bound; none of them ran.
     TooManyCalls,
+    /// A journaled run stopped on a proposal that waits for the host's decision (SPEC §15); the
+    /// outcome names the operation, and the run can be resumed once it is decided.
+    AwaitingApproval,
+    /// The host's policy or an approver refused a proposal: a halt.
+    Denied,
+    /// A crash fell between an effect's `started` record and its result: the effect may or may
+    /// not have happened. The outcome names the operation; the host reconciles it, then resumes.
+    Ambiguous,
 }
 
 impl Status {
     /// Every status of this version, in the order of the contract's table.
-    pub const ALL: [Self; 9] = [
+    pub const ALL: [Self; 12] = [
         Self::Completed,
         Self::Incomplete,
         Self::PermissionDenied,
@@ -53,6 +63,9 @@ impl Status {
         Self::DeadlineExceeded,
         Self::ProviderUnavailable,
         Self::TooManyCalls,
+        Self::AwaitingApproval,
+        Self::Denied,
+        Self::Ambiguous,
     ];
 
     /// The status's name, e.g. `RepeatedCall`.
@@ -68,6 +81,9 @@ impl Status {
             Self::DeadlineExceeded => "DeadlineExceeded",
             Self::ProviderUnavailable => "ProviderUnavailable",
             Self::TooManyCalls => "TooManyCalls",
+            Self::AwaitingApproval => "AwaitingApproval",
+            Self::Denied => "Denied",
+            Self::Ambiguous => "Ambiguous",
         }
     }
 
@@ -87,6 +103,7 @@ impl From<HaltReason> for Status {
             HaltReason::ModelBudget => Self::ModelBudget,
             HaltReason::DeadlineExceeded => Self::DeadlineExceeded,
             HaltReason::TooManyCalls => Self::TooManyCalls,
+            HaltReason::Denied => Self::Denied,
         }
     }
 }
@@ -113,6 +130,7 @@ pub struct Outcome {
     events: Vec<ControlEvent>,
     usage: Option<Usage>,
     detail: Option<String>,
+    operation: Option<Arc<str>>,
 }
 
 impl Outcome {
@@ -124,7 +142,7 @@ impl Outcome {
         usage: Option<Usage>,
     ) -> Self {
         let status = if completed { Status::Completed } else { Status::Incomplete };
-        Self { status, text, events, usage, detail: None }
+        Self { status, text, events, usage, detail: None, operation: None }
     }
 
     /// A stopped run: no text.
@@ -135,7 +153,14 @@ impl Outcome {
         detail: Option<String>,
     ) -> Self {
         debug_assert!(!status.keeps_text(), "a stop keeps no text");
-        Self { status, text: None, events, usage, detail }
+        Self { status, text: None, events, usage, detail, operation: None }
+    }
+
+    /// This outcome, naming the operation it stopped on (`AwaitingApproval`, `Denied`,
+    /// `Ambiguous`).
+    pub(crate) fn on(mut self, operation: Option<Arc<str>>) -> Self {
+        self.operation = operation;
+        self
     }
 
     /// How the run ended.
@@ -168,14 +193,25 @@ impl Outcome {
     pub fn detail(&self) -> Option<&str> {
         self.detail.as_deref()
     }
+
+    /// For `AwaitingApproval`, `Denied` and `Ambiguous` in a journaled run, the operation id the
+    /// host acts on (e.g. `refund-42/op/1`).
+    #[must_use]
+    pub fn operation(&self) -> Option<&str> {
+        self.operation.as_deref()
+    }
 }
 
 impl Serialize for Outcome {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut outcome = serializer.serialize_struct("Outcome", 3)?;
+        let fields = 3 + usize::from(self.operation.is_some());
+        let mut outcome = serializer.serialize_struct("Outcome", fields)?;
         outcome.serialize_field("status", &self.status)?;
         outcome.serialize_field("text", &self.text)?;
         outcome.serialize_field("events", &self.events)?;
+        if let Some(operation) = &self.operation {
+            outcome.serialize_field("operation", &**operation)?;
+        }
         outcome.end()
     }
 }
@@ -189,6 +225,9 @@ pub enum RunError {
     /// The provider answered, but not usably (authentication refused, malformed or truncated
     /// reply, its own cancellation).
     Provider(TransportError),
+    /// A journaled run's journal refused or failed (SPEC §15): it fails closed, so nothing that
+    /// could not be recorded ran.
+    Journal(JournalError),
 }
 
 impl fmt::Display for RunError {
@@ -196,6 +235,7 @@ impl fmt::Display for RunError {
         match self {
             Self::Cancelled => f.write_str("the run was cancelled by its caller"),
             Self::Provider(error) => error.fmt(f),
+            Self::Journal(error) => error.fmt(f),
         }
     }
 }
@@ -205,6 +245,7 @@ impl std::error::Error for RunError {
         match self {
             Self::Cancelled => None,
             Self::Provider(error) => Some(error),
+            Self::Journal(error) => Some(error),
         }
     }
 }

@@ -14,8 +14,10 @@
 
 use std::io::Write;
 
+use std::path::PathBuf;
+
 use clap::builder::PossibleValue;
-use clap::{CommandFactory, Parser, ValueEnum};
+use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
 use loopbound::Composition;
 use loopbound::transport::{ChatRequest, ModelReply, Transport, TransportError};
 use loopbound_openai::OpenAiTransport;
@@ -23,6 +25,7 @@ use tokio_util::sync::CancellationToken;
 
 use loopbound_testkit::review;
 
+use crate::durable::{self, Durable};
 use crate::report::{Report, render_json};
 use crate::scenario::Scenario;
 use crate::session::{SCRIPTED, Session};
@@ -40,10 +43,13 @@ const EXIT_CODES: &str = "\
 Exit codes:
   0    Completed: the host's completion condition holds
   2    a controlled stop (PermissionDenied, RepeatedCall, ToolBudget, ModelBudget,
-       DeadlineExceeded, TooManyCalls), Incomplete, or ProviderUnavailable
+       DeadlineExceeded, TooManyCalls, AwaitingApproval, Denied, Ambiguous), Incomplete,
+       or ProviderUnavailable
   130  cancelled by the caller (Ctrl-C)
   1    provider error: the endpoint answered, but not usably
-  64   bad arguments";
+  64   bad arguments
+  74   the journal failed or refused (a finished run, a mismatched approval, ...)
+  137  `crash` only: the process was killed by SIGKILL, as intended";
 
 const ABOUT: &str = "demo330: the review of ticket 42, driven by a scripted model (or, with --live, a real \
      one) through a bounded loop.";
@@ -57,11 +63,16 @@ scope, and the scripted model's tool calls are really executed. The console prin
 composition, transport, capabilities, limits and completion condition, then the ordered
 events, then the status and, only when it is kept, the text.";
 
-/// The command line of `demo330`: `[SCENARIO] [--simple] [--live] [--json] [--stream]`.
+/// The command line of `demo330`: `[SCENARIO] [--simple] [--live] [--json] [--stream]`, or one
+/// of the durable commands.
 #[derive(Clone, Debug, PartialEq, Eq, Parser)]
 #[command(name = "demo330", version, about = ABOUT, long_about = LONG_ABOUT, after_help = EXIT_CODES)]
 #[allow(clippy::struct_excessive_bools, reason = "each flag of the command line is one independent switch")]
 pub struct Cli {
+    /// A durable scenario or a host's command on a journal (SPEC §15).
+    #[command(subcommand)]
+    pub command: Option<Command>,
+
     /// The scenario to run.
     #[arg(value_enum, default_value_t = Scenario::Complete)]
     pub scenario: Scenario,
@@ -86,6 +97,76 @@ pub struct Cli {
     /// Drive the model through its streaming path.
     #[arg(long)]
     pub stream: bool,
+}
+
+/// The durable scenarios and the host's commands, each on one SQLite journal file.
+#[derive(Clone, Debug, PartialEq, Eq, Subcommand)]
+pub enum Command {
+    /// Durable: a refund that needs approval; the run waits for it and prints the next commands.
+    Refund(JournalArg),
+    /// Durable: the process is killed right after the refund's started record is committed.
+    Crash(JournalArg),
+    /// Approve one proposal, bound to its digest.
+    Approve(Decide),
+    /// Deny one proposal, bound to its digest.
+    Deny(Decide),
+    /// Resume a run where its journal left it.
+    Resume(Resume),
+    /// Settle an ambiguous effect: it ran (with a result) or it did not run.
+    Reconcile(Reconcile),
+}
+
+/// The journal file.
+#[derive(Clone, Debug, PartialEq, Eq, Args)]
+pub struct JournalArg {
+    /// The SQLite journal file (created if missing).
+    #[arg(long, value_name = "PATH")]
+    pub journal: PathBuf,
+}
+
+/// An approver's decision.
+#[derive(Clone, Debug, PartialEq, Eq, Args)]
+pub struct Decide {
+    /// The SQLite journal file.
+    #[arg(long, value_name = "PATH")]
+    pub journal: PathBuf,
+    /// The operation, e.g. refund-42/op/2.
+    pub operation: String,
+    /// The digest of the proposal shown to the approver (64 hex digits).
+    #[arg(long)]
+    pub digest: String,
+    /// Who decides.
+    #[arg(long, default_value = "alice")]
+    pub approver: String,
+}
+
+/// A run to resume.
+#[derive(Clone, Debug, PartialEq, Eq, Args)]
+pub struct Resume {
+    /// The SQLite journal file.
+    #[arg(long, value_name = "PATH")]
+    pub journal: PathBuf,
+    /// The run, e.g. refund-42.
+    pub run: String,
+}
+
+/// A host's reconciliation.
+#[derive(Clone, Debug, PartialEq, Eq, Args)]
+pub struct Reconcile {
+    /// The SQLite journal file.
+    #[arg(long, value_name = "PATH")]
+    pub journal: PathBuf,
+    /// The ambiguous operation, e.g. crash-42/op/2.
+    pub operation: String,
+    /// It ran: this is its result, handed to the model on resume.
+    #[arg(long, value_name = "RESULT", conflicts_with = "not_run", required_unless_present = "not_run")]
+    pub ran: Option<String>,
+    /// It did not run: the resume runs it.
+    #[arg(long)]
+    pub not_run: bool,
+    /// Who reconciles.
+    #[arg(long, default_value = "ops")]
+    pub by: String,
 }
 
 impl Cli {
@@ -139,6 +220,16 @@ pub async fn execute(
     out: &mut impl Write,
     err: &mut impl Write,
 ) -> i32 {
+    if let Some(command) = &cli.command {
+        if cli.live || cli.json || cli.simple || cli.stream {
+            emit(
+                err,
+                "demo330: --live, --json, --simple and --stream are for the review scenarios, not the durable commands\n",
+            );
+            return EXIT_USAGE;
+        }
+        return durable_command(command, out, err).await;
+    }
     if !cli.live {
         return play(cli, cli.scenario.transport(), SCRIPTED, caller, out, err).await;
     }
@@ -151,6 +242,24 @@ pub async fn execute(
         Err(error) => {
             emit(err, &format!("{LIVE_UNCONFIGURED}\n  ({error})\n"));
             play(cli, Unconfigured(error.into()), UNCONFIGURED, caller, out, err).await
+        }
+    }
+}
+
+/// Runs one durable scenario or host's command.
+async fn durable_command(command: &Command, out: &mut impl Write, err: &mut impl Write) -> i32 {
+    match command {
+        Command::Refund(arg) => durable::play(Durable::Refund, &arg.journal, out, err).await,
+        Command::Crash(arg) => durable::play(Durable::Crash, &arg.journal, out, err).await,
+        Command::Approve(d) => {
+            durable::decide(&d.journal, &d.operation, &d.digest, &d.approver, true, out, err).await
+        }
+        Command::Deny(d) => {
+            durable::decide(&d.journal, &d.operation, &d.digest, &d.approver, false, out, err).await
+        }
+        Command::Resume(r) => durable::resume(&r.journal, &r.run, out, err).await,
+        Command::Reconcile(r) => {
+            durable::reconcile(&r.journal, &r.operation, r.ran.as_deref(), &r.by, out, err).await
         }
     }
 }

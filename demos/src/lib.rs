@@ -10,6 +10,8 @@
 //! - [`console`]: the command line of `demo330`;
 //! - [`mcp`]: `mcp330`, a bounded loop over a real MCP server's tools;
 //! - [`visible`]: untrusted text (the model's, a provider's) made safe for a terminal;
+//! - [`durable`]: the durable scenarios (`refund`, `crash`) and the host's commands on a journal
+//!   (`approve`, `deny`, `reconcile`, `resume`);
 //! - [`vocabulary`]: the console's own words (composition descriptions, absent capabilities) and
 //!   exit codes.
 //!
@@ -35,6 +37,7 @@
 #![allow(clippy::module_name_repetitions)]
 
 pub mod console;
+pub mod durable;
 pub mod mcp;
 pub mod report;
 pub mod scenario;

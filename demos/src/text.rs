@@ -81,6 +81,9 @@ pub fn render_outcome(outcome: &Outcome) -> String {
     if let Some(detail) = outcome.detail() {
         labelled(&mut out, "detail", &visible(detail));
     }
+    if let Some(operation) = outcome.operation() {
+        labelled(&mut out, "operation", &visible(operation));
+    }
     if let Some(text) = outcome.text() {
         labelled(&mut out, "text", &format!("\"{}\"", visible(text)));
         if status == Status::Incomplete {
@@ -106,6 +109,13 @@ const fn meaning(status: Status) -> &'static str {
         Status::DeadlineExceeded => "controlled stop, the deadline passed",
         Status::ProviderUnavailable => "the provider could not be reached",
         Status::TooManyCalls => "controlled stop, a reply asked for more tool calls than the bound",
+        Status::AwaitingApproval => {
+            "controlled stop, a proposal waits for the host's decision; resume after it"
+        }
+        Status::Denied => "controlled stop, the policy or an approver refused a proposal",
+        Status::Ambiguous => {
+            "controlled stop, a crash fell between an effect's start and its result; reconcile it"
+        }
         _ => "a status this console does not describe yet",
     }
 }
@@ -122,6 +132,13 @@ const fn gloss(kind: EventKind) -> &'static str {
         EventKind::Halt(HaltReason::ModelBudget) => "halt: model budget spent, the call was not sent",
         EventKind::Halt(HaltReason::DeadlineExceeded) => "halt: the deadline passed, the wait was dropped",
         EventKind::Halt(HaltReason::TooManyCalls) => "halt: the reply asked for too many calls, none ran",
+        EventKind::Halt(HaltReason::Denied) => "halt: the proposal was refused, the body never ran",
+        EventKind::Proposed => "proposal written, before anything is decided or run",
+        EventKind::Allowed => "decision: the call may run",
+        EventKind::EffectStarted => "started committed; the body runs next",
+        EventKind::EffectRecorded => "result committed",
+        EventKind::Resumed => "the run continues from its journal",
+        EventKind::Reconciled => "the host settled an ambiguous effect",
         _ => "an event this console does not describe yet",
     }
 }
@@ -137,6 +154,13 @@ fn event_line(out: &mut String, number: u32, event: &ControlEvent) {
         event.count(),
         gloss(kind)
     );
+    let about = match (event.operation(), event.decided_by()) {
+        (Some(operation), Some(by)) => format!("{operation}, by {by}"),
+        (Some(operation), None) => operation.to_owned(),
+        (None, Some(by)) => format!("by {by}"),
+        (None, None) => return,
+    };
+    let _ = writeln!(out, "{:46}{about}", "");
 }
 
 /// Writes the `, `-separated items of `value` after `label`, wrapping between items only, so

@@ -5,7 +5,8 @@
 //! # Invariants
 //!
 //! - Exit codes follow SPEC §9: 0 `Completed`; 2 every other status; 130 the caller cancelled;
-//!   1 a provider error. The console adds 64 (bad arguments) and 70 (its own failure).
+//!   1 a provider error. The console adds 64 (bad arguments), 70 (its own failure) and 74 (a
+//!   journal that failed or refused).
 //! - An [`Agent`] description is data (composition, cap, telemetry, absent capabilities); its
 //!   one-line form is what `--json` prints, and the transcript lays out the same fields.
 
@@ -26,6 +27,9 @@ pub const EXIT_USAGE: i32 = 64;
 pub const EXIT_INTERNAL: i32 = 70;
 /// Exit code of a run cancelled by its caller (as for SIGINT).
 pub const EXIT_CANCELLED: i32 = 130;
+/// Exit code of a journal that failed or refused (`EX_IOERR`): a finished run, a corrupt or
+/// unreadable file, a refused approval or reconciliation.
+pub const EXIT_JOURNAL: i32 = 74;
 
 /// The exit code of a run that ended with `status`: 0 for `Completed`, 2 for every other.
 #[must_use]
@@ -39,6 +43,7 @@ pub fn status_exit_code(status: Status) -> i32 {
 pub fn error_exit_code(error: &RunError) -> i32 {
     match error {
         RunError::Cancelled => EXIT_CANCELLED,
+        RunError::Journal(_) => EXIT_JOURNAL,
         _ => EXIT_PROVIDER_ERROR,
     }
 }
@@ -112,8 +117,10 @@ mod tests {
     #[test]
     fn exit_codes_follow_the_contract() {
         let codes: Vec<i32> = Status::ALL.into_iter().map(status_exit_code).collect();
-        assert_eq!(codes, [0, 2, 2, 2, 2, 2, 2, 2, 2]);
+        assert_eq!(codes, [0, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2]);
         assert_eq!(error_exit_code(&RunError::Cancelled), 130);
+        let finished = loopbound::journal::JournalError::Finished(Status::Completed);
+        assert_eq!(error_exit_code(&RunError::Journal(finished)), 74);
         assert_eq!(error_exit_code(&RunError::Provider(TransportError::Cancelled)), 1);
     }
 

@@ -5,10 +5,12 @@
 //! - [`harness`]: the fuzz targets' plain check functions (`loopbound_testkit::fuzz`, shared with
 //!   `fuzz/` as a normal dependency), with the reference canonical form, the reference guard model
 //!   and the structured fuzz inputs;
+//! - [`journal_model`]: the reference model of the journal protocol;
 //! - [`config`]: proptest configuration with committed failure persistence;
 //! - [`numbers`]: numbers as (sign, digits, exponent), their spellings and expected forms.
 
 pub use loopbound_testkit::fuzz as harness;
 
 pub mod config;
+pub mod journal_model;
 pub mod numbers;

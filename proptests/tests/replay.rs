@@ -59,3 +59,8 @@ fn every_run_seed_and_regression_holds() {
 fn every_mcp_arguments_seed_and_regression_holds() {
     assert!(replay("mcp_arguments", harness::mcp_arguments) > 0, "the mcp_arguments corpus is empty");
 }
+
+#[test]
+fn every_journal_rows_seed_and_regression_holds() {
+    assert!(replay("journal_rows", harness::journal_rows) > 0, "the journal_rows corpus is empty");
+}

@@ -1,6 +1,10 @@
 //! Test support shared by loopbound's crates, as a normal dependency (no `#[path]` includes):
 //!
 //! - [`review`]: the review task of SPEC §11, the one copy of its tools, texts and state;
+//! - [`conformance`]: the journal conformance suite every backend runs;
+//! - [`scratch`]: fresh scratch directories for tests that write files;
+//! - [`refund`]: the refund task of the journaled runs (a read, an effect, an idempotent call),
+//!   with its effects counted outside the run;
 //! - [`aimock`]: the pinned scripted mock server, started per test on loopback;
 //! - [`mcp`]: the pinned reference MCP servers, started per test as child processes;
 //! - [`hostile`]: a deliberately hostile OpenAI-compatible server on loopback, bounded in bytes
@@ -14,8 +18,11 @@
 #![warn(missing_docs)]
 
 pub mod aimock;
+pub mod conformance;
 pub mod fuzz;
 pub mod hostile;
 pub mod mcp;
+pub mod refund;
 pub mod review;
+pub mod scratch;
 pub mod skip;

@@ -49,6 +49,16 @@ pub(crate) struct Ledger {
     stop: Option<HaltReason>,
 }
 
+/// The counters of a logical run that a journal persists and restores: model calls, tool calls,
+/// middleware observations, and admitted attempts per signature.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Counters {
+    pub(crate) model_calls: u32,
+    pub(crate) tool_calls: u32,
+    pub(crate) middleware: u32,
+    pub(crate) repetitions: BTreeMap<String, u32>,
+}
+
 /// The result of a tool admission that no check refused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Admission {
@@ -182,6 +192,60 @@ impl Ledger {
 
     pub(crate) fn events(&self) -> &[ControlEvent] {
         &self.events
+    }
+
+    /// The counters a journal persists for the logical run.
+    pub(crate) fn counters(&self) -> Counters {
+        Counters {
+            model_calls: self.model_calls,
+            tool_calls: self.tool_calls,
+            middleware: self.middleware,
+            repetitions: self.repetitions.clone(),
+        }
+    }
+
+    /// Whether nothing was counted, observed or recorded yet.
+    pub(crate) fn is_fresh(&self) -> bool {
+        self.model_calls == 0 && self.tool_calls == 0 && self.middleware == 0 && self.events.is_empty()
+    }
+
+    /// Continues a logical run: its persisted counters and audit log become this ledger's. No
+    /// stop is restored: a journaled run that halted is finished and never resumed, and a
+    /// deadline belongs to one attempt.
+    pub(crate) fn restore(&mut self, counters: Counters, events: Vec<ControlEvent>) {
+        self.model_calls = counters.model_calls;
+        self.tool_calls = counters.tool_calls;
+        self.middleware = counters.middleware;
+        self.repetitions = counters.repetitions;
+        self.events = events;
+        self.stop = None;
+    }
+
+    /// Appends a journal's event (a proposal, a decision, an effect's start or result, a resume,
+    /// a reconciliation), unless the run is stopped.
+    pub(crate) fn record(&mut self, event: ControlEvent) -> Result<(), Stop> {
+        if let Some(reason) = self.stop {
+            return Err(Stop::Halted(reason));
+        }
+        self.events.push(event);
+        Ok(())
+    }
+
+    /// Appends a journal's event even after a stop: it records something that happened (an
+    /// effect's result, committed).
+    pub(crate) fn append(&mut self, event: ControlEvent) {
+        self.events.push(event);
+    }
+
+    /// Records `event` as the halt for `reason` unless a stop is already recorded; returns the
+    /// stop in force.
+    pub(crate) fn halt_with(&mut self, reason: HaltReason, event: ControlEvent) -> Stop {
+        if let Some(first) = self.stop {
+            return Stop::Halted(first);
+        }
+        self.stop = Some(reason);
+        self.events.push(event);
+        Stop::Halted(reason)
     }
 
     /// Admitted attempts of `signature` so far.

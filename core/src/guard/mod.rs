@@ -28,7 +28,7 @@ use std::task::Poll;
 
 use tokio::time::Instant;
 
-pub(crate) use ledger::{Activity, Admission};
+pub(crate) use ledger::{Activity, Admission, Counters};
 use ledger::{Gate, Ledger};
 pub use stop::Stop;
 
@@ -182,6 +182,57 @@ impl Guard {
         signature: Option<String>,
     ) -> Result<Admission, Stop> {
         self.decide(|ledger, gate| ledger.admit_tool(gate, &self.limits, tool, granted, signature))
+    }
+
+    /// Continues a logical run from a journal: `counters` and `events` become this guard's, if
+    /// nothing was counted or recorded yet. Returns whether they were restored.
+    pub(crate) fn restore(&self, counters: Counters, events: Vec<ControlEvent>) -> bool {
+        let mut ledger = lock(&self.ledger);
+        if !ledger.is_fresh() || ledger.stop().is_some() {
+            return false;
+        }
+        let closed = counters.tool_calls >= self.limits.tool_calls();
+        ledger.restore(counters, events);
+        if closed {
+            self.tools_closed.store(true, Ordering::Relaxed);
+        }
+        true
+    }
+
+    /// The counters a journal persists, and the events from `from` on.
+    pub(crate) fn counters_and_events(&self, from: usize) -> (Counters, Vec<ControlEvent>) {
+        let ledger = lock(&self.ledger);
+        let events = ledger.events().get(from..).map(<[ControlEvent]>::to_vec).unwrap_or_default();
+        (ledger.counters(), events)
+    }
+
+    /// Appends a journal's event, unless the run is stopped (caller first, then a halt).
+    pub(crate) fn record(&self, event: ControlEvent) -> Result<(), Stop> {
+        if self.caller.is_cancelled() {
+            return Err(Stop::Cancelled);
+        }
+        lock(&self.ledger).record(event)
+    }
+
+    /// Appends a journal's event whatever stopped the run: what it records (an effect's
+    /// committed result) happened.
+    pub(crate) fn append(&self, event: ControlEvent) {
+        lock(&self.ledger).append(event);
+    }
+
+    /// Records `event` as the halt for `reason` (the first halt wins) and cancels the token.
+    pub(crate) fn halt_with(&self, reason: HaltReason, event: ControlEvent) -> Stop {
+        if self.caller.is_cancelled() {
+            return Stop::Cancelled;
+        }
+        let stop = {
+            let mut ledger = lock(&self.ledger);
+            let stop = ledger.halt_with(reason, event);
+            self.tools_closed.store(true, Ordering::Relaxed);
+            stop
+        };
+        self.token.cancel();
+        stop
     }
 
     /// The stop in force when the token fired: the caller first, then the recorded halt.

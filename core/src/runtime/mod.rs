@@ -18,6 +18,7 @@
 //!   runtime serves concurrent requests.
 
 mod composition;
+mod course;
 mod observer;
 
 use std::fmt;
@@ -26,6 +27,7 @@ use std::sync::Arc;
 use tracing::Instrument;
 
 pub use composition::Composition;
+pub(crate) use course::{Course, Live, Turn};
 pub use observer::{Observation, Observer};
 
 use crate::guard::Stop;
@@ -90,11 +92,15 @@ impl<T: fmt::Debug, S> fmt::Debug for Runtime<T, S> {
 }
 
 /// Why the loop ended, before the outcome is decided.
-enum End {
+pub(crate) enum End {
     Reply(Option<String>),
     CapReached,
     Stopped(Stop),
     Transport(TransportError),
+    /// A journaled run stopped on an operation: `AwaitingApproval` or `Ambiguous`.
+    Suspended(Status, Arc<str>),
+    /// A journaled run's journal failed: nothing more ran.
+    Journal(crate::journal::JournalError),
 }
 
 impl<T: Transport, S: Send + Sync + 'static> Runtime<T, S> {
@@ -175,25 +181,37 @@ impl<T: Transport, S: Send + Sync + 'static> Runtime<T, S> {
         is_complete: impl FnOnce(&S) -> bool,
     ) -> Result<Outcome, RunError> {
         let mut usage = None;
-        let end = if self.composition.telemetry() {
-            let span = tracing::info_span!("loopbound.run", composition = self.composition.name());
-            self.drive(scope, conversation, &mut usage).instrument(span).await
-        } else {
-            self.drive(scope, conversation, &mut usage).await
-        };
+        let end = self.traced(scope, conversation, &mut usage, &mut Live).await;
         conclude(scope, end, usage, is_complete)
     }
 
-    async fn drive(
+    /// The loop, inside the run's tracing span when the composition has telemetry.
+    pub(crate) async fn traced<C: Course<T, S>>(
         &self,
         scope: &Scope<S>,
         conversation: &mut Vec<Message>,
         usage: &mut Option<Usage>,
+        course: &mut C,
+    ) -> End {
+        if self.composition.telemetry() {
+            let span = tracing::info_span!("loopbound.run", composition = self.composition.name());
+            self.drive(scope, conversation, usage, course).instrument(span).await
+        } else {
+            self.drive(scope, conversation, usage, course).await
+        }
+    }
+
+    async fn drive<C: Course<T, S>>(
+        &self,
+        scope: &Scope<S>,
+        conversation: &mut Vec<Message>,
+        usage: &mut Option<Usage>,
+        course: &mut C,
     ) -> End {
         let model = Budgeted::new(scope, &self.transport);
         let tools = self.tools.definitions();
         for _ in 0..self.composition.max_iterations(&scope.limits()) {
-            let reply = match self.call_model(&model, conversation, tools).await {
+            let reply = match course.reply(self, &model, conversation, tools).await {
                 Ok(reply) => reply,
                 Err(CallError::Stopped(stop)) => return End::Stopped(stop),
                 Err(CallError::Transport(error)) => return End::Transport(error),
@@ -206,29 +224,35 @@ impl<T: Transport, S: Send + Sync + 'static> Runtime<T, S> {
             }
             let mut results = Vec::with_capacity(reply.tool_calls.len());
             let mut stopped = None;
-            for call in &reply.tool_calls {
-                match self.call_tool(scope, call).await {
-                    Ok(text) => results.push(Message::tool_result(call.id.clone(), text)),
-                    Err(ToolError::Stopped(stop)) => {
-                        stopped = Some(stop);
+            for (index, call) in reply.tool_calls.iter().enumerate() {
+                match course.tool(self, scope, index, call).await {
+                    Turn::Answer(message) => results.push(message),
+                    Turn::End(end) => {
+                        stopped = Some(end);
                         break;
-                    }
-                    Err(error) => {
-                        let message = error.model_message().unwrap_or_else(|| error.to_string());
-                        results.push(Message::tool_error(call.id.clone(), message));
                     }
                 }
             }
             conversation.push(Message::Assistant { content: reply.content, tool_calls: reply.tool_calls });
             conversation.extend(results);
-            if let Some(stop) = stopped {
-                return End::Stopped(stop);
+            if let Some(end) = stopped {
+                return end;
             }
         }
         End::CapReached
     }
 
-    async fn call_model(
+    /// The answer the model gets for one tool call run live: its result, or its error; or the
+    /// end of the run.
+    pub(crate) async fn answer(&self, scope: &Scope<S>, call: &ToolCall) -> Turn {
+        match self.call_tool(scope, call).await {
+            Ok(text) => Turn::Answer(Message::tool_result(call.id.clone(), text)),
+            Err(ToolError::Stopped(stop)) => Turn::End(End::Stopped(stop)),
+            Err(error) => Turn::Answer(error_message(call, &error)),
+        }
+    }
+
+    pub(crate) async fn call_model(
         &self,
         model: &Budgeted<'_, T>,
         conversation: &[Message],
@@ -248,18 +272,29 @@ impl<T: Transport, S: Send + Sync + 'static> Runtime<T, S> {
         }
     }
 
+    /// The built-in middleware, then the host's observers, for one call to `tool`.
+    pub(crate) fn observe_call(
+        &self,
+        scope: &Scope<S>,
+        tool: &Arc<str>,
+        call: &ToolCall,
+    ) -> Result<(), Stop> {
+        let count = scope.guard().observe_middleware(tool)?;
+        if !self.observers.is_empty() {
+            let observation = Observation { tool, call_id: &call.id, count, scope };
+            for observer in &self.observers {
+                observer.observe(&observation);
+            }
+        }
+        Ok(())
+    }
+
     /// Middleware, the host's observers, then the guard, then the body.
     async fn call_tool(&self, scope: &Scope<S>, call: &ToolCall) -> Result<String, ToolError> {
         let Some(tool) = self.tools.get(&call.name) else {
             return Err(ToolError::not_found(&call.name));
         };
-        let count = scope.guard().observe_middleware(tool.name())?;
-        if !self.observers.is_empty() {
-            let observation = Observation { tool: tool.name(), call_id: &call.id, count, scope };
-            for observer in &self.observers {
-                observer.observe(&observation);
-            }
-        }
+        self.observe_call(scope, tool.name(), call)?;
         let invocation = async {
             let body = tool.start_json(scope, &call.arguments)?;
             finish(scope.guard(), tool.name(), body).await
@@ -272,9 +307,15 @@ impl<T: Transport, S: Send + Sync + 'static> Runtime<T, S> {
     }
 }
 
+/// The error result the model gets for a call that failed without ending the run.
+pub(crate) fn error_message(call: &ToolCall, error: &ToolError) -> Message {
+    let message = error.model_message().unwrap_or_else(|| error.to_string());
+    Message::tool_error(call.id.clone(), message)
+}
+
 /// Decides the outcome: the caller's cancellation first, then a recorded halt, then how the
 /// loop ended.
-fn conclude<S>(
+pub(crate) fn conclude<S>(
     scope: &Scope<S>,
     end: End,
     usage: Option<Usage>,
@@ -296,5 +337,9 @@ fn conclude<S>(
             Ok(Outcome::stopped(Status::ProviderUnavailable, events, usage, Some(message)))
         }
         End::Transport(error) => Err(RunError::Provider(error)),
+        End::Suspended(status, operation) => {
+            Ok(Outcome::stopped(status, events, usage, None).on(Some(operation)))
+        }
+        End::Journal(error) => Err(RunError::Journal(error)),
     }
 }

@@ -29,11 +29,12 @@ use crate::sync::CancellationToken;
 pub struct Call<S = ()> {
     scope: Scope<S>,
     count: u32,
+    operation: Option<Arc<str>>,
 }
 
 impl<S> Call<S> {
-    pub(crate) fn new(scope: Scope<S>, count: u32) -> Self {
-        Self { scope, count }
+    pub(crate) fn new(scope: Scope<S>, count: u32, operation: Option<Arc<str>>) -> Self {
+        Self { scope, count, operation }
     }
 
     /// The host's state for this request.
@@ -60,11 +61,29 @@ impl<S> Call<S> {
     pub fn tool_count(&self) -> u32 {
         self.count
     }
+
+    /// In a journaled run, the operation id of this call (`<run>/op/<n>`), the same in every
+    /// attempt that drives it; `None` without a journal.
+    #[must_use]
+    pub fn operation(&self) -> Option<&str> {
+        self.operation.as_deref()
+    }
+
+    /// The key to hand to the external system so that it applies this call once, however often
+    /// it is driven: the operation id in a journaled run (an `idempotent` tool is driven again
+    /// with the same key after a crash), `None` without a journal.
+    #[must_use]
+    pub fn idempotency_key(&self) -> Option<&str> {
+        self.operation()
+    }
 }
 
 impl<S> fmt::Debug for Call<S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Call").field("tool_count", &self.count).finish_non_exhaustive()
+        f.debug_struct("Call")
+            .field("tool_count", &self.count)
+            .field("operation", &self.operation)
+            .finish_non_exhaustive()
     }
 }
 
@@ -108,7 +127,7 @@ where
     /// [`ToolError::Stopped`] if the scope stopped before, during or right after the body;
     /// [`ToolError::Failed`] if the body returned an error.
     pub async fn run(self) -> Result<String, ToolError> {
-        let body = self.tool.start(self.scope, self.input, self.count)?;
+        let body = self.tool.start(self.scope, self.input, self.count, None)?;
         finish(self.scope.guard(), self.tool.name(), body).await
     }
 }

@@ -32,7 +32,7 @@ use super::effect::{EffectKind, Policy};
 use super::error::{BodyError, ToolError};
 use super::set::{RegistrationError, ToolSetBuilder, valid_name};
 use crate::canonical::signature;
-use crate::guard::{Activity, Admission};
+use crate::guard::{Activity, Admission, Stop};
 use crate::scope::Scope;
 use crate::transport::ToolDefinition;
 
@@ -460,9 +460,15 @@ where
 
     /// Starts an admitted body: checks the scope once more, immediately before the body's
     /// closure is called, so that a call whose run stopped in between never starts.
-    pub(crate) fn start(&self, scope: &Scope<S>, input: T, count: u32) -> Result<BodyFuture, ToolError> {
+    pub(crate) fn start(
+        &self,
+        scope: &Scope<S>,
+        input: T,
+        count: u32,
+        operation: Option<Arc<str>>,
+    ) -> Result<BodyFuture, ToolError> {
         scope.guard().check(Activity::Tool(&self.name))?;
-        Ok((self.body)(input, Call::new(scope.clone(), count)))
+        Ok((self.body)(input, Call::new(scope.clone(), count, operation)))
     }
 
     /// Runs the tool's check of a bound input, if it has one.
@@ -484,6 +490,77 @@ where
     pub(crate) fn start_json(&self, scope: &Scope<S>, arguments: &str) -> Result<BodyFuture, ToolError> {
         let input = self.bind_checked(arguments)?;
         let count = self.admit(scope, &input)?;
-        self.start(scope, input, count)
+        self.start(scope, input, count, None)
+    }
+
+    pub(crate) fn capability(&self) -> &str {
+        &self.capability
+    }
+
+    pub(crate) fn effect(&self) -> EffectKind {
+        self.effect
+    }
+
+    pub(crate) fn policy(&self) -> Policy {
+        self.policy
+    }
+
+    /// Binds JSON `arguments` and signs the input, for a journaled call that records its
+    /// proposal; nothing is counted.
+    pub(crate) fn bind_signed(&self, arguments: &str) -> Result<Bound<'_, T, S>, BindError> {
+        let input = bind(&self.name, arguments)?;
+        let signature = self.sign(&input)?;
+        Ok(Bound { tool: self, input, signature })
+    }
+}
+
+/// A bound and signed input of a journaled call, not yet admitted.
+pub(crate) struct Bound<'a, T, S> {
+    tool: &'a Definition<T, S>,
+    input: T,
+    signature: String,
+}
+
+/// A bound call with its input type erased, as the journal's driver handles it.
+pub(crate) trait BoundCall<S>: Send {
+    /// The signature: tool name, `:`, canonical arguments.
+    fn signature(&self) -> &str;
+    /// The guard's one check-and-reserve, with the signature computed already.
+    fn admit(&self, scope: &Scope<S>) -> Result<u32, Stop>;
+    /// Starts the body of the call admitted as `count`, as operation `operation`.
+    fn start(
+        self: Box<Self>,
+        scope: &Scope<S>,
+        count: u32,
+        operation: Arc<str>,
+    ) -> Result<BodyFuture, ToolError>;
+}
+
+impl<T, S> BoundCall<S> for Bound<'_, T, S>
+where
+    T: DeserializeOwned + Serialize + Send + 'static,
+    S: Send + Sync + 'static,
+{
+    fn signature(&self) -> &str {
+        &self.signature
+    }
+
+    fn admit(&self, scope: &Scope<S>) -> Result<u32, Stop> {
+        let guard = scope.guard();
+        let granted = guard.is_granted(&self.tool.capability);
+        match guard.admit_tool(&self.tool.name, granted, Some(self.signature.clone()))? {
+            Admission::Admitted(count) => Ok(count),
+            // Unreachable with a signature given; refusing is the safe answer.
+            Admission::NeedsSignature => Err(Stop::Cancelled),
+        }
+    }
+
+    fn start(
+        self: Box<Self>,
+        scope: &Scope<S>,
+        count: u32,
+        operation: Arc<str>,
+    ) -> Result<BodyFuture, ToolError> {
+        self.tool.start(scope, self.input, count, Some(operation))
     }
 }

@@ -36,3 +36,5 @@ pub use error::{BodyError, MAX_MESSAGE_LEN, ToolError};
 pub use set::{RegistrationError, ToolSet, ToolSetBuilder};
 
 pub(crate) use call::finish;
+pub(crate) use definition::BoundCall;
+pub(crate) use set::ErasedTool;

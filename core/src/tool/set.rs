@@ -17,8 +17,10 @@ use schemars::JsonSchema;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use super::binding::BindError;
 use super::call::finish;
-use super::definition::{BodyFuture, Definition, GuardedTool, ToolBuilder};
+use super::definition::{BodyFuture, BoundCall, Definition, GuardedTool, ToolBuilder};
+use super::effect::{EffectKind, Policy};
 use super::error::ToolError;
 use crate::scope::Scope;
 use crate::transport::ToolDefinition;
@@ -180,6 +182,11 @@ pub(crate) trait ErasedTool<S>: Send + Sync {
     fn definition(&self) -> &ToolDefinition;
     /// Binds, guards and starts the body; the caller runs it with [`finish`].
     fn start_json(&self, scope: &Scope<S>, arguments: &str) -> Result<BodyFuture, ToolError>;
+    fn capability(&self) -> &str;
+    fn effect(&self) -> EffectKind;
+    fn policy(&self) -> Policy;
+    /// Binds and signs JSON `arguments`, for a journaled call; nothing is counted.
+    fn bind_signed<'a>(&'a self, arguments: &str) -> Result<Box<dyn BoundCall<S> + 'a>, BindError>;
 }
 
 impl<T, S> ErasedTool<S> for Definition<T, S>
@@ -197,6 +204,22 @@ where
 
     fn start_json(&self, scope: &Scope<S>, arguments: &str) -> Result<BodyFuture, ToolError> {
         Definition::start_json(self, scope, arguments)
+    }
+
+    fn capability(&self) -> &str {
+        Definition::capability(self)
+    }
+
+    fn effect(&self) -> EffectKind {
+        Definition::effect(self)
+    }
+
+    fn policy(&self) -> Policy {
+        Definition::policy(self)
+    }
+
+    fn bind_signed<'a>(&'a self, arguments: &str) -> Result<Box<dyn BoundCall<S> + 'a>, BindError> {
+        Ok(Box::new(Definition::bind_signed(self, arguments)?))
     }
 }
 

@@ -10,6 +10,7 @@
 
 pub mod bind_case;
 pub mod guard_model;
+pub mod journal_case;
 pub mod json_mirror;
 pub mod mcp_case;
 pub mod openai_case;
@@ -88,6 +89,14 @@ pub fn openai_parse(data: &[u8]) {
 pub fn mcp_arguments(data: &[u8]) {
     if let Ok(case) = mcp_case::McpCase::arbitrary_take_rest(Unstructured::new(data)) {
         mcp_case::check(&case);
+    }
+}
+
+/// Target `journal_rows`: an arbitrary [`journal_case::JournalCase`], rows of real journaled
+/// runs corrupted field by field, decoded and resumed.
+pub fn journal_rows(data: &[u8]) {
+    if let Ok(case) = journal_case::JournalCase::arbitrary_take_rest(Unstructured::new(data)) {
+        journal_case::check(&case);
     }
 }
 

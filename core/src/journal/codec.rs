@@ -1,0 +1,246 @@
+//! The one encoding of the journal's stored values, shared by every backend: JSON for
+//! structured values (replies, the conversation, the counters), short names for enumerations.
+//!
+//! # Invariants
+//!
+//! - `decode(encode(x)) == x` for every value this module encodes.
+//! - Decoding never panics: any text gives a value or a typed
+//!   [`Corrupt`](JournalError::Corrupt) error naming the field, never the stored text.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use super::error::JournalError;
+use super::record::{Decider, MAX_ACTOR_LEN, Resolution, RunState, Verdict, valid_actor};
+use super::row::EventRow;
+use crate::event::{ControlEvent, EventKind};
+use crate::guard::Counters;
+use crate::outcome::Status;
+use crate::tool::EffectKind;
+use crate::transport::{Message, ModelReply, ToolCall, Usage};
+
+fn corrupt(what: &str) -> JournalError {
+    JournalError::Corrupt(what.to_owned())
+}
+
+/// A model reply as stored.
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StoredReply {
+    content: Option<String>,
+    tool_calls: Vec<ToolCall>,
+    usage: Option<Usage>,
+}
+
+pub(crate) fn encode_reply(reply: &ModelReply) -> String {
+    let stored = StoredReply {
+        content: reply.content.clone(),
+        tool_calls: reply.tool_calls.clone(),
+        usage: reply.usage,
+    };
+    serde_json::to_string(&stored).unwrap_or_default()
+}
+
+pub(crate) fn decode_reply(text: &str) -> Result<ModelReply, JournalError> {
+    let stored: StoredReply = serde_json::from_str(text).map_err(|_| corrupt("a recorded model reply"))?;
+    Ok(ModelReply { content: stored.content, tool_calls: stored.tool_calls, usage: stored.usage })
+}
+
+pub(crate) fn encode_conversation(conversation: &[Message]) -> String {
+    serde_json::to_string(conversation).unwrap_or_default()
+}
+
+pub(crate) fn decode_conversation(text: &str) -> Result<Vec<Message>, JournalError> {
+    serde_json::from_str(text).map_err(|_| corrupt("the run's initial conversation"))
+}
+
+/// The counters as stored.
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StoredCounters {
+    model_calls: u32,
+    tool_calls: u32,
+    middleware: u32,
+    repetitions: Vec<(String, u32)>,
+}
+
+pub(crate) fn encode_counters(counters: &Counters) -> String {
+    let stored = StoredCounters {
+        model_calls: counters.model_calls,
+        tool_calls: counters.tool_calls,
+        middleware: counters.middleware,
+        repetitions: counters.repetitions.iter().map(|(s, n)| (s.clone(), *n)).collect(),
+    };
+    serde_json::to_string(&stored).unwrap_or_default()
+}
+
+pub(crate) fn decode_counters(text: &str) -> Result<Counters, JournalError> {
+    let stored: StoredCounters = serde_json::from_str(text).map_err(|_| corrupt("the run's counters"))?;
+    let mut repetitions = BTreeMap::new();
+    for (signature, count) in stored.repetitions {
+        if count == 0 || repetitions.insert(signature, count).is_some() {
+            return Err(corrupt("the run's counters (repetitions)"));
+        }
+    }
+    Ok(Counters {
+        model_calls: stored.model_calls,
+        tool_calls: stored.tool_calls,
+        middleware: stored.middleware,
+        repetitions,
+    })
+}
+
+pub(crate) fn encode_state(state: RunState) -> String {
+    match state {
+        RunState::Open => "open".to_owned(),
+        RunState::AwaitingApproval(ordinal) => format!("awaiting_approval:{ordinal}"),
+        RunState::Ambiguous(ordinal) => format!("ambiguous:{ordinal}"),
+        RunState::Finished(status) => format!("finished:{status}"),
+    }
+}
+
+pub(crate) fn decode_state(text: &str) -> Result<RunState, JournalError> {
+    let bad = || corrupt("the run's state");
+    let ordinal = |digits: &str| digits.parse::<u32>().ok().filter(|n| *n > 0).ok_or_else(bad);
+    match text.split_once(':') {
+        None if text == "open" => Ok(RunState::Open),
+        Some(("awaiting_approval", digits)) => Ok(RunState::AwaitingApproval(ordinal(digits)?)),
+        Some(("ambiguous", digits)) => Ok(RunState::Ambiguous(ordinal(digits)?)),
+        Some(("finished", name)) => Status::ALL
+            .into_iter()
+            .find(|status| status.as_str() == name)
+            .map(RunState::Finished)
+            .ok_or_else(bad),
+        _ => Err(bad()),
+    }
+}
+
+pub(crate) fn decode_effect(text: &str) -> Result<EffectKind, JournalError> {
+    [EffectKind::Read, EffectKind::Effect, EffectKind::Idempotent]
+        .into_iter()
+        .find(|kind| kind.as_str() == text)
+        .ok_or_else(|| corrupt("a proposal's effect kind"))
+}
+
+pub(crate) fn decode_verdict(text: &str) -> Result<Verdict, JournalError> {
+    [Verdict::Allow, Verdict::Deny]
+        .into_iter()
+        .find(|verdict| verdict.as_str() == text)
+        .ok_or_else(|| corrupt("a decision's verdict"))
+}
+
+pub(crate) fn encode_decider(by: &Decider) -> String {
+    match by {
+        Decider::Policy => "policy".to_owned(),
+        Decider::Approver(name) => format!("approver:{name}"),
+    }
+}
+
+pub(crate) fn decode_decider(text: &str) -> Result<Decider, JournalError> {
+    match text.split_once(':') {
+        None if text == "policy" => Ok(Decider::Policy),
+        Some(("approver", name)) if valid_actor(name) => Ok(Decider::Approver(name.to_owned())),
+        _ => Err(corrupt("a decision's decider")),
+    }
+}
+
+pub(crate) fn encode_resolution(resolution: &Resolution) -> (&'static str, Option<String>) {
+    match resolution {
+        Resolution::Ran { result } => ("ran", Some(result.clone())),
+        Resolution::NotRun => ("not_run", None),
+    }
+}
+
+pub(crate) fn decode_resolution(name: &str, result: Option<&str>) -> Result<Resolution, JournalError> {
+    match (name, result) {
+        ("ran", Some(result)) => Ok(Resolution::Ran { result: result.to_owned() }),
+        ("not_run", None) => Ok(Resolution::NotRun),
+        _ => Err(corrupt("a reconciliation")),
+    }
+}
+
+pub(crate) fn decode_actor(text: &str) -> Result<String, JournalError> {
+    if valid_actor(text) { Ok(text.to_owned()) } else { Err(corrupt("a reconciler's name")) }
+}
+
+pub(crate) fn encode_event(event: &ControlEvent) -> EventRow {
+    EventRow {
+        kind: event.kind().as_str().to_owned(),
+        name: event.name().to_owned(),
+        count: event.count(),
+        operation: event.operation().map(str::to_owned),
+        by: event.decided_by().map(str::to_owned),
+    }
+}
+
+/// Longest name an event may carry: a tool's (64), `model` or `run`.
+const MAX_EVENT_NAME_LEN: usize = 64;
+
+pub(crate) fn decode_event(row: &EventRow) -> Result<ControlEvent, JournalError> {
+    let kind = EventKind::from_name(&row.kind).ok_or_else(|| corrupt("an event's kind"))?;
+    if row.name.is_empty() || row.name.len() > MAX_EVENT_NAME_LEN || row.name.chars().any(char::is_control) {
+        return Err(corrupt("an event's name"));
+    }
+    let mut event = ControlEvent::new(kind, Arc::from(row.name.as_str()), row.count);
+    if let Some(operation) = &row.operation {
+        let id = super::id::OperationId::parse(operation).map_err(|_| corrupt("an event's operation"))?;
+        event = event.on(id.shared());
+    }
+    if let Some(by) = &row.by {
+        if by.len() > MAX_ACTOR_LEN + "approver ".len() || by.chars().any(char::is_control) || by.is_empty() {
+            return Err(corrupt("an event's decider"));
+        }
+        event = event.by(Arc::from(by.as_str()));
+    }
+    Ok(event)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn states_round_trip_and_refuse_other_texts() {
+        for state in [
+            RunState::Open,
+            RunState::AwaitingApproval(3),
+            RunState::Ambiguous(1),
+            RunState::Finished(Status::Completed),
+            RunState::Finished(Status::Denied),
+        ] {
+            assert_eq!(decode_state(&encode_state(state)), Ok(state));
+        }
+        for bad in ["", "Open", "ambiguous:0", "ambiguous:", "ambiguous:x", "finished:Nope", "open:1"] {
+            assert!(matches!(decode_state(bad), Err(JournalError::Corrupt(_))), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn counters_round_trip_and_refuse_duplicates() {
+        let mut counters = Counters { model_calls: 2, tool_calls: 3, middleware: 3, ..Counters::default() };
+        counters.repetitions.insert("t:{}".to_owned(), 2);
+        assert_eq!(decode_counters(&encode_counters(&counters)), Ok(counters));
+        let duplicated = r#"{"model_calls":0,"tool_calls":0,"middleware":0,"repetitions":[["a",1],["a",1]]}"#;
+        assert!(decode_counters(duplicated).is_err());
+        assert!(
+            decode_counters(r#"{"model_calls":-1,"tool_calls":0,"middleware":0,"repetitions":[]}"#).is_err()
+        );
+    }
+
+    #[test]
+    fn a_corrupt_message_names_the_field_and_not_the_text() {
+        let error = decode_reply(r#"{"content":"secret-value","tool_calls":7}"#).err();
+        assert_eq!(error, Some(JournalError::Corrupt("a recorded model reply".to_owned())));
+    }
+
+    #[test]
+    fn deciders_round_trip() {
+        for by in [Decider::Policy, Decider::Approver("alice".to_owned())] {
+            assert_eq!(decode_decider(&encode_decider(&by)), Ok(by));
+        }
+        assert!(decode_decider("approver:").is_err());
+        assert!(decode_decider("someone").is_err());
+    }
+}

@@ -1,0 +1,98 @@
+//! Why a journal, or a host's command on it, refused or failed.
+//!
+//! # Invariants
+//!
+//! - Every message names what failed (a table, a field, an operation id), never a stored value:
+//!   stored rows hold canonical arguments and tool results, which SPEC §10 keeps out of errors.
+//! - The kind, not the text, classifies an error.
+
+use std::fmt;
+
+use crate::outcome::Status;
+
+/// A journal's error: its storage failed, its rows do not decode, another worker took the run
+/// over, or a host's command does not apply.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum JournalError {
+    /// A run id is empty, too long, or has a character outside `A-Z a-z 0-9 . _ : -`.
+    InvalidRunId,
+    /// An operation id is not of the form `<run>/op/<ordinal>`.
+    InvalidOperationId,
+    /// A digest is not 64 hexadecimal digits.
+    InvalidDigest,
+    /// An approver's or reconciler's name is empty, longer than 64 bytes, or has a control
+    /// character.
+    InvalidActor,
+    /// The storage failed (I/O, locking, a full disk); the message is the backend's.
+    Storage(String),
+    /// A stored row does not decode, or the rows contradict each other; names what.
+    Corrupt(String),
+    /// The file was written by a newer schema than this version understands.
+    UnsupportedSchema {
+        /// The file's schema version.
+        found: i64,
+        /// The newest version this build migrates to.
+        supported: i64,
+    },
+    /// Another attempt took this run over (its epoch is newer): this attempt writes nothing more
+    /// and runs no further effect.
+    LeaseLost,
+    /// A write repeated a record that must exist once (a second decision, a second result).
+    Conflict(String),
+    /// The run is not in the journal.
+    UnknownRun,
+    /// The operation is not in the journal.
+    UnknownOperation,
+    /// The approval presents the digest of other arguments than the proposal's: refused.
+    SignatureMismatch,
+    /// The operation already has a decision.
+    AlreadyDecided,
+    /// The operation is not ambiguous (not started, already recorded, or already reconciled, or
+    /// its run is not stopped on it).
+    NotAmbiguous,
+    /// Only `effect` operations are reconciled: an `idempotent` one is driven again with its key.
+    NotAnEffect,
+    /// The run already ended with this status; it is not resumed.
+    Finished(Status),
+    /// A journaled run needs a fresh scope: this one has already admitted calls.
+    ScopeInUse,
+    /// A recorded call names a tool that the runtime's set no longer has, or binds to another
+    /// signature than its proposal's.
+    ToolMismatch(String),
+}
+
+impl fmt::Display for JournalError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::InvalidRunId => f.write_str(
+                "invalid run id: use 1 to 100 characters among A-Z, a-z, 0-9, '.', '_', ':' and '-'",
+            ),
+            Self::InvalidOperationId => f.write_str("invalid operation id: expected <run>/op/<ordinal>"),
+            Self::InvalidDigest => f.write_str("invalid digest: expected 64 hexadecimal digits"),
+            Self::InvalidActor => f.write_str("invalid name: use 1 to 64 bytes without control characters"),
+            Self::Storage(message) => write!(f, "journal storage failed: {message}"),
+            Self::Corrupt(what) => write!(f, "the journal is corrupt: {what}"),
+            Self::UnsupportedSchema { found, supported } => {
+                write!(f, "the journal's schema version {found} is newer than this build's ({supported})")
+            }
+            Self::LeaseLost => f.write_str("another attempt took this run over; this one stops"),
+            Self::Conflict(what) => write!(f, "the journal already holds {what}"),
+            Self::UnknownRun => f.write_str("no such run in the journal"),
+            Self::UnknownOperation => f.write_str("no such operation in the journal"),
+            Self::SignatureMismatch => {
+                f.write_str("the approval is for other arguments than the proposal's; refused")
+            }
+            Self::AlreadyDecided => f.write_str("the operation already has a decision"),
+            Self::NotAmbiguous => f.write_str("the operation is not ambiguous; nothing to reconcile"),
+            Self::NotAnEffect => {
+                f.write_str("only effect operations are reconciled; an idempotent one is driven again")
+            }
+            Self::Finished(status) => write!(f, "the run already ended with {status}"),
+            Self::ScopeInUse => f.write_str("a journaled run needs a fresh scope"),
+            Self::ToolMismatch(what) => write!(f, "the recorded call does not match the tools: {what}"),
+        }
+    }
+}
+
+impl std::error::Error for JournalError {}

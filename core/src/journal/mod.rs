@@ -1,0 +1,66 @@
+//! Durable decisions (SPEC §15): a journal that protects side effects across crashes and
+//! restarts, where the guard protects one loop.
+//!
+//! A journaled run ([`Runtime::run_journaled`](crate::Runtime::run_journaled)) records each step
+//! of the loop in a [`Journal`]:
+//!
+//! 1. every admitted tool call becomes an immutable [`Proposal`] (tool, capability, canonical
+//!    arguments) under a deterministic [`OperationId`] (`<run>/op/<n>`, never the provider's
+//!    call id);
+//! 2. it is decided by the tool's [`Policy`](crate::tool::Policy): `allow`, `deny` (the run
+//!    halts `Denied`), or `ask` (the run stops `AwaitingApproval`, naming the operation, until
+//!    the host [`approve`]s or [`deny`]s it, bound to the proposal's [`Digest`]);
+//! 3. it runs per its [`EffectKind`](crate::tool::EffectKind): a `read` directly (it adds no
+//!    commit of its own); an `effect` or `idempotent` body between two commits, `started`
+//!    before it, the result after;
+//! 4. a resume replays recorded replies and results instead of asking or running again, keeps
+//!    the logical run's counters, and stops `Ambiguous` on an `effect` that a crash left between
+//!    its two commits until the host [`reconcile`]s it; an `idempotent` one is driven again with
+//!    the same key.
+//!
+//! # Guarantees
+//!
+//! Never exactly once by claim. An `effect` operation's body runs **at most once**, whatever
+//! crashes and restarts happen; an `idempotent` one runs **at least once with one stable key**
+//! ([`Call::idempotency_key`](crate::Call::idempotency_key)), and the external system must apply
+//! a key once. `Ambiguous` asks the host to find out, in the effect's own system, whether the
+//! effect happened, and to [`reconcile`] it: it ran (with a result for the model) or it did not
+//! (the resume runs it).
+//!
+//! Backends: [`MemoryJournal`] here (tests, examples); one SQLite file in `loopbound-sqlite`.
+//!
+//! # Invariants
+//!
+//! - Nothing that could not be recorded runs: a failed commit ends the run (fail closed).
+//! - Every write of an attempt is fenced by its epoch; a newer attempt's acquisition makes the
+//!   older one's next write fail with [`JournalError::LeaseLost`].
+//! - The audit log (proposals, decisions and who made them, effects started and recorded,
+//!   resumes, reconciliations) is in the outcome's events and in the journal, in order, with
+//!   operation ids and never argument values.
+
+mod codec;
+mod driver;
+mod error;
+mod host;
+mod id;
+mod memory;
+mod record;
+mod row;
+mod run;
+mod run_record;
+mod store;
+
+pub use error::JournalError;
+pub use host::{approve, deny, inspect, reconcile};
+pub use id::{Digest, MAX_RUN_ID_LEN, OperationId, RunId};
+pub use memory::MemoryJournal;
+pub use record::{
+    CallResult, Decider, Decision, MAX_ACTOR_LEN, Operation, OperationStatus, Proposal, Reconciliation,
+    Resolution, RunState, Verdict, valid_actor,
+};
+pub use row::{
+    Batch, CallRow, DecisionRow, Entry, EventRow, Fence, ProposalRow, ReconciliationRow, ReplyRow, RunRow,
+    StartedRow, StoredRun,
+};
+pub use run_record::RunRecord;
+pub use store::Journal;

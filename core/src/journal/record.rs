@@ -1,0 +1,349 @@
+//! What a journal records about one admitted call: its proposal, the decision on it, its starts,
+//! its result, and the host's reconciliations.
+//!
+//! # Invariants
+//!
+//! - A proposal is written once, before anything is decided or run, and never changes.
+//! - An operation has at most one decision and at most one result; each start of its body has
+//!   its own number (1 for the first), and a reconciliation settles one start.
+//! - Nothing here is printed by `Display`: a proposal's arguments and a result's text are stored
+//!   values, and stay in the journal (SPEC §10).
+
+use std::fmt;
+
+use super::id::{Digest, OperationId};
+use crate::tool::EffectKind;
+
+/// An immutable proposal: which tool, under which capability, with which canonical arguments,
+/// asked for by which call of which model reply.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Proposal {
+    pub(crate) operation: OperationId,
+    pub(crate) reply: u32,
+    pub(crate) index: u32,
+    pub(crate) tool: String,
+    pub(crate) capability: String,
+    pub(crate) effect: EffectKind,
+    pub(crate) arguments: String,
+}
+
+impl Proposal {
+    /// The operation this proposal opens.
+    #[must_use]
+    pub fn operation(&self) -> &OperationId {
+        &self.operation
+    }
+
+    /// The model reply (1 for the first of the logical run) that asked for the call.
+    #[must_use]
+    pub fn reply(&self) -> u32 {
+        self.reply
+    }
+
+    /// The call's position in that reply (0 for the first).
+    #[must_use]
+    pub fn index(&self) -> u32 {
+        self.index
+    }
+
+    /// The tool's name.
+    #[must_use]
+    pub fn tool(&self) -> &str {
+        &self.tool
+    }
+
+    /// The capability the tool needs.
+    #[must_use]
+    pub fn capability(&self) -> &str {
+        &self.capability
+    }
+
+    /// What the tool declared it does to the world.
+    #[must_use]
+    pub fn effect(&self) -> EffectKind {
+        self.effect
+    }
+
+    /// The canonical JSON of the bound arguments: a stored value, for the host's own display to
+    /// an approver; never logged by this crate.
+    #[must_use]
+    pub fn arguments(&self) -> &str {
+        &self.arguments
+    }
+
+    /// The signature: tool name, `:`, canonical arguments.
+    #[must_use]
+    pub fn signature(&self) -> String {
+        format!("{}:{}", self.tool, self.arguments)
+    }
+
+    /// The digest an approval must present.
+    #[must_use]
+    pub fn digest(&self) -> Digest {
+        Digest::of(&self.signature())
+    }
+}
+
+impl fmt::Debug for Proposal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Proposal")
+            .field("operation", &self.operation.to_string())
+            .field("tool", &self.tool)
+            .field("effect", &self.effect)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Allow or deny.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Verdict {
+    /// The call may run.
+    Allow,
+    /// The call is refused: the run halts with `Denied`.
+    Deny,
+}
+
+impl Verdict {
+    /// `allow` or `deny`.
+    #[must_use]
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Allow => "allow",
+            Self::Deny => "deny",
+        }
+    }
+}
+
+/// Who decided: the tool's standing policy, or a named approver.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Decider {
+    /// The tool's [`Policy`](crate::tool::Policy) (`allow` or `deny`).
+    Policy,
+    /// A person or process the host names.
+    Approver(String),
+}
+
+/// Longest approver or reconciler name, in bytes.
+pub const MAX_ACTOR_LEN: usize = 64;
+
+impl Decider {
+    /// The name's form in events: `policy`, or `approver <name>`.
+    #[must_use]
+    pub fn describe(&self) -> String {
+        match self {
+            Self::Policy => "policy".to_owned(),
+            Self::Approver(name) => format!("approver {name}"),
+        }
+    }
+}
+
+/// Whether `name` may name an approver or a reconciler: 1 to [`MAX_ACTOR_LEN`] bytes, no control
+/// character.
+#[must_use]
+pub fn valid_actor(name: &str) -> bool {
+    (1..=MAX_ACTOR_LEN).contains(&name.len()) && !name.chars().any(char::is_control)
+}
+
+/// A decision on a proposal.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Decision {
+    pub(crate) verdict: Verdict,
+    pub(crate) by: Decider,
+}
+
+impl Decision {
+    /// Allow or deny.
+    #[must_use]
+    pub fn verdict(&self) -> Verdict {
+        self.verdict
+    }
+
+    /// Who decided.
+    #[must_use]
+    pub fn by(&self) -> &Decider {
+        &self.by
+    }
+}
+
+/// What a call produced, as the model was (or will be) told: a result or an error text.
+#[derive(Clone, PartialEq, Eq)]
+pub struct CallResult {
+    pub(crate) text: String,
+    pub(crate) is_error: bool,
+}
+
+impl CallResult {
+    /// The text handed to the model: a stored value.
+    #[must_use]
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// Whether the call failed (an error result).
+    #[must_use]
+    pub fn is_error(&self) -> bool {
+        self.is_error
+    }
+}
+
+impl fmt::Debug for CallResult {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CallResult").field("is_error", &self.is_error).finish_non_exhaustive()
+    }
+}
+
+/// The host's answer for an ambiguous effect.
+#[derive(Clone, PartialEq, Eq)]
+pub enum Resolution {
+    /// It ran, and this is its result (handed to the model on resume).
+    Ran {
+        /// The result text.
+        result: String,
+    },
+    /// It did not run: the resume starts it again, as it was decided.
+    NotRun,
+}
+
+impl fmt::Debug for Resolution {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Ran { .. } => f.write_str("Ran { .. }"),
+            Self::NotRun => f.write_str("NotRun"),
+        }
+    }
+}
+
+/// A reconciliation of one start of an operation.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Reconciliation {
+    pub(crate) start: u32,
+    pub(crate) resolution: Resolution,
+    pub(crate) by: String,
+}
+
+impl Reconciliation {
+    /// Which start of the body it settles (1 for the first).
+    #[must_use]
+    pub fn start(&self) -> u32 {
+        self.start
+    }
+
+    /// What the host said.
+    #[must_use]
+    pub fn resolution(&self) -> &Resolution {
+        &self.resolution
+    }
+
+    /// Who reconciled.
+    #[must_use]
+    pub fn by(&self) -> &str {
+        &self.by
+    }
+}
+
+/// Everything the journal holds about one operation.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Operation {
+    pub(crate) proposal: Proposal,
+    pub(crate) decision: Option<Decision>,
+    pub(crate) starts: u32,
+    pub(crate) reconciliations: Vec<Reconciliation>,
+    pub(crate) result: Option<CallResult>,
+}
+
+/// Where an operation stands.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum OperationStatus {
+    /// Proposed; no decision yet.
+    AwaitingDecision,
+    /// Refused.
+    Denied,
+    /// Allowed and not started since (or reconciled as not run): the next start has this number.
+    Ready {
+        /// The number the next start gets.
+        start: u32,
+    },
+    /// Started, with no result and no reconciliation: in flight, or, after a crash, ambiguous.
+    Started {
+        /// The start's number.
+        start: u32,
+    },
+    /// Its result is known: recorded by the run, or given by a reconciliation.
+    Settled(CallResult),
+}
+
+impl Operation {
+    /// The proposal.
+    #[must_use]
+    pub fn proposal(&self) -> &Proposal {
+        &self.proposal
+    }
+
+    /// The decision, if any.
+    #[must_use]
+    pub fn decision(&self) -> Option<&Decision> {
+        self.decision.as_ref()
+    }
+
+    /// How many times its body was started.
+    #[must_use]
+    pub fn starts(&self) -> u32 {
+        self.starts
+    }
+
+    /// The host's reconciliations, in order.
+    #[must_use]
+    pub fn reconciliations(&self) -> &[Reconciliation] {
+        &self.reconciliations
+    }
+
+    /// The recorded result, if any.
+    #[must_use]
+    pub fn result(&self) -> Option<&CallResult> {
+        self.result.as_ref()
+    }
+
+    /// The reconciliation of start `start`, if any.
+    pub(crate) fn reconciled(&self, start: u32) -> Option<&Reconciliation> {
+        self.reconciliations.iter().find(|r| r.start == start)
+    }
+
+    /// Where it stands.
+    #[must_use]
+    pub fn status(&self) -> OperationStatus {
+        if let Some(result) = &self.result {
+            return OperationStatus::Settled(result.clone());
+        }
+        match self.decision.as_ref().map(|d| d.verdict) {
+            None => return OperationStatus::AwaitingDecision,
+            Some(Verdict::Deny) => return OperationStatus::Denied,
+            Some(Verdict::Allow) => {}
+        }
+        if self.starts == 0 {
+            return OperationStatus::Ready { start: 1 };
+        }
+        match self.reconciled(self.starts).map(|r| &r.resolution) {
+            None => OperationStatus::Started { start: self.starts },
+            Some(Resolution::NotRun) => OperationStatus::Ready { start: self.starts + 1 },
+            Some(Resolution::Ran { result }) => {
+                OperationStatus::Settled(CallResult { text: result.clone(), is_error: false })
+            }
+        }
+    }
+}
+
+/// Where a logical run stands between attempts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RunState {
+    /// Created, running, or stopped in a way a resume continues (the deadline of one attempt, an
+    /// unreachable provider, the caller's cancellation, a crash).
+    Open,
+    /// Stopped on the proposal with this ordinal, which waits for a decision.
+    AwaitingApproval(u32),
+    /// Stopped on the effect with this ordinal, which a crash left ambiguous.
+    Ambiguous(u32),
+    /// Ended for good with this status.
+    Finished(crate::outcome::Status),
+}

@@ -1,0 +1,143 @@
+//! A journaled run: take the run in the journal, restore what it recorded, drive the one loop
+//! with the journaled course, then commit how the attempt ended.
+//!
+//! # Invariants
+//!
+//! - Starting and resuming are one call: a run the journal does not know starts from the host's
+//!   conversation; a known one continues from the journal's (the host's is replaced).
+//! - The scope must be fresh; the journal's counters and audit log become its own, so the
+//!   logical run's budgets never reset on a resume, while the deadline is the new scope's.
+//! - Per attempt: one commit to take the run (it bumps the epoch that fences every later write),
+//!   two per allowed effect, none of its own per read, one at the end. A finished run is refused
+//!   before anything runs.
+
+use super::codec;
+use super::driver::Journaled;
+use super::error::JournalError;
+use super::id::RunId;
+use super::record::RunState;
+use super::row::RunRow;
+use super::run_record::RunRecord;
+use super::store::Journal;
+use crate::event::{ControlEvent, EventKind, HaltReason};
+use crate::guard::Counters;
+use crate::outcome::{Outcome, RunError, Status};
+use crate::runtime::{Runtime, conclude};
+use crate::scope::Scope;
+use crate::transport::{Message, Transport};
+
+impl<T: Transport, S: Send + Sync + 'static> Runtime<T, S> {
+    /// Runs, or resumes, the logical run `run` recorded in `journal` (SPEC §15).
+    ///
+    /// A new run starts from `conversation`. A run the journal knows continues from its
+    /// journal: `conversation` is replaced by the recorded one, recorded model replies and tool
+    /// results are replayed (not asked for, not run, not counted again), the counters (model
+    /// calls, tool calls, repetitions per signature) are the logical run's, and the deadline is
+    /// `scope`'s own. Every tool call the loop admits is proposed, decided by the tool's
+    /// [`Policy`](crate::tool::Policy) or an approver, and run per its
+    /// [`EffectKind`](crate::tool::EffectKind): an `effect` at most once, an `idempotent` one at
+    /// least once with one key ([`Call::idempotency_key`](crate::Call::idempotency_key)).
+    ///
+    /// It ends like [`run`](Self::run), and also with `AwaitingApproval` (a proposal waits for
+    /// [`approve`](super::approve) or [`deny`](super::deny)), `Denied`, or `Ambiguous` (a crash
+    /// left an effect's outcome unknown: [`reconcile`](super::reconcile) it); each names the
+    /// operation ([`Outcome::operation`]). Run it again with the same id to resume.
+    ///
+    /// State that the completion condition reads must survive the process too (an effect's
+    /// system, say): a replayed result does not run the body that set host memory.
+    ///
+    /// # Errors
+    ///
+    /// As [`run`](Self::run), and [`RunError::Journal`] if the journal failed or refused (a
+    /// finished run, a scope already used, another attempt that took the run over): what could
+    /// not be recorded did not run.
+    pub async fn run_journaled<J: Journal>(
+        &self,
+        journal: &J,
+        run: &RunId,
+        scope: &Scope<S>,
+        conversation: &mut Vec<Message>,
+        is_complete: impl FnOnce(&S) -> bool,
+    ) -> Result<Outcome, RunError> {
+        let mut course = begin(journal, run, scope, conversation).await.map_err(RunError::Journal)?;
+        let mut usage = None;
+        let end = self.traced(scope, conversation, &mut usage, &mut course).await;
+        let result = conclude(scope, end, usage, is_complete).map(|outcome| name_denial(scope, outcome));
+        let state = match &result {
+            Err(RunError::Journal(_)) => return result,
+            Ok(outcome) => state_after(outcome),
+            Err(_) => RunState::Open,
+        };
+        course.commit(scope, Some(codec::encode_state(state))).await.map_err(RunError::Journal)?;
+        result
+    }
+}
+
+/// Takes the run, checks what it recorded, restores the scope's counters and log, and sets the
+/// conversation.
+async fn begin<'j, J: Journal, S>(
+    journal: &'j J,
+    run: &RunId,
+    scope: &Scope<S>,
+    conversation: &mut Vec<Message>,
+) -> Result<Journaled<'j, J>, JournalError> {
+    if scope.model_calls() > 0 || scope.tool_calls() > 0 || !scope.events().is_empty() {
+        return Err(JournalError::ScopeInUse);
+    }
+    let fresh = RunRow {
+        epoch: 1,
+        attempts: 1,
+        conversation: codec::encode_conversation(conversation),
+        ledger: codec::encode_counters(&Counters::default()),
+        state: codec::encode_state(RunState::Open),
+    };
+    let stored = journal.acquire(run, fresh).await?;
+    let record = RunRecord::decode(run, &stored)?;
+    if let RunState::Finished(status) = record.state {
+        return Err(JournalError::Finished(status));
+    }
+    if !scope.guard().restore(record.counters.clone(), record.events.clone()) {
+        return Err(JournalError::ScopeInUse);
+    }
+    conversation.clone_from(&record.conversation);
+    let persisted = record.events.len();
+    if record.attempts > 1 {
+        let resumed = ControlEvent::new(EventKind::Resumed, std::sync::Arc::from("run"), record.attempts);
+        scope.guard().append(resumed);
+    }
+    Ok(Journaled::new(journal, record, persisted))
+}
+
+/// A `Denied` outcome names the operation its halt event names.
+fn name_denial<S>(scope: &Scope<S>, outcome: Outcome) -> Outcome {
+    if outcome.status() != Status::Denied {
+        return outcome;
+    }
+    let operation = scope
+        .events()
+        .iter()
+        .rev()
+        .find(|e| e.kind() == EventKind::Halt(HaltReason::Denied))
+        .and_then(|e| e.operation().map(std::sync::Arc::from));
+    outcome.on(operation)
+}
+
+/// Where the run stands after an attempt that ended with `outcome`.
+fn state_after(outcome: &Outcome) -> RunState {
+    let ordinal = || {
+        outcome.operation().and_then(|id| super::id::OperationId::parse(id).ok()).map_or(0, |id| id.ordinal())
+    };
+    match outcome.status() {
+        Status::AwaitingApproval => RunState::AwaitingApproval(ordinal()),
+        Status::Ambiguous => RunState::Ambiguous(ordinal()),
+        Status::DeadlineExceeded | Status::ProviderUnavailable => RunState::Open,
+        Status::Completed
+        | Status::Incomplete
+        | Status::PermissionDenied
+        | Status::RepeatedCall
+        | Status::ToolBudget
+        | Status::ModelBudget
+        | Status::TooManyCalls
+        | Status::Denied => RunState::Finished(outcome.status()),
+    }
+}

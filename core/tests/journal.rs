@@ -1,0 +1,385 @@
+//! Journaled runs (SPEC §15) on the in-memory journal: proposals, decisions, at-most-once
+//! effects, resumes, reconciliations, the commit budget, and failing closed.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use loopbound::journal::{
+    self, Batch, Digest, Fence, Journal, JournalError, MemoryJournal, OperationId, Resolution, RunId, RunRow,
+    RunState, StoredRun,
+};
+use loopbound::tool::Policy;
+use loopbound::transport::ModelReply;
+use loopbound::{Limits, Message, Outcome, RunError, Runtime, Scope, Status};
+use loopbound_testkit::refund::{self, EffectSink, MemorySink};
+
+fn scope(limits: Limits) -> Scope {
+    Scope::builder().grants(refund::CAPABILITIES).limits(limits).build().unwrap()
+}
+
+fn run_id() -> RunId {
+    RunId::new("refund-42").unwrap()
+}
+
+fn lines(outcome: &Outcome) -> Vec<String> {
+    outcome.events().iter().map(ToString::to_string).collect()
+}
+
+/// One attempt of the refund task: fresh tools over `sink`, a fresh scope, a scripted model
+/// that counts the steps it serves in `asked`.
+async fn attempt(
+    journal: &impl Journal,
+    sink: &Arc<MemorySink>,
+    policy: Policy,
+    script: Vec<ModelReply>,
+    limits: Limits,
+    asked: &Arc<Mutex<Vec<usize>>>,
+) -> Result<Outcome, RunError> {
+    let tools = refund::tools(Arc::clone(sink) as Arc<dyn EffectSink>, policy);
+    let log = Arc::clone(asked);
+    let model = refund::model(script, move |step| log.lock().unwrap().push(step));
+    let runtime = Runtime::harness(&tools.set, model);
+    let mut conversation = refund::conversation();
+    runtime.run_journaled(journal, &run_id(), &scope(limits), &mut conversation, |()| true).await
+}
+
+fn asked() -> Arc<Mutex<Vec<usize>>> {
+    Arc::new(Mutex::new(Vec::new()))
+}
+
+#[tokio::test]
+async fn an_allowed_effect_costs_two_commits_and_a_read_none_of_its_own() {
+    let journal = MemoryJournal::default();
+    let sink = Arc::new(MemorySink::default());
+    let outcome =
+        attempt(&journal, &sink, Policy::Allow, refund::short_script(), Limits::default(), &asked())
+            .await
+            .unwrap();
+    assert_eq!(outcome.status(), Status::Completed);
+    assert_eq!(sink.count("refund"), 1);
+    // One to take the run, two for the refund, one at the end; the read rode along.
+    assert_eq!(journal.commits(), 4);
+    assert_eq!(
+        lines(&outcome),
+        [
+            "ModelCall model 1",
+            "Middleware lookup_order 1",
+            "ToolCall lookup_order 1",
+            "Proposed lookup_order 1 refund-42/op/1",
+            "Allowed lookup_order 1 refund-42/op/1 by policy",
+            "ModelCall model 2",
+            "Middleware refund 2",
+            "ToolCall refund 2",
+            "Proposed refund 2 refund-42/op/2",
+            "Allowed refund 2 refund-42/op/2 by policy",
+            "EffectStarted refund 2 refund-42/op/2",
+            "EffectRecorded refund 2 refund-42/op/2",
+            "ModelCall model 3",
+        ]
+    );
+    let record = journal::inspect(&journal, &run_id()).await.unwrap();
+    assert_eq!(record.state(), RunState::Finished(Status::Completed));
+    let journal_lines: Vec<String> = record.events().iter().map(ToString::to_string).collect();
+    assert_eq!(journal_lines, lines(&outcome), "the journal holds the same audit log");
+    assert_eq!(sink.applied(), [("refund".to_owned(), Some("refund-42/op/2".to_owned()))]);
+}
+
+#[tokio::test]
+async fn reads_alone_cost_only_the_runs_own_two_commits() {
+    let journal = MemoryJournal::default();
+    let sink = Arc::new(MemorySink::default());
+    let script = vec![refund::short_script()[0].clone(), ModelReply::text("Looked up.")];
+    let outcome = attempt(&journal, &sink, Policy::Allow, script, Limits::default(), &asked()).await.unwrap();
+    assert_eq!(outcome.status(), Status::Completed);
+    assert_eq!(journal.commits(), 2);
+}
+
+#[tokio::test]
+async fn an_approval_bound_to_the_exact_call_resumes_the_run_and_the_refund_runs_once() {
+    let journal = MemoryJournal::default();
+    let sink = Arc::new(MemorySink::default());
+    let asked = asked();
+    let first = attempt(&journal, &sink, Policy::Ask, refund::short_script(), Limits::default(), &asked)
+        .await
+        .unwrap();
+    assert_eq!(first.status(), Status::AwaitingApproval);
+    assert_eq!(first.operation(), Some("refund-42/op/2"));
+    assert_eq!(first.text(), None);
+    assert_eq!(sink.count("refund"), 0, "nothing ran before the decision");
+    assert_eq!(journal.commits(), 2);
+
+    let operation = OperationId::parse("refund-42/op/2").unwrap();
+    let other = Digest::of(r#"refund:{"amount_cents":150000,"order":42}"#);
+    assert_eq!(
+        journal::approve(&journal, &operation, &other, "alice").await.err(),
+        Some(JournalError::SignatureMismatch)
+    );
+    let record = journal::inspect(&journal, &run_id()).await.unwrap();
+    let proposal = record.operation(2).unwrap().proposal().clone();
+    assert_eq!(proposal.arguments(), r#"{"amount_cents":1500,"order":42}"#);
+    let approved = journal::approve(&journal, &operation, &proposal.digest(), "alice").await.unwrap();
+    assert_eq!(approved, proposal);
+    assert_eq!(
+        journal::approve(&journal, &operation, &proposal.digest(), "bob").await.err(),
+        Some(JournalError::AlreadyDecided)
+    );
+
+    let second = attempt(&journal, &sink, Policy::Ask, refund::short_script(), Limits::default(), &asked)
+        .await
+        .unwrap();
+    assert_eq!(second.status(), Status::Completed);
+    assert_eq!(sink.count("refund"), 1);
+    assert_eq!(*asked.lock().unwrap(), [1, 2, 3], "replies 1 and 2 were replayed, not asked again");
+    let tail: Vec<String> = lines(&second).split_off(9);
+    assert_eq!(
+        tail,
+        [
+            "Resumed run 2",
+            "Allowed refund 2 refund-42/op/2 by approver alice",
+            "EffectStarted refund 2 refund-42/op/2",
+            "EffectRecorded refund 2 refund-42/op/2",
+            "ModelCall model 3",
+        ]
+    );
+}
+
+#[tokio::test]
+async fn a_denial_halts_the_run_naming_the_operation_and_who_denied() {
+    let journal = MemoryJournal::default();
+    let sink = Arc::new(MemorySink::default());
+    let first = attempt(&journal, &sink, Policy::Ask, refund::short_script(), Limits::default(), &asked())
+        .await
+        .unwrap();
+    let operation = OperationId::parse(first.operation().unwrap()).unwrap();
+    let record = journal::inspect(&journal, &run_id()).await.unwrap();
+    let digest = record.operation(2).unwrap().proposal().digest();
+    journal::deny(&journal, &operation, &digest, "bob").await.unwrap();
+    let second = attempt(&journal, &sink, Policy::Ask, refund::short_script(), Limits::default(), &asked())
+        .await
+        .unwrap();
+    assert_eq!(second.status(), Status::Denied);
+    assert_eq!(second.operation(), Some("refund-42/op/2"));
+    assert_eq!(
+        lines(&second).last().map(String::as_str),
+        Some("Denied refund 2 refund-42/op/2 by approver bob")
+    );
+    assert_eq!(sink.count("refund"), 0);
+    let again =
+        attempt(&journal, &sink, Policy::Ask, refund::short_script(), Limits::default(), &asked()).await;
+    assert_eq!(again, Err(RunError::Journal(JournalError::Finished(Status::Denied))));
+}
+
+#[tokio::test]
+async fn a_deny_policy_halts_before_anything_runs() {
+    let journal = MemoryJournal::default();
+    let sink = Arc::new(MemorySink::default());
+    let outcome = attempt(&journal, &sink, Policy::Deny, refund::short_script(), Limits::default(), &asked())
+        .await
+        .unwrap();
+    assert_eq!(outcome.status(), Status::Denied);
+    assert_eq!(outcome.operation(), Some("refund-42/op/2"));
+    assert_eq!(lines(&outcome).last().map(String::as_str), Some("Denied refund 2 refund-42/op/2 by policy"));
+    assert_eq!(sink.count("refund"), 0);
+}
+
+/// A refund tool whose body applies its effect, then hangs: a deadline in the window between
+/// `started` and the result stands for a crash there.
+fn hanging_refund(sink: &Arc<MemorySink>, idempotent: bool, hang: Arc<AtomicU32>) -> loopbound::ToolSet {
+    let mut set = loopbound::ToolSet::builder();
+    let applied = Arc::clone(sink);
+    let kind = if idempotent {
+        loopbound::tool::EffectKind::Idempotent
+    } else {
+        loopbound::tool::EffectKind::Effect
+    };
+    set.tool("refund", refund::REFUND_CAPABILITY)
+        .effect(kind)
+        .build(move |input: refund::RefundInput, call: loopbound::Call| {
+            applied.apply("refund", call.idempotency_key());
+            let hang = hang.fetch_sub(1, Ordering::SeqCst) > 0;
+            async move {
+                if hang {
+                    std::future::pending::<()>().await;
+                }
+                Ok::<_, String>(format!("Refunded {} cents.", input.amount_cents))
+            }
+        })
+        .unwrap();
+    set.build()
+}
+
+async fn hanging_attempt(journal: &MemoryJournal, tools: &loopbound::ToolSet) -> Result<Outcome, RunError> {
+    let script = vec![refund::short_script()[1].clone(), ModelReply::text(refund::CLOSING)];
+    let runtime = Runtime::harness(tools, refund::model(script, |_| {}));
+    let limits = Limits::default().with_deadline(Duration::from_secs(5));
+    runtime.run_journaled(journal, &run_id(), &scope(limits), &mut refund::conversation(), |()| true).await
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_effect_cut_between_started_and_its_result_is_ambiguous_until_reconciled() {
+    let journal = MemoryJournal::default();
+    let sink = Arc::new(MemorySink::default());
+    let tools = hanging_refund(&sink, false, Arc::new(AtomicU32::new(1)));
+    let first = hanging_attempt(&journal, &tools).await.unwrap();
+    assert_eq!(first.status(), Status::DeadlineExceeded);
+    assert_eq!(sink.count("refund"), 1);
+
+    let operation = OperationId::parse("refund-42/op/1").unwrap();
+    assert_eq!(
+        journal::reconcile(&journal, &operation, Resolution::NotRun, "ops").await,
+        Err(JournalError::NotAmbiguous),
+        "no resume has found it ambiguous yet"
+    );
+    let second = hanging_attempt(&journal, &tools).await.unwrap();
+    assert_eq!(second.status(), Status::Ambiguous);
+    assert_eq!(second.operation(), Some("refund-42/op/1"));
+    assert_eq!(sink.count("refund"), 1, "never run again by itself");
+    let third = hanging_attempt(&journal, &tools).await.unwrap();
+    assert_eq!(third.status(), Status::Ambiguous, "until the host reconciles it");
+
+    let ran = Resolution::Ran { result: "Refunded 1500 cents (checked by ops).".to_owned() };
+    journal::reconcile(&journal, &operation, ran.clone(), "ops").await.unwrap();
+    assert_eq!(journal::reconcile(&journal, &operation, ran, "ops").await, Err(JournalError::NotAmbiguous));
+    let mut conversation = Vec::new();
+    let runtime = Runtime::harness(
+        &tools,
+        refund::model(vec![refund::short_script()[1].clone(), ModelReply::text("ok")], |_| {}),
+    );
+    let fourth = runtime
+        .run_journaled(&journal, &run_id(), &scope(Limits::default()), &mut conversation, |()| true)
+        .await
+        .unwrap();
+    assert_eq!(fourth.status(), Status::Completed);
+    assert_eq!(sink.count("refund"), 1);
+    assert_eq!(conversation[2], Message::tool_result("call-b", "Refunded 1500 cents (checked by ops)."));
+    let tail: Vec<String> = lines(&fourth).split_off(lines(&fourth).len() - 3);
+    assert_eq!(tail, ["Resumed run 4", "Reconciled refund 1 refund-42/op/1 by ops", "ModelCall model 2"]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_effect_reconciled_as_not_run_runs_again_once() {
+    let journal = MemoryJournal::default();
+    let sink = Arc::new(MemorySink::default());
+    let tools = hanging_refund(&sink, false, Arc::new(AtomicU32::new(1)));
+    assert_eq!(hanging_attempt(&journal, &tools).await.unwrap().status(), Status::DeadlineExceeded);
+    assert_eq!(hanging_attempt(&journal, &tools).await.unwrap().status(), Status::Ambiguous);
+    let operation = OperationId::parse("refund-42/op/1").unwrap();
+    journal::reconcile(&journal, &operation, Resolution::NotRun, "ops").await.unwrap();
+    let outcome = hanging_attempt(&journal, &tools).await.unwrap();
+    assert_eq!(outcome.status(), Status::Completed);
+    assert_eq!(sink.count("refund"), 2, "the host said the first did not happen");
+    let record = journal::inspect(&journal, &run_id()).await.unwrap();
+    assert_eq!(record.operation(1).unwrap().starts(), 2);
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_idempotent_call_cut_in_the_window_is_driven_again_with_the_same_key() {
+    let journal = MemoryJournal::default();
+    let sink = Arc::new(MemorySink::default());
+    let tools = hanging_refund(&sink, true, Arc::new(AtomicU32::new(1)));
+    assert_eq!(hanging_attempt(&journal, &tools).await.unwrap().status(), Status::DeadlineExceeded);
+    let outcome = hanging_attempt(&journal, &tools).await.unwrap();
+    assert_eq!(outcome.status(), Status::Completed);
+    let keys: Vec<Option<String>> = sink.applied().into_iter().map(|(_, key)| key).collect();
+    assert_eq!(keys, [Some("refund-42/op/1".to_owned()), Some("refund-42/op/1".to_owned())]);
+}
+
+#[tokio::test]
+async fn budgets_are_the_logical_runs_across_resumes() {
+    let journal = MemoryJournal::default();
+    let sink = Arc::new(MemorySink::default());
+    // Two model calls in all: the lookup reply, then the refund reply, which is proposed and
+    // waits; the resume replays both and its next call is refused.
+    let limits = Limits::default().with_model_calls(2);
+    let first =
+        attempt(&journal, &sink, Policy::Ask, refund::short_script(), limits, &asked()).await.unwrap();
+    assert_eq!(first.status(), Status::AwaitingApproval);
+    let record = journal::inspect(&journal, &run_id()).await.unwrap();
+    assert_eq!((record.model_calls(), record.tool_calls()), (2, 2));
+    let digest = record.operation(2).unwrap().proposal().digest();
+    journal::approve(&journal, &OperationId::parse("refund-42/op/2").unwrap(), &digest, "alice")
+        .await
+        .unwrap();
+    let asked = asked();
+    let second = attempt(&journal, &sink, Policy::Ask, refund::short_script(), limits, &asked).await.unwrap();
+    assert_eq!(second.status(), Status::ModelBudget);
+    assert_eq!(sink.count("refund"), 1);
+    assert!(asked.lock().unwrap().is_empty(), "no reply was asked for");
+    assert_eq!(lines(&second).last().map(String::as_str), Some("ModelBudget model 2"));
+}
+
+#[tokio::test]
+async fn a_journaled_run_needs_a_fresh_scope_and_a_finished_run_is_not_resumed() {
+    let journal = MemoryJournal::default();
+    let sink = Arc::new(MemorySink::default());
+    let tools = refund::tools(Arc::clone(&sink) as Arc<dyn EffectSink>, Policy::Allow);
+    let used = scope(Limits::default());
+    used.admit_model().unwrap();
+    let runtime = Runtime::harness(&tools.set, refund::model(refund::short_script(), |_| {}));
+    let refused = runtime.run_journaled(&journal, &run_id(), &used, &mut Vec::new(), |()| true).await;
+    assert_eq!(refused, Err(RunError::Journal(JournalError::ScopeInUse)));
+    assert_eq!(journal.commits(), 0, "nothing was written");
+
+    let done =
+        attempt(&journal, &sink, Policy::Allow, refund::short_script(), Limits::default(), &asked()).await;
+    assert_eq!(done.map(|o| o.status()), Ok(Status::Completed));
+    let again =
+        attempt(&journal, &sink, Policy::Allow, refund::short_script(), Limits::default(), &asked()).await;
+    assert_eq!(again, Err(RunError::Journal(JournalError::Finished(Status::Completed))));
+    assert_eq!(sink.count("refund"), 1);
+}
+
+/// A journal whose commits fail from the `n`-th on.
+struct Failing {
+    inner: MemoryJournal,
+    fail_from: u64,
+    commits: AtomicU32,
+}
+
+impl Journal for Failing {
+    async fn acquire(&self, run: &RunId, fresh: RunRow) -> Result<StoredRun, JournalError> {
+        self.inner.acquire(run, fresh).await
+    }
+
+    async fn load(&self, run: &RunId) -> Result<Option<StoredRun>, JournalError> {
+        self.inner.load(run).await
+    }
+
+    async fn commit(&self, run: &RunId, fence: Fence, batch: Batch) -> Result<(), JournalError> {
+        let n = u64::from(self.commits.fetch_add(1, Ordering::SeqCst)) + 1;
+        if n >= self.fail_from {
+            return Err(JournalError::Storage("disk full".to_owned()));
+        }
+        self.inner.commit(run, fence, batch).await
+    }
+}
+
+#[tokio::test]
+async fn a_start_that_cannot_be_recorded_never_runs_the_effect() {
+    let journal = Failing { inner: MemoryJournal::default(), fail_from: 1, commits: AtomicU32::new(0) };
+    let sink = Arc::new(MemorySink::default());
+    let outcome =
+        attempt(&journal, &sink, Policy::Allow, refund::short_script(), Limits::default(), &asked()).await;
+    assert_eq!(outcome, Err(RunError::Journal(JournalError::Storage("disk full".to_owned()))));
+    assert_eq!(sink.count("refund"), 0);
+}
+
+#[tokio::test]
+async fn a_newer_attempt_fences_the_older_one_out() {
+    let journal = MemoryJournal::default();
+    let run = run_id();
+    let fresh = RunRow {
+        epoch: 1,
+        attempts: 1,
+        conversation: "[]".into(),
+        ledger: String::new(),
+        state: "open".into(),
+    };
+    let first = journal.acquire(&run, fresh.clone()).await.unwrap();
+    let second = journal.acquire(&run, fresh).await.unwrap();
+    assert_eq!((first.run.epoch, second.run.epoch), (1, 2));
+    let batch = Batch::default();
+    assert_eq!(journal.commit(&run, Fence::Epoch(1), batch.clone()).await, Err(JournalError::LeaseLost));
+    assert_eq!(journal.commit(&run, Fence::Epoch(2), batch).await, Ok(()));
+}

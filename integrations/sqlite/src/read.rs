@@ -1,0 +1,182 @@
+//! Reading one run's rows, in one transaction so that they are a consistent snapshot.
+//!
+//! # Invariants
+//!
+//! - Rows come back in key order (events in append order); an integer out of its range or a
+//!   value of the wrong type is [`Corrupt`](JournalError::Corrupt), never a panic.
+
+use loopbound::journal::{
+    CallRow, DecisionRow, EventRow, JournalError, ProposalRow, ReconciliationRow, ReplyRow, RunRow,
+    StartedRow, StoredRun,
+};
+use rusqlite::{Connection, OptionalExtension, Row};
+
+use crate::error::{storage, to_u32, to_u64};
+
+fn u32_at(row: &Row<'_>, index: usize, what: &str) -> Result<u32, JournalError> {
+    to_u32(row.get::<_, i64>(index).map_err(storage)?, what)
+}
+
+fn text_at(row: &Row<'_>, index: usize) -> Result<String, JournalError> {
+    row.get::<_, String>(index).map_err(storage)
+}
+
+fn maybe_text_at(row: &Row<'_>, index: usize) -> Result<Option<String>, JournalError> {
+    row.get::<_, Option<String>>(index).map_err(storage)
+}
+
+/// Every row of `sql` (which selects one run's rows with `?1` = the run) through `decode`.
+fn rows<T>(
+    connection: &Connection,
+    sql: &str,
+    run: &str,
+    decode: impl Fn(&Row<'_>) -> Result<T, JournalError>,
+) -> Result<Vec<T>, JournalError> {
+    let mut statement = connection.prepare_cached(sql).map_err(storage)?;
+    let mut rows = statement.query([run]).map_err(storage)?;
+    let mut out = Vec::new();
+    while let Some(row) = rows.next().map_err(storage)? {
+        out.push(decode(row)?);
+    }
+    Ok(out)
+}
+
+/// The run's row, if the run exists.
+pub(crate) fn run_row(connection: &Connection, run: &str) -> Result<Option<RunRow>, JournalError> {
+    let mut statement = connection
+        .prepare_cached("SELECT epoch, attempts, conversation, ledger, state FROM runs WHERE run = ?1")
+        .map_err(storage)?;
+    let row = statement
+        .query_row([run], |row| {
+            Ok((row.get::<_, i64>(0)?, row.get::<_, i64>(1)?, row.get(2)?, row.get(3)?, row.get(4)?))
+        })
+        .optional()
+        .map_err(storage)?;
+    row.map(|(epoch, attempts, conversation, ledger, state)| {
+        Ok(RunRow {
+            epoch: to_u64(epoch, "the run's epoch")?,
+            attempts: to_u32(attempts, "the run's attempts")?,
+            conversation,
+            ledger,
+            state,
+        })
+    })
+    .transpose()
+}
+
+/// Everything stored about `run`, if it exists.
+pub(crate) fn stored_run(connection: &Connection, run: &str) -> Result<Option<StoredRun>, JournalError> {
+    let Some(run_row) = run_row(connection, run)? else {
+        return Ok(None);
+    };
+    let replies =
+        rows(connection, "SELECT ordinal, reply FROM replies WHERE run = ?1 ORDER BY ordinal", run, |r| {
+            Ok(ReplyRow { ordinal: u32_at(r, 0, "a reply's ordinal")?, reply: text_at(r, 1)? })
+        })?;
+    let calls = calls(connection, run)?;
+    let proposals = rows(
+        connection,
+        "SELECT ordinal, reply, idx, tool, capability, effect, arguments FROM proposals WHERE run = ?1 ORDER BY ordinal",
+        run,
+        |r| {
+            Ok(ProposalRow {
+                ordinal: u32_at(r, 0, "a proposal's ordinal")?,
+                reply: u32_at(r, 1, "a proposal's reply")?,
+                index: u32_at(r, 2, "a proposal's index")?,
+                tool: text_at(r, 3)?,
+                capability: text_at(r, 4)?,
+                effect: text_at(r, 5)?,
+                arguments: text_at(r, 6)?,
+            })
+        },
+    )?;
+    let decisions = rows(
+        connection,
+        "SELECT ordinal, verdict, decided_by FROM decisions WHERE run = ?1 ORDER BY ordinal",
+        run,
+        |r| {
+            Ok(DecisionRow {
+                ordinal: u32_at(r, 0, "a decision's ordinal")?,
+                verdict: text_at(r, 1)?,
+                by: text_at(r, 2)?,
+            })
+        },
+    )?;
+    let started = rows(
+        connection,
+        "SELECT ordinal, start FROM started WHERE run = ?1 ORDER BY ordinal, start",
+        run,
+        |r| {
+            Ok(StartedRow {
+                ordinal: u32_at(r, 0, "a start's ordinal")?,
+                start: u32_at(r, 1, "a start's number")?,
+            })
+        },
+    )?;
+    let reconciliations = reconciliations(connection, run)?;
+    let events = rows(
+        connection,
+        "SELECT kind, name, count, operation, decided_by FROM events WHERE run = ?1 ORDER BY seq",
+        run,
+        |r| {
+            Ok(EventRow {
+                kind: text_at(r, 0)?,
+                name: text_at(r, 1)?,
+                count: u32_at(r, 2, "an event's count")?,
+                operation: maybe_text_at(r, 3)?,
+                by: maybe_text_at(r, 4)?,
+            })
+        },
+    )?;
+    Ok(Some(StoredRun {
+        run: run_row,
+        replies,
+        calls,
+        proposals,
+        decisions,
+        started,
+        reconciliations,
+        events,
+    }))
+}
+
+fn calls(connection: &Connection, run: &str) -> Result<Vec<CallRow>, JournalError> {
+    rows(
+        connection,
+        "SELECT reply, idx, operation, is_error, text FROM calls WHERE run = ?1 ORDER BY reply, idx",
+        run,
+        |r| {
+            let operation = r.get::<_, Option<i64>>(2).map_err(storage)?;
+            let is_error = r.get::<_, i64>(3).map_err(storage)?;
+            Ok(CallRow {
+                reply: u32_at(r, 0, "a call's reply")?,
+                index: u32_at(r, 1, "a call's index")?,
+                operation: operation.map(|o| to_u32(o, "a call's operation")).transpose()?,
+                is_error: match is_error {
+                    0 => false,
+                    1 => true,
+                    _ => return Err(JournalError::Corrupt("a call's error flag".into())),
+                },
+                text: text_at(r, 4)?,
+            })
+        },
+    )
+}
+
+fn reconciliations(connection: &Connection, run: &str) -> Result<Vec<ReconciliationRow>, JournalError> {
+    rows(
+        connection,
+        "SELECT ordinal, start, resolution, result, reconciled_by FROM reconciliations WHERE run = ?1 \
+         ORDER BY ordinal, start",
+        run,
+        |r| {
+            Ok(ReconciliationRow {
+                ordinal: u32_at(r, 0, "a reconciliation's ordinal")?,
+                start: u32_at(r, 1, "a reconciliation's start")?,
+                resolution: text_at(r, 2)?,
+                result: maybe_text_at(r, 3)?,
+                by: text_at(r, 4)?,
+            })
+        },
+    )
+}

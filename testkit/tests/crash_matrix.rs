@@ -1,0 +1,178 @@
+//! The crash matrix (SPEC §15), with real processes: a `crash-worker` runs the journaled refund
+//! task on a SQLite file and is killed with SIGKILL at each injection point; other processes
+//! approve, reconcile and resume until the run ends.
+//!
+//! Counted outside the processes (fsynced files): every effect body that ran, with its key, and
+//! every model reply asked for. Across every point: each `effect` operation's body ran at most
+//! once, and exactly once in the end; `Ambiguous` is reported exactly when the kill fell between
+//! an effect's `started` commit and its result; the `idempotent` call saw one key; the logical
+//! run's counters never went down and end where a run without a crash ends; no reply recorded
+//! before the kill was asked for again.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader};
+use std::os::unix::process::ExitStatusExt;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use loopbound::journal::{self, RunId};
+use loopbound_sqlite::SqliteJournal;
+use loopbound_testkit::scratch;
+
+const RUN: &str = "crash-run";
+
+/// Runs a worker to its end and returns its last line.
+fn worker(args: &[&str]) -> String {
+    let output =
+        Command::new(env!("CARGO_BIN_EXE_crash-worker")).args(args).output().expect("the worker starts");
+    let stdout = String::from_utf8(output.stdout).expect("utf-8");
+    assert!(output.status.success(), "worker {args:?} failed: {stdout}");
+    stdout.lines().last().unwrap_or_default().to_owned()
+}
+
+/// Starts a worker, waits for it to announce `point`, and kills it with SIGKILL.
+fn kill_at(args: &[&str], point: &str) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_crash-worker"))
+        .args(args)
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("the worker starts");
+    let stdout = child.stdout.take().expect("piped stdout");
+    let mut lines = BufReader::new(stdout).lines();
+    let first = lines.next().and_then(Result::ok).unwrap_or_default();
+    assert_eq!(first, format!("at {point}"), "worker {args:?} did not reach {point}");
+    child.kill().expect("SIGKILL");
+    let status = child.wait().expect("the killed worker is reaped");
+    assert_eq!(status.signal(), Some(9), "the worker died of SIGKILL at {point}");
+}
+
+/// Effect bodies that ran: `(tool, key) -> count`.
+fn effects(dir: &Path) -> BTreeMap<(String, String), u32> {
+    let mut counts = BTreeMap::new();
+    for line in std::fs::read_to_string(dir.join("effects")).unwrap_or_default().lines() {
+        let (tool, key) = line.split_once(' ').expect("tool key");
+        *counts.entry((tool.to_owned(), key.to_owned())).or_insert(0) += 1;
+    }
+    counts
+}
+
+/// Model steps asked for so far, in order.
+fn asks(dir: &Path) -> Vec<usize> {
+    let text = std::fs::read_to_string(dir.join("asks")).unwrap_or_default();
+    text.lines().map(|line| line.parse().expect("a step")).collect()
+}
+
+/// What the journal holds: (recorded replies, model calls, tool calls).
+fn journal_counts(dir: &Path) -> (usize, u32, u32) {
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+    runtime.block_on(async {
+        let journal = SqliteJournal::open(dir.join("runs.db")).expect("open the journal");
+        match journal::inspect(&journal, &RunId::new(RUN).expect("run id")).await {
+            Ok(record) => (record.replies(), record.model_calls(), record.tool_calls()),
+            Err(journal::JournalError::UnknownRun) => (0, 0, 0),
+            Err(error) => panic!("the journal after a kill: {error}"),
+        }
+    })
+}
+
+struct Point {
+    name: &'static str,
+    policy: &'static str,
+    /// Whether the resume after the kill must report `Ambiguous` on op 2.
+    ambiguous: bool,
+}
+
+const POINTS: [Point; 8] = [
+    Point { name: "before-proposal", policy: "allow", ambiguous: false },
+    Point { name: "after-proposal", policy: "ask", ambiguous: false },
+    Point { name: "after-decision", policy: "ask", ambiguous: false },
+    Point { name: "after-started", policy: "allow", ambiguous: true },
+    Point { name: "during-body", policy: "allow", ambiguous: true },
+    Point { name: "after-result", policy: "allow", ambiguous: false },
+    Point { name: "between-effects", policy: "allow", ambiguous: false },
+    Point { name: "receipt-during-body", policy: "allow", ambiguous: false },
+];
+
+const OP2: &str = "crash-run/op/2";
+
+/// Drives one point to the run's end; returns what the resumes reported.
+fn drive(point: &Point) -> Vec<String> {
+    let dir = scratch::dir(&format!("crash-{}", point.name));
+    let d = dir.to_str().expect("utf-8 path");
+    let mut reports = Vec::new();
+    if point.name == "after-decision" {
+        assert_eq!(worker(&["run", d, point.policy, "none"]), format!("outcome AwaitingApproval {OP2}"));
+        kill_at(&["approve", d, OP2, point.name], point.name);
+    } else {
+        kill_at(&["run", d, point.policy, point.name], point.name);
+    }
+    let at_kill = journal_counts(&dir);
+    let asked_before = asks(&dir).len();
+    for _ in 0..6 {
+        let report = worker(&["run", d, point.policy, "none"]);
+        reports.push(report.clone());
+        let after = journal_counts(&dir);
+        assert!(
+            after.1 >= at_kill.1 && after.2 >= at_kill.2,
+            "{}: counters went down: {after:?}",
+            point.name
+        );
+        match report.as_str() {
+            "outcome Completed -" => break,
+            r if r.starts_with("outcome AwaitingApproval ") => {
+                let operation = r.rsplit(' ').next().unwrap_or_default();
+                assert_eq!(worker(&["approve", d, operation, "none"]), "approved");
+            }
+            r if r == format!("outcome Ambiguous {OP2}") => {
+                let ran = effects(&dir).get(&("refund".to_owned(), OP2.to_owned())).copied().unwrap_or(0);
+                let resolution = if ran == 1 { "ran" } else { "not-run" };
+                assert_eq!(worker(&["reconcile", d, OP2, resolution]), "reconciled");
+            }
+            other => panic!("{}: unexpected report {other}", point.name),
+        }
+    }
+    assert_eq!(
+        reports.last().map(String::as_str),
+        Some("outcome Completed -"),
+        "{}: {reports:?}",
+        point.name
+    );
+
+    let effects = effects(&dir);
+    let count = |tool: &str, op: u32| effects.get(&(tool.to_owned(), format!("crash-run/op/{op}"))).copied();
+    assert_eq!(count("refund", 2), Some(1), "{}: refund op 2 ran exactly once: {effects:?}", point.name);
+    assert_eq!(count("refund", 3), Some(1), "{}: refund op 3 ran exactly once: {effects:?}", point.name);
+    let receipts = if point.name == "receipt-during-body" { 2 } else { 1 };
+    assert_eq!(count("send_receipt", 4), Some(receipts), "{}: the receipt's key: {effects:?}", point.name);
+    assert_eq!(effects.len(), 3, "{}: no other key was used: {effects:?}", point.name);
+
+    let saw_ambiguous = reports.iter().any(|r| r.starts_with("outcome Ambiguous"));
+    assert_eq!(
+        saw_ambiguous, point.ambiguous,
+        "{}: Ambiguous exactly in the window: {reports:?}",
+        point.name
+    );
+
+    let (_, model_calls, tool_calls) = journal_counts(&dir);
+    assert_eq!((model_calls, tool_calls), (5, 4), "{}: the logical run's counters", point.name);
+    let recorded_at_kill = at_kill.0;
+    let asked_after: Vec<usize> = asks(&dir).split_off(asked_before);
+    assert!(
+        asked_after.iter().all(|step| *step > recorded_at_kill),
+        "{}: a reply recorded before the kill was asked again: {asked_after:?} (recorded {recorded_at_kill})",
+        point.name
+    );
+    reports
+}
+
+#[test]
+fn every_injection_point_keeps_effects_at_most_once_and_resumes_to_the_end() {
+    let mut table = Vec::new();
+    for point in &POINTS {
+        let reports = drive(point);
+        table.push(format!("{:<20} {}", point.name, reports.join(" -> ")));
+    }
+    // The matrix, for the record (`cargo test -- --nocapture` shows it).
+    println!("{}", table.join("\n"));
+    assert_eq!(table.len(), 8);
+}
