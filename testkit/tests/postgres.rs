@@ -172,3 +172,30 @@ fn a_killed_test_process_leaves_no_server_running() {
     postgres::remove_leftovers().expect("the common folder is readable");
     assert!(!folder.exists(), "the next process removes what the killed one left");
 }
+
+#[test]
+fn without_postgresql_a_test_prints_skipped_and_passes_unless_servers_are_required() {
+    if Cluster::shared(Durability::Fast).is_none() {
+        return;
+    }
+    let run = |required: &str| {
+        Command::new(std::env::current_exe().expect("the test binary"))
+            .args(["--exact", "each_test_gets_a_fresh_database_of_its_own", "--nocapture"])
+            .env("PATH", "/nonexistent")
+            .env(loopbound_testkit::skip::REQUIRE_SERVERS, required)
+            .output()
+            .expect("the test binary runs again")
+    };
+    let skipped = run("0");
+    let stderr = String::from_utf8_lossy(&skipped.stderr);
+    assert!(skipped.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("SKIPPED: PostgreSQL's `initdb` is neither on PATH nor in `pg_config --bindir`"),
+        "{stderr}"
+    );
+
+    let required = run("1");
+    let stderr = String::from_utf8_lossy(&required.stderr);
+    assert_eq!(required.status.code(), Some(101), "{stderr}");
+    assert!(stderr.contains("LOOPBOUND_REQUIRE_SERVERS=1, but a required server is missing"), "{stderr}");
+}
