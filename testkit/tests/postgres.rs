@@ -126,51 +126,71 @@ fn a_test_that_panics_still_stops_its_server() {
     assert!(!folder.exists());
 }
 
-/// Set in the child process of the next test.
+/// Set in the child processes of the next two tests: `kill` or `exit`.
 const CHILD: &str = "LOOPBOUND_POSTGRES_CHILD";
 
-#[test]
-fn a_killed_test_process_leaves_no_server_running() {
-    if std::env::var_os(CHILD).is_some() {
-        // The child: start a cluster, say where it is, and wait to be killed (bounded).
-        let cluster = Cluster::start(Durability::Fast).expect("PostgreSQL is installed");
-        println!("cluster {} {}", cluster.pid().expect("running"), cluster.folder().display());
-        std::thread::sleep(Duration::from_secs(120));
-        return;
-    }
-    if Cluster::shared(Durability::Fast).is_none() {
-        return;
-    }
+/// Runs `test` again as a child that starts the shared cluster and reports it; returns the child,
+/// the server's PID and the cluster's folder.
+fn child_with_shared_cluster(test: &str, mode: &str) -> (std::process::Child, u32, PathBuf) {
     let mut child = Command::new(std::env::current_exe().expect("the test binary"))
-        .args([
-            "--exact",
-            "a_killed_test_process_leaves_no_server_running",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env(CHILD, "1")
+        .args(["--exact", test, "--nocapture", "--test-threads=1"])
+        .env(CHILD, mode)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
         .expect("the test binary runs again");
-    let stdout = BufReader::new(child.stdout.take().expect("piped"));
+    let mut lines = BufReader::new(child.stdout.take().expect("piped")).lines();
     // libtest prints the test's name on the same line, before the child's report.
-    let report = stdout
-        .lines()
+    let report = lines
+        .by_ref()
         .map_while(Result::ok)
         .find_map(|line| line.split_once("cluster ").map(|(_, report)| report.to_owned()))
         .expect("the child reports its cluster");
+    // Keep reading, so that the child's last lines do not meet a closed pipe.
+    std::thread::spawn(move || lines.for_each(drop));
     let mut words = report.split(' ');
     let pid: u32 = words.next().and_then(|pid| pid.parse().ok()).expect("a PID");
     let folder = PathBuf::from(words.next().expect("a folder"));
-    assert!(alive(pid));
+    (child, pid, folder)
+}
 
+/// The child's part: start the shared cluster (a static, never dropped), report it, and either
+/// wait to be killed (bounded) or return at once.
+fn child_part() -> bool {
+    let Some(mode) = std::env::var_os(CHILD) else { return false };
+    let cluster = Cluster::shared(Durability::Fast).expect("PostgreSQL is installed");
+    println!("cluster {} {}", cluster.pid().expect("running"), cluster.folder().display());
+    if mode == "kill" {
+        std::thread::sleep(Duration::from_secs(120));
+    }
+    true
+}
+
+#[test]
+fn a_killed_test_process_leaves_no_server_running() {
+    if child_part() || Cluster::shared(Durability::Fast).is_none() {
+        return;
+    }
+    let (mut child, pid, folder) =
+        child_with_shared_cluster("a_killed_test_process_leaves_no_server_running", "kill");
+    assert!(alive(pid));
     child.kill().expect("the child can be killed");
     let _ = child.wait();
     assert!(gone_within(pid, Duration::from_secs(15)), "the orphaned server shut itself down");
     assert!(folder.is_dir(), "a killed process cannot clean up after itself");
     postgres::remove_leftovers().expect("the common folder is readable");
     assert!(!folder.exists(), "the next process removes what the killed one left");
+}
+
+#[test]
+fn a_shared_cluster_stops_when_its_test_process_exits() {
+    if child_part() || Cluster::shared(Durability::Fast).is_none() {
+        return;
+    }
+    let (mut child, pid, _) =
+        child_with_shared_cluster("a_shared_cluster_stops_when_its_test_process_exits", "exit");
+    assert!(child.wait().expect("the child exits").success());
+    assert!(gone_within(pid, Duration::from_secs(15)), "the server shut down when its process ended");
 }
 
 #[test]
