@@ -234,3 +234,41 @@ fn chain(error: &(dyn std::error::Error + 'static)) -> String {
     }
     text
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{Error, Redactor};
+
+    #[test]
+    fn every_text_an_error_carries_loses_the_password() {
+        let redactor = Redactor::new(Some(b"pa55-word-xyz"));
+        assert_eq!(
+            redactor.clean("login pa55-word-xyz, again pa55-word-xyz"),
+            "login [redacted], again [redacted]"
+        );
+        let scrubbed = [
+            Error::Unavailable("at pa55-word-xyz".into()),
+            Error::Refused("for pa55-word-xyz".into()),
+            Error::Conflict("key pa55-word-xyz".into()),
+            Error::Storage("near pa55-word-xyz".into()),
+            Error::LeaseLost { run: "pa55-word-xyz".into(), epoch: 3 },
+        ]
+        .map(|error| redactor.scrub(error).to_string());
+        assert_eq!(
+            scrubbed,
+            [
+                "the database is unavailable: at [redacted]",
+                "the database refused the connection: for [redacted]",
+                "the database already holds key [redacted]",
+                "a database statement failed: near [redacted]",
+                "run [redacted]: another worker took it over (this worker's epoch 3 is stale)",
+            ]
+        );
+    }
+
+    #[test]
+    fn without_a_password_nothing_is_replaced() {
+        assert_eq!(Redactor::new(None).clean("unchanged text"), "unchanged text");
+        assert_eq!(Redactor::new(Some(b"")).clean("unchanged text"), "unchanged text");
+    }
+}

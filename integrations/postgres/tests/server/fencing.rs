@@ -82,6 +82,27 @@ async fn a_failing_write_rolls_back_whole_and_keeps_the_lease() {
     assert_eq!(store.lease_state("run-1").await.unwrap().unwrap().epoch, 1);
 }
 
+/// An error that a write's own code returns, quoting the password by mistake, leaves the store
+/// without it.
+#[tokio::test]
+async fn an_error_from_a_write_loses_the_password_on_the_way_out() {
+    let Some(cluster) = crate::cluster() else { return };
+    let database = cluster.create_database("fence_redact");
+    cluster.create_password_role("fence_writer", crate::PASSWORD);
+    let _ = cluster.execute(&database.name, "GRANT CREATE ON SCHEMA public TO fence_writer");
+    let url = cluster.url_with_password("fence_writer", crate::PASSWORD, &database.name);
+    let store = Store::connect(&crate::config(&url)).await.unwrap();
+    let mut lease = store.acquire("run-1", &worker("a"), Duration::from_secs(60)).await.unwrap();
+    let error = store
+        .fenced(&mut lease, |_| {
+            Box::pin(async { Err::<(), _>(Error::Storage(format!("cannot use {}", crate::PASSWORD))) })
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(error, Error::Storage("cannot use [redacted]".into()));
+    crate::assert_no_password(&format!("{error} {error:?}"));
+}
+
 #[tokio::test]
 async fn a_fenced_write_renews_its_lease() {
     let Some((store, database)) = fresh("fence_renews").await else { return };
