@@ -91,7 +91,8 @@ impl std::error::Error for ConfigError {}
 
 impl Config {
     /// A configuration for the database at `url`, with the default lease, pool size and
-    /// timeouts. A `connect_timeout` given in the URL is kept.
+    /// timeouts. A `connect_timeout` or `application_name` given in the URL is kept (the
+    /// latter defaults to `loopbound`, which `pg_stat_activity` shows).
     ///
     /// ```
     /// let config = loopbound_postgres::Config::new("postgres://app:s3cret-pass@127.0.0.1:5432/jobs")?;
@@ -114,7 +115,9 @@ impl Config {
         if postgres.get_connect_timeout().is_none() {
             postgres.connect_timeout(DEFAULT_CONNECT_TIMEOUT);
         }
-        postgres.application_name("loopbound");
+        if postgres.get_application_name().is_none() {
+            postgres.application_name("loopbound");
+        }
         Ok(Self {
             postgres,
             lease: DEFAULT_LEASE,

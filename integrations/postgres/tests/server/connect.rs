@@ -96,3 +96,23 @@ async fn a_server_that_crashes_gives_typed_errors_and_nothing_half_written_then_
     let state = store.lease_state("crash-run").await.unwrap().unwrap();
     assert_eq!((state.epoch, state.attempts, state.live), (1, 1, true));
 }
+
+#[tokio::test]
+async fn connections_name_themselves_unless_the_url_does() {
+    let Some(cluster) = cluster() else { return };
+    let database = cluster.create_database("application_name");
+    let count = |name: &str| {
+        cluster.execute(
+            "postgres",
+            &format!(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = '{}' AND application_name = '{name}'",
+                database.name
+            ),
+        )
+    };
+    let default = Store::connect(&config(&database.url)).await.unwrap();
+    let named =
+        Store::connect(&config(&format!("{}?application_name=worker-7", database.url))).await.unwrap();
+    assert_eq!((count("loopbound"), count("worker-7")), ("1".to_owned(), "1".to_owned()));
+    drop((default, named));
+}
