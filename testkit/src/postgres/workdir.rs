@@ -70,9 +70,18 @@ impl Drop for Workdir {
     }
 }
 
-/// The common parent of every cluster folder of this user.
+/// The common parent of every cluster folder of this user: in the temporary folder, or in
+/// `/tmp` when some folder on the way to it is closed to other users (as root, the server runs as
+/// another user, who must be able to reach its folder).
 pub(crate) fn root() -> PathBuf {
-    std::env::temp_dir().join(format!("loopbound-postgres-{}", rustix::process::geteuid().as_raw()))
+    let temporary = std::env::temp_dir();
+    let base = if open_to_others(&temporary) { temporary } else { PathBuf::from("/tmp") };
+    base.join(format!("loopbound-postgres-{}", rustix::process::geteuid().as_raw()))
+}
+
+/// Whether every folder from `/` down to `path` lets other users through.
+fn open_to_others(path: &Path) -> bool {
+    path.ancestors().all(|folder| folder.metadata().is_ok_and(|meta| meta.permissions().mode() & 0o001 != 0))
 }
 
 fn remove(path: &Path) {
