@@ -9,6 +9,8 @@
 //! - [`mcp`]: the pinned reference MCP servers, started per test as child processes;
 //! - [`hostile`]: a deliberately hostile OpenAI-compatible server on loopback, bounded in bytes
 //!   and time, for the tests that drive every bound of a run with the worst a provider can do;
+//! - [`postgres`]: a throwaway PostgreSQL cluster (initdb in a temporary folder, a free loopback
+//!   port, stopped by PID), shared per test binary with a database per test;
 //! - [`skip`]: what a test does when a server it needs is absent (`SKIPPED`, or a failure in CI);
 //! - [`fuzz`]: the fuzz targets' checks as plain functions, with the reference canonical form,
 //!   the reference guard model and the structured inputs; `fuzz/` calls them under libFuzzer and
@@ -22,6 +24,7 @@ pub mod conformance;
 pub mod fuzz;
 pub mod hostile;
 pub mod mcp;
+pub mod postgres;
 pub mod refund;
 pub mod review;
 pub mod scratch;

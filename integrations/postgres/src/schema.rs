@@ -1,0 +1,132 @@
+//! The crate's tables and their versioned migrations, applied when a store connects.
+//!
+//! # Invariants
+//!
+//! - All migrations run in one transaction under a transaction-scoped advisory lock
+//!   ([`LOCK_KEY`]): many workers starting at once apply each migration exactly once, the others
+//!   wait and then find nothing to do; a failing migration rolls back whole, leaving the
+//!   database at its previous version.
+//! - `loopbound_schema` holds one row per applied version; a database whose newest version is
+//!   above [`MIGRATIONS`]'s is refused with [`Error::UnsupportedSchema`], untouched.
+//! - Migrations are append-only: a released one is never edited, a change is a new version.
+
+use tokio_postgres::Client;
+
+use crate::error::{Error, Redactor};
+
+/// The advisory lock that serialises migrations (an arbitrary constant: "loopbound" in ASCII).
+pub(crate) const LOCK_KEY: i64 = 0x6c6f_6f70_626f_756e;
+
+/// One schema version: its number and the statements that reach it from the previous one.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Migration {
+    pub(crate) version: i64,
+    pub(crate) sql: &'static str,
+}
+
+/// Every migration, in version order from 1.
+pub(crate) const MIGRATIONS: &[Migration] = &[Migration {
+    version: 1,
+    sql: "
+        CREATE TABLE loopbound_runs (
+            run_id       text        PRIMARY KEY,
+            epoch        bigint      NOT NULL CHECK (epoch > 0),
+            attempts     bigint      NOT NULL CHECK (attempts > 0),
+            lease_holder text,
+            lease_until  timestamptz,
+            created_at   timestamptz NOT NULL DEFAULT now(),
+            updated_at   timestamptz NOT NULL DEFAULT now(),
+            CHECK ((lease_holder IS NULL) = (lease_until IS NULL))
+        );
+    ",
+}];
+
+/// The newest schema version this build knows.
+#[must_use]
+pub fn supported_version() -> i64 {
+    MIGRATIONS.last().map_or(0, |migration| migration.version)
+}
+
+/// Brings the database up to the newest of `migrations`; returns the versions it applied.
+pub(crate) async fn migrate(
+    client: &mut Client,
+    migrations: &[Migration],
+    redactor: &Redactor,
+) -> Result<Vec<i64>, Error> {
+    let fail = |error: tokio_postgres::Error| redactor.postgres(&error);
+    let transaction = client.transaction().await.map_err(fail)?;
+    transaction.execute("SELECT pg_advisory_xact_lock($1)", &[&LOCK_KEY]).await.map_err(fail)?;
+    transaction
+        .batch_execute(
+            "CREATE TABLE IF NOT EXISTS loopbound_schema (
+                 version    bigint      PRIMARY KEY,
+                 applied_at timestamptz NOT NULL DEFAULT now()
+             )",
+        )
+        .await
+        .map_err(fail)?;
+    let found: i64 = transaction
+        .query_one("SELECT coalesce(max(version), 0) FROM loopbound_schema", &[])
+        .await
+        .map_err(fail)?
+        .get(0);
+    let supported = migrations.last().map_or(0, |migration| migration.version);
+    if found > supported {
+        return Err(Error::UnsupportedSchema { found, supported });
+    }
+    let mut applied = Vec::new();
+    for migration in migrations.iter().filter(|migration| migration.version > found) {
+        transaction.batch_execute(migration.sql).await.map_err(fail)?;
+        transaction
+            .execute("INSERT INTO loopbound_schema (version) VALUES ($1)", &[&migration.version])
+            .await
+            .map_err(fail)?;
+        applied.push(migration.version);
+    }
+    transaction.commit().await.map_err(fail)?;
+    Ok(applied)
+}
+
+#[cfg(test)]
+mod tests {
+    use loopbound_testkit::postgres::{Cluster, Durability};
+
+    use super::{Migration, migrate};
+    use crate::error::{Error, Redactor};
+
+    const V1: Migration = Migration { version: 1, sql: "CREATE TABLE first (n int)" };
+    const V2_BROKEN: Migration = Migration {
+        version: 2,
+        sql: "CREATE TABLE second (n int); INSERT INTO second VALUES ('not a number')",
+    };
+    const V2: Migration =
+        Migration { version: 2, sql: "CREATE TABLE second (n int); INSERT INTO second VALUES (2)" };
+
+    #[tokio::test]
+    async fn a_failing_migration_rolls_back_whole_and_a_later_run_applies_it() {
+        let Some(cluster) = Cluster::shared(Durability::Fast) else { return };
+        let database = cluster.create_database("migrations");
+        let (mut client, connection) =
+            tokio_postgres::connect(&database.url, tokio_postgres::NoTls).await.expect("the cluster answers");
+        let connection = tokio::spawn(connection);
+        let redactor = Redactor::default();
+
+        assert_eq!(migrate(&mut client, &[V1], &redactor).await.unwrap(), [1]);
+        let error = migrate(&mut client, &[V1, V2_BROKEN], &redactor).await.unwrap_err();
+        assert_eq!(
+            error,
+            Error::Storage("invalid input syntax for type integer: \"not a number\" (SQLSTATE 22P02)".into())
+        );
+        assert_eq!(
+            cluster.execute(&database.name, "SELECT string_agg(version::text, ',') FROM loopbound_schema"),
+            "1"
+        );
+        assert_eq!(cluster.execute(&database.name, "SELECT to_regclass('second') IS NULL"), "t");
+
+        assert_eq!(migrate(&mut client, &[V1, V2], &redactor).await.unwrap(), [2]);
+        assert_eq!(migrate(&mut client, &[V1, V2], &redactor).await.unwrap(), Vec::<i64>::new());
+        assert_eq!(cluster.execute(&database.name, "SELECT n FROM second"), "2");
+        drop(client);
+        connection.await.expect("no panic").expect("the connection ends cleanly");
+    }
+}

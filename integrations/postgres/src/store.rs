@@ -1,0 +1,86 @@
+//! A connection pool to one database, migrated on connect.
+//!
+//! # Invariants
+//!
+//! - [`Store::connect`] returns only once the database is reachable, the login accepted and the
+//!   schema at [`supported_version`](crate::supported_version); otherwise a typed error, and
+//!   nothing written.
+//! - A broken pooled connection is discarded when it is next taken (the pool checks that it is
+//!   not closed), so after the server comes back a store recovers without being rebuilt.
+//! - Connections are plain TCP or a Unix socket, without TLS.
+//! - A transaction left idle for longer than the lease (its worker paused or stuck between two
+//!   statements) is ended by the server (`idle_in_transaction_session_timeout`), so it cannot
+//!   keep a run's row locked, and with it the run, from the worker that takes the run over.
+
+use deadpool_postgres::{Client, Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
+use tokio_postgres::NoTls;
+
+use crate::config::Config;
+use crate::error::{Error, Redactor};
+use crate::schema::{MIGRATIONS, migrate};
+
+/// A pool of connections to the journal's database, shared by all runs of a process.
+#[derive(Clone, Debug)]
+pub struct Store {
+    pool: Pool,
+    config: Config,
+    redactor: Redactor,
+}
+
+impl Store {
+    /// Connects to the database of `config` and brings its schema up to date (safely when many
+    /// workers start at once).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Unavailable`] when the server cannot be reached, [`Error::Refused`] when it
+    /// refuses the login, [`Error::UnsupportedSchema`] when a newer version migrated it,
+    /// [`Error::Storage`] when a migration fails (rolled back whole).
+    pub async fn connect(config: &Config) -> Result<Self, Error> {
+        let manager = Manager::from_config(
+            session_settings(config),
+            NoTls,
+            ManagerConfig { recycling_method: RecyclingMethod::Fast },
+        );
+        let redactor = Redactor::new(config.password());
+        let pool = Pool::builder(manager)
+            .max_size(config.pool_size())
+            .runtime(Runtime::Tokio1)
+            .wait_timeout(Some(config.wait_timeout()))
+            .create_timeout(Some(config.connect_timeout()))
+            .build()
+            .map_err(|error| Error::Storage(redactor.clean(&error.to_string())))?;
+        let store = Self { pool, config: config.clone(), redactor };
+        let mut client = store.client().await?;
+        migrate(&mut client, MIGRATIONS, &store.redactor).await?;
+        Ok(store)
+    }
+
+    /// The configuration this store was built from.
+    #[must_use]
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// A pooled connection.
+    pub(crate) async fn client(&self) -> Result<Client, Error> {
+        self.pool.get().await.map_err(|error| self.redactor.pool(&error))
+    }
+
+    /// The password-free classifier of this store's errors.
+    pub(crate) fn redactor(&self) -> &Redactor {
+        &self.redactor
+    }
+}
+
+/// The client's configuration with this crate's session settings added to the URL's own.
+fn session_settings(config: &Config) -> tokio_postgres::Config {
+    let mut postgres = config.postgres().clone();
+    let idle = format!("-c idle_in_transaction_session_timeout={}", config.lease().as_millis().max(1));
+    let options = match postgres.get_options() {
+        Some(own) if !own.trim().is_empty() => format!("{own} {idle}"),
+        _ => idle,
+    };
+    postgres.options(options);
+    postgres
+}
