@@ -11,6 +11,7 @@
 //!   and time, for the tests that drive every bound of a run with the worst a provider can do;
 //! - [`postgres`]: a throwaway PostgreSQL cluster (initdb in a temporary folder, a free loopback
 //!   port, stopped by PID), shared per test binary with a database per test;
+//! - [`telemetry`]: a tracing layer that records every span and field a run emits;
 //! - [`skip`]: what a test does when a server it needs is absent (`SKIPPED`, or a failure in CI);
 //! - [`fuzz`]: the fuzz targets' checks as plain functions, with the reference canonical form,
 //!   the reference guard model and the structured inputs; `fuzz/` calls them under libFuzzer and
@@ -29,3 +30,4 @@ pub mod refund;
 pub mod review;
 pub mod scratch;
 pub mod skip;
+pub mod telemetry;

@@ -2,47 +2,14 @@
 //! text (whole or split across deltas) or in a tool call's fields: no run of eight characters of
 //! the key reaches the outcome (text, detail, events), the run's error, or the tracing spans.
 
-use std::sync::{Arc, Mutex};
-
 use loopbound::{Limits, Message, Runtime};
 use loopbound_openai::{ApiKey, Config, OpenAiTransport};
 use loopbound_testkit::hostile::{Behaviour, HostileServer, KeyPart, KeyPlace};
 use loopbound_testkit::review::{self, BOTH_CAPABILITIES, Review};
-use tracing::field::{Field, Visit};
-use tracing::span::{Attributes, Id, Record};
-use tracing::{Event, Subscriber};
-use tracing_subscriber::layer::{Context, Layer, SubscriberExt};
+use loopbound_testkit::telemetry::Capture;
 
 /// The key of these runs: 52 characters, as in the report.
 const KEY: &str = "sk-live-4f9a2c7e1b8d3f6a0c5e9b2d7f1a4c8e6b3d0f5a9c2e";
-
-/// Every span and event field value of a run.
-#[derive(Clone, Default)]
-struct Capture(Arc<Mutex<Vec<String>>>);
-
-struct Fields<'a>(&'a mut Vec<String>);
-
-impl Visit for Fields<'_> {
-    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
-        self.0.push(format!("{}={value:?}", field.name()));
-    }
-}
-
-impl<S: Subscriber> Layer<S> for Capture {
-    fn on_new_span(&self, attrs: &Attributes<'_>, _id: &Id, _ctx: Context<'_, S>) {
-        let mut seen = self.0.lock().unwrap();
-        seen.push(format!("span {}", attrs.metadata().name()));
-        attrs.record(&mut Fields(&mut seen));
-    }
-
-    fn on_record(&self, _id: &Id, values: &Record<'_>, _ctx: Context<'_, S>) {
-        values.record(&mut Fields(&mut self.0.lock().unwrap()));
-    }
-
-    fn on_event(&self, event: &Event<'_>, _ctx: Context<'_, S>) {
-        event.record(&mut Fields(&mut self.0.lock().unwrap()));
-    }
-}
 
 /// Panics if `text` holds eight consecutive characters of the key.
 fn assert_no_run(text: &str, what: &str) {
@@ -61,7 +28,7 @@ async fn run(behaviour: Behaviour, streaming: bool) -> (String, Vec<String>) {
     let scope = review::scope(BOTH_CAPABILITIES, Limits::default().with_model_calls(2)).unwrap();
     let capture = Capture::default();
     let result = {
-        let _default = tracing::subscriber::set_default(tracing_subscriber::registry().with(capture.clone()));
+        let _installed = capture.install();
         runtime.run(&scope, &mut vec![Message::user("Review ticket 42.")], Review::completed).await
     };
     let printed = match &result {
@@ -73,7 +40,7 @@ async fn run(behaviour: Behaviour, streaming: bool) -> (String, Vec<String>) {
         ),
         Err(error) => format!("{error} {error:?}"),
     };
-    let spans = capture.0.lock().unwrap().clone();
+    let spans = capture.seen();
     (printed, spans)
 }
 
