@@ -21,10 +21,36 @@
 //! `openWorldHint` changes neither: whether a tool reaches outside systems is what the host's
 //! capability grants are for.
 //!
+//! # Who reads the effect kind and the policy
+//!
+//! A journal does, exactly as for a tool defined in the host (SPEC §15); the adapter adds no
+//! rule of its own. Under [`Runtime::run_journaled`](loopbound::Runtime::run_journaled) a call to
+//! an `Ask` tool is proposed and the run stops `AwaitingApproval` naming the operation, before
+//! anything is sent to the server; after
+//! [`journal::approve`](loopbound::journal::approve) (bound to the proposal's digest) the same
+//! call resumes the run and sends it once; after [`journal::deny`](loopbound::journal::deny) the
+//! run halts `Denied` and nothing is sent. A `Deny` tool halts `Denied` when proposed.
+//!
+//! Outside a journal (a plain [`Runtime::run`](loopbound::Runtime::run), or a direct
+//! [`ToolSet::invoke`](loopbound::ToolSet::invoke)) no policy is read, for MCP tools as for any
+//! other: a call the guard admits is sent. A host that runs without a journal keeps a
+//! destructive tool from running by not granting its capability (or by leaving it out with
+//! [`Mapping::only`](crate::Mapping::only)).
+//!
+//! # Idempotent tools
+//!
+//! MCP has no standard field for an idempotency key, so the operation id a journal hands an
+//! `Idempotent` body ([`Call::idempotency_key`](loopbound::Call::idempotency_key)) is not sent
+//! to the server. When a crash leaves such a call between its `started` record and its result,
+//! the resume drives it again **with the same arguments**, and nothing else: whether that is
+//! harmless is what the server's `idempotentHint` claims, not something loopbound can check. A
+//! host that does not trust the claim maps the tool to [`EffectKind::Effect`] (at most once; the
+//! resume then stops `Ambiguous`) with [`Mapping::effect`](crate::Mapping::effect).
+//!
 //! # Invariants
 //!
-//! - A tool without annotations is an `Effect` under `Ask`: nothing a server leaves unsaid
-//!   makes a tool run without a decision.
+//! - A tool without annotations is an `Effect` under `Ask`: in a journaled run, nothing a
+//!   server leaves unsaid makes a tool run without a decision.
 
 use loopbound::tool::{EffectKind, Policy};
 use rmcp::model::ToolAnnotations;

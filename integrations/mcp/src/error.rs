@@ -12,7 +12,7 @@
 use std::fmt;
 use std::time::Duration;
 
-use loopbound::tool::{MAX_MESSAGE_LEN, Policy, RegistrationError};
+use loopbound::tool::{MAX_MESSAGE_LEN, RegistrationError};
 
 use crate::schema::{SchemaError, short};
 
@@ -144,14 +144,6 @@ pub enum CallError {
         /// The host's name for the server.
         server: String,
     },
-    /// The tool's standing decision is not `Allow` and nothing decided this call: it was not
-    /// sent (fail closed).
-    NeedsDecision {
-        /// The tool's name.
-        tool: String,
-        /// Its policy.
-        policy: Policy,
-    },
 }
 
 impl fmt::Display for CallError {
@@ -172,9 +164,6 @@ impl fmt::Display for CallError {
             Self::Malformed { server } => {
                 write!(f, "MCP server {server} answered something that is not a tool result")
             }
-            Self::NeedsDecision { tool, policy } => {
-                write!(f, "tool {tool} needs a decision (policy {policy}) and none was made; it was not run")
-            }
         }
     }
 }
@@ -192,9 +181,6 @@ impl fmt::Debug for CallError {
                 f.debug_struct("Timeout").field("server", server).field("after", after).finish()
             }
             Self::Malformed { server } => f.debug_struct("Malformed").field("server", server).finish(),
-            Self::NeedsDecision { tool, policy } => {
-                f.debug_struct("NeedsDecision").field("tool", tool).field("policy", policy).finish()
-            }
         }
     }
 }

@@ -21,8 +21,10 @@
 //!   [`CallError`], never a panic; the run goes on as for a body error, and a dead server is
 //!   reported once;
 //! - the tool's **annotations** (`readOnlyHint`, `destructiveHint`, `idempotentHint`) map to an
-//!   effect kind and a standing decision ([`annotations`]): a destructive tool is `Ask`, and is
-//!   never sent without a decision. Annotations are hints from the server, not guarantees.
+//!   effect kind and a standing decision ([`annotations`]): a destructive tool is `Ask`, and a
+//!   journaled run ([`Runtime::run_journaled`](loopbound::Runtime::run_journaled)) stops
+//!   `AwaitingApproval` before sending it, as for any loopbound tool; outside a journal no
+//!   policy is read. Annotations are hints from the server, not guarantees.
 //!
 //! ```no_run
 //! use loopbound::scripted::{sequence, Step};

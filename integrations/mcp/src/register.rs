@@ -9,9 +9,10 @@
 //! # Invariants
 //!
 //! - The guard's signature is the canonical JSON of exactly the arguments sent.
-//! - A tool whose policy is not `Allow` is never sent to the server by this body: until a
-//!   decision is recorded for the call, it fails closed with
-//!   [`CallError::NeedsDecision`].
+//! - The body reads no policy: deciding is the journal's, as for every loopbound tool. Under
+//!   [`Runtime::run_journaled`](loopbound::Runtime::run_journaled) a call the policy does not
+//!   allow reaches this body only after an approval; outside a journal no policy is read (see
+//!   [`annotations`](crate::annotations)).
 //! - A tool that cannot be offered safely (unsupported schema, invalid or taken name) is left
 //!   out and listed in [`Registered::skipped`], with a `warn` event; the others are added.
 
@@ -145,16 +146,12 @@ struct ToolBody<S> {
     connection: Connection,
     remote: String,
     name: String,
-    policy: Policy,
     max_output: usize,
     on_success: Option<SuccessHook<S>>,
 }
 
 impl<S: Send + Sync + 'static> ToolBody<S> {
     async fn run(&self, arguments: Arguments, call: Call<S>) -> Result<String, CallError> {
-        if self.policy != Policy::Allow {
-            return Err(CallError::NeedsDecision { tool: self.name.clone(), policy: self.policy });
-        }
         let result = self.connection.call(&self.remote, arguments.into_map()).await?;
         let text = render(&result, self.max_output);
         if result.is_error == Some(true) {
@@ -206,7 +203,6 @@ impl Connection {
             connection: self.clone(),
             remote: remote.name().to_owned(),
             name: name.clone(),
-            policy,
             max_output: mapping.max_output(),
             on_success: mapping.success_hook(),
         });

@@ -1,8 +1,10 @@
 //! Against the real `@modelcontextprotocol/server-filesystem` 2026.8.31 over stdio, with real
 //! side effects in a temporary folder: discovery, the guard's checks, a read blocked on a FIFO
 //! cut by the deadline (the server is told), a server that dies or answers garbage, and
-//! destructive tools that never run without a decision. Without `node` they print SKIPPED and
-//! pass (unless LOOPBOUND_REQUIRE_SERVERS=1).
+//! destructive tools (`Ask`) decided through a journal like any other tool: proposed and
+//! stopped `AwaitingApproval` before anything is sent, run once after an approval bound to the
+//! proposal's digest, never after a denial. Without `node` they print SKIPPED and pass (unless
+//! LOOPBOUND_REQUIRE_SERVERS=1).
 
 mod common;
 
@@ -10,10 +12,13 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use common::{calls, events, register, register_with, results, run, scope};
+use loopbound::journal::{self, Digest, JournalError, MemoryJournal, OperationId, OperationStatus, RunId};
 use loopbound::tool::{EffectKind, Policy};
-use loopbound::{Limits, Status};
+use loopbound::transport::ModelReply;
+use loopbound::{Limits, Message, Outcome, RunError, Runtime, Status, ToolSet};
 use loopbound_mcp::{Connection, Mapping};
-use loopbound_testkit::mcp::{self, TempDir};
+use loopbound_testkit::mcp::{self, TempDir, WireLog};
+use loopbound_testkit::refund;
 use serde_json::{Value, json};
 
 async fn connect(root: &TempDir) -> Connection {
@@ -297,51 +302,223 @@ async fn garbage_on_stdout_is_skipped_or_a_typed_error() {
     );
 }
 
-#[tokio::test]
-async fn a_destructive_tool_never_runs_without_a_decision() {
-    if !mcp::available() {
-        return;
-    }
-    let root = TempDir::new("fs-ask");
-    std::fs::write(root.path().join("a.txt"), "a").unwrap();
-    let connection = connect(&root).await;
-    let (tools, _) = register(&connection);
-    let granted = ["mcp.filesystem.write_file", "mcp.filesystem.move_file"];
-    let scope = scope(&granted, Limits::default());
-    let write = format!(r#"{{"path": {}, "content": "x"}}"#, json!(root.path().join("new.txt")));
-    let moved =
-        arguments(&[("source", &root.path().join("a.txt")), ("destination", &root.path().join("b.txt"))]);
-    let (outcome, conversation) =
-        run(&tools, &scope, calls(&[("write_file", &write), ("move_file", &moved)])).await;
-    assert_eq!(outcome.status(), Status::Completed);
-    assert_eq!(
-        results(&conversation),
-        [
-            "Error: tool write_file failed: tool write_file needs a decision (policy ask) and none was made; it was not run",
-            "Error: tool move_file failed: tool move_file needs a decision (policy ask) and none was made; it was not run",
-        ]
-    );
-    assert_eq!(files(root.path()), ["a.txt"], "nothing was written or moved");
+/// server-filesystem over a recording transport: every message sent to it is in the log.
+async fn recorded(root: &TempDir) -> (Connection, WireLog) {
+    let root_arg = root.path().to_str().expect("utf-8 path");
+    let (connection, log, _) =
+        mcp::recorded("filesystem", &mcp::filesystem_js(), &[root_arg], mcp::timeouts()).await.unwrap();
+    (connection, log)
+}
+
+/// One attempt of the journaled run `run`: a fresh scope granting `granted`, a scripted model
+/// answering step n of `script` when the conversation holds n - 1 assistant messages (so a
+/// resume that replays recorded replies asks it only for the next one).
+async fn attempt(
+    journal: &MemoryJournal,
+    tools: &ToolSet,
+    run: &str,
+    granted: &[&str],
+    script: &[ModelReply],
+) -> (Result<Outcome, RunError>, Vec<Message>) {
+    let model = refund::model(script.to_vec(), |_| ());
+    let mut conversation = vec![Message::user("Use the tools.")];
+    let run = RunId::new(run).expect("a valid run id");
+    let outcome = Runtime::harness(tools, model)
+        .run_journaled(journal, &run, &scope(granted, Limits::default()), &mut conversation, |()| true)
+        .await;
+    (outcome, conversation)
+}
+
+/// The tool calls the server was sent, by tool name.
+fn sent_calls(log: &WireLog) -> Vec<String> {
+    log.sent("tools/call")
+        .iter()
+        .map(|message| message["params"]["name"].as_str().unwrap().to_owned())
+        .collect()
 }
 
 #[tokio::test]
-async fn an_allowed_move_runs_once_and_its_file_exists_exactly_once() {
+async fn an_approved_move_runs_once_and_its_file_exists_exactly_once() {
     if !mcp::available() {
         return;
     }
-    let root = TempDir::new("fs-allow");
-    std::fs::write(root.path().join("a.txt"), "content").unwrap();
-    let connection = connect(&root).await;
-    let mapping = Mapping::new().policy("move_file", Policy::Allow);
-    let (tools, _) = register_with(&connection, &mapping);
-    let scope = scope(&["mcp.filesystem.move_file"], Limits::default());
-    let moved =
-        arguments(&[("source", &root.path().join("a.txt")), ("destination", &root.path().join("b.txt"))]);
-    let (outcome, conversation) =
-        run(&tools, &scope, calls(&[("move_file", &moved), ("move_file", &moved)])).await;
-    assert_eq!(outcome.status(), Status::RepeatedCall, "the same move again is refused before it is sent");
-    assert_eq!(results(&conversation).len(), 1);
-    assert!(results(&conversation)[0].starts_with("Successfully moved"), "{conversation:?}");
+    let root = TempDir::new("fs-approve");
+    let (source, destination, note) =
+        (root.path().join("a.txt"), root.path().join("b.txt"), root.path().join("note.txt"));
+    std::fs::write(&source, "content").unwrap();
+    let (connection, log) = recorded(&root).await;
+    let (tools, registered) = register(&connection);
+    assert_eq!(
+        registered.get("move_file").map(|t| (t.effect(), t.policy())),
+        Some((EffectKind::Effect, Policy::Ask))
+    );
+    let moved = arguments(&[("source", &source), ("destination", &destination)]);
+    let write = format!(r#"{{"content": "x", "path": {}}}"#, json!(note));
+    let script = [
+        ModelReply::call("c1", "move_file", &moved),
+        ModelReply::call("c2", "write_file", &write),
+        ModelReply::text("done"),
+    ];
+    let granted = ["mcp.filesystem.move_file", "mcp.filesystem.write_file"];
+    let journal = MemoryJournal::default();
+
+    // The move is proposed; the run stops before anything is sent.
+    let (first, _) = attempt(&journal, &tools, "fs-approve", &granted, &script).await;
+    let first = first.unwrap();
+    assert_eq!(first.status(), Status::AwaitingApproval);
+    assert_eq!(first.operation(), Some("fs-approve/op/1"));
+    assert_eq!(
+        events(&first),
+        [
+            "ModelCall model 1",
+            "Middleware move_file 1",
+            "ToolCall move_file 1",
+            "Proposed move_file 1 fs-approve/op/1"
+        ]
+    );
+    assert_eq!(sent_calls(&log), Vec::<String>::new());
+    assert_eq!(files(root.path()), ["a.txt"]);
+
+    // The proposal names the operation and holds the canonical arguments, keys in order.
+    let record = journal::inspect(&journal, &RunId::new("fs-approve").unwrap()).await.unwrap();
+    let operation = record.operation(1).unwrap();
+    assert_eq!(operation.status(), OperationStatus::AwaitingDecision);
+    let proposal = operation.proposal().clone();
+    assert_eq!(
+        (proposal.tool(), proposal.capability(), proposal.effect()),
+        ("move_file", "mcp.filesystem.move_file", EffectKind::Effect)
+    );
+    assert_eq!(
+        proposal.arguments(),
+        format!(r#"{{"destination":{},"source":{}}}"#, json!(destination), json!(source))
+    );
+
+    // An approval presented for other arguments is refused and decides nothing.
+    let id = OperationId::parse("fs-approve/op/1").unwrap();
+    let other =
+        Digest::of(&format!(r#"move_file:{{"destination":{},"source":{}}}"#, json!(note), json!(source)));
+    assert_eq!(
+        journal::approve(&journal, &id, &other, "mallory").await.err(),
+        Some(JournalError::SignatureMismatch)
+    );
+    let record = journal::inspect(&journal, &RunId::new("fs-approve").unwrap()).await.unwrap();
+    assert_eq!(record.operation(1).unwrap().status(), OperationStatus::AwaitingDecision);
+    assert_eq!(files(root.path()), ["a.txt"]);
+
+    // Approved: the resume sends the move once, then stops on the write (idempotent, still Ask).
+    assert_eq!(journal::approve(&journal, &id, &proposal.digest(), "alice").await.unwrap(), proposal);
+    let (second, conversation) = attempt(&journal, &tools, "fs-approve", &granted, &script).await;
+    let second = second.unwrap();
+    assert_eq!(second.status(), Status::AwaitingApproval);
+    assert_eq!(second.operation(), Some("fs-approve/op/2"));
+    assert_eq!(
+        events(&second).split_off(4),
+        [
+            "Resumed run 2",
+            "Allowed move_file 1 fs-approve/op/1 by approver alice",
+            "EffectStarted move_file 1 fs-approve/op/1",
+            "EffectRecorded move_file 1 fs-approve/op/1",
+            "ModelCall model 2",
+            "Middleware write_file 2",
+            "ToolCall write_file 2",
+            "Proposed write_file 2 fs-approve/op/2",
+        ]
+    );
+    let moved_text = format!("Successfully moved {} to {}", source.display(), destination.display());
+    assert_eq!(results(&conversation), std::slice::from_ref(&moved_text));
+    assert_eq!(sent_calls(&log), ["move_file"]);
     assert_eq!(files(root.path()), ["b.txt"]);
-    assert_eq!(std::fs::read_to_string(root.path().join("b.txt")).unwrap(), "content");
+    assert_eq!(std::fs::read_to_string(&destination).unwrap(), "content");
+
+    // Approved too: the resume replays the recorded move (not sent again) and sends the write.
+    let id = OperationId::parse("fs-approve/op/2").unwrap();
+    let record = journal::inspect(&journal, &RunId::new("fs-approve").unwrap()).await.unwrap();
+    let digest = record.operation(2).unwrap().proposal().digest();
+    journal::approve(&journal, &id, &digest, "alice").await.unwrap();
+    let (third, conversation) = attempt(&journal, &tools, "fs-approve", &granted, &script).await;
+    let third = third.unwrap();
+    assert_eq!(third.status(), Status::Completed);
+    assert_eq!(results(&conversation), [moved_text, format!("Successfully wrote to {}", note.display())]);
+    assert_eq!(sent_calls(&log), ["move_file", "write_file"]);
+    // MCP has no idempotency key field: the write is sent with its arguments and nothing else.
+    let sent = log.sent("tools/call");
+    assert_eq!(sent[1]["params"]["arguments"], json!({"content": "x", "path": note}));
+    assert_eq!(files(root.path()), ["b.txt", "note.txt"]);
+    assert_eq!(std::fs::read_to_string(&destination).unwrap(), "content");
+    assert_eq!(std::fs::read_to_string(&note).unwrap(), "x");
+
+    // The run has ended: resuming it again is refused and sends nothing.
+    let (again, _) = attempt(&journal, &tools, "fs-approve", &granted, &script).await;
+    assert_eq!(again.err(), Some(RunError::Journal(JournalError::Finished(Status::Completed))));
+    assert_eq!(sent_calls(&log), ["move_file", "write_file"]);
+    assert_eq!(files(root.path()), ["b.txt", "note.txt"]);
+}
+
+#[tokio::test]
+async fn a_denied_move_halts_denied_and_leaves_the_file_untouched() {
+    if !mcp::available() {
+        return;
+    }
+    let root = TempDir::new("fs-deny");
+    let (source, destination) = (root.path().join("a.txt"), root.path().join("b.txt"));
+    std::fs::write(&source, "content").unwrap();
+    let (connection, log) = recorded(&root).await;
+    let (tools, _) = register(&connection);
+    let script = [
+        ModelReply::call("c1", "move_file", arguments(&[("source", &source), ("destination", &destination)])),
+        ModelReply::text("done"),
+    ];
+    let granted = ["mcp.filesystem.move_file"];
+    let journal = MemoryJournal::default();
+    let (first, _) = attempt(&journal, &tools, "fs-deny", &granted, &script).await;
+    assert_eq!(first.unwrap().status(), Status::AwaitingApproval);
+
+    let record = journal::inspect(&journal, &RunId::new("fs-deny").unwrap()).await.unwrap();
+    let digest = record.operation(1).unwrap().proposal().digest();
+    let id = OperationId::parse("fs-deny/op/1").unwrap();
+    journal::deny(&journal, &id, &digest, "bob").await.unwrap();
+    let (second, conversation) = attempt(&journal, &tools, "fs-deny", &granted, &script).await;
+    let second = second.unwrap();
+    assert_eq!(second.status(), Status::Denied);
+    assert_eq!(second.operation(), Some("fs-deny/op/1"));
+    assert_eq!(
+        events(&second).split_off(4),
+        ["Resumed run 2", "Denied move_file 1 fs-deny/op/1 by approver bob"]
+    );
+    assert_eq!(results(&conversation), Vec::<String>::new());
+    assert_eq!(sent_calls(&log), Vec::<String>::new());
+    assert_eq!(files(root.path()), ["a.txt"]);
+    assert_eq!(std::fs::read_to_string(&source).unwrap(), "content");
+    let (again, _) = attempt(&journal, &tools, "fs-deny", &granted, &script).await;
+    assert_eq!(again.err(), Some(RunError::Journal(JournalError::Finished(Status::Denied))));
+    assert_eq!(files(root.path()), ["a.txt"]);
+}
+
+#[tokio::test]
+async fn outside_a_journal_no_policy_is_read_as_for_any_tool_and_the_grant_is_the_gate() {
+    if !mcp::available() {
+        return;
+    }
+    let root = TempDir::new("fs-plain");
+    let (source, destination) = (root.path().join("a.txt"), root.path().join("b.txt"));
+    std::fs::write(&source, "content").unwrap();
+    let connection = connect(&root).await;
+    let (tools, _) = register(&connection);
+    let moved = arguments(&[("source", &source), ("destination", &destination)]);
+
+    let ungranted = scope(&["mcp.filesystem.read_text_file"], Limits::default());
+    let (outcome, _) = run(&tools, &ungranted, calls(&[("move_file", &moved)])).await;
+    assert_eq!(outcome.status(), Status::PermissionDenied);
+    assert_eq!(files(root.path()), ["a.txt"]);
+
+    let granted = scope(&["mcp.filesystem.move_file"], Limits::default());
+    let (outcome, conversation) =
+        run(&tools, &granted, calls(&[("move_file", &moved), ("move_file", &moved)])).await;
+    assert_eq!(outcome.status(), Status::RepeatedCall, "the same move again is refused before it is sent");
+    assert_eq!(
+        results(&conversation),
+        [format!("Successfully moved {} to {}", source.display(), destination.display())]
+    );
+    assert_eq!(files(root.path()), ["b.txt"]);
+    assert_eq!(std::fs::read_to_string(&destination).unwrap(), "content");
 }
