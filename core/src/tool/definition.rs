@@ -7,6 +7,10 @@
 //! - The body is private: every invocation goes through [`admit`](Definition::admit) (bind
 //!   first, then the scope's one check-and-reserve) and [`start`](Definition::start) (the
 //!   scope is checked again immediately before the body's closure is called).
+//! - Fail closed outside a journal: a tool whose [`Policy`] is not `Allow` is started only with
+//!   an operation id, which only a journal gives once it has recorded the decision. On every other
+//!   path its admitted call halts `Denied` instead of starting (no decision can be recorded, so
+//!   none is made), and its reservation stays counted.
 //! - The signature is the tool's name and the canonical JSON of the *bound* input; it is
 //!   computed only when the guard can reach the repetition check.
 //! - A tool's [check](ToolBuilder::validate), when it has one, runs after binding and before the
@@ -32,6 +36,7 @@ use super::effect::{EffectKind, Policy};
 use super::error::{BodyError, ToolError};
 use super::set::{RegistrationError, ToolSetBuilder, valid_name};
 use crate::canonical::signature;
+use crate::event::{ControlEvent, EventKind, HaltReason};
 use crate::guard::{Activity, Admission, Stop};
 use crate::scope::Scope;
 use crate::transport::ToolDefinition;
@@ -235,6 +240,11 @@ impl<S: Send + Sync + 'static, V> ToolBuilder<'_, S, V> {
     }
 
     /// Sets the host's standing decision for this tool's proposals (default [`Policy::Allow`]).
+    ///
+    /// A journal reads it ([`Runtime::run_journaled`](crate::Runtime::run_journaled)). Outside a
+    /// journal no decision can be recorded, so the policy fails closed: a call to a tool under
+    /// [`Policy::Deny`] or [`Policy::Ask`] is admitted and counted by the guard, then halts the
+    /// scope `Denied` instead of running its body, on every path.
     pub fn policy(mut self, policy: Policy) -> Self {
         self.policy = policy;
         self
@@ -459,7 +469,9 @@ where
     }
 
     /// Starts an admitted body: checks the scope once more, immediately before the body's
-    /// closure is called, so that a call whose run stopped in between never starts.
+    /// closure is called, so that a call whose run stopped in between never starts. Without an
+    /// `operation` (no journal recorded a decision) a tool whose policy is not `Allow` halts
+    /// `Denied` instead.
     pub(crate) fn start(
         &self,
         scope: &Scope<S>,
@@ -467,7 +479,17 @@ where
         count: u32,
         operation: Option<Arc<str>>,
     ) -> Result<BodyFuture, ToolError> {
-        scope.guard().check(Activity::Tool(&self.name))?;
+        let guard = scope.guard();
+        guard.check(Activity::Tool(&self.name))?;
+        if operation.is_none() && self.policy != Policy::Allow {
+            let by = match self.policy {
+                Policy::Ask => "policy ask, no journal",
+                _ => "policy",
+            };
+            let event = ControlEvent::new(EventKind::Halt(HaltReason::Denied), Arc::clone(&self.name), count)
+                .by(Arc::from(by));
+            return Err(ToolError::Stopped(guard.halt_with(HaltReason::Denied, event)));
+        }
         Ok((self.body)(input, Call::new(scope.clone(), count, operation)))
     }
 

@@ -5,6 +5,8 @@
 //!
 //! - Both are declarations of the host, fixed when the tool is defined; nothing a model sends
 //!   changes them.
+//! - A policy other than `Allow` never lets a body run without a journal's recorded decision:
+//!   outside a journal such a call halts `Denied` (fail closed).
 //! - The defaults are the cautious ones: a tool that declares nothing is an [`EffectKind::Effect`]
 //!   (never driven twice by a resume) under [`Policy::Allow`].
 
@@ -43,7 +45,9 @@ impl fmt::Display for EffectKind {
     }
 }
 
-/// The host's standing decision for a tool's proposals.
+/// The host's standing decision for a tool's proposals, read by a journal. Outside a journal,
+/// anything but `Allow` fails closed: the call halts `Denied` without running (no decision could
+/// be recorded).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Policy {

@@ -32,10 +32,10 @@
 //! run halts `Denied` and nothing is sent. A `Deny` tool halts `Denied` when proposed.
 //!
 //! Outside a journal (a plain [`Runtime::run`](loopbound::Runtime::run), or a direct
-//! [`ToolSet::invoke`](loopbound::ToolSet::invoke)) no policy is read, for MCP tools as for any
-//! other: a call the guard admits is sent. A host that runs without a journal keeps a
-//! destructive tool from running by not granting its capability (or by leaving it out with
-//! [`Mapping::only`](crate::Mapping::only)).
+//! [`ToolSet::invoke`](loopbound::ToolSet::invoke)) no decision can be recorded, so, for MCP
+//! tools as for any other, a policy other than `Allow` fails closed: the admitted call halts the
+//! run `Denied` and nothing is sent. A host that runs destructive tools without a journal says
+//! so per tool (`Policy::Allow` in its [`Mapping`](crate::Mapping)).
 //!
 //! # Idempotent tools
 //!

@@ -23,8 +23,8 @@
 //! - the tool's **annotations** (`readOnlyHint`, `destructiveHint`, `idempotentHint`) map to an
 //!   effect kind and a standing decision ([`annotations`]): a destructive tool is `Ask`, and a
 //!   journaled run ([`Runtime::run_journaled`](loopbound::Runtime::run_journaled)) stops
-//!   `AwaitingApproval` before sending it, as for any loopbound tool; outside a journal no
-//!   policy is read. Annotations are hints from the server, not guarantees.
+//!   `AwaitingApproval` before sending it, as for any loopbound tool; outside a journal such a
+//!   call fails closed (the run halts `Denied`, nothing is sent). Annotations are hints from the server, not guarantees.
 //!
 //! ```no_run
 //! use loopbound::scripted::{sequence, Step};

@@ -495,7 +495,7 @@ async fn a_denied_move_halts_denied_and_leaves_the_file_untouched() {
 }
 
 #[tokio::test]
-async fn outside_a_journal_no_policy_is_read_as_for_any_tool_and_the_grant_is_the_gate() {
+async fn outside_a_journal_an_ask_tool_fails_closed_and_an_allowed_one_runs_once() {
     if !mcp::available() {
         return;
     }
@@ -503,17 +503,34 @@ async fn outside_a_journal_no_policy_is_read_as_for_any_tool_and_the_grant_is_th
     let (source, destination) = (root.path().join("a.txt"), root.path().join("b.txt"));
     std::fs::write(&source, "content").unwrap();
     let connection = connect(&root).await;
-    let (tools, _) = register(&connection);
     let moved = arguments(&[("source", &source), ("destination", &destination)]);
 
+    let (asking, _) = register(&connection);
     let ungranted = scope(&["mcp.filesystem.read_text_file"], Limits::default());
-    let (outcome, _) = run(&tools, &ungranted, calls(&[("move_file", &moved)])).await;
+    let (outcome, _) = run(&asking, &ungranted, calls(&[("move_file", &moved)])).await;
     assert_eq!(outcome.status(), Status::PermissionDenied);
     assert_eq!(files(root.path()), ["a.txt"]);
 
     let granted = scope(&["mcp.filesystem.move_file"], Limits::default());
+    let (outcome, conversation) = run(&asking, &granted, calls(&[("move_file", &moved)])).await;
+    assert_eq!(outcome.status(), Status::Denied, "no journal can record a decision: fail closed");
+    assert_eq!(outcome.operation(), None);
+    assert_eq!(
+        events(&outcome),
+        [
+            "ModelCall model 1",
+            "Middleware move_file 1",
+            "ToolCall move_file 1",
+            "Denied move_file 1 by policy ask, no journal"
+        ]
+    );
+    assert_eq!(results(&conversation), Vec::<String>::new());
+    assert_eq!(files(root.path()), ["a.txt"]);
+
+    let (allowed, _) = register_with(&connection, &Mapping::new().policy("move_file", Policy::Allow));
+    let granted = scope(&["mcp.filesystem.move_file"], Limits::default());
     let (outcome, conversation) =
-        run(&tools, &granted, calls(&[("move_file", &moved), ("move_file", &moved)])).await;
+        run(&allowed, &granted, calls(&[("move_file", &moved), ("move_file", &moved)])).await;
     assert_eq!(outcome.status(), Status::RepeatedCall, "the same move again is refused before it is sent");
     assert_eq!(
         results(&conversation),
