@@ -101,6 +101,7 @@ mod config;
 mod error;
 pub mod fence;
 mod id;
+mod journal;
 mod lease;
 mod schema;
 mod store;
@@ -112,6 +113,7 @@ pub use config::{
 pub use error::Error;
 pub use fence::Write;
 pub use id::{MAX_RUN_ID_LEN, MAX_WORKER_ID_LEN, WorkerId};
+pub use journal::PostgresJournal;
 pub use lease::{Lease, LeaseState, MAX_LEASE};
 pub use schema::supported_version;
 pub use store::Store;
