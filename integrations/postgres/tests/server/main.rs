@@ -4,6 +4,7 @@
 
 mod connect;
 mod fencing;
+mod journal;
 mod leases;
 mod processes;
 mod schema;
