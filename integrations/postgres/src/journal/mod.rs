@@ -12,7 +12,8 @@
 //! # Invariants
 //!
 //! - Each operation is one transaction: `acquire` and `commit` commit whole or write nothing;
-//!   `load` reads one snapshot (`REPEATABLE READ`, read only).
+//!   `load` reads one snapshot (`REPEATABLE READ`, read only). A failed operation rolls its
+//!   transaction back before it returns, so it holds no lock once the caller has its error.
 //! - A commit under an epoch that is no longer the run's is
 //!   [`LeaseLost`](JournalError::LeaseLost) and writes nothing: a worker paused past its lease
 //!   while another took the run over runs no further effect, because an effect's body starts
@@ -138,11 +139,14 @@ impl PostgresJournal {
         let writer = self.writer();
         for _ in 0..ACQUIRE_ATTEMPTS {
             let transaction = client.transaction().await.map_err(|e| self.fail(&e))?;
-            if let Some(stored) = writer.acquire(&transaction, run.as_str(), &fresh).await? {
-                transaction.commit().await.map_err(|e| self.fail(&e))?;
-                return Ok(stored);
+            match writer.acquire(&transaction, run.as_str(), &fresh).await {
+                Ok(Some(stored)) => {
+                    transaction.commit().await.map_err(|e| self.fail(&e))?;
+                    return Ok(stored);
+                }
+                Ok(None) => transaction.rollback().await.map_err(|e| self.fail(&e))?,
+                Err(error) => return Err(rolled_back(transaction, error).await),
             }
-            transaction.rollback().await.map_err(|e| self.fail(&e))?;
         }
         Err(JournalError::Storage(format!(
             "the run's lease changed hands {ACQUIRE_ATTEMPTS} times during one acquisition"
@@ -158,21 +162,37 @@ impl PostgresJournal {
             .start()
             .await
             .map_err(|e| self.fail(&e))?;
-        let stored = read::stored_run(&transaction, self.store.redactor(), run.as_str()).await?;
-        transaction.commit().await.map_err(|e| self.fail(&e))?;
-        Ok(stored)
+        match read::stored_run(&transaction, self.store.redactor(), run.as_str()).await {
+            Ok(stored) => {
+                transaction.commit().await.map_err(|e| self.fail(&e))?;
+                Ok(stored)
+            }
+            Err(error) => Err(rolled_back(transaction, error).await),
+        }
     }
 
     async fn commit_batch(&self, run: &RunId, fence: Fence, batch: Batch) -> Result<(), JournalError> {
         let mut client = self.store.client().await?;
         let transaction = client.transaction().await.map_err(|e| self.fail(&e))?;
-        self.writer().commit(&transaction, run.as_str(), fence, &batch).await?;
-        transaction.commit().await.map_err(|e| self.fail(&e))
+        match self.writer().commit(&transaction, run.as_str(), fence, &batch).await {
+            Ok(()) => transaction.commit().await.map_err(|e| self.fail(&e)),
+            Err(error) => Err(rolled_back(transaction, error).await),
+        }
     }
 
     fn fail(&self, error: &tokio_postgres::Error) -> JournalError {
         JournalError::from(self.store.redactor().postgres(error))
     }
+}
+
+/// Ends `transaction` before returning `error`. Dropping it would only queue the `ROLLBACK`,
+/// which a runtime that is not driven again (a current-thread runtime between two `block_on`
+/// calls) never sends: the transaction would keep the run's row locked, and its workers
+/// waiting, until the server's idle-in-transaction timeout. A failed rollback changes nothing
+/// for the caller (the server rolls back when the connection ends).
+async fn rolled_back(transaction: deadpool_postgres::Transaction<'_>, error: JournalError) -> JournalError {
+    let _ = transaction.rollback().await;
+    error
 }
 
 impl Journal for PostgresJournal {
