@@ -5,6 +5,7 @@
 mod connect;
 mod fencing;
 mod journal;
+mod journal_processes;
 mod leases;
 mod processes;
 mod schema;
