@@ -101,7 +101,9 @@ impl PostgresJournal {
         Self::new(Store::connect(config).await?, worker)
     }
 
-    /// Sets how long each grant or fenced write holds the run.
+    /// Sets how long each grant or fenced write holds the run. The server ends a transaction
+    /// left idle for the store's configured lease ([`Config::lease`]), not this one: set the
+    /// lease in the [`Config`] instead where the two should agree.
     ///
     /// # Errors
     ///
