@@ -28,7 +28,7 @@ pub const EXIT_INTERNAL: i32 = 70;
 /// Exit code of a run cancelled by its caller (as for SIGINT).
 pub const EXIT_CANCELLED: i32 = 130;
 /// Exit code of a journal that failed or refused (`EX_IOERR`): a finished run, a corrupt or
-/// unreadable file, a refused approval or reconciliation.
+/// unreadable file, a refused approval or reconciliation, another worker's lease on the run.
 pub const EXIT_JOURNAL: i32 = 74;
 
 /// The exit code of a run that ended with `status`: 0 for `Completed`, 2 for every other.
@@ -121,6 +121,11 @@ mod tests {
         assert_eq!(error_exit_code(&RunError::Cancelled), 130);
         let finished = loopbound::journal::JournalError::Finished(Status::Completed);
         assert_eq!(error_exit_code(&RunError::Journal(finished)), 74);
+        let held = loopbound::journal::JournalError::LeaseHeld {
+            holder: "host-b:7".to_owned(),
+            remaining: std::time::Duration::from_secs(3),
+        };
+        assert_eq!(error_exit_code(&RunError::Journal(held)), 74);
         assert_eq!(error_exit_code(&RunError::Provider(TransportError::Cancelled)), 1);
     }
 

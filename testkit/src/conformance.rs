@@ -182,7 +182,7 @@ async fn rows_read_back_as_written_in_key_order(journal: &impl Journal) {
                     index: 3,
                     operation: None,
                     is_error: true,
-                    text: "é\n\"x\"".to_owned(),
+                    text: "é\n\"x\"\u{0}".to_owned(),
                 }),
                 Entry::Call(CallRow {
                     reply: 1,
@@ -205,8 +205,8 @@ async fn rows_read_back_as_written_in_key_order(journal: &impl Journal) {
         stored.calls.iter().map(|c| (c.reply, c.index, c.is_error, c.text.as_str())).collect();
     assert_eq!(
         calls,
-        [(1, 0, false, ""), (2, 3, true, "é\n\"x\"")],
-        "calls come back by (reply, index), texts exact"
+        [(1, 0, false, ""), (2, 3, true, "é\n\"x\"\u{0}")],
+        "calls come back by (reply, index), texts exact (NUL included)"
     );
 }
 

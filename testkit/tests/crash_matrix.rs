@@ -1,6 +1,8 @@
 //! The crash matrix (SPEC §15), with real processes: a `crash-worker` runs the journaled refund
-//! task on a SQLite file and is killed with SIGKILL at each injection point; other processes
-//! approve, reconcile and resume until the run ends.
+//! task on a SQLite file, or on PostgreSQL (SPEC §16: a database per point, each process its own
+//! worker, a resume taking the killed worker's run over once its lease expires), and is killed
+//! with SIGKILL at each injection point; other processes approve, reconcile and resume until
+//! the run ends.
 //!
 //! Counted outside the processes (fsynced files): every effect body that ran, with its key, and
 //! every model reply asked for. Across every point: each `effect` operation's body ran at most
@@ -16,27 +18,41 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 
 use loopbound::journal::{self, RunId};
+use loopbound_postgres::{Config, PostgresJournal, WorkerId};
 use loopbound_sqlite::SqliteJournal;
+use loopbound_testkit::postgres::{Cluster, Durability};
 use loopbound_testkit::scratch;
 
 const RUN: &str = "crash-run";
 
+/// Where the workers of one point journal: `runs.db` in their folder, or a PostgreSQL database.
+#[derive(Clone, Copy)]
+enum Backend<'a> {
+    Sqlite,
+    Postgres(&'a str),
+}
+
+/// A `crash-worker` command for `backend`.
+fn command(backend: Backend<'_>, args: &[&str]) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_crash-worker"));
+    command.args(args);
+    if let Backend::Postgres(url) = backend {
+        command.env("CRASH_WORKER_DATABASE_URL", url);
+    }
+    command
+}
+
 /// Runs a worker to its end and returns its last line.
-fn worker(args: &[&str]) -> String {
-    let output =
-        Command::new(env!("CARGO_BIN_EXE_crash-worker")).args(args).output().expect("the worker starts");
+fn worker(backend: Backend<'_>, args: &[&str]) -> String {
+    let output = command(backend, args).output().expect("the worker starts");
     let stdout = String::from_utf8(output.stdout).expect("utf-8");
     assert!(output.status.success(), "worker {args:?} failed: {stdout}");
     stdout.lines().last().unwrap_or_default().to_owned()
 }
 
 /// Starts a worker, waits for it to announce `point`, and kills it with SIGKILL.
-fn kill_at(args: &[&str], point: &str) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_crash-worker"))
-        .args(args)
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("the worker starts");
+fn kill_at(backend: Backend<'_>, args: &[&str], point: &str) {
+    let mut child = command(backend, args).stdout(Stdio::piped()).spawn().expect("the worker starts");
     let stdout = child.stdout.take().expect("piped stdout");
     let mut lines = BufReader::new(stdout).lines();
     let first = lines.next().and_then(Result::ok).unwrap_or_default();
@@ -63,11 +79,24 @@ fn asks(dir: &Path) -> Vec<usize> {
 }
 
 /// What the journal holds: (recorded replies, model calls, tool calls).
-fn journal_counts(dir: &Path) -> (usize, u32, u32) {
+fn journal_counts(backend: Backend<'_>, dir: &Path) -> (usize, u32, u32) {
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
     runtime.block_on(async {
-        let journal = SqliteJournal::open(dir.join("runs.db")).expect("open the journal");
-        match journal::inspect(&journal, &RunId::new(RUN).expect("run id")).await {
+        let run = RunId::new(RUN).expect("run id");
+        let inspected = match backend {
+            Backend::Sqlite => {
+                let journal = SqliteJournal::open(dir.join("runs.db")).expect("open the journal");
+                journal::inspect(&journal, &run).await
+            }
+            Backend::Postgres(url) => {
+                let config = Config::new(url).expect("the cluster's URL");
+                let worker = WorkerId::new("crash-matrix").expect("a worker id");
+                let journal =
+                    PostgresJournal::connect(&config, worker).await.expect("connect to the journal");
+                journal::inspect(&journal, &run).await
+            }
+        };
+        match inspected {
             Ok(record) => (record.replies(), record.model_calls(), record.tool_calls()),
             Err(journal::JournalError::UnknownRun) => (0, 0, 0),
             Err(error) => panic!("the journal after a kill: {error}"),
@@ -96,22 +125,25 @@ const POINTS: [Point; 8] = [
 const OP2: &str = "crash-run/op/2";
 
 /// Drives one point to the run's end; returns what the resumes reported.
-fn drive(point: &Point) -> Vec<String> {
+fn drive(backend: Backend<'_>, point: &Point) -> Vec<String> {
     let dir = scratch::dir(&format!("crash-{}", point.name));
     let d = dir.to_str().expect("utf-8 path");
     let mut reports = Vec::new();
     if point.name == "after-decision" {
-        assert_eq!(worker(&["run", d, point.policy, "none"]), format!("outcome AwaitingApproval {OP2}"));
-        kill_at(&["approve", d, OP2, point.name], point.name);
+        assert_eq!(
+            worker(backend, &["run", d, point.policy, "none"]),
+            format!("outcome AwaitingApproval {OP2}")
+        );
+        kill_at(backend, &["approve", d, OP2, point.name], point.name);
     } else {
-        kill_at(&["run", d, point.policy, point.name], point.name);
+        kill_at(backend, &["run", d, point.policy, point.name], point.name);
     }
-    let at_kill = journal_counts(&dir);
+    let at_kill = journal_counts(backend, &dir);
     let asked_before = asks(&dir).len();
     for _ in 0..6 {
-        let report = worker(&["run", d, point.policy, "none"]);
+        let report = worker(backend, &["run", d, point.policy, "none"]);
         reports.push(report.clone());
-        let after = journal_counts(&dir);
+        let after = journal_counts(backend, &dir);
         assert!(
             after.1 >= at_kill.1 && after.2 >= at_kill.2,
             "{}: counters went down: {after:?}",
@@ -121,12 +153,12 @@ fn drive(point: &Point) -> Vec<String> {
             "outcome Completed -" => break,
             r if r.starts_with("outcome AwaitingApproval ") => {
                 let operation = r.rsplit(' ').next().unwrap_or_default();
-                assert_eq!(worker(&["approve", d, operation, "none"]), "approved");
+                assert_eq!(worker(backend, &["approve", d, operation, "none"]), "approved");
             }
             r if r == format!("outcome Ambiguous {OP2}") => {
                 let ran = effects(&dir).get(&("refund".to_owned(), OP2.to_owned())).copied().unwrap_or(0);
                 let resolution = if ran == 1 { "ran" } else { "not-run" };
-                assert_eq!(worker(&["reconcile", d, OP2, resolution]), "reconciled");
+                assert_eq!(worker(backend, &["reconcile", d, OP2, resolution]), "reconciled");
             }
             other => panic!("{}: unexpected report {other}", point.name),
         }
@@ -153,7 +185,7 @@ fn drive(point: &Point) -> Vec<String> {
         point.name
     );
 
-    let (_, model_calls, tool_calls) = journal_counts(&dir);
+    let (_, model_calls, tool_calls) = journal_counts(backend, &dir);
     assert_eq!((model_calls, tool_calls), (5, 4), "{}: the logical run's counters", point.name);
     let recorded_at_kill = at_kill.0;
     let asked_after: Vec<usize> = asks(&dir).split_off(asked_before);
@@ -165,14 +197,29 @@ fn drive(point: &Point) -> Vec<String> {
     reports
 }
 
-#[test]
-fn every_injection_point_keeps_effects_at_most_once_and_resumes_to_the_end() {
+/// Drives every point on databases that `database` gives (one per point), and prints the table.
+fn matrix(label: &str, database: impl Fn(&str) -> Option<String>) {
     let mut table = Vec::new();
     for point in &POINTS {
-        let reports = drive(point);
+        let url = database(point.name);
+        let backend = url.as_deref().map_or(Backend::Sqlite, Backend::Postgres);
+        let reports = drive(backend, point);
         table.push(format!("{:<20} {}", point.name, reports.join(" -> ")));
     }
     // The matrix, for the record (`cargo test -- --nocapture` shows it).
-    println!("{}", table.join("\n"));
+    println!("{label}\n{}", table.join("\n"));
     assert_eq!(table.len(), 8);
+}
+
+#[test]
+fn every_injection_point_keeps_effects_at_most_once_and_resumes_to_the_end() {
+    matrix("SQLite", |_| None);
+}
+
+#[test]
+fn every_injection_point_keeps_effects_at_most_once_and_resumes_to_the_end_on_postgres() {
+    let Some(cluster) = Cluster::shared(Durability::Durable) else { return };
+    matrix("PostgreSQL", |point| {
+        Some(cluster.create_database(&format!("crash_{}", point.replace('-', "_"))).url)
+    });
 }

@@ -129,6 +129,11 @@ fn a_test_that_panics_still_stops_its_server() {
 /// Set in the child processes of the next two tests: `kill` or `exit`.
 const CHILD: &str = "LOOPBOUND_POSTGRES_CHILD";
 
+/// Held by the tests whose child processes start a cluster: a child sweeps the folders that
+/// dead processes left before its first cluster, so one test's child would remove the folder
+/// that the other test checks a killed child left behind.
+static CHILDREN: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// Runs `test` again as a child that starts the shared cluster and reports it; returns the child,
 /// the server's PID and the cluster's folder.
 fn child_with_shared_cluster(test: &str, mode: &str) -> (std::process::Child, u32, PathBuf) {
@@ -171,6 +176,7 @@ fn a_killed_test_process_leaves_no_server_running() {
     if child_part() || Cluster::shared(Durability::Fast).is_none() {
         return;
     }
+    let _serial = CHILDREN.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     let (mut child, pid, folder) =
         child_with_shared_cluster("a_killed_test_process_leaves_no_server_running", "kill");
     assert!(alive(pid));
@@ -187,6 +193,7 @@ fn a_shared_cluster_stops_when_its_test_process_exits() {
     if child_part() || Cluster::shared(Durability::Fast).is_none() {
         return;
     }
+    let _serial = CHILDREN.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     let (mut child, pid, _) =
         child_with_shared_cluster("a_shared_cluster_stops_when_its_test_process_exits", "exit");
     assert!(child.wait().expect("the child exits").success());

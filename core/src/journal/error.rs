@@ -38,6 +38,15 @@ pub enum JournalError {
     /// Another attempt took this run over (its epoch is newer): this attempt writes nothing more
     /// and runs no further effect.
     LeaseLost,
+    /// Another worker holds a live lease on this run (a backend with leases, such as
+    /// PostgreSQL, refuses to take it over before the lease expires or is released): this
+    /// attempt did not start, wrote nothing and ran nothing. Retry after `remaining`.
+    LeaseHeld {
+        /// The worker holding the lease, as it named itself.
+        holder: String,
+        /// How long the lease has left, by the storage's clock.
+        remaining: std::time::Duration,
+    },
     /// A write repeated a record that must exist once (a second decision, a second result).
     Conflict(String),
     /// The run is not in the journal.
@@ -77,6 +86,9 @@ impl fmt::Display for JournalError {
                 write!(f, "the journal's schema version {found} is newer than this build's ({supported})")
             }
             Self::LeaseLost => f.write_str("another attempt took this run over; this one stops"),
+            Self::LeaseHeld { .. } => {
+                f.write_str("another worker holds this run's lease; nothing ran, retry when it expires")
+            }
             Self::Conflict(what) => write!(f, "the journal already holds {what}"),
             Self::UnknownRun => f.write_str("no such run in the journal"),
             Self::UnknownOperation => f.write_str("no such operation in the journal"),

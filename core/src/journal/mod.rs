@@ -27,7 +27,8 @@
 //! effect happened, and to [`reconcile`] it: it ran (with a result for the model) or it did not
 //! (the resume runs it).
 //!
-//! Backends: [`MemoryJournal`] here (tests, examples); one SQLite file in `loopbound-sqlite`.
+//! Backends: [`MemoryJournal`] here (tests, examples); one SQLite file in `loopbound-sqlite`;
+//! PostgreSQL for many workers, with leases, in `loopbound-postgres`.
 //!
 //! # Invariants
 //!

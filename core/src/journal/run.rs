@@ -49,8 +49,9 @@ impl<T: Transport, S: Send + Sync + 'static> Runtime<T, S> {
     /// # Errors
     ///
     /// As [`run`](Self::run), and [`RunError::Journal`] if the journal failed or refused (a
-    /// finished run, a scope already used, another attempt that took the run over): what could
-    /// not be recorded did not run.
+    /// finished run, a scope already used, another attempt that took the run over, another
+    /// worker's live lease ([`JournalError::LeaseHeld`]: nothing started)): what could not be
+    /// recorded did not run.
     pub async fn run_journaled<J: Journal>(
         &self,
         journal: &J,

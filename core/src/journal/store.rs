@@ -9,6 +9,13 @@
 //!   batch, or nothing).
 //! - Fencing: `acquire` bumps the run's epoch; a commit under an older epoch is refused with
 //!   [`LeaseLost`](JournalError::LeaseLost) and writes nothing. The newest attempt wins.
+//! - Leases: a backend shared by many workers (PostgreSQL) grants an acquisition only to a
+//!   worker that may take the run (it is new, its lease expired or was released, or the worker
+//!   already holds it) and refuses the others with [`LeaseHeld`](JournalError::LeaseHeld),
+//!   writing nothing. A single-process backend (SQLite, memory) grants every acquisition.
+//! - A commit whose batch sets the run's state ([`Entry::State`](super::Entry::State)) is its
+//!   attempt's last: a backend with leases releases the run's lease in the same transaction,
+//!   and that attempt's later commits are [`LeaseLost`](JournalError::LeaseLost).
 //! - A finished run (state `finished:<status>`) is returned by `acquire` as it is, without a
 //!   write: a finished run never gets a new attempt.
 //! - The futures are `Send`: a backend may run its blocking work on a blocking thread pool, and a
@@ -26,6 +33,8 @@ pub trait Journal: Send + Sync {
     /// and one attempt if it does not exist; else, unless it is finished, adds one to its epoch
     /// and its attempts and sets its state to `fresh`'s (`open`: an attempt is in flight, so no
     /// host reconciles what it may be running). Returns everything stored about it afterwards.
+    /// A backend with leases refuses a run whose live lease another worker holds with
+    /// [`LeaseHeld`](JournalError::LeaseHeld), and writes nothing then.
     fn acquire(
         &self,
         run: &RunId,

@@ -84,7 +84,15 @@ impl Store {
             transaction.rollback().await.map_err(fail)?;
             return Err(lost(lease));
         };
-        let value = write(&transaction).await.map_err(|error| self.redactor().scrub(error))?;
+        let value = match write(&transaction).await {
+            Ok(value) => value,
+            Err(error) => {
+                // Sent now: a dropped transaction only queues its `ROLLBACK`, and would keep the
+                // run's row locked until the runtime is driven again.
+                let _ = transaction.rollback().await;
+                return Err(self.redactor().scrub(error));
+            }
+        };
         transaction.commit().await.map_err(fail)?;
         lease.until = time_from_micros(fence.get(0));
         Ok(value)

@@ -5,16 +5,35 @@
 //! would both run its effects. Here that state lives in an existing PostgreSQL database, and a
 //! worker may act on a run only under a **lease** whose **epoch** fences every write.
 //!
-//! This crate provides, so far, what the journal backend stands on:
+//! This crate provides:
 //!
+//! - [`PostgresJournal`]: the journal ([`loopbound::journal::Journal`]) on PostgreSQL, with
+//!   the rows and semantics of `loopbound-sqlite` (the same conformance suite passes on both)
+//!   and a lease per run: one value per worker ([`WorkerId`]), the lease duration from
+//!   [`Config::lease`] or [`PostgresJournal::with_lease`];
 //! - [`Config`]: the connection URL (`LOOPBOUND_DATABASE_URL` or [`Config::new`]) with its
 //!   password redacted in every output, the pool's size and timeouts, the default lease;
 //! - [`Store::connect`]: a connection pool, with the schema created or migrated on connect
 //!   (versioned, in one transaction, under an advisory lock, so workers may start together);
 //! - leases ([`Store::acquire`], [`Store::renew`], [`Store::release`]) and fenced writes
-//!   ([`Store::fenced`]);
+//!   ([`Store::fenced`]) for a host's own tables;
 //! - typed [`Error`]s: [`Error::Unavailable`] (server down or gone), [`Error::Refused`] (login
-//!   refused), [`Error::Conflict`], [`Error::LeaseHeld`], [`Error::LeaseLost`].
+//!   refused), [`Error::Conflict`], [`Error::LeaseHeld`], [`Error::LeaseLost`]; the journal's
+//!   operations return them as [`JournalError`](loopbound::journal::JournalError)s
+//!   (`LeaseHeld`, `LeaseLost`, `Conflict`, and `Storage` for a server down or refusing).
+//!
+//! **What the lease guarantees.** A worker runs or resumes a run only after its `acquire`
+//! granted it the lease, which adds one to the run's epoch. Another worker's live lease is
+//! refused with `LeaseHeld` (nothing started, nothing written), so of two workers racing for
+//! one run one runs it and the other is refused; an expired lease is taken over. Every commit
+//! of an attempt is conditioned on its epoch and renews the lease; a worker whose lease was
+//! taken over gets `LeaseLost` at its next commit and runs no further effect (an effect's body
+//! starts only after its `started` record committed). The attempt's last commit releases the
+//! lease. The run's budgets are in its row, written by the same fenced commits, so they are the
+//! logical run's whichever worker runs it. A lease shorter than the longest gap between two
+//! commits (a slow model call, a long tool body) lets another worker take the run over
+//! mid-attempt: the first then stops with `LeaseLost`, and an effect it had started is
+//! `Ambiguous` for the second, never run twice.
 //!
 //! | variable | required | meaning |
 //! |---|---|---|
@@ -48,48 +67,32 @@
 //!
 //! # Design: the journal's records on PostgreSQL
 //!
-//! The journal (SPEC §15: `loopbound::journal` and `loopbound-sqlite`, on the `journal` branch
-//! as this is written) stores plain rows that the core encodes and decodes, so every backend
-//! stores the same thing. Its storage trait has three operations, each one transaction:
-//! `acquire(run, fresh)` (create the run from `fresh`, or add one to its epoch and attempts; a
-//! finished run is returned untouched), `load(run)`, and `commit(run, fence, batch)` (a batch of
-//! writes, whole or not at all, under `Fence::Epoch(e)`, or `Fence::Host` for a host's decision
-//! or reconciliation, which the keys' uniqueness guards). On PostgreSQL the rows become tables
-//! keyed like SQLite's:
+//! The journal stores plain rows that the core encodes and decodes, so every backend stores
+//! the same thing. Its storage trait has three operations, each one transaction:
+//! `acquire(run, fresh)`, `load(run)` and `commit(run, fence, batch)`. On PostgreSQL the rows
+//! are tables keyed like SQLite's (schema version 2):
 //!
 //! | table | key | columns |
 //! |---|---|---|
 //! | `loopbound_runs` | `run_id` | `epoch`, `attempts`, the lease (`lease_holder`, `lease_until`), `conversation`, `ledger` (the logical run's budgets: model calls, tool calls, repetitions per signature), `state` |
 //! | `loopbound_replies` | `(run_id, ordinal)` | `reply` (a model reply, JSON) |
-//! | `loopbound_calls` | `(run_id, reply, idx)`, unique `(run_id, operation)` | `operation`, `is_error`, `text` |
+//! | `loopbound_calls` | `(run_id, reply, idx)`, unique `(run_id, operation)` | `operation`, `is_error`, `text` (`bytea`: a result may hold NUL) |
 //! | `loopbound_proposals` | `(run_id, ordinal)` | `reply`, `idx`, `tool`, `capability`, `effect`, `arguments` (canonical) |
-//! | `loopbound_decisions` | `(run_id, ordinal)` | `verdict`, `by` |
+//! | `loopbound_decisions` | `(run_id, ordinal)` | `verdict`, `decided_by` |
 //! | `loopbound_started` | `(run_id, ordinal, start)` | — |
-//! | `loopbound_reconciliations` | `(run_id, ordinal, start)` | `resolution`, `result`, `by` |
-//! | `loopbound_events` | `(run_id, seq)` | `kind`, `name`, `count`, `operation`, `by` |
+//! | `loopbound_reconciliations` | `(run_id, ordinal, start)` | `resolution`, `result` (`bytea`), `reconciled_by` |
+//! | `loopbound_events` | `(run_id, seq)` | `kind`, `name`, `count`, `operation`, `decided_by` |
 //!
-//! Only `loopbound_runs` exists so far (schema version 1, with the epoch and the lease); the
-//! other tables and the run's `conversation`, `ledger` and `state` come with the backend, as
-//! migration 2. A repeated key is a unique violation, which is [`Error::Conflict`] and rolls the
-//! whole batch back, as the trait requires.
+//! A repeated key is a unique violation, a `Conflict`, and rolls the whole batch back.
 //!
-//! **Fencing rule: a write of epoch *e* commits only if the run's epoch is still *e*.** The
-//! backend's `commit` under `Fence::Epoch(e)` is a [`Store::fenced`] transaction: its first
-//! statement updates the run's row where `epoch = e` (and the lease is this worker's), which
-//! both checks the epoch and locks the row until commit, so a takeover is ordered wholly before
-//! the write (which then gets [`Error::LeaseLost`] and writes nothing) or wholly after it. An
-//! effect's `started` record is such a write: a worker whose lease was taken over fails that
-//! commit and never runs the body; a worker paused after it leaves `started` without a result,
-//! which the next holder sees as `Ambiguous` and does not run again. A `Fence::Host` commit
-//! skips the epoch and relies on the keys. The per-run budgets are in `ledger`, written by the
-//! same fenced commits, so every worker resumes with the logical run's counters.
-//!
-//! `acquire` on PostgreSQL is [`Store::acquire`] for the worker id and lease duration the
-//! backend is configured with, plus the trait's rules (`fresh` fills a new run's columns; a
-//! finished run is returned without a grant). The trait grants every acquisition ("the newest
-//! attempt wins"), which [`Store::acquire`] does for the same worker; another worker's live lease
-//! is refused ([`Error::LeaseHeld`]), so that two workers racing for one run cannot both start
-//! it, and the trait's error type needs a variant to carry that refusal.
+//! **Fencing rule: a write of epoch *e* commits only if the run's epoch is still *e*.** A
+//! commit under `Fence::Epoch(e)` first updates the run's row where `epoch = e` and the lease
+//! is this worker's (renewing it), which both checks the epoch and locks the row until commit,
+//! so a takeover is ordered wholly before the write (which then gets `LeaseLost` and writes
+//! nothing) or wholly after it. A `Fence::Host` commit (a host's approval, denial or
+//! reconciliation) locks the row without an epoch and relies on the keys. `acquire` is one
+//! upsert granted when the run is unfinished and its lease free, expired or this worker's; a
+//! finished run is returned as it is, without a grant.
 //!
 //! # Invariants
 //!
@@ -101,6 +104,7 @@ mod config;
 mod error;
 pub mod fence;
 mod id;
+mod journal;
 mod lease;
 mod schema;
 mod store;
@@ -112,6 +116,7 @@ pub use config::{
 pub use error::Error;
 pub use fence::Write;
 pub use id::{MAX_RUN_ID_LEN, MAX_WORKER_ID_LEN, WorkerId};
+pub use journal::PostgresJournal;
 pub use lease::{Lease, LeaseState, MAX_LEASE};
 pub use schema::supported_version;
 pub use store::Store;

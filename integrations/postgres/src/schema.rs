@@ -25,9 +25,10 @@ pub(crate) struct Migration {
 }
 
 /// Every migration, in version order from 1.
-pub(crate) const MIGRATIONS: &[Migration] = &[Migration {
-    version: 1,
-    sql: "
+pub(crate) const MIGRATIONS: &[Migration] = &[
+    Migration {
+        version: 1,
+        sql: "
         CREATE TABLE loopbound_runs (
             run_id       text        PRIMARY KEY,
             epoch        bigint      NOT NULL CHECK (epoch > 0),
@@ -39,7 +40,80 @@ pub(crate) const MIGRATIONS: &[Migration] = &[Migration {
             CHECK ((lease_holder IS NULL) = (lease_until IS NULL))
         );
     ",
-}];
+    },
+    Migration { version: 2, sql: JOURNAL },
+];
+
+/// Version 2: the journal's rows (SPEC §15), keyed like SQLite's. The run's own columns are
+/// null for a run only ever leased through [`Store::acquire`](crate::Store::acquire), never
+/// journaled; the journal fills them when it first takes the run. A tool's result may hold any
+/// character, NUL included, which `text` refuses: results are `bytea` holding UTF-8.
+const JOURNAL: &str = "
+    ALTER TABLE loopbound_runs
+        ADD COLUMN conversation text,
+        ADD COLUMN ledger       text,
+        ADD COLUMN state        text;
+    CREATE TABLE loopbound_replies (
+        run_id  text   NOT NULL REFERENCES loopbound_runs (run_id),
+        ordinal bigint NOT NULL,
+        reply   text   NOT NULL,
+        PRIMARY KEY (run_id, ordinal)
+    );
+    CREATE TABLE loopbound_calls (
+        run_id    text    NOT NULL REFERENCES loopbound_runs (run_id),
+        reply     bigint  NOT NULL,
+        idx       bigint  NOT NULL,
+        operation bigint,
+        is_error  boolean NOT NULL,
+        text      bytea   NOT NULL,
+        PRIMARY KEY (run_id, reply, idx)
+    );
+    CREATE UNIQUE INDEX loopbound_calls_by_operation
+        ON loopbound_calls (run_id, operation) WHERE operation IS NOT NULL;
+    CREATE TABLE loopbound_proposals (
+        run_id     text   NOT NULL REFERENCES loopbound_runs (run_id),
+        ordinal    bigint NOT NULL,
+        reply      bigint NOT NULL,
+        idx        bigint NOT NULL,
+        tool       text   NOT NULL,
+        capability text   NOT NULL,
+        effect     text   NOT NULL,
+        arguments  text   NOT NULL,
+        PRIMARY KEY (run_id, ordinal)
+    );
+    CREATE TABLE loopbound_decisions (
+        run_id  text   NOT NULL REFERENCES loopbound_runs (run_id),
+        ordinal bigint NOT NULL,
+        verdict    text   NOT NULL,
+        decided_by text   NOT NULL,
+        PRIMARY KEY (run_id, ordinal)
+    );
+    CREATE TABLE loopbound_started (
+        run_id  text   NOT NULL REFERENCES loopbound_runs (run_id),
+        ordinal bigint NOT NULL,
+        start   bigint NOT NULL,
+        PRIMARY KEY (run_id, ordinal, start)
+    );
+    CREATE TABLE loopbound_reconciliations (
+        run_id     text   NOT NULL REFERENCES loopbound_runs (run_id),
+        ordinal    bigint NOT NULL,
+        start      bigint NOT NULL,
+        resolution text   NOT NULL,
+        result        bytea,
+        reconciled_by text   NOT NULL,
+        PRIMARY KEY (run_id, ordinal, start)
+    );
+    CREATE TABLE loopbound_events (
+        run_id    text   NOT NULL REFERENCES loopbound_runs (run_id),
+        seq       bigint NOT NULL,
+        kind      text   NOT NULL,
+        name      text   NOT NULL,
+        count     bigint NOT NULL,
+        operation  text,
+        decided_by text,
+        PRIMARY KEY (run_id, seq)
+    );
+";
 
 /// The newest schema version this build knows.
 #[must_use]

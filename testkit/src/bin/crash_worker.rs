@@ -8,7 +8,10 @@
 //!
 //! `<dir>` holds `runs.db` (the SQLite journal), `effects` (one fsynced line per effect body
 //! that ran, written by the body itself) and `asks` (one fsynced line per model reply asked
-//! for). At the injection point the worker prints `at <point>` and waits for its SIGKILL.
+//! for). With `CRASH_WORKER_DATABASE_URL` set, the journal is PostgreSQL at that URL instead
+//! (`runs.db` unused): each process is its own worker (`crash-worker:<pid>`) with a 2 s lease,
+//! so a resume after a kill waits for the killed worker's lease to expire, then takes the run
+//! over. At the injection point the worker prints `at <point>` and waits for its SIGKILL.
 //! Otherwise it prints `outcome <status> <operation or ->` or `error <message>`.
 //!
 //! Injection points (operations: 1 `lookup_order`, 2 and 3 `refund`, 4 `send_receipt`):
@@ -29,11 +32,18 @@ use loopbound::journal::{
 };
 use loopbound::tool::Policy;
 use loopbound::{Runtime, Scope};
+use loopbound_postgres::{Config, PostgresJournal, WorkerId};
 use loopbound_sqlite::SqliteJournal;
 use loopbound_testkit::refund::{self, EffectSink, FileSink};
 
 /// The run every worker of one directory works on.
 const RUN: &str = "crash-run";
+
+/// The variable naming the PostgreSQL database to journal in, instead of `<dir>/runs.db`.
+const DATABASE_URL: &str = "CRASH_WORKER_DATABASE_URL";
+
+/// Each PostgreSQL worker's lease: short, so a resume after a kill does not wait long.
+const LEASE: Duration = Duration::from_secs(2);
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -62,7 +72,12 @@ fn reached(point: &str) -> ! {
 async fn dispatch(args: &[String]) -> String {
     let [mode, dir, rest @ ..] = args else { fail("usage: crash-worker MODE DIR ...") };
     let dir = PathBuf::from(dir);
-    let journal = SqliteJournal::open(dir.join("runs.db")).unwrap_or_else(|error| fail(&error.to_string()));
+    let journal = match std::env::var(DATABASE_URL) {
+        Ok(url) => Backend::Postgres(Box::new(postgres(&url).await)),
+        Err(_) => Backend::Sqlite(
+            SqliteJournal::open(dir.join("runs.db")).unwrap_or_else(|error| fail(&error.to_string())),
+        ),
+    };
     match (mode.as_str(), rest) {
         ("run", [policy, point]) => run(&dir, journal, policy, point).await,
         ("approve", [operation, point]) => approve(journal, operation, point).await,
@@ -86,26 +101,75 @@ fn append(path: &Path, line: &str) {
     }
 }
 
-async fn run(dir: &Path, journal: SqliteJournal, policy: &str, point: &str) -> String {
+async fn run(dir: &Path, journal: Backend, policy: &str, point: &str) -> String {
     let policy = if policy == "ask" { Policy::Ask } else { Policy::Allow };
     let sink = Arc::new(Blocking { inner: FileSink::new(dir.join("effects")), point: point.to_owned() });
     let tools = refund::tools(sink as Arc<dyn EffectSink>, policy);
     let asks = dir.join("asks");
     let model = refund::model(refund::long_script(), move |step| append(&asks, &step.to_string()));
     let runtime = Runtime::harness(&tools.set, model);
-    let scope = Scope::builder()
-        .grants(refund::CAPABILITIES)
-        .build()
-        .unwrap_or_else(|error| fail(&error.to_string()));
     let journal = Injecting { inner: journal, point: point.to_owned() };
-    let mut conversation = refund::conversation();
-    match runtime.run_journaled(&journal, &run_id(), &scope, &mut conversation, |()| true).await {
-        Ok(outcome) => format!("outcome {} {}", outcome.status(), outcome.operation().unwrap_or("-")),
-        Err(error) => format!("error {error}"),
+    // A killed PostgreSQL worker's lease holds the run until it expires: wait, then take over.
+    for _ in 0..10 {
+        let scope = Scope::builder()
+            .grants(refund::CAPABILITIES)
+            .build()
+            .unwrap_or_else(|error| fail(&error.to_string()));
+        let mut conversation = refund::conversation();
+        match runtime.run_journaled(&journal, &run_id(), &scope, &mut conversation, |()| true).await {
+            Ok(outcome) => {
+                return format!("outcome {} {}", outcome.status(), outcome.operation().unwrap_or("-"));
+            }
+            Err(loopbound::RunError::Journal(JournalError::LeaseHeld { remaining, .. })) => {
+                tokio::time::sleep(remaining + Duration::from_millis(50)).await;
+            }
+            Err(error) => return format!("error {error}"),
+        }
+    }
+    "error the run's lease stayed held".to_owned()
+}
+
+/// This process's journal on PostgreSQL.
+async fn postgres(url: &str) -> PostgresJournal {
+    let config = Config::new(url).unwrap_or_else(|error| fail(&error.to_string()));
+    let worker = WorkerId::new(format!("crash-worker:{}", std::process::id()))
+        .unwrap_or_else(|error| fail(&error.to_string()));
+    PostgresJournal::connect(&config, worker)
+        .await
+        .and_then(|journal| journal.with_lease(LEASE))
+        .unwrap_or_else(|error| fail(&error.to_string()))
+}
+
+/// The journal this process writes to.
+enum Backend {
+    Sqlite(SqliteJournal),
+    Postgres(Box<PostgresJournal>),
+}
+
+impl Journal for Backend {
+    async fn acquire(&self, run: &RunId, fresh: RunRow) -> Result<StoredRun, JournalError> {
+        match self {
+            Self::Sqlite(journal) => journal.acquire(run, fresh).await,
+            Self::Postgres(journal) => journal.acquire(run, fresh).await,
+        }
+    }
+
+    async fn load(&self, run: &RunId) -> Result<Option<StoredRun>, JournalError> {
+        match self {
+            Self::Sqlite(journal) => journal.load(run).await,
+            Self::Postgres(journal) => journal.load(run).await,
+        }
+    }
+
+    async fn commit(&self, run: &RunId, fence: Fence, batch: Batch) -> Result<(), JournalError> {
+        match self {
+            Self::Sqlite(journal) => journal.commit(run, fence, batch).await,
+            Self::Postgres(journal) => journal.commit(run, fence, batch).await,
+        }
     }
 }
 
-async fn approve(journal: SqliteJournal, operation: &str, point: &str) -> String {
+async fn approve(journal: Backend, operation: &str, point: &str) -> String {
     let operation = OperationId::parse(operation).unwrap_or_else(|error| fail(&error.to_string()));
     let record =
         journal::inspect(&journal, operation.run()).await.unwrap_or_else(|error| fail(&error.to_string()));
@@ -118,7 +182,7 @@ async fn approve(journal: SqliteJournal, operation: &str, point: &str) -> String
     }
 }
 
-async fn reconcile(dir: &Path, journal: SqliteJournal, operation: &str, resolution: &str) -> String {
+async fn reconcile(dir: &Path, journal: Backend, operation: &str, resolution: &str) -> String {
     let operation = OperationId::parse(operation).unwrap_or_else(|error| fail(&error.to_string()));
     let resolution = match resolution {
         "ran" => Resolution::Ran { result: format!("Refund found in {}.", dir.join("effects").display()) },
@@ -154,7 +218,7 @@ impl EffectSink for Blocking {
 
 /// The journal, which stops the process before or after the commit of the injection point.
 struct Injecting {
-    inner: SqliteJournal,
+    inner: Backend,
     point: String,
 }
 

@@ -4,6 +4,8 @@
 
 mod connect;
 mod fencing;
+mod journal;
+mod journal_processes;
 mod leases;
 mod processes;
 mod schema;

@@ -18,39 +18,45 @@ const WORKER: &str = "LOOPBOUND_POSTGRES_TEST_WORKER";
 /// Marks the lines a child reports, apart from what libtest prints on the same stream.
 const MARK: &str = "@@ ";
 
-fn role() -> Option<String> {
+pub(crate) fn role() -> Option<String> {
     std::env::var(ROLE).ok()
 }
 
-fn report(line: &str) {
+pub(crate) fn report(line: &str) {
     println!("{MARK}{line}");
 }
 
-/// Runs this binary's test `test` as a child with `role`, connected to `url` as `name`.
-fn spawn(test: &str, role: &str, url: &str, name: &str) -> Child {
-    Command::new(std::env::current_exe().expect("the test binary"))
+/// The command that runs this binary's test `test` as a child with `role`, connected to `url`
+/// as `name`.
+pub(crate) fn command(test: &str, role: &str, url: &str, name: &str) -> Command {
+    let mut command = Command::new(std::env::current_exe().expect("the test binary"));
+    command
         .args(["--exact", test, "--nocapture", "--test-threads=1"])
         .env(ROLE, role)
         .env(URL, url)
         .env(WORKER, name)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("the test binary runs again")
+        .stderr(Stdio::inherit());
+    command
+}
+
+/// Runs this binary's test `test` as a child with `role`, connected to `url` as `name`.
+fn spawn(test: &str, role: &str, url: &str, name: &str) -> Child {
+    command(test, role, url, name).spawn().expect("the test binary runs again")
 }
 
 /// The child's next report, or `None` when its output ends.
-fn next_report(lines: &mut Lines<BufReader<ChildStdout>>) -> Option<String> {
+pub(crate) fn next_report(lines: &mut Lines<BufReader<ChildStdout>>) -> Option<String> {
     lines.map_while(Result::ok).find_map(|line| line.split_once(MARK).map(|(_, report)| report.to_owned()))
 }
 
-fn runtime() -> tokio::runtime::Runtime {
+pub(crate) fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a runtime")
 }
 
 /// A child's start: a runtime, the URL and the worker id its parent gave.
-fn child_start() -> (tokio::runtime::Runtime, String, loopbound_postgres::WorkerId) {
+pub(crate) fn child_start() -> (tokio::runtime::Runtime, String, loopbound_postgres::WorkerId) {
     let url = std::env::var(URL).expect("the parent gives the URL");
     let name = worker(&std::env::var(WORKER).expect("the parent gives the worker id"));
     (runtime(), url, name)

@@ -1,0 +1,221 @@
+//! The journal (SPEC §15) on PostgreSQL, for many workers (SPEC §16): [`PostgresJournal`]
+//! implements [`loopbound::journal::Journal`] with the rows and semantics of
+//! `loopbound-sqlite`, plus a lease per run.
+//!
+//! A journal value is one worker: it is built with a [`WorkerId`] and a lease duration. Its
+//! `acquire` takes the run's lease (adding one to the epoch) when the run is new, its lease was
+//! released or has expired, or this worker already holds it; another worker's live lease is
+//! refused with [`JournalError::LeaseHeld`], so two workers racing for one run cannot both run
+//! it. Every commit of the attempt is fenced by its epoch and renews the lease; the attempt's
+//! last commit (the one that records how it ended) releases it.
+//!
+//! # Invariants
+//!
+//! - Each operation is one transaction: `acquire` and `commit` commit whole or write nothing;
+//!   `load` reads one snapshot (`REPEATABLE READ`, read only). A failed operation rolls its
+//!   transaction back before it returns, so it holds no lock once the caller has its error.
+//! - A commit under an epoch that is no longer the run's is
+//!   [`LeaseLost`](JournalError::LeaseLost) and writes nothing: a worker paused past its lease
+//!   while another took the run over runs no further effect, because an effect's body starts
+//!   only after its `started` record committed.
+//! - Failures are typed [`JournalError`]s, never panics; a server that is down or refuses is
+//!   [`Storage`](JournalError::Storage), and no message carries the password.
+
+mod convert;
+mod read;
+mod write;
+
+use std::fmt;
+use std::future::Future;
+use std::time::Duration;
+
+use loopbound::journal::{Batch, Fence, Journal, JournalError, RunId, RunRow, StoredRun};
+use tokio_postgres::IsolationLevel;
+
+use crate::config::Config;
+use crate::error::Error;
+use crate::id::WorkerId;
+use crate::lease::micros;
+use crate::store::Store;
+use write::{ACQUIRE_ATTEMPTS, Writer};
+
+/// One worker's journal on a PostgreSQL database.
+#[derive(Clone)]
+pub struct PostgresJournal {
+    store: Store,
+    worker: WorkerId,
+    lease: Duration,
+    lease_micros: i64,
+}
+
+impl fmt::Debug for PostgresJournal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PostgresJournal")
+            .field("worker", &self.worker)
+            .field("lease", &self.lease)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PostgresJournal {
+    /// The journal of `worker` on `store`, with the store's configured lease
+    /// ([`Config::lease`]: `LOOPBOUND_LEASE_SECS`, 30 s by default).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Config`] when the configured lease is longer than [`MAX_LEASE`](crate::MAX_LEASE).
+    pub fn new(store: Store, worker: WorkerId) -> Result<Self, Error> {
+        let lease = store.config().lease();
+        Self { store, worker, lease, lease_micros: 1 }.with_lease(lease)
+    }
+
+    /// Connects to the database of `config` (migrating it) and returns `worker`'s journal on
+    /// it.
+    ///
+    /// ```no_run
+    /// use loopbound::journal::RunId;
+    /// use loopbound_postgres::{Config, PostgresJournal, WorkerId};
+    ///
+    /// # async fn demo(runtime: loopbound::Runtime<impl loopbound::transport::Transport>, scope: loopbound::Scope)
+    /// # -> Result<(), Box<dyn std::error::Error>> {
+    /// let worker = WorkerId::new(format!("host-a:{}", std::process::id()))?;
+    /// let journal = PostgresJournal::connect(&Config::from_env()?, worker).await?;
+    /// let run = RunId::new("refund-42")?;
+    /// let mut conversation = vec![loopbound::Message::user("Refund order 42.")];
+    /// match runtime.run_journaled(&journal, &run, &scope, &mut conversation, |()| true).await {
+    ///     Ok(outcome) => println!("{}", outcome.status()),
+    ///     // Another worker runs it now; nothing started here.
+    ///     Err(loopbound::RunError::Journal(loopbound::journal::JournalError::LeaseHeld { remaining, .. })) => {
+    ///         println!("busy; retry in {} ms", remaining.as_millis());
+    ///     }
+    ///     Err(other) => return Err(other.into()),
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As [`Store::connect`] and [`new`](Self::new).
+    pub async fn connect(config: &Config, worker: WorkerId) -> Result<Self, Error> {
+        Self::new(Store::connect(config).await?, worker)
+    }
+
+    /// Sets how long each grant or fenced write holds the run. The server ends a transaction
+    /// left idle for the store's configured lease ([`Config::lease`]), not this one: set the
+    /// lease in the [`Config`] instead where the two should agree.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Config`] for zero or more than [`MAX_LEASE`](crate::MAX_LEASE).
+    pub fn with_lease(mut self, lease: Duration) -> Result<Self, Error> {
+        self.lease_micros = micros(lease)?;
+        self.lease = lease;
+        Ok(self)
+    }
+
+    /// The store this journal writes through.
+    #[must_use]
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// The worker this journal acquires runs for.
+    #[must_use]
+    pub fn worker(&self) -> &WorkerId {
+        &self.worker
+    }
+
+    /// How long each grant or fenced write holds the run.
+    #[must_use]
+    pub fn lease(&self) -> Duration {
+        self.lease
+    }
+
+    fn writer(&self) -> Writer<'_> {
+        Writer { redactor: self.store.redactor(), worker: &self.worker, lease_micros: self.lease_micros }
+    }
+
+    async fn acquire_run(&self, run: &RunId, fresh: RunRow) -> Result<StoredRun, JournalError> {
+        let mut client = self.store.client().await?;
+        let writer = self.writer();
+        for _ in 0..ACQUIRE_ATTEMPTS {
+            let transaction = client.transaction().await.map_err(|e| self.fail(&e))?;
+            match writer.acquire(&transaction, run.as_str(), &fresh).await {
+                Ok(Some(stored)) => {
+                    transaction.commit().await.map_err(|e| self.fail(&e))?;
+                    return Ok(stored);
+                }
+                Ok(None) => transaction.rollback().await.map_err(|e| self.fail(&e))?,
+                Err(error) => return Err(rolled_back(transaction, error).await),
+            }
+        }
+        Err(JournalError::Storage(format!(
+            "the run's lease changed hands {ACQUIRE_ATTEMPTS} times during one acquisition"
+        )))
+    }
+
+    async fn load_run(&self, run: &RunId) -> Result<Option<StoredRun>, JournalError> {
+        let mut client = self.store.client().await?;
+        let transaction = client
+            .build_transaction()
+            .isolation_level(IsolationLevel::RepeatableRead)
+            .read_only(true)
+            .start()
+            .await
+            .map_err(|e| self.fail(&e))?;
+        match read::stored_run(&transaction, self.store.redactor(), run.as_str()).await {
+            Ok(stored) => {
+                transaction.commit().await.map_err(|e| self.fail(&e))?;
+                Ok(stored)
+            }
+            Err(error) => Err(rolled_back(transaction, error).await),
+        }
+    }
+
+    async fn commit_batch(&self, run: &RunId, fence: Fence, batch: Batch) -> Result<(), JournalError> {
+        let mut client = self.store.client().await?;
+        let transaction = client.transaction().await.map_err(|e| self.fail(&e))?;
+        match self.writer().commit(&transaction, run.as_str(), fence, &batch).await {
+            Ok(()) => transaction.commit().await.map_err(|e| self.fail(&e)),
+            Err(error) => Err(rolled_back(transaction, error).await),
+        }
+    }
+
+    fn fail(&self, error: &tokio_postgres::Error) -> JournalError {
+        JournalError::from(self.store.redactor().postgres(error))
+    }
+}
+
+/// Ends `transaction` before returning `error`. Dropping it would only queue the `ROLLBACK`,
+/// which a runtime that is not driven again (a current-thread runtime between two `block_on`
+/// calls) never sends: the transaction would keep the run's row locked, and its workers
+/// waiting, until the server's idle-in-transaction timeout. A failed rollback changes nothing
+/// for the caller (the server rolls back when the connection ends).
+async fn rolled_back(transaction: deadpool_postgres::Transaction<'_>, error: JournalError) -> JournalError {
+    let _ = transaction.rollback().await;
+    error
+}
+
+impl Journal for PostgresJournal {
+    fn acquire(
+        &self,
+        run: &RunId,
+        fresh: RunRow,
+    ) -> impl Future<Output = Result<StoredRun, JournalError>> + Send {
+        self.acquire_run(run, fresh)
+    }
+
+    fn load(&self, run: &RunId) -> impl Future<Output = Result<Option<StoredRun>, JournalError>> + Send {
+        self.load_run(run)
+    }
+
+    fn commit(
+        &self,
+        run: &RunId,
+        fence: Fence,
+        batch: Batch,
+    ) -> impl Future<Output = Result<(), JournalError>> + Send {
+        self.commit_batch(run, fence, batch)
+    }
+}

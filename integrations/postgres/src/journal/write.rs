@@ -1,0 +1,318 @@
+//! Writing: taking a run for an attempt under a lease, and one batch of rows, each in one
+//! transaction.
+//!
+//! # Invariants
+//!
+//! - A grant is one statement: an upsert whose update is conditioned on the run being
+//!   unfinished and its lease free, expired or this worker's. Of workers racing for one run,
+//!   one is granted while its lease is live; the others read the holder and are refused with
+//!   [`LeaseHeld`](JournalError::LeaseHeld), having written nothing.
+//! - A batch under [`Fence::Epoch`] first updates the run's row where the epoch and the holder
+//!   are the attempt's (renewing the lease): that checks the fence and locks the row until
+//!   commit, so a takeover is ordered wholly before the batch (which then writes nothing:
+//!   [`LeaseLost`](JournalError::LeaseLost)) or wholly after it. A [`Fence::Host`] batch locks
+//!   the row without a check. Either way the events' sequence is read under the lock.
+//! - A batch that sets the run's state is its attempt's last: it releases the lease in the same
+//!   transaction, so another worker may take the run at once.
+//! - Inserts never replace: a key that exists fails the statement (a unique violation, which is
+//!   a [`Conflict`](JournalError::Conflict)), and the whole transaction rolls back.
+
+use std::time::Duration;
+
+use deadpool_postgres::Transaction;
+use loopbound::journal::{Batch, Entry, Fence, JournalError, RunRow, StoredRun};
+use tokio_postgres::types::ToSql;
+
+use super::read;
+use crate::error::Redactor;
+use crate::id::WorkerId;
+use crate::lease::epoch_param;
+
+/// How many times `acquire` looks again when the lease it was refused turns out to be free.
+pub(super) const ACQUIRE_ATTEMPTS: usize = 3;
+
+const GRANT: &str = "
+    INSERT INTO loopbound_runs AS r
+           (run_id, epoch, attempts, lease_holder, lease_until, conversation, ledger, state)
+    VALUES ($1, 1, 1, $2, now() + $3::bigint * interval '1 microsecond', $4, $5, $6)
+    ON CONFLICT (run_id) DO UPDATE
+       SET epoch = r.epoch + 1,
+           attempts = r.attempts + 1,
+           lease_holder = excluded.lease_holder,
+           lease_until = excluded.lease_until,
+           conversation = coalesce(r.conversation, excluded.conversation),
+           ledger = coalesce(r.ledger, excluded.ledger),
+           state = excluded.state,
+           updated_at = now()
+     WHERE coalesce(r.state, '') NOT LIKE 'finished:%'
+       AND (r.lease_holder IS NULL OR r.lease_until <= now() OR r.lease_holder = excluded.lease_holder)
+    RETURNING r.epoch";
+
+const REFUSAL: &str = "
+    SELECT coalesce(state, '') LIKE 'finished:%',
+           lease_holder,
+           greatest(0, (extract(epoch FROM lease_until - now()) * 1000000))::bigint
+      FROM loopbound_runs WHERE run_id = $1";
+
+const FENCE: &str = "
+    UPDATE loopbound_runs
+       SET lease_until = now() + $4::bigint * interval '1 microsecond', updated_at = now()
+     WHERE run_id = $1 AND epoch = $2 AND lease_holder = $3
+    RETURNING epoch";
+
+const LOCK: &str = "SELECT epoch FROM loopbound_runs WHERE run_id = $1 FOR UPDATE";
+
+const RELEASE: &str =
+    "UPDATE loopbound_runs SET lease_holder = NULL, lease_until = NULL, updated_at = now() WHERE run_id = $1";
+
+/// Who writes, and how to classify the database's errors.
+pub(super) struct Writer<'a> {
+    pub(super) redactor: &'a Redactor,
+    pub(super) worker: &'a WorkerId,
+    /// The lease duration in microseconds (checked when the journal was built).
+    pub(super) lease_micros: i64,
+}
+
+impl Writer<'_> {
+    fn fail(&self, error: &tokio_postgres::Error) -> JournalError {
+        JournalError::from(self.redactor.postgres(error))
+    }
+
+    async fn execute(
+        &self,
+        transaction: &Transaction<'_>,
+        sql: &str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<u64, JournalError> {
+        let statement = transaction.prepare_cached(sql).await.map_err(|e| self.fail(&e))?;
+        transaction.execute(&statement, params).await.map_err(|e| self.fail(&e))
+    }
+
+    async fn query_opt(
+        &self,
+        transaction: &Transaction<'_>,
+        sql: &str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<Option<tokio_postgres::Row>, JournalError> {
+        let statement = transaction.prepare_cached(sql).await.map_err(|e| self.fail(&e))?;
+        transaction.query_opt(&statement, params).await.map_err(|e| self.fail(&e))
+    }
+
+    /// Creates or takes `run` for a new attempt of this worker, or returns a finished run as it
+    /// is; commits and returns its rows. `Ok(None)` means the refusal turned out stale (the
+    /// lease expired or was released meanwhile): look again.
+    pub(super) async fn acquire(
+        &self,
+        transaction: &Transaction<'_>,
+        run: &str,
+        fresh: &RunRow,
+    ) -> Result<Option<StoredRun>, JournalError> {
+        let granted = self
+            .query_opt(
+                transaction,
+                GRANT,
+                &[
+                    &run,
+                    &self.worker.as_str(),
+                    &self.lease_micros,
+                    &fresh.conversation,
+                    &fresh.ledger,
+                    &fresh.state,
+                ],
+            )
+            .await?;
+        if granted.is_none() {
+            let row = self.query_opt(transaction, REFUSAL, &[&run]).await?;
+            let Some(row) = row else { return Ok(None) };
+            let finished: bool = row.get(0);
+            if !finished {
+                let (holder, remaining): (Option<String>, Option<i64>) = (row.get(1), row.get(2));
+                return match (holder, remaining) {
+                    (Some(holder), Some(remaining)) if remaining > 0 => Err(JournalError::LeaseHeld {
+                        holder,
+                        remaining: Duration::from_micros(remaining.unsigned_abs()),
+                    }),
+                    _ => Ok(None),
+                };
+            }
+        }
+        read::stored_run(transaction, self.redactor, run).await?.map_or_else(
+            || Err(JournalError::Storage("the run vanished inside its transaction".into())),
+            |stored| Ok(Some(stored)),
+        )
+    }
+
+    /// Checks `fence` and locks the run's row for the rest of the transaction.
+    async fn fence(
+        &self,
+        transaction: &Transaction<'_>,
+        run: &str,
+        fence: Fence,
+    ) -> Result<(), JournalError> {
+        let locked = match fence {
+            Fence::Epoch(epoch) => {
+                let epoch = epoch_param(epoch).map_err(JournalError::from)?;
+                let row = self
+                    .query_opt(transaction, FENCE, &[&run, &epoch, &self.worker.as_str(), &self.lease_micros])
+                    .await?;
+                if row.is_some() {
+                    return Ok(());
+                }
+                self.query_opt(transaction, LOCK, &[&run]).await?.map(|_| JournalError::LeaseLost)
+            }
+            Fence::Host => {
+                return match self.query_opt(transaction, LOCK, &[&run]).await? {
+                    Some(_) => Ok(()),
+                    None => Err(JournalError::UnknownRun),
+                };
+            }
+        };
+        Err(locked.unwrap_or(JournalError::UnknownRun))
+    }
+
+    /// Writes `batch` if `fence` holds (the caller commits the transaction).
+    pub(super) async fn commit(
+        &self,
+        transaction: &Transaction<'_>,
+        run: &str,
+        fence: Fence,
+        batch: &Batch,
+    ) -> Result<(), JournalError> {
+        self.fence(transaction, run, fence).await?;
+        let mut seq: i64 = self
+            .query_opt(
+                transaction,
+                "SELECT coalesce(max(seq), 0) FROM loopbound_events WHERE run_id = $1",
+                &[&run],
+            )
+            .await?
+            .map_or(0, |row| row.get(0));
+        let mut ends_attempt = false;
+        for entry in &batch.entries {
+            ends_attempt |= matches!(entry, Entry::State(_));
+            self.write(transaction, run, entry, &mut seq).await?;
+        }
+        if ends_attempt && matches!(fence, Fence::Epoch(_)) {
+            self.execute(transaction, RELEASE, &[&run]).await?;
+        }
+        Ok(())
+    }
+
+    async fn write(
+        &self,
+        transaction: &Transaction<'_>,
+        run: &str,
+        entry: &Entry,
+        seq: &mut i64,
+    ) -> Result<(), JournalError> {
+        let int = i64::from;
+        match entry {
+            Entry::Reply(row) => {
+                self.execute(
+                    transaction,
+                    "INSERT INTO loopbound_replies (run_id, ordinal, reply) VALUES ($1, $2, $3)",
+                    &[&run, &int(row.ordinal), &row.reply],
+                )
+                .await
+            }
+            Entry::Call(row) => {
+                self.execute(
+                    transaction,
+                    "INSERT INTO loopbound_calls (run_id, reply, idx, operation, is_error, text) \
+                     VALUES ($1, $2, $3, $4, $5, $6)",
+                    &[
+                        &run,
+                        &int(row.reply),
+                        &int(row.index),
+                        &row.operation.map(int),
+                        &row.is_error,
+                        &row.text.as_bytes(),
+                    ],
+                )
+                .await
+            }
+            Entry::Proposal(row) => {
+                self.execute(
+                    transaction,
+                    "INSERT INTO loopbound_proposals \
+                     (run_id, ordinal, reply, idx, tool, capability, effect, arguments) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+                    &[
+                        &run,
+                        &int(row.ordinal),
+                        &int(row.reply),
+                        &int(row.index),
+                        &row.tool,
+                        &row.capability,
+                        &row.effect,
+                        &row.arguments,
+                    ],
+                )
+                .await
+            }
+            Entry::Decision(row) => {
+                self.execute(
+                    transaction,
+                    "INSERT INTO loopbound_decisions (run_id, ordinal, verdict, decided_by) \
+                     VALUES ($1, $2, $3, $4)",
+                    &[&run, &int(row.ordinal), &row.verdict, &row.by],
+                )
+                .await
+            }
+            Entry::Started(row) => {
+                self.execute(
+                    transaction,
+                    "INSERT INTO loopbound_started (run_id, ordinal, start) VALUES ($1, $2, $3)",
+                    &[&run, &int(row.ordinal), &int(row.start)],
+                )
+                .await
+            }
+            Entry::Reconciliation(row) => {
+                self.execute(
+                    transaction,
+                    "INSERT INTO loopbound_reconciliations \
+                     (run_id, ordinal, start, resolution, result, reconciled_by) \
+                     VALUES ($1, $2, $3, $4, $5, $6)",
+                    &[
+                        &run,
+                        &int(row.ordinal),
+                        &int(row.start),
+                        &row.resolution,
+                        &row.result.as_deref().map(str::as_bytes),
+                        &row.by,
+                    ],
+                )
+                .await
+            }
+            Entry::Event(row) => {
+                *seq = seq
+                    .checked_add(1)
+                    .ok_or_else(|| JournalError::Corrupt("the events' sequence out of range".into()))?;
+                self.execute(
+                    transaction,
+                    "INSERT INTO loopbound_events (run_id, seq, kind, name, count, operation, decided_by) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7)",
+                    &[&run, &*seq, &row.kind, &row.name, &int(row.count), &row.operation, &row.by],
+                )
+                .await
+            }
+            Entry::Ledger(ledger) => {
+                self.execute(
+                    transaction,
+                    "UPDATE loopbound_runs SET ledger = $2 WHERE run_id = $1",
+                    &[&run, ledger],
+                )
+                .await
+            }
+            Entry::State(state) => {
+                self.execute(
+                    transaction,
+                    "UPDATE loopbound_runs SET state = $2 WHERE run_id = $1",
+                    &[&run, state],
+                )
+                .await
+            }
+        }
+        .map(drop)
+    }
+}
