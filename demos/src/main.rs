@@ -25,11 +25,16 @@ fn main() -> ExitCode {
             return exit(EXIT_INTERNAL);
         }
     };
-    exit(runtime.block_on(async {
+    let code = runtime.block_on(async {
         let caller = CancellationToken::new();
         cancel_on_ctrl_c(caller.clone()).await;
         console::execute(&cli, caller, &mut std::io::stdout().lock(), &mut std::io::stderr().lock()).await
-    }))
+    });
+    // The outcome is printed. A reply still being parsed on the blocking pool when the run ended
+    // (its deadline passed mid-parse) is abandoned rather than waited for: dropping the runtime
+    // would wait for it, and the process would exit after its deadline.
+    runtime.shutdown_background();
+    exit(code)
 }
 
 /// Cancels `caller` on Ctrl-C (SIGINT). The handler is registered before this returns, so an

@@ -22,7 +22,7 @@ fn main() -> ExitCode {
             return exit(EXIT_INTERNAL);
         }
     };
-    exit(runtime.block_on(async {
+    let code = runtime.block_on(async {
         let caller = CancellationToken::new();
         let on_interrupt = caller.clone();
         tokio::spawn(async move {
@@ -31,7 +31,12 @@ fn main() -> ExitCode {
             }
         });
         mcp::execute(&cli, caller, &mut std::io::stdout().lock(), &mut std::io::stderr().lock()).await
-    }))
+    });
+    // The outcome is printed. A reply still being parsed on the blocking pool when the run ended
+    // (its deadline passed mid-parse) is abandoned rather than waited for: dropping the runtime
+    // would wait for it, and the process would exit after its deadline.
+    runtime.shutdown_background();
+    exit(code)
 }
 
 fn exit(code: i32) -> ExitCode {

@@ -184,6 +184,8 @@ const INLINE_WORK: usize = 256 << 10;
 
 /// Runs `work` on the runtime's blocking pool. If the call is dropped meanwhile (the deadline, a
 /// halt, the caller), the work finishes on its own and its result is dropped.
+/// Dropping the runtime waits for it (tokio's rule for blocking work): a process that exits
+/// right after a run shuts its runtime down with `shutdown_background` instead.
 async fn off_the_task<T: Send + 'static>(
     work: impl FnOnce() -> T + Send + 'static,
 ) -> Result<T, TransportError> {
