@@ -202,6 +202,11 @@ impl ControlEvent {
         self.kind
     }
 
+    /// The name as the event holds it, to share with a later event of the same scope.
+    pub(crate) fn shared_name(&self) -> &Arc<str> {
+        &self.name
+    }
+
     /// The tool's name, or `model` for model calls and model-budget halts.
     #[must_use]
     pub fn name(&self) -> &str {

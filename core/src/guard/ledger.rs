@@ -21,6 +21,10 @@
 //!   skipped computing it (see [`Admission::NeedsSignature`]) is asked for it, never admitted
 //!   without it.
 //! - The n-th `ModelCall`, `ToolCall` and `Middleware` events carry count n.
+//! - Events name tools with the scope's own copy of each name ([`Ledger::local`]), never with
+//!   the tool set's shared `Arc`: tools are shared by every request on every thread, and a
+//!   reference count bumped by each event would be one cache line that all of them write.
+//!   Journal events may hold the shared name: they come with a durable commit anyway.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -107,8 +111,19 @@ impl Ledger {
             return Stop::Halted(first);
         }
         self.stop = Some(reason);
-        self.events.push(ControlEvent::new(EventKind::Halt(reason), Arc::clone(name), count));
+        let name = self.local(name);
+        self.events.push(ControlEvent::new(EventKind::Halt(reason), name, count));
         Stop::Halted(reason)
+    }
+
+    /// This scope's copy of `name`: the one an earlier event of this scope holds (the nearest
+    /// is usually the last or the one before: the call's own `Middleware` event, or the
+    /// previous call), else a new copy on the scope's first event about it.
+    fn local(&self, name: &Arc<str>) -> Arc<str> {
+        match self.events.iter().rev().map(ControlEvent::shared_name).find(|held| ***held == **name) {
+            Some(held) => Arc::clone(held),
+            None => Arc::from(&**name),
+        }
     }
 
     /// Admits one model call, or halts with `ModelBudget`. Returns the new model-call count.
@@ -126,7 +141,8 @@ impl Ledger {
     pub(crate) fn observe_middleware(&mut self, gate: Gate, tool: &Arc<str>) -> Result<u32, Stop> {
         self.check(gate, Activity::Tool(tool))?;
         self.middleware += 1;
-        self.events.push(ControlEvent::new(EventKind::Middleware, Arc::clone(tool), self.middleware));
+        let tool = self.local(tool);
+        self.events.push(ControlEvent::new(EventKind::Middleware, tool, self.middleware));
         Ok(self.middleware)
     }
 
@@ -160,7 +176,8 @@ impl Ledger {
         }
         *self.repetitions.entry(signature).or_insert(0) += 1;
         self.tool_calls += 1;
-        self.events.push(ControlEvent::new(EventKind::ToolCall, Arc::clone(tool), self.tool_calls));
+        let tool = self.local(tool);
+        self.events.push(ControlEvent::new(EventKind::ToolCall, tool, self.tool_calls));
         Ok(Admission::Admitted(self.tool_calls))
     }
 
