@@ -20,7 +20,8 @@ use loopbound_sqlite::{SqliteJournal, Synchronous};
 use loopbound_testkit::refund::{self, EffectSink, MemorySink};
 use loopbound_testkit::scratch;
 
-/// Effects in one run (one model reply asking for this many refunds).
+/// Effects in one run (one model reply asking for this many refunds, so the run allows this
+/// many calls per reply).
 const EFFECTS_PER_RUN: u32 = 20;
 
 /// The journal, timing each effect from its `started` commit to its result commit.
@@ -80,7 +81,7 @@ async fn one_run(journal: &Timed, run: &RunId, reads: bool) -> u64 {
         .collect();
     let script = vec![ModelReply::calls(calls), ModelReply::text(refund::CLOSING)];
     let runtime = Runtime::harness(&tools.set, refund::model(script, |_| {}));
-    let limits = Limits::default().with_tool_calls(EFFECTS_PER_RUN);
+    let limits = Limits::default().with_tool_calls(EFFECTS_PER_RUN).with_calls_per_reply(EFFECTS_PER_RUN);
     let scope = Scope::builder().grants(refund::CAPABILITIES).limits(limits).build().expect("valid limits");
     let before = journal.inner.commits();
     let outcome = runtime
