@@ -120,6 +120,15 @@ impl GuardModel {
         Ok(self.model_calls)
     }
 
+    /// A reply that asked for more tool calls than the bound: the cancellation check, then the
+    /// `TooManyCalls` halt charged to the model at its current count.
+    pub fn refuse_reply(&mut self) -> Stop {
+        if let Err(stop) = self.check(Charge::Model) {
+            return stop;
+        }
+        self.halt(HaltReason::TooManyCalls, "model", self.model_calls)
+    }
+
     /// The middleware sees a call of `tool`.
     ///
     /// # Errors

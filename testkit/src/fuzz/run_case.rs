@@ -476,6 +476,9 @@ impl<'a> Simulation<'a> {
             if calls.is_empty() {
                 return SimEnd::Reply(text.clone());
             }
+            if calls.len() > self.case.limits().calls_per_reply() as usize {
+                return SimEnd::Stopped(self.model.refuse_reply());
+            }
             for call in calls {
                 if let Err(stop) = self.tool_call(call) {
                     return SimEnd::Stopped(stop);
