@@ -36,13 +36,15 @@ async fn race(limits: Limits, input_of: fn(usize) -> i64) -> (usize, usize, u32,
     (ok, refused, scope.tool_calls(), scope.state().bodies_run(), scope.stop_reason())
 }
 
-/// A body runs at most once per admission, and only for a call that returned its result: an
-/// admitted call whose scope was halted by a later refusal before its body started never starts it
-/// (SPEC §4 step 3), and its reservation stays counted. Every other call was refused.
+/// A body runs at most once per admission: an admitted call whose scope was halted by a later
+/// refusal before its body started never starts it (SPEC §4 step 3; its reservation stays
+/// counted), and one halted while its body ran does not return the body's result (step 4). So
+/// every call that returned a result ran its body, and no more bodies ran than were admitted.
 fn assert_bodies_follow_admissions(ok: usize, refused: usize, admitted: u32, bodies: u32) {
     assert_eq!(ok + refused, TASKS, "every call either returned or was refused");
-    assert_eq!(usize::try_from(bodies).expect("small"), ok, "a body ran for each call that returned");
-    assert!(bodies <= admitted, "at most one body per admission: {bodies} > {admitted}");
+    let bodies = usize::try_from(bodies).expect("small");
+    assert!(ok <= bodies, "a call returned without its body: {ok} results, {bodies} bodies");
+    assert!(bodies <= usize::try_from(admitted).expect("small"), "{bodies} bodies > {admitted} admissions");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
