@@ -3,8 +3,11 @@
 //!
 //! # Invariants
 //!
-//! - Scopes and tools are built before the threads start; every thread waits at one barrier and
-//!   times itself from there, so thread start-up is never measured.
+//! - Tools are built before the threads start, and scopes before the barrier: the shared scope
+//!   by the main thread, independent scopes by the thread that uses them (as each request's task
+//!   makes its own scope in a service, so neighbouring allocations belong to one thread). Every
+//!   thread waits at one barrier and times itself from there, so neither thread start-up nor
+//!   scope construction is measured.
 //! - The reported time is the slowest thread's: the wall time until every admission is done.
 //! - Every call is counted as admitted or not; a measurement whose calls were refused says so
 //!   instead of reporting a time for refusals.
@@ -62,18 +65,19 @@ pub fn shared_scope(threads: usize, per_thread: u32) -> Parallel {
 }
 
 /// `threads` threads admit `per_scope` calls on each of `scopes` independent scopes: thread `t`
-/// takes scopes `t`, `t + threads`, …, and calls them round-robin, one call per scope per round,
-/// as concurrent requests would.
+/// makes scopes `t`, `t + threads`, … itself, then calls them round-robin, one call per scope per
+/// round, as concurrent requests would.
 #[must_use]
 pub fn independent_scopes(threads: usize, scopes: usize, per_scope: u32) -> Parallel {
-    let fixtures: Vec<Fixture> = (0..scopes).map(|_| Fixture::roomy(per_scope)).collect();
     let barrier = Barrier::new(threads);
     let results: Vec<(Duration, u64)> = thread::scope(|s| {
         let workers: Vec<_> = (0..threads)
             .map(|first| {
-                let mine: Vec<&Fixture> = fixtures.iter().skip(first).step_by(threads).collect();
                 let barrier = &barrier;
                 s.spawn(move || {
+                    // Each thread makes the scopes of its own requests, as a service's tasks do.
+                    let mine: Vec<Fixture> =
+                        (first..scopes).step_by(threads).map(|_| Fixture::roomy(per_scope)).collect();
                     barrier.wait();
                     let start = Instant::now();
                     let mut admitted = 0;
