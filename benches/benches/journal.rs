@@ -8,14 +8,13 @@
 //! asserts only the commit counts, which are exact.
 
 use std::sync::Arc;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::time::{Duration, Instant};
 
-use loopbound::journal::{Batch, Entry, Fence, Journal, JournalError, RunId, RunRow, StoredRun};
+use loopbound::journal::RunId;
 use loopbound::tool::Policy;
 use loopbound::transport::{ModelReply, ToolCall};
 use loopbound::{Limits, Runtime, Scope, Status};
+use loopbound_benches::journal::{TimedJournal, percentile};
 use loopbound_sqlite::{SqliteJournal, Synchronous};
 use loopbound_testkit::refund::{self, EffectSink, MemorySink};
 use loopbound_testkit::scratch;
@@ -24,50 +23,8 @@ use loopbound_testkit::scratch;
 /// many calls per reply).
 const EFFECTS_PER_RUN: u32 = 20;
 
-/// The journal, timing each effect from its `started` commit to its result commit.
-struct Timed {
-    inner: SqliteJournal,
-    started: Mutex<Vec<(u32, Instant)>>,
-    effects: Mutex<Vec<Duration>>,
-}
-
-impl Journal for Timed {
-    async fn acquire(&self, run: &RunId, fresh: RunRow) -> Result<StoredRun, JournalError> {
-        self.inner.acquire(run, fresh).await
-    }
-
-    async fn load(&self, run: &RunId) -> Result<Option<StoredRun>, JournalError> {
-        self.inner.load(run).await
-    }
-
-    async fn commit(&self, run: &RunId, fence: Fence, batch: Batch) -> Result<(), JournalError> {
-        let now = Instant::now();
-        let starts: Vec<u32> = batch
-            .entries
-            .iter()
-            .filter_map(|e| if let Entry::Started(s) = e { Some(s.ordinal) } else { None })
-            .collect();
-        let results: Vec<u32> = batch
-            .entries
-            .iter()
-            .filter_map(|e| if let Entry::Call(c) = e { c.operation } else { None })
-            .collect();
-        self.inner.commit(run, fence, batch).await?;
-        let done = Instant::now();
-        let mut started = self.started.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        started.extend(starts.into_iter().map(|ordinal| (ordinal, now)));
-        for ordinal in results {
-            if let Some(position) = started.iter().position(|(o, _)| *o == ordinal) {
-                let (_, at) = started.swap_remove(position);
-                self.effects.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(done - at);
-            }
-        }
-        Ok(())
-    }
-}
-
 /// One run of `EFFECTS_PER_RUN` refunds (or reads) on `journal`; returns the commits it made.
-async fn one_run(journal: &Timed, run: &RunId, reads: bool) -> u64 {
+async fn one_run(journal: &TimedJournal<SqliteJournal>, run: &RunId, reads: bool) -> u64 {
     let sink = Arc::new(MemorySink::default());
     let tools = refund::tools(Arc::clone(&sink) as Arc<dyn EffectSink>, Policy::Allow);
     let calls: Vec<ToolCall> = (1..=EFFECTS_PER_RUN)
@@ -83,7 +40,7 @@ async fn one_run(journal: &Timed, run: &RunId, reads: bool) -> u64 {
     let runtime = Runtime::harness(&tools.set, refund::model(script, |_| {}));
     let limits = Limits::default().with_tool_calls(EFFECTS_PER_RUN).with_calls_per_reply(EFFECTS_PER_RUN);
     let scope = Scope::builder().grants(refund::CAPABILITIES).limits(limits).build().expect("valid limits");
-    let before = journal.inner.commits();
+    let before = journal.inner().commits();
     let outcome = runtime
         .run_journaled(journal, run, &scope, &mut refund::conversation(), |()| true)
         .await
@@ -91,12 +48,7 @@ async fn one_run(journal: &Timed, run: &RunId, reads: bool) -> u64 {
     assert_eq!(outcome.status(), Status::Completed);
     let ran = if reads { 0 } else { EFFECTS_PER_RUN as usize };
     assert_eq!(sink.count("refund"), ran);
-    journal.inner.commits() - before
-}
-
-fn percentile(sorted: &[Duration], per_mille: usize) -> f64 {
-    let rank = (sorted.len() * per_mille).div_ceil(1000).max(1) - 1;
-    sorted[rank.min(sorted.len() - 1)].as_secs_f64() * 1e6
+    journal.inner().commits() - before
 }
 
 fn main() {
@@ -105,12 +57,10 @@ fn main() {
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
     let dir = scratch::dir("bench-journal");
     let modes = [("FULL", Synchronous::Full), ("NORMAL", Synchronous::Normal)];
-    let journals: Vec<Timed> = modes
+    let journals: Vec<TimedJournal<SqliteJournal>> = modes
         .iter()
-        .map(|(name, mode)| Timed {
-            inner: SqliteJournal::open_with(dir.join(format!("{name}.db")), *mode).expect("open"),
-            started: Mutex::new(Vec::new()),
-            effects: Mutex::new(Vec::new()),
+        .map(|(name, mode)| {
+            TimedJournal::new(SqliteJournal::open_with(dir.join(format!("{name}.db")), *mode).expect("open"))
         })
         .collect();
     let next = AtomicU32::new(0);
@@ -139,9 +89,10 @@ fn main() {
     println!("|---|---:|---:|---:|---:|---:|");
     let mut p50s = Vec::new();
     for ((name, _), journal) in modes.iter().zip(&journals) {
-        let mut effects = journal.effects.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
+        let mut effects = journal.effects();
         effects.sort_unstable();
-        let (p50, p99) = (percentile(&effects, 500), percentile(&effects, 990));
+        let micros = |per_mille| percentile(&effects, per_mille).as_secs_f64() * 1e6;
+        let (p50, p99) = (micros(500), micros(990));
         p50s.push(p50);
         println!("| {name} | {} | {p50:.0} | {p99:.0} | 2 | 0 |", effects.len());
     }

@@ -13,14 +13,14 @@
 //! `cargo test --benches` runs it as a smoke test with 10 per worker. Without PostgreSQL the
 //! PostgreSQL half prints `SKIPPED` (a failure under `LOOPBOUND_REQUIRE_SERVERS=1`).
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use loopbound::journal::{self, Batch, Entry, Fence, Journal, JournalError, RunId, RunRow, StoredRun};
+use loopbound::journal::{self, Journal, RunId};
 use loopbound::tool::Policy;
 use loopbound::{Runtime, Scope, Status};
+use loopbound_benches::journal::{TimedJournal, percentile};
 use loopbound_postgres::{Config, PostgresJournal, WorkerId};
 use loopbound_sqlite::SqliteJournal;
 use loopbound_testkit::postgres::{Cluster, Durability};
@@ -28,49 +28,6 @@ use loopbound_testkit::refund::{self, EffectSink, MemorySink};
 use loopbound_testkit::scratch;
 
 const WORKERS: usize = 8;
-
-/// A journal that times each effect from its `started` commit to its result commit.
-struct Timed<J> {
-    inner: J,
-    started: Mutex<HashMap<(String, u32), Instant>>,
-    effects: Arc<Mutex<Vec<Duration>>>,
-}
-
-impl<J: Journal> Journal for Timed<J> {
-    async fn acquire(&self, run: &RunId, fresh: RunRow) -> Result<StoredRun, JournalError> {
-        self.inner.acquire(run, fresh).await
-    }
-
-    async fn load(&self, run: &RunId) -> Result<Option<StoredRun>, JournalError> {
-        self.inner.load(run).await
-    }
-
-    async fn commit(&self, run: &RunId, fence: Fence, batch: Batch) -> Result<(), JournalError> {
-        let at = Instant::now();
-        let starts: Vec<u32> = batch
-            .entries
-            .iter()
-            .filter_map(|e| if let Entry::Started(s) = e { Some(s.ordinal) } else { None })
-            .collect();
-        let results: Vec<u32> = batch
-            .entries
-            .iter()
-            .filter_map(|e| if let Entry::Call(c) = e { c.operation } else { None })
-            .collect();
-        self.inner.commit(run, fence, batch).await?;
-        let done = Instant::now();
-        let mut started = self.started.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        for ordinal in starts {
-            started.insert((run.as_str().to_owned(), ordinal), at);
-        }
-        for ordinal in results {
-            if let Some(at) = started.remove(&(run.as_str().to_owned(), ordinal)) {
-                self.effects.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(done - at);
-            }
-        }
-        Ok(())
-    }
-}
 
 /// What one backend's load measured.
 struct Figures {
@@ -88,7 +45,7 @@ async fn load<J: Journal + 'static>(journals: Vec<J>, runs: usize, sink: Arc<Mem
         .into_iter()
         .map(|inner| {
             let (next, sink) = (Arc::clone(&next), Arc::clone(&sink));
-            let journal = Timed { inner, started: Mutex::new(HashMap::new()), effects: Arc::clone(&effects) };
+            let journal = TimedJournal::sharing(inner, Arc::clone(&effects));
             tokio::spawn(async move {
                 let tools = refund::tools(sink as Arc<dyn EffectSink>, Policy::Allow);
                 loop {
@@ -134,11 +91,6 @@ async fn check(journal: &impl Journal, runs: usize, sink: &MemorySink, figures: 
     }
 }
 
-fn percentile(sorted: &[Duration], per_mille: usize) -> f64 {
-    let rank = (sorted.len() * per_mille).div_ceil(1000).max(1) - 1;
-    sorted[rank.min(sorted.len() - 1)].as_secs_f64() * 1e3
-}
-
 fn row(name: &str, figures: &mut Figures) -> f64 {
     figures.effects.sort_unstable();
     let throughput = figures.runs as f64 / figures.elapsed.as_secs_f64();
@@ -146,8 +98,8 @@ fn row(name: &str, figures: &mut Figures) -> f64 {
         "| {name} | {} | {:.1} | {throughput:.0} | {:.2} | {:.2} |",
         figures.runs,
         figures.elapsed.as_secs_f64(),
-        percentile(&figures.effects, 500),
-        percentile(&figures.effects, 990),
+        percentile(&figures.effects, 500).as_secs_f64() * 1e3,
+        percentile(&figures.effects, 990).as_secs_f64() * 1e3,
     );
     throughput
 }

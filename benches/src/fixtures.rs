@@ -6,7 +6,7 @@
 //! - [`admit`] is the measured admission: bind the JSON arguments to the tool's typed input,
 //!   then check and reserve (signature, cancellation, permission, budget, repetition, reserve).
 //!   The body does not run.
-//! - An [`Armed`] scope refuses its next call of `read_ticket(42)` at exactly its [`Check`], and
+//! - A scope armed by [`Check::arm`] refuses its next call of `read_ticket(42)` at exactly its [`Check`], and
 //!   records that halt; a scope already halted refuses at the cancellation check without
 //!   recording anything more.
 

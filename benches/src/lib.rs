@@ -31,6 +31,7 @@
 #![allow(clippy::cast_precision_loss)]
 
 pub mod fixtures;
+pub mod journal;
 pub mod mcp;
 pub mod parallel;
 pub mod peers;
