@@ -52,7 +52,7 @@ enum Command {
         /// The round number written in the report's file name.
         #[arg(long, default_value_t = 1)]
         round: u32,
-        /// Also write the report to DIR/loopbound.async.r<ROUND>.json.
+        /// Also write the report to `DIR/loopbound.async.r<ROUND>.json`.
         #[arg(long, value_name = "DIR")]
         out: Option<PathBuf>,
     },
