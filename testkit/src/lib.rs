@@ -21,6 +21,7 @@
 #![warn(missing_docs)]
 
 pub mod aimock;
+pub mod chain;
 pub mod conformance;
 pub mod fuzz;
 pub mod hostile;
