@@ -48,6 +48,14 @@ pub enum HaltReason {
     /// The host's policy or an approver refused a proposal; the event names the
     /// operation and who decided.
     Denied,
+    /// A model call's reservation did not fit a token budget, a settlement crossed one, or a
+    /// stream passed its reservation.
+    TokenBudget,
+    /// A model call's or a priced tool's cost did not fit the cost budget, or a settlement
+    /// crossed it.
+    CostBudget,
+    /// A tool reached its own per-run limit.
+    ToolLimit,
 }
 
 impl HaltReason {
@@ -62,6 +70,9 @@ impl HaltReason {
             Self::DeadlineExceeded => "DeadlineExceeded",
             Self::TooManyCalls => "TooManyCalls",
             Self::Denied => "Denied",
+            Self::TokenBudget => "TokenBudget",
+            Self::CostBudget => "CostBudget",
+            Self::ToolLimit => "ToolLimit",
         }
     }
 }
@@ -127,7 +138,7 @@ impl fmt::Display for EventKind {
 
 impl HaltReason {
     /// Every halt reason of this version.
-    pub(crate) const ALL: [Self; 7] = [
+    pub(crate) const ALL: [Self; 10] = [
         Self::PermissionDenied,
         Self::RepeatedCall,
         Self::ToolBudget,
@@ -135,6 +146,9 @@ impl HaltReason {
         Self::DeadlineExceeded,
         Self::TooManyCalls,
         Self::Denied,
+        Self::TokenBudget,
+        Self::CostBudget,
+        Self::ToolLimit,
     ];
 }
 

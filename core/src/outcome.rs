@@ -17,6 +17,7 @@ use serde::{Serialize, Serializer};
 
 use crate::event::{ControlEvent, HaltReason};
 use crate::journal::JournalError;
+use crate::spend::Spend;
 use crate::transport::{TransportError, Usage};
 
 /// How a run ended.
@@ -49,6 +50,13 @@ pub enum Status {
     /// A crash fell between an effect's `started` record and its result: the effect may or may
     /// not have happened. The outcome names the operation; the host reconciles it, then resumes.
     Ambiguous,
+    /// A model call's reservation or a settlement did not fit a token budget; the outcome's
+    /// spend says by how much a settlement went past it.
+    TokenBudget,
+    /// A model call's or a priced tool's cost did not fit the cost budget.
+    CostBudget,
+    /// A tool reached its own per-run limit.
+    ToolLimit,
 }
 
 impl Status {
@@ -67,6 +75,9 @@ impl Status {
         Self::AwaitingApproval,
         Self::Denied,
         Self::Ambiguous,
+        Self::TokenBudget,
+        Self::CostBudget,
+        Self::ToolLimit,
     ];
 
     /// The status's name, e.g. `RepeatedCall`.
@@ -85,6 +96,9 @@ impl Status {
             Self::AwaitingApproval => "AwaitingApproval",
             Self::Denied => "Denied",
             Self::Ambiguous => "Ambiguous",
+            Self::TokenBudget => "TokenBudget",
+            Self::CostBudget => "CostBudget",
+            Self::ToolLimit => "ToolLimit",
         }
     }
 
@@ -111,6 +125,9 @@ impl From<HaltReason> for Status {
             HaltReason::DeadlineExceeded => Self::DeadlineExceeded,
             HaltReason::TooManyCalls => Self::TooManyCalls,
             HaltReason::Denied => Self::Denied,
+            HaltReason::TokenBudget => Self::TokenBudget,
+            HaltReason::CostBudget => Self::CostBudget,
+            HaltReason::ToolLimit => Self::ToolLimit,
         }
     }
 }
@@ -138,6 +155,7 @@ pub struct Outcome {
     usage: Option<Usage>,
     detail: Option<String>,
     operation: Option<Arc<str>>,
+    spend: Spend,
 }
 
 impl Outcome {
@@ -149,7 +167,7 @@ impl Outcome {
         usage: Option<Usage>,
     ) -> Self {
         let status = if completed { Status::Completed } else { Status::Incomplete };
-        Self { status, text, events, usage, detail: None, operation: None }
+        Self { status, text, events, usage, detail: None, operation: None, spend: Spend::default() }
     }
 
     /// A stopped run: no text.
@@ -160,7 +178,13 @@ impl Outcome {
         detail: Option<String>,
     ) -> Self {
         debug_assert!(!status.keeps_text(), "a stop keeps no text");
-        Self { status, text: None, events, usage, detail, operation: None }
+        Self { status, text: None, events, usage, detail, operation: None, spend: Spend::default() }
+    }
+
+    /// This outcome, with what the run spent.
+    pub(crate) fn spent(mut self, spend: Spend) -> Self {
+        self.spend = spend;
+        self
     }
 
     /// This outcome, naming the operation it stopped on (`AwaitingApproval`, `Denied`,
@@ -193,6 +217,13 @@ impl Outcome {
     #[must_use]
     pub fn usage(&self) -> Option<Usage> {
         self.usage
+    }
+
+    /// What the run spent: settled tokens and money, reservations still in flight, calls that
+    /// exceeded their reservation, and how far past its budgets it went (with every status).
+    #[must_use]
+    pub fn spend(&self) -> &Spend {
+        &self.spend
     }
 
     /// For `ProviderUnavailable`, what the transport reported (e.g. a retry-after delay).
@@ -235,6 +266,9 @@ pub enum RunError {
     /// A journaled run's journal refused or failed: it fails closed, so nothing that
     /// could not be recorded ran.
     Journal(JournalError),
+    /// The run has a cost budget but no price for what it may spend on (the model, or a tool
+    /// of its set): nothing ran.
+    Unpriced(String),
 }
 
 impl fmt::Display for RunError {
@@ -245,6 +279,7 @@ impl fmt::Display for RunError {
             Self::Cancelled => f.write_str("the run was cancelled by its caller"),
             Self::Provider(error) => error.fmt(f),
             Self::Journal(error) => error.fmt(f),
+            Self::Unpriced(what) => write!(f, "a cost budget needs a price for {what}; nothing ran"),
         }
     }
 }
@@ -252,7 +287,7 @@ impl fmt::Display for RunError {
 impl std::error::Error for RunError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            Self::Cancelled => None,
+            Self::Cancelled | Self::Unpriced(_) => None,
             Self::Provider(error) => error.source(),
             Self::Journal(error) => error.source(),
         }

@@ -8,8 +8,12 @@
 //! # Invariants
 //!
 //! - Checks run in this order and the first failing one decides: cancellation
-//!   (caller, then an existing stop, then the deadline) → permission → tool budget →
-//!   repetition → reserve.
+//!   (caller, then an existing stop, then the deadline) → permission → tool budget → the tool's
+//!   own limit and price → repetition → reserve. A model call: cancellation → model budget →
+//!   spend reservation.
+//! - A priced tool's call is charged, and a model call's spend reserved, only once every check
+//!   before it passed, in the same critical section; a spend reservation is settled once
+//!   ([`Ledger::settle`]).
 //! - `model_calls <= limits.model_calls()`, `tool_calls <= limits.tool_calls()`, and every
 //!   signature's count is `<= limits.repetitions()`: a reservation happens only after the
 //!   matching check passed under the same lock.
@@ -34,6 +38,8 @@ use super::stop::Stop;
 use crate::canonical::Signature;
 use crate::event::{ControlEvent, EventKind, HaltReason, Subject};
 use crate::limits::Limits;
+use crate::spend::{Account, Micros, Price, Refusal, Reserved, Spend};
+use crate::transport::Usage;
 
 /// What held when the lock was taken.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -54,6 +60,74 @@ pub(crate) struct Ledger {
     events: Vec<ControlEvent>,
     names: Names,
     stop: Option<HaltReason>,
+    account: Account,
+    /// Admitted attempts of each tool that has its own limit.
+    per_tool: BTreeMap<Box<str>, u32>,
+    /// What this scope's descendants were admitted: counted against this scope's limits too.
+    below: Below,
+}
+
+/// Model and tool calls admitted in a scope's descendants (their spend is in its account).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Below {
+    pub(crate) model_calls: u32,
+    pub(crate) tool_calls: u32,
+}
+
+/// One ancestor of a scope, locked for one of the scope's admissions: its limits and its
+/// ledger. A child's admission is an admission in each ancestor too.
+pub(crate) struct Branch<'a> {
+    pub(crate) limits: &'a Limits,
+    pub(crate) ledger: &'a mut Ledger,
+}
+
+impl Branch<'_> {
+    /// Halts this ancestor for `reason`, charged to `subject` (an admission of a descendant
+    /// exhausted its budget).
+    fn halt(&mut self, reason: HaltReason, subject: Subject) {
+        let count = match subject {
+            Subject::Model => self.ledger.model_calls,
+            _ => self.ledger.tool_calls,
+        };
+        self.ledger.halt(reason, subject, count);
+    }
+}
+
+/// The stop a scope meets when an ancestor is stopped: its run ends as if its caller had
+/// cancelled (the ancestor's token, the scope's caller, fires right after).
+fn ancestors_open(ancestors: &[Branch<'_>]) -> Result<(), Stop> {
+    if ancestors.iter().any(|branch| branch.ledger.stop.is_some()) { Err(Stop::Cancelled) } else { Ok(()) }
+}
+
+/// What a model call asks of the spend budgets: its estimated input, its own output cap, and
+/// the price of the model's tokens.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct SpendAsk {
+    pub(crate) input: u64,
+    pub(crate) cap: u64,
+    pub(crate) price: Option<Price>,
+}
+
+/// What a tool's call is subject to besides the scope's limits: its own per-run limit, and its
+/// price.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct ToolTerms {
+    /// Whether the scope grants the tool's capability.
+    pub(crate) granted: bool,
+    pub(crate) limit: Option<u32>,
+    pub(crate) price: ToolPrice,
+}
+
+/// A tool's price, as the scope's table gives it.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) enum ToolPrice {
+    /// The scope has no price table.
+    #[default]
+    NoTable,
+    /// The table has no price for this tool.
+    Unpriced,
+    /// Each admitted call costs this.
+    Priced(Micros),
 }
 
 /// The scope's own copies of the tool names its events hold: one per tool the scope has seen,
@@ -81,6 +155,10 @@ pub(crate) struct Counters {
     pub(crate) tool_calls: u32,
     pub(crate) middleware: u32,
     pub(crate) repetitions: BTreeMap<String, u32>,
+    /// Admitted attempts of each tool that has its own limit.
+    pub(crate) per_tool: BTreeMap<String, u32>,
+    /// Settled tokens and money, reservations in flight, calls over their reservation.
+    pub(crate) spend: (Usage, Micros, Reserved, u32),
 }
 
 /// What a deadline expiry is charged to: the model call or the tool in flight.
@@ -133,15 +211,136 @@ impl Ledger {
         Stop::Halted(reason)
     }
 
-    /// Admits one model call, or halts with `ModelBudget`. Returns the new model-call count.
-    pub(crate) fn admit_model(&mut self, gate: Gate, limits: &Limits) -> Result<u32, Stop> {
+    /// Admits one model call, or halts with `ModelBudget`; under a spend budget (`ask`), holds
+    /// its reservation or halts with `TokenBudget` or `CostBudget`. Returns the new model-call
+    /// count and the reservation. The call is an admission in every ancestor too: refused if
+    /// one is stopped, and an ancestor whose budget it would exceed halts with this scope.
+    pub(crate) fn admit_model(
+        &mut self,
+        gate: Gate,
+        limits: &Limits,
+        ask: Option<SpendAsk>,
+        ancestors: &mut [Branch<'_>],
+    ) -> Result<(u32, Option<Reserved>), Stop> {
         self.check(gate, Activity::Model)?;
-        if self.model_calls >= limits.model_calls() {
+        ancestors_open(ancestors)?;
+        if self.model_calls + self.below.model_calls >= limits.model_calls() {
             return Err(self.halt(HaltReason::ModelBudget, Subject::Model, self.model_calls));
         }
+        if let Some(branch) = ancestors
+            .iter_mut()
+            .find(|b| b.ledger.model_calls + b.ledger.below.model_calls >= b.limits.model_calls())
+        {
+            branch.halt(HaltReason::ModelBudget, Subject::Model);
+            return Err(self.halt(HaltReason::ModelBudget, Subject::Model, self.model_calls));
+        }
+        let reserved = match ask {
+            Some(ask) => Some(self.reserve(limits, ask, ancestors)?),
+            None => None,
+        };
         self.model_calls += 1;
         self.events.push(ControlEvent::new(EventKind::ModelCall, Subject::Model, self.model_calls));
-        Ok(self.model_calls)
+        for branch in ancestors {
+            branch.ledger.below.model_calls += 1;
+        }
+        Ok((self.model_calls, reserved))
+    }
+
+    /// Holds a model call's reservation in this scope and every ancestor, its output the
+    /// smallest room any of them leaves, or halts. An ancestor halts with this scope when the
+    /// call does not fit its own budgets (no room at all, or less than its own minimum output).
+    fn reserve(
+        &mut self,
+        limits: &Limits,
+        ask: SpendAsk,
+        ancestors: &mut [Branch<'_>],
+    ) -> Result<Reserved, Stop> {
+        let price = ask.price.as_ref();
+        let own = self.account.room(limits, price, ask.input, ask.cap);
+        let mut tightest = own.and_then(|room| Account::enough(limits, room).map(|_| room));
+        for branch in ancestors.iter_mut() {
+            let room = branch.ledger.account.room(branch.limits, price, ask.input, ask.cap);
+            match room.and_then(|room| Account::enough(branch.limits, room).map(|_| room)) {
+                Ok(room) => {
+                    if let Ok(current) = &mut tightest
+                        && room.output < current.output
+                    {
+                        *current = room;
+                    }
+                }
+                Err(refusal) => {
+                    branch.halt(refusal_reason(refusal), Subject::Model);
+                    tightest = tightest.and(Err(refusal));
+                }
+            }
+        }
+        let output = match tightest.and_then(|room| Account::enough(limits, room)) {
+            Ok(output) => output,
+            Err(refusal) => return Err(self.refuse_spend(refusal)),
+        };
+        for branch in ancestors {
+            branch.ledger.account.hold(price, ask.input, output);
+        }
+        Ok(self.account.hold(price, ask.input, output))
+    }
+
+    /// Halts for a spend refusal, charged to the model at its current count.
+    fn refuse_spend(&mut self, refusal: Refusal) -> Stop {
+        self.halt(refusal_reason(refusal), Subject::Model, self.model_calls)
+    }
+
+    /// Settles a model call's spend: its reservation (if it had one) replaced by the provider's
+    /// `reported` usage, or charged whole without a report. A settlement that takes the run past
+    /// a budget halts it, whatever else happened.
+    pub(crate) fn settle(
+        &mut self,
+        limits: &Limits,
+        price: Option<&Price>,
+        reserved: Option<Reserved>,
+        reported: Option<Usage>,
+        ancestors: &mut [Branch<'_>],
+    ) -> Result<(), Stop> {
+        let mut crossed = None;
+        for branch in ancestors.iter_mut() {
+            if let Err(refusal) = branch.ledger.account.settle(branch.limits, price, reserved, reported) {
+                branch.halt(refusal_reason(refusal), Subject::Model);
+                crossed = Some(refusal);
+            }
+        }
+        match self.account.settle(limits, price, reserved, reported).err().or(crossed) {
+            None => Ok(()),
+            Some(refusal) => Err(self.refuse_spend(refusal)),
+        }
+    }
+
+    /// Charges a stream cut past its reservation (here and in every ancestor), and halts
+    /// `TokenBudget`.
+    pub(crate) fn settle_cut(
+        &mut self,
+        price: Option<&Price>,
+        reserved: Reserved,
+        output: u64,
+        ancestors: &mut [Branch<'_>],
+    ) -> Stop {
+        for branch in ancestors.iter_mut() {
+            branch.ledger.account.settle_cut(price, reserved, output);
+            if branch.ledger.account.report(branch.limits).overshoot_tokens > 0 {
+                branch.halt(HaltReason::TokenBudget, Subject::Model);
+            }
+        }
+        self.account.settle_cut(price, reserved, output);
+        self.refuse_spend(Refusal::Tokens)
+    }
+
+    /// Whether this scope can admit no tool call any more: stopped, or its tool budget spent by
+    /// itself and its descendants.
+    pub(crate) fn tools_closed(&self, limits: &Limits) -> bool {
+        self.stop.is_some() || self.tool_calls + self.below.tool_calls >= limits.tool_calls()
+    }
+
+    /// The run's spend under `limits`.
+    pub(crate) fn spend(&self, limits: &Limits) -> Spend {
+        self.account.report(limits)
     }
 
     /// Records one middleware observation of a call to `tool`. Returns the observation count.
@@ -161,34 +360,83 @@ impl Ledger {
         limits: &Limits,
         tool: &Arc<str>,
         granted: bool,
+        ancestors: &mut [Branch<'_>],
     ) -> Result<(), Stop> {
         self.check(gate, Activity::Tool(tool))?;
+        ancestors_open(ancestors)?;
         if !granted {
             let subject = self.tool(tool);
             return Err(self.halt(HaltReason::PermissionDenied, subject, self.tool_calls));
         }
-        if self.tool_calls >= limits.tool_calls() {
+        if self.tool_calls + self.below.tool_calls >= limits.tool_calls() {
+            let subject = self.tool(tool);
+            return Err(self.halt(HaltReason::ToolBudget, subject, self.tool_calls));
+        }
+        if let Some(branch) = ancestors
+            .iter_mut()
+            .find(|b| b.ledger.tool_calls + b.ledger.below.tool_calls >= b.limits.tool_calls())
+        {
+            let subject = branch.ledger.tool(tool);
+            branch.halt(HaltReason::ToolBudget, subject);
             let subject = self.tool(tool);
             return Err(self.halt(HaltReason::ToolBudget, subject, self.tool_calls));
         }
         Ok(())
     }
 
-    /// The guard: cancellation → permission → tool budget → repetition → reserve. Returns the
-    /// new tool-call count.
+    /// The guard: cancellation → permission → tool budget → the tool's own limit and price →
+    /// repetition → reserve. Returns the new tool-call count.
     pub(crate) fn admit_tool(
         &mut self,
         gate: Gate,
         limits: &Limits,
         tool: &Arc<str>,
-        granted: bool,
+        terms: ToolTerms,
         signature: Signature,
+        ancestors: &mut [Branch<'_>],
     ) -> Result<u32, Stop> {
-        self.precheck_tool(gate, limits, tool, granted)?;
+        self.precheck_tool(gate, limits, tool, terms.granted, ancestors)?;
+        let tool_count = self.per_tool.get(&**tool).copied().unwrap_or(0);
+        if terms.limit.is_some_and(|limit| tool_count >= limit) {
+            let subject = self.tool(tool);
+            return Err(self.halt(HaltReason::ToolLimit, subject, self.tool_calls));
+        }
+        let price = match terms.price {
+            // The scope has prices but none for this tool: under a cost budget, fail closed.
+            ToolPrice::Unpriced if limits.cost().is_some() => {
+                let subject = self.tool(tool);
+                return Err(self.halt(HaltReason::CostBudget, subject, self.tool_calls));
+            }
+            ToolPrice::Priced(price) => Some(price),
+            ToolPrice::Unpriced | ToolPrice::NoTable => None,
+        };
+        if let Some(price) = price {
+            let refused = ancestors.iter().position(|b| b.ledger.account.tool_room(b.limits, price).is_err());
+            if self.account.tool_room(limits, price).is_err() || refused.is_some() {
+                if let Some(branch) = refused.map(|index| &mut ancestors[index]) {
+                    let subject = branch.ledger.tool(tool);
+                    branch.halt(HaltReason::CostBudget, subject);
+                }
+                let subject = self.tool(tool);
+                return Err(self.halt(HaltReason::CostBudget, subject, self.tool_calls));
+            }
+        }
         let seen = self.repetitions.get(signature.as_str()).copied().unwrap_or(0);
         if seen >= limits.repetitions() {
             let subject = self.tool(tool);
             return Err(self.halt(HaltReason::RepeatedCall, subject, seen));
+        }
+        if let Some(price) = price {
+            self.account.charge_tool(price);
+        }
+        for branch in ancestors.iter_mut() {
+            branch.ledger.below.tool_calls += 1;
+            if let Some(price) = price {
+                branch.ledger.account.charge_tool(price);
+            }
+        }
+        if terms.limit.is_some() {
+            *self.per_tool.entry(Box::from(&**tool)).or_insert(0) += 1;
         }
         *self.repetitions.entry(signature.into_string()).or_insert(0) += 1;
         self.tool_calls += 1;
@@ -247,6 +495,8 @@ impl Ledger {
             tool_calls: self.tool_calls,
             middleware: self.middleware,
             repetitions: self.repetitions.clone(),
+            per_tool: self.per_tool.iter().map(|(tool, count)| (tool.to_string(), *count)).collect(),
+            spend: self.account.parts(),
         }
     }
 
@@ -263,6 +513,13 @@ impl Ledger {
         self.tool_calls = counters.tool_calls;
         self.middleware = counters.middleware;
         self.repetitions = counters.repetitions;
+        self.per_tool =
+            counters.per_tool.into_iter().map(|(tool, count)| (tool.into_boxed_str(), count)).collect();
+        let (settled, cost, reserved, over) = counters.spend;
+        self.account = Account::from_parts(settled, cost, reserved, over);
+        // A reservation still held was a call in flight when its attempt ended: its provider may
+        // have billed it.
+        self.account.charge_in_flight();
         self.events = events;
         self.stop = None;
     }
@@ -307,6 +564,14 @@ impl Ledger {
     }
 }
 
+/// The halt for a spend refusal.
+fn refusal_reason(refusal: Refusal) -> HaltReason {
+    match refusal {
+        Refusal::Tokens => HaltReason::TokenBudget,
+        Refusal::Cost => HaltReason::CostBudget,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -323,6 +588,10 @@ mod tests {
         ledger.events().iter().map(ToString::to_string).collect()
     }
 
+    fn terms(granted: bool) -> ToolTerms {
+        ToolTerms { granted, ..ToolTerms::default() }
+    }
+
     const OPEN: Gate = Gate { caller_cancelled: false, deadline_passed: false };
 
     #[test]
@@ -330,11 +599,14 @@ mod tests {
         let tool = tool();
         let mut ledger = Ledger::default();
         let caller = Gate { caller_cancelled: true, deadline_passed: true };
-        assert_eq!(ledger.precheck_tool(caller, &Limits::default(), &tool, false), Err(Stop::Cancelled));
+        assert_eq!(
+            ledger.precheck_tool(caller, &Limits::default(), &tool, false, &mut []),
+            Err(Stop::Cancelled)
+        );
         assert!(ledger.events().is_empty());
         let late = Gate { caller_cancelled: false, deadline_passed: true };
         assert_eq!(
-            ledger.precheck_tool(late, &Limits::default(), &tool, false),
+            ledger.precheck_tool(late, &Limits::default(), &tool, false, &mut []),
             Err(Stop::Halted(HaltReason::DeadlineExceeded))
         );
         assert_eq!(kinds(&ledger), ["DeadlineExceeded read_ticket 0"]);
@@ -346,7 +618,7 @@ mod tests {
         let mut ledger = Ledger::default();
         let limits = Limits::default().with_tool_calls(0);
         assert_eq!(
-            ledger.admit_tool(OPEN, &limits, &tool, false, signed("{}")),
+            ledger.admit_tool(OPEN, &limits, &tool, terms(false), signed("{}"), &mut []),
             Err(Stop::Halted(HaltReason::PermissionDenied))
         );
         assert_eq!(kinds(&ledger), ["PermissionDenied read_ticket 0"]);
@@ -357,9 +629,9 @@ mod tests {
         let tool = tool();
         let mut ledger = Ledger::default();
         let limits = Limits::default().with_tool_calls(1);
-        assert_eq!(ledger.admit_tool(OPEN, &limits, &tool, true, signed("{}")), Ok(1));
+        assert_eq!(ledger.admit_tool(OPEN, &limits, &tool, terms(true), signed("{}"), &mut []), Ok(1));
         assert_eq!(
-            ledger.admit_tool(OPEN, &limits, &tool, true, signed("{}")),
+            ledger.admit_tool(OPEN, &limits, &tool, terms(true), signed("{}"), &mut []),
             Err(Stop::Halted(HaltReason::ToolBudget))
         );
         assert_eq!(kinds(&ledger), ["ToolCall read_ticket 1", "ToolBudget read_ticket 1"]);
@@ -370,11 +642,11 @@ mod tests {
         let tool = tool();
         let mut ledger = Ledger::default();
         let limits = Limits::default().with_repetitions(2);
-        assert_eq!(ledger.admit_tool(OPEN, &limits, &tool, true, signed("a")), Ok(1));
-        assert_eq!(ledger.admit_tool(OPEN, &limits, &tool, true, signed("b")), Ok(2));
-        assert_eq!(ledger.admit_tool(OPEN, &limits, &tool, true, signed("a")), Ok(3));
+        assert_eq!(ledger.admit_tool(OPEN, &limits, &tool, terms(true), signed("a"), &mut []), Ok(1));
+        assert_eq!(ledger.admit_tool(OPEN, &limits, &tool, terms(true), signed("b"), &mut []), Ok(2));
+        assert_eq!(ledger.admit_tool(OPEN, &limits, &tool, terms(true), signed("a"), &mut []), Ok(3));
         assert_eq!(
-            ledger.admit_tool(OPEN, &limits, &tool, true, signed("a")),
+            ledger.admit_tool(OPEN, &limits, &tool, terms(true), signed("a"), &mut []),
             Err(Stop::Halted(HaltReason::RepeatedCall))
         );
         assert_eq!(ledger.repetitions_of("read_ticket:a"), 2);
@@ -387,10 +659,13 @@ mod tests {
         let tool = tool();
         let mut ledger = Ledger::default();
         let limits = Limits::default().with_model_calls(1);
-        assert_eq!(ledger.admit_model(OPEN, &limits), Ok(1));
-        assert_eq!(ledger.admit_model(OPEN, &limits), Err(Stop::Halted(HaltReason::ModelBudget)));
+        assert_eq!(ledger.admit_model(OPEN, &limits, None, &mut []), Ok((1, None)));
         assert_eq!(
-            ledger.admit_tool(OPEN, &limits, &tool, false, signed("{}")),
+            ledger.admit_model(OPEN, &limits, None, &mut []),
+            Err(Stop::Halted(HaltReason::ModelBudget))
+        );
+        assert_eq!(
+            ledger.admit_tool(OPEN, &limits, &tool, terms(false), signed("{}"), &mut []),
             Err(Stop::Halted(HaltReason::ModelBudget))
         );
         assert_eq!(ledger.observe_middleware(OPEN, &tool), Err(Stop::Halted(HaltReason::ModelBudget)));
@@ -404,16 +679,16 @@ mod tests {
         let tool = tool();
         let mut ledger = Ledger::default();
         let limits = Limits::default();
-        assert_eq!(ledger.precheck_tool(OPEN, &limits, &tool, true), Ok(()));
+        assert_eq!(ledger.precheck_tool(OPEN, &limits, &tool, true, &mut []), Ok(()));
         assert_eq!(ledger.tool_calls(), 0);
         assert!(ledger.events().is_empty());
-        assert_eq!(ledger.admit_tool(OPEN, &limits, &tool, true, signed("{}")), Ok(1));
+        assert_eq!(ledger.admit_tool(OPEN, &limits, &tool, terms(true), signed("{}"), &mut []), Ok(1));
     }
 
     #[test]
     fn a_refused_reply_halts_charged_to_the_model_unless_a_stop_came_first() {
         let mut ledger = Ledger::default();
-        assert_eq!(ledger.admit_model(OPEN, &Limits::default()), Ok(1));
+        assert_eq!(ledger.admit_model(OPEN, &Limits::default(), None, &mut []), Ok((1, None)));
         let cancelled = Gate { caller_cancelled: true, deadline_passed: false };
         assert_eq!(ledger.refuse_reply(cancelled), Stop::Cancelled);
         assert_eq!(ledger.refuse_reply(OPEN), Stop::Halted(HaltReason::TooManyCalls));
@@ -427,7 +702,7 @@ mod tests {
         let mut ledger = Ledger::default();
         let limits = Limits::default().with_tool_calls(0);
         assert_eq!(
-            ledger.admit_tool(OPEN, &limits, &tool, true, signed("{}")),
+            ledger.admit_tool(OPEN, &limits, &tool, terms(true), signed("{}"), &mut []),
             Err(Stop::Halted(HaltReason::ToolBudget))
         );
         assert_eq!(ledger.tool_calls(), 0);
@@ -439,7 +714,7 @@ mod tests {
         let mut ledger = Ledger::default();
         let limits = Limits::default().with_repetitions(2);
         ledger.observe_middleware(OPEN, &shared).ok();
-        ledger.admit_tool(OPEN, &limits, &shared, true, signed("{}")).ok();
+        ledger.admit_tool(OPEN, &limits, &shared, terms(true), signed("{}"), &mut []).ok();
         let names: Vec<&Arc<str>> = ledger
             .events()
             .iter()

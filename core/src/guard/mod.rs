@@ -32,14 +32,45 @@ use std::task::Poll;
 
 use tokio::time::Instant;
 
-pub(crate) use ledger::{Activity, Counters};
-use ledger::{Gate, Ledger};
+pub(crate) use ledger::{Activity, Counters, SpendAsk};
+use ledger::{Branch, Gate, Ledger, ToolPrice, ToolTerms};
 pub use stop::Stop;
 
 use crate::canonical::Signature;
 use crate::event::{ControlEvent, HaltReason};
 use crate::limits::Limits;
+use crate::spend::{Price, Prices, Reserved, Spend};
 use crate::sync::{AtomicBool, CancellationToken, Mutex, Ordering};
+use crate::transport::Usage;
+
+/// What a scope's spend and tools are priced and limited by, besides its [`Limits`], and the
+/// scope it was opened from.
+#[derive(Clone, Default)]
+pub(crate) struct Terms {
+    /// The host's price table, if it gave one.
+    pub(crate) prices: Option<Arc<Prices>>,
+    /// Per-tool limits on admitted attempts in one run.
+    pub(crate) tool_limits: std::collections::BTreeMap<Box<str>, u32>,
+    /// The parent scope, for a child opened from a tool's call: every admission here is one
+    /// there too.
+    pub(crate) parent: Option<Arc<dyn Ancestor>>,
+}
+
+impl std::fmt::Debug for Terms {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Terms")
+            .field("prices", &self.prices)
+            .field("tool_limits", &self.tool_limits)
+            .field("child", &self.parent.is_some())
+            .finish()
+    }
+}
+
+/// A scope that others may be opened from: what a child reaches of its parent.
+pub(crate) trait Ancestor: Send + Sync {
+    /// The parent's guard.
+    fn guard(&self) -> &Guard;
+}
 
 /// The non-generic part of a scope: everything the guard decides with.
 pub(crate) struct Guard {
@@ -59,6 +90,7 @@ pub(crate) struct Guard {
     caller_view: CancellationToken,
     token: CancellationToken,
     deadline: Instant,
+    terms: Terms,
 }
 
 impl Guard {
@@ -69,6 +101,7 @@ impl Guard {
         capabilities: BTreeSet<Box<str>>,
         caller: CancellationToken,
         deadline: Instant,
+        terms: Terms,
     ) -> Self {
         let caller_view = caller.child_token();
         let token = caller_view.child_token();
@@ -81,7 +114,35 @@ impl Guard {
             caller_view,
             token,
             deadline,
+            terms,
         }
+    }
+
+    /// The host's price table, if the scope has one.
+    pub(crate) fn prices(&self) -> Option<&Arc<Prices>> {
+        self.terms.prices.as_ref()
+    }
+
+    /// What a call of `tool` is subject to besides the limits; nothing is looked up for a scope
+    /// without per-tool limits or prices.
+    fn tool_terms(&self, tool: &str, granted: bool) -> ToolTerms {
+        ToolTerms {
+            granted,
+            limit: if self.terms.tool_limits.is_empty() {
+                None
+            } else {
+                self.terms.tool_limits.get(tool).copied()
+            },
+            price: match &self.terms.prices {
+                None => ToolPrice::NoTable,
+                Some(prices) => prices.tool_price(tool).map_or(ToolPrice::Unpriced, ToolPrice::Priced),
+            },
+        }
+    }
+
+    /// The run's spend so far.
+    pub(crate) fn spend(&self) -> Spend {
+        self.ledger.lock().spend(&self.limits)
     }
 
     pub(crate) fn limits(&self) -> Limits {
@@ -106,6 +167,15 @@ impl Guard {
 
     pub(crate) fn caller(&self) -> &CancellationToken {
         &self.caller
+    }
+
+    /// Whether the host's caller cancelled the run: this scope's caller, or, for a child, the
+    /// root's (a parent's halt stops its children, but it is not their caller's cancellation).
+    pub(crate) fn cancelled_by_caller(&self) -> bool {
+        match &self.terms.parent {
+            Some(parent) => parent.guard().cancelled_by_caller(),
+            None => self.caller.is_cancelled(),
+        }
     }
 
     /// Whether the caller cancelled, read on this scope's own view of the caller's token.
@@ -134,45 +204,106 @@ impl Guard {
         Gate { caller_cancelled: self.caller_cancelled(), deadline_passed: Instant::now() >= self.deadline }
     }
 
-    /// The one way into the ledger for a decision: takes the lock, reads the gate under it, runs
-    /// `section`, then, once the lock is released, cancels the guard's token if a halt is in
-    /// force.
-    fn decide<T>(&self, section: impl FnOnce(&mut Ledger, Gate) -> T) -> T {
-        let (decision, halted) = {
-            let mut ledger = self.ledger.lock();
-            let decision = section(&mut ledger, self.gate());
-            let halted = ledger.stop().is_some();
-            if halted || ledger.tool_calls() >= self.limits.tool_calls() {
-                self.tools_closed.store(true, Ordering::Relaxed);
+    /// The one way into the ledger for a decision: takes the lock (a child scope takes its
+    /// ancestors' first, root first, so that every path locks in one order), reads the gate
+    /// under it, runs `section`, then, once every lock is released, cancels the token of each
+    /// scope that a halt is in force in.
+    fn decide<T>(&self, section: impl FnOnce(&mut Ledger, Gate, &mut [Branch<'_>]) -> T) -> T {
+        let Some(parent) = &self.terms.parent else {
+            let (decision, halted) = {
+                let mut ledger = self.ledger.lock();
+                let decision = section(&mut ledger, self.gate(), &mut []);
+                (decision, self.settle_flags(&ledger))
+            };
+            if halted {
+                self.token.cancel();
             }
-            (decision, halted)
+            return decision;
         };
-        if halted {
-            self.token.cancel();
+        let mut chain = vec![parent.guard()];
+        while let Some(up) = &chain[chain.len() - 1].terms.parent {
+            chain.push(up.guard());
+        }
+        chain.reverse();
+        let mut halted = Vec::with_capacity(chain.len() + 1);
+        let decision = {
+            let mut locked: Vec<_> = chain.iter().map(|guard| guard.ledger.lock()).collect();
+            let mut ledger = self.ledger.lock();
+            let mut branches: Vec<Branch<'_>> = chain
+                .iter()
+                .zip(locked.iter_mut())
+                .map(|(guard, ledger)| Branch { limits: &guard.limits, ledger })
+                .collect();
+            let decision = section(&mut ledger, self.gate(), &mut branches);
+            for (guard, branch) in chain.iter().zip(&branches) {
+                if guard.settle_flags(branch.ledger) {
+                    halted.push(*guard);
+                }
+            }
+            if self.settle_flags(&ledger) {
+                halted.push(self);
+            }
+            decision
+        };
+        for guard in halted {
+            guard.token.cancel();
         }
         decision
+    }
+
+    /// Sets the "no tool can be admitted" hint from `ledger` (this guard's own); returns whether
+    /// a halt is in force.
+    fn settle_flags(&self, ledger: &Ledger) -> bool {
+        if ledger.tools_closed(&self.limits) {
+            self.tools_closed.store(true, Ordering::Relaxed);
+        }
+        ledger.stop().is_some()
     }
 
     /// Checks, without counting anything, whether the run may go on; a passed deadline is
     /// recorded as a halt charged to `activity`.
     pub(crate) fn check(&self, activity: Activity<'_>) -> Result<(), Stop> {
-        self.decide(|ledger, gate| ledger.check(gate, activity))
+        self.decide(|ledger, gate, _| ledger.check(gate, activity))
     }
 
-    /// Counts one model call before it is sent: cancellation, then the model budget.
-    pub(crate) fn admit_model(&self) -> Result<u32, Stop> {
-        self.decide(|ledger, gate| ledger.admit_model(gate, &self.limits))
+    /// Counts one model call before it is sent: cancellation, then the model budget, then, under
+    /// a spend budget, its reservation (`ask`; a call under a spend budget without one is
+    /// refused, since nothing says what it will cost).
+    pub(crate) fn admit_model(&self, ask: Option<SpendAsk>) -> Result<(u32, Option<Reserved>), Stop> {
+        let ask = if self.limits.has_spend_budget() {
+            // Without an ask nothing says what the call costs: a request of unbounded input,
+            // capped at nothing, fits no budget.
+            Some(ask.unwrap_or(SpendAsk { input: u64::MAX, cap: 0, price: None }))
+        } else {
+            None
+        };
+        self.decide(|ledger, gate, ancestors| ledger.admit_model(gate, &self.limits, ask, ancestors))
+    }
+
+    /// Settles a model call's spend (see [`Ledger::settle`]).
+    pub(crate) fn settle(
+        &self,
+        price: Option<&Price>,
+        reserved: Option<Reserved>,
+        reported: Option<Usage>,
+    ) -> Result<(), Stop> {
+        self.decide(|ledger, _, ancestors| ledger.settle(&self.limits, price, reserved, reported, ancestors))
+    }
+
+    /// Charges a stream cut past its reservation and halts `TokenBudget`.
+    pub(crate) fn settle_cut(&self, price: Option<&Price>, reserved: Reserved, output: u64) -> Stop {
+        self.decide(|ledger, _, ancestors| ledger.settle_cut(price, reserved, output, ancestors))
     }
 
     /// Records one middleware observation of a call to `tool`.
     pub(crate) fn observe_middleware(&self, tool: &Arc<str>) -> Result<u32, Stop> {
-        self.decide(|ledger, gate| ledger.observe_middleware(gate, tool))
+        self.decide(|ledger, gate, _| ledger.observe_middleware(gate, tool))
     }
 
     /// Refuses a model reply that asked for more tool calls than the bound: the `TooManyCalls`
     /// halt, charged to the model, unless something stopped the run first.
     pub(crate) fn refuse_reply(&self) -> Stop {
-        self.decide(Ledger::refuse_reply)
+        self.decide(|ledger, gate, _| ledger.refuse_reply(gate))
     }
 
     /// Whether no tool call can be admitted any more: a stop is recorded or the tool budget is
@@ -183,7 +314,9 @@ impl Guard {
 
     /// The checks before repetition for a call not signed yet (see [`Ledger::precheck_tool`]).
     pub(crate) fn precheck_tool(&self, tool: &Arc<str>, granted: bool) -> Result<(), Stop> {
-        self.decide(|ledger, gate| ledger.precheck_tool(gate, &self.limits, tool, granted))
+        self.decide(|ledger, gate, ancestors| {
+            ledger.precheck_tool(gate, &self.limits, tool, granted, ancestors)
+        })
     }
 
     /// The guard's one check-and-reserve for a signed tool call (see [`Ledger::admit_tool`]).
@@ -193,7 +326,10 @@ impl Guard {
         granted: bool,
         signature: Signature,
     ) -> Result<u32, Stop> {
-        self.decide(|ledger, gate| ledger.admit_tool(gate, &self.limits, tool, granted, signature))
+        let terms = self.tool_terms(tool, granted);
+        self.decide(|ledger, gate, ancestors| {
+            ledger.admit_tool(gate, &self.limits, tool, terms, signature, ancestors)
+        })
     }
 
     /// Continues a logical run from a journal: `counters` and `events` become this guard's, if
@@ -220,7 +356,7 @@ impl Guard {
 
     /// Appends a journal's event, unless the run is stopped (caller first, then a halt).
     pub(crate) fn record(&self, event: ControlEvent) -> Result<(), Stop> {
-        self.decide(|ledger, gate| ledger.record(gate, event))
+        self.decide(|ledger, gate, _| ledger.record(gate, event))
     }
 
     /// Appends a journal's event whatever stopped the run: what it records (an effect's
@@ -231,17 +367,17 @@ impl Guard {
 
     /// Records `event` as the halt for `reason` (the first halt wins) and cancels the token.
     pub(crate) fn halt_with(&self, reason: HaltReason, event: ControlEvent) -> Stop {
-        self.decide(|ledger, gate| ledger.halt_with(gate, reason, event))
+        self.decide(|ledger, gate, _| ledger.halt_with(gate, reason, event))
     }
 
     /// The stop in force when the token fired: the caller first, then the recorded halt.
     fn stop_now(&self) -> Stop {
-        self.decide(|ledger, gate| ledger.stop_now(gate))
+        self.decide(|ledger, gate, _| ledger.stop_now(gate))
     }
 
     /// Records the deadline (unless something stopped first) and cancels the token.
     fn expire(&self, activity: Activity<'_>) -> Stop {
-        self.decide(|ledger, gate| ledger.expire(gate, activity))
+        self.decide(|ledger, gate, _| ledger.expire(gate, activity))
     }
 
     /// Races `future` against the guard's token and deadline; callers re-check the guard

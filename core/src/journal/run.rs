@@ -60,6 +60,7 @@ impl<T: Transport, S: Send + Sync + 'static> Runtime<T, S> {
         conversation: &mut Vec<Message>,
         is_complete: impl FnOnce(&S) -> bool,
     ) -> Result<Outcome, RunError> {
+        self.check_prices(scope)?;
         let mut course = begin(journal, run, scope, conversation).await.map_err(RunError::Journal)?;
         let mut usage = None;
         let end = self.traced(scope, conversation, &mut usage, &mut course).await;
@@ -139,6 +140,9 @@ fn state_after(outcome: &Outcome) -> RunState {
         | Status::ToolBudget
         | Status::ModelBudget
         | Status::TooManyCalls
-        | Status::Denied => RunState::Finished(outcome.status()),
+        | Status::Denied
+        | Status::TokenBudget
+        | Status::CostBudget
+        | Status::ToolLimit => RunState::Finished(outcome.status()),
     }
 }

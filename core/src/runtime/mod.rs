@@ -20,6 +20,7 @@
 mod composition;
 mod course;
 mod observer;
+mod subagent;
 
 use std::fmt;
 use std::sync::Arc;
@@ -29,10 +30,12 @@ use tracing::Instrument;
 pub use composition::Composition;
 pub(crate) use course::{Course, Live, Turn};
 pub use observer::{Observation, Observer};
+pub use subagent::{SubAgent, SubAgentError};
 
 use crate::guard::Stop;
 use crate::outcome::{Outcome, RunError, Status};
 use crate::scope::Scope;
+use crate::spend::{ByteCounter, TokenCounter};
 use crate::tool::{ToolError, ToolSet, finish};
 use crate::transport::{
     Budgeted, CallError, ChatOptions, Message, ModelReply, ToolCall, ToolDefinition, Transport,
@@ -78,6 +81,7 @@ pub struct Runtime<T, S = ()> {
     options: ChatOptions,
     streaming: bool,
     max_iterations: Option<u32>,
+    counter: Arc<dyn TokenCounter>,
     observers: Vec<Arc<dyn Observer<S>>>,
 }
 
@@ -124,6 +128,7 @@ impl<T: Transport, S: Send + Sync + 'static> Runtime<T, S> {
             options: ChatOptions::default(),
             streaming: false,
             max_iterations: None,
+            counter: Arc::new(ByteCounter),
             observers: Vec::new(),
         }
     }
@@ -149,6 +154,14 @@ impl<T: Transport, S: Send + Sync + 'static> Runtime<T, S> {
     #[must_use]
     pub fn max_iterations(mut self, iterations: u32) -> Self {
         self.max_iterations = Some(iterations);
+        self
+    }
+
+    /// Counts requests for spend reservations with `counter` (default [`ByteCounter`], an upper
+    /// bound that needs no model file).
+    #[must_use]
+    pub fn token_counter(mut self, counter: impl TokenCounter + 'static) -> Self {
+        self.counter = Arc::new(counter);
         self
     }
 
@@ -185,16 +198,38 @@ impl<T: Transport, S: Send + Sync + 'static> Runtime<T, S> {
     /// # Errors
     ///
     /// [`RunError::Cancelled`] if the caller cancelled (whatever else happened);
-    /// [`RunError::Provider`] if the provider answered unusably.
+    /// [`RunError::Provider`] if the provider answered unusably; [`RunError::Unpriced`] before
+    /// anything runs, under a cost budget, if the scope's prices miss the model or a tool.
     pub async fn run(
         &self,
         scope: &Scope<S>,
         conversation: &mut Vec<Message>,
         is_complete: impl FnOnce(&S) -> bool,
     ) -> Result<Outcome, RunError> {
+        self.check_prices(scope)?;
         let mut usage = None;
         let end = self.traced(scope, conversation, &mut usage, &mut Live).await;
         conclude(scope, end, usage, is_complete)
+    }
+
+    /// Under a cost budget, refuses to start unless the scope's prices name the transport's model
+    /// and every tool of the set (fail closed: never "the part that could be priced").
+    pub(crate) fn check_prices(&self, scope: &Scope<S>) -> Result<(), RunError> {
+        if scope.limits().cost().is_none() {
+            return Ok(());
+        }
+        let Some(prices) = scope.prices() else {
+            return Err(RunError::Unpriced("this scope (it has no prices)".to_owned()));
+        };
+        match self.transport.model() {
+            Some(model) if prices.model_price(model).is_some() => {}
+            Some(model) => return Err(RunError::Unpriced(format!("the model {model}"))),
+            None => return Err(RunError::Unpriced("the transport's model (it names none)".to_owned())),
+        }
+        match self.tools.definitions().iter().find(|tool| prices.tool_price(&tool.name).is_none()) {
+            Some(tool) => Err(RunError::Unpriced(format!("the tool {}", tool.name))),
+            None => Ok(()),
+        }
     }
 
     /// The loop, inside the run's tracing span when the composition has telemetry.
@@ -220,7 +255,7 @@ impl<T: Transport, S: Send + Sync + 'static> Runtime<T, S> {
         usage: &mut Option<Usage>,
         course: &mut C,
     ) -> End {
-        let model = Budgeted::new(scope, &self.transport);
+        let model = Budgeted::with_counter(scope, &self.transport, &*self.counter);
         let tools = self.tools.definitions();
         let cap = self.max_iterations.unwrap_or_else(|| self.composition.max_iterations(&scope.limits()));
         for _ in 0..cap {
@@ -352,9 +387,20 @@ pub(crate) fn conclude<S>(
     usage: Option<Usage>,
     is_complete: impl FnOnce(&S) -> bool,
 ) -> Result<Outcome, RunError> {
-    if scope.caller_token().is_cancelled() {
+    if scope.guard().cancelled_by_caller() {
         return Err(RunError::Cancelled);
     }
+    let spend = scope.spend();
+    concluded(scope, end, usage, is_complete).map(|outcome| outcome.spent(spend))
+}
+
+/// The outcome of a run that was not cancelled.
+fn concluded<S>(
+    scope: &Scope<S>,
+    end: End,
+    usage: Option<Usage>,
+    is_complete: impl FnOnce(&S) -> bool,
+) -> Result<Outcome, RunError> {
     let events = scope.events();
     if let Some(reason) = scope.stop_reason() {
         return Ok(Outcome::stopped(reason.into(), events, usage, None));

@@ -41,4 +41,4 @@ pub use error::{BodyError, MAX_MESSAGE_LEN, ToolError};
 pub use set::{RegistrationError, ToolSet, ToolSetBuilder};
 
 pub(crate) use call::finish;
-pub(crate) use set::{AdmittedCall, ErasedTool};
+pub(crate) use set::{AdmittedCall, ErasedTool, check_name};

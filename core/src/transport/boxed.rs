@@ -20,12 +20,17 @@ type BoxStream<'a> = Pin<Box<dyn Stream<Item = Result<ReplyChunk, TransportError
 
 /// The object-safe form of [`Transport`].
 trait DynTransport: Send + Sync {
+    fn model(&self) -> Option<&str>;
     fn complete<'a>(&'a self, request: ChatRequest<'a>) -> BoxFuture<'a, Result<ModelReply, TransportError>>;
     fn stream<'a>(&'a self, request: ChatRequest<'a>)
     -> BoxFuture<'a, Result<BoxStream<'a>, TransportError>>;
 }
 
 impl<T: Transport> DynTransport for T {
+    fn model(&self) -> Option<&str> {
+        Transport::model(self)
+    }
+
     fn complete<'a>(&'a self, request: ChatRequest<'a>) -> BoxFuture<'a, Result<ModelReply, TransportError>> {
         Box::pin(Transport::complete(self, request))
     }
@@ -84,6 +89,10 @@ impl fmt::Debug for BoxTransport {
 }
 
 impl Transport for BoxTransport {
+    fn model(&self) -> Option<&str> {
+        self.inner.model()
+    }
+
     fn complete<'a>(
         &'a self,
         request: ChatRequest<'a>,

@@ -32,6 +32,13 @@ pub use stream::{ChunkStream, ReplyAssembler, ReplyChunk, ToolCallDelta};
 /// and its stream may borrow both the transport and the request, for one lifetime `'a`, which is
 /// what lets [`BoxTransport`] erase any transport's type.
 pub trait Transport: Send + Sync {
+    /// The id of the model this transport talks to, as the host's price table names it
+    /// ([`Prices`](crate::spend::Prices)); `None` when it cannot say (a run under a cost budget
+    /// then refuses to start).
+    fn model(&self) -> Option<&str> {
+        None
+    }
+
     /// Sends `request` and returns the whole reply.
     fn complete<'a>(
         &'a self,
@@ -51,6 +58,10 @@ pub trait Transport: Send + Sync {
 }
 
 impl<T: Transport> Transport for &T {
+    fn model(&self) -> Option<&str> {
+        (**self).model()
+    }
+
     fn complete<'a>(
         &'a self,
         request: ChatRequest<'a>,
@@ -70,6 +81,10 @@ impl<T: Transport> Transport for &T {
 }
 
 impl<T: Transport> Transport for Arc<T> {
+    fn model(&self) -> Option<&str> {
+        (**self).model()
+    }
+
     fn complete<'a>(
         &'a self,
         request: ChatRequest<'a>,
