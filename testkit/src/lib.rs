@@ -9,6 +9,8 @@
 //! - [`mcp`]: the pinned reference MCP servers, started per test as child processes;
 //! - [`hostile`]: a deliberately hostile OpenAI-compatible server on loopback, bounded in bytes
 //!   and time, for the tests that drive every bound of a run with the worst a provider can do;
+//! - [`load`]: a load model server on loopback (OpenAI-compatible, hyper) that plays the review
+//!   task for thousands of concurrent runs and measures each client's added latency per call;
 //! - [`postgres`]: a throwaway PostgreSQL cluster (initdb in a temporary folder, a free loopback
 //!   port, stopped by PID), shared per test binary with a database per test;
 //! - [`telemetry`]: a tracing layer that records every span and field a run emits;
@@ -24,6 +26,7 @@ pub mod aimock;
 pub mod conformance;
 pub mod fuzz;
 pub mod hostile;
+pub mod load;
 pub mod mcp;
 pub mod postgres;
 pub mod refund;
