@@ -46,10 +46,14 @@ fn journaled_runs_complete_and_time_each_effect() {
 
 #[test]
 fn an_unreachable_server_is_a_clear_failure() {
-    let output = load(&["--runs", "2", "--server", "http://127.0.0.1:9/v1"]);
+    let output = load(&["--runs", "2", "--warmup", "0", "--server", "http://127.0.0.1:9/v1"]);
     assert!(!output.status.success());
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.starts_with("load: the load server's /__load/reset failed:"), "{stderr}");
+    let output = load(&["--runs", "2", "--server", "http://127.0.0.1:9/v1"]);
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.starts_with("load: warm-up run 0: ProviderUnavailable with 1 model calls"), "{stderr}");
 }
 
 #[test]
@@ -62,7 +66,7 @@ fn runs_that_do_not_do_the_review_fail_the_command_with_their_reasons() {
     let config = ServerConfig { latency: Duration::from_millis(5), mode: Mode::Stream };
     let server = runtime.block_on(async { LoadServer::start(config) }).expect("a server");
     // Whole requests to a server that answers streamed ones only: every first call is refused.
-    let output = load(&["--runs", "4", "--server", &server.base_url()]);
+    let output = load(&["--runs", "4", "--warmup", "0", "--server", &server.base_url()]);
     assert!(!output.status.success());
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(stdout.contains("completed as the review must:  0 of 4"), "{stdout}");

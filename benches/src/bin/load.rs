@@ -7,7 +7,8 @@
 //!     [--journal sqlite] [--server http://127.0.0.1:PORT/v1] [--out report.json]
 //! ```
 //!
-//! 1. The server is reset with a hold: every run's first model call waits there.
+//! 1. A few warm-up runs (`--warmup`, 20) run at once and are left out; then the server is
+//!    reset with a hold: every run's first model call waits there.
 //! 2. The N runs start at once; when the server holds all N first calls, the resident set is
 //!    sampled (memory per waiting run = its growth / N) and the hold is released.
 //! 3. When every run has ended: throughput, the added latency per model call (measured by the
@@ -46,6 +47,9 @@ struct Cli {
     /// Concurrent runs.
     #[arg(long, default_value_t = 1000)]
     runs: usize,
+    /// Runs done at once before the measured load, left out of every figure.
+    #[arg(long, default_value_t = 20)]
+    warmup: usize,
     /// The server's latency per reply, in milliseconds.
     #[arg(long, default_value_t = 200)]
     latency_ms: u64,
@@ -196,7 +200,20 @@ async fn measure(cli: &Cli, base_url: &str, journal: Option<&std::path::Path>) -
     let control = Control::new(base_url);
     let load = ReviewLoad::new(base_url, cli.stream, journal, Duration::from_secs(cli.deadline_secs))
         .map_err(|error| error.to_string())?;
+    let warmup: Vec<_> = (0..cli.warmup)
+        .map(|n| {
+            let load = Arc::clone(&load);
+            tokio::spawn(async move { load.run(&format!("w{n}")).await })
+        })
+        .collect();
+    for (n, task) in warmup.into_iter().enumerate() {
+        let end = task.await.map_err(|error| format!("warm-up run {n} panicked: {error}"))?;
+        if !end.is_review() {
+            return Err(format!("warm-up run {n}: {end}"));
+        }
+    }
     control.reset(true).await.map_err(|error| error.to_string())?;
+    let warmup_effects = load.effect_times().map_or(0, |times| times.len());
 
     let rss_before = rss_kib().unwrap_or(0);
     let cpu_before = cpu_time();
@@ -207,7 +224,7 @@ async fn measure(cli: &Cli, base_url: &str, journal: Option<&std::path::Path>) -
             let (load, ended) = (Arc::clone(&load), Arc::clone(&ended));
             tokio::spawn(async move {
                 let start = monotonic_ns();
-                let end = load.run(n).await;
+                let end = load.run(&n.to_string()).await;
                 ended.fetch_add(1, Ordering::Release);
                 (start, end)
             })
@@ -232,8 +249,11 @@ async fn measure(cli: &Cli, base_url: &str, journal: Option<&std::path::Path>) -
     let (completed, mut first_requests) = check(&ends, &seen, &stats, &mut failures);
     let measured_s = (wall.as_secs_f64() - stats.hold_extra_ms / 1000.0).max(f64::MIN_POSITIVE);
     let effects = load.effect_times().map(|times| {
-        let mut ns: Vec<u64> =
-            times.iter().map(|time| u64::try_from(time.as_nanos()).unwrap_or(u64::MAX)).collect();
+        let mut ns: Vec<u64> = times
+            .iter()
+            .skip(warmup_effects)
+            .map(|time| u64::try_from(time.as_nanos()).unwrap_or(u64::MAX))
+            .collect();
         Summary::of_ns(&mut ns)
     });
     Ok(Report {

@@ -118,8 +118,9 @@ impl ReviewLoad {
         Ok(Arc::new(Self { runtime, journal, deadline }))
     }
 
-    /// Runs review `n`: its user message names it (`run=<n>`), so the server follows it.
-    pub async fn run(&self, n: usize) -> RunEnd {
+    /// Runs review `id` (ASCII letters, digits, `-`, `_`): its user message names it
+    /// (`run=<id>`), so the server follows it.
+    pub async fn run(&self, id: &str) -> RunEnd {
         let limits = Limits::default().with_deadline(self.deadline);
         let scope = match review::scope(BOTH_CAPABILITIES, limits) {
             Ok(scope) => scope,
@@ -132,12 +133,12 @@ impl ReviewLoad {
                 };
             }
         };
-        let mut conversation = vec![Message::system(INSTRUCTIONS), Message::user(prompt(n))];
+        let mut conversation = vec![Message::system(INSTRUCTIONS), Message::user(prompt(id))];
         // The live-stream watcher of each run attaches here, on `scope`, before the run starts,
         // once the runtime offers one; its events are then in the measured path.
         let outcome = match &self.journal {
             None => self.runtime.run(&scope, &mut conversation, Review::completed).await,
-            Some(journal) => match RunId::new(format!("load-{n}")) {
+            Some(journal) => match RunId::new(format!("load-{id}")) {
                 Ok(id) => {
                     self.runtime
                         .run_journaled(journal, &id, &scope, &mut conversation, Review::completed)
