@@ -58,14 +58,8 @@ export LOAD_URL=$(cat "$OUT/url") LOAD_LATENCY_MS=$LATENCY_MS LOAD_OUT=$OUT
 log "load server at $LOAD_URL (pid $server_pid), $LATENCY_MS ms per reply"
 
 {
-  echo "date: $(date -u '+%Y-%m-%d %H:%M UTC')"
-  echo "cpus: $(nproc) x $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')"
-  echo "memory: $(awk '/MemTotal/ {printf "%.1f GiB", $2 / 1048576}' /proc/meminfo)"
-  echo "kernel: $(uname -sr)"
-  echo "rustc: $(rustc --version)"
-  echo "python: $("$PY" --version 2>&1)"
+  bash "$root/benches/machine.sh" "$PY"
   echo "open files: $(ulimit -Hn) (hard limit; each client raises its soft limit to it)"
-  echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
   echo "latency per reply: $LATENCY_MS ms; N: $NS"
 } > "$OUT/machine.txt"
 

@@ -99,18 +99,20 @@ def raise_open_files() -> None:
 
 
 def unlimited_http_client():
-    """An HTTP client for the framework's AsyncOpenAI with no connection cap, like reqwest's
-    default pool: the OpenAI SDK's default caps connections at 1000 (100 kept alive), which would
-    queue runs in the client rather than measure the framework."""
+    """An HTTP client for the framework's AsyncOpenAI with no connection cap and no timeout, like
+    loopbound's transport (reqwest's default pool, no timeout unless configured): the OpenAI SDK's
+    defaults cap connections at 1000 (100 kept alive), which would queue runs in the client
+    rather than measure the framework, and give up on a connection after 5 s, which a saturated
+    event loop reaches long before the server is slow."""
     import httpx2
     from openai import DefaultAsyncHttpxClient
     return DefaultAsyncHttpxClient(limits=httpx2.Limits(max_connections=None, max_keepalive_connections=None),
-                                   timeout=httpx2.Timeout(600.0, connect=60.0))
+                                   timeout=httpx2.Timeout(None))
 
 
 def openai_client():
     from openai import AsyncOpenAI
-    return AsyncOpenAI(base_url=URL, api_key="load", max_retries=0, http_client=unlimited_http_client())
+    return AsyncOpenAI(base_url=URL, api_key="load", max_retries=0, timeout=None, http_client=unlimited_http_client())
 
 
 def _control(method: str, route: str, body: bytes | None = None) -> dict:
