@@ -16,7 +16,8 @@ server must have seen exactly 3 requests and 3 replies for it. A process whose r
 passes LOAD_MAX_RSS_MIB (default 8192) stops at once and reports that.
 
 Environment: LOAD_URL, LOAD_RUNS (default 1000), LOAD_LATENCY_MS (reported only: the server
-decides), LOAD_WARMUP (runs done at once first and left out, default 20), LOAD_OUT (a folder: also write <peer>.n<N>.json there), LOAD_MAX_RSS_MIB.
+decides), LOAD_MAX_SECONDS (a load still running then stops and reports what it measured, default
+900), LOAD_WARMUP (runs done at once first and left out, default 20), LOAD_OUT (a folder: also write <peer>.n<N>.json there), LOAD_MAX_RSS_MIB.
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ RUNS = int(os.environ.get("LOAD_RUNS", "1000"))
 WARMUP = int(os.environ.get("LOAD_WARMUP", "20"))
 LATENCY_MS = float(os.environ.get("LOAD_LATENCY_MS", "200"))
 MAX_RSS_MIB = float(os.environ.get("LOAD_MAX_RSS_MIB", "8192"))
+MAX_SECONDS = float(os.environ.get("LOAD_MAX_SECONDS", "900"))
 
 
 def prompt(n: object) -> str:
@@ -156,15 +158,23 @@ def emit(report: dict) -> None:
             f.write(text + "\n")
 
 
-async def watch_memory(report: dict) -> None:
-    """Stops the process at once when its resident set passes the cap."""
+async def watch(report: dict) -> None:
+    """Stops the process at once when its resident set passes the cap (exit 3), or when the load
+    runs past its time cap (exit 4), reporting what was measured so far."""
+    began = time.perf_counter()
     while True:
         rss_mib = status_kib("VmRSS") / 1024
+        elapsed = time.perf_counter() - began
+        failure = None
         if rss_mib > MAX_RSS_MIB:
-            report["failures"] = [f"resident set {rss_mib:.0f} MiB passed the cap of {MAX_RSS_MIB:.0f} MiB"]
+            failure, code = f"resident set {rss_mib:.0f} MiB passed the cap of {MAX_RSS_MIB:.0f} MiB", 3
+        elif elapsed > MAX_SECONDS:
+            failure, code = f"the load had not ended after {MAX_SECONDS:.0f} s", 4
+        if failure:
+            report["failures"] = [failure] + report["failures"]
             report["peak_rss_mib"] = status_kib("VmHWM") / 1024
             emit(report)
-            os._exit(3)
+            os._exit(code)
         await asyncio.sleep(0.1)
 
 
@@ -176,7 +186,9 @@ async def run_load(peer: str, dists: list[str], run_one) -> None:
     raise_open_files()
     report = {"peer": peer, "versions": versions(*dists), "runs": RUNS, "latency_ms": LATENCY_MS,
               "stream": False, "journal": None, "completed": 0, "failures": []}
-    watcher = asyncio.create_task(watch_memory(report))
+    watcher = asyncio.create_task(watch(report))
+    # A server left holding by a client that stopped would hold the warm-up too.
+    await control("POST", "/__load/reset", b'{"hold": false}')
 
     async def warm(n: int):
         CURRENT.set(Ticket())
@@ -217,6 +229,9 @@ async def run_load(peer: str, dists: list[str], run_one) -> None:
             break
         await asyncio.sleep(0.005)
     rss_waiting = status_kib("VmRSS")
+    report.update({"hold_s": time.perf_counter() - began, "rss_before_mib": rss_before / 1024,
+                   "rss_waiting_mib": rss_waiting / 1024,
+                   "memory_per_waiting_run_kib": max(0, rss_waiting - rss_before) / RUNS})
     await control("POST", "/__load/release")
     ends = await asyncio.gather(*tasks)
     wall = time.perf_counter() - began

@@ -13,14 +13,19 @@ def main(folder: str) -> None:
     for path in sorted(glob.glob(os.path.join(folder, "*.json"))):
         with open(path) as f:
             report = json.load(f)
-        if "memory_per_waiting_run_kib" in report:
+        if "runs" in report and "peer" in report:
             reports.append(report)
     reports.sort(key=lambda r: (r["runs"], r["peer"] != "loopbound", r.get("journal") or "", r["peer"]))
     base = {r["runs"]: r for r in reports if r["peer"] == "loopbound" and not r.get("journal")}
     print("| N | framework | completed | memory per waiting run | added latency p50 / p99 per call "
           "| start to 1st request p99 | CPU per run | throughput | peak RSS | memory, CPU vs loopbound |")
     print("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    empty = {"p50_us": float("nan"), "p99_us": float("nan")}
     for r in reports:
+        for key in ("memory_per_waiting_run_kib", "cpu_per_run_us", "throughput_runs_per_s", "peak_rss_mib"):
+            r.setdefault(key, float("nan"))
+        r.setdefault("added_latency_us", empty)
+        r.setdefault("start_to_first_request_us", empty)
         name = NAMES.get(r["peer"], r["peer"]) + (f" (journal: {r['journal']})" if r.get("journal") else "")
         lat, first = r["added_latency_us"], r["start_to_first_request_us"]
         ref = base.get(r["runs"])

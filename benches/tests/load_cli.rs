@@ -46,14 +46,10 @@ fn journaled_runs_complete_and_time_each_effect() {
 
 #[test]
 fn an_unreachable_server_is_a_clear_failure() {
-    let output = load(&["--runs", "2", "--warmup", "0", "--server", "http://127.0.0.1:9/v1"]);
-    assert!(!output.status.success());
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.starts_with("load: the load server's /__load/reset failed:"), "{stderr}");
     let output = load(&["--runs", "2", "--server", "http://127.0.0.1:9/v1"]);
     assert!(!output.status.success());
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.starts_with("load: warm-up run 0: ProviderUnavailable with 1 model calls"), "{stderr}");
+    assert!(stderr.starts_with("load: the load server's /__load/reset failed:"), "{stderr}");
 }
 
 #[test]
@@ -76,4 +72,22 @@ fn runs_that_do_not_do_the_review_fail_the_command_with_their_reasons() {
         "{stdout}"
     );
     assert_eq!(server.stats().bad_requests, 4);
+    let output = load(&["--runs", "4", "--server", &server.base_url()]);
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.starts_with("load: warm-up run 0: error (provider error: HTTP 400"), "{stderr}");
+}
+
+#[test]
+fn a_server_left_holding_by_a_stopped_client_still_serves_the_next_load() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    let config = ServerConfig { latency: Duration::from_millis(5), mode: Mode::Whole };
+    let server = runtime.block_on(async { LoadServer::start(config) }).expect("a server");
+    server.reset(true);
+    let report = report(&["--runs", "5", "--warmup", "3", "--json", "--server", &server.base_url()]);
+    assert_eq!((report.completed, report.added_latency_us.count), (5, 10), "{:?}", report.failures);
 }

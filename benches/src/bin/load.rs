@@ -200,6 +200,8 @@ async fn measure(cli: &Cli, base_url: &str, journal: Option<&std::path::Path>) -
     let control = Control::new(base_url);
     let load = ReviewLoad::new(base_url, cli.stream, journal, Duration::from_secs(cli.deadline_secs))
         .map_err(|error| error.to_string())?;
+    // A server left holding by a client that stopped would hold the warm-up too.
+    control.reset(false).await.map_err(|error| error.to_string())?;
     let warmup: Vec<_> = (0..cli.warmup)
         .map(|n| {
             let load = Arc::clone(&load);
