@@ -5,7 +5,10 @@
 # Pydantic AI at each N (halved until it passes, to find the largest N each sustains under
 # MAX_RSS_MIB). Prints one table and keeps every report in OUT.
 #
-#   benches/peers-load/compare.sh                       # N = 1000 and 10000 (~10 min)
+#   benches/peers-load/compare.sh                       # N = 1000 and 10000: about an hour here,
+#                                                       # most of it the peers at 10000 hitting
+#                                                       # their time cap, then halving
+#   NS="1000 2500" benches/peers-load/compare.sh        # about 15 minutes
 #   NS="200" PEERS="pydantic_ai" benches/peers-load/compare.sh
 #
 # Environment:
@@ -13,6 +16,7 @@
 #   PEERS        subset of: agent_framework pydantic_ai (default both)
 #   LATENCY_MS   the server's latency per reply (default 200)
 #   MAX_RSS_MIB  a peer that passes this resident set stops and counts as failed (default 8192)
+#   MAX_SECONDS  a peer load still running then stops and counts as failed (default 900)
 #   JOURNAL=0    skip the journaled loopbound run
 #   VENV         the peers' virtualenv (default /tmp/peers-load-venv; created if missing, pinned by
 #                requirements.txt here and constrained by the scripted peers' requirements.lock)
@@ -25,7 +29,7 @@ root=$(cd "$here/../.." && pwd)
 NS=${NS:-"1000 10000"}
 PEERS=${PEERS:-"agent_framework pydantic_ai"}
 LATENCY_MS=${LATENCY_MS:-200}
-export LOAD_MAX_RSS_MIB=${MAX_RSS_MIB:-8192}
+export LOAD_MAX_RSS_MIB=${MAX_RSS_MIB:-8192} LOAD_MAX_SECONDS=${MAX_SECONDS:-900}
 VENV=${VENV:-/tmp/peers-load-venv}
 PEERS_DIR=${PEERS_DIR:-$root/../shared/bench/peers}
 export PYTHONDONTWRITEBYTECODE=1

@@ -6,7 +6,7 @@
 //! - Same semantics as every durable backend: fencing by epoch, one batch applied whole or not at
 //!   all, a key written twice refused as a conflict.
 //! - [`MemoryJournal::commits`] counts the commits that wrote (acquisitions included), so tests
-//!   can check the commit budget of SPEC §15.
+//!   can check the commit budget (two commits per allowed effect).
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -16,7 +16,7 @@ use super::error::JournalError;
 use super::id::RunId;
 use super::row::{Batch, Entry, Fence, RunRow, StoredRun};
 use super::store::Journal;
-use crate::sync::{Mutex, lock};
+use crate::sync::Mutex;
 
 /// A journal held in memory.
 ///
@@ -59,7 +59,7 @@ impl MemoryJournal {
     }
 
     fn with<T>(&self, f: impl FnOnce(&mut Held) -> T) -> T {
-        f(&mut lock(&self.inner))
+        f(&mut self.inner.lock())
     }
 }
 

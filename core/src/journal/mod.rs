@@ -1,4 +1,4 @@
-//! Durable decisions (SPEC §15): a journal that protects side effects across crashes and
+//! Durable decisions: a journal that protects side effects across crashes and
 //! restarts, where the guard protects one loop.
 //!
 //! A journaled run ([`Runtime::run_journaled`](crate::Runtime::run_journaled)) records each step
@@ -51,7 +51,7 @@ mod run;
 mod run_record;
 mod store;
 
-pub use error::JournalError;
+pub use error::{JournalError, StorageError};
 pub use host::{approve, deny, inspect, reconcile};
 pub use id::{Digest, MAX_RUN_ID_LEN, OperationId, RunId};
 pub use memory::MemoryJournal;

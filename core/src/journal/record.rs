@@ -7,7 +7,7 @@
 //! - An operation has at most one decision and at most one result; each start of its body has
 //!   its own number (1 for the first), and a reconciliation settles one start.
 //! - Nothing here is printed by `Display`: a proposal's arguments and a result's text are stored
-//!   values, and stay in the journal (SPEC §10).
+//!   values, and stay in the journal.
 
 use std::fmt;
 
