@@ -67,7 +67,6 @@ async fn concurrent_reviews_each_get_their_script_whole_and_streamed() {
             (0, 0, 0, 0)
         );
         assert_eq!((stats.gaps.count, stats.in_flight, stats.held), (80, 0, 0), "{stats:?}");
-        assert!(stats.gaps.max_us < LATENCY.as_secs_f64() * 1e6, "a gap never holds the server's latency");
         let runs = server.runs().runs;
         assert_eq!(runs.len(), 40);
         for n in 0..40 {
@@ -89,8 +88,8 @@ async fn every_reply_waits_the_latency_and_streams_report_usage_when_asked() {
     assert!(began.elapsed() >= LATENCY * 3, "three calls, each {LATENCY:?} at least");
     assert_eq!(outcome.status(), Status::Completed);
     let usage = outcome.usage().expect("usage in the stream");
-    assert_eq!(usage.completion_tokens, 12 + 12 + 4);
-    assert!(usage.prompt_tokens > 0);
+    assert_eq!(usage.output_tokens, 12 + 12 + 4);
+    assert!(usage.input_tokens > 0);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

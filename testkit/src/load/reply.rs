@@ -152,19 +152,15 @@ mod tests {
     }
 
     fn expected(step: Step, usage: bool) -> ModelReply {
-        let mut reply = match step.tool() {
-            Some(name) => ModelReply {
-                content: None,
-                tool_calls: vec![ToolCall::new("call_7_0", name, r#"{"input":42}"#)],
-                usage: None,
-            },
+        let reply = match step.tool() {
+            Some(name) => ModelReply::calls(vec![ToolCall::new("call_7_0", name, r#"{"input":42}"#)]),
             None => ModelReply::text("Review finished."),
         };
-        if usage {
-            let completion = if step.tool().is_some() { CALL_TOKENS } else { TEXT_TOKENS };
-            reply.usage = Some(CoreUsage { prompt_tokens: 101, completion_tokens: completion });
+        if !usage {
+            return reply;
         }
-        reply
+        let completion = if step.tool().is_some() { CALL_TOKENS } else { TEXT_TOKENS };
+        reply.with_usage(CoreUsage::new(101, completion))
     }
 
     fn assembled(events: &[Vec<u8>]) -> ModelReply {
