@@ -11,6 +11,8 @@
 //!   cases for the MCP adapter's schema check;
 //! - [`hostile`]: a deliberately hostile OpenAI-compatible server on loopback, bounded in bytes
 //!   and time, for the tests that drive every bound of a run with the worst a provider can do;
+//! - [`load`]: a load model server on loopback (OpenAI-compatible, hyper) that plays the review
+//!   task for thousands of concurrent runs and measures each client's added latency per call;
 //! - [`postgres`]: a throwaway PostgreSQL cluster (initdb in a temporary folder, a free loopback
 //!   port, stopped by PID), shared per test binary with a database per test;
 //! - [`telemetry`]: a tracing layer that records every span and field a run emits;
@@ -28,6 +30,7 @@ pub mod conformance;
 pub mod fuzz;
 pub mod hostile;
 pub mod json_schema_suite;
+pub mod load;
 pub mod mcp;
 pub mod postgres;
 pub mod refund;
