@@ -40,6 +40,8 @@
 mod account;
 mod counter;
 mod money;
+#[cfg(feature = "tiktoken")]
+mod tiktoken;
 
 use serde::Serialize;
 
@@ -48,6 +50,8 @@ pub(crate) use account::{Account, Refusal};
 pub(crate) use counter::RequestCount;
 pub use counter::{ByteCounter, TokenCounter};
 pub use money::{Micros, Price, Prices};
+#[cfg(feature = "tiktoken")]
+pub use tiktoken::{Encoding, TiktokenCounter};
 
 use crate::transport::Usage;
 
