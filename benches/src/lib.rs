@@ -39,6 +39,7 @@ pub mod mcp;
 pub mod parallel;
 pub mod peers;
 pub mod runs;
+pub mod spend;
 pub mod table;
 pub mod targets;
 pub mod timing;

@@ -10,7 +10,20 @@ use loopbound::spend::{ByteCounter, Encoding, TiktokenCounter, TokenCounter};
 /// A deterministic generator of text mixing every kind of character (xorshift).
 fn texts(count: usize) -> Vec<String> {
     const PIECES: [&str; 14] = [
-        "the ", "review", " 42", "é", "ß", "日本語", "🦀", "   ", "\n\n", "{\"input\":42}", "fn main() {}", "\t", "ü", "…",
+        "the ",
+        "review",
+        " 42",
+        "é",
+        "ß",
+        "日本語",
+        "🦀",
+        "   ",
+        "\n\n",
+        "{\"input\":42}",
+        "fn main() {}",
+        "\t",
+        "ü",
+        "…",
     ];
     let mut state = 0x2545_f491_4f6c_dd1d_u64;
     let mut next = || {
@@ -42,10 +55,17 @@ fn the_default_counter_never_counts_fewer_tokens_than_the_exact_encodings() {
         let exact = TiktokenCounter::new(encoding);
         for text in texts(500) {
             let tokens = exact.count(&text);
-            assert!(ByteCounter.count(&text) >= tokens, "{encoding:?}: {tokens} tokens in {} bytes", text.len());
+            assert!(
+                ByteCounter.count(&text) >= tokens,
+                "{encoding:?}: {tokens} tokens in {} bytes",
+                text.len()
+            );
             // The lower bound used to cut a stream: never above the real count.
             let floor = (text.len() as u64).div_ceil(ByteCounter.max_token_bytes());
-            assert!(floor <= tokens.max(u64::from(!text.is_empty())), "{encoding:?}: floor {floor} > {tokens}");
+            assert!(
+                floor <= tokens.max(u64::from(!text.is_empty())),
+                "{encoding:?}: floor {floor} > {tokens}"
+            );
         }
     }
 }
@@ -58,7 +78,10 @@ fn the_longest_token_of_each_encoding_fits_the_lower_bound() {
         for piece in [" ", "=", "-", "0", "a", "\n", "日"] {
             let text = piece.repeat(4096);
             let tokens = exact.count(&text);
-            assert!((text.len() as u64).div_ceil(ByteCounter::MAX_TOKEN_BYTES) <= tokens, "{encoding:?} {piece:?}");
+            assert!(
+                (text.len() as u64).div_ceil(ByteCounter::MAX_TOKEN_BYTES) <= tokens,
+                "{encoding:?} {piece:?}"
+            );
         }
     }
 }
