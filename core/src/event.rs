@@ -77,6 +77,23 @@ impl HaltReason {
     }
 }
 
+impl HaltReason {
+    /// Whether the halt is a limit's (a budget, the repetition limit, a tool's own limit): the
+    /// stops a wrap-up may follow.
+    #[must_use]
+    pub const fn is_limit(self) -> bool {
+        matches!(
+            self,
+            Self::RepeatedCall
+                | Self::ToolBudget
+                | Self::ModelBudget
+                | Self::TokenBudget
+                | Self::CostBudget
+                | Self::ToolLimit
+        )
+    }
+}
+
 impl fmt::Display for HaltReason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
@@ -109,6 +126,9 @@ pub enum EventKind {
     Resumed,
     /// The host settled an ambiguous operation (it ran, with a result, or it did not run).
     Reconciled,
+    /// The one model call a wrap-up kept aside was admitted after a limit stopped the run; the
+    /// name is `model` and the count the model calls so far, this one included.
+    WrapUp,
 }
 
 impl EventKind {
@@ -126,6 +146,7 @@ impl EventKind {
             Self::EffectRecorded => "EffectRecorded",
             Self::Resumed => "Resumed",
             Self::Reconciled => "Reconciled",
+            Self::WrapUp => "WrapUp",
         }
     }
 }
@@ -154,7 +175,7 @@ impl HaltReason {
 
 impl EventKind {
     /// Every kind that is not a halt.
-    const PLAIN: [Self; 9] = [
+    const PLAIN: [Self; 10] = [
         Self::ModelCall,
         Self::Middleware,
         Self::ToolCall,
@@ -164,6 +185,7 @@ impl EventKind {
         Self::EffectRecorded,
         Self::Resumed,
         Self::Reconciled,
+        Self::WrapUp,
     ];
 
     /// The kind whose [`as_str`](Self::as_str) is `name`, as a journal stores it.

@@ -72,6 +72,7 @@ pub struct Limits {
     total_tokens: Option<u64>,
     cost: Option<Micros>,
     min_output_tokens: u32,
+    wrap_up_tokens: Option<u64>,
 }
 
 impl Limits {
@@ -170,6 +171,40 @@ impl Limits {
     pub const fn with_min_output_tokens(mut self, tokens: u32) -> Self {
         self.min_output_tokens = tokens;
         self
+    }
+
+    /// Returns these limits with one model call and `tokens` tokens (and, under a cost budget,
+    /// what they cost at the model's dearest price) kept aside for a wrap-up: when a limit stops
+    /// the run, the runtime makes that one call, with no tool offered, and the outcome keeps the
+    /// halt's status and carries its text as partial
+    /// ([`Outcome::partial_text`](crate::Outcome::partial_text)). Until then the run's budgets
+    /// are the limits less what is kept aside. Positive.
+    #[must_use]
+    pub const fn with_wrap_up(mut self, tokens: u64) -> Self {
+        self.wrap_up_tokens = Some(tokens);
+        self
+    }
+
+    /// The tokens kept aside for a wrap-up, if one is.
+    #[must_use]
+    pub const fn wrap_up_tokens(&self) -> Option<u64> {
+        self.wrap_up_tokens
+    }
+
+    /// These limits less what a wrap-up keeps aside (one model call, its tokens, their cost at
+    /// `price`'s dearest rate): what the run itself may spend. Unchanged without a wrap-up.
+    #[must_use]
+    pub(crate) fn before_wrap_up(&self, price: Option<&crate::spend::Price>) -> Self {
+        let Some(aside) = self.wrap_up_tokens else { return *self };
+        let less = |budget: Option<u64>| budget.map(|budget| budget.saturating_sub(aside));
+        let mut run = *self;
+        run.model_calls = self.model_calls.saturating_sub(1);
+        run.input_tokens = less(self.input_tokens);
+        run.output_tokens = less(self.output_tokens);
+        run.total_tokens = less(self.total_tokens);
+        run.cost =
+            self.cost.map(|cost| cost.saturating_sub(price.map_or(Micros::ZERO, |p| p.dearest(aside))));
+        run
     }
 
     /// Input tokens allowed over the run, if limited.
@@ -282,6 +317,9 @@ impl Limits {
         if self.min_output_tokens == 0 {
             return Err(LimitsError::ZeroMinOutput);
         }
+        if matches!(self.wrap_up_tokens, Some(0)) || (self.wrap_up_tokens.is_some() && self.model_calls < 2) {
+            return Err(LimitsError::WrapUpWithoutRoom);
+        }
         Ok(())
     }
 }
@@ -300,6 +338,7 @@ impl Default for Limits {
             total_tokens: None,
             cost: None,
             min_output_tokens: Self::DEFAULT_MIN_OUTPUT_TOKENS,
+            wrap_up_tokens: None,
         }
     }
 }
@@ -381,6 +420,8 @@ pub enum LimitsError {
     GrantsBeyondParent,
     /// A child scope's caller is its parent scope: it takes no caller's token of its own.
     ChildCaller,
+    /// A wrap-up needs tokens kept aside and a model call besides the run's own (at least 2).
+    WrapUpWithoutRoom,
 }
 
 impl fmt::Display for LimitsError {
@@ -405,6 +446,9 @@ impl fmt::Display for LimitsError {
             }
             Self::ChildCaller => {
                 "invalid scope: a child's caller is its parent; it takes no token of its own"
+            }
+            Self::WrapUpWithoutRoom => {
+                "invalid limits: a wrap-up keeps a positive number of tokens and one of at least 2 model calls aside"
             }
         })
     }

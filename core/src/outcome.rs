@@ -156,6 +156,7 @@ pub struct Outcome {
     detail: Option<String>,
     operation: Option<Arc<str>>,
     spend: Spend,
+    partial: Option<String>,
 }
 
 impl Outcome {
@@ -167,7 +168,16 @@ impl Outcome {
         usage: Option<Usage>,
     ) -> Self {
         let status = if completed { Status::Completed } else { Status::Incomplete };
-        Self { status, text, events, usage, detail: None, operation: None, spend: Spend::default() }
+        Self {
+            status,
+            text,
+            events,
+            usage,
+            detail: None,
+            operation: None,
+            spend: Spend::default(),
+            partial: None,
+        }
     }
 
     /// A stopped run: no text.
@@ -178,7 +188,22 @@ impl Outcome {
         detail: Option<String>,
     ) -> Self {
         debug_assert!(!status.keeps_text(), "a stop keeps no text");
-        Self { status, text: None, events, usage, detail, operation: None, spend: Spend::default() }
+        Self {
+            status,
+            text: None,
+            events,
+            usage,
+            detail,
+            operation: None,
+            spend: Spend::default(),
+            partial: None,
+        }
+    }
+
+    /// This outcome, with a wrap-up's text.
+    pub(crate) fn partial(mut self, text: Option<String>) -> Self {
+        self.partial = text;
+        self
     }
 
     /// This outcome, with what the run spent.
@@ -205,6 +230,14 @@ impl Outcome {
     #[must_use]
     pub fn text(&self) -> Option<&str> {
         self.text.as_deref()
+    }
+
+    /// The text of the wrap-up call a limit's stop was followed by ([`Limits::with_wrap_up`](crate::Limits::with_wrap_up)):
+    /// a partial answer, written after the run was stopped, never a completed task. The status
+    /// stays the limit's, and [`text`](Self::text) stays `None`.
+    #[must_use]
+    pub fn partial_text(&self) -> Option<&str> {
+        self.partial.as_deref()
     }
 
     /// The ordered audit log.

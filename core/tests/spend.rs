@@ -287,3 +287,91 @@ async fn without_a_budget_the_spend_is_still_reported() {
     let spend = outcome.spend();
     assert_eq!((spend.settled, spend.cost, spend.calls_over_reservation), (Usage::new(7, 3), Micros(13), 0));
 }
+
+/// A model that loops on `lookup` within its cap, and answers a request without tools (the
+/// wrap-up) with `wrap_up`.
+fn wrapping(
+    wrap_up: ModelReply,
+) -> Scripted<impl Fn(u32, &loopbound::transport::ChatRequest<'_>) -> Step + Send + Sync> {
+    Scripted::new(move |n, request| {
+        if request.tools.is_empty() {
+            return Step::Reply(wrap_up.clone());
+        }
+        let output = request.options.max_output_tokens.map_or(100, |cap| u64::from(cap).min(100));
+        Step::Reply(
+            ModelReply::call(format!("c{n}"), "lookup", format!(r#"{{"id":{n}}}"#))
+                .with_usage(Usage::new(10, output)),
+        )
+    })
+}
+
+#[tokio::test]
+async fn a_wrap_up_kept_aside_answers_once_after_the_budget_stops_the_run_and_is_only_partial() {
+    let bodies = Arc::new(AtomicU32::new(0));
+    let model =
+        wrapping(ModelReply::text("Orders 1 to 3 looked up; not finished.").with_usage(Usage::new(30, 20)));
+    let limits =
+        Limits::default().with_total_tokens(2_000).with_wrap_up(800).with_tool_calls(20).with_model_calls(20);
+    let scope = scope(limits);
+    let outcome = Runtime::harness(&tools(&bodies), &model)
+        .run(&scope, &mut vec![Message::user("Go.")], |()| true)
+        .await
+        .unwrap();
+    assert_eq!(outcome.status(), Status::TokenBudget, "the limit's status, never Completed");
+    assert_eq!(outcome.text(), None);
+    assert_eq!(outcome.partial_text(), Some("Orders 1 to 3 looked up; not finished."));
+    let events = lines(&outcome);
+    let calls = model.calls();
+    assert_eq!(
+        events[events.len() - 2..],
+        [format!("TokenBudget model {}", calls - 1), format!("WrapUp model {calls}")]
+    );
+    // The run spent within its budget less what was kept aside; the wrap-up within the rest.
+    assert!(outcome.spend().settled.total_tokens() <= 2_000, "{:?}", outcome.spend());
+    assert_eq!(outcome.spend().overshoot_tokens, 0);
+}
+
+#[tokio::test]
+async fn a_wrap_up_that_asks_for_tools_gets_nothing_more() {
+    let bodies = Arc::new(AtomicU32::new(0));
+    let model = wrapping(ModelReply::call("w", "lookup", r#"{"id":99}"#));
+    let limits = Limits::default().with_model_calls(3).with_wrap_up(500).with_tool_calls(10);
+    let scope = scope(limits);
+    let outcome =
+        Runtime::harness(&tools(&bodies), &model).run(&scope, &mut Vec::new(), |()| true).await.unwrap();
+    assert_eq!(outcome.status(), Status::ModelBudget);
+    assert_eq!((outcome.text(), outcome.partial_text()), (None, None));
+    assert_eq!(bodies.load(Ordering::SeqCst), 2, "two calls of the run's own; the wrap-up's call never ran");
+    assert_eq!(model.calls(), 3);
+    assert_eq!(lines(&outcome).last().map(String::as_str), Some("WrapUp model 3"));
+}
+
+#[tokio::test]
+async fn the_model_is_told_the_remaining_budgets_when_the_host_discloses_them() {
+    let notices = Arc::new(Mutex::new(Vec::new()));
+    let seen = Arc::clone(&notices);
+    let model = Scripted::new(move |n, request| {
+        seen.lock().unwrap().push(request.options.notice.clone());
+        if n == 1 {
+            Step::Reply(ModelReply::call("c1", "lookup", r#"{"id":1}"#).with_usage(Usage::new(10, 40)))
+        } else {
+            Step::Reply(ModelReply::text("done").with_usage(Usage::new(10, 5)))
+        }
+    });
+    let bodies = Arc::new(AtomicU32::new(0));
+    let scope = scope(Limits::default().with_total_tokens(1_000));
+    let outcome = Runtime::harness(&tools(&bodies), &model)
+        .disclose_budgets(true)
+        .run(&scope, &mut vec![Message::user("Go.")], |()| true)
+        .await
+        .unwrap();
+    assert_eq!(outcome.status(), Status::Completed);
+    let notices = notices.lock().unwrap().clone();
+    assert_eq!(
+        notices,
+        [
+            Some("Remaining budget: 6 model calls, 4 tool calls, 1000 total tokens.".to_owned()),
+            Some("Remaining budget: 5 model calls, 3 tool calls, 950 total tokens.".to_owned()),
+        ]
+    );
+}

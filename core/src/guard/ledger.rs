@@ -32,6 +32,7 @@
 //!   the shared name: they come with a durable commit anyway.
 
 use std::collections::BTreeMap;
+use std::fmt::Write as _;
 use std::sync::Arc;
 
 use super::stop::Stop;
@@ -65,6 +66,8 @@ pub(crate) struct Ledger {
     per_tool: BTreeMap<Box<str>, u32>,
     /// What this scope's descendants were admitted: counted against this scope's limits too.
     below: Below,
+    /// Whether the wrap-up call was admitted.
+    wrapped: bool,
 }
 
 /// Model and tool calls admitted in a scope's descendants (their spend is in its account).
@@ -224,6 +227,8 @@ impl Ledger {
     ) -> Result<(u32, Option<Reserved>), Stop> {
         self.check(gate, Activity::Model)?;
         ancestors_open(ancestors)?;
+        // What a wrap-up keeps aside is not the run's to spend.
+        let limits = &limits.before_wrap_up(ask.as_ref().and_then(|ask| ask.price.as_ref()));
         if self.model_calls + self.below.model_calls >= limits.model_calls() {
             return Err(self.halt(HaltReason::ModelBudget, Subject::Model, self.model_calls));
         }
@@ -282,6 +287,87 @@ impl Ledger {
             branch.ledger.account.hold(price, ask.input, output);
         }
         Ok(self.account.hold(price, ask.input, output))
+    }
+
+    /// Admits the one call a wrap-up kept aside, after a limit stopped the run: not if the caller
+    /// cancelled, the deadline passed, the stop was not a limit's, or it was admitted already.
+    /// Its reservation is held within the whole budgets (what was kept aside included).
+    pub(crate) fn admit_wrap_up(
+        &mut self,
+        gate: Gate,
+        limits: &Limits,
+        ask: Option<SpendAsk>,
+        ancestors: &mut [Branch<'_>],
+    ) -> Result<Option<Reserved>, Stop> {
+        let stop = self.stop_now(gate);
+        let eligible = matches!(self.stop, Some(reason) if reason.is_limit());
+        if gate.caller_cancelled
+            || gate.deadline_passed
+            || !eligible
+            || self.wrapped
+            || limits.wrap_up_tokens().is_none()
+        {
+            return Err(stop);
+        }
+        if self.model_calls + self.below.model_calls >= limits.model_calls() {
+            return Err(stop);
+        }
+        let reserved = match ask {
+            Some(ask) => {
+                let price = ask.price.as_ref();
+                let room = self.account.room(limits, price, ask.input, ask.cap);
+                match room.and_then(|room| Account::enough(limits, room)) {
+                    Ok(output) => {
+                        for branch in ancestors.iter_mut() {
+                            branch.ledger.account.hold(price, ask.input, output);
+                        }
+                        Some(self.account.hold(price, ask.input, output))
+                    }
+                    Err(_) => return Err(stop),
+                }
+            }
+            None => None,
+        };
+        self.wrapped = true;
+        self.model_calls += 1;
+        self.events.push(ControlEvent::new(EventKind::WrapUp, Subject::Model, self.model_calls));
+        for branch in ancestors {
+            branch.ledger.below.model_calls += 1;
+        }
+        Ok(reserved)
+    }
+
+    /// What the run has left, in the words the model is told when the host discloses it:
+    /// `Remaining budget: 3 model calls, 2 tool calls, 1200 total tokens, 400µ.` (only the
+    /// token and cost budgets that are set).
+    pub(crate) fn remaining(&self, limits: &Limits, price: Option<&Price>) -> String {
+        let limits = limits.before_wrap_up(price);
+        let spend = self.account.report(&limits);
+        let held = |settled: u64, reserved: u64| settled.saturating_add(reserved);
+        let mut text = format!(
+            "Remaining budget: {} model calls, {} tool calls",
+            limits.model_calls().saturating_sub(self.model_calls + self.below.model_calls),
+            limits.tool_calls().saturating_sub(self.tool_calls + self.below.tool_calls),
+        );
+        let (settled, reserved) = (spend.settled, spend.reserved);
+        for (name, budget, used) in [
+            ("input tokens", limits.input_tokens(), held(settled.input_tokens, reserved.input_tokens)),
+            ("output tokens", limits.output_tokens(), held(settled.output_tokens, reserved.output_tokens)),
+            (
+                "total tokens",
+                limits.total_tokens(),
+                held(settled.total_tokens(), reserved.input_tokens.saturating_add(reserved.output_tokens)),
+            ),
+        ] {
+            if let Some(budget) = budget {
+                let _ = write!(text, ", {} {name}", budget.saturating_sub(used));
+            }
+        }
+        if let Some(cost) = limits.cost() {
+            let _ = write!(text, ", {}", cost.saturating_sub(spend.cost.saturating_add(reserved.cost)));
+        }
+        text.push('.');
+        text
     }
 
     /// Halts for a spend refusal, charged to the model at its current count.

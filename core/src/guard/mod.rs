@@ -280,6 +280,28 @@ impl Guard {
         self.decide(|ledger, gate, ancestors| ledger.admit_model(gate, &self.limits, ask, ancestors))
     }
 
+    /// Admits the call a wrap-up kept aside (see [`Ledger::admit_wrap_up`]).
+    pub(crate) fn admit_wrap_up(&self, ask: Option<SpendAsk>) -> Result<Option<Reserved>, Stop> {
+        let ask = if self.limits.has_spend_budget() { ask } else { None };
+        self.decide(|ledger, gate, ancestors| ledger.admit_wrap_up(gate, &self.limits, ask, ancestors))
+    }
+
+    /// What the run has left, as the model is told when the host discloses it.
+    pub(crate) fn remaining(&self, price: Option<&Price>) -> String {
+        self.ledger.lock().remaining(&self.limits, price)
+    }
+
+    /// Races `future` against the caller's cancellation and the deadline only: the wrap-up's
+    /// call runs after a halt, whose cancellation of the guard's token it must outlive.
+    pub(crate) async fn bounded_past_halt<F: Future>(&self, future: F) -> Result<F::Output, Stop> {
+        tokio::select! {
+            biased;
+            () = self.caller_view.cancelled() => Err(Stop::Cancelled),
+            () = tokio::time::sleep_until(self.deadline) => Err(self.stop_now()),
+            output = future => Ok(output),
+        }
+    }
+
     /// Settles a model call's spend (see [`Ledger::settle`]).
     pub(crate) fn settle(
         &self,

@@ -81,6 +81,7 @@ pub struct Runtime<T, S = ()> {
     options: ChatOptions,
     streaming: bool,
     max_iterations: Option<u32>,
+    disclose: bool,
     counter: Arc<dyn TokenCounter>,
     observers: Vec<Arc<dyn Observer<S>>>,
 }
@@ -106,6 +107,8 @@ pub(crate) enum End {
     Suspended(Status, Arc<str>),
     /// A journaled run's journal failed: nothing more ran.
     Journal(crate::journal::JournalError),
+    /// A limit stopped the run and the wrap-up call answered with this text.
+    WrappedUp(crate::event::HaltReason, Option<String>),
 }
 
 impl<T: Transport, S: Send + Sync + 'static> Runtime<T, S> {
@@ -128,6 +131,7 @@ impl<T: Transport, S: Send + Sync + 'static> Runtime<T, S> {
             options: ChatOptions::default(),
             streaming: false,
             max_iterations: None,
+            disclose: false,
             counter: Arc::new(ByteCounter),
             observers: Vec::new(),
         }
@@ -154,6 +158,15 @@ impl<T: Transport, S: Send + Sync + 'static> Runtime<T, S> {
     #[must_use]
     pub fn max_iterations(mut self, iterations: u32) -> Self {
         self.max_iterations = Some(iterations);
+        self
+    }
+
+    /// Tells the model the run's remaining budgets in every request (off by default), as a last
+    /// instruction of the form `Remaining budget: 3 model calls, 2 tool calls, 1200 total
+    /// tokens, 400µ.` (the token and cost budgets that are set), counted in the reservation.
+    #[must_use]
+    pub fn disclose_budgets(mut self, disclose: bool) -> Self {
+        self.disclose = disclose;
         self
     }
 
@@ -255,11 +268,55 @@ impl<T: Transport, S: Send + Sync + 'static> Runtime<T, S> {
         usage: &mut Option<Usage>,
         course: &mut C,
     ) -> End {
-        let model = Budgeted::with_counter(scope, &self.transport, &*self.counter);
+        let model = Budgeted::with_counter(scope, &self.transport, &*self.counter).disclosing(self.disclose);
+        let end = self.turns(scope, &model, conversation, usage, course).await;
+        match end {
+            End::Stopped(Stop::Halted(reason))
+                if reason.is_limit() && scope.limits().wrap_up_tokens().is_some() =>
+            {
+                self.wrap_up(&model, conversation, usage, reason).await
+            }
+            end => end,
+        }
+    }
+
+    /// The one call a wrap-up kept aside, after a limit stopped the run: its text, if it gave
+    /// one, ends the conversation; its tool calls are dropped.
+    async fn wrap_up(
+        &self,
+        model: &Budgeted<'_, T>,
+        conversation: &mut Vec<Message>,
+        usage: &mut Option<Usage>,
+        reason: crate::event::HaltReason,
+    ) -> End {
+        match model.wrap_up(conversation, &self.options).await {
+            Ok(reply) => {
+                if let Some(reported) = reply.usage {
+                    *usage.get_or_insert_with(Usage::default) += reported;
+                }
+                if let Some(text) = &reply.content {
+                    conversation.push(Message::assistant_parts(Some(text.clone()), Vec::new()));
+                }
+                End::WrappedUp(reason, reply.content)
+            }
+            // Nothing came of it: the run ends on its limit, as without a wrap-up.
+            Err(_) => End::Stopped(Stop::Halted(reason)),
+        }
+    }
+
+    /// The loop's turns: a model call, then its tool calls, until the run ends.
+    async fn turns<C: Course<T, S>>(
+        &self,
+        scope: &Scope<S>,
+        model: &Budgeted<'_, T>,
+        conversation: &mut Vec<Message>,
+        usage: &mut Option<Usage>,
+        course: &mut C,
+    ) -> End {
         let tools = self.tools.definitions();
         let cap = self.max_iterations.unwrap_or_else(|| self.composition.max_iterations(&scope.limits()));
         for _ in 0..cap {
-            let reply = match course.reply(self, &model, conversation, tools).await {
+            let reply = match course.reply(self, model, conversation, tools).await {
                 Ok(reply) => reply,
                 Err(CallError::Stopped(stop)) => return End::Stopped(stop),
                 Err(CallError::Transport(error)) => return End::Transport(error),
@@ -402,7 +459,10 @@ fn concluded<S>(
     is_complete: impl FnOnce(&S) -> bool,
 ) -> Result<Outcome, RunError> {
     let events = scope.events();
-    if let Some(reason) = scope.stop_reason() {
+    // A wrap-up follows a recorded halt: its outcome is that halt's, with the wrap-up's text.
+    if let Some(reason) = scope.stop_reason()
+        && !matches!(end, End::WrappedUp(..))
+    {
         return Ok(Outcome::stopped(reason.into(), events, usage, None));
     }
     match end {
@@ -418,5 +478,8 @@ fn concluded<S>(
             Ok(Outcome::stopped(status, events, usage, None).on(Some(operation)))
         }
         End::Journal(error) => Err(RunError::Journal(error)),
+        End::WrappedUp(reason, text) => {
+            Ok(Outcome::stopped(reason.into(), events, usage, None).partial(text))
+        }
     }
 }

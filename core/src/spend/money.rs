@@ -106,6 +106,13 @@ impl Price {
         Micros(per_million(input, dearest))
     }
 
+    /// What `tokens` cost at the dearest of this price's rates.
+    #[must_use]
+    pub fn dearest(&self, tokens: u64) -> Micros {
+        let dearest = self.input.max(self.cached_input).max(self.cache_write).max(self.output);
+        Micros(per_million(tokens, dearest))
+    }
+
     /// What `output` tokens cost.
     #[must_use]
     pub fn output(&self, output: u64) -> Micros {

@@ -66,6 +66,8 @@ pub struct Budgeted<'a, T> {
     price: Option<Price>,
     /// The run's requests, counted as the conversation grows.
     count: Mutex<RequestCount>,
+    /// Whether each request tells the model the remaining budgets.
+    disclose: bool,
 }
 
 /// What a sent call brought back: a reply, or a stream cut where it passed its reservation.
@@ -125,7 +127,15 @@ impl<'a, T: Transport> Budgeted<'a, T> {
         let guard = scope.guard();
         let price =
             guard.prices().zip(transport.model()).and_then(|(prices, model)| prices.model_price(model));
-        Self { transport, guard, counter, price, count: Mutex::new(RequestCount::new()) }
+        Self { transport, guard, counter, price, count: Mutex::new(RequestCount::new()), disclose: false }
+    }
+
+    /// This transport, telling the model the run's remaining budgets in each request, as the
+    /// options' [`notice`](ChatOptions::notice) (counted in the request's reservation).
+    #[must_use]
+    pub fn disclosing(mut self, disclose: bool) -> Self {
+        self.disclose = disclose;
+        self
     }
 
     /// Counts one model call, then sends it and returns the whole reply.
@@ -193,17 +203,62 @@ impl<'a, T: Transport> Budgeted<'a, T> {
         tools: &[ToolDefinition],
         options: &ChatOptions,
     ) -> Result<(Option<Reserved>, ChatOptions), CallError> {
-        let ask = self.guard.limits().has_spend_budget().then(|| SpendAsk {
-            input: self.count.lock().input(self.counter, messages, tools),
-            cap: options.max_output_tokens.map_or(u64::MAX, u64::from),
-            price: self.price,
-        });
+        let (ask, mut options) = self.ask(messages, tools, options);
         let (_, reserved) = self.guard.admit_model(ask).map_err(CallError::Stopped)?;
-        let mut options = options.clone();
         if let Some(cap) = reserved.and_then(|r| u32::try_from(r.output_tokens).ok()) {
             options.max_output_tokens = Some(cap);
         }
         Ok((reserved, options))
+    }
+
+    /// What a request asks of the spend budgets (under one), and its options with the
+    /// disclosure notice when the model is told the remaining budgets.
+    fn ask(
+        &self,
+        messages: &[Message],
+        tools: &[ToolDefinition],
+        options: &ChatOptions,
+    ) -> (Option<SpendAsk>, ChatOptions) {
+        let mut options = options.clone();
+        if self.disclose {
+            options.notice = Some(self.guard.remaining(self.price.as_ref()));
+        }
+        let ask = self.guard.limits().has_spend_budget().then(|| {
+            let notice = options.notice.as_deref().map_or(0, |notice| {
+                self.counter.count(notice).saturating_add(self.counter.message_overhead())
+            });
+            SpendAsk {
+                input: self.count.lock().input(self.counter, messages, tools).saturating_add(notice),
+                cap: options.max_output_tokens.map_or(u64::MAX, u64::from),
+                price: self.price,
+            }
+        });
+        (ask, options)
+    }
+
+    /// The one call a wrap-up kept aside, after a limit stopped the run: sent with no tool
+    /// offered, raced against the caller and the deadline only, settled like any call. The
+    /// reply's tool calls, if any, are dropped.
+    pub(crate) async fn wrap_up(
+        &self,
+        messages: &[Message],
+        options: &ChatOptions,
+    ) -> Result<ModelReply, CallError> {
+        let (ask, mut options) = self.ask(messages, &[], options);
+        let reserved = self.guard.admit_wrap_up(ask).map_err(CallError::Stopped)?;
+        if let Some(cap) = reserved.and_then(|r| u32::try_from(r.output_tokens).ok()) {
+            options.max_output_tokens = Some(cap);
+        }
+        let request = self.request(messages, &[], &options);
+        let sent = self.transport.complete(request);
+        let received = self.guard.bounded_past_halt(sent).await.map_err(CallError::Stopped)?;
+        let usage = received.as_ref().ok().and_then(|reply| reply.usage);
+        // A wrap-up that crosses a budget gets nothing more: the run is stopped already.
+        let _ = self.guard.settle(self.price.as_ref(), reserved, usage);
+        let mut reply = received.map_err(CallError::Transport)?;
+        reply.tool_calls.clear();
+        request.bounds.check(&reply).map_err(CallError::Transport)?;
+        Ok(reply)
     }
 
     /// The request of one call: the scope's token and reply bounds.
