@@ -26,6 +26,7 @@ use crate::event::{ControlEvent, HaltReason};
 use crate::guard::{Activity, Guard, Stop};
 use crate::limits::{Limits, LimitsError};
 use crate::sync::CancellationToken;
+use crate::watch::Feed;
 
 /// One bounded request, and the host's state `S` for it (`()` when there is none).
 ///
@@ -64,12 +65,13 @@ pub struct ScopeBuilder<S = ()> {
     capabilities: BTreeSet<Box<str>>,
     limits: Limits,
     caller: Option<CancellationToken>,
+    feed: Option<Feed>,
     state: S,
 }
 
 impl Default for ScopeBuilder {
     fn default() -> Self {
-        Self { capabilities: BTreeSet::new(), limits: Limits::default(), caller: None, state: () }
+        Self { capabilities: BTreeSet::new(), limits: Limits::default(), caller: None, feed: None, state: () }
     }
 }
 
@@ -133,7 +135,21 @@ impl<S> ScopeBuilder<S> {
     /// Attaches the request's own state, which tool bodies read through
     /// [`Call::state`](crate::Call::state) and the completion condition receives.
     pub fn state<T>(self, state: T) -> ScopeBuilder<T> {
-        ScopeBuilder { capabilities: self.capabilities, limits: self.limits, caller: self.caller, state }
+        ScopeBuilder {
+            capabilities: self.capabilities,
+            limits: self.limits,
+            caller: self.caller,
+            feed: self.feed,
+            state,
+        }
+    }
+
+    /// Streams the request's run to a watcher: every event as it is recorded, the model's text
+    /// as it arrives, each tool call and its answer, and the outcome (see [`watch`](crate::watch)).
+    /// The stream ends after the run's outcome, or when the scope is dropped.
+    pub fn watch(mut self, feed: Feed) -> Self {
+        self.feed = Some(feed);
+        self
     }
 
     /// Validates the limits and starts the scope's clock: the deadline runs from now.
@@ -145,7 +161,8 @@ impl<S> ScopeBuilder<S> {
         self.limits.validate()?;
         let deadline =
             Instant::now().checked_add(self.limits.deadline()).ok_or(LimitsError::DeadlineOutOfRange)?;
-        let guard = Guard::new(self.limits, self.capabilities, self.caller.unwrap_or_default(), deadline);
+        let caller = self.caller.unwrap_or_default();
+        let guard = Guard::new(self.limits, self.capabilities, caller, deadline, self.feed);
         Ok(Scope { inner: Arc::new(Inner { guard, state: self.state }) })
     }
 }
@@ -199,6 +216,20 @@ impl<S> Scope<S> {
     #[must_use]
     pub fn caller_token(&self) -> &CancellationToken {
         self.inner.guard.caller()
+    }
+
+    /// Cancels this request as its caller would, without touching the caller's token (which
+    /// may be shared with other requests): the run ends with
+    /// [`RunError::Cancelled`](crate::RunError::Cancelled) at its next check or wait, whatever
+    /// else is happening. A [`RunRegistry`](crate::RunRegistry) does this by run id.
+    pub fn cancel(&self) {
+        self.inner.guard.cancel_as_caller();
+    }
+
+    /// Whether the caller cancelled this request, through its token or [`cancel`](Self::cancel).
+    #[must_use]
+    pub fn is_cancelled(&self) -> bool {
+        self.inner.guard.caller_cancelled()
     }
 
     /// Counts one model call before it is sent, under the scope's lock: cancellation check, then

@@ -20,6 +20,8 @@
 //!   halt is recorded, and when a bounded wait sees the deadline pass.
 //! - Capabilities and limits never change after the guard is built: nothing a model or a tool
 //!   returns can grant a capability or raise a limit.
+//! - A watched scope's [`Feed`] is handed every event the ledger records, inside the critical
+//!   section that recorded it, so a watcher sees the log's own order whatever the threads.
 
 pub(crate) mod ledger;
 mod stop;
@@ -40,6 +42,33 @@ use crate::canonical::Signature;
 use crate::event::{ControlEvent, HaltReason};
 use crate::limits::Limits;
 use crate::sync::{AtomicBool, CancellationToken, Mutex, Ordering};
+use crate::watch::Feed;
+
+/// Why a deferring admission did not admit a call: a stop already in force, or a refusal whose
+/// halt is decided but not recorded yet.
+#[derive(Debug)]
+pub(crate) enum Refused {
+    Stop(Stop),
+    Deferred(Deferred),
+}
+
+impl Refused {
+    fn new(stop: Stop, described: Option<(HaltReason, ControlEvent)>) -> Self {
+        match described {
+            Some((reason, event)) => Self::Deferred(Deferred { reason, event }),
+            None => Self::Stop(stop),
+        }
+    }
+}
+
+/// A halt the guard decided for a call of a parallel batch and did not record: the calls
+/// admitted before it run first, as they would have one after another, then
+/// [`Guard::record_deferred`] records it with the event it would have had.
+#[derive(Debug)]
+pub(crate) struct Deferred {
+    reason: HaltReason,
+    event: ControlEvent,
+}
 
 /// The non-generic part of a scope: everything the guard decides with.
 pub(crate) struct Guard {
@@ -59,6 +88,8 @@ pub(crate) struct Guard {
     caller_view: CancellationToken,
     token: CancellationToken,
     deadline: Instant,
+    /// The live stream of a watched scope, told of every event as it is recorded.
+    feed: Option<Feed>,
 }
 
 impl Guard {
@@ -69,6 +100,7 @@ impl Guard {
         capabilities: BTreeSet<Box<str>>,
         caller: CancellationToken,
         deadline: Instant,
+        feed: Option<Feed>,
     ) -> Self {
         let caller_view = caller.child_token();
         let token = caller_view.child_token();
@@ -81,6 +113,19 @@ impl Guard {
             caller_view,
             token,
             deadline,
+            feed,
+        }
+    }
+
+    /// The live stream of a watched scope.
+    pub(crate) fn feed(&self) -> Option<&Feed> {
+        self.feed.as_ref()
+    }
+
+    /// Hands the events recorded since `before` to the feed, under the ledger's lock.
+    fn tell(&self, ledger: &Ledger, before: usize) {
+        if let Some(feed) = &self.feed {
+            feed.events(ledger.events().get(before..).unwrap_or_default());
         }
     }
 
@@ -106,6 +151,18 @@ impl Guard {
 
     pub(crate) fn caller(&self) -> &CancellationToken {
         &self.caller
+    }
+
+    /// Cancels this scope as its caller would: its own view of the caller's token fires, so
+    /// every check sees the caller's cancellation and the guard's token fires with it.
+    pub(crate) fn cancel_as_caller(&self) {
+        self.caller_view.cancel();
+    }
+
+    /// A handle that cancels this scope as its caller would (see
+    /// [`cancel_as_caller`](Self::cancel_as_caller)).
+    pub(crate) fn caller_handle(&self) -> CancellationToken {
+        self.caller_view.clone()
     }
 
     /// Whether the caller cancelled, read on this scope's own view of the caller's token.
@@ -140,7 +197,9 @@ impl Guard {
     fn decide<T>(&self, section: impl FnOnce(&mut Ledger, Gate) -> T) -> T {
         let (decision, halted) = {
             let mut ledger = self.ledger.lock();
+            let before = ledger.events().len();
             let decision = section(&mut ledger, self.gate());
+            self.tell(&ledger, before);
             let halted = ledger.stop().is_some();
             if halted || ledger.tool_calls() >= self.limits.tool_calls() {
                 self.tools_closed.store(true, Ordering::Relaxed);
@@ -196,6 +255,37 @@ impl Guard {
         self.decide(|ledger, gate| ledger.admit_tool(gate, &self.limits, tool, granted, signature))
     }
 
+    /// As [`precheck_tool`](Self::precheck_tool), with a refusal's halt described, not recorded
+    /// (see [`Deferred`]).
+    pub(crate) fn precheck_tool_deferring(&self, tool: &Arc<str>, granted: bool) -> Result<(), Refused> {
+        self.decide(|ledger, gate| {
+            let (decided, described) =
+                ledger.tentatively(|ledger| ledger.precheck_tool(gate, &self.limits, tool, granted));
+            decided.map_err(|stop| Refused::new(stop, described))
+        })
+    }
+
+    /// As [`admit_tool`](Self::admit_tool), with a refusal's halt described, not recorded (see
+    /// [`Deferred`]).
+    pub(crate) fn admit_tool_deferring(
+        &self,
+        tool: &Arc<str>,
+        granted: bool,
+        signature: Signature,
+    ) -> Result<u32, Refused> {
+        self.decide(|ledger, gate| {
+            let (decided, described) =
+                ledger.tentatively(|ledger| ledger.admit_tool(gate, &self.limits, tool, granted, signature));
+            decided.map_err(|stop| Refused::new(stop, described))
+        })
+    }
+
+    /// Records a halt decided earlier (the first halt still wins, and the caller's cancellation
+    /// wins over it).
+    pub(crate) fn record_deferred(&self, deferred: Deferred) -> Stop {
+        self.halt_with(deferred.reason, deferred.event)
+    }
+
     /// Continues a logical run from a journal: `counters` and `events` become this guard's, if
     /// nothing was counted or recorded yet. Returns whether they were restored.
     pub(crate) fn restore(&self, counters: Counters, events: Vec<ControlEvent>) -> bool {
@@ -205,6 +295,7 @@ impl Guard {
         }
         let closed = counters.tool_calls >= self.limits.tool_calls();
         ledger.restore(counters, events);
+        self.tell(&ledger, 0);
         if closed {
             self.tools_closed.store(true, Ordering::Relaxed);
         }
@@ -226,7 +317,10 @@ impl Guard {
     /// Appends a journal's event whatever stopped the run: what it records (an effect's
     /// committed result) happened.
     pub(crate) fn append(&self, event: ControlEvent) {
-        self.ledger.lock().append(event);
+        let mut ledger = self.ledger.lock();
+        let before = ledger.events().len();
+        ledger.append(event);
+        self.tell(&ledger, before);
     }
 
     /// Records `event` as the halt for `reason` (the first halt wins) and cancels the token.

@@ -10,6 +10,8 @@
 //!   or the caller cancels.
 //! - After the call returns, the scope is checked again, so a reply that arrives after a stop is
 //!   not handed on.
+//! - A watched scope's feed gets each piece of a streamed reply's text as the assembler takes
+//!   it in (the runtime hands on a whole reply's text itself).
 //! - Every reply handed on is within the scope's [`ReplyBounds`](super::ReplyBounds): a streamed
 //!   reply is assembled under them (reading stops at the chunk that crosses one), a whole reply
 //!   is checked before it is handed on. A reply with too many tool calls halts the scope with
@@ -125,13 +127,25 @@ impl<'a, T: Transport> Budgeted<'a, T> {
         self.call(self.request(messages, tools, options), |request| async move {
             let mut chunks = pin!(self.transport.stream(request).await?);
             let mut assembler = ReplyAssembler::new(request.bounds);
+            let feed = self.guard.feed();
             while let Some(chunk) = poll_fn(|cx| chunks.as_mut().poll_next(cx)).await {
+                let chunk = chunk?;
+                // A watcher sees each piece of text once the assembler has taken it in.
+                let piece = feed.and_then(|_| chunk.content.clone());
                 // A chunk past the bounds ends the read: the stream is dropped unread.
-                assembler.push(chunk?)?;
+                assembler.push(chunk)?;
+                if let (Some(feed), Some(piece)) = (feed, piece) {
+                    feed.text_piece(&piece);
+                }
             }
             Ok(assembler.finish())
         })
         .await
+    }
+
+    /// The scope's guard.
+    pub(crate) fn guard(&self) -> &'a Guard {
+        self.guard
     }
 
     /// The request of one call: the scope's token and reply bounds.
