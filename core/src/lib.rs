@@ -20,7 +20,11 @@
 //!    caller's cancellation ends the run even when the future ignores its token.
 //! 5. **Outcome**: the run ends with an explicit [`Outcome`] (`Completed` only when the host's
 //!    condition holds) or a [`RunError`] (the caller cancelled, or the provider answered
-//!    unusably).
+//!    unusably); both serialise for a host's response.
+//!
+//! While it runs, a host can [`watch`] it (a live stream of its events, text, tool calls and
+//! outcome, bounded whatever the watcher does) and cancel it by id from any task
+//! ([`RunRegistry`]).
 //!
 //! # Example
 //!
