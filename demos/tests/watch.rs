@@ -12,6 +12,7 @@ use loopbound::watch::{self, Update, Updates};
 use loopbound::{Composition, Concurrency, Outcome, RunError, Runtime, Scope};
 use loopbound_demos::console::{self, Cli};
 use loopbound_demos::scenario::Scenario;
+use loopbound_testkit::golden;
 use loopbound_testkit::review::{self, Review};
 use tokio_util::sync::CancellationToken;
 
@@ -111,7 +112,7 @@ fn golden_dir() -> PathBuf {
 
 #[tokio::test(start_paused = true)]
 async fn every_watched_scenario_matches_its_golden_transcript() {
-    let update = std::env::var("UPDATE_GOLDEN").is_ok_and(|value| value == "1");
+    let update = golden::updating();
     let mut failures = Vec::new();
     let mut files = Vec::new();
     for scenario in Scenario::ALL {
@@ -126,20 +127,10 @@ async fn every_watched_scenario_matches_its_golden_transcript() {
                 failures.push(format!("{args:?}: exit {code}, stderr {:?}", String::from_utf8_lossy(&err)));
             }
             let file = format!("{}.{composition}.txt", scenario.name());
-            let path = golden_dir().join(&file);
-            files.push(file.clone());
-            if update {
-                fs::create_dir_all(golden_dir()).expect("the golden folder");
-                fs::write(&path, &stdout).expect("golden file written");
-                continue;
+            if let Err(difference) = golden::compare(&golden_dir().join(&file), &stdout, update) {
+                failures.push(difference);
             }
-            match fs::read_to_string(&path) {
-                Ok(expected) if expected == stdout => {}
-                Ok(expected) => {
-                    failures.push(format!("{file} differs\n--- expected\n{expected}--- actual\n{stdout}"));
-                }
-                Err(error) => failures.push(format!("{file}: {error}")),
-            }
+            files.push(file);
         }
     }
     assert!(

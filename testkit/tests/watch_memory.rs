@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 
+use loopbound_testkit::release;
 use serde_json::Value;
 
 const PROBE_ENV: &str = "LOOPBOUND_WATCH_PROBE_RELEASE";
@@ -31,28 +32,7 @@ const BACKLOG_BOUND: u64 = 2 * TEXT + UPDATES * PER_UPDATE + 133 * PER_UPDATE;
 
 fn probe() -> &'static Path {
     static PROBE: OnceLock<PathBuf> = OnceLock::new();
-    PROBE.get_or_init(|| {
-        if let Some(path) = std::env::var_os(PROBE_ENV) {
-            return PathBuf::from(path);
-        }
-        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-        let output = Command::new(cargo)
-            .args(["build", "--release", "--locked", "-p", "loopbound-demos", "--bin", "watch-probe"])
-            .arg("--message-format=json")
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .stderr(Stdio::inherit())
-            .output()
-            .expect("cargo runs");
-        assert!(output.status.success(), "building the release probe failed");
-        String::from_utf8_lossy(&output.stdout)
-            .lines()
-            .filter_map(|line| serde_json::from_str::<Value>(line).ok())
-            .filter(|message| {
-                message["reason"] == "compiler-artifact" && message["target"]["name"] == "watch-probe"
-            })
-            .find_map(|message| message["executable"].as_str().map(PathBuf::from))
-            .expect("cargo reports the probe's executable")
-    })
+    PROBE.get_or_init(|| release::binary(PROBE_ENV, "loopbound-demos", "watch-probe"))
 }
 
 /// One run of the probe: its peak resident set in KiB and its one line of output.
