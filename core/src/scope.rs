@@ -27,6 +27,7 @@ use crate::guard::{Activity, Ancestor, Guard, Stop, Terms};
 use crate::limits::{Limits, LimitsError};
 use crate::spend::{Prices, Spend};
 use crate::sync::CancellationToken;
+use crate::watch::Feed;
 
 /// One bounded request, and the host's state `S` for it (`()` when there is none).
 ///
@@ -67,6 +68,7 @@ pub struct ScopeBuilder<S = ()> {
     caller: Option<CancellationToken>,
     terms: Terms,
     invalid_tool_limit: bool,
+    feed: Option<Feed>,
     state: S,
 }
 
@@ -78,6 +80,7 @@ impl Default for ScopeBuilder {
             caller: None,
             terms: Terms::default(),
             invalid_tool_limit: false,
+            feed: None,
             state: (),
         }
     }
@@ -167,8 +170,17 @@ impl<S> ScopeBuilder<S> {
             caller: self.caller,
             terms: self.terms,
             invalid_tool_limit: self.invalid_tool_limit,
+            feed: self.feed,
             state,
         }
+    }
+
+    /// Streams the request's run to a watcher: every event as it is recorded, the model's text
+    /// as it arrives, each tool call and its answer, and the outcome (see [`watch`](crate::watch)).
+    /// The stream ends after the run's outcome, or when the scope is dropped.
+    pub fn watch(mut self, feed: Feed) -> Self {
+        self.feed = Some(feed);
+        self
     }
 
     /// Validates the limits and starts the scope's clock: the deadline runs from now.
@@ -202,7 +214,7 @@ impl<S> ScopeBuilder<S> {
             }
             None => self.caller.unwrap_or_default(),
         };
-        let guard = Guard::new(self.limits, self.capabilities, caller, deadline, self.terms);
+        let guard = Guard::new(self.limits, self.capabilities, caller, deadline, self.terms, self.feed);
         Ok(Scope { inner: Arc::new(Inner { guard, state: self.state }) })
     }
 }
@@ -295,6 +307,20 @@ impl<S> Scope<S> {
     #[must_use]
     pub fn caller_token(&self) -> &CancellationToken {
         self.inner.guard.caller()
+    }
+
+    /// Cancels this request as its caller would, without touching the caller's token (which
+    /// may be shared with other requests): the run ends with
+    /// [`RunError::Cancelled`](crate::RunError::Cancelled) at its next check or wait, whatever
+    /// else is happening. A [`RunRegistry`](crate::RunRegistry) does this by run id.
+    pub fn cancel(&self) {
+        self.inner.guard.cancel_as_caller();
+    }
+
+    /// Whether the caller cancelled this request, through its token or [`cancel`](Self::cancel).
+    #[must_use]
+    pub fn is_cancelled(&self) -> bool {
+        self.inner.guard.caller_cancelled()
     }
 
     /// Counts one model call before it is sent, under the scope's lock: cancellation check, then

@@ -118,6 +118,10 @@ where
             Step::Fail(error) => Err(error),
         }
     }
+
+    fn provider_name(&self) -> &'static str {
+        "loopbound.scripted"
+    }
 }
 
 /// Cuts `reply` into chunks: text fragments, then per call one chunk with id and name followed

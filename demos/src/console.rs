@@ -20,12 +20,14 @@ use clap::builder::PossibleValue;
 use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
 use loopbound::Composition;
 use loopbound::transport::{ChatRequest, ModelReply, Transport, TransportError};
+use loopbound::watch;
 use loopbound_openai::OpenAiTransport;
 use tokio_util::sync::CancellationToken;
 
 use loopbound_testkit::review;
 
 use crate::durable::{self, Durable};
+use crate::live::print_updates;
 use crate::report::{Report, render_json};
 use crate::scenario::Scenario;
 use crate::session::{SCRIPTED, Session};
@@ -90,13 +92,20 @@ pub struct Cli {
     )]
     pub live: bool,
 
-    /// Print one JSON object {agent, transport, capabilities, limits, status, text, events}.
+    /// Print one JSON object {agent, transport, capabilities, limits, status, text, events, usage,
+    /// detail, operation}.
     #[arg(long)]
     pub json: bool,
 
     /// Drive the model through its streaming path.
     #[arg(long)]
     pub stream: bool,
+
+    /// Print the run's updates as they happen (events, the model's text, each tool call and
+    /// its answer), then the transcript; with --live the model streams, so its text appears as
+    /// it is written.
+    #[arg(long, conflicts_with = "json")]
+    pub watch: bool,
 }
 
 /// The durable scenarios and the host's commands, each on one SQLite journal file.
@@ -221,10 +230,10 @@ pub async fn execute(
     err: &mut impl Write,
 ) -> i32 {
     if let Some(command) = &cli.command {
-        if cli.live || cli.json || cli.simple || cli.stream {
+        if cli.live || cli.json || cli.simple || cli.stream || cli.watch {
             emit(
                 err,
-                "demo330: --live, --json, --simple and --stream are for the review scenarios, not the durable commands\n",
+                "demo330: --live, --json, --simple, --stream and --watch are for the review scenarios, not the durable commands\n",
             );
             return EXIT_USAGE;
         }
@@ -292,19 +301,36 @@ pub async fn play<T: Transport>(
     err: &mut impl Write,
 ) -> i32 {
     let tools = review::tools();
-    let session = match Session::new(&tools.set, cli.scenario, cli.composition(), caller) {
+    let (feed, updates) = watch::channel();
+    let opened = if cli.watch {
+        Session::watched(&tools.set, cli.scenario, cli.composition(), caller, feed)
+    } else {
+        Session::new(&tools.set, cli.scenario, cli.composition(), caller)
+    };
+    let session = match opened {
         Ok(session) => session,
         Err(error) => {
             emit(err, &format!("demo330: {}\n", chained(&error)));
             return EXIT_INTERNAL;
         }
     };
-    let header = session.header(label, cli.stream, cli.live);
+    // Watching a live model streams it, so that its text shows as it is written.
+    let streaming = cli.stream || (cli.watch && cli.live);
+    let header = session.header(label, streaming, cli.live);
     if !cli.json {
         emit(out, &render_header(&header));
     }
     let conversation = if cli.live { review::live_conversation() } else { review::conversation() };
-    let outcome = match session.run_conversation(transport, cli.stream, conversation).await {
+    let run = session.run_conversation(transport, streaming, conversation);
+    let result = if cli.watch {
+        emit(out, "\n");
+        let (result, ()) = tokio::join!(run, print_updates(updates, &mut *out));
+        result
+    } else {
+        drop(updates);
+        run.await
+    };
+    let outcome = match result {
         Ok(outcome) => outcome,
         Err(error) => {
             let code = error_exit_code(&error);

@@ -26,6 +26,10 @@
 //!   [`Ledger::precheck_tool`] runs the checks before repetition for a caller that has not
 //!   signed yet, and never admits.
 //! - The n-th `ModelCall`, `ToolCall` and `Middleware` events carry count n.
+//! - [`Ledger::tentatively`] runs one decision in which a halt is described instead of
+//!   recorded: the decision is the same, nothing about the stop changes, and the caller records
+//!   the described halt later ([`Ledger::halt_with`]) or not at all. A parallel batch uses it to
+//!   let the calls admitted before a refusal run, as they would have one after another.
 //! - Events name tools with the scope's own copy of each name ([`Names`]), never with the tool
 //!   set's shared `Arc`: tools are shared by every request on every thread, and a reference count
 //!   bumped by each event would be one cache line that all of them write. Journal events may hold
@@ -68,6 +72,10 @@ pub(crate) struct Ledger {
     below: Below,
     /// Whether the wrap-up call was admitted.
     wrapped: bool,
+    /// Whether [`tentatively`](Self::tentatively) runs: a halt is then described in
+    /// `described` instead of being recorded.
+    tentative: bool,
+    described: Option<(HaltReason, ControlEvent)>,
 }
 
 /// Model and tool calls admitted in a scope's descendants (their spend is in its account).
@@ -204,14 +212,32 @@ impl Ledger {
         Subject::Tool(self.names.local(name))
     }
 
-    /// Records `reason` unless a stop is already recorded; returns the stop in force.
+    /// Records `reason` unless a stop is already recorded; returns the stop in force. While
+    /// [`tentatively`](Self::tentatively) runs, the halt is described, not recorded.
     fn halt(&mut self, reason: HaltReason, subject: Subject, count: u32) -> Stop {
         if let Some(first) = self.stop {
             return Stop::Halted(first);
         }
+        let event = ControlEvent::new(EventKind::Halt(reason), subject, count);
+        if self.tentative {
+            self.described = Some((reason, event));
+            return Stop::Halted(reason);
+        }
         self.stop = Some(reason);
-        self.events.push(ControlEvent::new(EventKind::Halt(reason), subject, count));
+        self.events.push(event);
         Stop::Halted(reason)
+    }
+
+    /// Runs `decision` with its halt, if it halts, described instead of recorded: returns the
+    /// decision and the halt it would have recorded (its reason and event).
+    pub(crate) fn tentatively<T>(
+        &mut self,
+        decision: impl FnOnce(&mut Self) -> T,
+    ) -> (T, Option<(HaltReason, ControlEvent)>) {
+        self.tentative = true;
+        let decided = decision(self);
+        self.tentative = false;
+        (decided, self.described.take())
     }
 
     /// Admits one model call, or halts with `ModelBudget`; under a spend budget (`ask`), holds
@@ -758,6 +784,28 @@ mod tests {
         assert_eq!(ledger.expire(OPEN, Activity::Model), Stop::Halted(HaltReason::ModelBudget));
         assert_eq!(ledger.stop(), Some(HaltReason::ModelBudget));
         assert_eq!(kinds(&ledger), ["ModelCall model 1", "ModelBudget model 1"]);
+    }
+
+    #[test]
+    fn a_tentative_refusal_is_described_not_recorded_and_records_the_same_later() {
+        let tool = tool();
+        let mut ledger = Ledger::default();
+        let limits = Limits::default().with_tool_calls(1);
+        assert_eq!(ledger.admit_tool(OPEN, &limits, &tool, terms(true), signed("a"), &mut []), Ok(1));
+        let (decided, described) = ledger
+            .tentatively(|ledger| ledger.admit_tool(OPEN, &limits, &tool, terms(true), signed("b"), &mut []));
+        assert_eq!(decided, Err(Stop::Halted(HaltReason::ToolBudget)));
+        assert_eq!(ledger.stop(), None, "nothing recorded");
+        assert_eq!(kinds(&ledger), ["ToolCall read_ticket 1"]);
+        let (reason, event) = described.expect("the halt it would have recorded");
+        assert_eq!(ledger.halt_with(OPEN, reason, event), Stop::Halted(HaltReason::ToolBudget));
+        let mut sequential = Ledger::default();
+        sequential.admit_tool(OPEN, &limits, &tool, terms(true), signed("a"), &mut []).ok();
+        sequential.admit_tool(OPEN, &limits, &tool, terms(true), signed("b"), &mut []).ok();
+        assert_eq!(kinds(&ledger), kinds(&sequential), "the same log as without the delay");
+        let (admitted, described) = Ledger::default()
+            .tentatively(|ledger| ledger.admit_tool(OPEN, &limits, &tool, terms(true), signed("c"), &mut []));
+        assert_eq!((admitted, described), (Ok(1), None), "an admission is an admission");
     }
 
     #[test]

@@ -20,6 +20,8 @@
 //!   halt is recorded, and when a bounded wait sees the deadline pass.
 //! - Capabilities and limits never change after the guard is built: nothing a model or a tool
 //!   returns can grant a capability or raise a limit.
+//! - A watched scope's [`Feed`] is handed every event the ledger records, inside the critical
+//!   section that recorded it, so a watcher sees the log's own order whatever the threads.
 
 pub(crate) mod ledger;
 mod stop;
@@ -42,6 +44,7 @@ use crate::limits::Limits;
 use crate::spend::{Price, Prices, Reserved, Spend};
 use crate::sync::{AtomicBool, CancellationToken, Mutex, Ordering};
 use crate::transport::Usage;
+use crate::watch::Feed;
 
 /// What a scope's spend and tools are priced and limited by, besides its [`Limits`], and the
 /// scope it was opened from.
@@ -72,6 +75,32 @@ pub(crate) trait Ancestor: Send + Sync {
     fn guard(&self) -> &Guard;
 }
 
+/// Why a deferring admission did not admit a call: a stop already in force, or a refusal whose
+/// halt is decided but not recorded yet.
+#[derive(Debug)]
+pub(crate) enum Refused {
+    Stop(Stop),
+    Deferred(Deferred),
+}
+
+impl Refused {
+    fn new(stop: Stop, described: Option<(HaltReason, ControlEvent)>) -> Self {
+        match described {
+            Some((reason, event)) => Self::Deferred(Deferred { reason, event }),
+            None => Self::Stop(stop),
+        }
+    }
+}
+
+/// A halt the guard decided for a call of a parallel batch and did not record: the calls
+/// admitted before it run first, as they would have one after another, then
+/// [`Guard::record_deferred`] records it with the event it would have had.
+#[derive(Debug)]
+pub(crate) struct Deferred {
+    reason: HaltReason,
+    event: ControlEvent,
+}
+
 /// The non-generic part of a scope: everything the guard decides with.
 pub(crate) struct Guard {
     limits: Limits,
@@ -91,6 +120,11 @@ pub(crate) struct Guard {
     token: CancellationToken,
     deadline: Instant,
     terms: Terms,
+    /// The live stream of a watched scope, told of every event as it is recorded.
+    feed: Option<Feed>,
+    /// Whether this scope was cancelled by its run id (as its caller would), not through its
+    /// parent: a child's own cancellation, told apart from its parent's halt.
+    cancelled_by_id: AtomicBool,
 }
 
 impl Guard {
@@ -102,6 +136,7 @@ impl Guard {
         caller: CancellationToken,
         deadline: Instant,
         terms: Terms,
+        feed: Option<Feed>,
     ) -> Self {
         let caller_view = caller.child_token();
         let token = caller_view.child_token();
@@ -115,6 +150,20 @@ impl Guard {
             token,
             deadline,
             terms,
+            feed,
+            cancelled_by_id: AtomicBool::new(false),
+        }
+    }
+
+    /// The live stream of a watched scope.
+    pub(crate) fn feed(&self) -> Option<&Feed> {
+        self.feed.as_ref()
+    }
+
+    /// Hands the events recorded since `before` to the feed, under the ledger's lock.
+    fn tell(&self, ledger: &Ledger, before: usize) {
+        if let Some(feed) = &self.feed {
+            feed.events(ledger.events().get(before..).unwrap_or_default());
         }
     }
 
@@ -169,13 +218,31 @@ impl Guard {
         &self.caller
     }
 
-    /// Whether the host's caller cancelled the run: this scope's caller, or, for a child, the
-    /// root's (a parent's halt stops its children, but it is not their caller's cancellation).
+    /// Whether the host's caller cancelled the run: this scope's caller (or a cancel by run id),
+    /// or, for a child, its own cancel by id or its root's caller (a parent's halt stops its
+    /// children, but it is not their caller's cancellation).
     pub(crate) fn cancelled_by_caller(&self) -> bool {
         match &self.terms.parent {
-            Some(parent) => parent.guard().cancelled_by_caller(),
-            None => self.caller.is_cancelled(),
+            Some(parent) => {
+                self.cancelled_by_id.load(Ordering::SeqCst) || parent.guard().cancelled_by_caller()
+            }
+            None => self.caller_view.is_cancelled(),
         }
+    }
+
+    /// Cancels this scope as its caller would: its own view of the caller's token fires, so
+    /// every check sees the caller's cancellation and the guard's token fires with it.
+    pub(crate) fn cancel_as_caller(&self) {
+        self.cancelled_by_id.store(true, Ordering::SeqCst);
+        self.caller_view.cancel();
+    }
+
+    /// A handle that cancels this scope as its caller would (see
+    /// [`cancel_as_caller`](Self::cancel_as_caller)). Cancelling the handle alone is not told
+    /// apart from a parent's halt in a child: the registry cancels through
+    /// [`cancel_as_caller`](Self::cancel_as_caller).
+    pub(crate) fn caller_handle(&self) -> CancellationToken {
+        self.caller_view.clone()
     }
 
     /// Whether the caller cancelled, read on this scope's own view of the caller's token.
@@ -212,7 +279,9 @@ impl Guard {
         let Some(parent) = &self.terms.parent else {
             let (decision, halted) = {
                 let mut ledger = self.ledger.lock();
+                let before = ledger.events().len();
                 let decision = section(&mut ledger, self.gate(), &mut []);
+                self.tell(&ledger, before);
                 (decision, self.settle_flags(&ledger))
             };
             if halted {
@@ -229,13 +298,17 @@ impl Guard {
         let decision = {
             let mut locked: Vec<_> = chain.iter().map(|guard| guard.ledger.lock()).collect();
             let mut ledger = self.ledger.lock();
+            let befores: Vec<usize> = locked.iter().map(|ledger| ledger.events().len()).collect();
+            let before = ledger.events().len();
             let mut branches: Vec<Branch<'_>> = chain
                 .iter()
                 .zip(locked.iter_mut())
                 .map(|(guard, ledger)| Branch { limits: &guard.limits, ledger })
                 .collect();
             let decision = section(&mut ledger, self.gate(), &mut branches);
-            for (guard, branch) in chain.iter().zip(&branches) {
+            self.tell(&ledger, before);
+            for ((guard, branch), before) in chain.iter().zip(&branches).zip(befores) {
+                guard.tell(branch.ledger, before);
                 if guard.settle_flags(branch.ledger) {
                     halted.push(*guard);
                 }
@@ -354,6 +427,39 @@ impl Guard {
         })
     }
 
+    /// As [`precheck_tool`](Self::precheck_tool), with a refusal's halt described, not recorded
+    /// (see [`Deferred`]).
+    pub(crate) fn precheck_tool_deferring(&self, tool: &Arc<str>, granted: bool) -> Result<(), Refused> {
+        self.decide(|ledger, gate, ancestors| {
+            let (decided, described) = ledger
+                .tentatively(|ledger| ledger.precheck_tool(gate, &self.limits, tool, granted, ancestors));
+            decided.map_err(|stop| Refused::new(stop, described))
+        })
+    }
+
+    /// As [`admit_tool`](Self::admit_tool), with a refusal's halt described, not recorded (see
+    /// [`Deferred`]).
+    pub(crate) fn admit_tool_deferring(
+        &self,
+        tool: &Arc<str>,
+        granted: bool,
+        signature: Signature,
+    ) -> Result<u32, Refused> {
+        let terms = self.tool_terms(tool, granted);
+        self.decide(|ledger, gate, ancestors| {
+            let (decided, described) = ledger.tentatively(|ledger| {
+                ledger.admit_tool(gate, &self.limits, tool, terms, signature, ancestors)
+            });
+            decided.map_err(|stop| Refused::new(stop, described))
+        })
+    }
+
+    /// Records a halt decided earlier (the first halt still wins, and the caller's cancellation
+    /// wins over it).
+    pub(crate) fn record_deferred(&self, deferred: Deferred) -> Stop {
+        self.halt_with(deferred.reason, deferred.event)
+    }
+
     /// Continues a logical run from a journal: `counters` and `events` become this guard's, if
     /// nothing was counted or recorded yet. Returns whether they were restored.
     pub(crate) fn restore(&self, counters: Counters, events: Vec<ControlEvent>) -> bool {
@@ -363,6 +469,7 @@ impl Guard {
         }
         let closed = counters.tool_calls >= self.limits.tool_calls();
         ledger.restore(counters, events);
+        self.tell(&ledger, 0);
         if closed {
             self.tools_closed.store(true, Ordering::Relaxed);
         }
@@ -384,7 +491,10 @@ impl Guard {
     /// Appends a journal's event whatever stopped the run: what it records (an effect's
     /// committed result) happened.
     pub(crate) fn append(&self, event: ControlEvent) {
-        self.ledger.lock().append(event);
+        let mut ledger = self.ledger.lock();
+        let before = ledger.events().len();
+        ledger.append(event);
+        self.tell(&ledger, before);
     }
 
     /// Records `event` as the halt for `reason` (the first halt wins) and cancels the token.

@@ -1,9 +1,10 @@
 //! The tool-calling loop: one runtime, defined once, runs any number of requests.
 //!
 //! Both compositions run the same loop over the same scope: call the transport with the
-//! conversation and the tool definitions; if the reply asks for tools, run them one after
-//! another in order, append the assistant message and one result per call, and loop; otherwise
-//! the reply's text ends the run.
+//! conversation and the tool definitions; if the reply asks for tools, run them (one after
+//! another in order, or, opted in, as a parallel batch: [`Runtime::parallel`]), append the
+//! assistant message and one result per call, and loop; otherwise the reply's text ends the
+//! run.
 //!
 //! # Invariants
 //!
@@ -16,11 +17,16 @@
 //!   consulted last, so its cancellation wins every race.
 //! - A runtime holds no per-request state: [`Runtime::run`] takes the request's scope, so one
 //!   runtime serves concurrent requests.
+//! - A watched scope's feed gets the loop's steps as they happen: each reply's text, each call
+//!   taken up and its answer, and the run's end (see [`watch`](crate::watch)).
 
+mod calls;
 mod composition;
 mod course;
 mod observer;
+mod options;
 mod subagent;
+mod telemetry;
 
 use std::fmt;
 use std::sync::Arc;
@@ -28,15 +34,19 @@ use std::sync::Arc;
 use tracing::Instrument;
 
 pub use composition::Composition;
-pub(crate) use course::{Course, Live, Turn};
+pub(crate) use course::{Admission, Course, Live, Pending, Turn, answer_of};
 pub use observer::{Observation, Observer};
+pub use options::{Concurrency, ConcurrencyError, Offer};
 pub use subagent::{SubAgent, SubAgentError};
+pub(crate) use telemetry::record_end;
+
+use std::borrow::Cow;
 
 use crate::guard::Stop;
 use crate::outcome::{Outcome, RunError, Status};
 use crate::scope::Scope;
 use crate::spend::{ByteCounter, TokenCounter};
-use crate::tool::{ToolError, ToolSet, finish};
+use crate::tool::{ToolError, ToolSet};
 use crate::transport::{
     Budgeted, CallError, ChatOptions, Message, ModelReply, ToolCall, ToolDefinition, Transport,
     TransportError, Usage,
@@ -84,6 +94,8 @@ pub struct Runtime<T, S = ()> {
     disclose: bool,
     counter: Arc<dyn TokenCounter>,
     observers: Vec<Arc<dyn Observer<S>>>,
+    offer: Offer,
+    concurrency: Option<Concurrency>,
 }
 
 impl<T: fmt::Debug, S> fmt::Debug for Runtime<T, S> {
@@ -92,6 +104,8 @@ impl<T: fmt::Debug, S> fmt::Debug for Runtime<T, S> {
             .field("composition", &self.composition)
             .field("transport", &self.transport)
             .field("streaming", &self.streaming)
+            .field("offer", &self.offer)
+            .field("concurrency", &self.concurrency)
             .field("observers", &self.observers.len())
             .finish_non_exhaustive()
     }
@@ -134,7 +148,71 @@ impl<T: Transport, S: Send + Sync + 'static> Runtime<T, S> {
             disclose: false,
             counter: Arc::new(ByteCounter),
             observers: Vec::new(),
+            offer: Offer::All,
+            concurrency: None,
         }
+    }
+
+    /// Which tools the model is offered in each request: every tool of the set (the default,
+    /// [`Offer::All`]: a tool the model may see is not one it may run, and the guard refuses it),
+    /// or only those the request's scope grants ([`Offer::Granted`]).
+    #[must_use]
+    pub fn offer(mut self, offer: Offer) -> Self {
+        self.offer = offer;
+        self
+    }
+
+    /// Runs the tool calls of one reply as a parallel batch of at most `cap` bodies at a time
+    /// (the default is one after another).
+    ///
+    /// The calls are observed and admitted in the reply's order, each through the whole guard,
+    /// before any body starts; the admitted bodies then run concurrently and their results
+    /// enter the conversation in the reply's order, one per call. If the guard refuses a call
+    /// (permission, budget, repetition), the calls admitted before it run, as they would have
+    /// one after another, and the refusal then halts the run. A halt, the deadline or the
+    /// caller's cancellation while the bodies run starts no further body, drops the running
+    /// ones, and hands no later answer to the model; each call without an answer gets an error
+    /// result saying so, so the conversation never holds an orphaned call. Under a journal,
+    /// the `started` records of the bodies about to start are committed together, before them.
+    ///
+    /// The events are those of the sequential loop for the same reply, in the same order, as
+    /// long as the bodies stop nothing themselves (a body that cancels, halts or makes calls of
+    /// its own in the scope is seen at a different point).
+    ///
+    /// ```
+    /// use loopbound::scripted::{Step, sequence};
+    /// use loopbound::transport::{ModelReply, ToolCall};
+    /// use loopbound::{Concurrency, Limits, Message, Runtime, Scope, Status, ToolSet};
+    /// use schemars::JsonSchema;
+    /// use serde::{Deserialize, Serialize};
+    ///
+    /// #[derive(Deserialize, Serialize, JsonSchema)]
+    /// struct Order {
+    ///     id: u32,
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let mut tools = ToolSet::builder();
+    /// tools.tool("lookup", "orders.read").build(|order: Order, _call| async move {
+    ///     Ok::<_, String>(format!("order {}", order.id))
+    /// })?;
+    /// let calls = (1..=8).map(|id| ToolCall::new(format!("c{id}"), "lookup", format!(r#"{{"id":{id}}}"#))).collect();
+    /// let model = sequence(vec![Step::Reply(ModelReply::calls(calls))]);
+    /// let runtime = Runtime::harness(&tools.build(), model).parallel(Concurrency::new(4)?);
+    /// let scope = Scope::builder().grant("orders.read").limits(Limits::default().with_tool_calls(4)).build()?;
+    /// let mut conversation = vec![Message::user("Look up orders 1 to 8.")];
+    /// let outcome = runtime.run(&scope, &mut conversation, |()| true).await?;
+    /// assert_eq!(outcome.status(), Status::ToolBudget);
+    /// assert_eq!(scope.tool_calls(), 4, "four bodies ran, never eight");
+    /// assert_eq!(conversation.len(), 1 + 1 + 8, "every call got a result message");
+    /// # Ok(())
+    /// # }
+    /// ```
+    #[must_use]
+    pub fn parallel(mut self, cap: Concurrency) -> Self {
+        self.concurrency = Some(cap);
+        self
     }
 
     /// Per-call options passed to the transport.
@@ -220,9 +298,12 @@ impl<T: Transport, S: Send + Sync + 'static> Runtime<T, S> {
         is_complete: impl FnOnce(&S) -> bool,
     ) -> Result<Outcome, RunError> {
         self.check_prices(scope)?;
+        let span = self.agent_span(None);
         let mut usage = None;
-        let end = self.traced(scope, conversation, &mut usage, &mut Live).await;
-        conclude(scope, end, usage, is_complete)
+        let end = self.drive(scope, conversation, &mut usage, &mut Live).instrument(span.clone()).await;
+        let result = conclude(scope, end, usage, is_complete);
+        finished(scope, &span, &result);
+        result
     }
 
     /// Under a cost budget, refuses to start unless the scope's prices name the transport's model
@@ -245,23 +326,7 @@ impl<T: Transport, S: Send + Sync + 'static> Runtime<T, S> {
         }
     }
 
-    /// The loop, inside the run's tracing span when the composition has telemetry.
-    pub(crate) async fn traced<C: Course<T, S>>(
-        &self,
-        scope: &Scope<S>,
-        conversation: &mut Vec<Message>,
-        usage: &mut Option<Usage>,
-        course: &mut C,
-    ) -> End {
-        if self.composition.telemetry() {
-            let span = tracing::info_span!("loopbound.run", composition = self.composition.name());
-            self.drive(scope, conversation, usage, course).instrument(span).await
-        } else {
-            self.drive(scope, conversation, usage, course).await
-        }
-    }
-
-    async fn drive<C: Course<T, S>>(
+    pub(crate) async fn drive<C: Course<T, S>>(
         &self,
         scope: &Scope<S>,
         conversation: &mut Vec<Message>,
@@ -313,32 +378,32 @@ impl<T: Transport, S: Send + Sync + 'static> Runtime<T, S> {
         usage: &mut Option<Usage>,
         course: &mut C,
     ) -> End {
-        let tools = self.tools.definitions();
+        let tools = self.offered(scope);
+        let feed = scope.guard().feed();
         let cap = self.max_iterations.unwrap_or_else(|| self.composition.max_iterations(&scope.limits()));
-        for _ in 0..cap {
-            let reply = match course.reply(self, model, conversation, tools).await {
+        for iteration in 1..=cap {
+            if let Some(feed) = feed {
+                feed.begin_reply(iteration);
+            }
+            let reply = match course.reply(self, model, conversation, &tools).await {
                 Ok(reply) => reply,
                 Err(CallError::Stopped(stop)) => return End::Stopped(stop),
                 Err(CallError::Transport(error)) => return End::Transport(error),
             };
+            if let Some(feed) = feed {
+                feed.end_reply(reply.content.as_deref());
+            }
             if let Some(reported) = reply.usage {
                 *usage.get_or_insert_with(Usage::default) += reported;
             }
             if reply.tool_calls.is_empty() {
                 return End::Reply(reply.content);
             }
-            let mut results = Vec::with_capacity(reply.tool_calls.len());
-            let mut stopped = None;
-            for (index, call) in reply.tool_calls.iter().enumerate() {
-                match course.tool(self, scope, index, call).await {
-                    Turn::Answer(message) => results.push(message),
-                    Turn::End(end) => {
-                        stopped = Some(end);
-                        break;
-                    }
-                }
-            }
-            conversation.push(Message::Assistant { content: reply.content, tool_calls: reply.tool_calls });
+            let (results, stopped) = match self.concurrency {
+                Some(cap) => self.batch(scope, course, iteration, &reply.tool_calls, cap.get()).await,
+                None => self.one_after_another(scope, course, iteration, &reply.tool_calls).await,
+            };
+            conversation.push(Message::assistant_parts(reply.content, reply.tool_calls));
             conversation.extend(results);
             if let Some(end) = stopped {
                 return end;
@@ -347,13 +412,22 @@ impl<T: Transport, S: Send + Sync + 'static> Runtime<T, S> {
         End::CapReached
     }
 
-    /// The answer the model gets for one tool call run live: its result, or its error; or the
-    /// end of the run.
-    pub(crate) async fn answer(&self, scope: &Scope<S>, call: &ToolCall) -> Turn {
-        match self.call_tool(scope, call).await {
-            Ok(text) => Turn::Answer(Message::tool_result(call.id.clone(), text)),
-            Err(ToolError::Stopped(stop)) => Turn::End(End::Stopped(stop)),
-            Err(error) => Turn::Answer(error_message(call, &error)),
+    /// The definitions the model is offered in `scope`'s requests.
+    fn offered(&self, scope: &Scope<S>) -> Cow<'_, [ToolDefinition]> {
+        match self.offer {
+            Offer::Granted => Cow::Owned(
+                self.tools
+                    .definitions()
+                    .iter()
+                    .filter(|definition| {
+                        self.tools
+                            .get(&definition.name)
+                            .is_some_and(|tool| scope.is_granted(tool.capability()))
+                    })
+                    .cloned()
+                    .collect(),
+            ),
+            Offer::All => Cow::Borrowed(self.tools.definitions()),
         }
     }
 
@@ -363,6 +437,7 @@ impl<T: Transport, S: Send + Sync + 'static> Runtime<T, S> {
         conversation: &[Message],
         tools: &[ToolDefinition],
     ) -> Result<ModelReply, CallError> {
+        let span = self.chat_span();
         let call = async {
             if self.streaming {
                 model.stream(conversation, tools, &self.options).await
@@ -370,11 +445,19 @@ impl<T: Transport, S: Send + Sync + 'static> Runtime<T, S> {
                 model.complete(conversation, tools, &self.options).await
             }
         };
-        if self.composition.telemetry() {
-            call.instrument(tracing::info_span!("loopbound.model_call", streaming = self.streaming)).await
-        } else {
-            call.await
+        let reply = call.instrument(span.clone()).await;
+        match &reply {
+            Ok(reply) => {
+                if let Some(usage) = reply.usage {
+                    telemetry::record_usage(&span, usage);
+                }
+            }
+            Err(CallError::Transport(error)) => {
+                span.record("error.type", transport_error_type(error));
+            }
+            Err(_) => {}
         }
+        reply
     }
 
     /// The built-in middleware, then the host's observers, for one call to `tool`.
@@ -392,23 +475,6 @@ impl<T: Transport, S: Send + Sync + 'static> Runtime<T, S> {
             }
         }
         Ok(())
-    }
-
-    /// Middleware, the host's observers, then the guard, then the body.
-    async fn call_tool(&self, scope: &Scope<S>, call: &ToolCall) -> Result<String, ToolError> {
-        let Some(tool) = self.tools.get(&call.name) else {
-            return Err(ToolError::not_found(&call.name));
-        };
-        self.observe_call(scope, tool.name(), call)?;
-        let invocation = async {
-            let body = tool.start_json(scope, &call.arguments)?;
-            finish(scope.guard(), tool.name(), body).await
-        };
-        if self.composition.telemetry() {
-            invocation.instrument(tracing::info_span!("loopbound.tool_call", tool = &*call.name)).await
-        } else {
-            invocation.await
-        }
     }
 }
 
@@ -428,6 +494,26 @@ fn describe(error: &TransportError) -> String {
         source = cause.source();
     }
     text
+}
+
+/// The `error.type` of a model call that failed: the transport error's kind.
+fn transport_error_type(error: &TransportError) -> &'static str {
+    match error.kind() {
+        crate::transport::TransportErrorKind::Unavailable => "unavailable",
+        crate::transport::TransportErrorKind::Authentication => "authentication",
+        crate::transport::TransportErrorKind::Malformed => "malformed",
+        crate::transport::TransportErrorKind::Cancelled => "cancelled",
+        crate::transport::TransportErrorKind::TooManyCalls { .. } => "too_many_calls",
+        _ => "_OTHER",
+    }
+}
+
+/// Ends a run: its span learns how, and a watcher gets its last update.
+pub(crate) fn finished<S>(scope: &Scope<S>, span: &tracing::Span, result: &Result<Outcome, RunError>) {
+    record_end(span, result);
+    if let Some(feed) = scope.guard().feed() {
+        feed.finish(result);
+    }
 }
 
 /// The error result the model gets for a call that failed without ending the run.

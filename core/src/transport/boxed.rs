@@ -24,6 +24,8 @@ trait DynTransport: Send + Sync {
     fn complete<'a>(&'a self, request: ChatRequest<'a>) -> BoxFuture<'a, Result<ModelReply, TransportError>>;
     fn stream<'a>(&'a self, request: ChatRequest<'a>)
     -> BoxFuture<'a, Result<BoxStream<'a>, TransportError>>;
+    fn provider_name(&self) -> &str;
+    fn model_name(&self) -> Option<&str>;
 }
 
 impl<T: Transport> DynTransport for T {
@@ -43,6 +45,14 @@ impl<T: Transport> DynTransport for T {
             let stream = Transport::stream(self, request).await?;
             Ok(Box::pin(stream) as BoxStream<'a>)
         })
+    }
+
+    fn provider_name(&self) -> &str {
+        Transport::provider_name(self)
+    }
+
+    fn model_name(&self) -> Option<&str> {
+        Transport::model_name(self)
     }
 }
 
@@ -108,5 +118,13 @@ impl Transport for BoxTransport {
     > + Send
     + 'a {
         self.inner.stream(request)
+    }
+
+    fn provider_name(&self) -> &str {
+        self.inner.provider_name()
+    }
+
+    fn model_name(&self) -> Option<&str> {
+        self.inner.model_name()
     }
 }

@@ -10,6 +10,8 @@
 //!   or the caller cancels.
 //! - After the call returns, the scope is checked again, so a reply that arrives after a stop is
 //!   not handed on.
+//! - A watched scope's feed gets each piece of a streamed reply's text as the assembler takes
+//!   it in (the runtime hands on a whole reply's text itself).
 //! - Every reply handed on is within the scope's [`ReplyBounds`](super::ReplyBounds): a streamed
 //!   reply is assembled under them (reading stops at the chunk that crosses one), a whole reply
 //!   is checked before it is handed on. A reply with too many tool calls halts the scope with
@@ -176,12 +178,18 @@ impl<'a, T: Transport> Budgeted<'a, T> {
             let mut chunks = pin!(self.transport.stream(request).await?);
             let mut assembler = ReplyAssembler::new(request.bounds);
             let mut bytes = 0_u64;
+            let feed = self.guard.feed();
             while let Some(chunk) = poll_fn(|cx| chunks.as_mut().poll_next(cx)).await {
-                // A chunk past the bounds ends the read: the stream is dropped unread.
                 let chunk = chunk?;
+                // A watcher sees each piece of text once the assembler has taken it in.
+                let piece = feed.and_then(|_| chunk.content.clone());
+                // A chunk past the bounds ends the read: the stream is dropped unread.
                 bytes = bytes.saturating_add(chunk_output_bytes(&chunk));
                 let reported = chunk.usage.map(|usage| usage.output_tokens);
                 assembler.push(chunk)?;
+                if let (Some(feed), Some(piece)) = (feed, piece) {
+                    feed.text_piece(&piece);
+                }
                 if let Some(bound) = bound {
                     let counted = bytes.div_ceil(widest).max(reported.unwrap_or(0));
                     if counted > bound {
@@ -259,6 +267,11 @@ impl<'a, T: Transport> Budgeted<'a, T> {
         reply.tool_calls.clear();
         request.bounds.check(&reply).map_err(CallError::Transport)?;
         Ok(reply)
+    }
+
+    /// The scope's guard.
+    pub(crate) fn guard(&self) -> &'a Guard {
+        self.guard
     }
 
     /// The request of one call: the scope's token and reply bounds.

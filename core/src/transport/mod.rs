@@ -55,6 +55,22 @@ pub trait Transport: Send + Sync {
     + 'a {
         async move { self.complete(request).await.map(ChunkStream::whole) }
     }
+
+    /// The provider, as telemetry names it (`gen_ai.provider.name`: `openai`, `anthropic`, or a
+    /// name of the transport's own); `_OTHER` unless the transport says.
+    #[allow(
+        clippy::unnecessary_literal_bound,
+        reason = "a transport may name its provider from its own configuration"
+    )]
+    fn provider_name(&self) -> &str {
+        "_OTHER"
+    }
+
+    /// The model the transport asks for, as telemetry names it (`gen_ai.request.model`), if it
+    /// knows it.
+    fn model_name(&self) -> Option<&str> {
+        None
+    }
 }
 
 impl<T: Transport> Transport for &T {
@@ -78,6 +94,14 @@ impl<T: Transport> Transport for &T {
     + 'a {
         (**self).stream(request)
     }
+
+    fn provider_name(&self) -> &str {
+        (**self).provider_name()
+    }
+
+    fn model_name(&self) -> Option<&str> {
+        (**self).model_name()
+    }
 }
 
 impl<T: Transport> Transport for Arc<T> {
@@ -100,5 +124,13 @@ impl<T: Transport> Transport for Arc<T> {
     > + Send
     + 'a {
         (**self).stream(request)
+    }
+
+    fn provider_name(&self) -> &str {
+        (**self).provider_name()
+    }
+
+    fn model_name(&self) -> Option<&str> {
+        (**self).model_name()
     }
 }
