@@ -87,7 +87,19 @@ async fn json_prints_one_object_with_exactly_the_contracts_keys() {
     let keys: Vec<&str> = object.keys().map(String::as_str).collect();
     let mut sorted = keys.clone();
     sorted.sort_unstable();
-    assert_eq!(sorted, ["agent", "capabilities", "events", "limits", "status", "text", "transport"]);
+    assert_eq!(sorted, ["agent", "capabilities", "events", "limits", "spend", "status", "text", "transport"]);
+    // No budget and no usage reported: nothing spent, nothing reserved.
+    assert_eq!(
+        value["spend"],
+        serde_json::json!({
+            "settled": {"input_tokens": 0, "cached_input_tokens": 0, "cache_write_tokens": 0, "output_tokens": 0},
+            "cost": 0,
+            "reserved": {"input_tokens": 0, "output_tokens": 0, "cost": 0},
+            "calls_over_reservation": 0,
+            "overshoot_tokens": 0,
+            "overshoot_cost": 0
+        })
+    );
     assert_eq!(value["status"], "Incomplete");
     assert_eq!(value["text"], "Review finished.");
     assert_eq!(value["transport"], "scripted");
