@@ -157,5 +157,8 @@ async fn watch_is_refused_with_json_and_with_the_durable_commands() {
     let code = console::execute(&durable, CancellationToken::new(), &mut out, &mut err).await;
     assert_eq!(code, loopbound_demos::console::EXIT_USAGE);
     assert!(out.is_empty());
-    assert!(String::from_utf8_lossy(&err).contains("--watch are for the review scenarios"));
+    assert!(
+        String::from_utf8_lossy(&err)
+            .contains("--watch and the budget flags before a command are for the review scenarios")
+    );
 }
