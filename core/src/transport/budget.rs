@@ -231,7 +231,7 @@ impl<'a, T: Transport> Budgeted<'a, T> {
         if self.disclose {
             options.notice = Some(self.guard.remaining(self.price.as_ref()));
         }
-        let ask = self.guard.limits().has_spend_budget().then(|| {
+        let ask = self.guard.spend_budgeted().then(|| {
             let notice = options.notice.as_deref().map_or(0, |notice| {
                 self.counter.count(notice).saturating_add(self.counter.message_overhead())
             });
