@@ -170,7 +170,7 @@ impl Transport for OpenAiTransport {
     }
 
     /// The configured model (`LOOPBOUND_MODEL`).
-    fn model_name(&self) -> Option<&str> {
+    fn model(&self) -> Option<&str> {
         Some(self.config.model())
     }
 }
