@@ -1,37 +1,31 @@
-//! From event-stream bytes to reply chunks: events, the `[DONE]` terminator, and truncation.
+//! From event-stream bytes to reply chunks: what each chat-completions event means.
+//!
+//! The byte and call bounds, the first error, stream redaction and incremental decoding are the
+//! shared [`StreamDecoder`]'s (see `loopbound_provider::events`); this module says what each
+//! event means.
 //!
 //! # Invariants
 //!
-//! - Pure and incremental: bytes in any split give the same chunks as the whole input.
-//! - A stream is complete only when `data: [DONE]` arrives; input after it is ignored, and an
-//!   end of input before it is [`Malformed`](loopbound::transport::TransportErrorKind::Malformed) (a truncated stream).
-//! - The first error (an unparsable event, an `error` object or `event: error`, an overlong
-//!   line) ends the stream: it is reported once and later input is ignored.
+//! - A stream is complete only when `data: [DONE]` arrives (also without its closing blank line,
+//!   when the server closes right after it); input after it is ignored, and an end of input
+//!   before it is [`Malformed`](loopbound::transport::TransportErrorKind::Malformed).
+//! - An unparsable chunk, an `error` object or `event: error` ends the stream with one error;
+//!   other named events are skipped.
 //! - Chunks that carry nothing (a role-only first delta, an empty text fragment) are dropped.
-//! - Bounded by the reply's [`ReplyBounds`]: the bytes fed (framing, comments and keep-alives
-//!   included) are counted and the stream fails with `Malformed` at the first byte past
-//!   `bytes()`, which is never decoded; the distinct tool-call indices are counted and the chunk
-//!   that opens one index too many fails the stream with `TooManyCalls` instead of being handed
-//!   on. So the decoder's memory is bounded by the reply's byte bound, whatever the server sends.
-//! - Texts are redacted as streams (a run of the key split across events is caught): the end of
-//!   the text and of each call's arguments that may still join a run is held back and handed on
-//!   in one last chunk when `[DONE]` arrives.
 
-use std::collections::BTreeSet;
+use loopbound::transport::{ModelReply, ReplyBounds, ReplyChunk, TransportError};
+use loopbound_provider::errors::clean;
+use loopbound_provider::sse::SseEvent;
+use loopbound_provider::{Protocol, Redactor, Step, StreamDecoder};
 
-use loopbound::transport::{ReplyBounds, ReplyChunk, TransportError};
+use crate::errors::embedded_error;
+use crate::parse::{parse_chunk, parse_completion};
 
-use crate::errors::{clean, embedded_error};
-use crate::parse::parse_chunk;
-use crate::redact::{Redactor, StreamRedactor};
-use crate::sse::{DEFAULT_MAX_EVENT, SseDecoder, SseEvent};
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum State {
-    Open,
-    Done,
-    Failed,
-}
+/// The chat-completions wire format as the shared HTTP machinery reads it: `data:` events of
+/// `chat.completion.chunk` objects ended by `data: [DONE]`, errors as an `error` object or
+/// `event: error`, whole replies as one `chat.completion`.
+#[derive(Debug, Default)]
+pub struct ChatCompletions;
 
 /// Decodes a streamed chat completion into [`ReplyChunk`]s.
 ///
@@ -46,110 +40,16 @@ enum State {
 /// assert_eq!(chunks.len(), 1);
 /// assert_eq!(chunks[0].as_ref().unwrap().content.as_deref(), Some("Hi"));
 /// ```
-#[derive(Debug)]
-pub struct ChunkDecoder {
-    sse: SseDecoder,
-    events: Vec<SseEvent>,
-    state: State,
-    bounds: ReplyBounds,
-    /// Bytes fed so far.
-    fed: usize,
-    /// The tool-call indices seen so far.
-    indices: BTreeSet<u32>,
-    redactor: Redactor,
-    stream: StreamRedactor,
-}
+pub type ChunkDecoder = StreamDecoder<ChatCompletions>;
 
-impl Default for ChunkDecoder {
-    /// A decoder with the default [`ReplyBounds`] and no key to redact.
-    fn default() -> Self {
-        Self::new(ReplyBounds::default(), Redactor::default())
-    }
-}
+impl Protocol for ChatCompletions {
+    const END: &'static str = "data: [DONE]";
 
-impl ChunkDecoder {
-    /// A decoder of one reply within `bounds`, redacting the key of `redactor`.
-    #[must_use]
-    pub fn new(bounds: ReplyBounds, redactor: Redactor) -> Self {
-        Self {
-            sse: SseDecoder::with_limit(bounds.bytes().min(DEFAULT_MAX_EVENT)),
-            events: Vec::new(),
-            state: State::Open,
-            bounds,
-            fed: 0,
-            indices: BTreeSet::new(),
-            stream: StreamRedactor::new(redactor.clone()),
-            redactor,
-        }
-    }
-
-    /// Decodes `bytes`, appending each chunk (or the one error that ends the stream) to `out`.
-    pub fn feed(&mut self, bytes: &[u8], out: &mut Vec<Result<ReplyChunk, TransportError>>) {
-        if self.state != State::Open {
-            return;
-        }
-        let room = self.bounds.bytes().saturating_sub(self.fed);
-        let (within, past) = bytes.split_at(bytes.len().min(room));
-        self.fed += within.len();
-        let fed = self.sse.feed(within, &mut self.events);
-        self.drain_events(out);
-        if let (State::Open, Err(error)) = (self.state, fed) {
-            self.fail(TransportError::malformed(error.to_string()), out);
-        }
-        if self.state == State::Open && !past.is_empty() {
-            self.fail(self.bounds.too_long(), out);
-        }
-    }
-
-    /// Ends the input. A final `data: [DONE]` left without its blank line still counts
-    /// (servers that close right after it are common; any other unfinished event is discarded,
-    /// as the format says); a stream that neither reached `[DONE]`
-    /// nor failed was truncated, and [`Malformed`](loopbound::transport::TransportErrorKind::Malformed) is appended to `out`.
-    pub fn finish(&mut self, out: &mut Vec<Result<ReplyChunk, TransportError>>) {
-        if self.state != State::Open {
-            return;
-        }
-        let partial = self.sse.has_pending();
-        self.sse.flush(&mut self.events);
-        let events = std::mem::take(&mut self.events);
-        if events.iter().any(|event| event.event.is_none() && event.data.trim() == "[DONE]") {
-            self.done(out);
-        } else {
-            let partial = if partial { " (in the middle of an event)" } else { "" };
-            let message =
-                format!("the stream ended before data: [DONE]{partial}; the reply may be incomplete");
-            self.fail(TransportError::malformed(message), out);
-        }
-    }
-
-    /// Bytes held while an event is incomplete (its line and its data so far): what the next
-    /// input may make the decoder parse at once.
-    #[must_use]
-    pub fn buffered(&self) -> usize {
-        self.sse.buffered()
-    }
-
-    /// Whether `[DONE]` arrived or an error ended the stream: no further input matters.
-    #[must_use]
-    pub fn is_finished(&self) -> bool {
-        self.state != State::Open
-    }
-
-    fn drain_events(&mut self, out: &mut Vec<Result<ReplyChunk, TransportError>>) {
-        for event in std::mem::take(&mut self.events) {
-            if self.state != State::Open {
-                break;
-            }
-            self.event(&event, out);
-        }
-    }
-
-    fn event(&mut self, event: &SseEvent, out: &mut Vec<Result<ReplyChunk, TransportError>>) {
+    fn event(&mut self, event: &SseEvent, redactor: &Redactor) -> Step {
         let data = event.data.trim();
         match event.event.as_deref() {
             None | Some("message") => {}
             Some("error") => {
-                let redactor = &self.redactor;
                 let error = serde_json::from_str::<serde_json::Value>(data).map_or_else(
                     |_| {
                         TransportError::other(format!(
@@ -159,42 +59,29 @@ impl ChunkDecoder {
                     },
                     |json| embedded_error(json.get("error").unwrap_or(&json), redactor),
                 );
-                return self.fail(error, out);
+                return Step::Fail(error);
             }
             // Other named events are not part of the chat-completions stream.
-            Some(_) => return,
+            Some(_) => return Step::Skip,
         }
         if data == "[DONE]" {
-            self.done(out);
-        } else if !data.is_empty() {
-            match parse_chunk(data.as_bytes(), &self.redactor) {
-                Ok(chunk) if chunk == ReplyChunk::default() => {}
-                Ok(chunk) => {
-                    for delta in &chunk.tool_calls {
-                        if self.indices.insert(delta.index) && self.bounds.too_many(self.indices.len()) {
-                            return self.fail(self.bounds.too_many_calls(), out);
-                        }
-                    }
-                    if let Some(chunk) = self.stream.chunk(chunk) {
-                        out.push(Ok(chunk));
-                    }
-                }
-                Err(error) => self.fail(error, out),
+            Step::Done
+        } else if data.is_empty() {
+            Step::Skip
+        } else {
+            match parse_chunk(data.as_bytes(), redactor) {
+                Ok(chunk) => Step::Chunk(chunk),
+                Err(error) => Step::Fail(error),
             }
         }
     }
 
-    /// The stream is complete: what the redactor held back is handed on.
-    fn done(&mut self, out: &mut Vec<Result<ReplyChunk, TransportError>>) {
-        self.state = State::Done;
-        if let Some(chunk) = self.stream.finish() {
-            out.push(Ok(chunk));
-        }
+    fn ends(&self, event: &SseEvent) -> bool {
+        event.event.is_none() && event.data.trim() == "[DONE]"
     }
 
-    fn fail(&mut self, error: TransportError, out: &mut Vec<Result<ReplyChunk, TransportError>>) {
-        self.state = State::Failed;
-        out.push(Err(error));
+    fn whole(body: &[u8], bounds: ReplyBounds, redactor: &Redactor) -> Result<ModelReply, TransportError> {
+        parse_completion(body, bounds, redactor)
     }
 }
 
@@ -206,13 +93,7 @@ impl ChunkDecoder {
 pub fn decode_stream<'a>(
     parts: impl IntoIterator<Item = &'a [u8]>,
 ) -> Result<Vec<ReplyChunk>, TransportError> {
-    let mut decoder = ChunkDecoder::default();
-    let mut out = Vec::new();
-    for part in parts {
-        decoder.feed(part, &mut out);
-    }
-    decoder.finish(&mut out);
-    out.into_iter().collect()
+    loopbound_provider::events::decode_stream::<ChatCompletions>(parts)
 }
 
 #[cfg(test)]
@@ -331,7 +212,7 @@ mod bounds_tests {
     use loopbound::transport::ReplyAssembler;
 
     use super::*;
-    use crate::config::ApiKey;
+    use loopbound_provider::ApiKey;
 
     fn call_event(index: u32) -> String {
         format!(

@@ -13,6 +13,8 @@
 use std::fmt;
 use std::time::Duration;
 
+use loopbound_provider::config::{base_url as check_base_url, endpoint};
+use loopbound_provider::{ApiKey, ConfigError, Variables};
 use reqwest::Url;
 
 /// Environment variable holding the endpoint's base URL, e.g. `http://127.0.0.1:8080/v1`.
@@ -26,45 +28,6 @@ pub const ENV_TIMEOUT_SECS: &str = "LOOPBOUND_TIMEOUT_SECS";
 /// Optional environment variable: `off` stops asking for usage figures in streams
 /// (`stream_options`), for servers that reject the field. Default `on`.
 pub const ENV_STREAM_USAGE: &str = "LOOPBOUND_STREAM_USAGE";
-
-/// Text printed in place of a secret.
-pub const REDACTED: &str = "[redacted]";
-
-/// A secret API key. It prints as `[redacted]` and is only read to build the request header.
-#[derive(Clone, PartialEq, Eq)]
-pub struct ApiKey(String);
-
-impl ApiKey {
-    /// Wraps `key`, which must be non-empty visible ASCII (it travels in an HTTP header).
-    ///
-    /// # Errors
-    ///
-    /// [`ConfigError::InvalidApiKey`], which does not quote the key.
-    pub fn new(key: impl Into<String>) -> Result<Self, ConfigError> {
-        let key = key.into();
-        if key.is_empty() || !key.bytes().all(|byte| byte.is_ascii_graphic()) {
-            return Err(ConfigError::InvalidApiKey);
-        }
-        Ok(Self(key))
-    }
-
-    /// The key itself, for the `Authorization` header and for redaction.
-    pub(crate) fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Debug for ApiKey {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(REDACTED)
-    }
-}
-
-impl fmt::Display for ApiKey {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(REDACTED)
-    }
-}
 
 /// Where and how to reach an OpenAI-compatible endpoint.
 #[derive(Clone, PartialEq, Eq)]
@@ -95,7 +58,7 @@ impl Config {
             return Err(ConfigError::Missing { variable: ENV_MODEL });
         }
         Ok(Self {
-            base_url: parse_base_url(base_url)?,
+            base_url: check_base_url(base_url, ENV_BASE_URL, ENV_API_KEY)?,
             model,
             api_key: None,
             timeout: None,
@@ -111,11 +74,7 @@ impl Config {
     ///
     /// A [`ConfigError`] naming the variable that is missing or invalid.
     pub fn from_env() -> Result<Self, ConfigError> {
-        Self::from_source(|variable| match std::env::var(variable) {
-            Ok(value) => Ok(Some(value)),
-            Err(std::env::VarError::NotPresent) => Ok(None),
-            Err(std::env::VarError::NotUnicode(_)) => Err(ConfigError::NotUnicode { variable }),
-        })
+        Self::from_variables(&Variables::env())
     }
 
     /// As [`from_env`](Self::from_env), reading variables through `lookup` instead of the
@@ -132,25 +91,16 @@ impl Config {
     ///
     /// As [`from_env`](Self::from_env).
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
-        Self::from_source(|variable| Ok(lookup(variable)))
+        Self::from_variables(&Variables::lookup(lookup))
     }
 
-    fn from_source(
-        read: impl Fn(&'static str) -> Result<Option<String>, ConfigError>,
-    ) -> Result<Self, ConfigError> {
-        let get = |variable| read(variable).map(|value| value.filter(|text| !text.trim().is_empty()));
-        let base_url = get(ENV_BASE_URL)?.ok_or(ConfigError::Missing { variable: ENV_BASE_URL })?;
-        let model = get(ENV_MODEL)?.ok_or(ConfigError::Missing { variable: ENV_MODEL })?;
-        let mut config = Self::new(base_url.trim(), model.trim())?;
-        if let Some(key) = get(ENV_API_KEY)? {
-            config.api_key = Some(ApiKey::new(key.trim())?);
-        }
-        if let Some(value) = get(ENV_TIMEOUT_SECS)? {
-            config.timeout = Some(parse_timeout(&value)?);
-        }
-        if let Some(value) = get(ENV_STREAM_USAGE)? {
-            config.stream_usage = parse_switch(&value)?;
-        }
+    fn from_variables(settings: &Variables<'_>) -> Result<Self, ConfigError> {
+        let base_url = settings.require(ENV_BASE_URL)?;
+        let model = settings.require(ENV_MODEL)?;
+        let mut config = Self::new(&base_url, model)?;
+        config.api_key = settings.api_key(ENV_API_KEY)?;
+        config.timeout = settings.timeout(ENV_TIMEOUT_SECS)?;
+        config.stream_usage = settings.switch(ENV_STREAM_USAGE)?.unwrap_or(true);
         Ok(config)
     }
 
@@ -184,10 +134,7 @@ impl Config {
     /// The URL requests are posted to: the base URL followed by `/chat/completions`.
     #[must_use]
     pub fn endpoint(&self) -> Url {
-        let mut endpoint = self.base_url.clone();
-        let path = format!("{}/chat/completions", self.base_url.path().trim_end_matches('/'));
-        endpoint.set_path(&path);
-        endpoint
+        endpoint(&self.base_url, "chat/completions")
     }
 
     /// The model name sent with every request.
@@ -227,107 +174,10 @@ impl fmt::Debug for Config {
     }
 }
 
-fn parse_base_url(text: &str) -> Result<Url, ConfigError> {
-    let invalid = |reason: &str| ConfigError::InvalidBaseUrl { reason: reason.to_owned() };
-    let url = Url::parse(text).map_err(|error| invalid(&error.to_string()))?;
-    if !matches!(url.scheme(), "http" | "https") {
-        return Err(invalid("the scheme must be http or https"));
-    }
-    if !url.username().is_empty() || url.password().is_some() {
-        return Err(invalid("credentials in the URL are refused; set LOOPBOUND_API_KEY instead"));
-    }
-    if url.query().is_some() || url.fragment().is_some() {
-        return Err(invalid("the URL must not have a query or a fragment"));
-    }
-    if url.host_str().is_none_or(str::is_empty) {
-        return Err(invalid("the URL has no host"));
-    }
-    Ok(url)
-}
-
-fn parse_timeout(text: &str) -> Result<Duration, ConfigError> {
-    match text.trim().parse::<u64>() {
-        Ok(seconds) if seconds > 0 => Ok(Duration::from_secs(seconds)),
-        _ => Err(ConfigError::InvalidTimeout { value: text.to_owned() }),
-    }
-}
-
-fn parse_switch(text: &str) -> Result<bool, ConfigError> {
-    match text.trim().to_ascii_lowercase().as_str() {
-        "1" | "on" | "true" | "yes" => Ok(true),
-        "0" | "off" | "false" | "no" => Ok(false),
-        _ => Err(ConfigError::InvalidStreamUsage { value: text.to_owned() }),
-    }
-}
-
-/// Why no usable configuration could be made. Every message names the variable at fault and
-/// never quotes the API key.
-#[derive(Clone, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum ConfigError {
-    /// A required variable is not set, or is empty.
-    Missing {
-        /// The variable's name.
-        variable: &'static str,
-    },
-    /// A variable holds text that is not valid Unicode.
-    NotUnicode {
-        /// The variable's name.
-        variable: &'static str,
-    },
-    /// `LOOPBOUND_BASE_URL` is not a usable URL.
-    InvalidBaseUrl {
-        /// What is wrong with it.
-        reason: String,
-    },
-    /// `LOOPBOUND_API_KEY` is not visible ASCII. The key is not quoted.
-    InvalidApiKey,
-    /// `LOOPBOUND_TIMEOUT_SECS` is not a positive whole number of seconds.
-    InvalidTimeout {
-        /// The value found.
-        value: String,
-    },
-    /// `LOOPBOUND_STREAM_USAGE` is neither on nor off.
-    InvalidStreamUsage {
-        /// The value found.
-        value: String,
-    },
-    /// The HTTP client could not be built.
-    Client(String),
-}
-
-impl fmt::Display for ConfigError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Missing { variable } => write!(f, "{variable} is not set (or is empty)"),
-            Self::NotUnicode { variable } => write!(f, "{variable} is not valid Unicode"),
-            Self::InvalidBaseUrl { reason } => write!(f, "{ENV_BASE_URL} is not a usable base URL: {reason}"),
-            Self::InvalidApiKey => {
-                write!(f, "{ENV_API_KEY} must be non-empty visible ASCII without spaces")
-            }
-            Self::InvalidTimeout { value } => {
-                write!(f, "{ENV_TIMEOUT_SECS} must be a positive whole number of seconds, not {value:?}")
-            }
-            Self::InvalidStreamUsage { value } => {
-                write!(f, "{ENV_STREAM_USAGE} must be on or off, not {value:?}")
-            }
-            Self::Client(message) => write!(f, "the HTTP client could not be built: {message}"),
-        }
-    }
-}
-
-impl std::error::Error for ConfigError {}
-
-/// An unconfigured endpoint cannot be reached: as a transport error it is `Unavailable`, so a
-/// host that runs anyway ends with `ProviderUnavailable`.
-impl From<ConfigError> for loopbound::transport::TransportError {
-    fn from(error: ConfigError) -> Self {
-        Self::unavailable(format!("the endpoint is not configured: {error}"))
-    }
-}
-
 #[cfg(test)]
 mod tests {
+    use loopbound_provider::REDACTED;
+
     use super::*;
 
     fn lookup<'a>(pairs: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
@@ -386,13 +236,16 @@ mod tests {
         ] {
             assert_eq!(
                 Config::new(url, "m"),
-                Err(ConfigError::InvalidBaseUrl { reason: reason.to_owned() }),
+                Err(ConfigError::InvalidBaseUrl { variable: ENV_BASE_URL, reason: reason.to_owned() }),
                 "{url}"
             );
         }
         assert_eq!(
             Config::new("not a url", "m"),
-            Err(ConfigError::InvalidBaseUrl { reason: "relative URL without a base".to_owned() })
+            Err(ConfigError::InvalidBaseUrl {
+                variable: ENV_BASE_URL,
+                reason: "relative URL without a base".to_owned()
+            })
         );
     }
 
@@ -403,13 +256,21 @@ mod tests {
             let pairs = [base[0], base[1], (ENV_TIMEOUT_SECS, value)];
             assert_eq!(
                 Config::from_lookup(lookup(&pairs)),
-                Err(ConfigError::InvalidTimeout { value: value.to_owned() })
+                Err(ConfigError::Invalid {
+                    variable: ENV_TIMEOUT_SECS,
+                    value: value.to_owned(),
+                    expected: "a positive whole number of seconds"
+                })
             );
         }
         let pairs = [base[0], base[1], (ENV_STREAM_USAGE, "maybe")];
         assert_eq!(
             Config::from_lookup(lookup(&pairs)),
-            Err(ConfigError::InvalidStreamUsage { value: "maybe".to_owned() })
+            Err(ConfigError::Invalid {
+                variable: ENV_STREAM_USAGE,
+                value: "maybe".to_owned(),
+                expected: "on or off"
+            })
         );
     }
 
@@ -428,7 +289,7 @@ mod tests {
             (ENV_API_KEY, &bad),
         ]))
         .unwrap_err();
-        assert_eq!(error, ConfigError::InvalidApiKey);
+        assert_eq!(error, ConfigError::InvalidApiKey { variable: Some(ENV_API_KEY) });
         let text = format!("{error} {error:?}");
         assert!(!text.contains(secret), "{text}");
     }

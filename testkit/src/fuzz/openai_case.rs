@@ -16,9 +16,9 @@ use arbitrary::Arbitrary;
 use loopbound::transport::{ModelReply, ReplyAssembler, ReplyBounds, ReplyChunk, TransportError};
 use loopbound_openai::chunks::{ChunkDecoder, decode_stream};
 use loopbound_openai::parse::{parse_chunk, parse_completion};
-use loopbound_openai::redact::RUN;
-use loopbound_openai::sse::SseDecoder;
-use loopbound_openai::{ApiKey, REDACTED, Redactor};
+use loopbound_provider::redact::RUN;
+use loopbound_provider::sse::{SseDecoder, SseEvent};
+use loopbound_provider::{ApiKey, REDACTED, Redactor};
 
 /// A body, where it was cut into network reads, the reply's bounds, and a key echoed into it.
 #[derive(Debug, Arbitrary)]
@@ -52,7 +52,7 @@ fn split<'a>(body: &'a [u8], cuts: &[u16]) -> Vec<&'a [u8]> {
 }
 
 /// The events and pending state of an event-stream decoder fed `parts`.
-fn sse_events(parts: &[&[u8]]) -> (Vec<loopbound_openai::sse::SseEvent>, bool, bool) {
+fn sse_events(parts: &[&[u8]]) -> (Vec<SseEvent>, bool, bool) {
     let mut decoder = SseDecoder::default();
     let mut events = Vec::new();
     let mut failed = false;
@@ -263,6 +263,6 @@ fn check_redaction(case: &OpenAiCase) {
     if let Err(error) = parse_chunk(&body, &redactor) {
         assert_no_run(&error.to_string(), &bytes, "a chunk error");
     }
-    let status = loopbound_openai::errors::status_error(401, None, &body, &redactor);
+    let status = loopbound_provider::errors::status_error(401, None, &body, &redactor);
     assert_no_run(&status.to_string(), &bytes, "a status error");
 }
