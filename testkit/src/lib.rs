@@ -6,6 +6,10 @@
 //! - [`refund`]: the refund task of the journaled runs (a read, an effect, an idempotent call),
 //!   with its effects counted outside the run;
 //! - [`aimock`]: the pinned scripted mock server, started per test on loopback;
+//! - [`scenarios`]: the review scenarios as the aimock fixtures script them, and one run over any
+//!   transport, for every provider transport's HTTP tests;
+//! - [`canned`]: a tiny loopback server with one canned answer per connection (cut bodies,
+//!   silence, exact bytes);
 //! - [`mcp`]: the pinned reference MCP servers, started per test as child processes;
 //! - [`json_schema_suite`]: the official JSON Schema Test Suite, fetched by a setup script, as
 //!   cases for the MCP adapter's schema check;
@@ -23,6 +27,7 @@
 #![warn(missing_docs)]
 
 pub mod aimock;
+pub mod canned;
 pub mod chain;
 pub mod conformance;
 pub mod fuzz;
@@ -32,6 +37,7 @@ pub mod mcp;
 pub mod postgres;
 pub mod refund;
 pub mod review;
+pub mod scenarios;
 pub mod scratch;
 pub mod skip;
 pub mod telemetry;

@@ -13,7 +13,7 @@
 //!   other named events are skipped.
 //! - Chunks that carry nothing (a role-only first delta, an empty text fragment) are dropped.
 
-use loopbound::transport::{ModelReply, ReplyBounds, ReplyChunk, TransportError};
+use loopbound::transport::{ModelReply, ReplyBounds, TransportError};
 use loopbound_provider::errors::clean;
 use loopbound_provider::sse::SseEvent;
 use loopbound_provider::{Protocol, Redactor, Step, StreamDecoder};
@@ -27,7 +27,7 @@ use crate::parse::{parse_chunk, parse_completion};
 #[derive(Debug, Default)]
 pub struct ChatCompletions;
 
-/// Decodes a streamed chat completion into [`ReplyChunk`]s.
+/// Decodes a streamed chat completion into [`ReplyChunk`](loopbound::transport::ReplyChunk)s.
 ///
 /// ```
 /// use loopbound_openai::chunks::ChunkDecoder;
@@ -85,20 +85,10 @@ impl Protocol for ChatCompletions {
     }
 }
 
-/// Decodes a whole stream given in `parts`: the chunks, or the first error.
-///
-/// # Errors
-///
-/// The error that ended the stream, or [`Malformed`](loopbound::transport::TransportErrorKind::Malformed) if it was truncated.
-pub fn decode_stream<'a>(
-    parts: impl IntoIterator<Item = &'a [u8]>,
-) -> Result<Vec<ReplyChunk>, TransportError> {
-    loopbound_provider::events::decode_stream::<ChatCompletions>(parts)
-}
-
 #[cfg(test)]
 mod tests {
-    use loopbound::transport::{ModelReply, ReplyAssembler, ToolCall, TransportErrorKind, Usage};
+    use loopbound::transport::{ModelReply, ToolCall, TransportErrorKind, Usage};
+    use loopbound_provider::events::{assemble, decode_stream};
 
     use super::*;
 
@@ -128,24 +118,16 @@ mod tests {
         .with_usage(Usage::new(30, 12))
     }
 
-    fn assemble(chunks: Vec<ReplyChunk>) -> ModelReply {
-        let mut assembler = ReplyAssembler::default();
-        for chunk in chunks {
-            assembler.push(chunk).unwrap();
-        }
-        assembler.finish()
-    }
-
     #[test]
     fn a_stream_assembles_to_the_reply_at_every_split_point() {
         let bytes = STREAM.as_bytes();
-        let whole = decode_stream([bytes]).unwrap();
-        assert_eq!(assemble(whole.clone()), expected_reply());
+        let whole = decode_stream::<ChatCompletions>([bytes]).unwrap();
+        assert_eq!(assemble(whole.clone(), ReplyBounds::default()).unwrap(), expected_reply());
         for cut in 0..=bytes.len() {
-            let split = decode_stream([&bytes[..cut], &bytes[cut..]]).unwrap();
+            let split = decode_stream::<ChatCompletions>([&bytes[..cut], &bytes[cut..]]).unwrap();
             assert_eq!(split, whole, "cut at {cut}");
         }
-        assert_eq!(decode_stream(bytes.chunks(1)).unwrap(), whole);
+        assert_eq!(decode_stream::<ChatCompletions>(bytes.chunks(1)).unwrap(), whole);
     }
 
     #[test]
@@ -153,24 +135,27 @@ mod tests {
         let bytes = STREAM.as_bytes();
         let done = STREAM.find("data: [DONE]").unwrap();
         for cut in 0..done + "data: [DONE]".len() {
-            let result = decode_stream([&bytes[..cut]]);
+            let result = decode_stream::<ChatCompletions>([&bytes[..cut]]);
             assert!(
                 matches!(&result, Err(m) if m.kind() == TransportErrorKind::Malformed && m.message().starts_with("the stream ended before data: [DONE]")),
                 "cut at {cut}: {result:?}"
             );
         }
         // A final `[DONE]` counts even when the server closes before the blank line.
-        let whole = decode_stream([bytes]).unwrap();
-        assert_eq!(decode_stream([&bytes[..done + "data: [DONE]".len()]]), Ok(whole.clone()));
-        assert_eq!(decode_stream([&bytes[..done + "data: [DONE]\n".len()]]), Ok(whole));
+        let whole = decode_stream::<ChatCompletions>([bytes]).unwrap();
+        assert_eq!(
+            decode_stream::<ChatCompletions>([&bytes[..done + "data: [DONE]".len()]]),
+            Ok(whole.clone())
+        );
+        assert_eq!(decode_stream::<ChatCompletions>([&bytes[..done + "data: [DONE]\n".len()]]), Ok(whole));
     }
 
     #[test]
     fn input_after_done_is_ignored() {
         let stream =
             "data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\ndata: [DONE]\n\ndata: not json\n\n";
-        let chunks = decode_stream([stream.as_bytes()]).unwrap();
-        assert_eq!(assemble(chunks), ModelReply::text("a"));
+        let chunks = decode_stream::<ChatCompletions>([stream.as_bytes()]).unwrap();
+        assert_eq!(assemble(chunks, ReplyBounds::default()).unwrap(), ModelReply::text("a"));
     }
 
     #[test]
@@ -194,25 +179,25 @@ mod tests {
     fn provider_errors_inside_the_stream_are_mapped() {
         let llama = "data: {\"error\":{\"code\":500,\"message\":\"The model produced output that does not match the expected peg-native format\",\"type\":\"server_error\"}}\n\n";
         assert_eq!(
-            decode_stream([llama.as_bytes()]),
+            decode_stream::<ChatCompletions>([llama.as_bytes()]),
             Err(TransportError::unavailable(
                 "the provider reported an error: The model produced output that does not match the expected peg-native format"
             ))
         );
         assert_eq!(
-            decode_stream([&b"event: error\ndata: overloaded\n\n"[..]]),
+            decode_stream::<ChatCompletions>([&b"event: error\ndata: overloaded\n\n"[..]]),
             Err(TransportError::other("the provider reported an error: overloaded"))
         );
-        assert_eq!(decode_stream([&b"event: ping\ndata: {}\n\ndata: [DONE]\n\n"[..]]), Ok(vec![]));
+        assert_eq!(
+            decode_stream::<ChatCompletions>([&b"event: ping\ndata: {}\n\ndata: [DONE]\n\n"[..]]),
+            Ok(vec![])
+        );
     }
 }
 
 #[cfg(test)]
 mod bounds_tests {
-    use loopbound::transport::ReplyAssembler;
-
     use super::*;
-    use loopbound_provider::ApiKey;
 
     fn call_event(index: u32) -> String {
         format!(
@@ -220,71 +205,17 @@ mod bounds_tests {
         )
     }
 
-    fn decode(decoder: &mut ChunkDecoder, parts: &[&[u8]]) -> Vec<Result<ReplyChunk, TransportError>> {
-        let mut out = Vec::new();
-        for part in parts {
-            decoder.feed(part, &mut out);
-        }
-        decoder.finish(&mut out);
-        out
-    }
-
     #[test]
     fn one_call_index_too_many_ends_the_stream_before_it_is_handed_on() {
         let events: String = (0..5).map(call_event).collect();
         let mut decoder = ChunkDecoder::new(ReplyBounds::new(3, 1 << 20), Redactor::default());
-        let out = decode(&mut decoder, &[events.as_bytes()]);
+        let out = decoder.decode_all([events.as_bytes()]);
         assert_eq!(out.len(), 4);
         assert!(out[..3].iter().all(Result::is_ok));
         assert_eq!(out[3], Err(TransportError::too_many_calls(3)));
         // Fragments of calls already open do not count again.
         let again = format!("{}{}{}data: [DONE]\n\n", call_event(0), call_event(1), call_event(0));
         let mut decoder = ChunkDecoder::new(ReplyBounds::new(2, 1 << 20), Redactor::default());
-        assert!(decode(&mut decoder, &[again.as_bytes()]).iter().all(Result::is_ok));
-    }
-
-    #[test]
-    fn the_byte_bound_counts_every_byte_fed_and_stops_at_the_first_past_it() {
-        let keep_alive = ": keep-alive\n\n".repeat(10);
-        let bound = keep_alive.len();
-        for parts in [vec![keep_alive.as_bytes(), b":"], vec![format!("{keep_alive}:").as_bytes()]] {
-            let mut decoder = ChunkDecoder::new(ReplyBounds::new(16, bound), Redactor::default());
-            let out = decode(&mut decoder, &parts);
-            assert_eq!(
-                out,
-                vec![Err(TransportError::malformed(format!("the reply is longer than {bound} bytes")))]
-            );
-        }
-        // Exactly the bound, ending with [DONE], is a complete stream.
-        let stream = "data: {\"choices\":[{\"delta\":{\"content\":\"Hi\"}}]}\n\ndata: [DONE]\n\n";
-        let mut decoder = ChunkDecoder::new(ReplyBounds::new(16, stream.len()), Redactor::default());
-        let out = decode(&mut decoder, &[stream.as_bytes()]);
-        assert_eq!(out.len(), 1);
-        assert_eq!(out[0].as_ref().map(|chunk| chunk.content.as_deref()), Ok(Some("Hi")));
-    }
-
-    #[test]
-    fn a_key_split_across_events_is_redacted_in_the_assembled_text() {
-        let key = "sk-live-0123456789abcdefghijklmnop";
-        let redactor = Redactor::new(Some(ApiKey::new(key).unwrap()));
-        let event = |text: &str| {
-            format!("data: {}\n\n", serde_json::json!({"choices": [{"delta": {"content": text}}]}))
-        };
-        let stream = format!(
-            "{}{}{}data: [DONE]\n\n",
-            event("the key: sk-live-0"),
-            event("123456789abc"),
-            event("defghijklmnop.")
-        );
-        let bytes = stream.as_bytes();
-        for cut in 0..=bytes.len() {
-            let mut decoder = ChunkDecoder::new(ReplyBounds::default(), redactor.clone());
-            let out = decode(&mut decoder, &[&bytes[..cut], &bytes[cut..]]);
-            let mut assembler = ReplyAssembler::default();
-            for chunk in out {
-                assembler.push(chunk.unwrap()).unwrap();
-            }
-            assert_eq!(assembler.finish().content.as_deref(), Some("the key: [redacted]."), "cut at {cut}");
-        }
+        assert!(decoder.decode_all([again.as_bytes()]).iter().all(Result::is_ok));
     }
 }

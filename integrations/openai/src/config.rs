@@ -13,7 +13,7 @@
 use std::fmt;
 use std::time::Duration;
 
-use loopbound_provider::config::{base_url as check_base_url, endpoint};
+use loopbound_provider::config::{Connection, Names};
 use loopbound_provider::{ApiKey, ConfigError, Variables};
 use reqwest::Url;
 
@@ -29,13 +29,14 @@ pub const ENV_TIMEOUT_SECS: &str = "LOOPBOUND_TIMEOUT_SECS";
 /// (`stream_options`), for servers that reject the field. Default `on`.
 pub const ENV_STREAM_USAGE: &str = "LOOPBOUND_STREAM_USAGE";
 
+/// The variables of the connection.
+const NAMES: Names =
+    Names { base_url: ENV_BASE_URL, model: ENV_MODEL, api_key: ENV_API_KEY, timeout: ENV_TIMEOUT_SECS };
+
 /// Where and how to reach an OpenAI-compatible endpoint.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Config {
-    base_url: Url,
-    model: String,
-    api_key: Option<ApiKey>,
-    timeout: Option<Duration>,
+    connection: Connection,
     stream_usage: bool,
 }
 
@@ -53,17 +54,7 @@ impl Config {
     ///
     /// [`ConfigError::InvalidBaseUrl`] or [`ConfigError::Missing`] for an empty model.
     pub fn new(base_url: &str, model: impl Into<String>) -> Result<Self, ConfigError> {
-        let model = model.into();
-        if model.trim().is_empty() {
-            return Err(ConfigError::Missing { variable: ENV_MODEL });
-        }
-        Ok(Self {
-            base_url: check_base_url(base_url, ENV_BASE_URL, ENV_API_KEY)?,
-            model,
-            api_key: None,
-            timeout: None,
-            stream_usage: true,
-        })
+        Ok(Self { connection: Connection::new(base_url, model, &NAMES)?, stream_usage: true })
     }
 
     /// Reads the configuration from the process environment: `LOOPBOUND_BASE_URL` and
@@ -74,7 +65,7 @@ impl Config {
     ///
     /// A [`ConfigError`] naming the variable that is missing or invalid.
     pub fn from_env() -> Result<Self, ConfigError> {
-        Self::from_variables(&Variables::env())
+        Self::read(&Variables::env())
     }
 
     /// As [`from_env`](Self::from_env), reading variables through `lookup` instead of the
@@ -91,30 +82,25 @@ impl Config {
     ///
     /// As [`from_env`](Self::from_env).
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
-        Self::from_variables(&Variables::lookup(lookup))
+        Self::read(&Variables::lookup(lookup))
     }
 
-    fn from_variables(settings: &Variables<'_>) -> Result<Self, ConfigError> {
-        let base_url = settings.require(ENV_BASE_URL)?;
-        let model = settings.require(ENV_MODEL)?;
-        let mut config = Self::new(&base_url, model)?;
-        config.api_key = settings.api_key(ENV_API_KEY)?;
-        config.timeout = settings.timeout(ENV_TIMEOUT_SECS)?;
-        config.stream_usage = settings.switch(ENV_STREAM_USAGE)?.unwrap_or(true);
-        Ok(config)
+    fn read(settings: &Variables<'_>) -> Result<Self, ConfigError> {
+        let connection = Connection::read(settings, &NAMES)?;
+        Ok(Self { connection, stream_usage: settings.switch(ENV_STREAM_USAGE)?.unwrap_or(true) })
     }
 
     /// This configuration with an API key, sent as `Authorization: Bearer <key>`.
     #[must_use]
     pub fn with_api_key(mut self, key: ApiKey) -> Self {
-        self.api_key = Some(key);
+        self.connection.set_api_key(key);
         self
     }
 
     /// This configuration with a per-request timeout (connection, then whole response).
     #[must_use]
     pub fn with_timeout(mut self, timeout: Duration) -> Self {
-        self.timeout = Some(timeout);
+        self.connection.set_timeout(timeout);
         self
     }
 
@@ -125,34 +111,16 @@ impl Config {
         self
     }
 
-    /// The base URL, e.g. `http://127.0.0.1:8080/v1`.
+    /// The base URL, the model, the API key and the timeout.
     #[must_use]
-    pub fn base_url(&self) -> &Url {
-        &self.base_url
+    pub fn connection(&self) -> &Connection {
+        &self.connection
     }
 
     /// The URL requests are posted to: the base URL followed by `/chat/completions`.
     #[must_use]
     pub fn endpoint(&self) -> Url {
-        endpoint(&self.base_url, "chat/completions")
-    }
-
-    /// The model name sent with every request.
-    #[must_use]
-    pub fn model(&self) -> &str {
-        &self.model
-    }
-
-    /// The API key, if one is configured.
-    #[must_use]
-    pub fn api_key(&self) -> Option<&ApiKey> {
-        self.api_key.as_ref()
-    }
-
-    /// The per-request timeout, if one is configured.
-    #[must_use]
-    pub fn timeout(&self) -> Option<Duration> {
-        self.timeout
+        self.connection.endpoint("chat/completions")
     }
 
     /// Whether streamed requests ask for usage figures.
@@ -165,10 +133,7 @@ impl Config {
 impl fmt::Debug for Config {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Config")
-            .field("base_url", &self.base_url.as_str())
-            .field("model", &self.model)
-            .field("api_key", &self.api_key)
-            .field("timeout", &self.timeout)
+            .field("connection", &self.connection)
             .field("stream_usage", &self.stream_usage)
             .finish()
     }
@@ -177,12 +142,9 @@ impl fmt::Debug for Config {
 #[cfg(test)]
 mod tests {
     use loopbound_provider::REDACTED;
+    use loopbound_provider::config::pairs as lookup;
 
     use super::*;
-
-    fn lookup<'a>(pairs: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
-        |name| pairs.iter().find(|(key, _)| *key == name).map(|(_, value)| (*value).to_owned())
-    }
 
     #[test]
     fn each_missing_required_variable_is_named() {
@@ -206,9 +168,9 @@ mod tests {
         ]))
         .unwrap();
         assert_eq!(config.endpoint().as_str(), "https://models.example/v1/chat/completions");
-        assert_eq!(config.model(), "small");
-        assert_eq!(config.api_key().map(ApiKey::expose), Some("sk-test-123"));
-        assert_eq!(config.timeout(), Some(Duration::from_secs(30)));
+        assert_eq!(config.connection().model(), "small");
+        assert_eq!(config.connection().api_key().map(ApiKey::expose), Some("sk-test-123"));
+        assert_eq!(config.connection().timeout(), Some(Duration::from_secs(30)));
         assert!(!config.stream_usage());
     }
 
@@ -221,8 +183,8 @@ mod tests {
         ]))
         .unwrap();
         assert_eq!(config.endpoint().as_str(), "http://127.0.0.1:8080/chat/completions");
-        assert_eq!(config.api_key(), None);
-        assert_eq!(config.timeout(), None);
+        assert_eq!(config.connection().api_key(), None);
+        assert_eq!(config.connection().timeout(), None);
         assert!(config.stream_usage());
     }
 
@@ -278,7 +240,8 @@ mod tests {
     fn the_api_key_never_shows_in_debug_display_or_errors() {
         let secret = "sk-very-secret-value";
         let config = Config::new("http://h/v1", "m").unwrap().with_api_key(ApiKey::new(secret).unwrap());
-        let debug = format!("{config:?} {:?} {}", config.api_key(), config.api_key().unwrap());
+        let key = config.connection().api_key();
+        let debug = format!("{config:?} {key:?} {}", key.unwrap());
         assert!(!debug.contains(secret), "{debug}");
         assert!(debug.contains(REDACTED));
 

@@ -90,4 +90,4 @@ pub mod wire;
 pub use config::{Config, ENV_API_KEY, ENV_BASE_URL, ENV_MODEL, ENV_STREAM_USAGE, ENV_TIMEOUT_SECS};
 /// The key, its redaction and the configuration errors are the shared provider crate's.
 pub use loopbound_provider::{ApiKey, ConfigError, REDACTED, Redactor};
-pub use transport::OpenAiTransport;
+pub use transport::{OpenAi, OpenAiTransport};

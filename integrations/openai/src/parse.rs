@@ -64,7 +64,7 @@ pub fn parse_completion(
     // A body that does not even count is reported by the full parse below, with its reason.
     if let Ok(count) = serde_json::from_slice::<CallCount>(body) {
         let calls =
-            count.choices.0.and_then(|choice| choice.message).map_or(0, |message| message.tool_calls.0);
+            count.choices.0.and_then(|choice| choice.message).map_or(0, |message| message.tool_calls.get());
         if bounds.too_many(calls) {
             return Err(bounds.too_many_calls());
         }

@@ -6,7 +6,9 @@ use loopbound::transport::ReplyBounds;
 
 use loopbound_provider::Redactor;
 
-use crate::chunks::{ChunkDecoder, decode_stream};
+use loopbound_provider::events::decode_stream;
+
+use crate::chunks::{ChatCompletions, ChunkDecoder};
 use crate::parse::{parse_chunk, parse_completion};
 
 /// Cuts `bytes` at the given points (taken modulo its length, in order).
@@ -72,8 +74,8 @@ proptest! {
         bytes in stream_like(),
         cuts in proptest::collection::vec(any::<usize>(), 0..16),
     ) {
-        prop_assert_eq!(decode_stream(split(&bytes, &cuts)), decode_stream([&bytes[..]]));
+        prop_assert_eq!(decode_stream::<ChatCompletions>(split(&bytes, &cuts)), decode_stream::<ChatCompletions>([&bytes[..]]));
         let one_at_a_time: Vec<&[u8]> = bytes.chunks(1).collect();
-        prop_assert_eq!(decode_stream(one_at_a_time), decode_stream([&bytes[..]]));
+        prop_assert_eq!(decode_stream::<ChatCompletions>(one_at_a_time), decode_stream::<ChatCompletions>([&bytes[..]]));
     }
 }

@@ -2,25 +2,45 @@
 //!
 //! # Invariants
 //!
-//! - The request body is this API's ([`request_body`]); sending it, mapping the status, bounds,
-//!   redaction and cancellation are the shared [`Endpoint`]'s: one call is one HTTP request, no
-//!   retry and no redirect; every reply is read within the request's bounds; everything the
-//!   provider sends back is redacted before it leaves.
-//! - The API key is sent only as a sensitive `Authorization: Bearer …` header; the transport's
-//!   `Debug` shows the configuration (key redacted) and nothing of the client.
+//! - The request body is this API's ([`request_body`]) and its replies read as
+//!   [`ChatCompletions`]; sending, the status, bounds, redaction and cancellation are the shared
+//!   [`HttpTransport`]'s: one call is one HTTP request, no retry and no redirect; every reply is
+//!   read within the request's bounds; everything the provider sends back is redacted.
+//! - The API key is sent only as a sensitive `Authorization: Bearer …` header.
 
-use std::fmt;
-
-use futures_core::Stream;
-use loopbound::transport::{ChatRequest, ModelReply, ReplyChunk, Transport, TransportError};
-use loopbound_provider::{ConfigError, Endpoint, Redactor};
-use reqwest::header::{self, HeaderMap};
+use loopbound::transport::ChatRequest;
+use loopbound_provider::{Api, ConfigError, Endpoint, HttpTransport, KeyHeader};
+use reqwest::header::HeaderMap;
 
 use crate::chunks::ChatCompletions;
 use crate::config::Config;
 use crate::wire::{Mode, request_body};
 
-/// An OpenAI-compatible chat-completions transport.
+/// The OpenAI-compatible chat-completions API, as the shared [`HttpTransport`] speaks it.
+#[derive(Debug)]
+pub struct OpenAi;
+
+impl Api for OpenAi {
+    const NAME: &'static str = "OpenAiTransport";
+    type Config = Config;
+    type Protocol = ChatCompletions;
+
+    fn from_env() -> Result<Config, ConfigError> {
+        Config::from_env()
+    }
+
+    fn endpoint(config: &Config) -> Result<Endpoint, ConfigError> {
+        Endpoint::connect(config.connection(), "chat/completions", KeyHeader::Bearer, HeaderMap::new())
+    }
+
+    fn body(config: &Config, request: &ChatRequest<'_>, stream: bool) -> Vec<u8> {
+        let mode = if stream { Mode::Stream { usage: config.stream_usage() } } else { Mode::Whole };
+        request_body(config.connection().model(), request, mode)
+    }
+}
+
+/// An OpenAI-compatible chat-completions transport: `OpenAiTransport::new(config)` or
+/// `OpenAiTransport::from_env()` (see [`Config::from_env`]).
 ///
 /// ```no_run
 /// use loopbound::{Message, Runtime, Scope, ToolSet};
@@ -36,61 +56,4 @@ use crate::wire::{Mode, request_body};
 /// # Ok(())
 /// # }
 /// ```
-pub struct OpenAiTransport {
-    config: Config,
-    endpoint: Endpoint,
-}
-
-impl fmt::Debug for OpenAiTransport {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("OpenAiTransport").field("config", &self.config).finish_non_exhaustive()
-    }
-}
-
-impl OpenAiTransport {
-    /// A transport for `config`.
-    ///
-    /// # Errors
-    ///
-    /// [`ConfigError::Client`] if the HTTP client cannot be built (no TLS backend).
-    pub fn new(config: Config) -> Result<Self, ConfigError> {
-        let mut headers = HeaderMap::new();
-        if let Some(key) = config.api_key() {
-            headers.insert(header::AUTHORIZATION, key.header(Some("Bearer"))?);
-        }
-        let redactor = Redactor::new(config.api_key().cloned());
-        let endpoint = Endpoint::new(config.endpoint(), headers, config.timeout(), redactor)?;
-        Ok(Self { config, endpoint })
-    }
-
-    /// A transport configured by the environment (see [`Config::from_env`]).
-    ///
-    /// # Errors
-    ///
-    /// A [`ConfigError`] naming the variable that is missing or invalid.
-    pub fn from_env() -> Result<Self, ConfigError> {
-        Self::new(Config::from_env()?)
-    }
-
-    /// The configuration.
-    #[must_use]
-    pub fn config(&self) -> &Config {
-        &self.config
-    }
-}
-
-impl Transport for OpenAiTransport {
-    async fn complete<'a>(&'a self, request: ChatRequest<'a>) -> Result<ModelReply, TransportError> {
-        let body = request_body(self.config.model(), &request, Mode::Whole);
-        self.endpoint.complete::<ChatCompletions>(request, body).await
-    }
-
-    async fn stream<'a>(
-        &'a self,
-        request: ChatRequest<'a>,
-    ) -> Result<impl Stream<Item = Result<ReplyChunk, TransportError>> + Send + 'a, TransportError> {
-        let body =
-            request_body(self.config.model(), &request, Mode::Stream { usage: self.config.stream_usage() });
-        self.endpoint.stream::<ChatCompletions>(request, body).await
-    }
-}
+pub type OpenAiTransport = HttpTransport<OpenAi>;

@@ -19,7 +19,8 @@ use std::marker::PhantomData;
 
 use loopbound::Message;
 use loopbound::transport::{ChatRequest, ToolCall, ToolDefinition};
-use serde::de::{self, Deserializer, SeqAccess, Visitor};
+use loopbound_provider::json::Count;
+use serde::de::{self, Deserializer, IgnoredAny, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
@@ -224,7 +225,7 @@ pub(crate) struct CountedChoice {
 #[derive(Debug, Deserialize)]
 pub(crate) struct CountedMessage {
     #[serde(default)]
-    pub(crate) tool_calls: Count,
+    pub(crate) tool_calls: Count<IgnoredAny>,
 }
 
 /// One streamed chunk (`chat.completion.chunk`).
@@ -350,46 +351,6 @@ impl<'de, T: Deserialize<'de> + Indexed> Visitor<'de> for FirstChoiceVisitor<T> 
             }
         }
         Ok(FirstChoice(first))
-    }
-}
-
-/// The length of a list (`null` or absent: 0), read without keeping its elements.
-#[derive(Debug, Default)]
-pub(crate) struct Count(pub(crate) usize);
-
-impl<'de> Deserialize<'de> for Count {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_option(CountVisitor)
-    }
-}
-
-struct CountVisitor;
-
-impl<'de> Visitor<'de> for CountVisitor {
-    type Value = Count;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a list")
-    }
-
-    fn visit_none<E: de::Error>(self) -> Result<Self::Value, E> {
-        Ok(Count(0))
-    }
-
-    fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
-        Ok(Count(0))
-    }
-
-    fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
-        deserializer.deserialize_seq(self)
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-        let mut count = 0_usize;
-        while seq.next_element::<de::IgnoredAny>()?.is_some() {
-            count += 1;
-        }
-        Ok(Count(count))
     }
 }
 

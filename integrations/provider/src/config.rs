@@ -212,6 +212,17 @@ impl<'a> Variables<'a> {
     }
 }
 
+/// A lookup of fixed `pairs` of variable and value, for [`Variables::lookup`] and the
+/// configurations' `from_lookup` (hosts with fixed settings, and tests).
+///
+/// ```
+/// let lookup = loopbound_provider::config::pairs(&[("MY_MODEL", "small")]);
+/// assert_eq!((lookup("MY_MODEL").as_deref(), lookup("OTHER")), (Some("small"), None));
+/// ```
+pub fn pairs<'a>(pairs: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
+    |name| pairs.iter().find(|(variable, _)| *variable == name).map(|(_, value)| (*value).to_owned())
+}
+
 /// Checks a base URL: `http` or `https`, a host, no credentials, query or fragment. `variable`
 /// names where it comes from, `key_variable` where credentials belong instead.
 ///
@@ -245,6 +256,122 @@ pub fn base_url(text: &str, variable: &'static str, key_variable: &str) -> Resul
     Ok(url)
 }
 
+/// The variables a provider reads its [`Connection`] from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Names {
+    /// The base URL's variable.
+    pub base_url: &'static str,
+    /// The model's variable.
+    pub model: &'static str,
+    /// The API key's variable.
+    pub api_key: &'static str,
+    /// The timeout's variable.
+    pub timeout: &'static str,
+}
+
+/// Where and how to reach one provider's endpoint: its base URL, the model, an optional API key
+/// and an optional timeout. What every provider's configuration holds; each adds its own.
+///
+/// ```
+/// use loopbound_provider::config::{Connection, Names};
+///
+/// let names = Names { base_url: "URL", model: "MODEL", api_key: "KEY", timeout: "TIMEOUT" };
+/// let connection = Connection::new("http://127.0.0.1:8080/v1", "small", &names)?;
+/// assert_eq!(connection.endpoint("messages").as_str(), "http://127.0.0.1:8080/v1/messages");
+/// assert_eq!(Connection::new("http://h/v1", " ", &names).unwrap_err().to_string(), "MODEL is not set (or is empty)");
+/// # Ok::<(), loopbound_provider::ConfigError>(())
+/// ```
+#[derive(Clone, PartialEq, Eq)]
+pub struct Connection {
+    base_url: Url,
+    model: String,
+    api_key: Option<ApiKey>,
+    timeout: Option<Duration>,
+}
+
+impl Connection {
+    /// A connection to the endpoint at `base_url` for `model`, without a key or timeout; `names`
+    /// are the variables errors name.
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError::InvalidBaseUrl`], or [`ConfigError::Missing`] for an empty model.
+    pub fn new(base_url: &str, model: impl Into<String>, names: &Names) -> Result<Self, ConfigError> {
+        let model = model.into();
+        if model.trim().is_empty() {
+            return Err(ConfigError::Missing { variable: names.model });
+        }
+        let base_url = self::base_url(base_url, names.base_url, names.api_key)?;
+        Ok(Self { base_url, model, api_key: None, timeout: None })
+    }
+
+    /// The connection the variables `names` hold in `settings`: the base URL and the model are
+    /// required, the key and the timeout optional.
+    ///
+    /// # Errors
+    ///
+    /// A [`ConfigError`] naming the variable that is missing or invalid.
+    pub fn read(settings: &Variables<'_>, names: &Names) -> Result<Self, ConfigError> {
+        let base_url = settings.require(names.base_url)?;
+        let model = settings.require(names.model)?;
+        let mut connection = Self::new(&base_url, model, names)?;
+        connection.api_key = settings.api_key(names.api_key)?;
+        connection.timeout = settings.timeout(names.timeout)?;
+        Ok(connection)
+    }
+
+    /// Sets the API key.
+    pub fn set_api_key(&mut self, key: ApiKey) {
+        self.api_key = Some(key);
+    }
+
+    /// Sets the per-request timeout (connection, then whole response).
+    pub fn set_timeout(&mut self, timeout: Duration) {
+        self.timeout = Some(timeout);
+    }
+
+    /// The base URL.
+    #[must_use]
+    pub fn base_url(&self) -> &Url {
+        &self.base_url
+    }
+
+    /// The base URL with `path` appended (e.g. `chat/completions`).
+    #[must_use]
+    pub fn endpoint(&self, path: &str) -> Url {
+        endpoint(&self.base_url, path)
+    }
+
+    /// The model name sent with every request.
+    #[must_use]
+    pub fn model(&self) -> &str {
+        &self.model
+    }
+
+    /// The API key, if one is configured.
+    #[must_use]
+    pub fn api_key(&self) -> Option<&ApiKey> {
+        self.api_key.as_ref()
+    }
+
+    /// The per-request timeout, if one is configured.
+    #[must_use]
+    pub fn timeout(&self) -> Option<Duration> {
+        self.timeout
+    }
+}
+
+impl fmt::Debug for Connection {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Connection")
+            .field("base_url", &self.base_url.as_str())
+            .field("model", &self.model)
+            .field("api_key", &self.api_key)
+            .field("timeout", &self.timeout)
+            .finish()
+    }
+}
+
 /// `base` with `path` (e.g. `messages`) appended to its path, one slash between them.
 #[must_use]
 pub fn endpoint(base: &Url, path: &str) -> Url {
@@ -257,8 +384,8 @@ pub fn endpoint(base: &Url, path: &str) -> Url {
 mod tests {
     use super::*;
 
-    fn settings<'a>(pairs: &'a [(&'a str, &'a str)]) -> Variables<'a> {
-        Variables::lookup(|name| pairs.iter().find(|(key, _)| *key == name).map(|(_, v)| (*v).to_owned()))
+    fn settings<'a>(fixed: &'a [(&'a str, &'a str)]) -> Variables<'a> {
+        Variables::lookup(pairs(fixed))
     }
 
     #[test]

@@ -24,10 +24,10 @@ use std::time::Duration;
 use futures_core::Stream;
 use loopbound::transport::{ChatRequest, ModelReply, ReplyChunk, TransportError};
 use reqwest::Url;
-use reqwest::header::{self, HeaderMap, HeaderValue};
+use reqwest::header::{self, HeaderMap, HeaderName, HeaderValue};
 
 use crate::body::{read_body, read_reply};
-use crate::config::ConfigError;
+use crate::config::{ConfigError, Connection};
 use crate::errors::{send_error, status_error};
 use crate::events::Protocol;
 use crate::redact::Redactor;
@@ -36,6 +36,15 @@ use crate::work::until_cancelled;
 
 /// Longest part of an error body, in bytes, read to explain a failure status.
 pub const MAX_ERROR_BODY: usize = 64 << 10;
+
+/// How a provider wants its API key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KeyHeader {
+    /// `Authorization: Bearer <key>`.
+    Bearer,
+    /// The key alone in the header of this (lower-case) name, e.g. `x-api-key`.
+    Named(&'static str),
+}
 
 /// An HTTP endpoint that answers model calls in one protocol.
 ///
@@ -75,6 +84,30 @@ impl Endpoint {
         }
         let client = builder.build().map_err(|error| ConfigError::Client(error.without_url().to_string()))?;
         Ok(Self { url, client, headers, redactor })
+    }
+
+    /// The endpoint at `path` below `connection`'s base URL, with its timeout, its key sent as
+    /// `key` says (marked sensitive) besides `headers`, and a redactor of that key.
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError::Client`] if the HTTP client cannot be built; [`ConfigError::InvalidApiKey`]
+    /// if the key cannot be a header (a visible ASCII key always can).
+    pub fn connect(
+        connection: &Connection,
+        path: &str,
+        key: KeyHeader,
+        mut headers: HeaderMap,
+    ) -> Result<Self, ConfigError> {
+        if let Some(api_key) = connection.api_key() {
+            let (name, value) = match key {
+                KeyHeader::Bearer => (header::AUTHORIZATION, api_key.header(Some("Bearer"))?),
+                KeyHeader::Named(name) => (HeaderName::from_static(name), api_key.header(None)?),
+            };
+            headers.insert(name, value);
+        }
+        let redactor = Redactor::new(connection.api_key().cloned());
+        Self::new(connection.endpoint(path), headers, connection.timeout(), redactor)
     }
 
     /// The URL requests are posted to.

@@ -23,7 +23,7 @@
 
 use std::collections::BTreeSet;
 
-use loopbound::transport::{ModelReply, ReplyBounds, ReplyChunk, TransportError};
+use loopbound::transport::{ModelReply, ReplyAssembler, ReplyBounds, ReplyChunk, TransportError};
 
 use crate::redact::{Redactor, StreamRedactor};
 use crate::sse::{DEFAULT_MAX_EVENT, SseDecoder, SseEvent};
@@ -149,6 +149,20 @@ impl<P: Protocol> StreamDecoder<P> {
         }
     }
 
+    /// Decodes every one of `parts`, then ends the input: everything [`feed`](Self::feed) and
+    /// [`finish`](Self::finish) append, in order.
+    pub fn decode_all<'a>(
+        &mut self,
+        parts: impl IntoIterator<Item = &'a [u8]>,
+    ) -> Vec<Result<ReplyChunk, TransportError>> {
+        let mut out = Vec::new();
+        for part in parts {
+            self.feed(part, &mut out);
+        }
+        self.finish(&mut out);
+        out
+    }
+
     /// Bytes held while an event is incomplete (its line and its data so far): what the next
     /// input may make the decoder parse at once.
     #[must_use]
@@ -205,6 +219,22 @@ impl<P: Protocol> StreamDecoder<P> {
     }
 }
 
+/// The reply `chunks` assemble to within `bounds` (core's [`ReplyAssembler`]).
+///
+/// # Errors
+///
+/// The bound's error, at the first chunk that crosses it.
+pub fn assemble(
+    chunks: impl IntoIterator<Item = ReplyChunk>,
+    bounds: ReplyBounds,
+) -> Result<ModelReply, TransportError> {
+    let mut assembler = ReplyAssembler::new(bounds);
+    for chunk in chunks {
+        assembler.push(chunk)?;
+    }
+    Ok(assembler.finish())
+}
+
 /// Decodes a whole stream of protocol `P` given in `parts`, with the default bounds and no key:
 /// the chunks, or the first error.
 ///
@@ -215,18 +245,12 @@ impl<P: Protocol> StreamDecoder<P> {
 pub fn decode_stream<'a, P: Protocol>(
     parts: impl IntoIterator<Item = &'a [u8]>,
 ) -> Result<Vec<ReplyChunk>, TransportError> {
-    let mut decoder = StreamDecoder::<P>::default();
-    let mut out = Vec::new();
-    for part in parts {
-        decoder.feed(part, &mut out);
-    }
-    decoder.finish(&mut out);
-    out.into_iter().collect()
+    StreamDecoder::<P>::default().decode_all(parts).into_iter().collect()
 }
 
 #[cfg(test)]
 mod tests {
-    use loopbound::transport::{ReplyAssembler, ToolCallDelta, TransportErrorKind};
+    use loopbound::transport::{ToolCallDelta, TransportErrorKind};
 
     use super::*;
     use crate::key::ApiKey;
@@ -263,18 +287,6 @@ mod tests {
         }
     }
 
-    fn decode(
-        decoder: &mut StreamDecoder<Lines>,
-        parts: &[&[u8]],
-    ) -> Vec<Result<ReplyChunk, TransportError>> {
-        let mut out = Vec::new();
-        for part in parts {
-            decoder.feed(part, &mut out);
-        }
-        decoder.finish(&mut out);
-        out
-    }
-
     #[test]
     fn the_end_event_completes_a_stream_and_input_after_it_is_ignored() {
         let stream = b"data: t:a\n\n: ping\n\ndata: t:b\n\ndata: end\n\ndata: fail\n\n";
@@ -303,7 +315,7 @@ mod tests {
     #[test]
     fn the_first_error_ends_the_stream_once() {
         let mut decoder = StreamDecoder::<Lines>::default();
-        let out = decode(&mut decoder, &[b"data: t:a\n\ndata: fail\n\ndata: fail\n\n", b"data: end\n\n"]);
+        let out = decoder.decode_all([&b"data: t:a\n\ndata: fail\n\ndata: fail\n\n"[..], b"data: end\n\n"]);
         assert_eq!(out, vec![Ok(ReplyChunk::text("a")), Err(TransportError::other("failed"))]);
         assert!(decoder.is_finished());
     }
@@ -312,7 +324,7 @@ mod tests {
     fn one_call_index_too_many_ends_the_stream_before_it_is_handed_on() {
         let mut decoder = StreamDecoder::<Lines>::new(ReplyBounds::new(2, 1 << 20), Redactor::default());
         let out =
-            decode(&mut decoder, &[b"data: c:4\n\ndata: c:4\n\ndata: c:9\n\ndata: c:1\n\ndata: end\n\n"]);
+            decoder.decode_all([&b"data: c:4\n\ndata: c:4\n\ndata: c:9\n\ndata: c:1\n\ndata: end\n\n"[..]]);
         assert_eq!(out.len(), 4);
         assert!(out[..3].iter().all(Result::is_ok));
         assert_eq!(out[3], Err(TransportError::too_many_calls(2)));
@@ -324,7 +336,7 @@ mod tests {
         let bound = pings.len();
         for parts in [vec![pings.as_bytes(), b":"], vec![format!("{pings}:").as_bytes()]] {
             let mut decoder = StreamDecoder::<Lines>::new(ReplyBounds::new(16, bound), Redactor::default());
-            let out = decode(&mut decoder, &parts);
+            let out = decoder.decode_all(parts);
             assert_eq!(
                 out,
                 vec![Err(TransportError::malformed(format!("the reply is longer than {bound} bytes")))]
@@ -332,14 +344,14 @@ mod tests {
         }
         let exact = b"data: t:Hi\n\ndata: end\n\n";
         let mut decoder = StreamDecoder::<Lines>::new(ReplyBounds::new(16, exact.len()), Redactor::default());
-        assert_eq!(decode(&mut decoder, &[exact]), vec![Ok(ReplyChunk::text("Hi"))]);
+        assert_eq!(decoder.decode_all([&exact[..]]), vec![Ok(ReplyChunk::text("Hi"))]);
     }
 
     #[test]
     fn an_overlong_event_is_malformed() {
         let long = format!("data: t:{}", "x".repeat(64));
         let mut decoder = StreamDecoder::<Lines>::new(ReplyBounds::new(16, 32), Redactor::default());
-        let out = decode(&mut decoder, &[long.as_bytes()]);
+        let out = decoder.decode_all([long.as_bytes()]);
         assert!(matches!(&out[..], [Err(e)] if e.kind() == TransportErrorKind::Malformed), "{out:?}");
     }
 
@@ -352,11 +364,9 @@ mod tests {
         let bytes = stream.as_bytes();
         for cut in 0..=bytes.len() {
             let mut decoder = StreamDecoder::<Lines>::new(ReplyBounds::default(), redactor.clone());
-            let mut assembler = ReplyAssembler::default();
-            for chunk in decode(&mut decoder, &[&bytes[..cut], &bytes[cut..]]) {
-                assembler.push(chunk.unwrap()).unwrap();
-            }
-            assert_eq!(assembler.finish().content.as_deref(), Some("the key: [redacted]."), "cut at {cut}");
+            let chunks = decoder.decode_all([&bytes[..cut], &bytes[cut..]]).into_iter().map(Result::unwrap);
+            let reply = assemble(chunks, ReplyBounds::default()).unwrap();
+            assert_eq!(reply.content.as_deref(), Some("the key: [redacted]."), "cut at {cut}");
         }
     }
 }

@@ -11,11 +11,12 @@
 //!   provider's [`Protocol`];
 //! - [`errors`]: HTTP statuses and client failures mapped to the transport contract;
 //! - [`Endpoint`]: one `POST` per model call, no retry, no redirect, the body read within the
-//!   request's bounds, whole or streamed, cancelled with the run.
+//!   request's bounds, whole or streamed, cancelled with the run;
+//! - [`HttpTransport`]: a `loopbound` transport over any provider's [`Api`].
 //!
 //! A transport (`loopbound-openai`, `loopbound-anthropic`) keeps only what is its provider's
-//! own: its configuration variables, its request body, and its [`Protocol`] (what each streamed
-//! event means, how a whole reply reads).
+//! own, its [`Api`]: its configuration (around a shared [`Connection`]), its request body, and
+//! its [`Protocol`] (what each streamed event means, how a whole reply reads).
 //!
 //! | failure | [`TransportError`](loopbound::transport::TransportError) | run ends with |
 //! |---|---|---|
@@ -39,16 +40,19 @@ pub mod config;
 mod endpoint;
 pub mod errors;
 pub mod events;
+pub mod json;
 mod key;
 #[cfg(test)]
 mod properties;
 pub mod redact;
 pub mod sse;
 mod stream;
+mod transport;
 pub mod work;
 
-pub use config::{ConfigError, Variables};
-pub use endpoint::{Endpoint, MAX_ERROR_BODY};
+pub use config::{ConfigError, Connection, Variables};
+pub use endpoint::{Endpoint, KeyHeader, MAX_ERROR_BODY};
 pub use events::{Protocol, Step, StreamDecoder};
 pub use key::{ApiKey, REDACTED};
 pub use redact::{Redactor, StreamRedactor};
+pub use transport::{Api, HttpTransport};

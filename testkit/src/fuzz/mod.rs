@@ -16,6 +16,7 @@ pub mod mcp_case;
 pub mod openai_case;
 pub mod reference;
 pub mod run_case;
+pub mod stream_case;
 
 use arbitrary::{Arbitrary, Unstructured};
 use serde_json::Value;

@@ -9,9 +9,9 @@ use serde_json::{Value, json};
 use loopbound_testkit::aimock::Aimock;
 use loopbound_testkit::review::{self as review_task, REVIEW_DONE, TICKET_TEXT};
 
-use crate::review::{Scenario, run};
 use crate::scenarios::transport;
 use crate::{SECRET, assert_no_secret};
+use loopbound_testkit::scenarios::{Scenario, run};
 
 /// The schema core derives for the review's input type, doc comments included.
 const TICKET_SCHEMA: &str = r#"{"title":"TicketInput","description":"The input of both tools: one ticket id.","type":"object",
