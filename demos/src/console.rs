@@ -7,10 +7,12 @@
 //!   exit 0.
 //! - With `--json`, stdout receives exactly one JSON object and nothing else; every other message
 //!   goes to stderr. Without it, the header is printed before the run starts.
-//! - `--live` never pretends and never falls back: without `LOOPBOUND_BASE_URL` and
-//!   `LOOPBOUND_MODEL` it says so, sends nothing, and the run ends as `ProviderUnavailable`
-//!   (exit 2).
-//! - The run itself is generic over the transport ([`play`]): a live transport plugs in there.
+//! - `--live` never pretends and never falls back: without its provider's base URL and model
+//!   (`LOOPBOUND_BASE_URL` and `LOOPBOUND_MODEL`, or with `--provider anthropic`
+//!   `LOOPBOUND_ANTHROPIC_BASE_URL` and `LOOPBOUND_ANTHROPIC_MODEL`) it says so, sends nothing,
+//!   and the run ends as `ProviderUnavailable` (exit 2). `--provider` needs `--live`.
+//! - The run itself is generic over the transport ([`play`]): a live transport plugs in there,
+//!   whichever provider it talks to.
 
 use std::io::Write;
 
@@ -19,13 +21,13 @@ use std::path::PathBuf;
 use clap::builder::PossibleValue;
 use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
 use loopbound::Composition;
-use loopbound::transport::{ChatRequest, ModelReply, Transport, TransportError};
-use loopbound_openai::OpenAiTransport;
+use loopbound::transport::Transport;
 use tokio_util::sync::CancellationToken;
 
 use loopbound_testkit::review;
 
 use crate::durable::{self, Durable};
+use crate::live::{Provider, Unconfigured};
 use crate::report::{Report, render_json};
 use crate::scenario::Scenario;
 use crate::session::{SCRIPTED, Session};
@@ -34,10 +36,15 @@ use crate::visible::visible;
 pub use crate::vocabulary::{EXIT_INTERNAL, EXIT_USAGE};
 use crate::vocabulary::{chained, error_exit_code, status_exit_code};
 
-/// What `--live` prints when the endpoint is not configured.
-pub const LIVE_UNCONFIGURED: &str = "demo330: --live needs an endpoint: set LOOPBOUND_BASE_URL \
-     (e.g. http://127.0.0.1:8080/v1) and LOOPBOUND_MODEL, optionally LOOPBOUND_API_KEY and \
-     LOOPBOUND_TIMEOUT_SECS. Nothing was sent anywhere; the run ends as ProviderUnavailable.";
+/// What `--live` prints when `provider`'s endpoint is not configured.
+#[must_use]
+pub fn live_unconfigured(provider: Provider) -> String {
+    format!(
+        "demo330: --live needs an endpoint: set {}. Nothing was sent anywhere; the run ends as \
+         ProviderUnavailable.",
+        provider.variables()
+    )
+}
 
 const EXIT_CODES: &str = "\
 Exit codes:
@@ -81,14 +88,22 @@ pub struct Cli {
     #[arg(long)]
     pub simple: bool,
 
-    /// Talk to a live OpenAI-compatible endpoint configured by the environment.
+    /// Talk to a live endpoint configured by the environment.
     #[arg(
         long,
-        help = "Talk to a live OpenAI-compatible endpoint, configured by LOOPBOUND_BASE_URL and \
-                LOOPBOUND_MODEL (optional: LOOPBOUND_API_KEY, LOOPBOUND_TIMEOUT_SECS). The scenario \
-                sets the capabilities and limits; the model's replies are its own"
+        help = "Talk to a live endpoint: OpenAI-compatible, configured by LOOPBOUND_BASE_URL and \
+                LOOPBOUND_MODEL (optional: LOOPBOUND_API_KEY, LOOPBOUND_TIMEOUT_SECS), or with \
+                --provider anthropic the Anthropic Messages API, configured by \
+                LOOPBOUND_ANTHROPIC_BASE_URL and LOOPBOUND_ANTHROPIC_MODEL (optional: \
+                LOOPBOUND_ANTHROPIC_API_KEY, LOOPBOUND_ANTHROPIC_TIMEOUT_SECS, \
+                LOOPBOUND_ANTHROPIC_MAX_TOKENS). No default endpoint. The scenario sets the \
+                capabilities and limits; the model's replies are its own"
     )]
     pub live: bool,
+
+    /// The API `--live` talks to (default openai).
+    #[arg(long, value_enum, requires = "live", value_name = "PROVIDER")]
+    pub provider: Option<Provider>,
 
     /// Print one JSON object {agent, transport, capabilities, limits, status, text, events}.
     #[arg(long)]
@@ -233,15 +248,12 @@ pub async fn execute(
     if !cli.live {
         return play(cli, cli.scenario.transport(), SCRIPTED, caller, out, err).await;
     }
-    match OpenAiTransport::from_env() {
-        Ok(transport) => {
-            let config = transport.config();
-            let label = format!("{LIVE}, model {} at {}", config.model(), config.base_url());
-            play(cli, &transport, &label, caller, out, err).await
-        }
+    let provider = cli.provider.unwrap_or_default();
+    match provider.from_env() {
+        Ok((transport, label)) => play(cli, transport, &label, caller, out, err).await,
         Err(error) => {
-            emit(err, &format!("{LIVE_UNCONFIGURED}\n  ({})\n", chained(&error)));
-            play(cli, Unconfigured(error.into()), UNCONFIGURED, caller, out, err).await
+            emit(err, &format!("{}\n  ({})\n", live_unconfigured(provider), chained(&error)));
+            play(cli, Unconfigured(error.into()), &provider.unconfigured(), caller, out, err).await
         }
     }
 }
@@ -261,22 +273,6 @@ async fn durable_command(command: &Command, out: &mut impl Write, err: &mut impl
         Command::Reconcile(r) => {
             durable::reconcile(&r.journal, &r.operation, r.ran.as_deref(), &r.by, out, err).await
         }
-    }
-}
-
-/// The label of the live transport in headers.
-const LIVE: &str = "openai-compatible";
-/// The label of the live transport when the environment does not configure one.
-const UNCONFIGURED: &str = "openai-compatible (not configured)";
-
-/// The live transport when the environment does not configure one: every call fails as
-/// unreachable, so the run ends as `ProviderUnavailable` without sending anything.
-#[derive(Debug)]
-struct Unconfigured(TransportError);
-
-impl Transport for Unconfigured {
-    async fn complete<'a>(&'a self, _request: ChatRequest<'a>) -> Result<ModelReply, TransportError> {
-        Err(self.0.clone())
     }
 }
 

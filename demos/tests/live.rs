@@ -1,6 +1,7 @@
 //! `demo330 --live` over real HTTP on loopback, against the scripted aimock server: the review
-//! really goes through the OpenAI-compatible transport, with the worked example in the
-//! conversation, and gives the same events and status as the scripted `complete` scenario.
+//! really goes through the OpenAI-compatible transport (or, with `--provider anthropic`, the
+//! Messages API transport), with the worked example in the conversation, and gives the same
+//! events and status as the scripted `complete` scenario.
 
 use std::process::Command;
 
@@ -18,15 +19,25 @@ const COMPLETE_EVENTS: [(&str, &str, u32); 7] = [
 ];
 
 fn live_run(server: &Aimock, args: &[&str]) -> (Option<i32>, Value) {
-    let output = Command::new(env!("CARGO_BIN_EXE_demo330"))
-        .args(args)
-        .args(["--live", "--json"])
-        .env("LOOPBOUND_BASE_URL", server.base_url())
-        .env("LOOPBOUND_MODEL", "aimock-review")
-        .env("LOOPBOUND_API_KEY", "sk-demo-live-secret")
-        .env("LOOPBOUND_TIMEOUT_SECS", "10")
-        .output()
-        .expect("demo330 starts");
+    let mut command = Command::new(env!("CARGO_BIN_EXE_demo330"));
+    command.args(args).args(["--live", "--json"]);
+    if args.contains(&"anthropic") {
+        command
+            .env("LOOPBOUND_ANTHROPIC_BASE_URL", server.base_url())
+            .env("LOOPBOUND_ANTHROPIC_MODEL", "aimock-review")
+            .env("LOOPBOUND_ANTHROPIC_API_KEY", "sk-demo-live-secret")
+            .env("LOOPBOUND_ANTHROPIC_TIMEOUT_SECS", "10")
+            // The OpenAI variables point nowhere: the Anthropic run must not read them.
+            .env("LOOPBOUND_BASE_URL", "http://127.0.0.1:9/v1")
+            .env("LOOPBOUND_MODEL", "unused");
+    } else {
+        command
+            .env("LOOPBOUND_BASE_URL", server.base_url())
+            .env("LOOPBOUND_MODEL", "aimock-review")
+            .env("LOOPBOUND_API_KEY", "sk-demo-live-secret")
+            .env("LOOPBOUND_TIMEOUT_SECS", "10");
+    }
+    let output = command.output().expect("demo330 starts");
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(!stdout.contains("sk-demo-live-secret"), "the API key leaked: {stdout}");
     assert!(!String::from_utf8_lossy(&output.stderr).contains("sk-demo-live-secret"));
@@ -74,6 +85,37 @@ async fn complete_over_http_matches_the_scripted_run_in_both_compositions_and_pa
         .filter_map(|t| t["function"]["name"].as_str())
         .collect();
     assert_eq!(tools, ["read_ticket", "finish_review"]);
+}
+
+#[tokio::test]
+async fn complete_over_the_messages_api_matches_the_scripted_run_in_both_compositions_and_paths() {
+    let Some(server) = Aimock::start() else { return };
+    let expected: Vec<Value> = COMPLETE_EVENTS
+        .iter()
+        .map(|(kind, name, count)| json!({"kind": kind, "name": name, "count": count}))
+        .collect();
+    for args in [&["complete"][..], &["--simple"], &["--stream"], &["--simple", "--stream"]] {
+        let args: Vec<&str> = args.iter().copied().chain(["--provider", "anthropic"]).collect();
+        let (code, report) = live_run(&server, &args);
+        assert_eq!(code, Some(0), "{args:?}: {report}");
+        assert_eq!(report["status"], "Completed", "{args:?}");
+        assert_eq!(report["text"], "Review finished.", "{args:?}");
+        assert_eq!(report["events"], Value::Array(expected.clone()), "{args:?}");
+        let transport = report["transport"].as_str().unwrap_or_default();
+        assert!(
+            transport.starts_with("anthropic-messages, model aimock-review at http://127.0.0.1:"),
+            "{transport}"
+        );
+    }
+    // Every request went to /v1/messages, none to the chat endpoint; the system prompt and the
+    // worked example came first, as aimock's journal shows them.
+    assert_eq!(server.request_bodies().await.len(), 0);
+    let bodies = server.message_bodies().await;
+    assert_eq!(bodies.len(), 12, "three requests per run");
+    let roles: Vec<&str> =
+        bodies[0]["messages"].as_array().into_iter().flatten().filter_map(|m| m["role"].as_str()).collect();
+    assert_eq!(roles, ["system", "user", "assistant", "tool", "assistant", "tool", "assistant", "user"]);
+    assert_eq!(bodies[0]["max_tokens"], 800);
 }
 
 #[tokio::test]
