@@ -68,7 +68,12 @@ pub fn parse_message(
     let mut tool_calls = Vec::new();
     for block in blocks {
         match block.kind.as_ref() {
-            "text" => text.push_str(block.text.as_deref().unwrap_or_default()),
+            // The first text is moved in, not copied: a reply of one large text costs it once.
+            "text" => match block.text {
+                Some(piece) if text.is_empty() => text = piece,
+                Some(piece) => text.push_str(&piece),
+                None => {}
+            },
             "tool_use" => {
                 let name =
                     block.name.ok_or_else(|| TransportError::malformed("a tool_use block has no name"))?;

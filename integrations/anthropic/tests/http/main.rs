@@ -4,6 +4,7 @@
 //! and against the testkit's hostile server in its Anthropic mode.
 
 mod failures;
+mod hostile;
 mod scenarios;
 mod usage;
 mod wire;
