@@ -22,12 +22,14 @@ use clap::builder::PossibleValue;
 use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
 use loopbound::Composition;
 use loopbound::transport::Transport;
+use loopbound::watch;
 use tokio_util::sync::CancellationToken;
 
 use loopbound_testkit::review;
 
 use crate::durable::{self, Durable};
-use crate::live::{Provider, Unconfigured};
+use crate::live::print_updates;
+use crate::provider::Provider;
 use crate::report::{Report, render_json};
 use crate::scenario::Scenario;
 use crate::session::{SCRIPTED, Session};
@@ -35,16 +37,6 @@ use crate::text::{render_header, render_outcome};
 use crate::visible::visible;
 pub use crate::vocabulary::{EXIT_INTERNAL, EXIT_USAGE};
 use crate::vocabulary::{chained, error_exit_code, status_exit_code};
-
-/// What `--live` prints when `provider`'s endpoint is not configured.
-#[must_use]
-pub fn live_unconfigured(provider: Provider) -> String {
-    format!(
-        "demo330: --live needs an endpoint: set {}. Nothing was sent anywhere; the run ends as \
-         ProviderUnavailable.",
-        provider.variables()
-    )
-}
 
 const EXIT_CODES: &str = "\
 Exit codes:
@@ -105,13 +97,20 @@ pub struct Cli {
     #[arg(long, value_enum, requires = "live", value_name = "PROVIDER")]
     pub provider: Option<Provider>,
 
-    /// Print one JSON object {agent, transport, capabilities, limits, status, text, events}.
+    /// Print one JSON object {agent, transport, capabilities, limits, status, text, events, usage,
+    /// detail, operation}.
     #[arg(long)]
     pub json: bool,
 
     /// Drive the model through its streaming path.
     #[arg(long)]
     pub stream: bool,
+
+    /// Print the run's updates as they happen (events, the model's text, each tool call and
+    /// its answer), then the transcript; with --live the model streams, so its text appears as
+    /// it is written.
+    #[arg(long, conflicts_with = "json")]
+    pub watch: bool,
 }
 
 /// The durable scenarios and the host's commands, each on one SQLite journal file.
@@ -236,10 +235,10 @@ pub async fn execute(
     err: &mut impl Write,
 ) -> i32 {
     if let Some(command) = &cli.command {
-        if cli.live || cli.json || cli.simple || cli.stream {
+        if cli.live || cli.json || cli.simple || cli.stream || cli.watch {
             emit(
                 err,
-                "demo330: --live, --json, --simple and --stream are for the review scenarios, not the durable commands\n",
+                "demo330: --live, --json, --simple, --stream and --watch are for the review scenarios, not the durable commands\n",
             );
             return EXIT_USAGE;
         }
@@ -248,14 +247,8 @@ pub async fn execute(
     if !cli.live {
         return play(cli, cli.scenario.transport(), SCRIPTED, caller, out, err).await;
     }
-    let provider = cli.provider.unwrap_or_default();
-    match provider.from_env() {
-        Ok((transport, label)) => play(cli, transport, &label, caller, out, err).await,
-        Err(error) => {
-            emit(err, &format!("{}\n  ({})\n", live_unconfigured(provider), chained(&error)));
-            play(cli, Unconfigured(error.into()), &provider.unconfigured(), caller, out, err).await
-        }
-    }
+    let (transport, label) = cli.provider.unwrap_or_default().connect("demo330", err);
+    play(cli, transport, &label, caller, out, err).await
 }
 
 /// Runs one durable scenario or host's command.
@@ -288,19 +281,36 @@ pub async fn play<T: Transport>(
     err: &mut impl Write,
 ) -> i32 {
     let tools = review::tools();
-    let session = match Session::new(&tools.set, cli.scenario, cli.composition(), caller) {
+    let (feed, updates) = watch::channel();
+    let opened = if cli.watch {
+        Session::watched(&tools.set, cli.scenario, cli.composition(), caller, feed)
+    } else {
+        Session::new(&tools.set, cli.scenario, cli.composition(), caller)
+    };
+    let session = match opened {
         Ok(session) => session,
         Err(error) => {
             emit(err, &format!("demo330: {}\n", chained(&error)));
             return EXIT_INTERNAL;
         }
     };
-    let header = session.header(label, cli.stream, cli.live);
+    // Watching a live model streams it, so that its text shows as it is written.
+    let streaming = cli.stream || (cli.watch && cli.live);
+    let header = session.header(label, streaming, cli.live);
     if !cli.json {
         emit(out, &render_header(&header));
     }
     let conversation = if cli.live { review::live_conversation() } else { review::conversation() };
-    let outcome = match session.run_conversation(transport, cli.stream, conversation).await {
+    let run = session.run_conversation(transport, streaming, conversation);
+    let result = if cli.watch {
+        emit(out, "\n");
+        let (result, ()) = tokio::join!(run, print_updates(updates, &mut *out));
+        result
+    } else {
+        drop(updates);
+        run.await
+    };
+    let outcome = match result {
         Ok(outcome) => outcome,
         Err(error) => {
             let code = error_exit_code(&error);

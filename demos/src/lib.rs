@@ -9,8 +9,9 @@
 //! - [`report`] and [`text`]: what a run reports, as JSON and as a transcript;
 //! - [`console`]: the command line of `demo330`;
 //! - [`mcp`]: `mcp330`, a bounded loop over a real MCP server's tools;
-//! - [`live`]: the live providers of `--live` (`--provider openai` or `anthropic`), configured
-//!   by the environment;
+//! - [`provider`]: the live providers of `--live` (`--provider openai` or `anthropic`),
+//!   configured by the environment, one module for both consoles;
+//! - [`live`]: `--watch`, a run's updates printed as they happen;
 //! - [`visible`]: untrusted text (the model's, a provider's) made safe for a terminal;
 //! - [`durable`]: the durable scenarios (`refund`, `crash`) and the host's commands on a journal
 //!   (`approve`, `deny`, `reconcile`, `resume`);
@@ -42,6 +43,7 @@ pub mod console;
 pub mod durable;
 pub mod live;
 pub mod mcp;
+pub mod provider;
 pub mod report;
 pub mod scenario;
 pub mod session;

@@ -1,99 +1,102 @@
-//! The live providers the consoles talk to with `--live`: which one (`--provider`), its transport
-//! configured by the environment, and how the header names it.
+//! `--watch`: a run's updates printed as they happen, one line each, before the usual outcome.
 //!
 //! # Invariants
 //!
-//! - Each provider reads only its own variables (`LOOPBOUND_*` for the OpenAI-compatible
-//!   endpoint, `LOOPBOUND_ANTHROPIC_*` for the Messages API): one provider's key is never sent to
-//!   the other.
-//! - Nothing is guessed: an unconfigured provider gives a transport that fails every call as
-//!   unavailable, sending nothing, so the run ends as `ProviderUnavailable`.
-//! - Both providers go through one [`BoxTransport`], so the consoles run the same scope, tools,
-//!   budget and loop whatever the provider.
+//! - Everything the model or a tool wrote (text, answers, names, call ids) goes through
+//!   [`visible`]: no control character reaches the terminal, in any piece of any update.
+//! - The text of one reply is printed on one line, its pieces appended as they arrive: the same
+//!   bytes whether the watcher got the text whole, in pieces, or in merged pieces, so a
+//!   transcript does not depend on timing.
+//! - Every update is flushed as soon as it is printed; nothing here reads a clock.
 
-use clap::ValueEnum;
-use loopbound::transport::{BoxTransport, ChatRequest, ModelReply, Transport, TransportError};
-use loopbound_anthropic::AnthropicTransport;
-use loopbound_openai::OpenAiTransport;
-use loopbound_provider::{ConfigError, Connection};
+use std::fmt::Write as _;
+use std::io::Write;
 
-/// The API a live run talks to.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, ValueEnum)]
-pub enum Provider {
-    /// OpenAI-compatible chat completions, configured by the `LOOPBOUND_*` variables.
-    #[default]
-    #[value(help = "OpenAI-compatible chat completions, configured by the LOOPBOUND_* variables")]
-    Openai,
-    /// The Anthropic Messages API, configured by the `LOOPBOUND_ANTHROPIC_*` variables.
-    #[value(help = "the Anthropic Messages API, configured by the LOOPBOUND_ANTHROPIC_* variables")]
-    Anthropic,
+use loopbound::watch::{Update, Updates};
+
+use crate::visible::visible;
+
+/// Width of the label column, as in the transcript.
+const LABEL: usize = 14;
+
+/// Prints `updates` to `out` as they come, until the stream ends.
+pub async fn print_updates(mut updates: Updates, out: &mut impl Write) {
+    let mut printer = Printer { open_text: None, buffer: String::new() };
+    printer.line("live", "updates as they happen");
+    printer.flush(out);
+    while let Some(update) = updates.next().await {
+        printer.update(&update);
+        printer.flush(out);
+    }
+    printer.close_text();
+    printer.flush(out);
 }
 
-impl Provider {
-    /// How the header names the provider's transport.
-    #[must_use]
-    pub const fn label(self) -> &'static str {
-        match self {
-            Self::Openai => "openai-compatible",
-            Self::Anthropic => "anthropic-messages",
-        }
-    }
-
-    /// What to set, as the consoles' messages say it.
-    #[must_use]
-    pub const fn variables(self) -> &'static str {
-        match self {
-            Self::Openai => {
-                "LOOPBOUND_BASE_URL (e.g. http://127.0.0.1:8080/v1) and LOOPBOUND_MODEL, optionally \
-                 LOOPBOUND_API_KEY and LOOPBOUND_TIMEOUT_SECS"
-            }
-            Self::Anthropic => {
-                "LOOPBOUND_ANTHROPIC_BASE_URL (e.g. https://api.anthropic.com/v1) and \
-                 LOOPBOUND_ANTHROPIC_MODEL, optionally LOOPBOUND_ANTHROPIC_API_KEY, \
-                 LOOPBOUND_ANTHROPIC_TIMEOUT_SECS and LOOPBOUND_ANTHROPIC_MAX_TOKENS"
-            }
-        }
-    }
-
-    /// The provider's transport, configured by the environment, and its header label (model
-    /// and base URL); or why the environment does not configure it.
-    ///
-    /// # Errors
-    ///
-    /// The [`ConfigError`] naming the variable that is missing or invalid.
-    pub fn from_env(self) -> Result<(BoxTransport, String), ConfigError> {
-        match self {
-            Self::Openai => {
-                let transport = OpenAiTransport::from_env()?;
-                let label = self.describe(transport.config().connection());
-                Ok((BoxTransport::new(transport), label))
-            }
-            Self::Anthropic => {
-                let transport = AnthropicTransport::from_env()?;
-                let label = self.describe(transport.config().connection());
-                Ok((BoxTransport::new(transport), label))
-            }
-        }
-    }
-
-    /// The header's label when the environment does not configure the provider.
-    #[must_use]
-    pub fn unconfigured(self) -> String {
-        format!("{} (not configured)", self.label())
-    }
-
-    fn describe(self, connection: &Connection) -> String {
-        format!("{}, model {} at {}", self.label(), connection.model(), connection.base_url())
-    }
+struct Printer {
+    /// The reply whose text line is open.
+    open_text: Option<u32>,
+    buffer: String,
 }
 
-/// The live transport when the environment does not configure one: every call fails as
-/// unreachable, so the run ends as `ProviderUnavailable` without sending anything.
-#[derive(Debug)]
-pub struct Unconfigured(pub TransportError);
+impl Printer {
+    fn update(&mut self, update: &Update) {
+        if let Update::Text(text) = update {
+            if self.open_text != Some(text.reply()) {
+                self.close_text();
+                // Writing to a String cannot fail.
+                let _ = write!(self.buffer, "  {:<w$}\"", "text", w = LABEL - 2);
+                self.open_text = Some(text.reply());
+            }
+            self.buffer.push_str(&visible(text.text()));
+            return;
+        }
+        self.close_text();
+        match update {
+            Update::Event(event) => self.line("  event", &event.to_string()),
+            Update::ToolStarted(call) => self.line(
+                "  call",
+                &format!(
+                    "{} {} (reply {}, call {})",
+                    visible(call.name()),
+                    visible(call.call_id()),
+                    call.reply(),
+                    call.index() + 1
+                ),
+            ),
+            Update::ToolResult(result) => {
+                let kind = if result.is_error() { "error" } else { "result" };
+                self.line(
+                    &format!("  {kind}"),
+                    &format!("{} \"{}\"", visible(result.call_id()), visible(result.text())),
+                );
+            }
+            Update::Suspended(suspension) => self.line(
+                "  suspended",
+                &format!("{} on {}", suspension.status(), visible(suspension.operation().unwrap_or("-"))),
+            ),
+            Update::Outcome(outcome) => self.line("  outcome", outcome.status().as_str()),
+            Update::Error(error) => self.line("  error", error.kind().as_str()),
+            _ => self.line("  update", "of a kind this console does not describe yet"),
+        }
+    }
 
-impl Transport for Unconfigured {
-    async fn complete<'a>(&'a self, _request: ChatRequest<'a>) -> Result<ModelReply, TransportError> {
-        Err(self.0.clone())
+    fn line(&mut self, label: &str, value: &str) {
+        // Writing to a String cannot fail.
+        let _ = writeln!(self.buffer, "{label:<LABEL$}{value}");
+    }
+
+    fn close_text(&mut self) {
+        if self.open_text.take().is_some() {
+            self.buffer.push_str("\"\n");
+        }
+    }
+
+    /// Writes what is buffered. A closed or failing stream is ignored on purpose: the exit code
+    /// still carries the outcome.
+    fn flush(&mut self, out: &mut impl Write) {
+        if !self.buffer.is_empty() {
+            let _ = out.write_all(self.buffer.as_bytes()).and_then(|()| out.flush());
+            self.buffer.clear();
+        }
     }
 }

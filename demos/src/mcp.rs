@@ -30,7 +30,7 @@ use loopbound_mcp::{Connection, Mapping, Timeouts};
 use loopbound_testkit::mcp as servers;
 use tokio_util::sync::CancellationToken;
 
-use crate::live::{Provider, Unconfigured};
+use crate::provider::Provider;
 use crate::report::JsonLimits;
 use crate::text::{labelled, labelled_items, render_outcome};
 use crate::visible::visible;
@@ -269,22 +269,8 @@ pub async fn execute(
     if !cli.live {
         return play(cli, sequence(cli.scenario.steps()), "scripted", caller, out, err).await;
     }
-    let provider = cli.provider.unwrap_or_default();
-    match provider.from_env() {
-        Ok((transport, label)) => play(cli, transport, &label, caller, out, err).await,
-        Err(error) => {
-            emit(
-                err,
-                &format!(
-                    "mcp330: --live needs an endpoint: set {}. Nothing was sent; the run ends as \
-                     ProviderUnavailable.\n  ({})\n",
-                    provider.variables(),
-                    chained(&error)
-                ),
-            );
-            play(cli, Unconfigured(error.into()), &provider.unconfigured(), caller, out, err).await
-        }
-    }
+    let (transport, label) = cli.provider.unwrap_or_default().connect("mcp330", err);
+    play(cli, transport, &label, caller, out, err).await
 }
 
 /// Connects to the server, offers its tools, runs the scenario over `transport` and prints it.

@@ -3,11 +3,12 @@
 //! # Invariants
 //!
 //! - The JSON form is exactly one object with the keys `agent`, `transport`, `capabilities`,
-//!   `limits`, `status`, `text` and `events`, and no wall-clock time: the same scenario always
-//!   gives the same bytes.
+//!   `limits`, then the outcome's own form (`status`, `text`, `events`, `usage`, `detail`,
+//!   `operation`, as [`Outcome`] serialises for any host), and no wall-clock time: the same
+//!   scenario always gives the same bytes.
 //! - `text` is `null` unless the status keeps it (`Completed` or `Incomplete`).
 
-use loopbound::{Composition, ControlEvent, Limits, Outcome, Status};
+use loopbound::{Composition, Limits, Outcome};
 
 use crate::vocabulary::{Agent, status_exit_code};
 use serde::Serialize;
@@ -59,9 +60,9 @@ struct JsonReport<'a> {
     transport: &'a str,
     capabilities: &'a [String],
     limits: JsonLimits,
-    status: Status,
-    text: Option<&'a str>,
-    events: &'a [ControlEvent],
+    /// The outcome's own form: status, text, events, usage, detail, operation.
+    #[serde(flatten)]
+    outcome: &'a Outcome,
 }
 
 /// The limits as JSON, the deadline in whole milliseconds: the same object in every console.
@@ -88,8 +89,9 @@ impl From<Limits> for JsonLimits {
     }
 }
 
-/// The report as one line of JSON:
-/// `{agent, transport, capabilities, limits, status, text, events:[{kind,name,count}]}`.
+/// The report as one line of JSON: the header's `{agent, transport, capabilities, limits}`,
+/// then the outcome's own serialised form, `{status, text, events:[{kind,name,count}], usage,
+/// detail, operation}`.
 ///
 /// # Errors
 ///
@@ -101,9 +103,7 @@ pub fn render_json(report: &Report) -> Result<String, serde_json::Error> {
         transport: &report.header.transport,
         capabilities: &report.header.capabilities,
         limits: report.header.limits.into(),
-        status: report.outcome.status(),
-        text: report.outcome.text(),
-        events: report.outcome.events(),
+        outcome: &report.outcome,
     };
     serde_json::to_string(&json)
 }

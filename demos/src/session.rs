@@ -16,6 +16,7 @@
 use std::fmt;
 
 use loopbound::transport::Transport;
+use loopbound::watch::Feed;
 use loopbound::{Composition, LimitsError, Message, Outcome, RunError, Runtime, Scope, ToolSet};
 use loopbound_testkit::review::{self, Review};
 use tokio_util::sync::CancellationToken;
@@ -71,13 +72,39 @@ impl Session {
         composition: Composition,
         caller: CancellationToken,
     ) -> Result<Self, SetupError> {
-        let scope = Scope::builder()
+        Self::open(tools, scenario, composition, caller, None)
+    }
+
+    /// As [`new`](Self::new), with the run streamed to `feed`'s watcher.
+    ///
+    /// # Errors
+    ///
+    /// A [`SetupError`] if the limits are invalid.
+    pub fn watched(
+        tools: &ToolSet<Review>,
+        scenario: Scenario,
+        composition: Composition,
+        caller: CancellationToken,
+        feed: Feed,
+    ) -> Result<Self, SetupError> {
+        Self::open(tools, scenario, composition, caller, Some(feed))
+    }
+
+    fn open(
+        tools: &ToolSet<Review>,
+        scenario: Scenario,
+        composition: Composition,
+        caller: CancellationToken,
+        feed: Option<Feed>,
+    ) -> Result<Self, SetupError> {
+        let mut scope = Scope::builder()
             .grants(scenario.capabilities().iter().copied())
             .limits(scenario.limits())
-            .caller(caller)
-            .state(Review::default())
-            .build()
-            .map_err(SetupError::Limits)?;
+            .caller(caller);
+        if let Some(feed) = feed {
+            scope = scope.watch(feed);
+        }
+        let scope = scope.state(Review::default()).build().map_err(SetupError::Limits)?;
         Ok(Self { scenario, composition, tools: tools.clone(), scope })
     }
 

@@ -77,7 +77,8 @@ async fn complete_over_http_matches_the_scripted_run_in_both_compositions_and_pa
         first["messages"].as_array().into_iter().flatten().filter_map(|m| m["role"].as_str()).collect();
     assert_eq!(roles, ["system", "user", "assistant", "tool", "assistant", "tool", "assistant", "user"]);
     assert_eq!(first["messages"][7]["content"], "Review ticket 42.");
-    assert_eq!(first["max_tokens"], 800);
+    assert_eq!(first["max_completion_tokens"], 800);
+    assert_eq!(first.get("max_tokens"), None);
     let tools: Vec<&str> = first["tools"]
         .as_array()
         .into_iter()

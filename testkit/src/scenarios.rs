@@ -11,8 +11,9 @@
 
 use futures_util::StreamExt;
 use loopbound::scripted::{Scripted, Step};
+use loopbound::spend::Prices;
 use loopbound::transport::{ChatOptions, ChatRequest, ModelReply, ReplyAssembler, Transport, TransportError};
-use loopbound::{Composition, Limits, Message, Outcome, RunError, Runtime, Status};
+use loopbound::{Composition, Limits, Message, Outcome, RunError, Runtime, Scope, Status};
 use tokio_util::sync::CancellationToken;
 
 use crate::review::{self, BOTH_CAPABILITIES, COMPLETE_EVENTS, FINISH_CAPABILITY, Review};
@@ -171,11 +172,43 @@ pub async fn run_with<T: Transport>(
     transport: T,
 ) -> Run {
     let scope = review::scope(scenario.grants().iter().copied(), limits).expect("limits");
+    play(scenario, composition, streaming, &scope, transport).await
+}
+
+/// As [`run_with`], the scope pricing calls with `prices` (the tools free unless `prices`
+/// names them): how a transport's [`model`](Transport::model) is checked to price its calls
+/// under a cost budget.
+pub async fn run_priced<T: Transport>(
+    scenario: Scenario,
+    composition: Composition,
+    streaming: bool,
+    limits: Limits,
+    prices: Prices,
+    transport: T,
+) -> Run {
+    let scope = Scope::builder()
+        .grants(scenario.grants().iter().copied())
+        .limits(limits)
+        .prices(prices.other_tools(loopbound::spend::Micros::ZERO).shared())
+        .state(Review::default())
+        .build()
+        .expect("limits");
+    play(scenario, composition, streaming, &scope, transport).await
+}
+
+/// Runs `scenario` in `scope` over `transport`.
+async fn play<T: Transport>(
+    scenario: Scenario,
+    composition: Composition,
+    streaming: bool,
+    scope: &Scope<Review>,
+    transport: T,
+) -> Run {
     let mut conversation = vec![Message::user(scenario.request())];
     let result = Runtime::new(composition, &review::tools().set, transport)
         .options(review::options())
         .streaming(streaming)
-        .run(&scope, &mut conversation, Review::completed)
+        .run(scope, &mut conversation, Review::completed)
         .await;
     Run { result, conversation, model_calls: scope.model_calls(), tool_calls: scope.tool_calls() }
 }

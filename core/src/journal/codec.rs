@@ -18,6 +18,7 @@ use super::row::EventRow;
 use crate::event::{ControlEvent, EventKind};
 use crate::guard::Counters;
 use crate::outcome::Status;
+use crate::spend::{Micros, Reserved};
 use crate::tool::EffectKind;
 use crate::transport::{Message, ModelReply, ToolCall, Usage};
 
@@ -64,6 +65,31 @@ struct StoredCounters {
     tool_calls: u32,
     middleware: u32,
     repetitions: Vec<(String, u32)>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    per_tool: Vec<(String, u32)>,
+    #[serde(default, skip_serializing_if = "StoredSpend::is_empty")]
+    spend: StoredSpend,
+}
+
+/// The spend as stored: settled tokens and money, reservations in flight, calls over.
+#[derive(Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StoredSpend {
+    input: u64,
+    cached: u64,
+    written: u64,
+    output: u64,
+    cost: u64,
+    reserved_input: u64,
+    reserved_output: u64,
+    reserved_cost: u64,
+    over: u32,
+}
+
+impl StoredSpend {
+    fn is_empty(&self) -> bool {
+        *self == Self::default()
+    }
 }
 
 pub(crate) fn encode_counters(counters: &Counters) -> String {
@@ -72,6 +98,21 @@ pub(crate) fn encode_counters(counters: &Counters) -> String {
         tool_calls: counters.tool_calls,
         middleware: counters.middleware,
         repetitions: counters.repetitions.iter().map(|(s, n)| (s.clone(), *n)).collect(),
+        per_tool: counters.per_tool.iter().map(|(tool, n)| (tool.clone(), *n)).collect(),
+        spend: {
+            let (settled, cost, reserved, over) = counters.spend;
+            StoredSpend {
+                input: settled.input_tokens,
+                cached: settled.cached_input_tokens,
+                written: settled.cache_write_tokens,
+                output: settled.output_tokens,
+                cost: cost.0,
+                reserved_input: reserved.input_tokens,
+                reserved_output: reserved.output_tokens,
+                reserved_cost: reserved.cost.0,
+                over,
+            }
+        },
     };
     serde_json::to_string(&stored).unwrap_or_default()
 }
@@ -84,11 +125,27 @@ pub(crate) fn decode_counters(text: &str) -> Result<Counters, JournalError> {
             return Err(corrupt("the run's counters (repetitions)"));
         }
     }
+    let mut per_tool = BTreeMap::new();
+    for (tool, count) in stored.per_tool {
+        if count == 0 || per_tool.insert(tool, count).is_some() {
+            return Err(corrupt("the run's counters (per-tool counts)"));
+        }
+    }
+    let spend = &stored.spend;
+    let settled =
+        Usage::new(spend.input, spend.output).with_cached_input(spend.cached).with_cache_write(spend.written);
+    let reserved = Reserved {
+        input_tokens: spend.reserved_input,
+        output_tokens: spend.reserved_output,
+        cost: Micros(spend.reserved_cost),
+    };
     Ok(Counters {
         model_calls: stored.model_calls,
         tool_calls: stored.tool_calls,
         middleware: stored.middleware,
         repetitions,
+        per_tool,
+        spend: (settled, Micros(spend.cost), reserved, spend.over),
     })
 }
 

@@ -53,6 +53,15 @@ pub trait Journal: Send + Sync {
         fence: Fence,
         batch: Batch,
     ) -> impl Future<Output = Result<(), JournalError>> + Send;
+
+    /// Whether a host asked, from any process, to cancel `run`. An attempt running the run asks
+    /// before each admission it makes (each model call it sends, each tool call it admits) and
+    /// at least once a second while it waits, and ends as a caller cancellation when the answer
+    /// is yes. The default answers no: a backend that records cancel requests overrides it.
+    fn cancel_requested(&self, run: &RunId) -> impl Future<Output = Result<bool, JournalError>> + Send {
+        let _ = run;
+        std::future::ready(Ok(false))
+    }
 }
 
 impl<J: Journal> Journal for &J {
@@ -76,6 +85,10 @@ impl<J: Journal> Journal for &J {
     ) -> impl Future<Output = Result<(), JournalError>> + Send {
         (**self).commit(run, fence, batch)
     }
+
+    fn cancel_requested(&self, run: &RunId) -> impl Future<Output = Result<bool, JournalError>> + Send {
+        (**self).cancel_requested(run)
+    }
 }
 
 impl<J: Journal> Journal for std::sync::Arc<J> {
@@ -98,5 +111,9 @@ impl<J: Journal> Journal for std::sync::Arc<J> {
         batch: Batch,
     ) -> impl Future<Output = Result<(), JournalError>> + Send {
         (**self).commit(run, fence, batch)
+    }
+
+    fn cancel_requested(&self, run: &RunId) -> impl Future<Output = Result<bool, JournalError>> + Send {
+        (**self).cancel_requested(run)
     }
 }

@@ -11,7 +11,7 @@
 //!   configuration's default.
 
 use loopbound::transport::ChatRequest;
-use loopbound_provider::{Api, ConfigError, Endpoint, HttpTransport, KeyHeader};
+use loopbound_provider::{Api, ConfigError, Connection, Endpoint, HttpTransport, KeyHeader};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
 use crate::config::{Config, ENV_VERSION, VISIBLE};
@@ -24,11 +24,17 @@ pub struct Anthropic;
 
 impl Api for Anthropic {
     const NAME: &'static str = "AnthropicTransport";
+    /// `anthropic`, as the telemetry conventions name the Messages API.
+    const PROVIDER: &'static str = "anthropic";
     type Config = Config;
     type Protocol = MessagesApi;
 
     fn from_env() -> Result<Config, ConfigError> {
         Config::from_env()
+    }
+
+    fn connection(config: &Config) -> &Connection {
+        config.connection()
     }
 
     fn endpoint(config: &Config) -> Result<Endpoint, ConfigError> {

@@ -3,7 +3,8 @@
 //! # Invariants
 //!
 //! - The request carries what the conversation holds, in the API's shape: every system message
-//!   goes to the top-level `system` (joined by blank lines, in order); user texts and tool
+//!   goes to the top-level `system` (joined by blank lines, in order, the options' notice last,
+//!   as the request's last instruction); user texts and tool
 //!   results are `user` content blocks, assistant texts and tool calls `assistant` blocks
 //!   (`text`, then `tool_use` with the call's id, name and arguments as the `input` object); a
 //!   tool result is a `tool_result` block with the id of the call it answers and `is_error` when
@@ -179,14 +180,17 @@ fn messages<'a>(conversation: &'a [Message]) -> Vec<WireMessage<'a>> {
     out
 }
 
-/// The system messages' texts, joined by blank lines; `None` without any.
-fn system(conversation: &[Message]) -> Option<String> {
+/// The system messages' texts and the notice after them, joined by blank lines; `None`
+/// without any.
+fn system(conversation: &[Message], notice: Option<&str>) -> Option<String> {
     let texts: Vec<&str> = conversation
         .iter()
         .filter_map(|message| match message {
-            Message::System { content, .. } if !content.is_empty() => Some(content.as_str()),
+            Message::System { content, .. } => Some(content.as_str()),
             _ => None,
         })
+        .chain(notice)
+        .filter(|text| !text.is_empty())
         .collect();
     (!texts.is_empty()).then(|| texts.join("\n\n"))
 }
@@ -216,7 +220,7 @@ pub fn request_body(settings: Settings<'_>, request: &ChatRequest<'_>, mode: Mod
     let body = RequestBody {
         model: settings.model,
         max_tokens: request.options.max_output_tokens.unwrap_or(settings.max_tokens),
-        system: system(request.messages),
+        system: system(request.messages, request.options.notice.as_deref()),
         messages: messages(request.messages),
         tools,
         tool_choice,
@@ -411,6 +415,18 @@ mod tests {
                 ]}]
             })
         );
+    }
+
+    #[test]
+    fn the_notice_ends_the_system_prompt_or_is_the_whole_of_it() {
+        let options = ChatOptions::default().with_notice("2 model calls left.");
+        let messages = [Message::system("Be brief."), Message::user("Hi"), Message::system("In English.")];
+        let sent = body(&messages, &[], &options, Mode::Whole);
+        assert_eq!(sent["system"], "Be brief.\n\nIn English.\n\n2 model calls left.");
+        let alone = body(&[Message::user("Hi")], &[], &options, Mode::Whole);
+        assert_eq!(alone["system"], "2 model calls left.");
+        let empty = body(&[Message::user("Hi")], &[], &ChatOptions::default().with_notice(""), Mode::Whole);
+        assert_eq!(empty.get("system"), None);
     }
 
     #[test]

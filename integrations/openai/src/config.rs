@@ -1,4 +1,5 @@
-//! Explicit configuration of the endpoint: base URL, model, optional API key and timeout.
+//! Explicit configuration of the endpoint: base URL, model, optional API key and timeout, and
+//! how requests name their output cap and ask for usage in streams.
 //!
 //! # Invariants
 //!
@@ -28,6 +29,39 @@ pub const ENV_TIMEOUT_SECS: &str = "LOOPBOUND_TIMEOUT_SECS";
 /// Optional environment variable: `off` stops asking for usage figures in streams
 /// (`stream_options`), for servers that reject the field. Default `on`.
 pub const ENV_STREAM_USAGE: &str = "LOOPBOUND_STREAM_USAGE";
+/// Optional environment variable naming the field the output cap is sent in:
+/// `max_completion_tokens` (the default, what OpenAI's chat completions expect) or `max_tokens`
+/// (for servers that know only the older field).
+pub const ENV_OUTPUT_CAP_FIELD: &str = "LOOPBOUND_OUTPUT_CAP_FIELD";
+
+/// The request field that carries the run's output cap.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum OutputCapField {
+    /// `max_completion_tokens`: OpenAI's current field (its reasoning models refuse the older
+    /// one).
+    #[default]
+    MaxCompletionTokens,
+    /// `max_tokens`: the older field, which some OpenAI-compatible servers still require.
+    MaxTokens,
+}
+
+impl OutputCapField {
+    /// The field's name, as sent and as [`ENV_OUTPUT_CAP_FIELD`] names it.
+    #[must_use]
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::MaxCompletionTokens => "max_completion_tokens",
+            Self::MaxTokens => "max_tokens",
+        }
+    }
+
+    fn parse(text: &str) -> Option<Self> {
+        [Self::MaxCompletionTokens, Self::MaxTokens]
+            .into_iter()
+            .find(|field| text.eq_ignore_ascii_case(field.name()))
+    }
+}
 
 /// The variables of the connection.
 const NAMES: Names =
@@ -38,11 +72,13 @@ const NAMES: Names =
 pub struct Config {
     connection: Connection,
     stream_usage: bool,
+    output_cap_field: OutputCapField,
 }
 
 impl Config {
     /// A configuration for the endpoint at `base_url` (the part before `/chat/completions`)
-    /// and `model`, without an API key or timeout.
+    /// and `model`, without an API key or timeout, asking for usage in streams and sending the
+    /// output cap as `max_completion_tokens`.
     ///
     /// ```
     /// let config = loopbound_openai::Config::new("http://127.0.0.1:8080/v1", "smollm2")?;
@@ -54,12 +90,13 @@ impl Config {
     ///
     /// [`ConfigError::InvalidBaseUrl`] or [`ConfigError::Missing`] for an empty model.
     pub fn new(base_url: &str, model: impl Into<String>) -> Result<Self, ConfigError> {
-        Ok(Self { connection: Connection::new(base_url, model, &NAMES)?, stream_usage: true })
+        Ok(Self::around(Connection::new(base_url, model, &NAMES)?))
     }
 
     /// Reads the configuration from the process environment: `LOOPBOUND_BASE_URL` and
     /// `LOOPBOUND_MODEL` (required), `LOOPBOUND_API_KEY`, `LOOPBOUND_TIMEOUT_SECS` and
-    /// `LOOPBOUND_STREAM_USAGE` (optional). An empty variable counts as unset.
+    /// `LOOPBOUND_STREAM_USAGE` and `LOOPBOUND_OUTPUT_CAP_FIELD` (optional). An empty variable
+    /// counts as unset.
     ///
     /// # Errors
     ///
@@ -86,8 +123,20 @@ impl Config {
     }
 
     fn read(settings: &Variables<'_>) -> Result<Self, ConfigError> {
-        let connection = Connection::read(settings, &NAMES)?;
-        Ok(Self { connection, stream_usage: settings.switch(ENV_STREAM_USAGE)?.unwrap_or(true) })
+        let mut config = Self::around(Connection::read(settings, &NAMES)?);
+        if let Some(ask) = settings.switch(ENV_STREAM_USAGE)? {
+            config.stream_usage = ask;
+        }
+        let expected = "max_completion_tokens or max_tokens";
+        if let Some(field) = settings.parsed(ENV_OUTPUT_CAP_FIELD, expected, OutputCapField::parse)? {
+            config.output_cap_field = field;
+        }
+        Ok(config)
+    }
+
+    /// The defaults around `connection`.
+    fn around(connection: Connection) -> Self {
+        Self { connection, stream_usage: true, output_cap_field: OutputCapField::default() }
     }
 
     /// This configuration with an API key, sent as `Authorization: Bearer <key>`.
@@ -111,6 +160,13 @@ impl Config {
         self
     }
 
+    /// The field requests send the output cap in (default `max_completion_tokens`).
+    #[must_use]
+    pub fn with_output_cap_field(mut self, field: OutputCapField) -> Self {
+        self.output_cap_field = field;
+        self
+    }
+
     /// The base URL, the model, the API key and the timeout.
     #[must_use]
     pub fn connection(&self) -> &Connection {
@@ -128,6 +184,12 @@ impl Config {
     pub fn stream_usage(&self) -> bool {
         self.stream_usage
     }
+
+    /// The field requests send the output cap in.
+    #[must_use]
+    pub fn output_cap_field(&self) -> OutputCapField {
+        self.output_cap_field
+    }
 }
 
 impl fmt::Debug for Config {
@@ -135,6 +197,7 @@ impl fmt::Debug for Config {
         f.debug_struct("Config")
             .field("connection", &self.connection)
             .field("stream_usage", &self.stream_usage)
+            .field("output_cap_field", &self.output_cap_field)
             .finish()
     }
 }
@@ -165,6 +228,7 @@ mod tests {
             (ENV_API_KEY, "sk-test-123"),
             (ENV_TIMEOUT_SECS, "30"),
             (ENV_STREAM_USAGE, "off"),
+            (ENV_OUTPUT_CAP_FIELD, "MAX_TOKENS"),
         ]))
         .unwrap();
         assert_eq!(config.endpoint().as_str(), "https://models.example/v1/chat/completions");
@@ -172,6 +236,7 @@ mod tests {
         assert_eq!(config.connection().api_key().map(ApiKey::expose), Some("sk-test-123"));
         assert_eq!(config.connection().timeout(), Some(Duration::from_secs(30)));
         assert!(!config.stream_usage());
+        assert_eq!(config.output_cap_field(), OutputCapField::MaxTokens);
     }
 
     #[test]
@@ -186,6 +251,25 @@ mod tests {
         assert_eq!(config.connection().api_key(), None);
         assert_eq!(config.connection().timeout(), None);
         assert!(config.stream_usage());
+        assert_eq!(config.output_cap_field(), OutputCapField::MaxCompletionTokens);
+        assert_eq!(Config::new("http://h/v1", "m").unwrap(), config_at("http://h/v1"));
+    }
+
+    fn config_at(base_url: &str) -> Config {
+        Config::from_lookup(lookup(&[(ENV_BASE_URL, base_url), (ENV_MODEL, "m")])).unwrap()
+    }
+
+    #[test]
+    fn an_unknown_output_cap_field_is_refused_with_the_choices() {
+        let refused = Config::from_lookup(lookup(&[
+            (ENV_BASE_URL, "http://h/v1"),
+            (ENV_MODEL, "m"),
+            (ENV_OUTPUT_CAP_FIELD, "n_predict"),
+        ]));
+        assert_eq!(
+            refused.unwrap_err().to_string(),
+            "LOOPBOUND_OUTPUT_CAP_FIELD must be max_completion_tokens or max_tokens, not \"n_predict\""
+        );
     }
 
     #[test]

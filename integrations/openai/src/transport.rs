@@ -9,7 +9,7 @@
 //! - The API key is sent only as a sensitive `Authorization: Bearer …` header.
 
 use loopbound::transport::ChatRequest;
-use loopbound_provider::{Api, ConfigError, Endpoint, HttpTransport, KeyHeader};
+use loopbound_provider::{Api, ConfigError, Connection, Endpoint, HttpTransport, KeyHeader};
 use reqwest::header::HeaderMap;
 
 use crate::chunks::ChatCompletions;
@@ -22,11 +22,17 @@ pub struct OpenAi;
 
 impl Api for OpenAi {
     const NAME: &'static str = "OpenAiTransport";
+    /// `openai`: the conventions name every OpenAI-compatible API so, whatever serves it.
+    const PROVIDER: &'static str = "openai";
     type Config = Config;
     type Protocol = ChatCompletions;
 
     fn from_env() -> Result<Config, ConfigError> {
         Config::from_env()
+    }
+
+    fn connection(config: &Config) -> &Connection {
+        config.connection()
     }
 
     fn endpoint(config: &Config) -> Result<Endpoint, ConfigError> {
@@ -35,7 +41,7 @@ impl Api for OpenAi {
 
     fn body(config: &Config, request: &ChatRequest<'_>, stream: bool) -> Vec<u8> {
         let mode = if stream { Mode::Stream { usage: config.stream_usage() } } else { Mode::Whole };
-        request_body(config.connection().model(), request, mode)
+        request_body(config.connection().model(), config.output_cap_field(), request, mode)
     }
 }
 

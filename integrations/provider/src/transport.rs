@@ -8,6 +8,9 @@
 //!   streamed, within the request's bounds, redacted, cancelled with the run.
 //! - The transport's `Debug` shows the API's name and its configuration (whose own `Debug` hides
 //!   the key), nothing of the client.
+//! - The transport names the configured model, for prices and for telemetry alike
+//!   ([`Transport::model`], [`Transport::model_name`]), and its provider as telemetry names it
+//!   ([`Api::PROVIDER`]).
 
 use std::fmt;
 use std::marker::PhantomData;
@@ -15,7 +18,7 @@ use std::marker::PhantomData;
 use futures_core::Stream;
 use loopbound::transport::{ChatRequest, ModelReply, ReplyChunk, Transport, TransportError};
 
-use crate::config::ConfigError;
+use crate::config::{ConfigError, Connection};
 use crate::endpoint::Endpoint;
 use crate::events::Protocol;
 
@@ -23,6 +26,8 @@ use crate::events::Protocol;
 pub trait Api: Send + Sync + 'static {
     /// The name of the provider's transport, for `Debug` (e.g. `OpenAiTransport`).
     const NAME: &'static str;
+    /// The provider, as telemetry names it (`gen_ai.provider.name`, e.g. `openai`).
+    const PROVIDER: &'static str;
     /// The provider's configuration.
     type Config: fmt::Debug + Send + Sync;
     /// How the provider's replies read, whole and streamed.
@@ -34,6 +39,9 @@ pub trait Api: Send + Sync + 'static {
     ///
     /// A [`ConfigError`] naming the variable that is missing or invalid.
     fn from_env() -> Result<Self::Config, ConfigError>;
+
+    /// The connection `config` holds: its base URL, model, key and timeout.
+    fn connection(config: &Self::Config) -> &Connection;
 
     /// The endpoint `config` describes: its URL, its headers (the key among them), its timeout,
     /// and a redactor of its key.
@@ -88,6 +96,11 @@ impl<A: Api> HttpTransport<A> {
 }
 
 impl<A: Api> Transport for HttpTransport<A> {
+    /// The configured model: the id a host's price table names it by.
+    fn model(&self) -> Option<&str> {
+        Some(A::connection(&self.config).model())
+    }
+
     async fn complete<'a>(&'a self, request: ChatRequest<'a>) -> Result<ModelReply, TransportError> {
         let body = A::body(&self.config, &request, false);
         self.endpoint.complete::<A::Protocol>(request, body).await
@@ -99,5 +112,14 @@ impl<A: Api> Transport for HttpTransport<A> {
     ) -> Result<impl Stream<Item = Result<ReplyChunk, TransportError>> + Send + 'a, TransportError> {
         let body = A::body(&self.config, &request, true);
         self.endpoint.stream::<A::Protocol>(request, body).await
+    }
+
+    fn provider_name(&self) -> &str {
+        A::PROVIDER
+    }
+
+    /// The configured model, as sent with every request.
+    fn model_name(&self) -> Option<&str> {
+        Some(A::connection(&self.config).model())
     }
 }

@@ -74,7 +74,10 @@ async fn an_echoed_key_reaches_no_outcome_error_or_span() {
         for span in &spans {
             assert_no_run(span, &format!("{case}: a span"));
         }
-        assert!(spans.iter().any(|line| line == "span loopbound.model_call"), "{case}: {spans:?}");
+        assert!(spans.iter().any(|line| line == "span chat"), "{case}: {spans:?}");
+        // The model call's span names the provider and the configured model.
+        assert!(spans.iter().any(|line| line == "otel.name=\"chat hostile\""), "{case}: {spans:?}");
+        assert!(spans.iter().any(|line| line == "gen_ai.provider.name=\"anthropic\""), "{case}: {spans:?}");
     }
 }
 

@@ -1,13 +1,14 @@
 //! The review scenarios over HTTP against aimock: the same events, status, text and
 //! conversation as the scripted transport, in both compositions and on both call paths.
 
-use loopbound::transport::Usage;
-use loopbound::{Composition, Status};
+use loopbound::spend::{Micros, Price, Prices};
+use loopbound::transport::{Transport, Usage};
+use loopbound::{Composition, Limits, Status};
 use loopbound_openai::{ApiKey, Config, OpenAiTransport};
 
 use crate::SECRET;
 use loopbound_testkit::aimock::Aimock;
-use loopbound_testkit::scenarios::{PATHS, Scenario, compare, run};
+use loopbound_testkit::scenarios::{PATHS, Scenario, compare, run, run_priced};
 
 pub(crate) fn transport(server: &Aimock) -> OpenAiTransport {
     let config = Config::new(&server.base_url(), "loopbound-test-model")
@@ -46,6 +47,31 @@ async fn usage_is_summed_over_the_calls_on_both_paths_and_absent_when_not_asked_
         run(Scenario::Complete, Composition::Harness, true, OpenAiTransport::new(quiet).unwrap()).await;
     assert_eq!(live.outcome().status(), Status::Completed);
     assert_eq!(live.outcome().usage(), None, "without stream_options the stream reports no usage");
+}
+
+#[tokio::test]
+async fn a_cost_budget_prices_each_call_by_the_configured_model_on_both_paths() {
+    let Some(server) = Aimock::start() else { return };
+    assert_eq!(transport(&server).model(), Some("loopbound-test-model"));
+    for streaming in [false, true] {
+        // 1 unit of money per million input tokens, 2 per million output tokens (micro-units).
+        let prices = Prices::new()
+            .model("loopbound-test-model", Price::per_million(Micros(1_000_000), Micros(2_000_000)));
+        let limits = Limits::default().with_cost(Micros(100_000));
+        let live = run_priced(
+            Scenario::Complete,
+            Composition::Harness,
+            streaming,
+            limits,
+            prices,
+            transport(&server),
+        )
+        .await;
+        assert_eq!(live.outcome().status(), Status::Completed, "streaming={streaming}");
+        // The fixtures' 490 input and 20 output tokens.
+        assert_eq!(live.outcome().spend().cost, Micros(490 + 2 * 20), "streaming={streaming}");
+        assert_eq!(live.outcome().spend().settled, Usage::new(490, 20), "streaming={streaming}");
+    }
 }
 
 #[tokio::test]
