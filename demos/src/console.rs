@@ -29,7 +29,7 @@ use loopbound_testkit::review;
 
 use crate::durable::{self, Durable};
 use crate::live::print_updates;
-use crate::provider::Provider;
+use crate::provider::Live;
 use crate::report::{Report, render_json};
 use crate::scenario::Scenario;
 use crate::session::{SCRIPTED, Session};
@@ -80,22 +80,9 @@ pub struct Cli {
     #[arg(long)]
     pub simple: bool,
 
-    /// Talk to a live endpoint configured by the environment.
-    #[arg(
-        long,
-        help = "Talk to a live endpoint: OpenAI-compatible, configured by LOOPBOUND_BASE_URL and \
-                LOOPBOUND_MODEL (optional: LOOPBOUND_API_KEY, LOOPBOUND_TIMEOUT_SECS), or with \
-                --provider anthropic the Anthropic Messages API, configured by \
-                LOOPBOUND_ANTHROPIC_BASE_URL and LOOPBOUND_ANTHROPIC_MODEL (optional: \
-                LOOPBOUND_ANTHROPIC_API_KEY, LOOPBOUND_ANTHROPIC_TIMEOUT_SECS, \
-                LOOPBOUND_ANTHROPIC_MAX_TOKENS). No default endpoint. The scenario sets the \
-                capabilities and limits; the model's replies are its own"
-    )]
-    pub live: bool,
-
-    /// The API `--live` talks to (default openai).
-    #[arg(long, value_enum, requires = "live", value_name = "PROVIDER")]
-    pub provider: Option<Provider>,
+    /// `--live` and `--provider`.
+    #[command(flatten)]
+    pub endpoint: Live,
 
     /// Print one JSON object {agent, transport, capabilities, limits, status, text, events, usage,
     /// detail, operation}.
@@ -235,7 +222,7 @@ pub async fn execute(
     err: &mut impl Write,
 ) -> i32 {
     if let Some(command) = &cli.command {
-        if cli.live || cli.json || cli.simple || cli.stream || cli.watch {
+        if cli.endpoint.live || cli.json || cli.simple || cli.stream || cli.watch {
             emit(
                 err,
                 "demo330: --live, --json, --simple, --stream and --watch are for the review scenarios, not the durable commands\n",
@@ -244,10 +231,10 @@ pub async fn execute(
         }
         return durable_command(command, out, err).await;
     }
-    if !cli.live {
+    if !cli.endpoint.live {
         return play(cli, cli.scenario.transport(), SCRIPTED, caller, out, err).await;
     }
-    let (transport, label) = cli.provider.unwrap_or_default().connect("demo330", err);
+    let (transport, label) = cli.endpoint.provider.unwrap_or_default().connect("demo330", err);
     play(cli, transport, &label, caller, out, err).await
 }
 
@@ -295,12 +282,12 @@ pub async fn play<T: Transport>(
         }
     };
     // Watching a live model streams it, so that its text shows as it is written.
-    let streaming = cli.stream || (cli.watch && cli.live);
-    let header = session.header(label, streaming, cli.live);
+    let streaming = cli.stream || (cli.watch && cli.endpoint.live);
+    let header = session.header(label, streaming, cli.endpoint.live);
     if !cli.json {
         emit(out, &render_header(&header));
     }
-    let conversation = if cli.live { review::live_conversation() } else { review::conversation() };
+    let conversation = if cli.endpoint.live { review::live_conversation() } else { review::conversation() };
     let run = session.run_conversation(transport, streaming, conversation);
     let result = if cli.watch {
         emit(out, "\n");

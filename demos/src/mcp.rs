@@ -30,7 +30,7 @@ use loopbound_mcp::{Connection, Mapping, Timeouts};
 use loopbound_testkit::mcp as servers;
 use tokio_util::sync::CancellationToken;
 
-use crate::provider::Provider;
+use crate::provider::Live;
 use crate::report::JsonLimits;
 use crate::text::{labelled, labelled_items, render_outcome};
 use crate::visible::visible;
@@ -188,22 +188,9 @@ pub struct McpCli {
     #[arg(long)]
     pub simple: bool,
 
-    /// Talk to a live endpoint configured by the environment.
-    #[arg(
-        long,
-        help = "Talk to a live endpoint: OpenAI-compatible, configured by LOOPBOUND_BASE_URL and \
-                LOOPBOUND_MODEL (optional: LOOPBOUND_API_KEY, LOOPBOUND_TIMEOUT_SECS), or with \
-                --provider anthropic the Anthropic Messages API, configured by \
-                LOOPBOUND_ANTHROPIC_BASE_URL and LOOPBOUND_ANTHROPIC_MODEL (optional: \
-                LOOPBOUND_ANTHROPIC_API_KEY, LOOPBOUND_ANTHROPIC_TIMEOUT_SECS, \
-                LOOPBOUND_ANTHROPIC_MAX_TOKENS). No default endpoint. The scenario sets the \
-                capabilities and limits; the model's replies are its own"
-    )]
-    pub live: bool,
-
-    /// The API `--live` talks to (default openai).
-    #[arg(long, value_enum, requires = "live", value_name = "PROVIDER")]
-    pub provider: Option<Provider>,
+    /// `--live` and `--provider`.
+    #[command(flatten)]
+    pub endpoint: Live,
 
     /// Print one JSON object {agent, transport, server, capabilities, limits, status, text, events}.
     #[arg(long)]
@@ -266,10 +253,10 @@ pub async fn execute(
     out: &mut impl Write,
     err: &mut impl Write,
 ) -> i32 {
-    if !cli.live {
+    if !cli.endpoint.live {
         return play(cli, sequence(cli.scenario.steps()), "scripted", caller, out, err).await;
     }
-    let (transport, label) = cli.provider.unwrap_or_default().connect("mcp330", err);
+    let (transport, label) = cli.endpoint.provider.unwrap_or_default().connect("mcp330", err);
     play(cli, transport, &label, caller, out, err).await
 }
 
@@ -325,7 +312,7 @@ pub async fn play<T: Transport>(
         ),
         capabilities: scope.capabilities().map(str::to_owned).collect(),
         limits: scope.limits(),
-        scenario: if cli.live {
+        scenario: if cli.endpoint.live {
             format!(
                 "{}: its capabilities and limits, with a live model whose replies are its own",
                 scenario.name()

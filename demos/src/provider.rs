@@ -14,13 +14,34 @@
 
 use std::io::Write;
 
-use clap::ValueEnum;
+use clap::{Args, ValueEnum};
 use loopbound::transport::{BoxTransport, ChatRequest, ModelReply, Transport, TransportError};
 use loopbound_anthropic::AnthropicTransport;
 use loopbound_openai::OpenAiTransport;
 use loopbound_provider::{ConfigError, Connection};
 
 use crate::vocabulary::chained;
+
+/// `--live` and `--provider`, as both consoles take them.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Args)]
+pub struct Live {
+    /// Talk to a live endpoint configured by the environment.
+    #[arg(
+        long,
+        help = "Talk to a live endpoint: OpenAI-compatible, configured by LOOPBOUND_BASE_URL and \
+                LOOPBOUND_MODEL (optional: LOOPBOUND_API_KEY, LOOPBOUND_TIMEOUT_SECS), or with \
+                --provider anthropic the Anthropic Messages API, configured by \
+                LOOPBOUND_ANTHROPIC_BASE_URL and LOOPBOUND_ANTHROPIC_MODEL (optional: \
+                LOOPBOUND_ANTHROPIC_API_KEY, LOOPBOUND_ANTHROPIC_TIMEOUT_SECS, \
+                LOOPBOUND_ANTHROPIC_MAX_TOKENS). No default endpoint. The scenario sets the \
+                capabilities and limits; the model's replies are its own"
+    )]
+    pub live: bool,
+
+    /// The API `--live` talks to (default openai).
+    #[arg(long, value_enum, requires = "live", value_name = "PROVIDER")]
+    pub provider: Option<Provider>,
+}
 
 /// The API a live run talks to.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, ValueEnum)]
