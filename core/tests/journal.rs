@@ -6,8 +6,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use loopbound::journal::{
-    self, Batch, Digest, Fence, Journal, JournalError, MemoryJournal, OperationId, Resolution, RunId, RunRow,
-    RunState, StoredRun,
+    self, Batch, Digest, Fence, Journal, JournalError, ListedRow, MemoryJournal, OperationId, Resolution,
+    RunId, RunQuery, RunRow, RunState, StoredRun,
 };
 use loopbound::tool::Policy;
 use loopbound::transport::ModelReply;
@@ -226,10 +226,11 @@ async fn an_effect_cut_between_started_and_its_result_is_ambiguous_until_reconci
     assert_eq!(sink.count("refund"), 1);
 
     let operation = OperationId::parse("refund-42/op/1").unwrap();
+    let record = journal::inspect(&journal, &run_id()).await.unwrap();
     assert_eq!(
-        journal::reconcile(&journal, &operation, Resolution::NotRun, "ops").await,
-        Err(JournalError::NotAmbiguous),
-        "no resume has found it ambiguous yet"
+        (record.state(), record.is_running()),
+        (RunState::Ambiguous(1), false),
+        "an attempt that ended inside the body leaves its effect ambiguous, for the host to reconcile"
     );
     let second = hanging_attempt(&journal, &tools).await.unwrap();
     assert_eq!(second.status(), Status::Ambiguous);
@@ -338,6 +339,18 @@ struct Failing {
 }
 
 impl Journal for Failing {
+    fn lease(&self) -> Duration {
+        self.inner.lease()
+    }
+
+    async fn renew(&self, run: &RunId, epoch: u64) -> Result<(), JournalError> {
+        self.inner.renew(run, epoch).await
+    }
+
+    async fn list(&self, query: &RunQuery) -> Result<Vec<ListedRow>, JournalError> {
+        self.inner.list(query).await
+    }
+
     async fn acquire(&self, run: &RunId, fresh: RunRow) -> Result<StoredRun, JournalError> {
         self.inner.acquire(run, fresh).await
     }
@@ -366,20 +379,31 @@ async fn a_start_that_cannot_be_recorded_never_runs_the_effect() {
 }
 
 #[tokio::test]
-async fn a_newer_attempt_fences_the_older_one_out() {
-    let journal = MemoryJournal::default();
+async fn a_live_attempt_refuses_another_and_once_its_lease_is_gone_a_newer_one_fences_it_out() {
+    let journal = MemoryJournal::default().with_holder("first").unwrap();
+    let other = journal.clone().with_holder("second").unwrap();
     let run = run_id();
     let fresh = RunRow {
         epoch: 1,
         attempts: 1,
         conversation: "[]".into(),
         ledger: String::new(),
-        state: "open".into(),
+        state: RunState::Open,
+        definition: String::new(),
+        labels: Vec::new(),
     };
     let first = journal.acquire(&run, fresh.clone()).await.unwrap();
-    let second = journal.acquire(&run, fresh).await.unwrap();
+    let refused = other.acquire(&run, fresh.clone()).await;
+    assert!(
+        matches!(&refused, Err(JournalError::LeaseHeld { holder, .. }) if holder == "first"),
+        "{refused:?}"
+    );
+    journal.expire(&run);
+    let second = other.acquire(&run, fresh).await.unwrap();
     assert_eq!((first.run.epoch, second.run.epoch), (1, 2));
     let batch = Batch::default();
     assert_eq!(journal.commit(&run, Fence::Epoch(1), batch.clone()).await, Err(JournalError::LeaseLost));
-    assert_eq!(journal.commit(&run, Fence::Epoch(2), batch).await, Ok(()));
+    assert_eq!(journal.renew(&run, 1).await, Err(JournalError::LeaseLost));
+    assert_eq!(other.commit(&run, Fence::Epoch(2), batch).await, Ok(()));
+    assert_eq!(other.renewals(), 0, "a commit renews without counting a renewal");
 }

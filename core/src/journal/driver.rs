@@ -21,7 +21,7 @@ use std::sync::Arc;
 use super::codec;
 use super::error::JournalError;
 use super::id::{OperationId, RunId};
-use super::record::{CallResult, Decider, Operation, OperationStatus, Resolution, Verdict};
+use super::record::{CallResult, Decider, Operation, OperationStatus, Resolution, RunState, Verdict};
 use super::row::{Batch, CallRow, DecisionRow, Entry, Fence, ProposalRow, StartedRow};
 use super::run_record::RunRecord;
 use super::store::Journal;
@@ -44,6 +44,11 @@ pub(crate) struct Journaled<'j, J> {
     persisted: usize,
     /// The current reply's ordinal in the logical run.
     reply: u32,
+    /// The run's state as the journal holds it.
+    stored: RunState,
+    /// The state the next commit records: `open`, or `ambiguous` on an effect whose body may
+    /// be running, so that a crash leaves the run listed as ambiguous on it.
+    state: RunState,
 }
 
 impl<'j, J: Journal> Journaled<'j, J> {
@@ -52,19 +57,22 @@ impl<'j, J: Journal> Journaled<'j, J> {
             journal,
             run: record.run.clone(),
             epoch: record.epoch,
+            stored: record.state,
             record,
             pending: Batch::default(),
             persisted,
             reply: 0,
+            state: RunState::Open,
         }
     }
 
-    /// Commits everything buffered, with the scope's new events and counters, under this
-    /// attempt's epoch.
+    /// Commits everything buffered, with the scope's new events and counters and the run's
+    /// state, under this attempt's epoch. With `end`, the commit records how the attempt ended
+    /// and releases the run's lease: it is the attempt's last.
     pub(crate) async fn commit<S>(
         &mut self,
         scope: &Scope<S>,
-        state: Option<String>,
+        end: Option<RunState>,
     ) -> Result<(), JournalError> {
         let (counters, events) = scope.guard().counters_and_events(self.persisted);
         self.persisted += events.len();
@@ -72,11 +80,22 @@ impl<'j, J: Journal> Journaled<'j, J> {
             self.pending.push(Entry::Event(codec::encode_event(event)));
         }
         self.pending.push(Entry::Ledger(codec::encode_counters(&counters)));
-        if let Some(state) = state {
-            self.pending.push(Entry::State(state));
+        self.state = match (end, self.state) {
+            // An attempt that stops without settling an effect it started leaves it ambiguous.
+            (Some(RunState::Open), RunState::Ambiguous(ordinal)) => RunState::Ambiguous(ordinal),
+            (Some(end), _) => end,
+            (None, state) => state,
+        };
+        if self.state != self.stored {
+            self.pending.push(Entry::State(self.state));
+        }
+        if end.is_some() {
+            self.pending.push(Entry::Release);
         }
         let batch = std::mem::take(&mut self.pending);
-        self.journal.commit(&self.run, Fence::Epoch(self.epoch), batch).await
+        self.journal.commit(&self.run, Fence::Epoch(self.epoch), batch).await?;
+        self.stored = self.state;
+        Ok(())
     }
 
     /// Buffers the answer to call `index` of the current reply.
@@ -227,6 +246,9 @@ impl<'j, J: Journal> Journaled<'j, J> {
         let name = tool.name();
         let durable = effect != EffectKind::Read;
         if durable {
+            if effect == EffectKind::Effect {
+                self.state = RunState::Ambiguous(ordinal);
+            }
             self.pending.push(Entry::Started(StartedRow { ordinal, start }));
             let started = ControlEvent::new(EventKind::EffectStarted, Arc::clone(name), ordinal)
                 .on(Arc::clone(&shared));
@@ -256,6 +278,7 @@ impl<'j, J: Journal> Journaled<'j, J> {
             let recorded = ControlEvent::new(EventKind::EffectRecorded, Arc::clone(name), ordinal).on(shared);
             // The result is committed whatever the scope says now: it happened.
             guard.append(recorded);
+            self.state = RunState::Open;
             if let Err(error) = self.commit(scope, None).await {
                 return Turn::End(End::Journal(error));
             }

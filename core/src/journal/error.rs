@@ -24,6 +24,11 @@ pub enum JournalError {
     /// An approver's or reconciler's name is empty, longer than 64 bytes, or has a control
     /// character.
     InvalidActor,
+    /// A label's key is not 1 to 32 bytes of `a-z 0-9 _ . -`, its value not 1 to 128 bytes
+    /// without a control character, or a run would carry more than 8 labels.
+    InvalidLabel,
+    /// A lease duration is zero or longer than a day.
+    InvalidLease,
     /// The storage failed (I/O, locking, a full disk); the message is the backend's.
     Storage(String),
     /// A stored row does not decode, or the rows contradict each other; names what.
@@ -80,6 +85,10 @@ impl fmt::Display for JournalError {
             Self::InvalidOperationId => f.write_str("invalid operation id: expected <run>/op/<ordinal>"),
             Self::InvalidDigest => f.write_str("invalid digest: expected 64 hexadecimal digits"),
             Self::InvalidActor => f.write_str("invalid name: use 1 to 64 bytes without control characters"),
+            Self::InvalidLabel => f.write_str(
+                "invalid label: keys of 1 to 32 bytes among a-z, 0-9, '_', '.', '-', values of 1 to 128 bytes without control characters, at most 8 labels",
+            ),
+            Self::InvalidLease => f.write_str("invalid lease: use more than zero and at most a day"),
             Self::Storage(message) => write!(f, "journal storage failed: {message}"),
             Self::Corrupt(what) => write!(f, "the journal is corrupt: {what}"),
             Self::UnsupportedSchema { found, supported } => {

@@ -69,7 +69,7 @@ impl<T: Transport, S: Send + Sync + 'static> Runtime<T, S> {
             Ok(outcome) => state_after(outcome),
             Err(_) => RunState::Open,
         };
-        course.commit(scope, Some(codec::encode_state(state))).await.map_err(RunError::Journal)?;
+        course.commit(scope, Some(state)).await.map_err(RunError::Journal)?;
         result
     }
 }
@@ -85,12 +85,15 @@ async fn begin<'j, J: Journal, S>(
     if scope.model_calls() > 0 || scope.tool_calls() > 0 || !scope.events().is_empty() {
         return Err(JournalError::ScopeInUse);
     }
+    let grants = scope.capabilities().map(str::to_owned).collect();
     let fresh = RunRow {
         epoch: 1,
         attempts: 1,
         conversation: codec::encode_conversation(conversation),
         ledger: codec::encode_counters(&Counters::default()),
-        state: codec::encode_state(RunState::Open),
+        state: RunState::Open,
+        definition: codec::encode_definition(&grants, &scope.limits()),
+        labels: Vec::new(),
     };
     let stored = journal.acquire(run, fresh).await?;
     let record = RunRecord::decode(run, &stored)?;
