@@ -26,12 +26,14 @@ fn fresh_row() -> RunRow {
         attempts: 1,
         conversation: "[]".to_owned(),
         ledger: r#"{"model_calls":0,"tool_calls":0,"middleware":0,"repetitions":[]}"#.to_owned(),
-        state: "open".to_owned(),
+        state: RunState::Open,
+        definition: String::new(),
+        labels: Vec::new(),
     }
 }
 
 fn journal_of(store: &Store, name: &str) -> PostgresJournal {
-    PostgresJournal::new(store.clone(), worker(name)).expect("the default lease is valid")
+    PostgresJournal::new(store.clone()).expect("the default lease is valid").with_worker(worker(name))
 }
 
 /// One attempt of the refund task (short script) on `journal`, effects counted in `sink`.
@@ -127,7 +129,10 @@ async fn a_journal_whose_server_goes_down_gets_storage_errors_without_the_passwo
     cluster.create_password_role("journal_user", PASSWORD);
     let _ = cluster.execute(&database.name, "GRANT ALL ON SCHEMA public TO journal_user");
     let url = cluster.url_with_password("journal_user", PASSWORD, &database.name);
-    let journal = PostgresJournal::connect(&config(&url), worker("w1")).await.expect("the login is accepted");
+    let journal = PostgresJournal::connect(&config(&url))
+        .await
+        .expect("the login is accepted")
+        .with_worker(worker("w1"));
     let sink = Arc::new(MemorySink::default());
 
     cluster.crash();
