@@ -114,6 +114,10 @@ pub enum Command {
     Resume(Resume),
     /// Settle an ambiguous effect: it ran (with a result) or it did not run.
     Reconcile(Reconcile),
+    /// List the journal's runs, by state and by label, a page at a time.
+    Runs(crate::runs::RunsArgs),
+    /// Print everything the journal holds about one run.
+    Inspect(Resume),
 }
 
 /// The journal file.
@@ -140,7 +144,7 @@ pub struct Decide {
     pub approver: String,
 }
 
-/// A run to resume.
+/// A run to resume or inspect.
 #[derive(Clone, Debug, PartialEq, Eq, Args)]
 pub struct Resume {
     /// The SQLite journal file.
@@ -261,6 +265,8 @@ async fn durable_command(command: &Command, out: &mut impl Write, err: &mut impl
         Command::Reconcile(r) => {
             durable::reconcile(&r.journal, &r.operation, r.ran.as_deref(), &r.by, out, err).await
         }
+        Command::Runs(args) => crate::runs::runs(args, out, err).await,
+        Command::Inspect(r) => crate::runs::inspect(&r.journal, &r.run, out, err).await,
     }
 }
 

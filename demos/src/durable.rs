@@ -102,7 +102,7 @@ pub fn refunds_path(journal: &Path) -> PathBuf {
     journal.with_file_name(name)
 }
 
-fn emit(stream: &mut impl std::io::Write, text: &str) {
+pub(crate) fn emit(stream: &mut impl std::io::Write, text: &str) {
     let _ = stream.write_all(text.as_bytes()).and_then(|()| stream.flush());
 }
 
@@ -113,7 +113,7 @@ pub const LEASE: std::time::Duration = std::time::Duration::from_secs(2);
 /// The name the console's leases carry.
 pub const HOLDER: &str = "demo330";
 
-fn open(path: &Path, err: &mut impl std::io::Write) -> Option<SqliteJournal> {
+pub(crate) fn open(path: &Path, err: &mut impl std::io::Write) -> Option<SqliteJournal> {
     let opened = SqliteJournal::open(path)
         .and_then(|journal| journal.with_lease(LEASE))
         .and_then(|journal| journal.with_holder(HOLDER));
@@ -141,7 +141,7 @@ pub fn visible(text: &str) -> String {
 }
 
 /// `label` then `value`, in the transcript's columns.
-fn line(out: &mut String, label: &str, value: &str) {
+pub(crate) fn line(out: &mut String, label: &str, value: &str) {
     let _ = writeln!(out, "{label:<14}{value}");
 }
 
@@ -418,7 +418,7 @@ pub async fn resume(
     crate::vocabulary::EXIT_USAGE
 }
 
-fn refuse(err: &mut impl std::io::Write, error: &JournalError) -> i32 {
+pub(crate) fn refuse(err: &mut impl std::io::Write, error: &JournalError) -> i32 {
     emit(err, &format!("demo330: refused: {error} (exit {EXIT_JOURNAL})\n"));
     EXIT_JOURNAL
 }

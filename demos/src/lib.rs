@@ -12,6 +12,7 @@
 //! - [`visible`]: untrusted text (the model's, a provider's) made safe for a terminal;
 //! - [`durable`]: the durable scenarios (`refund`, `crash`) and the host's commands on a journal
 //!   (`approve`, `deny`, `reconcile`, `resume`);
+//! - [`runs`]: the host's queries on a journal (`runs`, `inspect`);
 //! - [`vocabulary`]: the console's own words (composition descriptions, absent capabilities) and
 //!   exit codes.
 //!
@@ -40,6 +41,7 @@ pub mod console;
 pub mod durable;
 pub mod mcp;
 pub mod report;
+pub mod runs;
 pub mod scenario;
 pub mod session;
 pub mod text;
