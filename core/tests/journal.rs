@@ -407,3 +407,100 @@ async fn a_live_attempt_refuses_another_and_once_its_lease_is_gone_a_newer_one_f
     assert_eq!(other.commit(&run, Fence::Epoch(2), batch).await, Ok(()));
     assert_eq!(other.renewals(), 0, "a commit renews without counting a renewal");
 }
+
+/// A journal whose renewals are refused from the first: another attempt took the run, or the
+/// storage is down (`lost` says which).
+struct Refusing {
+    inner: MemoryJournal,
+    lost: bool,
+}
+
+impl Journal for Refusing {
+    fn lease(&self) -> std::time::Duration {
+        self.inner.lease()
+    }
+
+    async fn acquire(&self, run: &RunId, fresh: RunRow) -> Result<StoredRun, JournalError> {
+        self.inner.acquire(run, fresh).await
+    }
+
+    async fn renew(&self, _run: &RunId, _epoch: u64) -> Result<(), JournalError> {
+        Err(if self.lost { JournalError::LeaseLost } else { JournalError::Storage("down".to_owned()) })
+    }
+
+    async fn list(&self, query: &RunQuery) -> Result<Vec<ListedRow>, JournalError> {
+        self.inner.list(query).await
+    }
+
+    async fn load(&self, run: &RunId) -> Result<Option<StoredRun>, JournalError> {
+        self.inner.load(run).await
+    }
+
+    async fn commit(&self, run: &RunId, fence: Fence, batch: Batch) -> Result<(), JournalError> {
+        self.inner.commit(run, fence, batch).await
+    }
+}
+
+/// A refund whose body takes an hour, then applies the refund.
+fn hour_long_refund(sink: &Arc<MemorySink>) -> loopbound::ToolSet {
+    let mut set = loopbound::ToolSet::builder();
+    let applied = Arc::clone(sink);
+    set.tool("refund", refund::REFUND_CAPABILITY)
+        .effect(loopbound::tool::EffectKind::Effect)
+        .build(move |input: refund::RefundInput, call: loopbound::Call| {
+            let applied = Arc::clone(&applied);
+            let key = call.idempotency_key().map(str::to_owned);
+            async move {
+                tokio::time::sleep(Duration::from_secs(3600)).await;
+                applied.apply("refund", key.as_deref());
+                Ok::<_, String>(format!("Refunded {} cents.", input.amount_cents))
+            }
+        })
+        .unwrap();
+    set.build()
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_body_whose_lease_cannot_be_renewed_is_dropped_and_the_attempt_stops_lease_lost() {
+    for lost in [true, false] {
+        let journal = Refusing { inner: MemoryJournal::default(), lost };
+        let sink = Arc::new(MemorySink::default());
+        let tools = hour_long_refund(&sink);
+        let script = vec![refund::short_script()[1].clone(), ModelReply::text(refund::CLOSING)];
+        let runtime = Runtime::harness(&tools, refund::model(script, |_| {}));
+        let limits = Limits::default().with_deadline(Duration::from_secs(7200));
+        let started = tokio::time::Instant::now();
+        let result = runtime
+            .run_journaled(&journal, &run_id(), &scope(limits), &mut refund::conversation(), |()| true)
+            .await;
+        assert_eq!(result, Err(RunError::Journal(JournalError::LeaseLost)), "lost {lost}");
+        assert_eq!(sink.count("refund"), 0, "the body was dropped before it applied anything");
+        // A refusal stops at the first renewal (a third of the 30 s lease); a failing storage
+        // once the lease would have expired.
+        let expected = if lost { Duration::from_secs(10) } else { Duration::from_secs(30) };
+        let elapsed = started.elapsed();
+        assert!(
+            elapsed >= expected && elapsed < expected + Duration::from_secs(10),
+            "lost {lost}: {elapsed:?}"
+        );
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_hour_long_body_keeps_its_run_by_renewing_the_lease() {
+    let journal = MemoryJournal::default();
+    let sink = Arc::new(MemorySink::default());
+    let tools = hour_long_refund(&sink);
+    let script = vec![refund::short_script()[1].clone(), ModelReply::text(refund::CLOSING)];
+    let runtime = Runtime::harness(&tools, refund::model(script, |_| {}));
+    let limits = Limits::default().with_deadline(Duration::from_secs(7200));
+    let outcome = runtime
+        .run_journaled(&journal, &run_id(), &scope(limits), &mut refund::conversation(), |()| true)
+        .await
+        .unwrap();
+    assert_eq!(outcome.status(), Status::Completed);
+    assert_eq!(sink.count("refund"), 1);
+    // A renewal every third of the 30 s lease, at 10 s, 20 s, … 3590 s; at 3600 s the finished
+    // body comes first.
+    assert_eq!(journal.renewals(), 359);
+}

@@ -18,8 +18,11 @@
 
 use std::sync::Arc;
 
+use tokio::time::Instant;
+
 use super::codec;
 use super::error::JournalError;
+use super::heartbeat;
 use super::id::{OperationId, RunId};
 use super::record::{CallResult, Decider, Operation, OperationStatus, Resolution, RunState, Verdict};
 use super::row::{Batch, CallRow, DecisionRow, Entry, Fence, ProposalRow, StartedRow};
@@ -31,7 +34,7 @@ use crate::outcome::Status;
 use crate::runtime::{Course, End, Runtime, Turn, error_message};
 use crate::scope::Scope;
 use crate::tool::{BoundCall, EffectKind, ErasedTool, Policy, ToolError};
-use crate::transport::{Budgeted, CallError, Message, ModelReply, ToolCall, ToolDefinition, Transport};
+use crate::transport::{Budgeted, Message, ModelReply, ToolCall, ToolDefinition, Transport};
 
 /// One attempt of a journaled run.
 pub(crate) struct Journaled<'j, J> {
@@ -49,10 +52,13 @@ pub(crate) struct Journaled<'j, J> {
     /// The state the next commit records: `open`, or `ambiguous` on an effect whose body may
     /// be running, so that a crash leaves the run listed as ambiguous on it.
     state: RunState,
+    /// When the last write that renewed the lease (the acquisition, a commit, a renewal)
+    /// started.
+    renewed: Instant,
 }
 
 impl<'j, J: Journal> Journaled<'j, J> {
-    pub(crate) fn new(journal: &'j J, record: RunRecord, persisted: usize) -> Self {
+    pub(crate) fn new(journal: &'j J, record: RunRecord, persisted: usize, acquired: Instant) -> Self {
         Self {
             journal,
             run: record.run.clone(),
@@ -63,7 +69,16 @@ impl<'j, J: Journal> Journaled<'j, J> {
             persisted,
             reply: 0,
             state: RunState::Open,
+            renewed: acquired,
         }
+    }
+
+    /// Runs `work` under the heartbeat ([`heartbeat::beating`]).
+    async fn beating<F: std::future::Future>(&mut self, work: F) -> Result<F::Output, JournalError> {
+        let mut renewed = self.renewed;
+        let result = heartbeat::beating(self.journal, &self.run, self.epoch, &mut renewed, work).await;
+        self.renewed = renewed;
+        result
     }
 
     /// Commits everything buffered, with the scope's new events and counters and the run's
@@ -93,8 +108,10 @@ impl<'j, J: Journal> Journaled<'j, J> {
             self.pending.push(Entry::Release);
         }
         let batch = std::mem::take(&mut self.pending);
+        let started = Instant::now();
         self.journal.commit(&self.run, Fence::Epoch(self.epoch), batch).await?;
         self.stored = self.state;
+        self.renewed = started;
         Ok(())
     }
 
@@ -265,8 +282,9 @@ impl<'j, J: Journal> Journaled<'j, J> {
             Err(error) => return Turn::Answer(error_message(call, &error)),
         };
         let guard = scope.guard();
-        let output = match guard.bounded(Activity::Tool(name), body).await {
-            Ok(output) => output,
+        let output = match guard.bounded(Activity::Tool(name), self.beating(body)).await {
+            Ok(Ok(output)) => output,
+            Ok(Err(lost)) => return Turn::End(End::Journal(lost)),
             Err(stop) => return Turn::End(End::Stopped(stop)),
         };
         let answer = match output {
@@ -432,13 +450,14 @@ where
         model: &Budgeted<'_, T>,
         conversation: &[Message],
         tools: &[ToolDefinition],
-    ) -> Result<ModelReply, CallError> {
+    ) -> Result<ModelReply, End> {
         self.reply += 1;
         let recorded = usize::try_from(self.reply - 1).ok().and_then(|i| self.record.replies.get(i));
         if let Some(recorded) = recorded {
             return Ok(recorded.clone());
         }
-        let reply = runtime.call_model(model, conversation, tools).await?;
+        let call = runtime.call_model(model, conversation, tools);
+        let reply = self.beating(call).await.map_err(End::Journal)??;
         self.pending.push(Entry::Reply(super::row::ReplyRow {
             ordinal: self.reply,
             reply: codec::encode_reply(&reply),

@@ -53,6 +53,7 @@ mod codec;
 mod definition;
 mod driver;
 mod error;
+mod heartbeat;
 mod host;
 mod id;
 mod label;

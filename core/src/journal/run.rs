@@ -95,6 +95,7 @@ async fn begin<'j, J: Journal, S>(
         definition: codec::encode_definition(&grants, &scope.limits()),
         labels: Vec::new(),
     };
+    let acquiring = tokio::time::Instant::now();
     let stored = journal.acquire(run, fresh).await?;
     let record = RunRecord::decode(run, &stored)?;
     if let RunState::Finished(status) = record.state {
@@ -109,7 +110,7 @@ async fn begin<'j, J: Journal, S>(
         let resumed = ControlEvent::new(EventKind::Resumed, std::sync::Arc::from("run"), record.attempts);
         scope.guard().append(resumed);
     }
-    Ok(Journaled::new(journal, record, persisted))
+    Ok(Journaled::new(journal, record, persisted, acquiring))
 }
 
 /// A `Denied` outcome names the operation its halt event names.

@@ -12,7 +12,7 @@ use std::future::Future;
 
 use super::{End, Runtime};
 use crate::scope::Scope;
-use crate::transport::{Budgeted, CallError, Message, ModelReply, ToolCall, ToolDefinition, Transport};
+use crate::transport::{Budgeted, Message, ModelReply, ToolCall, ToolDefinition, Transport};
 
 /// What one tool call gives the loop: a message for the model, or the end of the run.
 pub(crate) enum Turn {
@@ -22,14 +22,14 @@ pub(crate) enum Turn {
 
 /// A source of the loop's steps.
 pub(crate) trait Course<T, S> {
-    /// The next model reply.
+    /// The next model reply, or how the run ends instead.
     fn reply(
         &mut self,
         runtime: &Runtime<T, S>,
         model: &Budgeted<'_, T>,
         conversation: &[Message],
         tools: &[ToolDefinition],
-    ) -> impl Future<Output = Result<ModelReply, CallError>> + Send;
+    ) -> impl Future<Output = Result<ModelReply, End>> + Send;
 
     /// The answer to call `index` of the current reply.
     fn tool(
@@ -51,8 +51,9 @@ impl<T: Transport, S: Send + Sync + 'static> Course<T, S> for Live {
         model: &Budgeted<'_, T>,
         conversation: &[Message],
         tools: &[ToolDefinition],
-    ) -> impl Future<Output = Result<ModelReply, CallError>> + Send {
-        runtime.call_model(model, conversation, tools)
+    ) -> impl Future<Output = Result<ModelReply, End>> + Send {
+        let call = runtime.call_model(model, conversation, tools);
+        async move { call.await.map_err(End::from) }
     }
 
     fn tool(

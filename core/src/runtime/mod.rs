@@ -103,6 +103,15 @@ pub(crate) enum End {
     Journal(crate::journal::JournalError),
 }
 
+impl From<CallError> for End {
+    fn from(error: CallError) -> Self {
+        match error {
+            CallError::Stopped(stop) => Self::Stopped(stop),
+            CallError::Transport(error) => Self::Transport(error),
+        }
+    }
+}
+
 impl<T: Transport, S: Send + Sync + 'static> Runtime<T, S> {
     /// The `harness` composition over `tools`, talking to `transport`.
     pub fn harness(tools: &ToolSet<S>, transport: T) -> Self {
@@ -213,8 +222,7 @@ impl<T: Transport, S: Send + Sync + 'static> Runtime<T, S> {
         for _ in 0..self.composition.max_iterations(&scope.limits()) {
             let reply = match course.reply(self, &model, conversation, tools).await {
                 Ok(reply) => reply,
-                Err(CallError::Stopped(stop)) => return End::Stopped(stop),
-                Err(CallError::Transport(error)) => return End::Transport(error),
+                Err(end) => return end,
             };
             if let Some(reported) = reply.usage {
                 *usage.get_or_insert_with(Usage::default) += reported;

@@ -24,6 +24,8 @@ pub(crate) async fn check_all<B: Backend>(backend: &B) {
     a_second_live_attempt_is_refused_while_the_first_is_inside_its_effect(&a, &b).await;
     let (a, b) = two(backend, SHORT).await;
     a_run_whose_attempts_died_is_reconciled_and_completes_with_one_refund(&a, &b).await;
+    let (a, b) = two(backend, SHORT).await;
+    a_body_longer_than_the_lease_keeps_its_run_under_the_heartbeat(&a, &b).await;
 }
 
 /// One attempt of the refund task (short script) on `journal` with `tools`.
@@ -64,6 +66,45 @@ fn gated_tools(sink: &Arc<MemorySink>, gate: &Arc<Gate>) -> ToolSet {
         .expect("the set takes refund");
     set.add(&base.send_receipt).expect("the set takes send_receipt");
     set.build()
+}
+
+/// The refund task's tools, whose refund body takes `long` before it applies the refund.
+fn slow_tools(sink: &Arc<MemorySink>, long: Duration) -> ToolSet {
+    let base = refund::tools(Arc::clone(sink) as Arc<dyn EffectSink>, Policy::Allow);
+    let mut set = ToolSet::builder();
+    set.add(&base.lookup_order).expect("a fresh set takes lookup_order");
+    let applied = Arc::clone(sink);
+    set.tool("refund", refund::REFUND_CAPABILITY)
+        .effect(EffectKind::Effect)
+        .build(move |input: refund::RefundInput, call: Call| {
+            let applied = Arc::clone(&applied);
+            let key = call.idempotency_key().map(str::to_owned);
+            async move {
+                tokio::time::sleep(long).await;
+                applied.apply("refund", key.as_deref());
+                Ok::<_, String>(format!("refunded {}", input.amount_cents))
+            }
+        })
+        .expect("the set takes refund");
+    set.add(&base.send_receipt).expect("the set takes send_receipt");
+    set.build()
+}
+
+async fn a_body_longer_than_the_lease_keeps_its_run_under_the_heartbeat<J: Journal>(a: &J, b: &J) {
+    let sink = Arc::new(MemorySink::default());
+    let slow = slow_tools(&sink, SHORT * 3);
+    let meanwhile = async {
+        // Past the lease's first expiry, while the body still runs.
+        tokio::time::sleep(SHORT * 2).await;
+        let refused = attempt(b, &tools(&sink, Policy::Allow)).await;
+        assert!(
+            matches!(&refused, Err(RunError::Journal(JournalError::LeaseHeld { holder, .. })) if holder == "attempt-a"),
+            "the heartbeat keeps the run past its lease: {refused:?}"
+        );
+    };
+    let (first, ()) = tokio::join!(attempt(a, &slow), meanwhile);
+    assert_eq!(first.map(|outcome| outcome.status()), Ok(Status::Completed), "the long body's run completes");
+    assert_eq!(sink.count("refund"), 1);
 }
 
 async fn an_approved_refund_runs_once_end_to_end(journal: &impl Journal) {
