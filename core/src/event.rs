@@ -10,7 +10,7 @@
 //!   journaled run's log spans its attempts (each resume adds a `Resumed` event), so an attempt
 //!   that ended on its deadline may be followed by a resumed one.
 //! - Durable events (`Proposed`, `Allowed`, `Denied`, `EffectStarted`, `EffectRecorded`,
-//!   `Reconciled`) name an operation id and, for decisions, who decided: never an argument.
+//!   `Reconciled`, `AwaitingApproval`) name an operation id and, for decisions, who decided: never an argument.
 //!
 //! # What a halt's count means
 //!
@@ -96,6 +96,9 @@ pub enum EventKind {
     Resumed,
     /// The host settled an ambiguous operation (it ran, with a result, or it did not run).
     Reconciled,
+    /// A journaled run stopped on a proposal that waits for the host's decision: the count is
+    /// the operation's ordinal, and the event names the operation.
+    AwaitingApproval,
 }
 
 impl EventKind {
@@ -113,6 +116,7 @@ impl EventKind {
             Self::EffectRecorded => "EffectRecorded",
             Self::Resumed => "Resumed",
             Self::Reconciled => "Reconciled",
+            Self::AwaitingApproval => "AwaitingApproval",
         }
     }
 }
@@ -138,7 +142,7 @@ impl HaltReason {
 
 impl EventKind {
     /// Every kind that is not a halt.
-    const PLAIN: [Self; 9] = [
+    const PLAIN: [Self; 10] = [
         Self::ModelCall,
         Self::Middleware,
         Self::ToolCall,
@@ -148,6 +152,7 @@ impl EventKind {
         Self::EffectRecorded,
         Self::Resumed,
         Self::Reconciled,
+        Self::AwaitingApproval,
     ];
 
     /// The kind whose [`as_str`](Self::as_str) is `name`, as a journal stores it.

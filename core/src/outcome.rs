@@ -46,8 +46,17 @@ pub enum Status {
     AwaitingApproval,
     /// The host's policy or an approver refused a proposal: a halt.
     Denied,
-    /// A crash fell between an effect's `started` record and its result: the effect may or may
-    /// not have happened. The outcome names the operation; the host reconciles it, then resumes.
+    /// An effect's `started` record is committed and it has no result, and the attempt that
+    /// started it no longer holds the run (it crashed, or stopped inside the body, and its lease
+    /// is gone): the effect may or may not have happened. The outcome names the operation; the
+    /// host finds out in the effect's own system, reconciles it, then resumes.
+    ///
+    /// The journal reports this only once that attempt's lease has expired or been released, so
+    /// an attempt still running the body never leads to it. The host may conclude "it did not
+    /// run" only when the effect's system shows no effect under the operation's id and will
+    /// refuse one from that attempt from now on (it applies each operation id once, or refuses
+    /// an epoch older than one it has seen: see [`Call::fencing_token`](crate::Call::fencing_token));
+    /// a process paused inside the body may otherwise still apply the effect later.
     Ambiguous,
 }
 
@@ -131,6 +140,7 @@ pub struct Outcome {
     usage: Option<Usage>,
     detail: Option<String>,
     operation: Option<Arc<str>>,
+    pending: Option<Box<crate::journal::Proposal>>,
 }
 
 impl Outcome {
@@ -142,7 +152,7 @@ impl Outcome {
         usage: Option<Usage>,
     ) -> Self {
         let status = if completed { Status::Completed } else { Status::Incomplete };
-        Self { status, text, events, usage, detail: None, operation: None }
+        Self { status, text, events, usage, detail: None, operation: None, pending: None }
     }
 
     /// A stopped run: no text.
@@ -153,13 +163,19 @@ impl Outcome {
         detail: Option<String>,
     ) -> Self {
         debug_assert!(!status.keeps_text(), "a stop keeps no text");
-        Self { status, text: None, events, usage, detail, operation: None }
+        Self { status, text: None, events, usage, detail, operation: None, pending: None }
     }
 
     /// This outcome, naming the operation it stopped on (`AwaitingApproval`, `Denied`,
     /// `Ambiguous`).
     pub(crate) fn on(mut self, operation: Option<Arc<str>>) -> Self {
         self.operation = operation;
+        self
+    }
+
+    /// This outcome, handing out the proposal it stopped on.
+    pub(crate) fn awaiting(mut self, proposal: Box<crate::journal::Proposal>) -> Self {
+        self.pending = Some(proposal);
         self
     }
 
@@ -199,6 +215,15 @@ impl Outcome {
     #[must_use]
     pub fn operation(&self) -> Option<&str> {
         self.operation.as_deref()
+    }
+
+    /// For `AwaitingApproval`, the proposal that waits for the host's decision: its operation
+    /// id, tool, capability, canonical arguments (a stored value, for the host's own display to
+    /// an approver) and digest. Hand it to [`journal::approve`](crate::journal::approve) or
+    /// [`journal::deny`](crate::journal::deny) as it is.
+    #[must_use]
+    pub fn pending(&self) -> Option<&crate::journal::Proposal> {
+        self.pending.as_deref()
     }
 }
 

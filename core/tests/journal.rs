@@ -112,16 +112,22 @@ async fn an_approval_bound_to_the_exact_call_resumes_the_run_and_the_refund_runs
     let operation = OperationId::parse("refund-42/op/2").unwrap();
     let other = Digest::of(r#"refund:{"amount_cents":150000,"order":42}"#);
     assert_eq!(
-        journal::approve(&journal, &operation, &other, "alice").await.err(),
+        journal::approve(&journal, journal::Presented::new(&operation, &other), "alice").await.err(),
         Some(JournalError::SignatureMismatch)
     );
     let record = journal::inspect(&journal, &run_id()).await.unwrap();
-    let proposal = record.operation(2).unwrap().proposal().clone();
-    assert_eq!(proposal.arguments(), r#"{"amount_cents":1500,"order":42}"#);
-    let approved = journal::approve(&journal, &operation, &proposal.digest(), "alice").await.unwrap();
+    let proposal = first.pending().expect("the outcome hands out its proposal").clone();
+    assert_eq!(record.operation(2).map(|o| o.proposal()), Some(&proposal), "the journal's proposal");
+    assert_eq!(
+        (proposal.tool(), proposal.capability(), proposal.arguments()),
+        ("refund", "payments.refund", r#"{"amount_cents":1500,"order":42}"#)
+    );
+    let approved = journal::approve(&journal, &proposal, "alice").await.unwrap();
     assert_eq!(approved, proposal);
     assert_eq!(
-        journal::approve(&journal, &operation, &proposal.digest(), "bob").await.err(),
+        journal::approve(&journal, journal::Presented::new(&operation, &proposal.digest()), "bob")
+            .await
+            .err(),
         Some(JournalError::AlreadyDecided)
     );
 
@@ -135,6 +141,7 @@ async fn an_approval_bound_to_the_exact_call_resumes_the_run_and_the_refund_runs
     assert_eq!(
         tail,
         [
+            "AwaitingApproval refund 2 refund-42/op/2",
             "Resumed run 2",
             "Allowed refund 2 refund-42/op/2 by approver alice",
             "EffectStarted refund 2 refund-42/op/2",
@@ -154,7 +161,7 @@ async fn a_denial_halts_the_run_naming_the_operation_and_who_denied() {
     let operation = OperationId::parse(first.operation().unwrap()).unwrap();
     let record = journal::inspect(&journal, &run_id()).await.unwrap();
     let digest = record.operation(2).unwrap().proposal().digest();
-    journal::deny(&journal, &operation, &digest, "bob").await.unwrap();
+    journal::deny(&journal, journal::Presented::new(&operation, &digest), "bob").await.unwrap();
     let second = attempt(&journal, &sink, Policy::Ask, refund::short_script(), Limits::default(), &asked())
         .await
         .unwrap();
@@ -299,9 +306,13 @@ async fn budgets_are_the_logical_runs_across_resumes() {
     let record = journal::inspect(&journal, &run_id()).await.unwrap();
     assert_eq!((record.model_calls(), record.tool_calls()), (2, 2));
     let digest = record.operation(2).unwrap().proposal().digest();
-    journal::approve(&journal, &OperationId::parse("refund-42/op/2").unwrap(), &digest, "alice")
-        .await
-        .unwrap();
+    journal::approve(
+        &journal,
+        journal::Presented::new(&OperationId::parse("refund-42/op/2").unwrap(), &digest),
+        "alice",
+    )
+    .await
+    .unwrap();
     let asked = asked();
     let second = attempt(&journal, &sink, Policy::Ask, refund::short_script(), limits, &asked).await.unwrap();
     assert_eq!(second.status(), Status::ModelBudget);
@@ -503,4 +514,39 @@ async fn an_hour_long_body_keeps_its_run_by_renewing_the_lease() {
     // A renewal every third of the 30 s lease, at 10 s, 20 s, … 3590 s; at 3600 s the finished
     // body comes first.
     assert_eq!(journal.renewals(), 359);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_body_sees_its_attempts_fencing_token_and_a_later_attempt_has_a_greater_one() {
+    let tokens = Arc::new(Mutex::new(Vec::new()));
+    let hangs = Arc::new(AtomicU32::new(1));
+    let mut set = loopbound::ToolSet::builder();
+    let seen = Arc::clone(&tokens);
+    set.tool("refund", refund::REFUND_CAPABILITY)
+        .effect(loopbound::tool::EffectKind::Effect)
+        .build(move |input: refund::RefundInput, call: loopbound::Call| {
+            seen.lock().unwrap().push(call.fencing_token().map(|token| token.to_string()));
+            let hang = hangs.fetch_sub(1, Ordering::SeqCst) > 0;
+            async move {
+                if hang {
+                    std::future::pending::<()>().await;
+                }
+                Ok::<_, String>(format!("Refunded {} cents.", input.amount_cents))
+            }
+        })
+        .unwrap();
+    let tools = set.build();
+    let journal = MemoryJournal::default();
+    assert_eq!(hanging_attempt(&journal, &tools).await.unwrap().status(), Status::DeadlineExceeded);
+    let operation = OperationId::parse("refund-42/op/1").unwrap();
+    journal::reconcile(&journal, &operation, Resolution::NotRun, "ops").await.unwrap();
+    assert_eq!(hanging_attempt(&journal, &tools).await.unwrap().status(), Status::Completed);
+
+    let plain = Runtime::harness(&tools, refund::model(vec![refund::short_script()[1].clone()], |_| {}));
+    let _ = plain.run(&scope(Limits::default()), &mut refund::conversation(), |()| true).await;
+    assert_eq!(
+        *tokens.lock().unwrap(),
+        [Some("refund-42/op/1@1".to_owned()), Some("refund-42/op/1@2".to_owned()), None],
+        "each attempt's epoch, and none without a journal"
+    );
 }

@@ -200,7 +200,7 @@ pub async fn play(
         Ok(outcome) => {
             emit(out, "\n");
             emit(out, &render_outcome(&outcome));
-            emit(out, &next_steps(&journal.inner, path, &outcome).await);
+            emit(out, &next_steps(path, &outcome));
             status_exit_code(outcome.status())
         }
         Err(error) => {
@@ -243,7 +243,7 @@ fn header(scenario: Durable, path: &Path, scope: &Scope) -> String {
 }
 
 /// What the host does next, after `outcome`.
-async fn next_steps(journal: &SqliteJournal, path: &Path, outcome: &Outcome) -> String {
+fn next_steps(path: &Path, outcome: &Outcome) -> String {
     let mut out = String::new();
     let Some(operation) = outcome.operation().and_then(|id| OperationId::parse(id).ok()) else {
         return out;
@@ -252,9 +252,7 @@ async fn next_steps(journal: &SqliteJournal, path: &Path, outcome: &Outcome) -> 
     let run = operation.run();
     match outcome.status() {
         Status::AwaitingApproval => {
-            let Ok(record) = journal::inspect(journal, run).await else { return out };
-            let Some(found) = record.operation(operation.ordinal()) else { return out };
-            let proposal = found.proposal();
+            let Some(proposal) = outcome.pending() else { return out };
             let digest = proposal.digest();
             line(
                 &mut out,
@@ -328,9 +326,9 @@ pub async fn decide(
     };
     let Some(journal) = open(path, err) else { return EXIT_JOURNAL };
     let result = if allow {
-        journal::approve(&journal, &operation, &digest, approver).await
+        journal::approve(&journal, journal::Presented::new(&operation, &digest), approver).await
     } else {
-        journal::deny(&journal, &operation, &digest, approver).await
+        journal::deny(&journal, journal::Presented::new(&operation, &digest), approver).await
     };
     match result {
         Ok(proposal) => {

@@ -139,6 +139,7 @@ const fn gloss(kind: EventKind) -> &'static str {
         EventKind::EffectRecorded => "result committed",
         EventKind::Resumed => "the run continues from its journal",
         EventKind::Reconciled => "the host settled an ambiguous effect",
+        EventKind::AwaitingApproval => "the run stops here until the host decides",
         _ => "an event this console does not describe yet",
     }
 }

@@ -181,11 +181,8 @@ fn two_processes_racing_to_resume_one_sqlite_run_one_runs_it_and_its_write_is_se
     for round in 0..ROUNDS {
         let first = rt.block_on(race_attempt(&host, &host_tools, &dir, round)).expect("a first attempt");
         assert_eq!(first.status(), Status::AwaitingApproval, "round {round}");
-        let run = RunId::new(format!("race-{round}")).expect("a valid run id");
-        let record = rt.block_on(journal::inspect(&host, &run)).expect("inspect");
-        let pending = record.pending().expect("the write waits for a decision");
-        rt.block_on(journal::approve(&host, pending.operation(), &pending.digest(), "alice"))
-            .expect("approve");
+        let pending = first.pending().expect("the outcome hands out the write that waits");
+        rt.block_on(journal::approve(&host, pending, "alice")).expect("approve");
         for child in &mut children {
             writeln!(child.stdin.as_mut().expect("piped"), "round {round}").expect("the child reads");
         }

@@ -50,6 +50,9 @@ pub(crate) struct Guard {
     token: CancellationToken,
     deadline: Instant,
     model: Arc<str>,
+    /// In a journaled run, the attempt's epoch (its fencing token), set once when the attempt
+    /// takes the run.
+    epoch: Mutex<Option<u64>>,
 }
 
 impl Guard {
@@ -71,7 +74,18 @@ impl Guard {
             token,
             deadline,
             model: Arc::from("model"),
+            epoch: Mutex::new(None),
         }
+    }
+
+    /// Marks this guard's run as a journaled attempt under `epoch`.
+    pub(crate) fn set_epoch(&self, epoch: u64) {
+        *lock(&self.epoch) = Some(epoch);
+    }
+
+    /// The journaled attempt's epoch, if any.
+    pub(crate) fn epoch(&self) -> Option<u64> {
+        *lock(&self.epoch)
     }
 
     pub(crate) fn limits(&self) -> Limits {

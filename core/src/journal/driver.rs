@@ -24,7 +24,9 @@ use super::codec;
 use super::error::JournalError;
 use super::heartbeat;
 use super::id::{OperationId, RunId};
-use super::record::{CallResult, Decider, Operation, OperationStatus, Resolution, RunState, Verdict};
+use super::record::{
+    CallResult, Decider, Operation, OperationStatus, Proposal, Resolution, RunState, Verdict,
+};
 use super::row::{Batch, CallRow, DecisionRow, Entry, Fence, ProposalRow, StartedRow};
 use super::run_record::RunRecord;
 use super::store::Journal;
@@ -168,14 +170,23 @@ impl<'j, J: Journal> Journaled<'j, J> {
         };
         let operation = self.run.operation(ordinal);
         let arguments = bound.signature().get(tool.name().len() + 1..).unwrap_or_default().to_owned();
-        self.pending.push(Entry::Proposal(ProposalRow {
-            ordinal,
+        let proposal = Proposal {
+            operation: operation.clone(),
             reply: self.reply,
             index,
             tool: tool.name().to_string(),
             capability: tool.capability().to_owned(),
-            effect: tool.effect().as_str().to_owned(),
+            effect: tool.effect(),
             arguments,
+        };
+        self.pending.push(Entry::Proposal(ProposalRow {
+            ordinal,
+            reply: self.reply,
+            index,
+            tool: proposal.tool.clone(),
+            capability: proposal.capability.clone(),
+            effect: proposal.effect.as_str().to_owned(),
+            arguments: proposal.arguments.clone(),
         }));
         let shared = operation.shared();
         let proposed =
@@ -184,7 +195,7 @@ impl<'j, J: Journal> Journaled<'j, J> {
             return Turn::End(End::Stopped(stop));
         }
         match tool.policy() {
-            Policy::Ask => Turn::End(End::Suspended(Status::AwaitingApproval, shared)),
+            Policy::Ask => awaiting(scope, tool.name(), proposal),
             Policy::Deny => self.deny(scope, tool.name(), ordinal, &shared, &Decider::Policy, true),
             Policy::Allow => {
                 if let Err(stop) = self.allow(scope, tool.name(), ordinal, &shared, &Decider::Policy, true) {
@@ -358,7 +369,7 @@ impl<'j, J: Journal> Journaled<'j, J> {
         }
         match status {
             OperationStatus::AwaitingDecision => match tool.policy() {
-                Policy::Ask => Turn::End(End::Suspended(Status::AwaitingApproval, shared)),
+                Policy::Ask => awaiting(scope, &name, proposal.clone()),
                 Policy::Deny => self.deny(scope, &name, ordinal, &shared, &Decider::Policy, true),
                 Policy::Allow => {
                     if let Err(stop) = self.allow(scope, &name, ordinal, &shared, &Decider::Policy, true) {
@@ -426,6 +437,18 @@ impl<'j, J: Journal> Journaled<'j, J> {
         let answer = answer_of(call, result);
         self.record_answer(index, Some(id.ordinal()), &answer);
         Turn::Answer(answer)
+    }
+}
+
+/// The run stops on `proposal`, which waits for the host's decision: its `AwaitingApproval`
+/// event, then the end that hands the proposal out.
+fn awaiting<S>(scope: &Scope<S>, tool: &Arc<str>, proposal: Proposal) -> Turn {
+    let event =
+        ControlEvent::new(EventKind::AwaitingApproval, Arc::clone(tool), proposal.operation.ordinal())
+            .on(proposal.operation.shared());
+    match scope.guard().record(event) {
+        Ok(()) => Turn::End(End::Awaiting(Box::new(proposal))),
+        Err(stop) => Turn::End(End::Stopped(stop)),
     }
 }
 

@@ -95,17 +95,64 @@ fn idle(record: &RunRecord) -> Result<(), JournalError> {
     }
 }
 
-/// Approves `operation` as `approver`, who was shown the proposal whose digest is `digest`.
-/// Returns the proposal approved. The run continues when it is resumed.
+/// What an approver was shown and decides on: one operation, and the digest of the proposal
+/// presented for it. An [`AwaitingApproval`](crate::Status::AwaitingApproval) outcome's
+/// [`pending`](crate::Outcome::pending) proposal converts into one as it is; a host that showed
+/// the proposal elsewhere (a web page) builds one from the operation id and digest it gets back.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Presented {
+    operation: OperationId,
+    digest: Digest,
+}
+
+impl Presented {
+    /// `operation`, presented with the digest `digest`.
+    #[must_use]
+    pub fn new(operation: &OperationId, digest: &Digest) -> Self {
+        Self { operation: operation.clone(), digest: digest.clone() }
+    }
+
+    /// The operation id and the digest as texts, e.g. from a form.
+    ///
+    /// # Errors
+    ///
+    /// [`JournalError::InvalidOperationId`] or [`JournalError::InvalidDigest`].
+    pub fn parse(operation: &str, digest: &str) -> Result<Self, JournalError> {
+        Ok(Self { operation: OperationId::parse(operation)?, digest: Digest::parse(digest)? })
+    }
+
+    /// The operation.
+    #[must_use]
+    pub fn operation(&self) -> &OperationId {
+        &self.operation
+    }
+
+    /// The digest shown.
+    #[must_use]
+    pub fn digest(&self) -> &Digest {
+        &self.digest
+    }
+}
+
+impl From<&Proposal> for Presented {
+    fn from(proposal: &Proposal) -> Self {
+        Self { operation: proposal.operation().clone(), digest: proposal.digest() }
+    }
+}
+
+/// Approves the presented operation as `approver`, bound to the digest presented. Returns the
+/// proposal approved. The run continues when it is resumed (its state becomes `open`).
 ///
 /// ```
-/// use loopbound::journal::{self, Digest, JournalError, MemoryJournal, OperationId};
+/// use loopbound::journal::{self, JournalError, MemoryJournal, Presented};
 ///
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() {
 /// let journal = MemoryJournal::default();
-/// let operation = OperationId::parse("refund-42/op/1").unwrap();
-/// let result = journal::approve(&journal, &operation, &Digest::of("refund:{}"), "alice").await;
+/// // After `let outcome = runtime.run_journaled(...)` stopped `AwaitingApproval`:
+/// // `journal::approve(&journal, outcome.pending().unwrap(), "alice")`.
+/// let presented = Presented::parse("refund-42/op/1", &"0".repeat(64)).unwrap();
+/// let result = journal::approve(&journal, presented, "alice").await;
 /// assert_eq!(result.err(), Some(JournalError::UnknownRun));
 /// # }
 /// ```
@@ -113,32 +160,32 @@ fn idle(record: &RunRecord) -> Result<(), JournalError> {
 /// # Errors
 ///
 /// [`JournalError::UnknownRun`] or [`JournalError::UnknownOperation`];
-/// [`JournalError::SignatureMismatch`] if `digest` is not the proposal's;
+/// [`JournalError::SignatureMismatch`] if the digest is not the proposal's;
 /// [`JournalError::AlreadyDecided`]; [`JournalError::InvalidActor`] for an empty name, one over
 /// 64 bytes or with a control character; [`JournalError::LeaseHeld`] while an attempt holds the
 /// run (retry once it stops); a storage error.
 pub async fn approve<J: Journal>(
     journal: &J,
-    operation: &OperationId,
-    digest: &Digest,
+    presented: impl Into<Presented>,
     approver: &str,
 ) -> Result<Proposal, JournalError> {
-    decide(journal, operation, digest, approver, Verdict::Allow).await
+    let presented = presented.into();
+    decide(journal, &presented.operation, &presented.digest, approver, Verdict::Allow).await
 }
 
-/// Denies `operation` as `approver` (see [`approve`]); the run halts with `Denied` when it is
-/// resumed.
+/// Denies the presented operation as `approver` (see [`approve`]); the run halts with `Denied`
+/// when it is resumed.
 ///
 /// # Errors
 ///
 /// As [`approve`].
 pub async fn deny<J: Journal>(
     journal: &J,
-    operation: &OperationId,
-    digest: &Digest,
+    presented: impl Into<Presented>,
     approver: &str,
 ) -> Result<Proposal, JournalError> {
-    decide(journal, operation, digest, approver, Verdict::Deny).await
+    let presented = presented.into();
+    decide(journal, &presented.operation, &presented.digest, approver, Verdict::Deny).await
 }
 
 async fn decide<J: Journal>(

@@ -67,8 +67,8 @@ mod store;
 
 pub use definition::RunDefinition;
 pub use error::JournalError;
-pub use host::{approve, deny, inspect, list, reconcile};
-pub use id::{Digest, MAX_RUN_ID_LEN, OperationId, RunId};
+pub use host::{Presented, approve, deny, inspect, list, reconcile};
+pub use id::{Digest, FencingToken, MAX_RUN_ID_LEN, OperationId, RunId};
 pub use label::{Labels, MAX_LABEL_KEY_LEN, MAX_LABEL_VALUE_LEN, MAX_LABELS};
 pub use memory::MemoryJournal;
 pub use query::{RunPage, RunQuery, RunSummary, StateFilter};

@@ -104,6 +104,7 @@ async fn begin<'j, J: Journal, S>(
     if !scope.guard().restore(record.counters.clone(), record.events.clone()) {
         return Err(JournalError::ScopeInUse);
     }
+    scope.guard().set_epoch(record.epoch);
     conversation.clone_from(&record.conversation);
     let persisted = record.events.len();
     if record.attempts > 1 {

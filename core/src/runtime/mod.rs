@@ -97,8 +97,10 @@ pub(crate) enum End {
     CapReached,
     Stopped(Stop),
     Transport(TransportError),
-    /// A journaled run stopped on an operation: `AwaitingApproval` or `Ambiguous`.
+    /// A journaled run stopped on an operation: `Ambiguous`.
     Suspended(Status, Arc<str>),
+    /// A journaled run stopped on this proposal, which waits for the host's decision.
+    Awaiting(Box<crate::journal::Proposal>),
     /// A journaled run's journal failed: nothing more ran.
     Journal(crate::journal::JournalError),
 }
@@ -347,6 +349,12 @@ pub(crate) fn conclude<S>(
         End::Transport(error) => Err(RunError::Provider(error)),
         End::Suspended(status, operation) => {
             Ok(Outcome::stopped(status, events, usage, None).on(Some(operation)))
+        }
+        End::Awaiting(proposal) => {
+            let operation = proposal.operation().shared();
+            Ok(Outcome::stopped(Status::AwaitingApproval, events, usage, None)
+                .on(Some(operation))
+                .awaiting(proposal))
         }
         End::Journal(error) => Err(RunError::Journal(error)),
     }

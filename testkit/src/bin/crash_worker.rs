@@ -154,7 +154,11 @@ async fn approve(journal: AnyJournal, operation: &str, point: &str) -> String {
     let Some(found) = record.operation(operation.ordinal()) else { fail("no such operation") };
     let digest = found.proposal().digest();
     let journal = Injecting { inner: journal, point: point.to_owned() };
-    match past_leases(|| journal::approve(&journal, &operation, &digest, "crash-matrix")).await {
+    match past_leases(|| {
+        journal::approve(&journal, journal::Presented::new(&operation, &digest), "crash-matrix")
+    })
+    .await
+    {
         Ok(_) => "approved".to_owned(),
         Err(error) => format!("error {error}"),
     }

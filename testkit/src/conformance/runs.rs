@@ -7,8 +7,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use loopbound::journal::{
-    self, Batch, Entry, Fence, Journal, JournalError, ListedRow, OperationId, Resolution, RunId, RunQuery,
-    RunRow, RunState, StateFilter, StoredRun,
+    self, Batch, Entry, Fence, Journal, JournalError, ListedRow, Resolution, RunId, RunQuery, RunRow,
+    RunState, StateFilter, StoredRun,
 };
 use loopbound::tool::{EffectKind, Policy};
 use loopbound::{Call, Outcome, RunError, Runtime, Scope, Status, ToolSet};
@@ -111,13 +111,16 @@ async fn an_approved_refund_runs_once_end_to_end(journal: &impl Journal) {
     let sink = Arc::new(MemorySink::default());
     let first = attempt(journal, &tools(&sink, Policy::Ask)).await.expect("a first attempt");
     assert_eq!(first.status(), Status::AwaitingApproval);
-    let operation =
-        OperationId::parse(first.operation().expect("names its operation")).expect("an operation id");
     let record = journal::inspect(journal, &run()).await.expect("inspect");
     assert_eq!(record.state(), RunState::AwaitingApproval(2));
     assert_eq!((record.epoch(), record.lease()), (1, None), "the stopped attempt released its lease");
-    let digest = record.pending().expect("a pending proposal").digest();
-    journal::approve(journal, &operation, &digest, "alice").await.expect("approve");
+    let pending = first.pending().expect("the outcome hands out the pending proposal");
+    assert_eq!(record.pending(), Some(pending), "the same as the journal's");
+    assert_eq!(first.operation(), Some("conformance-1/op/2"));
+    assert_eq!((pending.operation().to_string().as_str(), pending.tool()), ("conformance-1/op/2", "refund"));
+    let awaiting = first.events().last().map(ToString::to_string);
+    assert_eq!(awaiting.as_deref(), Some("AwaitingApproval refund 2 conformance-1/op/2"), "its audit event");
+    journal::approve(journal, pending, "alice").await.expect("approve");
     let approved = journal::inspect(journal, &run()).await.expect("inspect");
     assert_eq!(approved.state(), RunState::Open, "an approval makes the run ready to resume");
     let second = attempt(journal, &tools(&sink, Policy::Ask)).await.expect("the resumed attempt");
