@@ -99,6 +99,9 @@ pub enum EventKind {
     /// A journaled run stopped on a proposal that waits for the host's decision: the count is
     /// the operation's ordinal, and the event names the operation.
     AwaitingApproval,
+    /// The host widened a journaled run's definition (grants or limits); the name is `run`, the
+    /// count the widening's number (1 for the first), and the event names who widened it.
+    Widened,
 }
 
 impl EventKind {
@@ -117,6 +120,7 @@ impl EventKind {
             Self::Resumed => "Resumed",
             Self::Reconciled => "Reconciled",
             Self::AwaitingApproval => "AwaitingApproval",
+            Self::Widened => "Widened",
         }
     }
 }
@@ -142,7 +146,7 @@ impl HaltReason {
 
 impl EventKind {
     /// Every kind that is not a halt.
-    const PLAIN: [Self; 10] = [
+    const PLAIN: [Self; 11] = [
         Self::ModelCall,
         Self::Middleware,
         Self::ToolCall,
@@ -153,6 +157,7 @@ impl EventKind {
         Self::Resumed,
         Self::Reconciled,
         Self::AwaitingApproval,
+        Self::Widened,
     ];
 
     /// The kind whose [`as_str`](Self::as_str) is `name`, as a journal stores it.

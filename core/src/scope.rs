@@ -24,6 +24,7 @@ use tokio::time::Instant;
 
 use crate::event::{ControlEvent, HaltReason};
 use crate::guard::{Activity, Guard, Stop};
+use crate::journal::Labels;
 use crate::limits::{Limits, LimitsError};
 use crate::sync::CancellationToken;
 
@@ -49,6 +50,7 @@ pub struct Scope<S = ()> {
 struct Inner<S> {
     guard: Guard,
     state: S,
+    labels: Labels,
 }
 
 impl<S> Clone for Scope<S> {
@@ -65,11 +67,18 @@ pub struct ScopeBuilder<S = ()> {
     limits: Limits,
     caller: Option<CancellationToken>,
     state: S,
+    labels: Labels,
 }
 
 impl Default for ScopeBuilder {
     fn default() -> Self {
-        Self { capabilities: BTreeSet::new(), limits: Limits::default(), caller: None, state: () }
+        Self {
+            capabilities: BTreeSet::new(),
+            limits: Limits::default(),
+            caller: None,
+            state: (),
+            labels: Labels::new(),
+        }
     }
 }
 
@@ -105,6 +114,13 @@ impl<S> ScopeBuilder<S> {
         self
     }
 
+    /// Sets the host's labels of the request (a tenant, a user). A journaled run stores them with
+    /// its definition when it is created, and a host lists its runs by them.
+    pub fn labels(mut self, labels: Labels) -> Self {
+        self.labels = labels;
+        self
+    }
+
     /// Links the caller's cancellation: when `token` fires, the run ends with
     /// [`Stop::Cancelled`], whatever else is happening.
     pub fn caller(mut self, token: CancellationToken) -> Self {
@@ -115,7 +131,13 @@ impl<S> ScopeBuilder<S> {
     /// Attaches the request's own state, which tool bodies read through
     /// [`Call::state`](crate::Call::state) and the completion condition receives.
     pub fn state<T>(self, state: T) -> ScopeBuilder<T> {
-        ScopeBuilder { capabilities: self.capabilities, limits: self.limits, caller: self.caller, state }
+        ScopeBuilder {
+            capabilities: self.capabilities,
+            limits: self.limits,
+            caller: self.caller,
+            state,
+            labels: self.labels,
+        }
     }
 
     /// Validates the limits and starts the scope's clock: the deadline runs from now.
@@ -128,7 +150,7 @@ impl<S> ScopeBuilder<S> {
         let deadline =
             Instant::now().checked_add(self.limits.deadline()).ok_or(LimitsError::DeadlineOutOfRange)?;
         let guard = Guard::new(self.limits, self.capabilities, self.caller.unwrap_or_default(), deadline);
-        Ok(Scope { inner: Arc::new(Inner { guard, state: self.state }) })
+        Ok(Scope { inner: Arc::new(Inner { guard, state: self.state, labels: self.labels }) })
     }
 }
 
@@ -150,6 +172,12 @@ impl<S> Scope<S> {
     #[must_use]
     pub fn limits(&self) -> Limits {
         self.inner.guard.limits()
+    }
+
+    /// The host's labels of the request.
+    #[must_use]
+    pub fn labels(&self) -> &Labels {
+        &self.inner.labels
     }
 
     /// Whether `capability` was granted.

@@ -550,3 +550,108 @@ async fn a_body_sees_its_attempts_fencing_token_and_a_later_attempt_has_a_greate
         "each attempt's epoch, and none without a journal"
     );
 }
+
+#[tokio::test]
+async fn a_resume_rebuilds_the_runs_scope_from_the_journal_and_may_narrow_it_never_widen_it() {
+    let journal = MemoryJournal::default();
+    let sink = Arc::new(MemorySink::default());
+    let labels = journal::Labels::new().with("tenant", "acme").unwrap().with("user", "u-7").unwrap();
+    let limits = Limits::default().with_model_calls(5).with_tool_calls(3);
+    let first_scope =
+        Scope::builder().grants(refund::CAPABILITIES).limits(limits).labels(labels.clone()).build().unwrap();
+    let tools = refund::tools(Arc::clone(&sink) as Arc<dyn EffectSink>, Policy::Ask);
+    let runtime = Runtime::harness(&tools.set, refund::model(refund::short_script(), |_| {}));
+    let first = runtime
+        .run_journaled(&journal, &run_id(), &first_scope, &mut refund::conversation(), |()| true)
+        .await
+        .unwrap();
+    assert_eq!(first.status(), Status::AwaitingApproval);
+    journal::approve(&journal, first.pending().unwrap(), "alice").await.unwrap();
+
+    // What another process rebuilds from the run id alone.
+    let rebuilt = journal::scope_of(&journal, &run_id()).await.unwrap().build().unwrap();
+    assert_eq!(rebuilt.capabilities().collect::<Vec<_>>(), ["mail.send", "orders.read", "payments.refund"]);
+    assert_eq!(rebuilt.limits(), limits);
+    assert_eq!(rebuilt.labels(), &labels);
+    let listed =
+        journal::list(&journal, &journal::RunQuery::new().label("user", "u-7").unwrap()).await.unwrap();
+    assert_eq!(listed.runs().len(), 1, "listed by its label");
+
+    // Wider than the definition: refused before anything runs, and the run is free again.
+    let commits = journal.commits();
+    for wider in [
+        Scope::builder().grants(refund::CAPABILITIES).grant("payments.void").limits(limits).build().unwrap(),
+        Scope::builder().grants(refund::CAPABILITIES).limits(limits.with_tool_calls(4)).build().unwrap(),
+    ] {
+        let refused =
+            runtime.run_journaled(&journal, &run_id(), &wider, &mut refund::conversation(), |()| true).await;
+        assert_eq!(refused, Err(RunError::Journal(JournalError::Widened)));
+    }
+    assert_eq!(sink.count("refund"), 0, "nothing ran");
+    assert_eq!(journal.commits(), commits + 4, "each refusal took the run and released it at once");
+
+    // Narrower: fine. The refund's capability is kept, the mail's dropped; a shorter deadline.
+    let narrower = journal::scope_of(&journal, &run_id())
+        .await
+        .unwrap()
+        .limits(limits.with_deadline(Duration::from_secs(30)))
+        .build()
+        .unwrap();
+    let done = runtime
+        .run_journaled(&journal, &run_id(), &narrower, &mut refund::conversation(), |()| true)
+        .await
+        .unwrap();
+    assert_eq!(done.status(), Status::Completed);
+    assert_eq!(sink.count("refund"), 1);
+    let record = journal::inspect(&journal, &run_id()).await.unwrap();
+    let succeeded: Vec<(&str, &str)> = record.succeeded().collect();
+    assert_eq!(
+        succeeded,
+        [
+            ("lookup_order", "Order 42: 15.00 EUR, paid, delivered damaged."),
+            ("refund", "Refunded 1500 cents on order 42."),
+        ],
+        "every call that succeeded, across both attempts"
+    );
+}
+
+#[tokio::test]
+async fn widening_a_run_is_an_explicit_audited_command_and_the_next_attempt_may_use_it() {
+    let journal = MemoryJournal::default();
+    let sink = Arc::new(MemorySink::default());
+    let narrow = Scope::builder().grant(refund::READ_CAPABILITY).build().unwrap();
+    let tools = refund::tools(Arc::clone(&sink) as Arc<dyn EffectSink>, Policy::Ask);
+    let runtime = Runtime::harness(&tools.set, refund::model(refund::short_script(), |_| {}));
+    let first = runtime
+        .run_journaled(&journal, &run_id(), &narrow, &mut refund::conversation(), |()| true)
+        .await
+        .unwrap();
+    assert_eq!(first.status(), Status::PermissionDenied, "the refund was not granted");
+
+    let journal = MemoryJournal::default();
+    let script = vec![refund::short_script()[0].clone(), ModelReply::text("Looked up.")];
+    let runtime = Runtime::harness(&tools.set, refund::model(script, |_| {}));
+    let limits = Limits::default().with_deadline(Duration::from_millis(1));
+    let cut = Scope::builder().grant(refund::READ_CAPABILITY).limits(limits).build().unwrap();
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    let stopped = runtime
+        .run_journaled(&journal, &run_id(), &cut, &mut refund::conversation(), |()| true)
+        .await
+        .unwrap();
+    assert_eq!(stopped.status(), Status::DeadlineExceeded, "an open run, to widen");
+    assert_eq!(
+        journal::widen(&journal, &run_id(), &[refund::REFUND_CAPABILITY], None, "").await.err(),
+        Some(JournalError::InvalidActor)
+    );
+    let widened =
+        journal::widen(&journal, &run_id(), &[refund::REFUND_CAPABILITY], None, "ops-lead").await.unwrap();
+    assert!(widened.is_granted(refund::REFUND_CAPABILITY) && widened.is_granted(refund::READ_CAPABILITY));
+    let scope = journal::scope_of(&journal, &run_id()).await.unwrap().build().unwrap();
+    assert!(scope.is_granted(refund::REFUND_CAPABILITY), "the next attempt's scope has it");
+    let record = journal::inspect(&journal, &run_id()).await.unwrap();
+    let audit: Vec<String> = record.events().iter().map(ToString::to_string).collect();
+    assert_eq!(audit.last().map(String::as_str), Some("Widened run 1 by ops-lead"));
+    let resumed =
+        runtime.run_journaled(&journal, &run_id(), &scope, &mut refund::conversation(), |()| true).await;
+    assert_eq!(resumed.map(|o| o.status()), Ok(Status::Completed));
+}

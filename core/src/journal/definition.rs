@@ -4,7 +4,11 @@
 //!
 //! # Invariants
 //!
-//! - Written once, when the run is created, and never changed by a backend.
+//! - Written when the run is created, and never changed by a backend; only the host's explicit,
+//!   audited [`widen`](super::widen) changes it.
+//! - An attempt runs with no more than its run's definition: a scope granting a capability the
+//!   definition lacks, or allowing more of any limit (the deadline aside), is refused with
+//!   [`Widened`](super::JournalError::Widened) before anything runs. Narrower is allowed.
 //! - Decoding never panics: a stored definition that does not decode, or whose limits do not
 //!   validate, is [`Corrupt`](super::JournalError::Corrupt).
 
@@ -12,6 +16,7 @@ use std::collections::BTreeSet;
 
 use super::label::Labels;
 use crate::limits::Limits;
+use crate::scope::{Scope, ScopeBuilder};
 
 /// What a run was started with: its granted capabilities, its limits, its labels.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -43,5 +48,25 @@ impl RunDefinition {
     #[must_use]
     pub fn labels(&self) -> &Labels {
         &self.labels
+    }
+
+    /// A scope builder with this definition's grants, limits and labels, for the run's next
+    /// attempt in any process: add the request's state and the caller's token, narrow the grants
+    /// or set another deadline if need be, and build.
+    pub fn scope_builder(&self) -> ScopeBuilder {
+        Scope::builder().grants(self.grants.iter().cloned()).limits(self.limits).labels(self.labels.clone())
+    }
+
+    /// Whether a scope with `grants` and `limits` asks for no more than this definition: its
+    /// grants a subset of these, each of its limits at most this one's (the deadline aside: it
+    /// is each attempt's own).
+    pub(crate) fn covers<'a>(&self, mut grants: impl Iterator<Item = &'a str>, limits: &Limits) -> bool {
+        let mine = &self.limits;
+        grants.all(|grant| self.grants.contains(grant))
+            && limits.model_calls() <= mine.model_calls()
+            && limits.tool_calls() <= mine.tool_calls()
+            && limits.repetitions() <= mine.repetitions()
+            && limits.calls_per_reply() <= mine.calls_per_reply()
+            && limits.reply_bytes() <= mine.reply_bytes()
     }
 }

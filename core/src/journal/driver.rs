@@ -25,7 +25,7 @@ use super::error::JournalError;
 use super::heartbeat;
 use super::id::{OperationId, RunId};
 use super::record::{
-    CallResult, Decider, Operation, OperationStatus, Proposal, Resolution, RunState, Verdict,
+    CallResult, Decider, Decision, Operation, OperationStatus, Proposal, Resolution, RunState, Verdict,
 };
 use super::row::{Batch, CallRow, DecisionRow, Entry, Fence, ProposalRow, StartedRow};
 use super::run_record::RunRecord;
@@ -127,7 +127,22 @@ impl<'j, J: Journal> Journaled<'j, J> {
                 is_error: *is_error,
                 text: content.clone(),
             }));
+            let result = CallResult { text: content.clone(), is_error: *is_error };
+            if let Some(found) = operation.and_then(|ordinal| self.record.operations.get_mut(&ordinal)) {
+                found.result = Some(result.clone());
+            }
+            self.record.calls.insert((self.reply, index), (operation, result));
         }
+    }
+
+    /// The logical run's record as this attempt knows it: the journal's, with this attempt's
+    /// proposals, decisions, starts and results, committed or not yet.
+    #[allow(
+        dead_code,
+        reason = "the completion condition's input, once `run_journaled` hands the record to it"
+    )]
+    pub(crate) fn record(&self) -> &RunRecord {
+        &self.record
     }
 
     /// How many events of `kind` about `operation` the journal already holds.
@@ -188,6 +203,14 @@ impl<'j, J: Journal> Journaled<'j, J> {
             effect: proposal.effect.as_str().to_owned(),
             arguments: proposal.arguments.clone(),
         }));
+        let known = Operation {
+            proposal: proposal.clone(),
+            decision: None,
+            starts: 0,
+            reconciliations: Vec::new(),
+            result: None,
+        };
+        self.record.operations.insert(ordinal, known);
         let shared = operation.shared();
         let proposed =
             ControlEvent::new(EventKind::Proposed, Arc::clone(tool.name()), ordinal).on(Arc::clone(&shared));
@@ -203,6 +226,13 @@ impl<'j, J: Journal> Journaled<'j, J> {
                 }
                 self.execute(scope, tool, bound, call, index, &operation, tool.effect(), 1).await
             }
+        }
+    }
+
+    /// Notes a decision of this attempt in its record.
+    fn decided(&mut self, ordinal: u32, verdict: Verdict, by: &Decider) {
+        if let Some(found) = self.record.operations.get_mut(&ordinal) {
+            found.decision = Some(Decision { verdict, by: by.clone() });
         }
     }
 
@@ -222,6 +252,7 @@ impl<'j, J: Journal> Journaled<'j, J> {
                 verdict: Verdict::Allow.as_str().to_owned(),
                 by: codec::encode_decider(by),
             }));
+            self.decided(ordinal, Verdict::Allow, by);
         }
         let event = ControlEvent::new(EventKind::Allowed, Arc::clone(tool), ordinal)
             .on(Arc::clone(operation))
@@ -245,6 +276,7 @@ impl<'j, J: Journal> Journaled<'j, J> {
                 verdict: Verdict::Deny.as_str().to_owned(),
                 by: codec::encode_decider(by),
             }));
+            self.decided(ordinal, Verdict::Deny, by);
         }
         let event = ControlEvent::new(EventKind::Halt(HaltReason::Denied), Arc::clone(tool), ordinal)
             .on(Arc::clone(operation))
@@ -278,6 +310,9 @@ impl<'j, J: Journal> Journaled<'j, J> {
                 self.state = RunState::Ambiguous(ordinal);
             }
             self.pending.push(Entry::Started(StartedRow { ordinal, start }));
+            if let Some(found) = self.record.operations.get_mut(&ordinal) {
+                found.starts = start;
+            }
             let started = ControlEvent::new(EventKind::EffectStarted, Arc::clone(name), ordinal)
                 .on(Arc::clone(&shared));
             if let Err(stop) = scope.guard().record(started) {

@@ -16,7 +16,10 @@
 //! - A decision or a reconciliation of the operation the run's state names sets the state back
 //!   to `open` in the same commit: the run is ready to resume, and a listing says so.
 
+use std::sync::Arc;
+
 use super::codec;
+use super::definition::RunDefinition;
 use super::error::JournalError;
 use super::id::{Digest, OperationId, RunId};
 use super::query::{RunPage, RunQuery, RunSummary};
@@ -24,6 +27,9 @@ use super::record::{Decider, OperationStatus, Proposal, Resolution, RunState, Ve
 use super::row::{Batch, DecisionRow, Entry, Fence, Lease, ReconciliationRow};
 use super::run_record::RunRecord;
 use super::store::Journal;
+use crate::event::{ControlEvent, EventKind};
+use crate::limits::Limits;
+use crate::scope::ScopeBuilder;
 use crate::tool::EffectKind;
 
 /// Everything the journal holds about `run`, decoded and checked: its state, its epoch, its
@@ -83,6 +89,81 @@ pub async fn list<J: Journal>(journal: &J, query: &RunQuery) -> Result<RunPage, 
         previous = Some(summary.run().as_str());
     }
     Ok(RunPage::new(runs, full))
+}
+
+/// A scope builder with the grants, limits and labels `run` was started with, for resuming it in
+/// any process that has nothing but its id (add the request's state and the caller's token;
+/// narrow the grants or set another deadline if need be).
+///
+/// ```
+/// use loopbound::journal::{self, JournalError, MemoryJournal, RunId};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// let journal = MemoryJournal::default();
+/// let run = RunId::new("refund-42").unwrap();
+/// // let scope = journal::scope_of(&journal, &run).await?.state(my_state).build()?;
+/// assert!(matches!(journal::scope_of(&journal, &run).await, Err(JournalError::UnknownRun)));
+/// # }
+/// ```
+///
+/// # Errors
+///
+/// [`JournalError::UnknownRun`]; [`JournalError::NoDefinition`] for a run journaled before
+/// definitions were stored; a storage error or [`JournalError::Corrupt`].
+pub async fn scope_of<J: Journal>(journal: &J, run: &RunId) -> Result<ScopeBuilder, JournalError> {
+    let record = inspect(journal, run).await?;
+    record.definition().map(RunDefinition::scope_builder).ok_or(JournalError::NoDefinition)
+}
+
+/// Widens `run`'s definition, as `by`: grants it `grants` too, and, when `limits` is given,
+/// replaces its limits with them. The run's audit log records a `Widened` event naming `by`; the
+/// next attempt may then use the wider scope ([`scope_of`] builds it). Returns the new
+/// definition.
+///
+/// # Errors
+///
+/// [`JournalError::UnknownRun`]; [`JournalError::NoDefinition`]; [`JournalError::InvalidLimits`];
+/// [`JournalError::InvalidActor`]; [`JournalError::Finished`] for a run that ended;
+/// [`JournalError::LeaseHeld`] while an attempt holds the run; a storage error.
+pub async fn widen<J: Journal>(
+    journal: &J,
+    run: &RunId,
+    grants: &[&str],
+    limits: Option<Limits>,
+    by: &str,
+) -> Result<RunDefinition, JournalError> {
+    if !valid_actor(by) {
+        return Err(JournalError::InvalidActor);
+    }
+    if let Some(limits) = &limits {
+        limits.validate().map_err(JournalError::InvalidLimits)?;
+    }
+    if grants.iter().any(|grant| grant.is_empty() || grant.chars().any(char::is_control)) {
+        return Err(JournalError::InvalidCapability);
+    }
+    let record = inspect(journal, run).await?;
+    if let RunState::Finished(status) = record.state() {
+        return Err(JournalError::Finished(status));
+    }
+    idle(&record)?;
+    let mut definition = record.definition().cloned().ok_or(JournalError::NoDefinition)?;
+    definition.grants.extend(grants.iter().map(|grant| (*grant).to_owned()));
+    if let Some(limits) = limits {
+        definition.limits = limits;
+    }
+    let widenings = record.events().iter().filter(|event| event.kind() == EventKind::Widened).count();
+    let count =
+        u32::try_from(widenings + 1).map_err(|_| JournalError::Corrupt("too many widenings".to_owned()))?;
+    let event = ControlEvent::new(EventKind::Widened, Arc::from("run"), count).by(Arc::from(by));
+    let batch = Batch {
+        entries: vec![
+            Entry::Definition(codec::encode_definition(&definition.grants, &definition.limits)),
+            Entry::Event(codec::encode_event(&event)),
+        ],
+    };
+    journal.commit(run, Fence::Host, batch).await?;
+    Ok(definition)
 }
 
 /// Refuses a command on a run that an attempt holds now.

@@ -366,6 +366,10 @@ fn apply(stored: &mut StoredRun, entry: Entry) -> Result<(), JournalError> {
             stored.run.state = state;
             Ok(())
         }
+        Entry::Definition(definition) => {
+            stored.run.definition = definition;
+            Ok(())
+        }
         // Applied by the caller, which knows the fence.
         Entry::Release => Ok(()),
     }

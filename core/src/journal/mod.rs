@@ -67,7 +67,7 @@ mod store;
 
 pub use definition::RunDefinition;
 pub use error::JournalError;
-pub use host::{Presented, approve, deny, inspect, list, reconcile};
+pub use host::{Presented, approve, deny, inspect, list, reconcile, scope_of, widen};
 pub use id::{Digest, FencingToken, MAX_RUN_ID_LEN, OperationId, RunId};
 pub use label::{Labels, MAX_LABEL_KEY_LEN, MAX_LABEL_VALUE_LEN, MAX_LABELS};
 pub use memory::MemoryJournal;

@@ -304,6 +304,19 @@ impl Operation {
         self.result.as_ref()
     }
 
+    /// The text of its result when it succeeded: recorded by an attempt without an error, or
+    /// given by a reconciliation of its last start as run.
+    #[must_use]
+    pub fn succeeded(&self) -> Option<&str> {
+        if let Some(result) = &self.result {
+            return (!result.is_error).then_some(result.text.as_str());
+        }
+        match self.reconciled(self.starts).map(|r| &r.resolution) {
+            Some(Resolution::Ran { result }) if self.starts > 0 => Some(result),
+            _ => None,
+        }
+    }
+
     /// The reconciliation of start `start`, if any.
     pub(crate) fn reconciled(&self, start: u32) -> Option<&Reconciliation> {
         self.reconciliations.iter().find(|r| r.start == start)

@@ -222,6 +222,8 @@ pub enum Entry {
     Ledger(String),
     /// Replace the run's state.
     State(RunState),
+    /// Replace the run's definition (a host's widening).
+    Definition(String),
     /// End the attempt: under [`Fence::Epoch`], release the run's lease once the batch is
     /// written, so that another attempt may take the run at once (the attempt's later commits
     /// are [`LeaseLost`](super::JournalError::LeaseLost)). Under [`Fence::Host`] it does nothing.

@@ -16,7 +16,7 @@ use super::driver::Journaled;
 use super::error::JournalError;
 use super::id::RunId;
 use super::record::RunState;
-use super::row::RunRow;
+use super::row::{Batch, Entry, Fence, RunRow};
 use super::run_record::RunRecord;
 use super::store::Journal;
 use crate::event::{ControlEvent, EventKind, HaltReason};
@@ -93,13 +93,21 @@ async fn begin<'j, J: Journal, S>(
         ledger: codec::encode_counters(&Counters::default()),
         state: RunState::Open,
         definition: codec::encode_definition(&grants, &scope.limits()),
-        labels: Vec::new(),
+        labels: scope.labels().to_rows(),
     };
     let acquiring = tokio::time::Instant::now();
     let stored = journal.acquire(run, fresh).await?;
     let record = RunRecord::decode(run, &stored)?;
     if let RunState::Finished(status) = record.state {
         return Err(JournalError::Finished(status));
+    }
+    if let Some(definition) = &record.definition
+        && !definition.covers(scope.capabilities(), &scope.limits())
+    {
+        // Nothing ran: end the attempt at once so that another may take the run.
+        let end = Batch { entries: vec![Entry::Release] };
+        journal.commit(run, Fence::Epoch(record.epoch), end).await?;
+        return Err(JournalError::Widened);
     }
     if !scope.guard().restore(record.counters.clone(), record.events.clone()) {
         return Err(JournalError::ScopeInUse);

@@ -206,6 +206,24 @@ impl RunRecord {
         self.counters.tool_calls
     }
 
+    /// Every call that succeeded in the logical run, in every attempt, by operation: the tool's
+    /// name and its result's text. A call succeeded when its result was recorded without an
+    /// error, or when the host reconciled it as run. This is what a completion condition reads
+    /// so that a run resumed after its effect ran (in another process, where the body that set
+    /// host memory never ran) is judged by what happened, not by what this process saw.
+    ///
+    /// ```
+    /// # fn check(record: &loopbound::journal::RunRecord) -> bool {
+    /// // "The refund was made": true in every attempt after the refund's result was recorded.
+    /// record.succeeded().any(|(tool, _)| tool == "refund")
+    /// # }
+    /// ```
+    pub fn succeeded(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.operations
+            .values()
+            .filter_map(|operation| Some((operation.proposal.tool(), operation.succeeded()?)))
+    }
+
     /// The operation proposed for call `index` of reply `reply`, if any.
     pub(crate) fn operation_at(&self, reply: u32, index: u32) -> Option<&Operation> {
         self.operations.values().find(|o| o.proposal.reply == reply && o.proposal.index == index)

@@ -237,6 +237,9 @@ fn write(transaction: &Transaction<'_>, run: &str, entry: &Entry, seq: &mut i64)
                 state.status().map(loopbound::Status::as_str)
             ],
         ),
+        Entry::Definition(definition) => {
+            execute("UPDATE runs SET definition = ?2 WHERE run = ?1", params![run, definition])
+        }
         Entry::Release => {
             execute("UPDATE runs SET lease_holder = NULL, lease_until = NULL WHERE run = ?1", params![run])
         }

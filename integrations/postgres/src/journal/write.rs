@@ -365,6 +365,14 @@ impl Writer<'_> {
                 )
                 .await
             }
+            Entry::Definition(definition) => {
+                self.execute(
+                    transaction,
+                    "UPDATE loopbound_runs SET definition = $2 WHERE run_id = $1",
+                    &[&run, definition],
+                )
+                .await
+            }
             // Written by `commit`, which knows the fence.
             Entry::Release => Ok(0),
         }
