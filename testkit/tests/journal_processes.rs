@@ -496,3 +496,126 @@ fn a_sigstopped_attempt_past_its_lease_gets_lease_lost_and_runs_no_further_effec
         );
     }
 }
+
+// A run defined in one process, killed after its effect's result, resumed from its id alone.
+
+const DEFINED: &str =
+    "a_run_killed_after_its_effect_resumes_in_a_fresh_process_from_its_id_alone_on_every_backend";
+
+/// The journal of the defining child: after the commit that records operation 2's result, the
+/// child reports `recorded` and waits for its SIGKILL.
+struct KilledAfterResult(AnyJournal);
+
+impl loopbound::journal::Journal for KilledAfterResult {
+    fn lease(&self) -> Duration {
+        self.0.lease()
+    }
+
+    async fn acquire(
+        &self,
+        run: &RunId,
+        fresh: loopbound::journal::RunRow,
+    ) -> Result<loopbound::journal::StoredRun, JournalError> {
+        self.0.acquire(run, fresh).await
+    }
+
+    async fn renew(&self, run: &RunId, epoch: u64) -> Result<(), JournalError> {
+        self.0.renew(run, epoch).await
+    }
+
+    async fn load(&self, run: &RunId) -> Result<Option<loopbound::journal::StoredRun>, JournalError> {
+        self.0.load(run).await
+    }
+
+    async fn commit(
+        &self,
+        run: &RunId,
+        fence: loopbound::journal::Fence,
+        batch: loopbound::journal::Batch,
+    ) -> Result<(), JournalError> {
+        let records = batch
+            .entries
+            .iter()
+            .any(|entry| matches!(entry, loopbound::journal::Entry::Call(call) if call.operation == Some(2)));
+        self.0.commit(run, fence, batch).await?;
+        if records {
+            report("recorded");
+            loop {
+                std::thread::sleep(Duration::from_secs(3600));
+            }
+        }
+        Ok(())
+    }
+
+    async fn list(&self, query: &RunQuery) -> Result<Vec<loopbound::journal::ListedRow>, JournalError> {
+        self.0.list(query).await
+    }
+}
+
+fn definer() {
+    let dir = PathBuf::from(env(DIR));
+    let rt = child::runtime();
+    let journal =
+        KilledAfterResult(rt.block_on(backend::open(&env(PLACE), &env(NAME), KILL_LEASE)).expect("opens"));
+    let labels = journal::Labels::new().with("tenant", "acme").expect("a valid label");
+    let scope = Scope::builder()
+        .grants(refund::CAPABILITIES)
+        .limits(loopbound::Limits::default().with_model_calls(5).with_tool_calls(3))
+        .labels(labels)
+        .build()
+        .expect("valid limits");
+    let tools = refund::tools(Arc::new(FileSink::new(dir.join("effects"))), Policy::Allow);
+    let runtime = Runtime::harness(&tools.set, refund::model(refund::short_script(), |_| {}));
+    let run = RunId::new("defined-run").expect("a valid id");
+    let result =
+        rt.block_on(runtime.run_journaled(&journal, &run, &scope, &mut refund::conversation(), |()| true));
+    report(&verdict(&result));
+}
+
+#[test]
+fn a_run_killed_after_its_effect_resumes_in_a_fresh_process_from_its_id_alone_on_every_backend() {
+    if role().as_deref() == Some("definer") {
+        definer();
+        return;
+    }
+    let dir = scratch::dir("defined");
+    let rt = child::runtime();
+    for place in places(&dir, "defined") {
+        let effects = dir.join(format!("effects-{}", place.split(':').next().unwrap_or_default()));
+        std::fs::create_dir_all(&effects).expect("a folder");
+        let mut child = spawn(DEFINED, "definer", &effects, &place, "definer");
+        let mut output = child::output(&mut child);
+        assert_eq!(next_report(&mut output).as_deref(), Some("recorded"), "{place}");
+        child.kill().expect("SIGKILL");
+        child.wait().expect("reaped");
+        std::thread::sleep(KILL_LEASE + Duration::from_millis(300));
+
+        // This process has the run's id, its tools, and nothing else.
+        let host = rt.block_on(backend::open(&place, "fresh", Duration::from_secs(30))).expect("opens");
+        let run = RunId::new("defined-run").expect("a valid id");
+        let scope =
+            rt.block_on(journal::scope_of(&host, &run)).expect("a definition").build().expect("valid");
+        let mut granted = refund::CAPABILITIES.to_vec();
+        granted.sort_unstable();
+        assert_eq!(scope.capabilities().collect::<Vec<_>>(), granted, "{place}: the grants");
+        assert_eq!(
+            (scope.limits().model_calls(), scope.limits().tool_calls()),
+            (5, 3),
+            "{place}: the limits"
+        );
+        assert_eq!(scope.labels().get("tenant"), Some("acme"), "{place}: the labels");
+        let sink = FileSink::new(effects.join("effects"));
+        let tools = refund::tools(Arc::new(sink.clone()), Policy::Allow);
+        let runtime = Runtime::harness(&tools.set, refund::model(refund::short_script(), |_| {}));
+        let outcome = rt
+            .block_on(runtime.run_journaled(&host, &run, &scope, &mut Vec::new(), |()| true))
+            .expect("the resume runs");
+        assert_eq!(outcome.status(), Status::Completed, "{place}");
+        assert_eq!(sink.count("refund"), 1, "{place}: the refund ran once, in the killed process");
+        let record = rt.block_on(journal::inspect(&host, &run)).expect("inspect");
+        assert!(
+            record.succeeded().any(|(tool, _)| tool == "refund"),
+            "{place}: the record says the refund succeeded"
+        );
+    }
+}
