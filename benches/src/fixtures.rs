@@ -100,6 +100,25 @@ impl Fixture {
         Self::new(&[READ_CAPABILITY, FINISH_CAPABILITY], limits)
     }
 
+    /// Both capabilities, room for `calls` admissions of the same signature, and `caller` as the
+    /// caller's token (a service may hand one token to every request).
+    ///
+    /// # Panics
+    ///
+    /// Never: these limits are valid.
+    #[must_use]
+    pub fn roomy_with_caller(calls: u32, caller: tokio_util::sync::CancellationToken) -> Self {
+        let limits = Limits::default().with_tool_calls(calls).with_repetitions(calls.max(1));
+        let scope = Scope::builder()
+            .grants([READ_CAPABILITY, FINISH_CAPABILITY])
+            .limits(limits)
+            .caller(caller)
+            .state(Review::default())
+            .build()
+            .expect("the fixtures' limits are valid");
+        Self { scope, tools: tools() }
+    }
+
     /// The tool every guard benchmark calls, in this fixture's scope.
     #[must_use]
     pub fn read_ticket(&self) -> Target<'_> {

@@ -69,15 +69,32 @@ pub fn shared_scope(threads: usize, per_thread: u32) -> Parallel {
 /// round, as concurrent requests would.
 #[must_use]
 pub fn independent_scopes(threads: usize, scopes: usize, per_scope: u32) -> Parallel {
+    spread(threads, scopes, per_scope, || Fixture::roomy(per_scope))
+}
+
+/// As [`independent_scopes`], with scopes whose caller's token is one token shared by every
+/// scope (`shared`) or a token of each scope's own: what one cancellation token handed to every
+/// request of a service costs the admissions.
+#[must_use]
+pub fn caller_tokens(threads: usize, scopes: usize, per_scope: u32, shared: bool) -> Parallel {
+    let common = tokio_util::sync::CancellationToken::new();
+    spread(threads, scopes, per_scope, || {
+        let token = if shared { common.clone() } else { tokio_util::sync::CancellationToken::new() };
+        Fixture::roomy_with_caller(per_scope, token)
+    })
+}
+
+/// The scopes made by `make`, spread over `threads` threads that make their own, then admit
+/// `per_scope` calls on each, round-robin.
+fn spread(threads: usize, scopes: usize, per_scope: u32, make: impl Fn() -> Fixture + Sync) -> Parallel {
     let barrier = Barrier::new(threads);
     let results: Vec<(Duration, u64)> = thread::scope(|s| {
         let workers: Vec<_> = (0..threads)
             .map(|first| {
-                let barrier = &barrier;
+                let (barrier, make) = (&barrier, &make);
                 s.spawn(move || {
                     // Each thread makes the scopes of its own requests, as a service's tasks do.
-                    let mine: Vec<Fixture> =
-                        (first..scopes).step_by(threads).map(|_| Fixture::roomy(per_scope)).collect();
+                    let mine: Vec<Fixture> = (first..scopes).step_by(threads).map(|_| make()).collect();
                     barrier.wait();
                     let start = Instant::now();
                     let mut admitted = 0;

@@ -17,7 +17,7 @@ use loopbound_demos::scenario::Scenario;
 use loopbound_testkit::review::TicketInput;
 
 use crate::fixtures::{Check, Fixture, admit};
-use crate::parallel::{request_rounds, shared_scope};
+use crate::parallel::{caller_tokens, request_rounds, shared_scope};
 use crate::runs;
 use crate::table::micros;
 use crate::timing::{median_of, per_call, per_call_pair, per_input};
@@ -255,7 +255,32 @@ pub fn parallel(effort: Effort) -> Vec<Line> {
         0.9 * 2.0_f64.min(cores as f64),
         "≥ 1.8× on 2 cores (90 % of linear)",
     );
-    vec![contention, scaling]
+    vec![contention, scaling, shared_caller(effort)]
+}
+
+/// 64 requests on 2 threads whose scopes share one caller's token, against the same requests
+/// with a token each (≤ 1.1×: sharing a token must not make requests queue on it).
+fn shared_caller(effort: Effort) -> Line {
+    let (scopes, per_scope) = (64, 1000);
+    let (mut own, mut shared) = (Vec::new(), Vec::new());
+    for _ in 0..effort.trials {
+        for (common, times) in [(false, &mut own), (true, &mut shared)] {
+            let seen = caller_tokens(2, scopes, per_scope, common);
+            if seen.all_admitted() {
+                times.push(seen.wall.as_nanos() as f64 / seen.calls as f64);
+            }
+        }
+    }
+    let (own, shared) = (median_of(&own), median_of(&shared));
+    Line {
+        what: format!(
+            "64 requests on 2 threads, one caller token shared by all: {shared:.0} ns per admission vs {own:.0} ns with a token each"
+        ),
+        measured: format!("{:.2}×", shared / own),
+        target: "≤ 1.1×".to_owned(),
+        ratio: shared / own / 1.1,
+        met: shared / own <= 1.1,
+    }
 }
 
 #[cfg(test)]

@@ -93,7 +93,7 @@ impl Kind {
 /// The model: reads the request's kind and order from the user's message and counts the tool
 /// results so far, then answers accordingly.
 fn model(_call: u32, request: &ChatRequest<'_>) -> Step {
-    let Some(Message::User { content }) = request.messages.first() else {
+    let Some(Message::User { content, .. }) = request.messages.first() else {
         return Step::Reply(ModelReply::text("I did not understand."));
     };
     let mut words = content.split_whitespace();

@@ -2,8 +2,10 @@
 //!
 //! # Invariants
 //!
-//! - An event carries a kind, a name (a tool's name, or `model`) and a count. It never carries
-//!   arguments or signatures: those stay private inside the scope.
+//! - An event carries a kind, a [`Subject`] (the model, the run, or one tool) and a count. It
+//!   never carries arguments or signatures: those stay private inside the scope.
+//! - A subject's name is `model`, `run` or the tool's name; no tool may be named `model` or
+//!   `run` (a set refuses those names), so a name read back always means one subject.
 //! - Counts of `ModelCall`, `Middleware` and `ToolCall` events are strictly increasing within
 //!   their kind, starting at 1: the n-th admitted model call is recorded with count n.
 //! - A log holds at most one halt event per attempt, and nothing is admitted after it. A
@@ -43,7 +45,7 @@ pub enum HaltReason {
     DeadlineExceeded,
     /// A model reply asked for more tool calls than the per-reply bound; it was refused whole.
     TooManyCalls,
-    /// The host's policy or an approver refused a proposal (SPEC §15); the event names the
+    /// The host's policy or an approver refused a proposal; the event names the
     /// operation and who decided.
     Denied,
 }
@@ -82,7 +84,7 @@ pub enum EventKind {
     ToolCall,
     /// The run was halted.
     Halt(HaltReason),
-    /// A journaled call's proposal was made (SPEC §15): the count is the operation's ordinal,
+    /// A journaled call's proposal was made: the count is the operation's ordinal,
     /// and the event names the operation.
     Proposed,
     /// A proposal was allowed, by the tool's policy or by an approver (named by the event).
@@ -175,23 +177,88 @@ impl Serialize for EventKind {
     }
 }
 
+/// What an event is about.
+///
+/// Its [`name`](Self::name) is how events print and serialise it: `model`, `run`, or the tool's
+/// own name. Tool names `model` and `run` are refused when a tool is defined, so the name alone
+/// tells which subject it is ([`Subject::from_name`]).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Subject {
+    /// The model: model calls, and the halts charged to one (`ModelBudget`, `TooManyCalls`, a
+    /// deadline that passed while waiting for a reply).
+    Model,
+    /// The logical run as a whole (`Resumed`).
+    Run,
+    /// One tool, by name.
+    Tool(Arc<str>),
+}
+
+impl Subject {
+    /// The name of the model subject.
+    pub const MODEL: &'static str = "model";
+    /// The name of the run subject.
+    pub const RUN: &'static str = "run";
+
+    /// `model`, `run`, or the tool's name.
+    #[must_use]
+    pub fn name(&self) -> &str {
+        match self {
+            Self::Model => Self::MODEL,
+            Self::Run => Self::RUN,
+            Self::Tool(name) => name,
+        }
+    }
+
+    /// The subject an event's name stands for: `model`, `run`, else the tool of that name.
+    #[must_use]
+    pub fn from_name(name: &str) -> Self {
+        match name {
+            Self::MODEL => Self::Model,
+            Self::RUN => Self::Run,
+            tool => Self::Tool(Arc::from(tool)),
+        }
+    }
+
+    /// Whether `name` is a subject's own (`model` or `run`), which no tool may take.
+    #[must_use]
+    pub fn is_reserved(name: &str) -> bool {
+        name == Self::MODEL || name == Self::RUN
+    }
+
+    /// The tool's name, for a tool subject.
+    #[must_use]
+    pub fn tool(&self) -> Option<&str> {
+        match self {
+            Self::Tool(name) => Some(name),
+            Self::Model | Self::Run => None,
+        }
+    }
+}
+
+impl fmt::Display for Subject {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 /// One entry of the audit log: `{kind, name, count}`, and for the durable events of a
-/// journaled run (SPEC §15) the operation and who decided.
+/// journaled run the operation and who decided.
 ///
 /// Serialises as `{"kind":"ToolCall","name":"read_ticket","count":1}`; `operation` and `by` are
 /// added only when present.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct ControlEvent {
     kind: EventKind,
-    name: Arc<str>,
+    subject: Subject,
     count: u32,
     operation: Option<Arc<str>>,
     by: Option<Arc<str>>,
 }
 
 impl ControlEvent {
-    pub(crate) fn new(kind: EventKind, name: Arc<str>, count: u32) -> Self {
-        Self { kind, name, count, operation: None, by: None }
+    pub(crate) fn new(kind: EventKind, subject: Subject, count: u32) -> Self {
+        Self { kind, subject, count, operation: None, by: None }
     }
 
     /// This event, naming `operation`.
@@ -212,15 +279,16 @@ impl ControlEvent {
         self.kind
     }
 
-    /// The name as the event holds it, to share with a later event of the same scope.
-    pub(crate) fn shared_name(&self) -> &Arc<str> {
-        &self.name
+    /// What the event is about.
+    #[must_use]
+    pub fn subject(&self) -> &Subject {
+        &self.subject
     }
 
-    /// The tool's name, or `model` for model calls and model-budget halts.
+    /// The subject's name: the tool's, or `model`, or `run` (see [`Subject::name`]).
     #[must_use]
     pub fn name(&self) -> &str {
-        &self.name
+        self.subject.name()
     }
 
     /// The count at the time of the event (see [`EventKind`]).
@@ -247,7 +315,7 @@ impl fmt::Display for ControlEvent {
     /// Formats as `ToolCall read_ticket 1`, and a durable event as
     /// `Allowed refund 1 refund-42/op/1 by policy`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} {} {}", self.kind, self.name, self.count)?;
+        write!(f, "{} {} {}", self.kind, self.subject, self.count)?;
         if let Some(operation) = &self.operation {
             write!(f, " {operation}")?;
         }
@@ -263,7 +331,7 @@ impl Serialize for ControlEvent {
         let fields = 3 + usize::from(self.operation.is_some()) + usize::from(self.by.is_some());
         let mut event = serializer.serialize_struct("ControlEvent", fields)?;
         event.serialize_field("kind", &self.kind)?;
-        event.serialize_field("name", &*self.name)?;
+        event.serialize_field("name", self.subject.name())?;
         event.serialize_field("count", &self.count)?;
         if let Some(operation) = &self.operation {
             event.serialize_field("operation", &**operation)?;
@@ -281,7 +349,11 @@ mod tests {
 
     #[test]
     fn an_event_serialises_as_kind_name_count() {
-        let event = ControlEvent::new(EventKind::Halt(HaltReason::RepeatedCall), "read_ticket".into(), 1);
+        let event = ControlEvent::new(
+            EventKind::Halt(HaltReason::RepeatedCall),
+            Subject::Tool("read_ticket".into()),
+            1,
+        );
         assert_eq!(
             serde_json::to_string(&event).unwrap_or_default(),
             r#"{"kind":"RepeatedCall","name":"read_ticket","count":1}"#
@@ -291,7 +363,7 @@ mod tests {
 
     #[test]
     fn a_durable_event_names_its_operation_and_who_decided() {
-        let event = ControlEvent::new(EventKind::Allowed, "refund".into(), 1)
+        let event = ControlEvent::new(EventKind::Allowed, Subject::Tool("refund".into()), 1)
             .on("r-1/op/1".into())
             .by("approver alice".into());
         assert_eq!(event.to_string(), "Allowed refund 1 r-1/op/1 by approver alice");
@@ -299,6 +371,15 @@ mod tests {
             serde_json::to_string(&event).unwrap_or_default(),
             r#"{"kind":"Allowed","name":"refund","count":1,"operation":"r-1/op/1","by":"approver alice"}"#
         );
+    }
+
+    #[test]
+    fn a_subject_is_read_back_from_its_name() {
+        for subject in [Subject::Model, Subject::Run, Subject::Tool("read_ticket".into())] {
+            assert_eq!(Subject::from_name(subject.name()), subject);
+        }
+        assert!(Subject::is_reserved("model") && Subject::is_reserved("run"));
+        assert!(!Subject::is_reserved("Model"));
     }
 
     #[test]

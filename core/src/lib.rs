@@ -132,7 +132,7 @@ mod sync;
 pub mod tool;
 pub mod transport;
 
-pub use event::{ControlEvent, EventKind, HaltReason};
+pub use event::{ControlEvent, EventKind, HaltReason, Subject};
 pub use guard::Stop;
 pub use limits::{Limits, LimitsError};
 pub use outcome::{Outcome, RunError, Status};
@@ -141,10 +141,10 @@ pub use scope::{Scope, ScopeBuilder};
 pub use tool::{Call, GuardedTool, RegistrationError, ToolError, ToolSet, ToolSetBuilder};
 pub use transport::Message;
 
-/// Under `--cfg loopbound_loom` only: the loom-modelled cancellation token that scopes take in
-/// place of tokio-util's, so that the loom models drive the caller's cancellation as modelled
-/// state.
-#[cfg(loopbound_loom)]
+/// The cancellation token a scope links to its caller ([`ScopeBuilder::caller`]): tokio-util's
+/// `CancellationToken`, re-exported so that a host names the same crate and version as the scope.
+/// (Under `--cfg loopbound_loom` only, a loom-modelled token of the same shape takes its place, so
+/// that the loom models drive the caller's cancellation as modelled state.)
 pub use sync::CancellationToken;
 
 /// The README's examples, compiled and run as doc tests.

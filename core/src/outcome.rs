@@ -41,7 +41,7 @@ pub enum Status {
     ProviderUnavailable,
     /// A model reply asked for more tool calls than the per-reply bound; none of them ran.
     TooManyCalls,
-    /// A journaled run stopped on a proposal that waits for the host's decision (SPEC §15); the
+    /// A journaled run stopped on a proposal that waits for the host's decision; the
     /// outcome names the operation, and the run can be resumed once it is decided.
     AwaitingApproval,
     /// The host's policy or an approver refused a proposal: a halt.
@@ -61,8 +61,9 @@ pub enum Status {
 }
 
 impl Status {
-    /// Every status of this version, in the order of the contract's table.
-    pub const ALL: [Self; 12] = [
+    /// Every status of this version, in the order of the statuses table. A slice: a later
+    /// version may add statuses.
+    pub const ALL: &'static [Self] = &[
         Self::Completed,
         Self::Incomplete,
         Self::PermissionDenied,
@@ -94,6 +95,12 @@ impl Status {
             Self::Denied => "Denied",
             Self::Ambiguous => "Ambiguous",
         }
+    }
+
+    /// The status whose [`as_str`](Self::as_str) is `name`.
+    #[must_use]
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.iter().copied().find(|status| status.as_str() == name)
     }
 
     /// Whether an outcome with this status keeps the model's text.
@@ -250,12 +257,14 @@ pub enum RunError {
     /// The provider answered, but not usably (authentication refused, malformed or truncated
     /// reply, its own cancellation).
     Provider(TransportError),
-    /// A journaled run's journal refused or failed (SPEC §15): it fails closed, so nothing that
+    /// A journaled run's journal refused or failed: it fails closed, so nothing that
     /// could not be recorded ran.
     Journal(JournalError),
 }
 
 impl fmt::Display for RunError {
+    /// Writes the inner error's words: a `RunError` is transparent over the transport's and the
+    /// journal's errors, and its [`source`](std::error::Error::source) is theirs.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Cancelled => f.write_str("the run was cancelled by its caller"),
@@ -269,8 +278,8 @@ impl std::error::Error for RunError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             Self::Cancelled => None,
-            Self::Provider(error) => Some(error),
-            Self::Journal(error) => Some(error),
+            Self::Provider(error) => error.source(),
+            Self::Journal(error) => error.source(),
         }
     }
 }
@@ -281,7 +290,7 @@ mod tests {
 
     #[test]
     fn only_completed_and_incomplete_keep_text() {
-        let keeping: Vec<_> = Status::ALL.into_iter().filter(|s| s.keeps_text()).collect();
+        let keeping: Vec<_> = Status::ALL.iter().copied().filter(|s| s.keeps_text()).collect();
         assert_eq!(keeping, [Status::Completed, Status::Incomplete]);
     }
 }

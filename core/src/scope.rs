@@ -123,6 +123,24 @@ impl<S> ScopeBuilder<S> {
 
     /// Links the caller's cancellation: when `token` fires, the run ends with
     /// [`Stop::Cancelled`], whatever else is happening.
+    ///
+    /// Pass the request's own token: a service that stops every request at shutdown hands each
+    /// one `shutdown.child_token()`, so that cancelling one request leaves the others running.
+    /// Sharing one token between requests is also safe and cheap: the scope makes its own child
+    /// of `token` when it is built, and its admissions read that child, never the shared token
+    /// (reading a [`CancellationToken`] locks it).
+    ///
+    /// ```
+    /// use loopbound::{CancellationToken, Scope};
+    ///
+    /// let shutdown = CancellationToken::new();
+    /// let request = shutdown.child_token();
+    /// let scope = Scope::builder().caller(request.clone()).build()?;
+    /// request.cancel();
+    /// assert_eq!(scope.check(), Err(loopbound::Stop::Cancelled));
+    /// assert!(!shutdown.is_cancelled(), "the other requests go on");
+    /// # Ok::<(), loopbound::LimitsError>(())
+    /// ```
     pub fn caller(mut self, token: CancellationToken) -> Self {
         self.caller = Some(token);
         self
@@ -229,7 +247,7 @@ impl<S> Scope<S> {
     /// The [`Stop`] in force: caller cancellation first, then a recorded halt, then the deadline
     /// (recorded as a `DeadlineExceeded` halt charged to the model the first time it is seen).
     pub fn check(&self) -> Result<(), Stop> {
-        self.inner.guard.check(Activity::Model(self.inner.guard.model_name()))
+        self.inner.guard.check(Activity::Model)
     }
 
     /// Runs `future` until it completes or the scope stops, whichever comes first. A future that
@@ -240,8 +258,7 @@ impl<S> Scope<S> {
     ///
     /// The [`Stop`] that interrupted the future. A future that completes is not re-checked here.
     pub async fn bounded<F: Future>(&self, future: F) -> Result<F::Output, Stop> {
-        let guard = &self.inner.guard;
-        guard.bounded(Activity::Model(guard.model_name()), future).await
+        self.inner.guard.bounded(Activity::Model, future).await
     }
 
     /// The ordered audit log so far.

@@ -113,7 +113,7 @@ pub fn sequence(steps: Vec<Step>) -> Scripted<impl Fn(u32, &ChatRequest<'_>) -> 
         steps
             .get(turn - 1)
             .cloned()
-            .unwrap_or_else(|| Step::Fail(TransportError::Other(format!("the script has no step {turn}"))))
+            .unwrap_or_else(|| Step::Fail(TransportError::other(format!("the script has no step {turn}"))))
     })
 }
 
@@ -121,7 +121,7 @@ impl<F> Transport for Scripted<F>
 where
     F: Fn(u32, &ChatRequest<'_>) -> Step + Send + Sync,
 {
-    async fn complete(&self, request: ChatRequest<'_>) -> Result<ModelReply, TransportError> {
+    async fn complete<'a>(&'a self, request: ChatRequest<'a>) -> Result<ModelReply, TransportError> {
         match self.next_step(&request) {
             Step::Reply(reply) => Ok(reply),
             Step::Hang => std::future::pending().await,
@@ -129,10 +129,10 @@ where
         }
     }
 
-    async fn stream(
-        &self,
-        request: ChatRequest<'_>,
-    ) -> Result<impl Stream<Item = Result<ReplyChunk, TransportError>> + Send, TransportError> {
+    async fn stream<'a>(
+        &'a self,
+        request: ChatRequest<'a>,
+    ) -> Result<impl Stream<Item = Result<ReplyChunk, TransportError>> + Send + 'a, TransportError> {
         match self.next_step(&request) {
             Step::Reply(reply) => {
                 Ok(ChunkStream::new(chunks(reply, self.fragment).into_iter().map(Ok).collect()))
@@ -208,7 +208,7 @@ mod tests {
                 ToolCall::new("c1", "read_ticket", r#"{"input":42}"#),
                 ToolCall::new("c2", "x", ""),
             ],
-            usage: Some(Usage { prompt_tokens: 5, completion_tokens: 7 }),
+            usage: Some(Usage::new(5, 7)),
         };
         let chunks = chunks(reply.clone(), 3);
         assert!(chunks.len() > 6);

@@ -1,6 +1,11 @@
-//! A tool's own check of its bound input runs after binding and before the guard, on every path,
+//! A tool's own check of its bound input runs after binding and before the guard, on every path
+//! (a typed call, a call by JSON, a reservation, a call by name, the loop, and a journaled run),
 //! and a schema given at run time is what the model sees.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use loopbound::journal::{MemoryJournal, RunId};
 use loopbound::scripted::{Step, sequence};
 use loopbound::tool::{BindErrorKind, ToolBuilder};
 use loopbound::transport::ModelReply;
@@ -103,4 +108,83 @@ async fn a_schema_given_at_run_time_replaces_the_derived_one() {
         .unwrap();
     assert_eq!(derived.definition().parameters["properties"]["size"]["type"], "integer");
     assert_eq!(derived.definition().parameters["properties"]["size"].get("maximum"), None);
+}
+
+/// A refund tool whose check refuses amounts above 100, with a counter of the bodies it ran.
+fn refund_tools(bodies: &Arc<AtomicU32>) -> ToolSet {
+    #[derive(Deserialize, Serialize, JsonSchema)]
+    struct Refund {
+        amount: u32,
+    }
+    let mut set = ToolSet::builder();
+    let ran = Arc::clone(bodies);
+    set.tool("refund", "payments.refund")
+        .validate(|refund: &Refund| {
+            if refund.amount <= 100 { Ok(()) } else { Err("at /amount: expected at most 100".to_owned()) }
+        })
+        .build(move |refund: Refund, _call| {
+            ran.fetch_add(1, Ordering::SeqCst);
+            async move { Ok::<_, String>(format!("refunded {}", refund.amount)) }
+        })
+        .unwrap();
+    set.build()
+}
+
+fn tool_results(conversation: &[Message]) -> Vec<String> {
+    conversation
+        .iter()
+        .filter_map(|message| match message {
+            Message::Tool { content, .. } => Some(content.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_journaled_run_checks_the_input_before_the_guard_and_proposes_nothing() {
+    let bodies = Arc::new(AtomicU32::new(0));
+    let tools = refund_tools(&bodies);
+    let model = sequence(vec![
+        Step::Reply(ModelReply::call("c1", "refund", r#"{"amount":1000}"#)),
+        Step::Reply(ModelReply::text("I could not refund that.")),
+    ]);
+    let journal = MemoryJournal::default();
+    let scope = Scope::builder().grant("payments.refund").build().unwrap();
+    let mut conversation = vec![Message::user("Refund 1000.")];
+    let outcome = Runtime::harness(&tools, model)
+        .run_journaled(&journal, &RunId::new("big-refund").unwrap(), &scope, &mut conversation, |()| false)
+        .await
+        .unwrap();
+
+    assert_eq!(bodies.load(Ordering::SeqCst), 0, "the refund of 1000 never ran");
+    assert_eq!(scope.tool_calls(), 0, "nothing was counted");
+    let events: Vec<String> = outcome.events().iter().map(ToString::to_string).collect();
+    assert_eq!(events, ["ModelCall model 1", "Middleware refund 1", "ModelCall model 2"], "no proposal");
+    assert_eq!(
+        tool_results(&conversation),
+        ["Error: invalid arguments for tool refund: at /amount: expected at most 100."]
+    );
+    // The stored run proposes nothing either.
+    let stored = loopbound::journal::inspect(&journal, &RunId::new("big-refund").unwrap()).await.unwrap();
+    assert_eq!(stored.operations().count(), 0);
+}
+
+#[tokio::test]
+async fn a_journaled_run_runs_an_input_that_passes_its_check() {
+    let bodies = Arc::new(AtomicU32::new(0));
+    let tools = refund_tools(&bodies);
+    let model = sequence(vec![
+        Step::Reply(ModelReply::call("c1", "refund", r#"{"amount":40}"#)),
+        Step::Reply(ModelReply::text("Refunded.")),
+    ]);
+    let journal = MemoryJournal::default();
+    let scope = Scope::builder().grant("payments.refund").build().unwrap();
+    let mut conversation = vec![Message::user("Refund 40.")];
+    let outcome = Runtime::harness(&tools, model)
+        .run_journaled(&journal, &RunId::new("small-refund").unwrap(), &scope, &mut conversation, |()| true)
+        .await
+        .unwrap();
+    assert_eq!(outcome.status(), loopbound::Status::Completed);
+    assert_eq!(bodies.load(Ordering::SeqCst), 1);
+    assert_eq!(tool_results(&conversation), ["refunded 40"]);
 }

@@ -373,7 +373,7 @@ impl Journal for Failing {
     async fn commit(&self, run: &RunId, fence: Fence, batch: Batch) -> Result<(), JournalError> {
         let n = u64::from(self.commits.fetch_add(1, Ordering::SeqCst)) + 1;
         if n >= self.fail_from {
-            return Err(JournalError::Storage("disk full".to_owned()));
+            return Err(JournalError::storage("disk full"));
         }
         self.inner.commit(run, fence, batch).await
     }
@@ -385,7 +385,7 @@ async fn a_start_that_cannot_be_recorded_never_runs_the_effect() {
     let sink = Arc::new(MemorySink::default());
     let outcome =
         attempt(&journal, &sink, Policy::Allow, refund::short_script(), Limits::default(), &asked()).await;
-    assert_eq!(outcome, Err(RunError::Journal(JournalError::Storage("disk full".to_owned()))));
+    assert_eq!(outcome, Err(RunError::Journal(JournalError::storage("disk full"))));
     assert_eq!(sink.count("refund"), 0);
 }
 
@@ -436,7 +436,7 @@ impl Journal for Refusing {
     }
 
     async fn renew(&self, _run: &RunId, _epoch: u64) -> Result<(), JournalError> {
-        Err(if self.lost { JournalError::LeaseLost } else { JournalError::Storage("down".to_owned()) })
+        Err(if self.lost { JournalError::LeaseLost } else { JournalError::storage("down") })
     }
 
     async fn list(&self, query: &RunQuery) -> Result<Vec<ListedRow>, JournalError> {

@@ -101,7 +101,7 @@ async fn a_reply_over_the_byte_bound_is_a_provider_error_on_either_path() {
         let error = runtime.run(&scope, &mut conversation, |_| false).await.unwrap_err();
         assert_eq!(
             error,
-            RunError::Provider(TransportError::Malformed("the reply is longer than 64 bytes".into())),
+            RunError::Provider(TransportError::malformed("the reply is longer than 64 bytes")),
             "streaming={streaming}"
         );
         assert_eq!(lines(&scope), ["ModelCall model 1"], "streaming={streaming}");
@@ -119,7 +119,7 @@ async fn a_reply_over_the_byte_bound_is_a_provider_error_on_either_path() {
 async fn a_transport_that_reports_too_many_calls_halts_the_run() {
     let scope = scope_with(Limits::default());
     let tools = tools();
-    let model = sequence(vec![Step::Fail(TransportError::TooManyCalls { limit: 16 })]);
+    let model = sequence(vec![Step::Fail(TransportError::too_many_calls(16))]);
     let outcome = Runtime::harness(&tools.set, model).run(&scope, &mut vec![], |_| false).await.unwrap();
     assert_eq!(outcome.status(), Status::TooManyCalls);
     assert_eq!(lines(&scope), ["ModelCall model 1", "TooManyCalls model 1"]);

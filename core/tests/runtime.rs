@@ -35,15 +35,15 @@ async fn complete_gives_the_same_outcome_in_both_compositions_and_both_paths() {
             assert_eq!(
                 conversation[1..],
                 [
-                    Message::Assistant {
-                        content: None,
-                        tool_calls: vec![ToolCall::new("call-1", "read_ticket", r#"{"input":42}"#)]
-                    },
+                    Message::assistant_parts(
+                        None,
+                        vec![ToolCall::new("call-1", "read_ticket", r#"{"input":42}"#)]
+                    ),
                     Message::tool_result("call-1", TICKET_TEXT),
-                    Message::Assistant {
-                        content: None,
-                        tool_calls: vec![ToolCall::new("call-2", "finish_review", r#"{"input":42}"#)]
-                    },
+                    Message::assistant_parts(
+                        None,
+                        vec![ToolCall::new("call-2", "finish_review", r#"{"input":42}"#)]
+                    ),
                     Message::tool_result("call-2", REVIEW_DONE),
                 ],
                 "{case}"
@@ -97,7 +97,7 @@ async fn unknown_tools_bad_arguments_and_body_errors_go_back_to_the_model() {
     let results: Vec<_> = conversation
         .iter()
         .filter_map(|message| match message {
-            Message::Tool { call_id, content, is_error } => {
+            Message::Tool { call_id, content, is_error, .. } => {
                 Some((call_id.as_str(), content.as_str(), *is_error))
             }
             _ => None,
@@ -175,21 +175,34 @@ async fn the_harness_cap_lets_the_model_budget_fire_first() {
 }
 
 #[tokio::test]
+async fn a_hosts_iteration_cap_replaces_the_compositions() {
+    let lost = Scripted::new(|n, _| Step::Reply(ModelReply::call(format!("c{n}"), "nope", "{}")));
+    let tools = tools();
+    let scope = scope_with(Limits::default());
+    let outcome = Runtime::harness(&tools.set, &lost)
+        .max_iterations(3)
+        .run(&scope, &mut Vec::new(), |_| true)
+        .await
+        .unwrap();
+    assert_eq!((outcome.status(), outcome.text()), (Status::Completed, None));
+    assert_eq!(lost.calls(), 3, "three iterations, then the loop's own cap");
+    assert_eq!(scope.model_calls(), 3);
+}
+
+#[tokio::test]
 async fn an_unreachable_provider_is_a_status_and_other_provider_errors_are_errors() {
     let tools = tools();
     let scope = scope_with(Limits::default());
-    let model = sequence(vec![Step::Fail(TransportError::Unavailable("connection refused".into()))]);
+    let model = sequence(vec![Step::Fail(TransportError::unavailable("connection refused"))]);
     let outcome = Runtime::harness(&tools.set, model).run(&scope, &mut Vec::new(), |_| false).await.unwrap();
     assert_eq!(outcome.status(), Status::ProviderUnavailable);
     assert_eq!(outcome.detail(), Some("connection refused"));
     assert_eq!(outcome.text(), None);
     assert_eq!(lines(&scope), ["ModelCall model 1"]);
 
-    for error in [
-        TransportError::Authentication("401".into()),
-        TransportError::Malformed("eof".into()),
-        TransportError::Cancelled,
-    ] {
+    for error in
+        [TransportError::authentication("401"), TransportError::malformed("eof"), TransportError::cancelled()]
+    {
         let scope = scope_with(Limits::default());
         let model = sequence(vec![Step::Fail(error.clone())]);
         let result = Runtime::harness(&tools.set, model).run(&scope, &mut Vec::new(), |_| false).await;
@@ -202,7 +215,7 @@ async fn an_unreachable_provider_is_a_status_and_other_provider_errors_are_error
 async fn usage_is_summed_over_the_calls_that_report_it() {
     let scope = scope_with(Limits::default());
     let tools = tools();
-    let usage = |p, c| Usage { prompt_tokens: p, completion_tokens: c };
+    let usage = |p, c| Usage::new(p, c);
     let model = sequence(vec![
         Step::Reply(ModelReply::call("1", "read_ticket", r#"{"input":42}"#).with_usage(usage(10, 2))),
         Step::Reply(ModelReply::call("2", "finish_review", r#"{"input":42}"#)),

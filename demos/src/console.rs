@@ -32,7 +32,7 @@ use crate::session::{SCRIPTED, Session};
 use crate::text::{render_header, render_outcome};
 use crate::visible::visible;
 pub use crate::vocabulary::{EXIT_INTERNAL, EXIT_USAGE};
-use crate::vocabulary::{error_exit_code, status_exit_code};
+use crate::vocabulary::{chained, error_exit_code, status_exit_code};
 
 /// What `--live` prints when the endpoint is not configured.
 pub const LIVE_UNCONFIGURED: &str = "demo330: --live needs an endpoint: set LOOPBOUND_BASE_URL \
@@ -244,7 +244,7 @@ pub async fn execute(
             play(cli, &transport, &label, caller, out, err).await
         }
         Err(error) => {
-            emit(err, &format!("{LIVE_UNCONFIGURED}\n  ({error})\n"));
+            emit(err, &format!("{LIVE_UNCONFIGURED}\n  ({})\n", chained(&error)));
             play(cli, Unconfigured(error.into()), UNCONFIGURED, caller, out, err).await
         }
     }
@@ -281,7 +281,7 @@ const UNCONFIGURED: &str = "openai-compatible (not configured)";
 struct Unconfigured(TransportError);
 
 impl Transport for Unconfigured {
-    async fn complete(&self, _request: ChatRequest<'_>) -> Result<ModelReply, TransportError> {
+    async fn complete<'a>(&'a self, _request: ChatRequest<'a>) -> Result<ModelReply, TransportError> {
         Err(self.0.clone())
     }
 }
@@ -301,7 +301,7 @@ pub async fn play<T: Transport>(
     let session = match Session::new(&tools.set, cli.scenario, cli.composition(), caller) {
         Ok(session) => session,
         Err(error) => {
-            emit(err, &format!("demo330: {error}\n"));
+            emit(err, &format!("demo330: {}\n", chained(&error)));
             return EXIT_INTERNAL;
         }
     };

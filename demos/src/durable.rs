@@ -36,7 +36,7 @@ use loopbound_sqlite::SqliteJournal;
 use loopbound_testkit::refund::{self, EffectSink, FileSink};
 
 use crate::text::render_outcome;
-use crate::vocabulary::{Agent, EXIT_JOURNAL, error_exit_code, status_exit_code};
+use crate::vocabulary::{Agent, EXIT_JOURNAL, chained, error_exit_code, status_exit_code};
 
 /// A durable scenario.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -120,7 +120,7 @@ pub(crate) fn open(path: &Path, err: &mut impl std::io::Write) -> Option<SqliteJ
     match opened {
         Ok(journal) => Some(journal),
         Err(error) => {
-            emit(err, &format!("demo330: {}: {error}\n", path.display()));
+            emit(err, &format!("demo330: {}: {}\n", path.display(), chained(&error)));
             None
         }
     }
@@ -159,7 +159,7 @@ pub async fn play(
     let scope = match Scope::builder().grants(refund::CAPABILITIES).limits(limits).build() {
         Ok(scope) => scope,
         Err(error) => {
-            emit(err, &format!("demo330: {error}\n"));
+            emit(err, &format!("demo330: {}\n", chained(&error)));
             return crate::vocabulary::EXIT_INTERNAL;
         }
     };

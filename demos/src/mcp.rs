@@ -34,7 +34,7 @@ use tokio_util::sync::CancellationToken;
 use crate::report::JsonLimits;
 use crate::text::{labelled, labelled_items, render_outcome};
 use crate::visible::visible;
-use crate::vocabulary::{Agent, EXIT_INTERNAL, EXIT_USAGE, error_exit_code, status_exit_code};
+use crate::vocabulary::{Agent, EXIT_INTERNAL, EXIT_USAGE, chained, error_exit_code, status_exit_code};
 
 /// The host's name for the server, used in capabilities.
 pub const SERVER: &str = "everything";
@@ -272,7 +272,8 @@ pub async fn execute(
                 err,
                 &format!(
                     "mcp330: --live needs an endpoint: set LOOPBOUND_BASE_URL and LOOPBOUND_MODEL. Nothing was \
-                     sent; the run ends as ProviderUnavailable.\n  ({error})\n"
+                     sent; the run ends as ProviderUnavailable.\n  ({})\n",
+                    chained(&error)
                 ),
             );
             play(cli, Unconfigured(error.into()), "openai-compatible (not configured)", caller, out, err)
@@ -286,7 +287,7 @@ pub async fn execute(
 struct Unconfigured(TransportError);
 
 impl Transport for Unconfigured {
-    async fn complete(&self, _request: ChatRequest<'_>) -> Result<ModelReply, TransportError> {
+    async fn complete<'a>(&'a self, _request: ChatRequest<'a>) -> Result<ModelReply, TransportError> {
         Err(self.0.clone())
     }
 }
@@ -312,7 +313,7 @@ pub async fn play<T: Transport>(
     let connection = match Connection::stdio(&servers::everything(), timeouts).await {
         Ok(connection) => connection,
         Err(error) => {
-            emit(err, &format!("mcp330: {error}\n"));
+            emit(err, &format!("mcp330: {}\n", chained(&error)));
             return EXIT_INTERNAL;
         }
     };
@@ -329,7 +330,7 @@ pub async fn play<T: Transport>(
     {
         Ok(scope) => scope,
         Err(error) => {
-            emit(err, &format!("mcp330: {error}\n"));
+            emit(err, &format!("mcp330: {}\n", chained(&error)));
             return EXIT_INTERNAL;
         }
     };

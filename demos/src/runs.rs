@@ -68,10 +68,7 @@ fn query(args: &RunsArgs) -> Result<RunQuery, String> {
     let mut query = RunQuery::new().limit(args.limit);
     let status = match &args.status {
         Some(name) => Some(
-            Status::ALL
-                .iter()
-                .copied()
-                .find(|status| status.as_str() == name)
+            Status::from_name(name)
                 .ok_or_else(|| format!("--status: no status named '{}'", visible(name)))?,
         ),
         None => None,

@@ -138,7 +138,7 @@ impl Scenario {
             Self::Forbidden | Self::Repeat => read_ticket(call, TICKET_ID),
             Self::Changing => read_ticket(call, i64::from(call)),
             Self::Deadline => Step::Hang,
-            Self::Unavailable => Step::Fail(TransportError::Unavailable(UNAVAILABLE_MESSAGE.to_owned())),
+            Self::Unavailable => Step::Fail(TransportError::unavailable(UNAVAILABLE_MESSAGE.to_owned())),
         }
     }
 

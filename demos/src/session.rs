@@ -44,7 +44,7 @@ pub enum SetupError {
 impl fmt::Display for SetupError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Self::Limits(error) => write!(f, "could not set up the scope: {error}"),
+            Self::Limits(_) => f.write_str("could not set up the scope"),
         }
     }
 }
@@ -157,6 +157,7 @@ pub enum DemoError {
 }
 
 impl fmt::Display for DemoError {
+    /// Transparent: the inner error's words, and its source as this one's.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Setup(error) => error.fmt(f),
@@ -168,8 +169,8 @@ impl fmt::Display for DemoError {
 impl std::error::Error for DemoError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            Self::Setup(error) => Some(error),
-            Self::Run(error) => Some(error),
+            Self::Setup(error) => error.source(),
+            Self::Run(error) => error.source(),
         }
     }
 }

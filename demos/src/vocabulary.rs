@@ -14,6 +14,20 @@ use std::fmt;
 
 use loopbound::{Composition, Limits, RunError, Status};
 
+/// `error` and each of its causes, joined by `: `, as the console prints an error: every level
+/// of the chain says something of its own, so nothing repeats.
+#[must_use]
+pub fn chained(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut cause = error.source();
+    while let Some(level) = cause {
+        text.push_str(": ");
+        text.push_str(&level.to_string());
+        cause = level.source();
+    }
+    text
+}
+
 /// Exit code of a completed run.
 pub const EXIT_COMPLETED: i32 = 0;
 /// Exit code of a provider error (authentication, malformed reply, the provider's own cancellation).
@@ -116,7 +130,7 @@ mod tests {
 
     #[test]
     fn exit_codes_follow_the_contract() {
-        let codes: Vec<i32> = Status::ALL.into_iter().map(status_exit_code).collect();
+        let codes: Vec<i32> = Status::ALL.iter().copied().map(status_exit_code).collect();
         assert_eq!(codes, [0, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2]);
         assert_eq!(error_exit_code(&RunError::Cancelled), 130);
         let finished = loopbound::journal::JournalError::Finished(Status::Completed);
@@ -126,7 +140,7 @@ mod tests {
             remaining: std::time::Duration::from_secs(3),
         };
         assert_eq!(error_exit_code(&RunError::Journal(held)), 74);
-        assert_eq!(error_exit_code(&RunError::Provider(TransportError::Cancelled)), 1);
+        assert_eq!(error_exit_code(&RunError::Provider(TransportError::cancelled())), 1);
     }
 
     #[test]

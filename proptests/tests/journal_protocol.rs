@@ -124,7 +124,7 @@ struct Dying {
 }
 
 fn died() -> JournalError {
-    JournalError::Storage("the process died".to_owned())
+    JournalError::storage("the process died")
 }
 
 impl Journal for Dying {
@@ -247,7 +247,7 @@ fn refused(error: &JournalError) -> &'static str {
 }
 
 fn status_name(status: loopbound::Status) -> &'static str {
-    loopbound::Status::ALL.into_iter().find(|s| *s == status).map_or("?", |s| match s.as_str() {
+    loopbound::Status::ALL.iter().copied().find(|s| *s == status).map_or("?", |s| match s.as_str() {
         "Completed" => "Completed",
         "AwaitingApproval" => "AwaitingApproval",
         "Denied" => "Denied",

@@ -128,7 +128,8 @@ fn via_text<T: Serialize>(name: &str, value: &T) -> Option<String> {
 }
 
 fn check<T: Serialize + std::fmt::Debug>(name: &str, value: &T) -> Result<(), TestCaseError> {
-    let signature = loopbound::canonical::signature(name, value).ok();
+    let signature =
+        loopbound::canonical::signature(name, value).ok().map(loopbound::canonical::Signature::into_string);
     prop_assert_eq!(&signature, &via_text(name, value), "{:?}", value);
     // Where a `Value` holds the text exactly, the `Value` walk gives the same form.
     if let (Some(signature), Ok(text)) = (&signature, serde_json::to_string(value))
@@ -218,7 +219,9 @@ where
     T: serde::de::DeserializeOwned + Serialize + Send + 'static,
 {
     let value = tool.bind(text).ok()?;
-    loopbound::canonical::signature(tool.name(), &value).ok()
+    loopbound::canonical::signature(tool.name(), &value)
+        .ok()
+        .map(loopbound::canonical::Signature::into_string)
 }
 
 /// The number in a signature `name:{"x":number}`.

@@ -10,6 +10,8 @@
 //!   with its effects counted outside the run;
 //! - [`aimock`]: the pinned scripted mock server, started per test on loopback;
 //! - [`mcp`]: the pinned reference MCP servers, started per test as child processes;
+//! - [`json_schema_suite`]: the official JSON Schema Test Suite, fetched by a setup script, as
+//!   cases for the MCP adapter's schema check;
 //! - [`hostile`]: a deliberately hostile OpenAI-compatible server on loopback, bounded in bytes
 //!   and time, for the tests that drive every bound of a run with the worst a provider can do;
 //! - [`postgres`]: a throwaway PostgreSQL cluster (initdb in a temporary folder, a free loopback
@@ -25,10 +27,12 @@
 
 pub mod aimock;
 pub mod backend;
+pub mod chain;
 pub mod child;
 pub mod conformance;
 pub mod fuzz;
 pub mod hostile;
+pub mod json_schema_suite;
 pub mod mcp;
 pub mod postgres;
 pub mod refund;

@@ -228,7 +228,7 @@ pub fn model(
         let step = step_of(request);
         observe(step);
         script.get(step - 1).cloned().map_or(
-            Step::Fail(loopbound::transport::TransportError::Other(format!("the script has no step {step}"))),
+            Step::Fail(loopbound::transport::TransportError::other(format!("the script has no step {step}"))),
             Step::Reply,
         )
     })

@@ -197,9 +197,8 @@ pub fn conversation() -> Vec<Message> {
 #[must_use]
 pub fn live_conversation() -> Vec<Message> {
     let arguments = format!(r#"{{"input":{EXAMPLE_TICKET_ID}}}"#);
-    let call = |id: &str, name: &str| Message::Assistant {
-        content: None,
-        tool_calls: vec![ToolCall::new(id, name, arguments.clone())],
+    let call = |id: &str, name: &str| {
+        Message::assistant_parts(None, vec![ToolCall::new(id, name, arguments.clone())])
     };
     vec![
         Message::system(LIVE_INSTRUCTIONS),
@@ -211,7 +210,7 @@ pub fn live_conversation() -> Vec<Message> {
         ),
         call("example_finish", "finish_review"),
         Message::tool_result("example_finish", REVIEW_DONE),
-        Message::Assistant { content: Some(CLOSING.to_owned()), tool_calls: Vec::new() },
+        Message::assistant_parts(Some(CLOSING.to_owned()), Vec::new()),
         Message::user(PROMPT),
     ]
 }

@@ -265,7 +265,8 @@ fn spin(op: Spin, iterations: u32) -> Result<(), Failure> {
         Spin::Signature => {
             for _ in 0..n {
                 let ticket = TicketInput { input: 42 };
-                checksum += signature("read_ticket", black_box(&ticket)).map_or(0, |text| text.len());
+                checksum +=
+                    signature("read_ticket", black_box(&ticket)).map_or(0, |text| text.as_str().len());
             }
         }
         Spin::Complete => {

@@ -1,6 +1,6 @@
 //! Canonical JSON: one text per JSON value, used to compare tool arguments.
 //!
-//! Rules (SPEC §5): object keys sorted by code point and written as JSON strings, no
+//! Rules: object keys sorted by code point and written as JSON strings, no
 //! whitespace; numbers by exact decimal value in one normal form (`42`, `42.0`, `4.2e1` and
 //! `420e-1` are all `42`; `-0` is `0`); strings by decoded value; array order and `null`
 //! significant; when an object gives a key twice, the last entry wins.
@@ -48,6 +48,7 @@ mod key;
 mod number;
 mod raw;
 mod serializer;
+mod signature;
 mod value;
 mod writer;
 
@@ -57,6 +58,7 @@ pub use error::SignatureError;
 pub(crate) use escape::write_json_string;
 pub(crate) use number::write_number;
 pub use serializer::signature;
+pub use signature::Signature;
 use value::write_canonical;
 
 /// Deepest nesting of arrays and objects that arguments may have, bound or signed: serde_json's

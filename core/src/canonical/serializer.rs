@@ -20,6 +20,7 @@ use serde::ser::{self, Serialize};
 
 use super::error::SignatureError;
 use super::key::KeyText;
+use super::signature::Signature;
 use super::writer::{
     Entries, Scratch, nest, write_bool, write_float, write_integer, write_null, write_wide_integer,
 };
@@ -32,7 +33,8 @@ use crate::json::{NUMBER_TOKEN, RAW_VALUE_TOKEN};
 /// ```
 /// #[derive(serde::Serialize)]
 /// struct Ticket { input: i64 }
-/// assert_eq!(loopbound::canonical::signature("read_ticket", &Ticket { input: 42 })?, r#"read_ticket:{"input":42}"#);
+/// let signature = loopbound::canonical::signature("read_ticket", &Ticket { input: 42 })?;
+/// assert_eq!(signature.as_str(), r#"read_ticket:{"input":42}"#);
 /// # Ok::<(), loopbound::canonical::SignatureError>(())
 /// ```
 ///
@@ -40,12 +42,12 @@ use crate::json::{NUMBER_TOKEN, RAW_VALUE_TOKEN};
 ///
 /// A [`SignatureError`] if `value` cannot be written as JSON (its `Serialize` failed, a map key
 /// is not a string) or nests deeper than [`MAX_DEPTH`](super::MAX_DEPTH).
-pub fn signature<T: Serialize + ?Sized>(name: &str, value: &T) -> Result<String, SignatureError> {
+pub fn signature<T: Serialize + ?Sized>(name: &str, value: &T) -> Result<Signature, SignatureError> {
     let mut output = Output { text: String::with_capacity(name.len() + 24), ..Output::default() };
     output.text.push_str(name);
     output.text.push(':');
     value.serialize(Canonical { out: &mut output, depth: 0 })?;
-    Ok(output.text)
+    Ok(Signature::from_parts(output.text, name.len()))
 }
 
 type Result<T, E = SignatureError> = std::result::Result<T, E>;
@@ -397,8 +399,8 @@ mod tests {
     use serde_json::json;
 
     use super::signature;
-    use crate::canonical::MAX_DEPTH;
     use crate::canonical::canonical_json;
+    use crate::canonical::{MAX_DEPTH, Signature};
 
     /// The reference: serde_json's text, parsed back to a `Value`, then canonicalised.
     fn via_text<T: Serialize>(name: &str, value: &T) -> String {
@@ -408,7 +410,7 @@ mod tests {
     }
 
     fn check<T: Serialize>(value: &T) {
-        assert_eq!(signature("t", value).ok(), Some(via_text("t", value)));
+        assert_eq!(signature("t", value).ok().map(Signature::into_string), Some(via_text("t", value)));
     }
 
     #[derive(Serialize)]
@@ -442,7 +444,7 @@ mod tests {
     #[test]
     fn a_one_field_input_is_name_colon_object() {
         assert_eq!(
-            signature("read_ticket", &Input { input: 42 }).ok().as_deref(),
+            signature("read_ticket", &Input { input: 42 }).ok().map(Signature::into_string).as_deref(),
             Some(r#"read_ticket:{"input":42}"#)
         );
     }
@@ -478,7 +480,7 @@ mod tests {
         #[cfg(feature = "exact-numbers")]
         check(&values);
         assert_eq!(
-            signature("t", &values).ok().as_deref(),
+            signature("t", &values).ok().map(Signature::into_string).as_deref(),
             Some(
                 "t:[-9223372036854775808,18446744073709551615,0,-1,65535,1e21,\
                  -1.70141183460469231731687303715884105728e38,999]"
@@ -499,7 +501,10 @@ mod tests {
                 map.end()
             }
         }
-        assert_eq!(signature("t", &Dupes).ok().as_deref(), Some(r#"t:{"a":2,"b":3}"#));
+        assert_eq!(
+            signature("t", &Dupes).ok().map(Signature::into_string).as_deref(),
+            Some(r#"t:{"a":2,"b":3}"#)
+        );
         check(&Dupes);
     }
 
@@ -518,7 +523,10 @@ mod tests {
                 map.end()
             }
         }
-        assert_eq!(signature("t", &Keys).ok().as_deref(), Some(r#"t:{"a":[3,4],"a\u0001":2,"a\n":1}"#));
+        assert_eq!(
+            signature("t", &Keys).ok().map(Signature::into_string).as_deref(),
+            Some(r#"t:{"a":[3,4],"a\u0001":2,"a\n":1}"#)
+        );
         check(&Keys);
     }
 

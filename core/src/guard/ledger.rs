@@ -7,7 +7,7 @@
 //!
 //! # Invariants
 //!
-//! - Checks run in the contract's order and the first failing one decides: cancellation
+//! - Checks run in this order and the first failing one decides: cancellation
 //!   (caller, then an existing stop, then the deadline) → permission → tool budget →
 //!   repetition → reserve.
 //! - `model_calls <= limits.model_calls()`, `tool_calls <= limits.tool_calls()`, and every
@@ -16,21 +16,23 @@
 //! - Reservations are never rolled back.
 //! - `stop` goes from `None` to `Some` at most once (the first halt wins) and never back; a halt
 //!   event is appended exactly when that happens, so the log has at most one halt event.
-//! - Once `stop` is set, nothing more is admitted or observed (halts are sticky).
-//! - The repetition check reads the signature only when every earlier check passed; a caller that
-//!   skipped computing it (see [`Admission::NeedsSignature`]) is asked for it, never admitted
-//!   without it.
+//! - Once `stop` is set, nothing more is admitted, observed or recorded (halts are sticky),
+//!   except [`Ledger::append`]'s record of something that already happened.
+//! - A tool call is admitted only with its [`Signature`]: [`Ledger::admit_tool`] takes one.
+//!   [`Ledger::precheck_tool`] runs the checks before repetition for a caller that has not
+//!   signed yet, and never admits.
 //! - The n-th `ModelCall`, `ToolCall` and `Middleware` events carry count n.
-//! - Events name tools with the scope's own copy of each name ([`Ledger::local`]), never with
-//!   the tool set's shared `Arc`: tools are shared by every request on every thread, and a
-//!   reference count bumped by each event would be one cache line that all of them write.
-//!   Journal events may hold the shared name: they come with a durable commit anyway.
+//! - Events name tools with the scope's own copy of each name ([`Names`]), never with the tool
+//!   set's shared `Arc`: tools are shared by every request on every thread, and a reference count
+//!   bumped by each event would be one cache line that all of them write. Journal events may hold
+//!   the shared name: they come with a durable commit anyway.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use super::stop::Stop;
-use crate::event::{ControlEvent, EventKind, HaltReason};
+use crate::canonical::Signature;
+use crate::event::{ControlEvent, EventKind, HaltReason, Subject};
 use crate::limits::Limits;
 
 /// What held when the lock was taken.
@@ -50,7 +52,25 @@ pub(crate) struct Ledger {
     middleware: u32,
     repetitions: BTreeMap<String, u32>,
     events: Vec<ControlEvent>,
+    names: Names,
     stop: Option<HaltReason>,
+}
+
+/// The scope's own copies of the tool names its events hold: one per tool the scope has seen,
+/// looked up by content (a run sees a handful of tools, all from its set).
+#[derive(Debug, Default)]
+struct Names(Vec<Arc<str>>);
+
+impl Names {
+    /// The scope's copy of `name`, made on its first use.
+    fn local(&mut self, name: &Arc<str>) -> Arc<str> {
+        if let Some(held) = self.0.iter().find(|held| ***held == **name) {
+            return Arc::clone(held);
+        }
+        let held: Arc<str> = Arc::from(&**name);
+        self.0.push(Arc::clone(&held));
+        held
+    }
 }
 
 /// The counters of a logical run that a journal persists and restores: model calls, tool calls,
@@ -63,20 +83,10 @@ pub(crate) struct Counters {
     pub(crate) repetitions: BTreeMap<String, u32>,
 }
 
-/// The result of a tool admission that no check refused.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Admission {
-    /// Reserved: the new tool-call count.
-    Admitted(u32),
-    /// Every check before repetition passed, but the call came without its signature: nothing
-    /// was recorded; ask again with it.
-    NeedsSignature,
-}
-
 /// What a deadline expiry is charged to: the model call or the tool in flight.
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Activity<'a> {
-    Model(&'a Arc<str>),
+    Model,
     Tool(&'a Arc<str>),
 }
 
@@ -100,40 +110,37 @@ impl Ledger {
     /// Records a halt charged to `activity` at its current count.
     fn halt_for(&mut self, reason: HaltReason, activity: Activity<'_>) -> Stop {
         match activity {
-            Activity::Model(name) => self.halt(reason, name, self.model_calls),
-            Activity::Tool(name) => self.halt(reason, name, self.tool_calls),
+            Activity::Model => self.halt(reason, Subject::Model, self.model_calls),
+            Activity::Tool(name) => {
+                let subject = self.tool(name);
+                self.halt(reason, subject, self.tool_calls)
+            }
         }
     }
 
+    /// The subject for `name`, with the scope's own copy of it.
+    fn tool(&mut self, name: &Arc<str>) -> Subject {
+        Subject::Tool(self.names.local(name))
+    }
+
     /// Records `reason` unless a stop is already recorded; returns the stop in force.
-    pub(crate) fn halt(&mut self, reason: HaltReason, name: &Arc<str>, count: u32) -> Stop {
+    fn halt(&mut self, reason: HaltReason, subject: Subject, count: u32) -> Stop {
         if let Some(first) = self.stop {
             return Stop::Halted(first);
         }
         self.stop = Some(reason);
-        let name = self.local(name);
-        self.events.push(ControlEvent::new(EventKind::Halt(reason), name, count));
+        self.events.push(ControlEvent::new(EventKind::Halt(reason), subject, count));
         Stop::Halted(reason)
     }
 
-    /// This scope's copy of `name`: the one an earlier event of this scope holds (the nearest
-    /// is usually the last or the one before: the call's own `Middleware` event, or the
-    /// previous call), else a new copy on the scope's first event about it.
-    fn local(&self, name: &Arc<str>) -> Arc<str> {
-        match self.events.iter().rev().map(ControlEvent::shared_name).find(|held| ***held == **name) {
-            Some(held) => Arc::clone(held),
-            None => Arc::from(&**name),
-        }
-    }
-
     /// Admits one model call, or halts with `ModelBudget`. Returns the new model-call count.
-    pub(crate) fn admit_model(&mut self, gate: Gate, limits: &Limits, model: &Arc<str>) -> Result<u32, Stop> {
-        self.check(gate, Activity::Model(model))?;
+    pub(crate) fn admit_model(&mut self, gate: Gate, limits: &Limits) -> Result<u32, Stop> {
+        self.check(gate, Activity::Model)?;
         if self.model_calls >= limits.model_calls() {
-            return Err(self.halt(HaltReason::ModelBudget, model, self.model_calls));
+            return Err(self.halt(HaltReason::ModelBudget, Subject::Model, self.model_calls));
         }
         self.model_calls += 1;
-        self.events.push(ControlEvent::new(EventKind::ModelCall, Arc::clone(model), self.model_calls));
+        self.events.push(ControlEvent::new(EventKind::ModelCall, Subject::Model, self.model_calls));
         Ok(self.model_calls)
     }
 
@@ -141,58 +148,80 @@ impl Ledger {
     pub(crate) fn observe_middleware(&mut self, gate: Gate, tool: &Arc<str>) -> Result<u32, Stop> {
         self.check(gate, Activity::Tool(tool))?;
         self.middleware += 1;
-        let tool = self.local(tool);
-        self.events.push(ControlEvent::new(EventKind::Middleware, tool, self.middleware));
+        let subject = self.tool(tool);
+        self.events.push(ControlEvent::new(EventKind::Middleware, subject, self.middleware));
         Ok(self.middleware)
     }
 
-    /// The guard: cancellation → permission → tool budget → repetition → reserve.
-    ///
-    /// `signature` is read by the repetition check only, so a caller may leave it out when it
-    /// knows the call cannot get that far (not granted, or no tool call admissible any more). If
-    /// it was left out and every earlier check passes, nothing is recorded and the caller is
-    /// asked for it with [`Admission::NeedsSignature`].
+    /// The checks of a tool call before repetition: cancellation → permission → tool budget.
+    /// Nothing is recorded when they pass.
+    pub(crate) fn precheck_tool(
+        &mut self,
+        gate: Gate,
+        limits: &Limits,
+        tool: &Arc<str>,
+        granted: bool,
+    ) -> Result<(), Stop> {
+        self.check(gate, Activity::Tool(tool))?;
+        if !granted {
+            let subject = self.tool(tool);
+            return Err(self.halt(HaltReason::PermissionDenied, subject, self.tool_calls));
+        }
+        if self.tool_calls >= limits.tool_calls() {
+            let subject = self.tool(tool);
+            return Err(self.halt(HaltReason::ToolBudget, subject, self.tool_calls));
+        }
+        Ok(())
+    }
+
+    /// The guard: cancellation → permission → tool budget → repetition → reserve. Returns the
+    /// new tool-call count.
     pub(crate) fn admit_tool(
         &mut self,
         gate: Gate,
         limits: &Limits,
         tool: &Arc<str>,
         granted: bool,
-        signature: Option<String>,
-    ) -> Result<Admission, Stop> {
-        self.check(gate, Activity::Tool(tool))?;
-        if !granted {
-            return Err(self.halt(HaltReason::PermissionDenied, tool, self.tool_calls));
-        }
-        if self.tool_calls >= limits.tool_calls() {
-            return Err(self.halt(HaltReason::ToolBudget, tool, self.tool_calls));
-        }
-        let Some(signature) = signature else {
-            return Ok(Admission::NeedsSignature);
-        };
-        let seen = self.repetitions.get(&signature).copied().unwrap_or(0);
+        signature: Signature,
+    ) -> Result<u32, Stop> {
+        self.precheck_tool(gate, limits, tool, granted)?;
+        let seen = self.repetitions.get(signature.as_str()).copied().unwrap_or(0);
         if seen >= limits.repetitions() {
-            return Err(self.halt(HaltReason::RepeatedCall, tool, seen));
+            let subject = self.tool(tool);
+            return Err(self.halt(HaltReason::RepeatedCall, subject, seen));
         }
-        *self.repetitions.entry(signature).or_insert(0) += 1;
+        *self.repetitions.entry(signature.into_string()).or_insert(0) += 1;
         self.tool_calls += 1;
-        let tool = self.local(tool);
-        self.events.push(ControlEvent::new(EventKind::ToolCall, tool, self.tool_calls));
-        Ok(Admission::Admitted(self.tool_calls))
+        let subject = self.tool(tool);
+        self.events.push(ControlEvent::new(EventKind::ToolCall, subject, self.tool_calls));
+        Ok(self.tool_calls)
     }
 
     /// Refuses a model reply with too many tool calls: the cancellation check, then the
     /// `TooManyCalls` halt charged to the model at its current count.
-    pub(crate) fn refuse_reply(&mut self, gate: Gate, model: &Arc<str>) -> Stop {
-        if let Err(stop) = self.check(gate, Activity::Model(model)) {
+    pub(crate) fn refuse_reply(&mut self, gate: Gate) -> Stop {
+        if let Err(stop) = self.check(gate, Activity::Model) {
             return stop;
         }
-        self.halt(HaltReason::TooManyCalls, model, self.model_calls)
+        self.halt(HaltReason::TooManyCalls, Subject::Model, self.model_calls)
     }
 
-    /// Records the deadline as the stop reason if nothing stopped the run first.
-    pub(crate) fn expire(&mut self, activity: Activity<'_>) -> Stop {
+    /// Records the deadline as the stop reason if nothing stopped the run first (the caller's
+    /// cancellation does).
+    pub(crate) fn expire(&mut self, gate: Gate, activity: Activity<'_>) -> Stop {
+        if gate.caller_cancelled {
+            return Stop::Cancelled;
+        }
         self.halt_for(HaltReason::DeadlineExceeded, activity)
+    }
+
+    /// The stop in force when the scope's token fired: the caller first, then the recorded halt.
+    pub(crate) fn stop_now(&self, gate: Gate) -> Stop {
+        if gate.caller_cancelled {
+            return Stop::Cancelled;
+        }
+        // The token fires only after the caller cancels or a halt is recorded.
+        self.stop.map_or(Stop::Cancelled, Stop::Halted)
     }
 
     pub(crate) fn stop(&self) -> Option<HaltReason> {
@@ -239,8 +268,11 @@ impl Ledger {
     }
 
     /// Appends a journal's event (a proposal, a decision, an effect's start or result, a resume,
-    /// a reconciliation), unless the run is stopped.
-    pub(crate) fn record(&mut self, event: ControlEvent) -> Result<(), Stop> {
+    /// a reconciliation), unless the run is stopped (the caller first, then a halt).
+    pub(crate) fn record(&mut self, gate: Gate, event: ControlEvent) -> Result<(), Stop> {
+        if gate.caller_cancelled {
+            return Err(Stop::Cancelled);
+        }
         if let Some(reason) = self.stop {
             return Err(Stop::Halted(reason));
         }
@@ -254,9 +286,12 @@ impl Ledger {
         self.events.push(event);
     }
 
-    /// Records `event` as the halt for `reason` unless a stop is already recorded; returns the
-    /// stop in force.
-    pub(crate) fn halt_with(&mut self, reason: HaltReason, event: ControlEvent) -> Stop {
+    /// Records `event` as the halt for `reason` unless the caller cancelled or a stop is
+    /// already recorded; returns the stop in force.
+    pub(crate) fn halt_with(&mut self, gate: Gate, reason: HaltReason, event: ControlEvent) -> Stop {
+        if gate.caller_cancelled {
+            return Stop::Cancelled;
+        }
         if let Some(first) = self.stop {
             return Stop::Halted(first);
         }
@@ -276,8 +311,12 @@ impl Ledger {
 mod tests {
     use super::*;
 
-    fn names() -> (Arc<str>, Arc<str>) {
-        (Arc::from("model"), Arc::from("read_ticket"))
+    fn tool() -> Arc<str> {
+        Arc::from("read_ticket")
+    }
+
+    fn signed(arguments: &str) -> Signature {
+        Signature::from_parts(format!("read_ticket:{arguments}"), "read_ticket".len())
     }
 
     fn kinds(ledger: &Ledger) -> Vec<String> {
@@ -288,14 +327,14 @@ mod tests {
 
     #[test]
     fn cancellation_is_checked_before_permission() {
-        let (_, tool) = names();
+        let tool = tool();
         let mut ledger = Ledger::default();
         let caller = Gate { caller_cancelled: true, deadline_passed: true };
-        assert_eq!(ledger.admit_tool(caller, &Limits::default(), &tool, false, None), Err(Stop::Cancelled));
+        assert_eq!(ledger.precheck_tool(caller, &Limits::default(), &tool, false), Err(Stop::Cancelled));
         assert!(ledger.events().is_empty());
         let late = Gate { caller_cancelled: false, deadline_passed: true };
         assert_eq!(
-            ledger.admit_tool(late, &Limits::default(), &tool, false, None),
+            ledger.precheck_tool(late, &Limits::default(), &tool, false),
             Err(Stop::Halted(HaltReason::DeadlineExceeded))
         );
         assert_eq!(kinds(&ledger), ["DeadlineExceeded read_ticket 0"]);
@@ -303,11 +342,11 @@ mod tests {
 
     #[test]
     fn permission_is_checked_before_the_budget() {
-        let (_, tool) = names();
+        let tool = tool();
         let mut ledger = Ledger::default();
         let limits = Limits::default().with_tool_calls(0);
         assert_eq!(
-            ledger.admit_tool(OPEN, &limits, &tool, false, None),
+            ledger.admit_tool(OPEN, &limits, &tool, false, signed("{}")),
             Err(Stop::Halted(HaltReason::PermissionDenied))
         );
         assert_eq!(kinds(&ledger), ["PermissionDenied read_ticket 0"]);
@@ -315,15 +354,12 @@ mod tests {
 
     #[test]
     fn the_budget_is_checked_before_repetition() {
-        let (_, tool) = names();
+        let tool = tool();
         let mut ledger = Ledger::default();
         let limits = Limits::default().with_tool_calls(1);
+        assert_eq!(ledger.admit_tool(OPEN, &limits, &tool, true, signed("{}")), Ok(1));
         assert_eq!(
-            ledger.admit_tool(OPEN, &limits, &tool, true, Some("s".into())),
-            Ok(Admission::Admitted(1))
-        );
-        assert_eq!(
-            ledger.admit_tool(OPEN, &limits, &tool, true, Some("s".into())),
+            ledger.admit_tool(OPEN, &limits, &tool, true, signed("{}")),
             Err(Stop::Halted(HaltReason::ToolBudget))
         );
         assert_eq!(kinds(&ledger), ["ToolCall read_ticket 1", "ToolBudget read_ticket 1"]);
@@ -331,82 +367,89 @@ mod tests {
 
     #[test]
     fn repetition_counts_per_signature_and_reports_the_signature_count() {
-        let (_, tool) = names();
+        let tool = tool();
         let mut ledger = Ledger::default();
         let limits = Limits::default().with_repetitions(2);
+        assert_eq!(ledger.admit_tool(OPEN, &limits, &tool, true, signed("a")), Ok(1));
+        assert_eq!(ledger.admit_tool(OPEN, &limits, &tool, true, signed("b")), Ok(2));
+        assert_eq!(ledger.admit_tool(OPEN, &limits, &tool, true, signed("a")), Ok(3));
         assert_eq!(
-            ledger.admit_tool(OPEN, &limits, &tool, true, Some("a".into())),
-            Ok(Admission::Admitted(1))
-        );
-        assert_eq!(
-            ledger.admit_tool(OPEN, &limits, &tool, true, Some("b".into())),
-            Ok(Admission::Admitted(2))
-        );
-        assert_eq!(
-            ledger.admit_tool(OPEN, &limits, &tool, true, Some("a".into())),
-            Ok(Admission::Admitted(3))
-        );
-        assert_eq!(
-            ledger.admit_tool(OPEN, &limits, &tool, true, Some("a".into())),
+            ledger.admit_tool(OPEN, &limits, &tool, true, signed("a")),
             Err(Stop::Halted(HaltReason::RepeatedCall))
         );
-        assert_eq!(ledger.repetitions_of("a"), 2);
-        assert_eq!(ledger.repetitions_of("b"), 1);
+        assert_eq!(ledger.repetitions_of("read_ticket:a"), 2);
+        assert_eq!(ledger.repetitions_of("read_ticket:b"), 1);
         assert_eq!(kinds(&ledger).last().map(String::as_str), Some("RepeatedCall read_ticket 2"));
     }
 
     #[test]
     fn the_first_halt_wins_and_is_sticky() {
-        let (model, tool) = names();
+        let tool = tool();
         let mut ledger = Ledger::default();
         let limits = Limits::default().with_model_calls(1);
-        assert_eq!(ledger.admit_model(OPEN, &limits, &model), Ok(1));
-        assert_eq!(ledger.admit_model(OPEN, &limits, &model), Err(Stop::Halted(HaltReason::ModelBudget)));
+        assert_eq!(ledger.admit_model(OPEN, &limits), Ok(1));
+        assert_eq!(ledger.admit_model(OPEN, &limits), Err(Stop::Halted(HaltReason::ModelBudget)));
         assert_eq!(
-            ledger.admit_tool(OPEN, &limits, &tool, false, None),
+            ledger.admit_tool(OPEN, &limits, &tool, false, signed("{}")),
             Err(Stop::Halted(HaltReason::ModelBudget))
         );
         assert_eq!(ledger.observe_middleware(OPEN, &tool), Err(Stop::Halted(HaltReason::ModelBudget)));
-        assert_eq!(ledger.expire(Activity::Model(&model)), Stop::Halted(HaltReason::ModelBudget));
+        assert_eq!(ledger.expire(OPEN, Activity::Model), Stop::Halted(HaltReason::ModelBudget));
         assert_eq!(ledger.stop(), Some(HaltReason::ModelBudget));
         assert_eq!(kinds(&ledger), ["ModelCall model 1", "ModelBudget model 1"]);
     }
 
     #[test]
-    fn a_call_without_its_signature_is_asked_for_it_and_nothing_is_recorded() {
-        let (_, tool) = names();
+    fn a_precheck_that_passes_records_nothing() {
+        let tool = tool();
         let mut ledger = Ledger::default();
         let limits = Limits::default();
-        assert_eq!(ledger.admit_tool(OPEN, &limits, &tool, true, None), Ok(Admission::NeedsSignature));
+        assert_eq!(ledger.precheck_tool(OPEN, &limits, &tool, true), Ok(()));
         assert_eq!(ledger.tool_calls(), 0);
         assert!(ledger.events().is_empty());
-        assert_eq!(
-            ledger.admit_tool(OPEN, &limits, &tool, true, Some("s".into())),
-            Ok(Admission::Admitted(1))
-        );
+        assert_eq!(ledger.admit_tool(OPEN, &limits, &tool, true, signed("{}")), Ok(1));
     }
 
     #[test]
     fn a_refused_reply_halts_charged_to_the_model_unless_a_stop_came_first() {
-        let (model, _) = names();
         let mut ledger = Ledger::default();
-        assert_eq!(ledger.admit_model(OPEN, &Limits::default(), &model), Ok(1));
+        assert_eq!(ledger.admit_model(OPEN, &Limits::default()), Ok(1));
         let cancelled = Gate { caller_cancelled: true, deadline_passed: false };
-        assert_eq!(ledger.refuse_reply(cancelled, &model), Stop::Cancelled);
-        assert_eq!(ledger.refuse_reply(OPEN, &model), Stop::Halted(HaltReason::TooManyCalls));
-        assert_eq!(ledger.refuse_reply(OPEN, &model), Stop::Halted(HaltReason::TooManyCalls));
+        assert_eq!(ledger.refuse_reply(cancelled), Stop::Cancelled);
+        assert_eq!(ledger.refuse_reply(OPEN), Stop::Halted(HaltReason::TooManyCalls));
+        assert_eq!(ledger.refuse_reply(OPEN), Stop::Halted(HaltReason::TooManyCalls));
         assert_eq!(kinds(&ledger), ["ModelCall model 1", "TooManyCalls model 1"]);
     }
 
     #[test]
     fn a_tool_budget_of_zero_refuses_the_first_call() {
-        let (_, tool) = names();
+        let tool = tool();
         let mut ledger = Ledger::default();
         let limits = Limits::default().with_tool_calls(0);
         assert_eq!(
-            ledger.admit_tool(OPEN, &limits, &tool, true, Some("s".into())),
+            ledger.admit_tool(OPEN, &limits, &tool, true, signed("{}")),
             Err(Stop::Halted(HaltReason::ToolBudget))
         );
         assert_eq!(ledger.tool_calls(), 0);
+    }
+
+    #[test]
+    fn events_share_the_scopes_one_copy_of_each_name() {
+        let shared = tool();
+        let mut ledger = Ledger::default();
+        let limits = Limits::default().with_repetitions(2);
+        ledger.observe_middleware(OPEN, &shared).ok();
+        ledger.admit_tool(OPEN, &limits, &shared, true, signed("{}")).ok();
+        let names: Vec<&Arc<str>> = ledger
+            .events()
+            .iter()
+            .filter_map(|event| match event.subject() {
+                Subject::Tool(name) => Some(name),
+                Subject::Model | Subject::Run => None,
+            })
+            .collect();
+        assert_eq!(names.len(), 2);
+        assert!(Arc::ptr_eq(names[0], names[1]), "one copy for the scope");
+        assert!(!Arc::ptr_eq(names[0], &shared), "never the tool set's own");
     }
 }

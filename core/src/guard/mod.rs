@@ -6,10 +6,14 @@
 //!
 //! # Invariants
 //!
-//! - The ledger's mutex is the only lock on the admission path; it is held for one synchronous
-//!   check-and-reserve and never across an `.await`.
-//! - The caller's token and the deadline are read *inside* that critical section (SPEC §4), so a
-//!   call that waited for the lock is judged on what holds when it gets it.
+//! - Every decision goes through one critical section ([`Guard::decide`]): the ledger's mutex,
+//!   held for one synchronous check-and-reserve and never across an `.await`.
+//! - The caller's token and the deadline are read *inside* that critical section, so a call that
+//!   waited for the lock is judged on what holds when it gets it. Reading a tokio-util token
+//!   takes that token's own lock: the guard reads its own child of the caller's token, so the
+//!   only locks on the admission path belong to this scope (a service that hands one token to
+//!   every request does not make them queue on it; making the child locks the caller's once,
+//!   when the scope is built, and dropping it once more).
 //! - Cancelling the guard's token happens after the lock is released; stickiness does not depend
 //!   on the token, because every check reads the stop reason under the lock first.
 //! - The guard's token is a child of the caller's token: it fires when the caller cancels, when a
@@ -28,13 +32,14 @@ use std::task::Poll;
 
 use tokio::time::Instant;
 
-pub(crate) use ledger::{Activity, Admission, Counters};
+pub(crate) use ledger::{Activity, Counters};
 use ledger::{Gate, Ledger};
 pub use stop::Stop;
 
+use crate::canonical::Signature;
 use crate::event::{ControlEvent, HaltReason};
 use crate::limits::Limits;
-use crate::sync::{AtomicBool, CancellationToken, Mutex, Ordering, lock};
+use crate::sync::{AtomicBool, CancellationToken, Mutex, Ordering};
 
 /// The non-generic part of a scope: everything the guard decides with.
 pub(crate) struct Guard {
@@ -46,10 +51,14 @@ pub(crate) struct Guard {
     /// goes back; it lets a caller skip computing a signature that the guard cannot reach.
     /// Decisions are still taken under the lock only.
     tools_closed: AtomicBool,
+    /// The host's token, as given.
     caller: CancellationToken,
+    /// This scope's own child of the caller's token, the one every decision reads: reading a
+    /// tokio-util token locks that token's node, and the caller's may be shared by every request
+    /// of a service, while this one is locked by this scope alone.
+    caller_view: CancellationToken,
     token: CancellationToken,
     deadline: Instant,
-    model: Arc<str>,
     /// In a journaled run, the attempt's epoch (its fencing token), set once when the attempt
     /// takes the run.
     epoch: Mutex<Option<u64>>,
@@ -64,28 +73,29 @@ impl Guard {
         caller: CancellationToken,
         deadline: Instant,
     ) -> Self {
-        let token = caller.child_token();
+        let caller_view = caller.child_token();
+        let token = caller_view.child_token();
         Self {
             limits,
             capabilities,
             ledger: Mutex::new(Ledger::default()),
             tools_closed: AtomicBool::new(limits.tool_calls() == 0),
             caller,
+            caller_view,
             token,
             deadline,
-            model: Arc::from("model"),
             epoch: Mutex::new(None),
         }
     }
 
     /// Marks this guard's run as a journaled attempt under `epoch`.
     pub(crate) fn set_epoch(&self, epoch: u64) {
-        *lock(&self.epoch) = Some(epoch);
+        *self.epoch.lock() = Some(epoch);
     }
 
     /// The journaled attempt's epoch, if any.
     pub(crate) fn epoch(&self) -> Option<u64> {
-        *lock(&self.epoch)
+        *self.epoch.lock()
     }
 
     pub(crate) fn limits(&self) -> Limits {
@@ -112,46 +122,46 @@ impl Guard {
         &self.caller
     }
 
-    pub(crate) fn model_name(&self) -> &Arc<str> {
-        &self.model
+    /// Whether the caller cancelled, read on this scope's own view of the caller's token.
+    pub(crate) fn caller_cancelled(&self) -> bool {
+        self.caller_view.is_cancelled()
     }
 
     pub(crate) fn events(&self) -> Vec<ControlEvent> {
-        lock(&self.ledger).events().to_vec()
+        self.ledger.lock().events().to_vec()
     }
 
     pub(crate) fn stop_reason(&self) -> Option<HaltReason> {
-        lock(&self.ledger).stop()
+        self.ledger.lock().stop()
     }
 
     pub(crate) fn model_calls(&self) -> u32 {
-        lock(&self.ledger).model_calls()
+        self.ledger.lock().model_calls()
     }
 
     pub(crate) fn tool_calls(&self) -> u32 {
-        lock(&self.ledger).tool_calls()
+        self.ledger.lock().tool_calls()
     }
 
     /// What holds now: read by every critical section right after it takes the lock.
     fn gate(&self) -> Gate {
-        Gate {
-            caller_cancelled: self.caller.is_cancelled(),
-            deadline_passed: Instant::now() >= self.deadline,
-        }
+        Gate { caller_cancelled: self.caller_cancelled(), deadline_passed: Instant::now() >= self.deadline }
     }
 
-    /// Runs one critical section with the gate read under the lock, then cancels the guard's
-    /// token if the section left a halt in force.
-    fn decide<T>(&self, section: impl FnOnce(&mut Ledger, Gate) -> Result<T, Stop>) -> Result<T, Stop> {
-        let decision = {
-            let mut ledger = lock(&self.ledger);
+    /// The one way into the ledger for a decision: takes the lock, reads the gate under it, runs
+    /// `section`, then, once the lock is released, cancels the guard's token if a halt is in
+    /// force.
+    fn decide<T>(&self, section: impl FnOnce(&mut Ledger, Gate) -> T) -> T {
+        let (decision, halted) = {
+            let mut ledger = self.ledger.lock();
             let decision = section(&mut ledger, self.gate());
-            if ledger.stop().is_some() || ledger.tool_calls() >= self.limits.tool_calls() {
+            let halted = ledger.stop().is_some();
+            if halted || ledger.tool_calls() >= self.limits.tool_calls() {
                 self.tools_closed.store(true, Ordering::Relaxed);
             }
-            decision
+            (decision, halted)
         };
-        if let Err(Stop::Halted(_)) = decision {
+        if halted {
             self.token.cancel();
         }
         decision
@@ -165,7 +175,7 @@ impl Guard {
 
     /// Counts one model call before it is sent: cancellation, then the model budget.
     pub(crate) fn admit_model(&self) -> Result<u32, Stop> {
-        self.decide(|ledger, gate| ledger.admit_model(gate, &self.limits, &self.model))
+        self.decide(|ledger, gate| ledger.admit_model(gate, &self.limits))
     }
 
     /// Records one middleware observation of a call to `tool`.
@@ -176,10 +186,7 @@ impl Guard {
     /// Refuses a model reply that asked for more tool calls than the bound: the `TooManyCalls`
     /// halt, charged to the model, unless something stopped the run first.
     pub(crate) fn refuse_reply(&self) -> Stop {
-        match self.decide(|ledger, gate| Err::<(), _>(ledger.refuse_reply(gate, &self.model))) {
-            Err(stop) => stop,
-            Ok(()) => Stop::Halted(HaltReason::TooManyCalls),
-        }
+        self.decide(Ledger::refuse_reply)
     }
 
     /// Whether no tool call can be admitted any more: a stop is recorded or the tool budget is
@@ -188,20 +195,25 @@ impl Guard {
         self.tools_closed.load(Ordering::Relaxed)
     }
 
-    /// The guard's one check-and-reserve for a tool call (see [`Ledger::admit_tool`]).
+    /// The checks before repetition for a call not signed yet (see [`Ledger::precheck_tool`]).
+    pub(crate) fn precheck_tool(&self, tool: &Arc<str>, granted: bool) -> Result<(), Stop> {
+        self.decide(|ledger, gate| ledger.precheck_tool(gate, &self.limits, tool, granted))
+    }
+
+    /// The guard's one check-and-reserve for a signed tool call (see [`Ledger::admit_tool`]).
     pub(crate) fn admit_tool(
         &self,
         tool: &Arc<str>,
         granted: bool,
-        signature: Option<String>,
-    ) -> Result<Admission, Stop> {
+        signature: Signature,
+    ) -> Result<u32, Stop> {
         self.decide(|ledger, gate| ledger.admit_tool(gate, &self.limits, tool, granted, signature))
     }
 
     /// Continues a logical run from a journal: `counters` and `events` become this guard's, if
     /// nothing was counted or recorded yet. Returns whether they were restored.
     pub(crate) fn restore(&self, counters: Counters, events: Vec<ControlEvent>) -> bool {
-        let mut ledger = lock(&self.ledger);
+        let mut ledger = self.ledger.lock();
         if !ledger.is_fresh() || ledger.stop().is_some() {
             return false;
         }
@@ -215,57 +227,35 @@ impl Guard {
 
     /// The counters a journal persists, and the events from `from` on.
     pub(crate) fn counters_and_events(&self, from: usize) -> (Counters, Vec<ControlEvent>) {
-        let ledger = lock(&self.ledger);
+        let ledger = self.ledger.lock();
         let events = ledger.events().get(from..).map(<[ControlEvent]>::to_vec).unwrap_or_default();
         (ledger.counters(), events)
     }
 
     /// Appends a journal's event, unless the run is stopped (caller first, then a halt).
     pub(crate) fn record(&self, event: ControlEvent) -> Result<(), Stop> {
-        if self.caller.is_cancelled() {
-            return Err(Stop::Cancelled);
-        }
-        lock(&self.ledger).record(event)
+        self.decide(|ledger, gate| ledger.record(gate, event))
     }
 
     /// Appends a journal's event whatever stopped the run: what it records (an effect's
     /// committed result) happened.
     pub(crate) fn append(&self, event: ControlEvent) {
-        lock(&self.ledger).append(event);
+        self.ledger.lock().append(event);
     }
 
     /// Records `event` as the halt for `reason` (the first halt wins) and cancels the token.
     pub(crate) fn halt_with(&self, reason: HaltReason, event: ControlEvent) -> Stop {
-        if self.caller.is_cancelled() {
-            return Stop::Cancelled;
-        }
-        let stop = {
-            let mut ledger = lock(&self.ledger);
-            let stop = ledger.halt_with(reason, event);
-            self.tools_closed.store(true, Ordering::Relaxed);
-            stop
-        };
-        self.token.cancel();
-        stop
+        self.decide(|ledger, gate| ledger.halt_with(gate, reason, event))
     }
 
     /// The stop in force when the token fired: the caller first, then the recorded halt.
     fn stop_now(&self) -> Stop {
-        if self.caller.is_cancelled() {
-            return Stop::Cancelled;
-        }
-        // The token fires only after the caller cancels or a halt is recorded.
-        lock(&self.ledger).stop().map_or(Stop::Cancelled, Stop::Halted)
+        self.decide(|ledger, gate| ledger.stop_now(gate))
     }
 
     /// Records the deadline (unless something stopped first) and cancels the token.
     fn expire(&self, activity: Activity<'_>) -> Stop {
-        if self.caller.is_cancelled() {
-            return Stop::Cancelled;
-        }
-        let stop = lock(&self.ledger).expire(activity);
-        self.token.cancel();
-        stop
+        self.decide(|ledger, gate| ledger.expire(gate, activity))
     }
 
     /// Races `future` against the guard's token and deadline; callers re-check the guard

@@ -9,6 +9,7 @@ use crate::event::HaltReason;
 /// Returned by every check of the scope. The caller's cancellation takes priority: when it races
 /// a halt or the deadline, checks report [`Stop::Cancelled`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Stop {
     /// The caller's cancellation token fired.
     Cancelled,

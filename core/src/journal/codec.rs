@@ -212,7 +212,7 @@ pub(crate) fn decode_event(row: &EventRow) -> Result<ControlEvent, JournalError>
     if row.name.is_empty() || row.name.len() > MAX_EVENT_NAME_LEN || row.name.chars().any(char::is_control) {
         return Err(corrupt("an event's name"));
     }
-    let mut event = ControlEvent::new(kind, Arc::from(row.name.as_str()), row.count);
+    let mut event = ControlEvent::new(kind, crate::event::Subject::from_name(&row.name), row.count);
     if let Some(operation) = &row.operation {
         let id = super::id::OperationId::parse(operation).map_err(|_| corrupt("an event's operation"))?;
         event = event.on(id.shared());

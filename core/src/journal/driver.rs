@@ -30,12 +30,12 @@ use super::record::{
 use super::row::{Batch, CallRow, DecisionRow, Entry, Fence, ProposalRow, StartedRow};
 use super::run_record::RunRecord;
 use super::store::Journal;
-use crate::event::{ControlEvent, EventKind, HaltReason};
+use crate::event::{ControlEvent, EventKind, HaltReason, Subject};
 use crate::guard::{Activity, Stop};
 use crate::outcome::Status;
 use crate::runtime::{Course, End, Runtime, Turn, error_message};
 use crate::scope::Scope;
-use crate::tool::{BoundCall, EffectKind, ErasedTool, Policy, ToolError};
+use crate::tool::{AdmittedCall, EffectKind, ErasedTool, Policy, ToolError};
 use crate::transport::{Budgeted, Message, ModelReply, ToolCall, ToolDefinition, Transport};
 
 /// One attempt of a journaled run.
@@ -171,20 +171,17 @@ impl<'j, J: Journal> Journaled<'j, J> {
         if let Err(stop) = runtime.observe_call(scope, tool.name(), call) {
             return Turn::End(End::Stopped(stop));
         }
-        let bound = match tool.bind_signed(&call.arguments) {
-            Ok(bound) => bound,
+        let (admitted, arguments) = match tool.admit_journaled(scope, &call.arguments) {
+            Ok(admitted) => admitted,
+            Err(ToolError::Stopped(stop)) => return Turn::End(End::Stopped(stop)),
             Err(error) => {
-                let answer = error_message(call, &ToolError::Bind(error));
+                let answer = error_message(call, &error);
                 self.record_answer(index, None, &answer);
                 return Turn::Answer(answer);
             }
         };
-        let ordinal = match bound.admit(scope) {
-            Ok(ordinal) => ordinal,
-            Err(stop) => return Turn::End(End::Stopped(stop)),
-        };
+        let ordinal = admitted.count();
         let operation = self.run.operation(ordinal);
-        let arguments = bound.signature().get(tool.name().len() + 1..).unwrap_or_default().to_owned();
         let proposal = Proposal {
             operation: operation.clone(),
             reply: self.reply,
@@ -213,7 +210,8 @@ impl<'j, J: Journal> Journaled<'j, J> {
         self.record.operations.insert(ordinal, known);
         let shared = operation.shared();
         let proposed =
-            ControlEvent::new(EventKind::Proposed, Arc::clone(tool.name()), ordinal).on(Arc::clone(&shared));
+            ControlEvent::new(EventKind::Proposed, Subject::Tool(Arc::clone(tool.name())), ordinal)
+                .on(Arc::clone(&shared));
         if let Err(stop) = scope.guard().record(proposed) {
             return Turn::End(End::Stopped(stop));
         }
@@ -224,7 +222,7 @@ impl<'j, J: Journal> Journaled<'j, J> {
                 if let Err(stop) = self.allow(scope, tool.name(), ordinal, &shared, &Decider::Policy, true) {
                     return Turn::End(End::Stopped(stop));
                 }
-                self.execute(scope, tool, bound, call, index, &operation, tool.effect(), 1).await
+                self.execute(scope, tool, admitted, call, index, &operation, tool.effect(), 1).await
             }
         }
     }
@@ -254,7 +252,7 @@ impl<'j, J: Journal> Journaled<'j, J> {
             }));
             self.decided(ordinal, Verdict::Allow, by);
         }
-        let event = ControlEvent::new(EventKind::Allowed, Arc::clone(tool), ordinal)
+        let event = ControlEvent::new(EventKind::Allowed, Subject::Tool(Arc::clone(tool)), ordinal)
             .on(Arc::clone(operation))
             .by(Arc::from(by.describe()));
         scope.guard().record(event)
@@ -278,9 +276,10 @@ impl<'j, J: Journal> Journaled<'j, J> {
             }));
             self.decided(ordinal, Verdict::Deny, by);
         }
-        let event = ControlEvent::new(EventKind::Halt(HaltReason::Denied), Arc::clone(tool), ordinal)
-            .on(Arc::clone(operation))
-            .by(Arc::from(by.describe()));
+        let event =
+            ControlEvent::new(EventKind::Halt(HaltReason::Denied), Subject::Tool(Arc::clone(tool)), ordinal)
+                .on(Arc::clone(operation))
+                .by(Arc::from(by.describe()));
         Turn::End(End::Stopped(scope.guard().halt_with(HaltReason::Denied, event)))
     }
 
@@ -291,7 +290,7 @@ impl<'j, J: Journal> Journaled<'j, J> {
         &mut self,
         scope: &Scope<S>,
         tool: &dyn ErasedTool<S>,
-        bound: Box<dyn BoundCall<S> + '_>,
+        admitted: Box<dyn AdmittedCall<S> + '_>,
         call: &ToolCall,
         index: u32,
         operation: &OperationId,
@@ -313,8 +312,9 @@ impl<'j, J: Journal> Journaled<'j, J> {
             if let Some(found) = self.record.operations.get_mut(&ordinal) {
                 found.starts = start;
             }
-            let started = ControlEvent::new(EventKind::EffectStarted, Arc::clone(name), ordinal)
-                .on(Arc::clone(&shared));
+            let started =
+                ControlEvent::new(EventKind::EffectStarted, Subject::Tool(Arc::clone(name)), ordinal)
+                    .on(Arc::clone(&shared));
             if let Err(stop) = scope.guard().record(started) {
                 return Turn::End(End::Stopped(stop));
             }
@@ -322,7 +322,7 @@ impl<'j, J: Journal> Journaled<'j, J> {
                 return Turn::End(End::Journal(error));
             }
         }
-        let body = match bound.start(scope, ordinal, Arc::clone(&shared)) {
+        let body = match admitted.start(scope, Arc::clone(&shared)) {
             Ok(body) => body,
             Err(ToolError::Stopped(stop)) => return Turn::End(End::Stopped(stop)),
             Err(error) => return Turn::Answer(error_message(call, &error)),
@@ -339,7 +339,9 @@ impl<'j, J: Journal> Journaled<'j, J> {
         };
         self.record_answer(index, Some(ordinal), &answer);
         if durable {
-            let recorded = ControlEvent::new(EventKind::EffectRecorded, Arc::clone(name), ordinal).on(shared);
+            let recorded =
+                ControlEvent::new(EventKind::EffectRecorded, Subject::Tool(Arc::clone(name)), ordinal)
+                    .on(shared);
             // The result is committed whatever the scope says now: it happened.
             guard.append(recorded);
             self.state = RunState::Open;
@@ -381,13 +383,8 @@ impl<'j, J: Journal> Journaled<'j, J> {
         if let OperationStatus::Settled(result) = &status {
             return self.settled(scope, index, call, &name, &id, result);
         }
-        let bound = match tool.bind_signed(&call.arguments) {
-            Ok(bound) if bound.signature() == proposal.signature() => bound,
-            _ => {
-                return Turn::End(End::Journal(JournalError::ToolMismatch(format!(
-                    "{id} binds differently"
-                ))));
-            }
+        let Ok(Some(admitted)) = tool.readmit(&call.arguments, &proposal.signature(), ordinal) else {
+            return Turn::End(End::Journal(JournalError::ToolMismatch(format!("{id} binds differently"))));
         };
         let decision_event = |verdict| match verdict {
             Verdict::Allow => EventKind::Allowed,
@@ -410,7 +407,7 @@ impl<'j, J: Journal> Journaled<'j, J> {
                     if let Err(stop) = self.allow(scope, &name, ordinal, &shared, &Decider::Policy, true) {
                         return Turn::End(End::Stopped(stop));
                     }
-                    self.execute(scope, tool, bound, call, index, &id, proposal.effect(), 1).await
+                    self.execute(scope, tool, admitted, call, index, &id, proposal.effect(), 1).await
                 }
             },
             OperationStatus::Ready { start } => {
@@ -419,10 +416,10 @@ impl<'j, J: Journal> Journaled<'j, J> {
                 {
                     return Turn::End(End::Stopped(stop));
                 }
-                self.execute(scope, tool, bound, call, index, &id, proposal.effect(), start).await
+                self.execute(scope, tool, admitted, call, index, &id, proposal.effect(), start).await
             }
             OperationStatus::Started { start } if proposal.effect() == EffectKind::Idempotent => {
-                self.execute(scope, tool, bound, call, index, &id, proposal.effect(), start + 1).await
+                self.execute(scope, tool, admitted, call, index, &id, proposal.effect(), start + 1).await
             }
             OperationStatus::Started { .. } => Turn::End(End::Suspended(Status::Ambiguous, shared)),
             // Denied and settled operations were handled above.
@@ -445,7 +442,7 @@ impl<'j, J: Journal> Journaled<'j, J> {
             return Ok(());
         }
         let by = operation.reconciled(start).map_or("host", |r| r.by());
-        let event = ControlEvent::new(EventKind::Reconciled, Arc::clone(name), id.ordinal())
+        let event = ControlEvent::new(EventKind::Reconciled, Subject::Tool(Arc::clone(name)), id.ordinal())
             .on(shared)
             .by(Arc::from(by));
         scope.guard().record(event)
@@ -478,9 +475,12 @@ impl<'j, J: Journal> Journaled<'j, J> {
 /// The run stops on `proposal`, which waits for the host's decision: its `AwaitingApproval`
 /// event, then the end that hands the proposal out.
 fn awaiting<S>(scope: &Scope<S>, tool: &Arc<str>, proposal: Proposal) -> Turn {
-    let event =
-        ControlEvent::new(EventKind::AwaitingApproval, Arc::clone(tool), proposal.operation.ordinal())
-            .on(proposal.operation.shared());
+    let event = ControlEvent::new(
+        EventKind::AwaitingApproval,
+        Subject::Tool(Arc::clone(tool)),
+        proposal.operation.ordinal(),
+    )
+    .on(proposal.operation.shared());
     match scope.guard().record(event) {
         Ok(()) => Turn::End(End::Awaiting(Box::new(proposal))),
         Err(stop) => Turn::End(End::Stopped(stop)),

@@ -3,10 +3,15 @@
 //! # Invariants
 //!
 //! - Every message names what failed (a table, a field, an operation id), never a stored value:
-//!   stored rows hold canonical arguments and tool results, which SPEC §10 keeps out of errors.
+//!   stored rows hold canonical arguments and tool results, which never appear in an error.
 //! - The kind, not the text, classifies an error.
+//! - A storage failure keeps the backend's own error as its [`source`](std::error::Error::source)
+//!   (a SQLite or PostgreSQL client's error, which holds no password), and `Display` never
+//!   repeats what a source says.
 
+use std::error::Error as StdError;
 use std::fmt;
+use std::sync::Arc;
 
 use crate::outcome::Status;
 
@@ -33,8 +38,9 @@ pub enum JournalError {
     InvalidLimits(crate::limits::LimitsError),
     /// A capability's name is empty or has a control character.
     InvalidCapability,
-    /// The storage failed (I/O, locking, a full disk); the message is the backend's.
-    Storage(String),
+    /// The storage failed (I/O, locking, a full disk, a server down): what failed, in the
+    /// backend's words, and the backend's own error as the source.
+    Storage(StorageError),
     /// A stored row does not decode, or the rows contradict each other; names what.
     Corrupt(String),
     /// The file was written by a newer schema than this version understands.
@@ -101,7 +107,7 @@ impl fmt::Display for JournalError {
             Self::InvalidLease => f.write_str("invalid lease: use more than zero and at most a day"),
             Self::InvalidLimits(error) => error.fmt(f),
             Self::InvalidCapability => f.write_str("invalid capability: a name without control characters"),
-            Self::Storage(message) => write!(f, "journal storage failed: {message}"),
+            Self::Storage(error) => write!(f, "journal storage failed: {error}"),
             Self::Corrupt(what) => write!(f, "the journal is corrupt: {what}"),
             Self::UnsupportedSchema { found, supported } => {
                 write!(f, "the journal's schema version {found} is newer than this build's ({supported})")
@@ -132,4 +138,76 @@ impl fmt::Display for JournalError {
     }
 }
 
-impl std::error::Error for JournalError {}
+impl StdError for JournalError {
+    fn source(&self) -> Option<&(dyn StdError + 'static)> {
+        match self {
+            Self::Storage(error) => error.source(),
+            _ => None,
+        }
+    }
+}
+
+impl JournalError {
+    /// A storage failure described by `message`, without a source.
+    pub fn storage(message: impl Into<String>) -> Self {
+        Self::Storage(StorageError::new(message))
+    }
+}
+
+/// A journal backend's storage failure: what failed, and the backend's error that caused it.
+///
+/// Two are equal when their messages are, whatever their sources.
+#[derive(Clone)]
+pub struct StorageError {
+    message: Box<str>,
+    source: Option<Arc<dyn StdError + Send + Sync + 'static>>,
+}
+
+impl StorageError {
+    /// A failure described by `message` (what failed; no stored value, no password).
+    pub fn new(message: impl Into<String>) -> Self {
+        Self { message: message.into().into_boxed_str(), source: None }
+    }
+
+    /// This failure, caused by `source` (which must hold no password or stored value).
+    #[must_use]
+    pub fn with_source(mut self, source: impl StdError + Send + Sync + 'static) -> Self {
+        self.source = Some(Arc::new(source));
+        self
+    }
+
+    /// What failed, in the backend's words.
+    #[must_use]
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+}
+
+impl PartialEq for StorageError {
+    fn eq(&self, other: &Self) -> bool {
+        self.message == other.message
+    }
+}
+
+impl Eq for StorageError {}
+
+impl fmt::Debug for StorageError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("StorageError")
+            .field("message", &self.message)
+            .field("source", &self.source.is_some())
+            .finish()
+    }
+}
+
+impl fmt::Display for StorageError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl StdError for StorageError {
+    fn source(&self) -> Option<&(dyn StdError + 'static)> {
+        self.source.as_deref().map(|source| source as &(dyn StdError + 'static))
+    }
+}

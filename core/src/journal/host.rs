@@ -27,7 +27,7 @@ use super::record::{Decider, OperationStatus, Proposal, Resolution, RunState, Ve
 use super::row::{Batch, DecisionRow, Entry, Fence, Lease, ReconciliationRow};
 use super::run_record::RunRecord;
 use super::store::Journal;
-use crate::event::{ControlEvent, EventKind};
+use crate::event::{ControlEvent, EventKind, Subject};
 use crate::limits::Limits;
 use crate::scope::ScopeBuilder;
 use crate::tool::EffectKind;
@@ -155,7 +155,7 @@ pub async fn widen<J: Journal>(
     let widenings = record.events().iter().filter(|event| event.kind() == EventKind::Widened).count();
     let count =
         u32::try_from(widenings + 1).map_err(|_| JournalError::Corrupt("too many widenings".to_owned()))?;
-    let event = ControlEvent::new(EventKind::Widened, Arc::from("run"), count).by(Arc::from(by));
+    let event = ControlEvent::new(EventKind::Widened, Subject::Run, count).by(Arc::from(by));
     let batch = Batch {
         entries: vec![
             Entry::Definition(codec::encode_definition(&definition.grants, &definition.limits)),

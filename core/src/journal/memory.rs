@@ -19,7 +19,7 @@ use super::query::RunQuery;
 use super::record::valid_actor;
 use super::row::{Batch, Entry, Fence, Lease, ListedRow, RunRow, StoredRun};
 use super::store::{DEFAULT_LEASE, Journal, MAX_LEASE};
-use crate::sync::{Mutex, lock};
+use crate::sync::Mutex;
 
 /// A journal held in memory.
 ///
@@ -131,7 +131,7 @@ impl MemoryJournal {
     }
 
     fn with<T>(&self, f: impl FnOnce(&mut Held) -> T) -> T {
-        f(&mut lock(&self.inner))
+        f(&mut self.inner.lock())
     }
 
     fn grant(&self, now: SystemTime) -> Option<Lease> {
@@ -141,8 +141,7 @@ impl MemoryJournal {
 
     fn acquire_now(&self, run: &RunId, fresh: RunRow) -> Result<StoredRun, JournalError> {
         let now = SystemTime::now();
-        let lease =
-            self.grant(now).ok_or_else(|| JournalError::Storage("a lease beyond the clock".to_owned()))?;
+        let lease = self.grant(now).ok_or_else(|| JournalError::storage("a lease beyond the clock"))?;
         self.with(|held| {
             let Some(stored) = held.runs.get_mut(run) else {
                 let stored = StoredRun {

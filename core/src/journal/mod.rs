@@ -1,4 +1,4 @@
-//! Durable decisions (SPEC §15): a journal that protects side effects across crashes and
+//! Durable decisions: a journal that protects side effects across crashes and
 //! restarts, where the guard protects one loop.
 //!
 //! A journaled run ([`Runtime::run_journaled`](crate::Runtime::run_journaled)) records each step
@@ -66,7 +66,7 @@ mod run_record;
 mod store;
 
 pub use definition::RunDefinition;
-pub use error::JournalError;
+pub use error::{JournalError, StorageError};
 pub use host::{Presented, approve, deny, inspect, list, reconcile, scope_of, widen};
 pub use id::{Digest, FencingToken, MAX_RUN_ID_LEN, OperationId, RunId};
 pub use label::{Labels, MAX_LABEL_KEY_LEN, MAX_LABEL_VALUE_LEN, MAX_LABELS};

@@ -7,7 +7,7 @@
 //! - An operation has at most one decision and at most one result; each start of its body has
 //!   its own number (1 for the first), and a reconciliation settles one start.
 //! - Nothing here is printed by `Display`: a proposal's arguments and a result's text are stored
-//!   values, and stay in the journal (SPEC §10).
+//!   values, and stay in the journal.
 
 use std::fmt;
 
@@ -429,12 +429,9 @@ impl RunState {
             ("open", None, None) => Ok(Self::Open),
             ("awaiting_approval", Some(ordinal), None) => Ok(Self::AwaitingApproval(ordinal)),
             ("ambiguous", Some(ordinal), None) => Ok(Self::Ambiguous(ordinal)),
-            ("finished", None, Some(status)) => crate::outcome::Status::ALL
-                .iter()
-                .copied()
-                .find(|known| known.as_str() == status)
-                .map(Self::Finished)
-                .ok_or_else(bad),
+            ("finished", None, Some(status)) => {
+                crate::outcome::Status::from_name(status).map(Self::Finished).ok_or_else(bad)
+            }
             _ => Err(bad()),
         }
     }

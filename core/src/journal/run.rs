@@ -27,7 +27,7 @@ use crate::scope::Scope;
 use crate::transport::{Message, Transport};
 
 impl<T: Transport, S: Send + Sync + 'static> Runtime<T, S> {
-    /// Runs, or resumes, the logical run `run` recorded in `journal` (SPEC §15).
+    /// Runs, or resumes, the logical run `run` recorded in `journal`.
     ///
     /// A new run starts from `conversation`. A run the journal knows continues from its
     /// journal: `conversation` is replaced by the recorded one, recorded model replies and tool
@@ -116,7 +116,7 @@ async fn begin<'j, J: Journal, S>(
     conversation.clone_from(&record.conversation);
     let persisted = record.events.len();
     if record.attempts > 1 {
-        let resumed = ControlEvent::new(EventKind::Resumed, std::sync::Arc::from("run"), record.attempts);
+        let resumed = ControlEvent::new(EventKind::Resumed, crate::event::Subject::Run, record.attempts);
         scope.guard().append(resumed);
     }
     Ok(Journaled::new(journal, record, persisted, acquiring))

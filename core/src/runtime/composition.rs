@@ -1,5 +1,11 @@
 //! How the loop is composed: its own iteration cap and whether it emits tracing spans.
 //!
+//! The two compositions are presets of the one loop, kept in the library on purpose: the claim
+//! they let a host check (the same guard gives the same events and the same outcome whatever
+//! loop drives it, so a harness does not replace business control) is about this crate's
+//! runtime, and the tests of every integration run both. A host that wants another cap sets it
+//! with [`Runtime::max_iterations`](crate::Runtime::max_iterations).
+//!
 //! # Invariants
 //!
 //! - The `harness` cap is the model-call limit + 1, so the scope's `ModelBudget` always fires

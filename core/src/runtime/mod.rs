@@ -77,6 +77,7 @@ pub struct Runtime<T, S = ()> {
     composition: Composition,
     options: ChatOptions,
     streaming: bool,
+    max_iterations: Option<u32>,
     observers: Vec<Arc<dyn Observer<S>>>,
 }
 
@@ -133,6 +134,7 @@ impl<T: Transport, S: Send + Sync + 'static> Runtime<T, S> {
             composition,
             options: ChatOptions::default(),
             streaming: false,
+            max_iterations: None,
             observers: Vec::new(),
         }
     }
@@ -148,6 +150,16 @@ impl<T: Transport, S: Send + Sync + 'static> Runtime<T, S> {
     #[must_use]
     pub fn streaming(mut self, streaming: bool) -> Self {
         self.streaming = streaming;
+        self
+    }
+
+    /// Sets the loop's own iteration cap, in place of the composition's (`harness`: the
+    /// model-call limit + 1, so that the scope's `ModelBudget` halt always comes first;
+    /// `simple`: 40). A run that reaches it ends without the model's text, judged by the host's
+    /// completion condition.
+    #[must_use]
+    pub fn max_iterations(mut self, iterations: u32) -> Self {
+        self.max_iterations = Some(iterations);
         self
     }
 
@@ -221,7 +233,8 @@ impl<T: Transport, S: Send + Sync + 'static> Runtime<T, S> {
     ) -> End {
         let model = Budgeted::new(scope, &self.transport);
         let tools = self.tools.definitions();
-        for _ in 0..self.composition.max_iterations(&scope.limits()) {
+        let cap = self.max_iterations.unwrap_or_else(|| self.composition.max_iterations(&scope.limits()));
+        for _ in 0..cap {
             let reply = match course.reply(self, &model, conversation, tools).await {
                 Ok(reply) => reply,
                 Err(end) => return end,
@@ -317,6 +330,24 @@ impl<T: Transport, S: Send + Sync + 'static> Runtime<T, S> {
     }
 }
 
+/// What a transport error says, with the causes its sources give, joined by `: ` (a cause
+/// that repeats the one before is left out).
+fn describe(error: &TransportError) -> String {
+    let mut text = error.message().to_owned();
+    let mut last = String::new();
+    let mut source = std::error::Error::source(error);
+    while let Some(cause) = source {
+        let words = cause.to_string();
+        if !words.is_empty() && words != last {
+            text.push_str(": ");
+            text.push_str(&words);
+            last = words;
+        }
+        source = cause.source();
+    }
+    text
+}
+
 /// The error result the model gets for a call that failed without ending the run.
 pub(crate) fn error_message(call: &ToolCall, error: &ToolError) -> Message {
     let message = error.model_message().unwrap_or_else(|| error.to_string());
@@ -343,8 +374,8 @@ pub(crate) fn conclude<S>(
         End::CapReached => Ok(Outcome::ended(is_complete(scope.state()), None, events, usage)),
         End::Stopped(Stop::Halted(reason)) => Ok(Outcome::stopped(reason.into(), events, usage, None)),
         End::Stopped(Stop::Cancelled) => Err(RunError::Cancelled),
-        End::Transport(TransportError::Unavailable(message)) => {
-            Ok(Outcome::stopped(Status::ProviderUnavailable, events, usage, Some(message)))
+        End::Transport(error) if error.is_unavailable() => {
+            Ok(Outcome::stopped(Status::ProviderUnavailable, events, usage, Some(describe(&error))))
         }
         End::Transport(error) => Err(RunError::Provider(error)),
         End::Suspended(status, operation) => {

@@ -1,26 +1,27 @@
 //! A cancellation token modelled by loom, in place of tokio-util's under `--cfg loopbound_loom`.
 //!
 //! Only what the guard uses: `new`, `Default`, `Clone`, `cancel`, `is_cancelled`,
-//! `child_token` and `cancelled`. Each token is a node with a loom-modelled flag and a link to
-//! its parent, so every read and write of "has the caller cancelled?" is a point where loom
-//! explores other threads' steps.
+//! `child_token` and `cancelled`. It follows tokio-util's shape: each token is a node whose
+//! state (cancelled or not, its waiters, its children) sits behind the node's own mutex, a
+//! parent's `cancel` walks down to its children, and `is_cancelled` locks the node it asks. So
+//! the loom models explore that second lock where the guard takes it, inside the ledger's.
 //!
 //! # Invariants
 //!
-//! - `cancel` sets the node's flag (sequentially consistent) and wakes whoever waits on it;
-//!   the flag never goes back.
-//! - `is_cancelled` is true once this node or any ancestor was cancelled.
-//! - `cancelled` completes once `is_cancelled` holds; a waiter registers on every ancestor, so a
-//!   parent's `cancel` wakes a child's waiter.
+//! - `cancel` sets the node's flag under its lock, then cancels its children and wakes its
+//!   waiters; the flag never goes back.
+//! - A child made from a cancelled parent is born cancelled; otherwise the parent knows it, so
+//!   a later `cancel` of the parent reaches it.
+//! - `is_cancelled` reads one node's flag under that node's lock.
+//! - `cancelled` completes once `is_cancelled` holds; a waiter registers on its own node only,
+//!   since a parent's cancellation reaches the node itself.
 
 use std::fmt;
 use std::future::{Future, poll_fn};
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 use std::task::{Poll, Waker};
 
-use loom::sync::Mutex;
-use loom::sync::atomic::AtomicBool;
+use super::Mutex;
 
 /// A loom-modelled stand-in for `tokio_util::sync::CancellationToken`.
 #[derive(Clone)]
@@ -28,21 +29,40 @@ pub struct CancellationToken {
     node: Arc<Node>,
 }
 
+#[derive(Default)]
 struct Node {
-    cancelled: AtomicBool,
-    parent: Option<Arc<Node>>,
-    waiters: Mutex<Vec<Waker>>,
+    state: Mutex<State>,
+}
+
+#[derive(Default)]
+struct State {
+    cancelled: bool,
+    waiters: Vec<Waker>,
+    children: Vec<Arc<Node>>,
 }
 
 impl Node {
-    fn new(parent: Option<Arc<Node>>) -> Self {
-        Self { cancelled: AtomicBool::new(false), parent, waiters: Mutex::new(Vec::new()) }
+    fn cancel(&self) {
+        let (children, waiters) = {
+            let mut state = self.state.lock();
+            if state.cancelled {
+                return;
+            }
+            state.cancelled = true;
+            (std::mem::take(&mut state.children), std::mem::take(&mut state.waiters))
+        };
+        for child in children {
+            child.cancel();
+        }
+        for waiter in waiters {
+            waiter.wake();
+        }
     }
 }
 
 impl Default for CancellationToken {
     fn default() -> Self {
-        Self { node: Arc::new(Node::new(None)) }
+        Self { node: Arc::new(Node::default()) }
     }
 }
 
@@ -62,43 +82,37 @@ impl CancellationToken {
     /// A token cancelled when this one is (or on its own).
     #[must_use]
     pub fn child_token(&self) -> Self {
-        Self { node: Arc::new(Node::new(Some(Arc::clone(&self.node)))) }
+        let child = Arc::new(Node::default());
+        let mut parent = self.node.state.lock();
+        if parent.cancelled {
+            child.state.lock().cancelled = true;
+        } else {
+            parent.children.push(Arc::clone(&child));
+        }
+        drop(parent);
+        Self { node: child }
     }
 
     /// Cancels this token and its children.
     pub fn cancel(&self) {
-        self.node.cancelled.store(true, Ordering::SeqCst);
-        let waiters = std::mem::take(&mut *crate::sync::lock(&self.node.waiters));
-        for waiter in waiters {
-            waiter.wake();
-        }
+        self.node.cancel();
     }
 
-    /// Whether this token or an ancestor was cancelled.
+    /// Whether this token (or, through it, an ancestor) was cancelled.
     #[must_use]
     pub fn is_cancelled(&self) -> bool {
-        let mut node = Some(&self.node);
-        while let Some(current) = node {
-            if current.cancelled.load(Ordering::SeqCst) {
-                return true;
-            }
-            node = current.parent.as_ref();
-        }
-        false
+        self.node.state.lock().cancelled
     }
 
     /// Completes once the token is cancelled.
     pub fn cancelled(&self) -> impl Future<Output = ()> + '_ {
         poll_fn(move |cx| {
-            if self.is_cancelled() {
+            let mut state = self.node.state.lock();
+            if state.cancelled {
                 return Poll::Ready(());
             }
-            let mut node = Some(&self.node);
-            while let Some(current) = node {
-                crate::sync::lock(&current.waiters).push(cx.waker().clone());
-                node = current.parent.as_ref();
-            }
-            if self.is_cancelled() { Poll::Ready(()) } else { Poll::Pending }
+            state.waiters.push(cx.waker().clone());
+            Poll::Pending
         })
     }
 }

@@ -15,8 +15,8 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use super::definition::{BodyFuture, Definition};
 use super::error::ToolError;
+use super::pipeline::{Admitted, BodyFuture};
 use crate::guard::{Activity, Guard};
 use crate::scope::Scope;
 use crate::sync::CancellationToken;
@@ -103,15 +103,13 @@ impl<S> fmt::Debug for Call<S> {
 /// It borrows its tool and its scope, so that admitting a call touches no shared reference count.
 #[must_use = "the attempt is counted whether or not it runs"]
 pub struct Reservation<'a, T, S> {
-    tool: &'a Arc<Definition<T, S>>,
+    admitted: Admitted<'a, T, S>,
     scope: &'a Scope<S>,
-    input: T,
-    count: u32,
 }
 
 impl<T, S> fmt::Debug for Reservation<'_, T, S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Reservation").field("count", &self.count).finish_non_exhaustive()
+        f.debug_struct("Reservation").field("tool_count", &self.admitted.count()).finish_non_exhaustive()
     }
 }
 
@@ -120,14 +118,14 @@ where
     T: DeserializeOwned + Serialize + Send + 'static,
     S: Send + Sync + 'static,
 {
-    pub(crate) fn new(tool: &'a Arc<Definition<T, S>>, scope: &'a Scope<S>, input: T, count: u32) -> Self {
-        Self { tool, scope, input, count }
+    pub(crate) fn new(admitted: Admitted<'a, T, S>, scope: &'a Scope<S>) -> Self {
+        Self { admitted, scope }
     }
 
     /// The scope's tool-call count after this reservation (1 for the first admitted call).
     #[must_use]
     pub fn tool_count(&self) -> u32 {
-        self.count
+        self.admitted.count()
     }
 
     /// Runs the body, bounded by the scope, then checks the scope again. If the scope stopped
@@ -138,8 +136,9 @@ where
     /// [`ToolError::Stopped`] if the scope stopped before, during or right after the body;
     /// [`ToolError::Failed`] if the body returned an error.
     pub async fn run(self) -> Result<String, ToolError> {
-        let body = self.tool.start(self.scope, self.input, self.count, None)?;
-        finish(self.scope.guard(), self.tool.name(), body).await
+        let name = self.admitted.tool().name();
+        let body = self.admitted.start(self.scope, None)?;
+        finish(self.scope.guard(), name, body).await
     }
 }
 

@@ -1,58 +1,45 @@
-//! A guarded tool's definition: name, capability, description, input type, JSON schema and
-//! private body, built once and shared by every request.
+//! Defining a guarded tool: the builder (name, capability, description, effect, policy, the
+//! tool's own check, the JSON schema shown to the model, the private body) and the public handle,
+//! [`GuardedTool`], whose every method goes through the [pipeline](super::pipeline).
 //!
 //! # Invariants
 //!
-//! - A definition is immutable once built; its JSON schema is computed once, at definition.
-//! - The body is private: every invocation goes through [`admit`](Definition::admit) (bind
-//!   first, then the scope's one check-and-reserve) and [`start`](Definition::start) (the
-//!   scope is checked again immediately before the body's closure is called).
-//! - Fail closed outside a journal: a tool whose [`Policy`] is not `Allow` is started only with
-//!   an operation id, which only a journal gives once it has recorded the decision. On every other
-//!   path its admitted call halts `Denied` instead of starting (no decision can be recorded, so
-//!   none is made), and its reservation stays counted.
-//! - The signature is the tool's name and the canonical JSON of the *bound* input; it is
-//!   computed only when the guard can reach the repetition check.
-//! - A tool's [check](ToolBuilder::validate), when it has one, runs after binding and before the
-//!   guard on every path (JSON or typed): a refused input is a [`BindError`] of kind
-//!   [`Invalid`](super::BindErrorKind::Invalid), and nothing is counted.
-//! - The JSON schema the model sees is either derived from the input type once, at definition,
-//!   or given at run time by the host ([`ToolBuilder::parameters`], e.g. a schema discovered from
-//!   another process); either way it is fixed once the tool is built.
+//! - A definition is immutable once built; its JSON schema is computed once, at definition:
+//!   derived from the input type ([`Derived`], the default) or given at run time by the host
+//!   ([`ToolBuilder::parameters`], e.g. a schema discovered from another process; the input type
+//!   then needs no `JsonSchema`).
+//! - [`Check`] and [`Parameters`] are sealed: a check is nothing or the host's closure, and
+//!   nothing else can stand between binding and the guard.
+//! - Tool names are `[A-Za-z0-9_-]{1,64}` and neither `model` nor `run`, the names of the other
+//!   subjects of events.
 
 use std::fmt;
 use std::future::Future;
-use std::marker::PhantomData;
-use std::pin::Pin;
 use std::sync::Arc;
 
 use schemars::JsonSchema;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use super::binding::{BindError, bind};
+use super::binding::BindError;
 use super::call::{Call, Reservation, finish};
 use super::effect::{EffectKind, Policy};
 use super::error::{BodyError, ToolError};
-use super::set::{RegistrationError, ToolSetBuilder, valid_name};
-use crate::canonical::signature;
-use crate::event::{ControlEvent, EventKind, HaltReason};
-use crate::guard::{Activity, Admission, Stop};
+use super::pipeline::{Body, CheckFn, Definition, Parts};
+use super::set::{RegistrationError, ToolSetBuilder};
 use crate::scope::Scope;
 use crate::transport::ToolDefinition;
 
-/// A started body, boxed so that tools of different types share one runtime path.
-pub(crate) type BodyFuture = Pin<Box<dyn Future<Output = Result<String, BodyError>> + Send>>;
-
-type Body<T, S> = Box<dyn Fn(T, Call<S>) -> BodyFuture + Send + Sync>;
-
-/// A tool's check of its bound input, run before the guard.
-type CheckFn<T> = Box<dyn Fn(&T) -> Result<(), String> + Send + Sync>;
+mod sealed {
+    /// Seals [`Check`](super::Check) and [`Parameters`](super::Parameters): the definition
+    /// relies on what their implementations do.
+    pub trait Sealed {}
+}
 
 /// What a tool checks in its bound input after binding and before the guard: nothing
 /// ([`NoCheck`]), or a closure `Fn(&T) -> Result<(), String>` given to
-/// [`ToolBuilder::validate`].
-pub trait Check<T>: Send + Sync + 'static {
+/// [`ToolBuilder::validate`]. Sealed: those are its only implementations.
+pub trait Check<T>: sealed::Sealed + Send + Sync + 'static {
     /// The check as the definition keeps it, or `None` when there is nothing to check.
     #[doc(hidden)]
     fn into_check(self) -> Option<CheckFn<T>>;
@@ -62,18 +49,87 @@ pub trait Check<T>: Send + Sync + 'static {
 #[derive(Clone, Copy, Debug, Default)]
 pub struct NoCheck;
 
+impl sealed::Sealed for NoCheck {}
+
 impl<T> Check<T> for NoCheck {
     fn into_check(self) -> Option<CheckFn<T>> {
         None
     }
 }
 
-impl<T, F> Check<T> for F
+/// A closure given to [`ToolBuilder::validate`].
+#[derive(Clone, Copy, Debug)]
+pub struct CheckWith<F>(F);
+
+impl<F> sealed::Sealed for CheckWith<F> {}
+
+impl<T, F> Check<T> for CheckWith<F>
 where
     F: Fn(&T) -> Result<(), String> + Send + Sync + 'static,
 {
     fn into_check(self) -> Option<CheckFn<T>> {
-        Some(Box::new(self))
+        Some(Box::new(self.0))
+    }
+}
+
+/// Where the JSON schema a tool shows the model comes from: derived from the input type
+/// ([`Derived`], which needs `T: JsonSchema`) or given by the host ([`Given`], any `T`). Sealed.
+pub trait Parameters<T>: sealed::Sealed {
+    /// The schema.
+    #[doc(hidden)]
+    fn into_schema(self) -> serde_json::Value;
+}
+
+/// The schema derived from the input type with `schemars`, once, at definition: the default.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Derived;
+
+impl sealed::Sealed for Derived {}
+
+impl<T: JsonSchema> Parameters<T> for Derived {
+    fn into_schema(self) -> serde_json::Value {
+        parameters_schema::<T>()
+    }
+}
+
+/// A schema given by the host with [`ToolBuilder::parameters`].
+#[derive(Clone, Debug)]
+pub struct Given(serde_json::Value);
+
+impl sealed::Sealed for Given {}
+
+impl<T> Parameters<T> for Given {
+    fn into_schema(self) -> serde_json::Value {
+        self.0
+    }
+}
+
+/// A tool's body: an async function of the bound input and the [`Call`], returning the result
+/// text for the model or an error for it. Implemented by every closure or function of that
+/// shape, for [`ToolBuilder::build`].
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a tool body for input `{T}` and state `{S}`",
+    label = "expected `Fn({T}, Call<{S}>) -> impl Future<Output = Result<impl Into<String>, impl Into<BodyError>>>`",
+    note = "a body takes the bound input and the `Call`, and is `Send + Sync + 'static`, as is its future: `|input: {T}, call: Call<{S}>| async move {{ Ok::<_, String>(\"result\") }}`"
+)]
+pub trait ToolBody<T, S>: Send + Sync + 'static {
+    /// The body, boxed.
+    #[doc(hidden)]
+    fn into_body(self) -> Body<T, S>;
+}
+
+impl<T, S, F, Fut, R, E> ToolBody<T, S> for F
+where
+    F: Fn(T, Call<S>) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<R, E>> + Send + 'static,
+    R: Into<String>,
+    E: Into<BodyError>,
+{
+    fn into_body(self) -> Body<T, S> {
+        Box::new(move |input, call| {
+            let future = self(input, call);
+            Box::pin(async move { future.await.map(Into::into).map_err(Into::into) })
+        })
     }
 }
 
@@ -110,18 +166,18 @@ where
 /// # }
 /// ```
 #[must_use]
-pub struct ToolBuilder<'set, S, V = NoCheck> {
+pub struct ToolBuilder<'set, S = (), V = NoCheck, P = Derived> {
     set: Option<&'set mut ToolSetBuilder<S>>,
     name: String,
     capability: String,
     description: String,
     effect: EffectKind,
     policy: Policy,
-    parameters: Option<serde_json::Value>,
+    parameters: P,
     check: V,
 }
 
-impl<S, V> fmt::Debug for ToolBuilder<'_, S, V> {
+impl<S, V, P> fmt::Debug for ToolBuilder<'_, S, V, P> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ToolBuilder")
             .field("name", &self.name)
@@ -133,41 +189,40 @@ impl<S, V> fmt::Debug for ToolBuilder<'_, S, V> {
 impl<S: Send + Sync + 'static> ToolBuilder<'static, S> {
     /// Starts defining a tool named `name` that needs `capability`, outside any set.
     pub fn new(name: impl Into<String>, capability: impl Into<String>) -> Self {
-        Self {
-            set: None,
-            name: name.into(),
-            capability: capability.into(),
-            description: String::new(),
-            effect: EffectKind::default(),
-            policy: Policy::default(),
-            parameters: None,
-            check: NoCheck,
-        }
+        Self::start(None, name.into(), capability.into())
     }
 }
 
 impl<'set, S: Send + Sync + 'static> ToolBuilder<'set, S> {
     pub(crate) fn in_set(set: &'set mut ToolSetBuilder<S>, name: String, capability: String) -> Self {
+        Self::start(Some(set), name, capability)
+    }
+
+    fn start(set: Option<&'set mut ToolSetBuilder<S>>, name: String, capability: String) -> Self {
         Self {
-            set: Some(set),
+            set,
             name,
             capability,
             description: String::new(),
             effect: EffectKind::default(),
             policy: Policy::default(),
-            parameters: None,
+            parameters: Derived,
             check: NoCheck,
         }
     }
+}
 
+impl<'set, S: Send + Sync + 'static, P> ToolBuilder<'set, S, NoCheck, P> {
     /// Adds a check of the bound input, run after binding and before the guard on every path
-    /// (the loop, [`GuardedTool::invoke_json`], [`GuardedTool::invoke`], [`GuardedTool::reserve`]).
+    /// (the loop, a journaled run, [`GuardedTool::invoke_json`], [`GuardedTool::invoke`],
+    /// [`GuardedTool::reserve`], [`ToolSet::invoke`](super::ToolSet::invoke)).
     ///
     /// An `Err(message)` refuses the call as a [`BindError`] of kind
     /// [`Invalid`](super::BindErrorKind::Invalid): nothing is counted, the body does not run,
     /// and the model receives the message. The message should name where the input is wrong and
-    /// what was expected (`at /a: expected a number`), and must never quote the input's values
-    /// (SPEC §10); it is truncated to [`MAX_MESSAGE_LEN`](super::MAX_MESSAGE_LEN) bytes.
+    /// what was expected (`at /a: expected a number`), and must never quote the input's values:
+    /// it reaches the model and may reach logs. It is truncated to
+    /// [`MAX_MESSAGE_LEN`](super::MAX_MESSAGE_LEN) bytes.
     ///
     /// ```
     /// use loopbound::tool::{BindErrorKind, ToolBuilder};
@@ -197,7 +252,7 @@ impl<'set, S: Send + Sync + 'static> ToolBuilder<'set, S> {
     /// # Ok(())
     /// # }
     /// ```
-    pub fn validate<T, F>(self, check: F) -> ToolBuilder<'set, S, F>
+    pub fn validate<T, F>(self, check: F) -> ToolBuilder<'set, S, CheckWith<F>, P>
     where
         F: Fn(&T) -> Result<(), String> + Send + Sync + 'static,
     {
@@ -209,24 +264,35 @@ impl<'set, S: Send + Sync + 'static> ToolBuilder<'set, S> {
             effect: self.effect,
             policy: self.policy,
             parameters: self.parameters,
-            check,
+            check: CheckWith(check),
         }
     }
 }
 
-impl<S: Send + Sync + 'static, V> ToolBuilder<'_, S, V> {
+impl<'set, S: Send + Sync + 'static, V> ToolBuilder<'set, S, V, Derived> {
     /// Sets the JSON schema of the tool's parameters sent to the model, instead of the one
-    /// derived from the input type with `schemars`.
+    /// derived from the input type with `schemars` (the input type then needs no
+    /// `JsonSchema`).
     ///
     /// For tools whose schema is known only at run time (a tool discovered from another
     /// process, such as an MCP server's): the schema is passed to the model as given, and
     /// nothing checks it against the input type. Pair it with [`validate`](Self::validate) so
     /// that what the schema promises is enforced before the guard.
-    pub fn parameters(mut self, schema: serde_json::Value) -> Self {
-        self.parameters = Some(schema);
-        self
+    pub fn parameters(self, schema: serde_json::Value) -> ToolBuilder<'set, S, V, Given> {
+        ToolBuilder {
+            set: self.set,
+            name: self.name,
+            capability: self.capability,
+            description: self.description,
+            effect: self.effect,
+            policy: self.policy,
+            parameters: Given(schema),
+            check: self.check,
+        }
     }
+}
 
+impl<S: Send + Sync + 'static, V, P> ToolBuilder<'_, S, V, P> {
     /// Sets the description sent to the model with the tool's definition.
     pub fn description(mut self, description: impl Into<String>) -> Self {
         self.description = description.into();
@@ -260,38 +326,24 @@ impl<S: Send + Sync + 'static, V> ToolBuilder<'_, S, V> {
     /// # Errors
     ///
     /// [`RegistrationError::InvalidName`] for a name outside `[A-Za-z0-9_-]{1,64}`;
-    /// [`RegistrationError::DuplicateName`] if the set already has a tool of this name.
-    pub fn build<T, F, Fut, R, E>(self, body: F) -> Result<GuardedTool<T, S>, RegistrationError>
+    /// [`RegistrationError::ReservedName`] for `model` or `run`, which name other subjects of
+    /// events; [`RegistrationError::DuplicateName`] if the set already has a tool of this name.
+    pub fn build<T>(self, body: impl ToolBody<T, S>) -> Result<GuardedTool<T, S>, RegistrationError>
     where
-        T: DeserializeOwned + Serialize + JsonSchema + Send + 'static,
+        T: DeserializeOwned + Serialize + Send + 'static,
         V: Check<T>,
-        F: Fn(T, Call<S>) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = Result<R, E>> + Send + 'static,
-        R: Into<String>,
-        E: Into<BodyError>,
+        P: Parameters<T>,
     {
-        if !valid_name(&self.name) {
-            return Err(RegistrationError::InvalidName(self.name));
-        }
-        let body: Body<T, S> = Box::new(move |input, call| {
-            let future = body(input, call);
-            Box::pin(async move { future.await.map(Into::into).map_err(Into::into) })
-        });
+        super::set::check_name(&self.name)?;
         let tool = GuardedTool {
-            inner: Arc::new(Definition {
-                model_view: ToolDefinition {
-                    name: self.name.clone(),
-                    description: self.description,
-                    parameters: self.parameters.unwrap_or_else(parameters_schema::<T>),
-                },
-                name: Arc::from(self.name),
-                capability: self.capability.into_boxed_str(),
+            inner: Arc::new(Definition::new(Parts {
+                model_view: ToolDefinition::new(self.name, self.description, self.parameters.into_schema()),
+                capability: self.capability,
                 effect: self.effect,
                 policy: self.policy,
                 check: self.check.into_check(),
-                body,
-                input: PhantomData,
-            }),
+                body: body.into_body(),
+            })),
         };
         if let Some(set) = self.set {
             set.add(&tool)?;
@@ -330,23 +382,8 @@ impl<T, S> Clone for GuardedTool<T, S> {
 
 impl<T, S> fmt::Debug for GuardedTool<T, S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("GuardedTool")
-            .field("name", &self.inner.name)
-            .field("capability", &self.inner.capability)
-            .finish_non_exhaustive()
+        f.debug_struct("GuardedTool").field("name", &self.inner.definition().name).finish_non_exhaustive()
     }
-}
-
-/// What a guarded tool is made of.
-pub(crate) struct Definition<T, S> {
-    model_view: ToolDefinition,
-    name: Arc<str>,
-    capability: Box<str>,
-    effect: EffectKind,
-    policy: Policy,
-    check: Option<CheckFn<T>>,
-    body: Body<T, S>,
-    input: PhantomData<fn(T)>,
 }
 
 impl<T, S> GuardedTool<T, S>
@@ -357,31 +394,31 @@ where
     /// The tool's name.
     #[must_use]
     pub fn name(&self) -> &str {
-        &self.inner.name
+        self.inner.name()
     }
 
     /// The capability the tool needs.
     #[must_use]
     pub fn capability(&self) -> &str {
-        &self.inner.capability
+        self.inner.capability()
     }
 
     /// What the body does to the world, as declared.
     #[must_use]
     pub fn effect(&self) -> EffectKind {
-        self.inner.effect
+        self.inner.effect()
     }
 
     /// The host's standing decision for this tool's proposals.
     #[must_use]
     pub fn policy(&self) -> Policy {
-        self.inner.policy
+        self.inner.policy()
     }
 
     /// The definition a transport sends to the model: name, description, JSON schema of `T`.
     #[must_use]
     pub fn definition(&self) -> &ToolDefinition {
-        &self.inner.model_view
+        self.inner.definition()
     }
 
     /// Binds JSON `arguments` to `T`, then runs the tool's check if it has one. Nothing is
@@ -391,12 +428,12 @@ where
     ///
     /// A [`BindError`] naming the tool and the problem.
     pub fn bind(&self, arguments: &str) -> Result<T, BindError> {
-        self.inner.bind_checked(arguments)
+        self.inner.prepare_json(arguments).map(super::pipeline::Prepared::into_input)
     }
 
     /// Checks and reserves one attempt for `input` in `scope`, synchronously and without running
-    /// the body: cancellation → permission → tool budget → repetition → reserve. The reservation
-    /// is kept even if it is never run.
+    /// the body: the tool's check, then cancellation → permission → tool budget → repetition →
+    /// reserve. The reservation is kept even if it is never run.
     ///
     /// # Errors
     ///
@@ -404,9 +441,8 @@ where
     /// [`ToolError::Bind`] if the tool's own check refuses `input` or `input` cannot be written
     /// as canonical JSON (nothing counted).
     pub fn reserve<'a>(&'a self, scope: &'a Scope<S>, input: T) -> Result<Reservation<'a, T, S>, ToolError> {
-        self.inner.check(&input)?;
-        let count = self.inner.admit(scope, &input)?;
-        Ok(Reservation::new(&self.inner, scope, input, count))
+        let admitted = self.inner.prepare(input)?.admit(scope)?;
+        Ok(Reservation::new(admitted, scope))
     }
 
     /// Invokes the tool in `scope` with a typed input, through the guard.
@@ -414,7 +450,8 @@ where
     /// # Errors
     ///
     /// [`ToolError::Stopped`] if the guard refused or the scope stopped before or during the
-    /// body; [`ToolError::Failed`] if the body returned an error.
+    /// body; [`ToolError::Bind`] if the tool's check refused the input (nothing counted);
+    /// [`ToolError::Failed`] if the body returned an error.
     pub async fn invoke(&self, scope: &Scope<S>, input: T) -> Result<String, ToolError> {
         self.reserve(scope, input)?.run().await
     }
@@ -423,166 +460,14 @@ where
     ///
     /// # Errors
     ///
-    /// [`ToolError::Bind`] if the arguments do not bind (nothing counted), else as
-    /// [`invoke`](Self::invoke).
+    /// [`ToolError::Bind`] if the arguments do not bind or the tool's check refuses them
+    /// (nothing counted), else as [`invoke`](Self::invoke).
     pub async fn invoke_json(&self, scope: &Scope<S>, arguments: &str) -> Result<String, ToolError> {
-        let body = self.inner.start_json(scope, arguments)?;
-        finish(scope.guard(), &self.inner.name, body).await
+        let body = self.inner.prepare_json(arguments)?.admit(scope)?.start(scope, None)?;
+        finish(scope.guard(), self.inner.name(), body).await
     }
 
     pub(crate) fn erased(&self) -> Arc<Definition<T, S>> {
         Arc::clone(&self.inner)
-    }
-}
-
-impl<T, S> Definition<T, S>
-where
-    T: DeserializeOwned + Serialize + Send + 'static,
-    S: Send + Sync + 'static,
-{
-    pub(crate) fn name(&self) -> &Arc<str> {
-        &self.name
-    }
-
-    pub(crate) fn definition(&self) -> &ToolDefinition {
-        &self.model_view
-    }
-
-    /// The guard: the signature outside the lock (only when it can matter), then one critical
-    /// section. Returns the new tool-call count.
-    pub(crate) fn admit(&self, scope: &Scope<S>, input: &T) -> Result<u32, ToolError> {
-        let guard = scope.guard();
-        let granted = guard.is_granted(&self.capability);
-        // The signature matters only if the guard can reach the repetition check: the call is
-        // granted and the scope can still admit a tool call (both can only turn false).
-        let mut key = if granted && !guard.tools_closed() { Some(self.sign(input)?) } else { None };
-        loop {
-            match guard.admit_tool(&self.name, granted, key.take())? {
-                Admission::Admitted(count) => return Ok(count),
-                Admission::NeedsSignature => key = Some(self.sign(input)?),
-            }
-        }
-    }
-
-    fn sign(&self, input: &T) -> Result<String, BindError> {
-        signature(&self.name, input).map_err(|error| BindError::unsignable(&self.name, &error))
-    }
-
-    /// Starts an admitted body: checks the scope once more, immediately before the body's
-    /// closure is called, so that a call whose run stopped in between never starts. Without an
-    /// `operation` (no journal recorded a decision) a tool whose policy is not `Allow` halts
-    /// `Denied` instead.
-    pub(crate) fn start(
-        &self,
-        scope: &Scope<S>,
-        input: T,
-        count: u32,
-        operation: Option<Arc<str>>,
-    ) -> Result<BodyFuture, ToolError> {
-        let guard = scope.guard();
-        guard.check(Activity::Tool(&self.name))?;
-        if operation.is_none() && self.policy != Policy::Allow {
-            let by = match self.policy {
-                Policy::Ask => "policy ask, no journal",
-                _ => "policy",
-            };
-            let event = ControlEvent::new(EventKind::Halt(HaltReason::Denied), Arc::clone(&self.name), count)
-                .by(Arc::from(by));
-            return Err(ToolError::Stopped(guard.halt_with(HaltReason::Denied, event)));
-        }
-        Ok((self.body)(input, Call::new(scope.clone(), count, operation)))
-    }
-
-    /// Runs the tool's check of a bound input, if it has one.
-    fn check(&self, input: &T) -> Result<(), BindError> {
-        match &self.check {
-            Some(check) => check(input).map_err(|message| BindError::invalid(&self.name, &message)),
-            None => Ok(()),
-        }
-    }
-
-    /// Binds JSON `arguments`, then runs the tool's check.
-    fn bind_checked(&self, arguments: &str) -> Result<T, BindError> {
-        let input = bind(&self.name, arguments)?;
-        self.check(&input)?;
-        Ok(input)
-    }
-
-    /// Binds, checks, admits and starts the body; the caller runs it with [`finish`].
-    pub(crate) fn start_json(&self, scope: &Scope<S>, arguments: &str) -> Result<BodyFuture, ToolError> {
-        let input = self.bind_checked(arguments)?;
-        let count = self.admit(scope, &input)?;
-        self.start(scope, input, count, None)
-    }
-
-    pub(crate) fn capability(&self) -> &str {
-        &self.capability
-    }
-
-    pub(crate) fn effect(&self) -> EffectKind {
-        self.effect
-    }
-
-    pub(crate) fn policy(&self) -> Policy {
-        self.policy
-    }
-
-    /// Binds JSON `arguments` and signs the input, for a journaled call that records its
-    /// proposal; nothing is counted.
-    pub(crate) fn bind_signed(&self, arguments: &str) -> Result<Bound<'_, T, S>, BindError> {
-        let input = bind(&self.name, arguments)?;
-        let signature = self.sign(&input)?;
-        Ok(Bound { tool: self, input, signature })
-    }
-}
-
-/// A bound and signed input of a journaled call, not yet admitted.
-pub(crate) struct Bound<'a, T, S> {
-    tool: &'a Definition<T, S>,
-    input: T,
-    signature: String,
-}
-
-/// A bound call with its input type erased, as the journal's driver handles it.
-pub(crate) trait BoundCall<S>: Send {
-    /// The signature: tool name, `:`, canonical arguments.
-    fn signature(&self) -> &str;
-    /// The guard's one check-and-reserve, with the signature computed already.
-    fn admit(&self, scope: &Scope<S>) -> Result<u32, Stop>;
-    /// Starts the body of the call admitted as `count`, as operation `operation`.
-    fn start(
-        self: Box<Self>,
-        scope: &Scope<S>,
-        count: u32,
-        operation: Arc<str>,
-    ) -> Result<BodyFuture, ToolError>;
-}
-
-impl<T, S> BoundCall<S> for Bound<'_, T, S>
-where
-    T: DeserializeOwned + Serialize + Send + 'static,
-    S: Send + Sync + 'static,
-{
-    fn signature(&self) -> &str {
-        &self.signature
-    }
-
-    fn admit(&self, scope: &Scope<S>) -> Result<u32, Stop> {
-        let guard = scope.guard();
-        let granted = guard.is_granted(&self.tool.capability);
-        match guard.admit_tool(&self.tool.name, granted, Some(self.signature.clone()))? {
-            Admission::Admitted(count) => Ok(count),
-            // Unreachable with a signature given; refusing is the safe answer.
-            Admission::NeedsSignature => Err(Stop::Cancelled),
-        }
-    }
-
-    fn start(
-        self: Box<Self>,
-        scope: &Scope<S>,
-        count: u32,
-        operation: Arc<str>,
-    ) -> Result<BodyFuture, ToolError> {
-        self.tool.start(scope, self.input, count, Some(operation))
     }
 }

@@ -1,5 +1,5 @@
 //! What a tool does to the world, and what the host decides before it runs: declared per tool,
-//! read by a journal (SPEC §15).
+//! read by a journal.
 //!
 //! # Invariants
 //!

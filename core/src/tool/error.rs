@@ -64,11 +64,14 @@ impl ToolError {
 }
 
 impl fmt::Display for ToolError {
+    /// `Failed` writes which tool failed and leaves the body's error to
+    /// [`source`](StdError::source); `Bind` and `Stopped` write the inner error's words (they
+    /// are transparent).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::NotFound { name } => write!(f, "tool {name} not found"),
             Self::Bind(error) => error.fmt(f),
-            Self::Failed { tool, source } => write!(f, "tool {tool} failed: {source}"),
+            Self::Failed { tool, .. } => write!(f, "tool {tool} failed"),
             Self::Stopped(stop) => stop.fmt(f),
         }
     }
@@ -78,9 +81,7 @@ impl StdError for ToolError {
     fn source(&self) -> Option<&(dyn StdError + 'static)> {
         match self {
             Self::Failed { source, .. } => Some(source.as_ref()),
-            Self::Bind(error) => Some(error),
-            Self::Stopped(stop) => Some(stop),
-            Self::NotFound { .. } => None,
+            Self::Bind(_) | Self::Stopped(_) | Self::NotFound { .. } => None,
         }
     }
 }

@@ -1,6 +1,8 @@
 //! Guarded tools: defined once, bound from the model's JSON, admitted by the request's guard,
 //! then run.
 //!
+//! - `pipeline`: the one path from a model's arguments to a body (bind → the tool's check →
+//!   sign → admit → start), which every way of calling a tool takes;
 //! - [`definition`](GuardedTool): name, capability, description, typed input, JSON schema and
 //!   private body, built once;
 //! - [`set`](ToolSet): the host's tools, shared by every request;
@@ -26,15 +28,17 @@ mod call;
 mod definition;
 mod effect;
 mod error;
+pub(crate) mod pipeline;
 mod set;
 
 pub use binding::{BindError, BindErrorKind};
 pub use call::{Call, Reservation};
-pub use definition::{Check, GuardedTool, NoCheck, ToolBuilder};
+pub use definition::{
+    Check, CheckWith, Derived, Given, GuardedTool, NoCheck, Parameters, ToolBody, ToolBuilder,
+};
 pub use effect::{EffectKind, Policy};
 pub use error::{BodyError, MAX_MESSAGE_LEN, ToolError};
 pub use set::{RegistrationError, ToolSet, ToolSetBuilder};
 
 pub(crate) use call::finish;
-pub(crate) use definition::BoundCall;
-pub(crate) use set::ErasedTool;
+pub(crate) use set::{AdmittedCall, ErasedTool};

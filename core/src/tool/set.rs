@@ -13,15 +13,16 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
-use schemars::JsonSchema;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use super::binding::BindError;
 use super::call::finish;
-use super::definition::{BodyFuture, BoundCall, Definition, GuardedTool, ToolBuilder};
+use super::definition::{GuardedTool, ToolBuilder};
 use super::effect::{EffectKind, Policy};
 use super::error::ToolError;
+use super::pipeline::{Admitted, BodyFuture, Definition};
+use crate::event::Subject;
 use crate::scope::Scope;
 use crate::transport::ToolDefinition;
 
@@ -127,7 +128,7 @@ impl<S: Send + Sync + 'static> ToolSet<S> {
 }
 
 /// Collects tools into a [`ToolSet`].
-pub struct ToolSetBuilder<S> {
+pub struct ToolSetBuilder<S = ()> {
     tools: Vec<Arc<dyn ErasedTool<S>>>,
 }
 
@@ -158,7 +159,7 @@ impl<S: Send + Sync + 'static> ToolSetBuilder<S> {
     /// [`RegistrationError::DuplicateName`] if the set already has a tool of this name.
     pub fn add<T>(&mut self, tool: &GuardedTool<T, S>) -> Result<&mut Self, RegistrationError>
     where
-        T: DeserializeOwned + Serialize + JsonSchema + Send + 'static,
+        T: DeserializeOwned + Serialize + Send + 'static,
     {
         if self.tools.iter().any(|known| **known.name() == *tool.name()) {
             return Err(RegistrationError::DuplicateName(tool.name().to_owned()));
@@ -176,17 +177,53 @@ impl<S: Send + Sync + 'static> ToolSetBuilder<S> {
     }
 }
 
-/// A guarded tool with its input type erased, as a set and the runtime hold it.
+/// A guarded tool with its input type erased, as a set and the runtime hold it. Each method is
+/// one route through the [pipeline](super::pipeline).
 pub(crate) trait ErasedTool<S>: Send + Sync {
     fn name(&self) -> &Arc<str>;
     fn definition(&self) -> &ToolDefinition;
-    /// Binds, guards and starts the body; the caller runs it with [`finish`].
-    fn start_json(&self, scope: &Scope<S>, arguments: &str) -> Result<BodyFuture, ToolError>;
     fn capability(&self) -> &str;
     fn effect(&self) -> EffectKind;
     fn policy(&self) -> Policy;
-    /// Binds and signs JSON `arguments`, for a journaled call; nothing is counted.
-    fn bind_signed<'a>(&'a self, arguments: &str) -> Result<Box<dyn BoundCall<S> + 'a>, BindError>;
+    /// Binds, checks, admits and starts the body; the caller runs it with [`finish`].
+    fn start_json(&self, scope: &Scope<S>, arguments: &str) -> Result<BodyFuture, ToolError>;
+    /// Binds, checks, signs and admits a journaled call; returns it with its canonical arguments,
+    /// for its proposal.
+    fn admit_journaled<'a>(
+        &'a self,
+        scope: &Scope<S>,
+        arguments: &str,
+    ) -> Result<(Box<dyn AdmittedCall<S> + 'a>, String), ToolError>;
+    /// Binds and checks a call that an earlier attempt admitted as `count` with the signature
+    /// `expected`; `None` if it now signs differently. Nothing is counted.
+    fn readmit<'a>(
+        &'a self,
+        arguments: &str,
+        expected: &str,
+        count: u32,
+    ) -> Result<Option<Box<dyn AdmittedCall<S> + 'a>>, BindError>;
+}
+
+/// An admitted call with its input type erased, as the journal's driver starts it.
+pub(crate) trait AdmittedCall<S>: Send {
+    /// The tool-call count it was admitted as: the operation's ordinal.
+    fn count(&self) -> u32;
+    /// Starts the body as operation `operation`.
+    fn start(self: Box<Self>, scope: &Scope<S>, operation: Arc<str>) -> Result<BodyFuture, ToolError>;
+}
+
+impl<T, S> AdmittedCall<S> for Admitted<'_, T, S>
+where
+    T: DeserializeOwned + Serialize + Send + 'static,
+    S: Send + Sync + 'static,
+{
+    fn count(&self) -> u32 {
+        Admitted::count(self)
+    }
+
+    fn start(self: Box<Self>, scope: &Scope<S>, operation: Arc<str>) -> Result<BodyFuture, ToolError> {
+        Admitted::start(*self, scope, Some(operation))
+    }
 }
 
 impl<T, S> ErasedTool<S> for Definition<T, S>
@@ -202,10 +239,6 @@ where
         Definition::definition(self)
     }
 
-    fn start_json(&self, scope: &Scope<S>, arguments: &str) -> Result<BodyFuture, ToolError> {
-        Definition::start_json(self, scope, arguments)
-    }
-
     fn capability(&self) -> &str {
         Definition::capability(self)
     }
@@ -218,8 +251,27 @@ where
         Definition::policy(self)
     }
 
-    fn bind_signed<'a>(&'a self, arguments: &str) -> Result<Box<dyn BoundCall<S> + 'a>, BindError> {
-        Ok(Box::new(Definition::bind_signed(self, arguments)?))
+    fn start_json(&self, scope: &Scope<S>, arguments: &str) -> Result<BodyFuture, ToolError> {
+        self.prepare_json(arguments)?.admit(scope)?.start(scope, None)
+    }
+
+    fn admit_journaled<'a>(
+        &'a self,
+        scope: &Scope<S>,
+        arguments: &str,
+    ) -> Result<(Box<dyn AdmittedCall<S> + 'a>, String), ToolError> {
+        let (admitted, arguments) = self.prepare_json(arguments)?.admit_signed(scope)?;
+        Ok((Box::new(admitted), arguments))
+    }
+
+    fn readmit<'a>(
+        &'a self,
+        arguments: &str,
+        expected: &str,
+        count: u32,
+    ) -> Result<Option<Box<dyn AdmittedCall<S> + 'a>>, BindError> {
+        let admitted = self.prepare_json(arguments)?.readmit(expected, count)?;
+        Ok(admitted.map(|admitted| Box::new(admitted) as Box<dyn AdmittedCall<S> + 'a>))
     }
 }
 
@@ -231,6 +283,8 @@ pub enum RegistrationError {
     DuplicateName(String),
     /// Tool names are 1 to 64 characters of `A-Z a-z 0-9 _ -`, as tool-calling APIs require.
     InvalidName(String),
+    /// `model` and `run` name the other subjects of events ([`Subject`]); no tool may take them.
+    ReservedName(String),
 }
 
 impl fmt::Display for RegistrationError {
@@ -241,14 +295,25 @@ impl fmt::Display for RegistrationError {
                 f,
                 "invalid tool name {name:?}: use 1 to 64 characters among A-Z, a-z, 0-9, '_' and '-'"
             ),
+            Self::ReservedName(name) => {
+                write!(f, "the tool name {name:?} is reserved: events use it for the {name} itself")
+            }
         }
     }
 }
 
 impl std::error::Error for RegistrationError {}
 
-/// Whether `name` is a valid tool name.
-pub(crate) fn valid_name(name: &str) -> bool {
-    (1..=64).contains(&name.len())
-        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+/// Checks that `name` may name a tool: 1 to 64 characters of `A-Z a-z 0-9 _ -`, and neither
+/// `model` nor `run`.
+pub(crate) fn check_name(name: &str) -> Result<(), RegistrationError> {
+    let valid = (1..=64).contains(&name.len())
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+    if !valid {
+        return Err(RegistrationError::InvalidName(name.to_owned()));
+    }
+    if Subject::is_reserved(name) {
+        return Err(RegistrationError::ReservedName(name.to_owned()));
+    }
+    Ok(())
 }

@@ -9,10 +9,10 @@
 //! # Invariants
 //!
 //! - A reply with more than [`calls`](ReplyBounds::calls) tool calls is refused with
-//!   [`TransportError::TooManyCalls`], which the model budget turns into the `TooManyCalls` halt:
+//!   [`TransportErrorKind::TooManyCalls`](super::TransportErrorKind::TooManyCalls), which the model budget turns into the `TooManyCalls` halt:
 //!   no call of that reply is observed or runs, and nothing of it enters the conversation.
 //! - A reply of more than [`bytes`](ReplyBounds::bytes) bytes is refused with
-//!   [`TransportError::Malformed`]. In memory, a reply counts its text and every call's id, name
+//!   [`TransportErrorKind::Malformed`](super::TransportErrorKind::Malformed). In memory, a reply counts its text and every call's id, name
 //!   and arguments; a transport that reads a wire format counts the framing too.
 //! - Refusing happens as soon as a bound is crossed: the piece that crosses it is not kept.
 
@@ -32,7 +32,7 @@ use crate::limits::Limits;
 ///     loopbound::transport::ToolCall::new("c1", "read_ticket", "{}"),
 ///     loopbound::transport::ToolCall::new("c2", "read_ticket", "{}"),
 /// ]);
-/// assert_eq!(bounds.check(&two), Err(TransportError::TooManyCalls { limit: 1 }));
+/// assert_eq!(bounds.check(&two), Err(TransportError::too_many_calls(1)));
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct ReplyBounds {
@@ -67,14 +67,14 @@ impl ReplyBounds {
 
     /// The error for a reply with more tool calls than the bound.
     #[must_use]
-    pub const fn too_many_calls(&self) -> TransportError {
-        TransportError::TooManyCalls { limit: self.calls }
+    pub fn too_many_calls(&self) -> TransportError {
+        TransportError::too_many_calls(self.calls)
     }
 
     /// The error for a reply longer than the bound.
     #[must_use]
     pub fn too_long(&self) -> TransportError {
-        TransportError::Malformed(format!("the reply is longer than {} bytes", self.bytes))
+        TransportError::malformed(format!("the reply is longer than {} bytes", self.bytes))
     }
 
     /// Checks a whole reply: its number of tool calls, then its size in memory (text, and every
@@ -82,7 +82,7 @@ impl ReplyBounds {
     ///
     /// # Errors
     ///
-    /// [`TransportError::TooManyCalls`] or [`TransportError::Malformed`].
+    /// [`TransportErrorKind::TooManyCalls`](super::TransportErrorKind::TooManyCalls) or [`TransportErrorKind::Malformed`](super::TransportErrorKind::Malformed).
     pub fn check(&self, reply: &ModelReply) -> Result<(), TransportError> {
         if self.too_many(reply.tool_calls.len()) {
             return Err(self.too_many_calls());
@@ -130,10 +130,10 @@ mod tests {
         longer.tool_calls[1].arguments.push('x');
         assert_eq!(
             bounds.check(&longer),
-            Err(TransportError::Malformed("the reply is longer than 10 bytes".into()))
+            Err(TransportError::malformed("the reply is longer than 10 bytes"))
         );
         let mut more = reply;
         more.tool_calls.push(ToolCall::new("", "", ""));
-        assert_eq!(bounds.check(&more), Err(TransportError::TooManyCalls { limit: 2 }));
+        assert_eq!(bounds.check(&more), Err(TransportError::too_many_calls(2)));
     }
 }

@@ -23,6 +23,7 @@ use futures_core::Stream;
 
 use super::{
     ChatOptions, ChatRequest, Message, ModelReply, ReplyAssembler, ToolDefinition, Transport, TransportError,
+    TransportErrorKind,
 };
 use crate::guard::{Activity, Guard, Stop};
 use crate::scope::Scope;
@@ -70,6 +71,8 @@ pub enum CallError {
 }
 
 impl fmt::Display for CallError {
+    /// Writes the inner error's words: a `CallError` is transparent, and its
+    /// [`source`](std::error::Error::source) is the inner error's own source.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Stopped(stop) => stop.fmt(f),
@@ -78,7 +81,14 @@ impl fmt::Display for CallError {
     }
 }
 
-impl std::error::Error for CallError {}
+impl std::error::Error for CallError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Stopped(_) => None,
+            Self::Transport(error) => error.source(),
+        }
+    }
+}
 
 impl<'a, T: Transport> Budgeted<'a, T> {
     /// `transport`, with its calls counted against `scope`'s model budget.
@@ -150,12 +160,14 @@ impl<'a, T: Transport> Budgeted<'a, T> {
     {
         let bounds = request.bounds;
         self.guard.admit_model().map_err(CallError::Stopped)?;
-        let model = Activity::Model(self.guard.model_name());
+        let model = Activity::Model;
         let reply = self.guard.bounded(model, send(request)).await.map_err(CallError::Stopped)?;
         self.guard.check(model).map_err(CallError::Stopped)?;
         match reply.and_then(|reply| bounds.check(&reply).map(|()| reply)) {
             Ok(reply) => Ok(reply),
-            Err(TransportError::TooManyCalls { .. }) => Err(CallError::Stopped(self.guard.refuse_reply())),
+            Err(error) if matches!(error.kind(), TransportErrorKind::TooManyCalls { .. }) => {
+                Err(CallError::Stopped(self.guard.refuse_reply()))
+            }
             Err(error) => Err(CallError::Transport(error)),
         }
     }

@@ -8,6 +8,7 @@
 //!   index cannot allocate a huge vector.
 //! - Argument fragments of one call are concatenated in arrival order; the first id and name
 //!   seen for an index are kept. A call without an id gets `call_<index>`.
+//! - The last usage report wins: reports are the reply's counts so far, not increments.
 //! - The assembler holds at most its [`ReplyBounds`]: a chunk that would open one call index
 //!   too many, or bring the reply's bytes (text, ids, names, arguments, counted as received)
 //!   past the bound, is refused whole with the bound's error, and so is every chunk after it.
@@ -24,17 +25,47 @@ use super::message::{ModelReply, ToolCall, Usage};
 
 /// One piece of a streamed reply.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ReplyChunk {
     /// A text fragment.
     pub content: Option<String>,
     /// Tool-call fragments.
     pub tool_calls: Vec<ToolCallDelta>,
-    /// Token counts, usually on the last chunk.
+    /// The reply's token counts so far, usually on the last chunk. Each report replaces the
+    /// one before: a provider that reports cumulative counts as it goes (Anthropic's
+    /// `message_delta`) is read correctly, and one that reports once is too.
     pub usage: Option<Usage>,
+}
+
+impl ReplyChunk {
+    /// A chunk of text.
+    pub fn text(content: impl Into<String>) -> Self {
+        Self { content: Some(content.into()), ..Self::default() }
+    }
+
+    /// A chunk of tool-call fragments.
+    #[must_use]
+    pub fn calls(tool_calls: Vec<ToolCallDelta>) -> Self {
+        Self { tool_calls, ..Self::default() }
+    }
+
+    /// A chunk carrying only the reply's usage so far.
+    #[must_use]
+    pub fn usage(usage: Usage) -> Self {
+        Self { usage: Some(usage), ..Self::default() }
+    }
+
+    /// This chunk with the reply's usage so far.
+    #[must_use]
+    pub fn with_usage(mut self, usage: Usage) -> Self {
+        self.usage = Some(usage);
+        self
+    }
 }
 
 /// A fragment of one tool call within a streamed reply.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ToolCallDelta {
     /// Which call of the reply this fragment belongs to.
     pub index: u32,
@@ -44,6 +75,35 @@ pub struct ToolCallDelta {
     pub name: Option<String>,
     /// A fragment of the arguments' JSON text.
     pub arguments: Option<String>,
+}
+
+impl ToolCallDelta {
+    /// A fragment of call `index` that carries nothing yet.
+    #[must_use]
+    pub fn new(index: u32) -> Self {
+        Self { index, ..Self::default() }
+    }
+
+    /// This fragment with the call's id.
+    #[must_use]
+    pub fn with_id(mut self, id: impl Into<String>) -> Self {
+        self.id = Some(id.into());
+        self
+    }
+
+    /// This fragment with the tool's name.
+    #[must_use]
+    pub fn with_name(mut self, name: impl Into<String>) -> Self {
+        self.name = Some(name.into());
+        self
+    }
+
+    /// This fragment with a piece of the arguments' JSON text.
+    #[must_use]
+    pub fn with_arguments(mut self, arguments: impl Into<String>) -> Self {
+        self.arguments = Some(arguments.into());
+        self
+    }
 }
 
 #[derive(Debug, Default)]
@@ -59,20 +119,18 @@ struct PartialCall {
 /// use loopbound::transport::{ReplyAssembler, ReplyBounds, ReplyChunk, ToolCallDelta, TransportError};
 ///
 /// let mut reply = ReplyAssembler::default();
-/// reply.push(ReplyChunk { tool_calls: vec![ToolCallDelta {
-///     index: 0, id: Some("c1".into()), name: Some("read_ticket".into()), arguments: Some("{\"in".into()),
-/// }], ..Default::default() })?;
-/// reply.push(ReplyChunk { tool_calls: vec![ToolCallDelta {
-///     index: 0, arguments: Some("put\":42}".into()), ..Default::default()
-/// }], ..Default::default() })?;
+/// reply.push(ReplyChunk::calls(vec![
+///     ToolCallDelta::new(0).with_id("c1").with_name("read_ticket").with_arguments("{\"in"),
+/// ]))?;
+/// reply.push(ReplyChunk::calls(vec![ToolCallDelta::new(0).with_arguments("put\":42}")]))?;
 /// let reply = reply.finish();
 /// assert_eq!(reply.tool_calls[0].arguments, r#"{"input":42}"#);
 ///
 /// // One call index too many is refused.
 /// let mut bounded = ReplyAssembler::new(ReplyBounds::new(1, 1024));
-/// let call = |index| ReplyChunk { tool_calls: vec![ToolCallDelta { index, ..Default::default() }], ..Default::default() };
+/// let call = |index| ReplyChunk::calls(vec![ToolCallDelta::new(index)]);
 /// assert_eq!(bounded.push(call(0)), Ok(()));
-/// assert_eq!(bounded.push(call(1)), Err(TransportError::TooManyCalls { limit: 1 }));
+/// assert_eq!(bounded.push(call(1)), Err(TransportError::too_many_calls(1)));
 /// # Ok::<(), TransportError>(())
 /// ```
 #[derive(Debug, Default)]
@@ -98,8 +156,8 @@ impl ReplyAssembler {
     ///
     /// # Errors
     ///
-    /// [`TransportError::TooManyCalls`] when the chunk opens one call index too many;
-    /// [`TransportError::Malformed`] when it brings the reply past its byte bound. Nothing of a
+    /// [`TransportErrorKind::TooManyCalls`](super::TransportErrorKind::TooManyCalls) when the chunk opens one call index too many;
+    /// [`TransportErrorKind::Malformed`](super::TransportErrorKind::Malformed) when it brings the reply past its byte bound. Nothing of a
     /// refused chunk is kept, and every later chunk gets the same error.
     pub fn push(&mut self, chunk: ReplyChunk) -> Result<(), TransportError> {
         if let Some(error) = &self.refused {
@@ -125,7 +183,7 @@ impl ReplyAssembler {
             }
         }
         if let Some(usage) = chunk.usage {
-            *self.usage.get_or_insert_with(Usage::default) += usage;
+            self.usage = Some(usage);
         }
         Ok(())
     }
@@ -237,14 +295,14 @@ mod tests {
             .push(ReplyChunk {
                 content: Some("Let me ".into()),
                 tool_calls: vec![delta(7, Some("b"), Some("second"), "{\"x\"")],
-                usage: Some(Usage { prompt_tokens: 3, completion_tokens: 1 }),
+                usage: Some(Usage::new(3, 1)),
             })
             .unwrap();
         assembler
             .push(ReplyChunk {
                 content: Some("look.".into()),
                 tool_calls: vec![delta(2, None, Some("first"), "{}"), delta(7, Some("ignored"), None, ":1}")],
-                usage: Some(Usage { prompt_tokens: 0, completion_tokens: 4 }),
+                usage: Some(Usage::new(3, 5)),
             })
             .unwrap();
         let reply = assembler.finish();
@@ -253,7 +311,7 @@ mod tests {
             reply.tool_calls,
             vec![ToolCall::new("call_2", "first", "{}"), ToolCall::new("b", "second", "{\"x\":1}")]
         );
-        assert_eq!(reply.usage, Some(Usage { prompt_tokens: 3, completion_tokens: 5 }));
+        assert_eq!(reply.usage, Some(Usage::new(3, 5)), "the last report wins");
     }
 
     #[test]
@@ -295,8 +353,8 @@ mod bounds_tests {
         let mut assembler = ReplyAssembler::new(ReplyBounds::new(2, 1024));
         assert_eq!(assembler.push(calls(&[5, 5, 9], "{}")), Ok(()), "two distinct indices");
         assert_eq!(assembler.push(calls(&[9, 5], "")), Ok(()), "known indices open nothing");
-        assert_eq!(assembler.push(calls(&[5, 1], "")), Err(TransportError::TooManyCalls { limit: 2 }));
-        assert_eq!(assembler.push(text("a")), Err(TransportError::TooManyCalls { limit: 2 }));
+        assert_eq!(assembler.push(calls(&[5, 1], "")), Err(TransportError::too_many_calls(2)));
+        assert_eq!(assembler.push(text("a")), Err(TransportError::too_many_calls(2)));
         assert_eq!(assembler.finish().tool_calls.len(), 2, "nothing of the refused chunks was kept");
     }
 
@@ -317,7 +375,7 @@ mod bounds_tests {
         // The id and name of a second fragment are dropped, but they were received: they count.
         let again = ToolCallDelta { arguments: None, ..call };
         let refused = assembler.push(ReplyChunk { tool_calls: vec![again], ..ReplyChunk::default() });
-        assert_eq!(refused, Err(TransportError::Malformed("the reply is longer than 10 bytes".into())));
+        assert_eq!(refused, Err(TransportError::malformed("the reply is longer than 10 bytes")));
         let reply = assembler.finish();
         assert_eq!(reply.content.as_deref(), Some("abcd"));
         assert_eq!(reply.tool_calls, vec![ToolCall::new("i", "nm", "{}")]);
@@ -332,7 +390,7 @@ mod bounds_tests {
         assert_eq!(assembler.push(text("")), Ok(()));
         assert_eq!(
             assembler.push(text("e")),
-            Err(TransportError::Malformed("the reply is longer than 6 bytes".into()))
+            Err(TransportError::malformed("the reply is longer than 6 bytes"))
         );
     }
 }

@@ -23,7 +23,7 @@
 //!
 //! # Who reads the effect kind and the policy
 //!
-//! A journal does, exactly as for a tool defined in the host (SPEC §15); the adapter adds no
+//! A journal does, exactly as for a tool defined in the host; the adapter adds no
 //! rule of its own. Under [`Runtime::run_journaled`](loopbound::Runtime::run_journaled) a call to
 //! an `Ask` tool is proposed and the run stops `AwaitingApproval` naming the operation, before
 //! anything is sent to the server; after

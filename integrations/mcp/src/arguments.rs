@@ -5,7 +5,7 @@
 //!
 //! - An [`Arguments`] always holds a JSON object: deserializing anything else fails, so the
 //!   guard never sees arguments that are not an object.
-//! - Its `Debug` form names how many properties it has and nothing of their values (SPEC §10).
+//! - Its `Debug` form names how many properties it has and nothing of their values.
 //! - What the server receives is exactly this object, and the guard's signature is its
 //!   canonical JSON: two spellings of the same arguments (`{"a":1,"b":2}` and
 //!   `{"b":2.0,"a":1e0}`) have one signature.

@@ -4,7 +4,7 @@
 //!
 //! - Every failure is typed; none panics. A classification comes from the variant, never from
 //!   a message's text.
-//! - No message carries an argument's value (SPEC §10). Two carry the server's own words, cut
+//! - No message carries an argument's value. Two carry the server's own words, cut
 //!   to [`MAX_MESSAGE_LEN`] bytes: a tool's reported error ([`CallError::Reported`]) and a
 //!   JSON-RPC error's message ([`CallError::Protocol`]); a server may quote what it was sent
 //!   in them, as in any tool result.

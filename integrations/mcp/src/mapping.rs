@@ -24,8 +24,9 @@ pub(crate) type SuccessHook<S> = Arc<dyn Fn(&str, &str, &S) + Send + Sync>;
 /// How a server's tools become guarded tools.
 ///
 /// Defaults: every tool listed, named as the server names it, needing the capability
-/// `mcp.<server>.<tool>`, with the effect kind and policy of its annotations, schemas with an
-/// unsupported keyword refused, results cut to [`DEFAULT_MAX_OUTPUT`] bytes.
+/// `mcp.<server>.<tool>`, with the effect kind and policy of its annotations, schemas with a
+/// part not checked here refused (see [`Unsupported`]), results cut to [`DEFAULT_MAX_OUTPUT`]
+/// bytes.
 ///
 /// ```
 /// use loopbound::tool::Policy;
@@ -159,7 +160,7 @@ impl<S> Mapping<S> {
         self
     }
 
-    /// What to do with a schema keyword that is not checked here (default: refuse the tool).
+    /// What to do with a part of a schema that is not checked here (default: refuse the tool).
     #[must_use]
     pub fn unsupported(mut self, unsupported: Unsupported) -> Self {
         self.unsupported = unsupported;

@@ -146,6 +146,50 @@ async fn arguments_that_break_the_schema_are_refused_before_the_guard() {
 }
 
 #[tokio::test]
+async fn a_journaled_run_validates_arguments_before_the_guard_and_proposes_nothing_invalid() {
+    if !mcp::available() {
+        return;
+    }
+    let (connection, log, _) =
+        mcp::recorded("everything", &mcp::everything_js(), &["stdio"], mcp::timeouts()).await.unwrap();
+    let (tools, _) = register(&connection);
+    let scope = scope(&["mcp.everything.get-sum"], Limits::default());
+    let model = loopbound::scripted::sequence(calls(&[
+        ("get-sum", r#"{"a": "two", "b": 40}"#),
+        ("get-sum", r#"{"a": 2, "b": 40}"#),
+    ]));
+    let journal = loopbound::journal::MemoryJournal::default();
+    let run = loopbound::journal::RunId::new("sum-journaled").unwrap();
+    let mut conversation = vec![loopbound::Message::user("Use the tools.")];
+    let outcome = loopbound::Runtime::harness(&tools, model)
+        .run_journaled(&journal, &run, &scope, &mut conversation, |()| true)
+        .await
+        .unwrap();
+    assert_eq!(outcome.status(), Status::Completed);
+    let answers = results(&conversation);
+    assert!(answers[0].starts_with("Error: invalid arguments for tool get-sum: at /a"), "{answers:?}");
+    assert_eq!(answers[1], "The sum of 2 and 40 is 42.");
+    assert_eq!(
+        events(&outcome),
+        [
+            "ModelCall model 1",
+            "Middleware get-sum 1",
+            "ModelCall model 2",
+            "Middleware get-sum 2",
+            "ToolCall get-sum 1",
+            "Proposed get-sum 1 sum-journaled/op/1",
+            "Allowed get-sum 1 sum-journaled/op/1 by policy",
+            "ModelCall model 3",
+        ],
+        "the invalid call was neither counted nor proposed"
+    );
+    assert_eq!(scope.tool_calls(), 1);
+    assert_eq!(log.sent("tools/call").len(), 1, "only the valid call was sent");
+    let record = loopbound::journal::inspect(&journal, &run).await.unwrap();
+    assert_eq!(record.operations().count(), 1, "one proposal, for the valid call");
+}
+
+#[tokio::test]
 async fn two_spellings_of_the_same_arguments_are_one_signature() {
     if !mcp::available() {
         return;

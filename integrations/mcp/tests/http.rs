@@ -107,7 +107,7 @@ async fn a_server_killed_mid_call_over_http_is_a_typed_error_and_later_calls_fai
     tokio::time::sleep(Duration::from_millis(700)).await;
     let started = Instant::now();
     server.kill();
-    let error = in_flight.await.unwrap().unwrap_err().to_string();
+    let error = in_flight.await.unwrap().unwrap_err();
     assert!(
         started.elapsed() < Duration::from_secs(4),
         "the call ended {:?} after the kill",
@@ -115,8 +115,10 @@ async fn a_server_killed_mid_call_over_http_is_a_typed_error_and_later_calls_fai
     );
     let closed = "MCP server everything is closed (its process ended or its connection broke); no call to its \
                   tools is sent any more";
-    assert_eq!(error, format!("tool trigger-long-running-operation failed: {closed}"));
-    let later = tools.invoke(&scope, "echo", r#"{"message": "x"}"#).await.unwrap_err().to_string();
-    assert_eq!(later, format!("tool echo failed: {closed}"));
+    let cause = |error: &loopbound::ToolError| std::error::Error::source(error).map(ToString::to_string);
+    assert_eq!(error.to_string(), "tool trigger-long-running-operation failed");
+    assert_eq!(cause(&error).as_deref(), Some(closed));
+    let later = tools.invoke(&scope, "echo", r#"{"message": "x"}"#).await.unwrap_err();
+    assert_eq!((later.to_string(), cause(&later)), ("tool echo failed".to_owned(), Some(closed.to_owned())));
     assert!(connection.is_closed());
 }

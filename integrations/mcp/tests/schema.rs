@@ -1,8 +1,9 @@
 //! The schema check on its own: what it accepts, what it refuses and how it says so, and the
 //! schemas it refuses to check.
 
+use loopbound::tool::MAX_MESSAGE_LEN;
 use loopbound_mcp::Unsupported;
-use loopbound_mcp::schema::{InputSchema, MAX_DEPTH, SchemaError};
+use loopbound_mcp::schema::{InputSchema, MAX_DEPTH, MAX_SCHEMA_DEPTH, MAX_SCHEMA_NODES, SchemaError};
 use serde_json::{Value, json};
 
 fn compile(schema: Value) -> InputSchema {
@@ -129,43 +130,137 @@ fn references_inside_the_schema_are_followed_even_when_recursive() {
 }
 
 #[test]
-fn a_reference_cycle_that_never_descends_is_refused_not_a_stack_overflow() {
-    let schema = compile(json!({"$ref": "#"}));
-    let message = refusal(&schema, json!({}));
+fn a_reference_cycle_that_never_descends_ends_and_adds_no_constraint() {
+    // Once refused "too deep" by the subset checker; the cycle itself constrains nothing, and
+    // what stands beside it still applies.
+    assert_eq!(compile(json!({"$ref": "#"})).check(&json!({"any": [1]})), Ok(()));
+    let typed = compile(json!({"$ref": "#", "type": "string"}));
+    assert_eq!(typed.check(&json!("a")), Ok(()));
+    assert_eq!(refusal(&typed, json!(1)), "at /: expected a string");
+    let through_any_of = compile(json!({
+        "$defs": {"a": {"anyOf": [{"type": "string"}, {"$ref": "#/$defs/b"}]}, "b": {"allOf": [{"$ref": "#/$defs/a"}], "minimum": 3}},
+        "$ref": "#/$defs/a",
+    }));
     assert_eq!(
-        message,
-        format!("at /: the schema nests too deeply to check here (at most {MAX_DEPTH} levels)")
+        refusal(&through_any_of, json!(2)),
+        "at /: expected a match for at least one of the 2 schemas of `anyOf`"
     );
 }
 
 #[test]
-fn unsupported_keywords_are_refused_or_listed_never_ignored_silently() {
-    for (schema, keyword, at) in [
-        (json!({"type": "string", "pattern": "^a"}), "pattern", "/"),
+fn keywords_the_subset_checker_refused_are_checked() {
+    let schema = compile(json!({
+        "type": "object",
+        "properties": {
+            "code": {"type": "string", "pattern": "^[A-Z]{3}$"},
+            "env": {"type": "object", "patternProperties": {"^[A-Z_]+$": {"type": "string"}}, "additionalProperties": false},
+            "pair": {"type": "object", "dependentRequired": {"user": ["password"]}},
+            "closed": {"type": "object", "properties": {"a": true}, "unevaluatedProperties": false},
+            "twice": {"type": "array", "contains": {"const": 1}, "minContains": 2},
+        },
+    }));
+    assert_eq!(
+        schema.check(&json!({"code": "ABC", "env": {"HOME": "/"}, "pair": {"user": "u", "password": "p"}, "closed": {"a": 1}, "twice": [1, 2, 1]})),
+        Ok(())
+    );
+    let cases = [
+        (json!({"code": "abc"}), "at /code: expected a string matching the pattern `^[A-Z]{3}$`"),
+        (json!({"env": {"HOME": 1}}), "at /env/HOME: expected a string"),
         (
-            json!({"properties": {"p": {"patternProperties": {"^x": {}}}}}),
-            "patternProperties",
-            "/properties/p",
+            json!({"env": {"home": "/"}}),
+            "at /env: unexpected property `home` (the schema allows no other properties)",
         ),
-        (json!({"dependentRequired": {"a": ["b"]}}), "dependentRequired", "/"),
-        (json!({"unevaluatedProperties": false}), "unevaluatedProperties", "/"),
-        (json!({"items": {"type": "array", "minContains": 2}}), "minContains", "/items"),
-    ] {
-        let error = InputSchema::compile(&schema, Unsupported::Refuse).unwrap_err();
-        assert_eq!(
-            error,
-            SchemaError::Unsupported {
-                keyword: keyword.to_owned(),
-                at: if at == "/" { String::new() } else { at.to_owned() }
-            }
-        );
-        assert_eq!(error.to_string(), format!("unsupported schema keyword `{keyword}` at {at}"));
+        (json!({"pair": {"user": "u"}}), "at /pair: missing required property `password`"),
+        (
+            json!({"closed": {"a": 1, "b": 2}}),
+            "at /closed: unexpected property `b` (`unevaluatedProperties` allows no other properties)",
+        ),
+        (
+            json!({"twice": [1, 2]}),
+            "at /twice: expected an array with as many items matching `contains` as `minContains` says",
+        ),
+    ];
+    for (arguments, expected) in cases {
+        assert_eq!(refusal(&schema, arguments.clone()), expected, "{arguments}");
     }
-    let left = InputSchema::compile(&json!({"type": "string", "pattern": "^a"}), Unsupported::LeaveToServer)
-        .unwrap();
-    assert_eq!(left.unchecked(), ["pattern at /"]);
+}
+
+#[test]
+fn parts_not_checked_here_are_refused_or_listed_never_ignored_silently() {
+    let cases = [
+        // Look-ahead: the linear-time engine cannot run it.
+        (
+            json!({"properties": {"p": {"type": "string", "pattern": "^(?=.*[0-9]).+$"}}}),
+            SchemaError::Unsupported { keyword: "pattern".to_owned(), at: "/properties/p".to_owned() },
+            "pattern at /properties/p",
+        ),
+        (
+            json!({"patternProperties": {"^(?!x)": {"type": "string"}}}),
+            SchemaError::Unsupported { keyword: "patternProperties".to_owned(), at: String::new() },
+            "patternProperties `^(?!x)` at /",
+        ),
+        (
+            json!({"properties": {"a": {"$ref": "https://example.com/s.json#/$defs/x"}}}),
+            SchemaError::Unresolved {
+                reference: "https://example.com/s.json".to_owned(),
+                at: "/properties/a".to_owned(),
+            },
+            "$ref `https://example.com/s.json` at /properties/a",
+        ),
+        (
+            json!({"$id": "https://example.com/root.json", "items": {"$ref": "item.json"}}),
+            SchemaError::Unresolved {
+                reference: "https://example.com/item.json".to_owned(),
+                at: "/items".to_owned(),
+            },
+            "$ref `https://example.com/item.json` at /items",
+        ),
+    ];
+    for (schema, error, listed) in cases {
+        assert_eq!(InputSchema::compile(&schema, Unsupported::Refuse).unwrap_err(), error, "{schema}");
+        let left =
+            InputSchema::compile(&schema, Unsupported::LeaveToServer).expect("compiled without the part");
+        assert_eq!(left.unchecked(), [listed], "{schema}");
+    }
+    let error = InputSchema::compile(&json!({"type": "string", "pattern": "(a)\\1"}), Unsupported::Refuse)
+        .unwrap_err();
+    assert_eq!(error.to_string(), "unsupported schema keyword `pattern` at /");
+    let left = InputSchema::compile(
+        &json!({"type": "string", "pattern": "(?=a)", "maxLength": 2}),
+        Unsupported::LeaveToServer,
+    )
+    .unwrap();
     assert_eq!(left.check(&json!("b")), Ok(()), "left to the server, and listed as such");
-    assert_eq!(left.check(&json!(1)).unwrap_err().to_string(), "at /: expected a string");
+    assert_eq!(refusal(&left, json!("bbb")), "at /: expected a string of at most 2 characters");
+    assert_eq!(refusal(&left, json!(1)), "at /: expected a string");
+}
+
+#[test]
+fn a_remote_reference_is_never_fetched() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let url = format!("http://{}/schema.json", listener.local_addr().unwrap());
+    let schema = json!({"type": "object", "properties": {"a": {"$ref": url}}});
+    let refused = InputSchema::compile(&schema, Unsupported::Refuse).unwrap_err();
+    assert_eq!(refused, SchemaError::Unresolved { reference: url.clone(), at: "/properties/a".to_owned() });
+    let left = InputSchema::compile(&schema, Unsupported::LeaveToServer).unwrap();
+    assert_eq!(left.unchecked(), [format!("$ref `{url}` at /properties/a")]);
+    assert_eq!(left.check(&json!({"a": [1, "x"]})), Ok(()));
+    assert_eq!(refusal(&left, json!([])), "at /: expected an object");
+    let accepted = listener.accept().map(|_| ()).map_err(|error| error.kind());
+    assert_eq!(accepted, Err(std::io::ErrorKind::WouldBlock), "nothing connected to the schema's server");
+}
+
+#[test]
+fn a_schema_naming_an_unknown_dialect_is_refused_or_read_as_2020_12() {
+    let schema = json!({"$schema": "https://example.com/my-dialect", "type": "integer"});
+    assert_eq!(
+        InputSchema::compile(&schema, Unsupported::Refuse).unwrap_err(),
+        SchemaError::Unsupported { keyword: "$schema".to_owned(), at: String::new() }
+    );
+    let left = InputSchema::compile(&schema, Unsupported::LeaveToServer).unwrap();
+    assert_eq!(left.unchecked(), ["$schema at /"]);
+    assert_eq!(refusal(&left, json!("1")), "at /: expected an integer");
 }
 
 #[test]
@@ -201,4 +296,95 @@ fn draft_04_and_draft_07_forms_are_understood() {
         compile(json!({"if": {"type": "integer"}, "then": {"minimum": 0}, "else": {"type": "string"}}));
     assert_eq!(refusal(&conditional, json!(-1)), "at /: expected a number >= 0");
     assert_eq!(refusal(&conditional, json!(true)), "at /: expected a string");
+}
+
+/// Arrays nested `levels` deep, an empty one innermost.
+fn nested(levels: usize) -> Value {
+    let mut value = json!([]);
+    for _ in 1..levels {
+        value = Value::Array(vec![value]);
+    }
+    value
+}
+
+#[test]
+fn arguments_deeper_than_loopbound_binds_are_refused_before_the_validator() {
+    let schema = compile(
+        json!({"$defs": {"n": {"type": "array", "items": {"$ref": "#/$defs/n"}}}, "$ref": "#/$defs/n"}),
+    );
+    assert_eq!(schema.check(&nested(MAX_DEPTH)), Ok(()));
+    assert_eq!(
+        refusal(&schema, nested(MAX_DEPTH + 1)),
+        format!("at /: the arguments nest deeper than {MAX_DEPTH} levels, which is not checked here")
+    );
+}
+
+#[test]
+fn a_hostile_schema_and_deep_arguments_never_overflow_the_callers_stack() {
+    // 1,000 `$ref`s chained under `anyOf`, the last one descending and starting again: the
+    // validator's worst shape, re-entered at every level of the arguments.
+    let mut defs = serde_json::Map::new();
+    for i in 0..1000 {
+        defs.insert(
+            format!("d{i}"),
+            json!({"anyOf": [{"type": "string"}, {"$ref": format!("#/$defs/d{}", i + 1)}]}),
+        );
+    }
+    defs.insert("d1000".to_owned(), json!({"type": "array", "items": {"$ref": "#/$defs/d0"}}));
+    let schema = compile(json!({"$defs": defs, "$ref": "#/$defs/d0"}));
+    // A tokio worker's stack.
+    let verdicts = std::thread::Builder::new()
+        .stack_size(2 << 20)
+        .spawn(move || {
+            [8, 60, 100]
+                .map(|levels| schema.check(&nested(levels)).map_err(|violation| violation.to_string()))
+        })
+        .unwrap()
+        .join()
+        .expect("no overflow, no panic");
+    assert_eq!(
+        verdicts,
+        [
+            Ok(()),
+            Ok(()),
+            Err("at /: the arguments nest too deeply for a schema this large to check here".to_owned())
+        ]
+    );
+}
+
+#[test]
+fn a_refusal_is_bounded_and_names_an_ancestor_when_its_place_is_long() {
+    let schema = compile(json!({
+        "$defs": {"n": {"type": ["object", "integer"], "additionalProperties": {"$ref": "#/$defs/n"}}},
+        "$ref": "#/$defs/n",
+    }));
+    let keys: Vec<String> = (0..20).map(|i| format!("{i:02}{}", "k".repeat(38))).collect();
+    let mut arguments = json!("a string where an object or an integer is expected");
+    for key in keys.iter().rev() {
+        arguments = json!({key.clone(): arguments});
+    }
+    let message = refusal(&schema, arguments);
+    assert_eq!(message, format!("at /{}/{}: expected one of the types integer, object", keys[0], keys[1]));
+    let long_enum = compile(json!({"enum": (0..100).map(|i| format!("value-{i:03}")).collect::<Vec<_>>()}));
+    let message = refusal(&long_enum, json!("other"));
+    assert!(message.len() <= MAX_MESSAGE_LEN, "{message}");
+    assert!(message.ends_with(", … (92 more)"), "{message}");
+}
+
+#[test]
+fn schemas_past_the_size_bounds_are_typed_errors() {
+    let mut deep = json!({"type": "integer"});
+    for _ in 0..MAX_SCHEMA_DEPTH {
+        deep = json!({"not": deep});
+    }
+    assert_eq!(
+        InputSchema::compile(&deep, Unsupported::Refuse).unwrap_err(),
+        SchemaError::TooDeep { limit: MAX_SCHEMA_DEPTH }
+    );
+    let properties: serde_json::Map<String, Value> =
+        (0..=MAX_SCHEMA_NODES).map(|i| (format!("p{i}"), json!({"type": "string"}))).collect();
+    assert_eq!(
+        InputSchema::compile(&json!({"properties": properties}), Unsupported::Refuse).unwrap_err(),
+        SchemaError::TooLarge { limit: MAX_SCHEMA_NODES }
+    );
 }

@@ -25,7 +25,7 @@ fn print_transcript(messages: &[Message]) {
     println!("transcript (after the worked example):");
     for message in messages {
         match message {
-            Message::Assistant { content, tool_calls } => {
+            Message::Assistant { content, tool_calls, .. } => {
                 for call in tool_calls {
                     println!("  model calls {}({}) [{}]", call.name, call.arguments, call.id);
                 }
@@ -97,7 +97,7 @@ async fn main() -> ExitCode {
             if let Some(usage) = outcome.usage() {
                 println!(
                     "usage: {} prompt tokens, {} completion tokens",
-                    usage.prompt_tokens, usage.completion_tokens
+                    usage.input_tokens, usage.output_tokens
                 );
             }
             println!("model calls: {}, tool calls: {}", scope.model_calls(), scope.tool_calls());

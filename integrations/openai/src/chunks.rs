@@ -4,7 +4,7 @@
 //!
 //! - Pure and incremental: bytes in any split give the same chunks as the whole input.
 //! - A stream is complete only when `data: [DONE]` arrives; input after it is ignored, and an
-//!   end of input before it is [`TransportError::Malformed`] (a truncated stream).
+//!   end of input before it is [`Malformed`](loopbound::transport::TransportErrorKind::Malformed) (a truncated stream).
 //! - The first error (an unparsable event, an `error` object or `event: error`, an overlong
 //!   line) ends the stream: it is reported once and later input is ignored.
 //! - Chunks that carry nothing (a role-only first delta, an empty text fragment) are dropped.
@@ -94,7 +94,7 @@ impl ChunkDecoder {
         let fed = self.sse.feed(within, &mut self.events);
         self.drain_events(out);
         if let (State::Open, Err(error)) = (self.state, fed) {
-            self.fail(TransportError::Malformed(error.to_string()), out);
+            self.fail(TransportError::malformed(error.to_string()), out);
         }
         if self.state == State::Open && !past.is_empty() {
             self.fail(self.bounds.too_long(), out);
@@ -104,7 +104,7 @@ impl ChunkDecoder {
     /// Ends the input. A final `data: [DONE]` left without its blank line still counts
     /// (servers that close right after it are common; any other unfinished event is discarded,
     /// as the format says); a stream that neither reached `[DONE]`
-    /// nor failed was truncated, and [`TransportError::Malformed`] is appended to `out`.
+    /// nor failed was truncated, and [`Malformed`](loopbound::transport::TransportErrorKind::Malformed) is appended to `out`.
     pub fn finish(&mut self, out: &mut Vec<Result<ReplyChunk, TransportError>>) {
         if self.state != State::Open {
             return;
@@ -118,7 +118,7 @@ impl ChunkDecoder {
             let partial = if partial { " (in the middle of an event)" } else { "" };
             let message =
                 format!("the stream ended before data: [DONE]{partial}; the reply may be incomplete");
-            self.fail(TransportError::Malformed(message), out);
+            self.fail(TransportError::malformed(message), out);
         }
     }
 
@@ -152,7 +152,7 @@ impl ChunkDecoder {
                 let redactor = &self.redactor;
                 let error = serde_json::from_str::<serde_json::Value>(data).map_or_else(
                     |_| {
-                        TransportError::Other(format!(
+                        TransportError::other(format!(
                             "the provider reported an error: {}",
                             clean(data, redactor)
                         ))
@@ -202,7 +202,7 @@ impl ChunkDecoder {
 ///
 /// # Errors
 ///
-/// The error that ended the stream, or [`TransportError::Malformed`] if it was truncated.
+/// The error that ended the stream, or [`Malformed`](loopbound::transport::TransportErrorKind::Malformed) if it was truncated.
 pub fn decode_stream<'a>(
     parts: impl IntoIterator<Item = &'a [u8]>,
 ) -> Result<Vec<ReplyChunk>, TransportError> {
@@ -217,7 +217,7 @@ pub fn decode_stream<'a>(
 
 #[cfg(test)]
 mod tests {
-    use loopbound::transport::{ModelReply, ReplyAssembler, ToolCall, Usage};
+    use loopbound::transport::{ModelReply, ReplyAssembler, ToolCall, TransportErrorKind, Usage};
 
     use super::*;
 
@@ -237,14 +237,14 @@ mod tests {
     );
 
     fn expected_reply() -> ModelReply {
-        ModelReply {
-            content: Some("Réading ✓ ".into()),
-            tool_calls: vec![
+        ModelReply::new(
+            Some("Réading ✓ ".into()),
+            vec![
                 ToolCall::new("c1", "read_ticket", r#"{"input":42}"#),
                 ToolCall::new("c2", "finish_review", r#"{"input":42}"#),
             ],
-            usage: Some(Usage { prompt_tokens: 30, completion_tokens: 12 }),
-        }
+        )
+        .with_usage(Usage::new(30, 12))
     }
 
     fn assemble(chunks: Vec<ReplyChunk>) -> ModelReply {
@@ -274,7 +274,7 @@ mod tests {
         for cut in 0..done + "data: [DONE]".len() {
             let result = decode_stream([&bytes[..cut]]);
             assert!(
-                matches!(&result, Err(TransportError::Malformed(m)) if m.starts_with("the stream ended before data: [DONE]")),
+                matches!(&result, Err(m) if m.kind() == TransportErrorKind::Malformed && m.message().starts_with("the stream ended before data: [DONE]")),
                 "cut at {cut}: {result:?}"
             );
         }
@@ -305,7 +305,7 @@ mod tests {
         decoder.finish(&mut out);
         assert_eq!(out.len(), 2);
         assert!(
-            matches!(&out[1], Err(TransportError::Malformed(m)) if m.starts_with("the stream chunk is not a chat completion"))
+            matches!(&out[1], Err(m) if m.kind() == TransportErrorKind::Malformed && m.message().starts_with("the stream chunk is not a chat completion"))
         );
     }
 
@@ -314,13 +314,13 @@ mod tests {
         let llama = "data: {\"error\":{\"code\":500,\"message\":\"The model produced output that does not match the expected peg-native format\",\"type\":\"server_error\"}}\n\n";
         assert_eq!(
             decode_stream([llama.as_bytes()]),
-            Err(TransportError::Unavailable(
-                "the provider reported an error: The model produced output that does not match the expected peg-native format".into()
+            Err(TransportError::unavailable(
+                "the provider reported an error: The model produced output that does not match the expected peg-native format"
             ))
         );
         assert_eq!(
             decode_stream([&b"event: error\ndata: overloaded\n\n"[..]]),
-            Err(TransportError::Other("the provider reported an error: overloaded".into()))
+            Err(TransportError::other("the provider reported an error: overloaded"))
         );
         assert_eq!(decode_stream([&b"event: ping\ndata: {}\n\ndata: [DONE]\n\n"[..]]), Ok(vec![]));
     }
@@ -355,7 +355,7 @@ mod bounds_tests {
         let out = decode(&mut decoder, &[events.as_bytes()]);
         assert_eq!(out.len(), 4);
         assert!(out[..3].iter().all(Result::is_ok));
-        assert_eq!(out[3], Err(TransportError::TooManyCalls { limit: 3 }));
+        assert_eq!(out[3], Err(TransportError::too_many_calls(3)));
         // Fragments of calls already open do not count again.
         let again = format!("{}{}{}data: [DONE]\n\n", call_event(0), call_event(1), call_event(0));
         let mut decoder = ChunkDecoder::new(ReplyBounds::new(2, 1 << 20), Redactor::default());
@@ -371,7 +371,7 @@ mod bounds_tests {
             let out = decode(&mut decoder, &parts);
             assert_eq!(
                 out,
-                vec![Err(TransportError::Malformed(format!("the reply is longer than {bound} bytes")))]
+                vec![Err(TransportError::malformed(format!("the reply is longer than {bound} bytes")))]
             );
         }
         // Exactly the bound, ending with [DONE], is a complete stream.

@@ -322,7 +322,7 @@ impl std::error::Error for ConfigError {}
 /// host that runs anyway ends with `ProviderUnavailable`.
 impl From<ConfigError> for loopbound::transport::TransportError {
     fn from(error: ConfigError) -> Self {
-        Self::Unavailable(format!("the endpoint is not configured: {error}"))
+        Self::unavailable(format!("the endpoint is not configured: {error}"))
     }
 }
 
@@ -439,8 +439,8 @@ mod tests {
             ConfigError::Missing { variable: ENV_BASE_URL }.into();
         assert_eq!(
             error,
-            loopbound::transport::TransportError::Unavailable(
-                "the endpoint is not configured: LOOPBOUND_BASE_URL is not set (or is empty)".to_owned()
+            loopbound::transport::TransportError::unavailable(
+                "the endpoint is not configured: LOOPBOUND_BASE_URL is not set (or is empty)"
             )
         );
     }

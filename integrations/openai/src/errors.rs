@@ -36,7 +36,7 @@ pub const MAX_DETAIL: usize = 300;
 ///
 /// let none = Redactor::default();
 /// let error = status_error(429, Some("7"), br#"{"error":{"message":"slow down"}}"#, &none);
-/// assert_eq!(error, TransportError::Unavailable("HTTP 429 (rate limited; retry after 7 s): slow down".into()));
+/// assert_eq!(error, TransportError::unavailable("HTTP 429 (rate limited; retry after 7 s): slow down"));
 ///
 /// let redactor = Redactor::new(Some(ApiKey::new("sk-0123456789abcdef")?));
 /// let echo = format!(r#"{{"error":{{"message":"{} you sent sk-0123456789abcdef"}}}}"#, ".".repeat(290));
@@ -54,7 +54,7 @@ pub fn status_error(
     let said = provider_words(body, redactor);
     let detail = |label: String| if said.is_empty() { label } else { format!("{label}: {said}") };
     match status {
-        401 | 403 => TransportError::Authentication(detail(format!("HTTP {status}"))),
+        401 | 403 => TransportError::authentication(detail(format!("HTTP {status}"))),
         429 => {
             let wait = match retry_after.map(str::trim).filter(|value| !value.is_empty()) {
                 Some(value) if value.bytes().all(|byte| byte.is_ascii_digit()) => {
@@ -63,10 +63,10 @@ pub fn status_error(
                 Some(value) => format!("retry after {}", clean(value, redactor)),
                 None => "no Retry-After given".to_owned(),
             };
-            TransportError::Unavailable(detail(format!("HTTP 429 (rate limited; {wait})")))
+            TransportError::unavailable(detail(format!("HTTP 429 (rate limited; {wait})")))
         }
-        408 | 500..=599 => TransportError::Unavailable(detail(format!("HTTP {status}"))),
-        _ => TransportError::Other(detail(format!("HTTP {status}"))),
+        408 | 500..=599 => TransportError::unavailable(detail(format!("HTTP {status}"))),
+        _ => TransportError::other(detail(format!("HTTP {status}"))),
     }
 }
 
@@ -90,10 +90,10 @@ pub(crate) fn embedded_error(error: &serde_json::Value, redactor: &Redactor) -> 
     let label = "the provider reported an error";
     let text = if message.is_empty() { label.to_owned() } else { format!("{label}: {message}") };
     match code.and_then(|code| u16::try_from(code).ok()) {
-        Some(401 | 403) => TransportError::Authentication(text),
-        Some(408 | 429 | 500..=599) => TransportError::Unavailable(text),
-        _ if kind == "server_error" => TransportError::Unavailable(text),
-        _ => TransportError::Other(text),
+        Some(401 | 403) => TransportError::authentication(text),
+        Some(408 | 429 | 500..=599) => TransportError::unavailable(text),
+        _ if kind == "server_error" => TransportError::unavailable(text),
+        _ => TransportError::other(text),
     }
 }
 
@@ -139,47 +139,33 @@ pub(crate) fn clean(text: &str, redactor: &Redactor) -> String {
     out
 }
 
-/// The error for a failure of `reqwest` before a response status arrived.
-pub(crate) fn send_error(error: &reqwest::Error, redactor: &Redactor) -> TransportError {
-    let cause = causes(error, redactor);
-    if error.is_timeout() {
-        TransportError::Unavailable(format!("the request timed out: {cause}"))
+/// The error for a failure of `reqwest` before a response status arrived. The `reqwest` error,
+/// without its URL, is the source; the message names only what failed.
+pub(crate) fn send_error(error: reqwest::Error) -> TransportError {
+    let error = error.without_url();
+    let base = if error.is_timeout() {
+        TransportError::unavailable("the request timed out")
     } else if error.is_connect() {
-        TransportError::Unavailable(format!("cannot connect: {cause}"))
+        TransportError::unavailable("cannot connect")
     } else if error.is_builder() || error.is_redirect() {
-        TransportError::Other(format!("the request could not be sent: {cause}"))
+        TransportError::other("the request could not be sent")
     } else {
         // The connection closed or failed before a response: the server is not serving.
-        TransportError::Unavailable(format!("the request failed: {cause}"))
-    }
+        TransportError::unavailable("the request failed")
+    };
+    base.with_source(error)
 }
 
-/// The error for a failure while reading a response body whose status was a success.
-pub(crate) fn body_error(error: &reqwest::Error, redactor: &Redactor) -> TransportError {
-    let cause = causes(error, redactor);
-    if error.is_timeout() {
-        TransportError::Unavailable(format!("the response timed out: {cause}"))
+/// The error for a failure while reading a response body whose status was a success. The
+/// `reqwest` error, without its URL, is the source.
+pub(crate) fn body_error(error: reqwest::Error) -> TransportError {
+    let error = error.without_url();
+    let base = if error.is_timeout() {
+        TransportError::unavailable("the response timed out")
     } else {
-        TransportError::Malformed(format!("the response body was cut off: {cause}"))
-    }
-}
-
-/// The chain of causes of `error`, without any URL, joined by `: `.
-fn causes(error: &reqwest::Error, redactor: &Redactor) -> String {
-    let mut parts = Vec::new();
-    let mut source: Option<&dyn std::error::Error> = std::error::Error::source(error);
-    while let Some(cause) = source {
-        let text = clean(&cause.to_string(), redactor);
-        if !text.is_empty() && !parts.contains(&text) {
-            parts.push(text);
-        }
-        source = cause.source();
-    }
-    if parts.is_empty() {
-        // `reqwest`'s own text names the URL; only its kind is kept.
-        parts.push(if error.is_timeout() { "timed out".to_owned() } else { "no further detail".to_owned() });
-    }
-    parts.join(": ")
+        TransportError::malformed("the response body was cut off")
+    };
+    base.with_source(error)
 }
 
 #[cfg(test)]
@@ -202,34 +188,29 @@ mod tests {
     #[test]
     fn statuses_map_to_the_contract() {
         let body = br#"{"error":{"message":"nope","type":"x"}}"#;
-        assert_eq!(status_error(401, None, body), TransportError::Authentication("HTTP 401: nope".into()));
-        assert_eq!(status_error(403, None, b""), TransportError::Authentication("HTTP 403".into()));
-        assert_eq!(status_error(500, None, body), TransportError::Unavailable("HTTP 500: nope".into()));
-        assert_eq!(status_error(503, None, b"down\n"), TransportError::Unavailable("HTTP 503: down".into()));
-        assert_eq!(status_error(408, None, b""), TransportError::Unavailable("HTTP 408".into()));
-        assert_eq!(status_error(404, None, body), TransportError::Other("HTTP 404: nope".into()));
-        assert_eq!(
-            status_error(400, None, b"{\"message\":\"bad\"}"),
-            TransportError::Other("HTTP 400: bad".into())
-        );
-        assert_eq!(status_error(302, None, b""), TransportError::Other("HTTP 302".into()));
+        assert_eq!(status_error(401, None, body), TransportError::authentication("HTTP 401: nope"));
+        assert_eq!(status_error(403, None, b""), TransportError::authentication("HTTP 403"));
+        assert_eq!(status_error(500, None, body), TransportError::unavailable("HTTP 500: nope"));
+        assert_eq!(status_error(503, None, b"down\n"), TransportError::unavailable("HTTP 503: down"));
+        assert_eq!(status_error(408, None, b""), TransportError::unavailable("HTTP 408"));
+        assert_eq!(status_error(404, None, body), TransportError::other("HTTP 404: nope"));
+        assert_eq!(status_error(400, None, b"{\"message\":\"bad\"}"), TransportError::other("HTTP 400: bad"));
+        assert_eq!(status_error(302, None, b""), TransportError::other("HTTP 302"));
     }
 
     #[test]
     fn a_rate_limit_carries_its_retry_after_value() {
         assert_eq!(
             status_error(429, Some(" 30 "), b""),
-            TransportError::Unavailable("HTTP 429 (rate limited; retry after 30 s)".into())
+            TransportError::unavailable("HTTP 429 (rate limited; retry after 30 s)")
         );
         assert_eq!(
             status_error(429, Some("Wed, 21 Oct 2015 07:28:00 GMT"), b""),
-            TransportError::Unavailable(
-                "HTTP 429 (rate limited; retry after Wed, 21 Oct 2015 07:28:00 GMT)".into()
-            )
+            TransportError::unavailable("HTTP 429 (rate limited; retry after Wed, 21 Oct 2015 07:28:00 GMT)")
         );
         assert_eq!(
             status_error(429, None, b"{\"error\":\"slow\"}"),
-            TransportError::Unavailable("HTTP 429 (rate limited; no Retry-After given): slow".into())
+            TransportError::unavailable("HTTP 429 (rate limited; no Retry-After given): slow")
         );
     }
 
@@ -247,21 +228,21 @@ mod tests {
         let server = json!({"code": 500, "message": "The model produced output that does not match", "type": "server_error"});
         assert_eq!(
             embedded_error(&server),
-            TransportError::Unavailable(
-                "the provider reported an error: The model produced output that does not match".into()
+            TransportError::unavailable(
+                "the provider reported an error: The model produced output that does not match"
             )
         );
         assert_eq!(
             embedded_error(&json!({"code": "401", "message": "who?"})),
-            TransportError::Authentication("the provider reported an error: who?".into())
+            TransportError::authentication("the provider reported an error: who?")
         );
         assert_eq!(
             embedded_error(&json!({"type": "server_error"})),
-            TransportError::Unavailable("the provider reported an error".into())
+            TransportError::unavailable("the provider reported an error")
         );
         assert_eq!(
             embedded_error(&json!("context too long")),
-            TransportError::Other("the provider reported an error: context too long".into())
+            TransportError::other("the provider reported an error: context too long")
         );
     }
 
@@ -282,9 +263,6 @@ mod tests {
             }
         }
         let embedded = super::embedded_error(&serde_json::json!({"message": KEY, "code": 401}), &redactor);
-        assert_eq!(
-            embedded,
-            TransportError::Authentication("the provider reported an error: [redacted]".into())
-        );
+        assert_eq!(embedded, TransportError::authentication("the provider reported an error: [redacted]"));
     }
 }

@@ -71,15 +71,23 @@
 // Module names prefix most types; repeating them in item names reads well here.
 #![allow(clippy::module_name_repetitions)]
 
+// The decoders are public only so that the fuzz targets and properties (in other crates) reach
+// them; they are not part of the API, hidden from the docs, and may change in any release.
+#[doc(hidden)]
 pub mod chunks;
 mod config;
+#[doc(hidden)]
 pub mod errors;
+#[doc(hidden)]
 pub mod parse;
 #[cfg(test)]
 mod properties;
+#[doc(hidden)]
 pub mod redact;
+#[doc(hidden)]
 pub mod sse;
 mod transport;
+#[doc(hidden)]
 pub mod wire;
 
 pub use config::{

@@ -4,7 +4,7 @@
 //!
 //! - Bytes in, typed result out: any input gives a [`ModelReply`] / [`ReplyChunk`] or a
 //!   [`TransportError`], never a panic. Invalid JSON, a wrong JSON type and a reply without
-//!   choices are [`TransportError::Malformed`]; an `error` object sent by the provider is
+//!   choices are [`Malformed`](loopbound::transport::TransportErrorKind::Malformed); an `error` object sent by the provider is
 //!   mapped as [`crate::errors`] says.
 //! - Tool-call arguments stay JSON text, exactly as sent. A provider that sends them as a JSON
 //!   value instead of a string gets that value written back as text; invalid or truncated
@@ -43,16 +43,16 @@ const MAX_ERROR_OBJECT: usize = 64 << 10;
 ///     "usage":{"prompt_tokens":12,"completion_tokens":5}}"#;
 /// let reply = parse_completion(body, ReplyBounds::default(), &Redactor::default())?;
 /// assert_eq!(reply.tool_calls[0].arguments, r#"{"input":42}"#);
-/// assert_eq!(reply.usage.map(|u| u.completion_tokens), Some(5));
+/// assert_eq!(reply.usage.map(|u| u.output_tokens), Some(5));
 ///
 /// let refused = parse_completion(body, ReplyBounds::new(0, 1024), &Redactor::default());
-/// assert_eq!(refused, Err(TransportError::TooManyCalls { limit: 0 }));
+/// assert_eq!(refused, Err(TransportError::too_many_calls(0)));
 /// # Ok::<(), loopbound::transport::TransportError>(())
 /// ```
 ///
 /// # Errors
 ///
-/// [`TransportError::TooManyCalls`] past the bound; [`TransportError::Malformed`] for a body that
+/// [`TooManyCalls`](loopbound::transport::TransportErrorKind::TooManyCalls) past the bound; [`Malformed`](loopbound::transport::TransportErrorKind::Malformed) for a body that
 /// is not a chat completion; the mapped error when the body is the provider's `error` object.
 pub fn parse_completion(
     body: &[u8],
@@ -72,29 +72,24 @@ pub fn parse_completion(
     if let Some(error) = parsed.error.filter(|error| error.get() != "null") {
         return Err(provider_error(error, redactor));
     }
-    let choice =
-        parsed.choices.0.ok_or_else(|| TransportError::Malformed("the reply has no choice".to_owned()))?;
-    let message = choice
-        .message
-        .ok_or_else(|| TransportError::Malformed("the reply's choice has no message".to_owned()))?;
+    let choice = parsed.choices.0.ok_or_else(|| TransportError::malformed("the reply has no choice"))?;
+    let message =
+        choice.message.ok_or_else(|| TransportError::malformed("the reply's choice has no message"))?;
     let tool_calls = message
         .tool_calls
         .unwrap_or_default()
         .into_iter()
         .zip(0u32..)
         .map(|(call, index)| {
-            Ok(ToolCall {
-                id: call.id.filter(|id| !id.is_empty()).unwrap_or_else(|| format!("call_{index}")),
-                name: call.function.name,
-                arguments: arguments_text(call.function.arguments, redactor)?,
-            })
+            Ok(ToolCall::new(
+                call.id.filter(|id| !id.is_empty()).unwrap_or_else(|| format!("call_{index}")),
+                call.function.name,
+                arguments_text(call.function.arguments, redactor)?,
+            ))
         })
         .collect::<Result<_, TransportError>>()?;
-    let mut reply = ModelReply {
-        content: message.content.filter(|text| !text.is_empty()),
-        tool_calls,
-        usage: parsed.usage.as_ref().map(usage),
-    };
+    let mut reply = ModelReply::new(message.content.filter(|text| !text.is_empty()), tool_calls);
+    reply.usage = parsed.usage.as_ref().map(usage);
     redactor.redact_reply(&mut reply);
     Ok(reply)
 }
@@ -122,7 +117,8 @@ pub fn parse_chunk(data: &[u8], redactor: &Redactor) -> Result<ReplyChunk, Trans
     if let Some(error) = parsed.error.filter(|error| error.get() != "null") {
         return Err(provider_error(error, redactor));
     }
-    let mut chunk = ReplyChunk { usage: parsed.usage.as_ref().map(usage), ..ReplyChunk::default() };
+    let mut chunk = ReplyChunk::default();
+    chunk.usage = parsed.usage.as_ref().map(usage);
     if let Some(delta) = parsed.choices.0.and_then(|choice| choice.delta) {
         chunk.content = delta.content.filter(|text| !text.is_empty());
         chunk.tool_calls = delta
@@ -131,12 +127,11 @@ pub fn parse_chunk(data: &[u8], redactor: &Redactor) -> Result<ReplyChunk, Trans
             .into_iter()
             .map(|call| {
                 let (name, arguments) = call.function.map_or((None, None), |f| (f.name, f.arguments));
-                Ok(ToolCallDelta {
-                    index: call.index.unwrap_or(0),
-                    id: call.id,
-                    name,
-                    arguments: arguments.map(|raw| arguments_text(Some(raw), redactor)).transpose()?,
-                })
+                let mut delta = ToolCallDelta::new(call.index.unwrap_or(0));
+                delta.id = call.id;
+                delta.name = name;
+                delta.arguments = arguments.map(|raw| arguments_text(Some(raw), redactor)).transpose()?;
+                Ok(delta)
             })
             .collect::<Result<_, TransportError>>()?;
     }
@@ -166,16 +161,14 @@ fn provider_error(raw: &RawValue, redactor: &Redactor) -> TransportError {
 }
 
 fn usage(wire: &WireUsage) -> Usage {
-    Usage {
-        prompt_tokens: wire.prompt_tokens.unwrap_or(0),
-        completion_tokens: wire.completion_tokens.unwrap_or(0),
-    }
+    let cached = wire.prompt_tokens_details.as_ref().and_then(|details| details.cached_tokens).unwrap_or(0);
+    Usage::new(wire.prompt_tokens.unwrap_or(0), wire.completion_tokens.unwrap_or(0)).with_cached_input(cached)
 }
 
 /// A reply that is not a chat completion. The parser's own words may quote the reply, so they
 /// are redacted and cut like the provider's.
 fn malformed(what: &str, error: &serde_json::Error, redactor: &Redactor) -> TransportError {
-    TransportError::Malformed(format!(
+    TransportError::malformed(format!(
         "the {what} is not a chat completion: {}",
         clean(&error.to_string(), redactor)
     ))
@@ -184,6 +177,7 @@ fn malformed(what: &str, error: &serde_json::Error, redactor: &Redactor) -> Tran
 #[cfg(test)]
 mod tests {
     use super::*;
+    use loopbound::transport::TransportErrorKind;
 
     fn completion(body: &[u8]) -> Result<ModelReply, TransportError> {
         parse_completion(body, ReplyBounds::default(), &Redactor::default())
@@ -200,11 +194,7 @@ mod tests {
                 "usage":{"prompt_tokens":10,"completion_tokens":3,"total_tokens":13}}"#,
         )
         .unwrap();
-        assert_eq!(
-            reply,
-            ModelReply::text("Review finished.")
-                .with_usage(Usage { prompt_tokens: 10, completion_tokens: 3 })
-        );
+        assert_eq!(reply, ModelReply::text("Review finished.").with_usage(Usage::new(10, 3)));
     }
 
     #[test]
@@ -246,7 +236,7 @@ mod tests {
         ] {
             let result = completion(body);
             assert!(
-                matches!(result, Err(TransportError::Malformed(_))),
+                matches!(result, Err(ref e) if e.kind() == TransportErrorKind::Malformed),
                 "{:?} -> {result:?}",
                 String::from_utf8_lossy(body)
             );
@@ -257,11 +247,11 @@ mod tests {
     fn an_error_object_in_a_success_body_is_mapped() {
         assert_eq!(
             completion(br#"{"error":{"code":500,"message":"boom","type":"server_error"}}"#),
-            Err(TransportError::Unavailable("the provider reported an error: boom".into()))
+            Err(TransportError::unavailable("the provider reported an error: boom"))
         );
         assert_eq!(
             chunk(br#"{"error":{"message":"bad request","type":"invalid_request_error"}}"#),
-            Err(TransportError::Other("the provider reported an error: bad request".into()))
+            Err(TransportError::other("the provider reported an error: bad request"))
         );
     }
 
@@ -273,21 +263,10 @@ mod tests {
         .unwrap();
         assert_eq!(
             one.tool_calls,
-            vec![ToolCallDelta {
-                index: 1,
-                id: Some("c".into()),
-                name: Some("read_ticket".into()),
-                arguments: Some(String::new())
-            }]
+            vec![ToolCallDelta::new(1).with_id("c").with_name("read_ticket").with_arguments("")]
         );
         let usage = chunk(br#"{"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":6}}"#).unwrap();
-        assert_eq!(
-            usage,
-            ReplyChunk {
-                usage: Some(Usage { prompt_tokens: 3, completion_tokens: 6 }),
-                ..ReplyChunk::default()
-            }
-        );
+        assert_eq!(usage, ReplyChunk::usage(Usage::new(3, 6)));
         let empty = chunk(br#"{"choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}"#).unwrap();
         assert_eq!(empty, ReplyChunk::default());
         let other_choice = chunk(br#"{"choices":[{"index":1,"delta":{"content":"x"}}]}"#).unwrap();
@@ -317,11 +296,11 @@ mod bounds_tests {
         assert_eq!(reply.tool_calls[2].arguments, r#"{"input": 1}"#, "a JSON value is kept as sent");
         assert_eq!(
             parse_completion(flood(4).as_bytes(), ReplyBounds::new(3, 1 << 20), &none),
-            Err(TransportError::TooManyCalls { limit: 3 })
+            Err(TransportError::too_many_calls(3))
         );
         assert_eq!(
             parse_completion(flood(100_000).as_bytes(), ReplyBounds::default(), &none),
-            Err(TransportError::TooManyCalls { limit: 16 })
+            Err(TransportError::too_many_calls(16))
         );
     }
 
@@ -349,7 +328,7 @@ mod bounds_tests {
         let huge = format!(r#"{{"error":{{"message":"{}","code":500}}}}"#, "x".repeat(MAX_ERROR_OBJECT));
         assert_eq!(
             parse_completion(huge.as_bytes(), ReplyBounds::default(), &Redactor::default()),
-            Err(TransportError::Other("the provider reported an error".into()))
+            Err(TransportError::other("the provider reported an error"))
         );
     }
 }

@@ -216,16 +216,9 @@ impl Redactor {
     /// `error` with its message redacted (a last pass: messages are built redacted already).
     #[must_use]
     pub fn scrub(&self, error: TransportError) -> TransportError {
-        let scrub = |text: String| match self.redact(&text) {
-            Cow::Borrowed(_) => text,
-            Cow::Owned(redacted) => redacted,
-        };
-        match error {
-            TransportError::Unavailable(text) => TransportError::Unavailable(scrub(text)),
-            TransportError::Authentication(text) => TransportError::Authentication(scrub(text)),
-            TransportError::Malformed(text) => TransportError::Malformed(scrub(text)),
-            TransportError::Other(text) => TransportError::Other(scrub(text)),
-            other => other,
+        match self.redact(error.message()) {
+            Cow::Borrowed(_) => error,
+            Cow::Owned(redacted) => error.with_message(redacted),
         }
     }
 }
@@ -331,15 +324,12 @@ impl StreamRedactor {
             .into_iter()
             .filter_map(|(index, mut channel)| {
                 let arguments = channel.finish(&self.redactor);
-                (!arguments.is_empty()).then(|| loopbound::transport::ToolCallDelta {
-                    index,
-                    arguments: Some(arguments),
-                    ..Default::default()
-                })
+                (!arguments.is_empty())
+                    .then(|| loopbound::transport::ToolCallDelta::new(index).with_arguments(arguments))
             })
             .collect();
-        let chunk =
-            ReplyChunk { content: Some(content).filter(|text| !text.is_empty()), tool_calls, usage: None };
+        let mut chunk = ReplyChunk::calls(tool_calls);
+        chunk.content = Some(content).filter(|text| !text.is_empty());
         (chunk.content.is_some() || !chunk.tool_calls.is_empty()).then_some(chunk)
     }
 }
@@ -387,15 +377,14 @@ mod tests {
 
     #[test]
     fn a_whole_reply_is_redacted_in_every_field() {
-        let mut reply = ModelReply {
-            content: Some(format!("text {KEY}")),
-            tool_calls: vec![loopbound::transport::ToolCall::new(
+        let mut reply = ModelReply::new(
+            Some(format!("text {KEY}")),
+            vec![loopbound::transport::ToolCall::new(
                 format!("call_{KEY}"),
                 format!("key_{KEY}"),
                 format!(r#"{{"input":"{KEY}"}}"#),
             )],
-            usage: None,
-        };
+        );
         redactor().redact_reply(&mut reply);
         assert_eq!(reply.content.as_deref(), Some("text [redacted]"));
         assert_eq!(reply.tool_calls[0].id, "call_[redacted]");
@@ -411,15 +400,8 @@ mod tests {
         for &cut in cuts.iter().chain([&text.len()]) {
             let piece = &text[from..cut];
             from = cut;
-            let chunk = ReplyChunk {
-                content: Some(piece.to_owned()),
-                tool_calls: vec![ToolCallDelta {
-                    index: 3,
-                    arguments: Some(piece.to_owned()),
-                    ..Default::default()
-                }],
-                usage: None,
-            };
+            let mut chunk = ReplyChunk::calls(vec![ToolCallDelta::new(3).with_arguments(piece)]);
+            chunk.content = Some(piece.to_owned());
             if let Some(chunk) = stream.chunk(chunk) {
                 assembler.push(chunk).unwrap();
             }

@@ -123,11 +123,11 @@ impl OpenAiTransport {
             .body(request_body(self.config.model(), request, mode));
         if let Some(key) = self.config.api_key() {
             let mut value = HeaderValue::try_from(format!("Bearer {}", key.expose()))
-                .map_err(|_| TransportError::Other("the API key cannot be sent in a header".to_owned()))?;
+                .map_err(|_| TransportError::other("the API key cannot be sent in a header"))?;
             value.set_sensitive(true);
             builder = builder.header(header::AUTHORIZATION, value);
         }
-        let response = builder.send().await.map_err(|error| send_error(&error, &self.redactor))?;
+        let response = builder.send().await.map_err(send_error)?;
         let status = response.status();
         if status.is_success() {
             return Ok(response);
@@ -138,25 +138,25 @@ impl OpenAiTransport {
             .and_then(|value| value.to_str().ok())
             .map(str::to_owned);
         // The body only explains the failure: a read error leaves the explanation empty.
-        let body = read_body(response, MAX_ERROR_BODY, &self.redactor).await.unwrap_or_default();
+        let body = read_body(response, MAX_ERROR_BODY).await.unwrap_or_default();
         Err(status_error(status.as_u16(), retry_after.as_deref(), &body, &self.redactor))
     }
 }
 
 impl Transport for OpenAiTransport {
-    async fn complete(&self, request: ChatRequest<'_>) -> Result<ModelReply, TransportError> {
+    async fn complete<'a>(&'a self, request: ChatRequest<'a>) -> Result<ModelReply, TransportError> {
         let call = async {
             let response = self.send(&request, Mode::Whole).await?;
-            let body = read_reply(response, request.bounds, &self.redactor).await?;
+            let body = read_reply(response, request.bounds).await?;
             parse_whole(body, request.bounds, &self.redactor).await
         };
         until_cancelled(request.cancel, call).await.map_err(|error| self.redactor.scrub(error))
     }
 
-    async fn stream(
-        &self,
-        request: ChatRequest<'_>,
-    ) -> Result<impl Stream<Item = Result<ReplyChunk, TransportError>> + Send, TransportError> {
+    async fn stream<'a>(
+        &'a self,
+        request: ChatRequest<'a>,
+    ) -> Result<impl Stream<Item = Result<ReplyChunk, TransportError>> + Send + 'a, TransportError> {
         let mode = Mode::Stream { usage: self.config.stream_usage() };
         let response = until_cancelled(request.cancel, self.send(&request, mode))
             .await
@@ -171,7 +171,7 @@ async fn until_cancelled<T>(
     call: impl Future<Output = Result<T, TransportError>>,
 ) -> Result<T, TransportError> {
     match select(pin!(cancel.cancelled()), pin!(call)).await {
-        Either::Left(((), _)) => Err(TransportError::Cancelled),
+        Either::Left(((), _)) => Err(TransportError::cancelled()),
         Either::Right((result, _)) => result,
     }
 }
@@ -191,7 +191,7 @@ async fn off_the_task<T: Send + 'static>(
 ) -> Result<T, TransportError> {
     tokio::task::spawn_blocking(work)
         .await
-        .map_err(|_| TransportError::Other("decoding the reply failed unexpectedly".to_owned()))
+        .map_err(|_| TransportError::other("decoding the reply failed unexpectedly"))
 }
 
 /// Parses a whole reply (see [`parse_completion`]), off the task when it is large.
@@ -209,15 +209,11 @@ async fn parse_whole(
 
 /// Reads a whole reply within `bounds`: refused at once when its declared length is over the
 /// byte bound, else read until the first byte past it.
-async fn read_reply(
-    response: reqwest::Response,
-    bounds: ReplyBounds,
-    redactor: &Redactor,
-) -> Result<Vec<u8>, TransportError> {
+async fn read_reply(response: reqwest::Response, bounds: ReplyBounds) -> Result<Vec<u8>, TransportError> {
     if response.content_length().is_some_and(|declared| declared > bounds.bytes() as u64) {
         return Err(bounds.too_long());
     }
-    read_body(response, bounds.bytes(), redactor).await.map_err(|error| match error {
+    read_body(response, bounds.bytes()).await.map_err(|error| match error {
         BodyError::TooLong => bounds.too_long(),
         BodyError::Read(error) => error,
     })
@@ -233,16 +229,10 @@ enum BodyError {
 
 /// Reads a whole body, refusing one longer than `limit` bytes at the read that crosses it. The
 /// buffer grows with what arrives (a declared length is trusted only up to the limit).
-async fn read_body(
-    mut response: reqwest::Response,
-    limit: usize,
-    redactor: &Redactor,
-) -> Result<Vec<u8>, BodyError> {
+async fn read_body(mut response: reqwest::Response, limit: usize) -> Result<Vec<u8>, BodyError> {
     let declared = response.content_length().and_then(|len| usize::try_from(len).ok()).unwrap_or(0);
     let mut body = Vec::with_capacity(declared.min(limit));
-    while let Some(bytes) =
-        response.chunk().await.map_err(|error| BodyError::Read(body_error(&error, redactor)))?
-    {
+    while let Some(bytes) = response.chunk().await.map_err(|error| BodyError::Read(body_error(error)))? {
         if body.len() + bytes.len() > limit {
             return Err(BodyError::TooLong);
         }
@@ -307,11 +297,8 @@ impl Reading {
     /// Reads one more piece of the body and queues what it completes.
     async fn read_more(&mut self) {
         let mut out = Vec::new();
-        let redactor = &self.redactor;
-        let next = until_cancelled(&self.cancel, async {
-            self.response.chunk().await.map_err(|error| body_error(&error, redactor))
-        })
-        .await;
+        let next =
+            until_cancelled(&self.cancel, async { self.response.chunk().await.map_err(body_error) }).await;
         match (next, &mut self.body) {
             (Err(error), _) => {
                 self.finished = true;

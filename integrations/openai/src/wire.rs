@@ -103,9 +103,9 @@ struct WireFunction<'a> {
 impl<'a> From<&'a Message> for WireMessage<'a> {
     fn from(message: &'a Message) -> Self {
         match message {
-            Message::System { content } => Self::System { content },
-            Message::User { content } => Self::User { content },
-            Message::Assistant { content, tool_calls } => Self::Assistant {
+            Message::System { content, .. } => Self::System { content },
+            Message::User { content, .. } => Self::User { content },
+            Message::Assistant { content, tool_calls, .. } => Self::Assistant {
                 content: content.as_deref(),
                 tool_calls: tool_calls.iter().map(WireToolCall::from).collect(),
             },
@@ -271,6 +271,14 @@ pub(crate) struct DeltaFunction<'a> {
 pub(crate) struct WireUsage {
     pub(crate) prompt_tokens: Option<u64>,
     pub(crate) completion_tokens: Option<u64>,
+    /// Where the provider says how many prompt tokens it read from its cache.
+    pub(crate) prompt_tokens_details: Option<WirePromptDetails>,
+}
+
+/// The breakdown of the prompt's tokens.
+#[derive(Debug, Deserialize)]
+pub(crate) struct WirePromptDetails {
+    pub(crate) cached_tokens: Option<u64>,
 }
 
 /// A choice that knows its index (absent means 0).
@@ -398,19 +406,16 @@ mod tests {
         let messages = [
             Message::system("Be brief."),
             Message::user("Review 42."),
-            Message::Assistant {
-                content: None,
-                tool_calls: vec![ToolCall::new("c1", "read_ticket", r#"{"input":42}"#)],
-            },
+            Message::assistant_parts(None, vec![ToolCall::new("c1", "read_ticket", r#"{"input":42}"#)]),
             Message::tool_result("c1", "Ticket 42"),
             Message::tool_error("c2", "Error: nope."),
-            Message::Assistant { content: Some("Done.".into()), tool_calls: vec![] },
+            Message::assistant_parts(Some("Done.".into()), vec![]),
         ];
-        let tools = [ToolDefinition {
-            name: "read_ticket".into(),
-            description: "Read a ticket.".into(),
-            parameters: json!({"type": "object", "properties": {"input": {"type": "integer"}}}),
-        }];
+        let tools = [ToolDefinition::new(
+            "read_ticket",
+            "Read a ticket.",
+            json!({"type": "object", "properties": {"input": {"type": "integer"}}}),
+        )];
         let options = ChatOptions::default();
         let cancel = CancellationToken::new();
         let request = ChatRequest::new(&messages, &tools, &options, &cancel);

@@ -1,4 +1,4 @@
-//! loopbound's journal on PostgreSQL, for services that run many workers (SPEC §16).
+//! loopbound's journal on PostgreSQL, for services that run many workers.
 //!
 //! One process, or one SQLite file, cannot hold a run's budgets and decisions for workers on
 //! many machines: each would believe it has the whole budget, and two workers resuming one run

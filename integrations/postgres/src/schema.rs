@@ -73,7 +73,7 @@ const DEFINITIONS: &str = r#"
     CREATE INDEX loopbound_runs_by_lease ON loopbound_runs (lease_until);
 "#;
 
-/// Version 2: the journal's rows (SPEC §15), keyed like SQLite's. The run's own columns are
+/// Version 2: the journal's rows, keyed like SQLite's. The run's own columns are
 /// null for a run only ever leased through [`Store::acquire`](crate::Store::acquire), never
 /// journaled; the journal fills them when it first takes the run. A tool's result may hold any
 /// character, NUL included, which `text` refuses: results are `bytea` holding UTF-8.

@@ -16,9 +16,8 @@ use loopbound::journal::{JournalError, Lease};
 pub(crate) fn now_micros() -> Result<i64, JournalError> {
     let since = SystemTime::now()
         .duration_since(SystemTime::UNIX_EPOCH)
-        .map_err(|_| JournalError::Storage("the system clock is before 1970".into()))?;
-    i64::try_from(since.as_micros())
-        .map_err(|_| JournalError::Storage("the system clock is out of range".into()))
+        .map_err(|_| JournalError::storage("the system clock is before 1970"))?;
+    i64::try_from(since.as_micros()).map_err(|_| JournalError::storage("the system clock is out of range"))
 }
 
 /// A lease duration in microseconds, at least one.

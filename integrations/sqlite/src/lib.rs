@@ -1,4 +1,4 @@
-//! loopbound's journal in one SQLite file (SPEC §15): proposals, decisions, effects started and
+//! loopbound's journal in one SQLite file: proposals, decisions, effects started and
 //! recorded, resumes and reconciliations, for one process or a few on one machine.
 //!
 //! SQLite is compiled into the crate (rusqlite's `bundled` feature): there is nothing to install.
@@ -79,7 +79,7 @@ use crate::write::Holder;
 #[non_exhaustive]
 pub enum Synchronous {
     /// `fsync` at every commit: a committed record survives a power loss. The default, and what
-    /// SPEC §15 requires of `started`.
+    /// the journal requires of `started`.
     #[default]
     Full,
     /// `fsync` at checkpoints only (WAL): a committed record survives a crash of the process, not
@@ -242,7 +242,7 @@ where
         let mut connection = inner.connection.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         work(&inner, &mut connection, &Holder { name: &holder, lease })
     });
-    task.await.map_err(|_| JournalError::Storage("the journal's worker thread failed".into()))?
+    task.await.map_err(|_| JournalError::storage("the journal's worker thread failed"))?
 }
 
 impl Journal for SqliteJournal {

@@ -36,7 +36,7 @@ fn wal(connection: &Connection) -> Result<(), JournalError> {
         match mode {
             Ok(mode) if mode.eq_ignore_ascii_case("wal") => return Ok(()),
             Ok(mode) if started.elapsed() >= BUSY_TIMEOUT => {
-                return Err(JournalError::Storage(format!("the file refused WAL mode ({mode})")));
+                return Err(JournalError::storage(format!("the file refused WAL mode ({mode})")));
             }
             Err(error) if !busy(&error) || started.elapsed() >= BUSY_TIMEOUT => return Err(storage(error)),
             _ => {

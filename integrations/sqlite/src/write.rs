@@ -98,7 +98,7 @@ pub(crate) fn acquire(
         }
     };
     let stored = read::stored_run(&transaction, run, now)?
-        .ok_or_else(|| JournalError::Storage("the run vanished inside its transaction".into()))?;
+        .ok_or_else(|| JournalError::storage("the run vanished inside its transaction"))?;
     transaction.commit().map_err(storage)?;
     Ok((stored, wrote))
 }

@@ -169,3 +169,17 @@ async fn an_event_sequence_at_its_limit_is_a_typed_error_not_an_overflow() {
     assert!(matches!(resumed, Err(RunError::Journal(JournalError::Corrupt(_)))), "{resumed:?}");
     assert_eq!(sink.count("refund"), 0);
 }
+
+#[test]
+fn a_file_that_cannot_be_opened_keeps_sqlites_error_as_its_source() {
+    let dir = scratch::dir("sqlite-chain");
+    let missing = dir.join("no-such-folder").join("runs.db");
+    let Err(error) = SqliteJournal::open(&missing) else {
+        panic!("a file in a missing folder cannot be created")
+    };
+    assert!(matches!(error, JournalError::Storage(_)), "{error:?}");
+    let levels =
+        loopbound_testkit::chain::assert_chain(&error, "Error code 14: unable to open database file");
+    assert_eq!(levels[0], "journal storage failed: SQLite refused the operation");
+    assert!(levels[1].starts_with("unable to open database file"), "{levels:?}");
+}

@@ -200,7 +200,7 @@ struct Dying<'j, J> {
 }
 
 fn died() -> JournalError {
-    JournalError::Storage("the process died".to_owned())
+    JournalError::storage("the process died")
 }
 
 impl<J: Journal> Journal for Dying<'_, J> {

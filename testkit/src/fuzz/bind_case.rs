@@ -423,8 +423,9 @@ where
         })?;
         let expected = reference_signature(self.name(), &value);
         assert_eq!(
-            loopbound::canonical::signature(self.name(), &value).as_ref(),
-            Ok(&expected),
+            loopbound::canonical::signature(self.name(), &value)
+                .map(loopbound::canonical::Signature::into_string),
+            Ok(expected.clone()),
             "signature of {value:?}"
         );
         Ok(expected)

@@ -28,9 +28,14 @@ use super::json_mirror::{JsonMirror, NumberMirror, TextMirror};
 const VOCABULARY: &str = "at /: expected a an one of the types null boolean object array number string integer \
      nothing here (the schema accepts no value) the value missing required property an object with at least \
      most properties property name to match `propertyNames` unexpected (the schema allows no other properties) \
-     an array of items unique with one item matching `contains` a match for exactly schemas `anyOf` `oneOf` \
-     (matched no match for the schema of `not` characters >= > <= < multiple the schema nests too deeply to \
-     check here (at most 256 levels) … more";
+     and more an array of items unique with one item matching `contains` as many items says a match for \
+     exactly schemas `anyOf` `oneOf` (matched no match for the schema of `not` characters >= > <= < multiple \
+     (the schema allows no more) a string matching the pattern `unevaluatedProperties` allows no other \
+     expected no items past those the schema evaluates (`unevaluatedItems` refused item items) \
+     the schema's pattern could not be matched here; the schema's reference could not be resolved here \
+     the arguments nest deeper than 128 levels, which is not checked here; the arguments nest too deeply \
+     for a schema this large to check here; the arguments were not checked: no thread could be started for \
+     a deep check … more";
 
 /// Deepest schema the case writes.
 const MAX_SCHEMA_DEPTH: usize = 12;

@@ -268,28 +268,29 @@ impl CallCase {
 
 fn fail_error(kind: FailKind) -> TransportError {
     match kind {
-        FailKind::Authentication => TransportError::Authentication("401".to_owned()),
-        FailKind::Malformed => TransportError::Malformed("truncated body".to_owned()),
-        FailKind::Cancelled => TransportError::Cancelled,
-        FailKind::Other => TransportError::Other("bad request".to_owned()),
+        FailKind::Authentication => TransportError::authentication("401"),
+        FailKind::Malformed => TransportError::malformed("truncated body"),
+        FailKind::Cancelled => TransportError::cancelled(),
+        FailKind::Other => TransportError::other("bad request"),
     }
 }
 
 /// The script's step as the transport plays it.
 fn play(case: &RunCase, call: u32, caller: &CancellationToken) -> Step {
-    let reply = |text: &Option<String>, calls: &[CallCase]| ModelReply {
-        content: text.clone(),
-        tool_calls: calls
-            .iter()
-            .enumerate()
-            .map(|(index, c)| ToolCall::new(format!("c{call}_{index}"), c.name(), c.arguments()))
-            .collect(),
-        usage: None,
+    let reply = |text: &Option<String>, calls: &[CallCase]| {
+        ModelReply::new(
+            text.clone(),
+            calls
+                .iter()
+                .enumerate()
+                .map(|(index, c)| ToolCall::new(format!("c{call}_{index}"), c.name(), c.arguments()))
+                .collect(),
+        )
     };
     match case.step(call) {
         Some(StepCase::Reply { text, calls }) => Step::Reply(reply(text, calls)),
         Some(StepCase::Hang) => Step::Hang,
-        Some(StepCase::Unavailable(message)) => Step::Fail(TransportError::Unavailable(message.clone())),
+        Some(StepCase::Unavailable(message)) => Step::Fail(TransportError::unavailable(message.clone())),
         Some(StepCase::Fail(kind)) => Step::Fail(fail_error(*kind)),
         Some(StepCase::CancelCaller) => {
             caller.cancel();
@@ -303,7 +304,7 @@ fn play(case: &RunCase, call: u32, caller: &CancellationToken) -> Step {
             });
             Step::Reply(reply(&None, calls))
         }
-        None => Step::Fail(TransportError::Other(format!("the script has no step {call}"))),
+        None => Step::Fail(TransportError::other(format!("the script has no step {call}"))),
     }
 }
 
@@ -418,9 +419,10 @@ impl<'a> Simulation<'a> {
             match end {
                 SimEnd::Reply(text) => ended(text),
                 SimEnd::Cap => ended(None),
-                SimEnd::Stopped(Stop::Cancelled) => Expected::Cancelled,
                 SimEnd::Stopped(Stop::Halted(reason)) => Expected::Outcome(reason.into(), None),
-                SimEnd::Transport(TransportError::Unavailable(_)) => {
+                // `Stop::Cancelled`, and any stop a later version adds, ends as the caller's.
+                SimEnd::Stopped(_) => Expected::Cancelled,
+                SimEnd::Transport(error) if error.is_unavailable() => {
                     Expected::Outcome(Status::ProviderUnavailable, None)
                 }
                 SimEnd::Transport(error) => Expected::Provider(error),
@@ -460,7 +462,7 @@ impl<'a> Simulation<'a> {
                 }
                 Some(StepCase::Hang) => return SimEnd::Stopped(self.hang(Charge::Model)),
                 Some(StepCase::Unavailable(message)) => {
-                    return SimEnd::Transport(TransportError::Unavailable(message.clone()));
+                    return SimEnd::Transport(TransportError::unavailable(message.clone()));
                 }
                 Some(StepCase::Fail(kind)) => return SimEnd::Transport(fail_error(*kind)),
                 Some(StepCase::CancelCaller) => {
@@ -468,7 +470,7 @@ impl<'a> Simulation<'a> {
                     return SimEnd::Stopped(Stop::Cancelled);
                 }
                 None => {
-                    return SimEnd::Transport(TransportError::Other(format!(
+                    return SimEnd::Transport(TransportError::other(format!(
                         "the script has no step {call}"
                     )));
                 }

@@ -4,7 +4,9 @@
 use std::time::Duration;
 
 use futures_util::StreamExt;
-use loopbound::transport::{ChatOptions, ChatRequest, ModelReply, Transport, TransportError};
+use loopbound::transport::{
+    ChatOptions, ChatRequest, ModelReply, Transport, TransportError, TransportErrorKind,
+};
 use loopbound::{Composition, Message, RunError, Status};
 use loopbound_openai::{ApiKey, Config, OpenAiTransport};
 use tokio_util::sync::CancellationToken;
@@ -61,6 +63,13 @@ async fn a_refused_connection_ends_the_run_as_provider_unavailable() {
         assert!(!detail.contains("http://"), "no URL in messages: {detail}");
         assert_no_secret(detail);
     }
+    // The client's own error is the source: the chain reaches the refused connection, once.
+    let result = call(&transport_to(&base), false, &CancellationToken::new()).await;
+    let levels = loopbound_testkit::chain::chain(check_error(&result));
+    assert_eq!(levels[0], "provider unavailable: cannot connect");
+    assert!(levels.last().is_some_and(|root| root.contains("refused")), "{levels:?}");
+    let root = levels.last().cloned().unwrap_or_default();
+    loopbound_testkit::chain::assert_chain(check_error(&result), &root);
 }
 
 #[tokio::test]
@@ -75,10 +84,9 @@ async fn a_tls_failure_is_unavailable() {
         }
     });
     let result = call(&transport_to(&base), false, &CancellationToken::new()).await;
-    assert!(
-        matches!(check_error(&result), TransportError::Unavailable(m) if m.starts_with("cannot connect: ")),
-        "{result:?}"
-    );
+    let error = check_error(&result);
+    assert_eq!((error.kind(), error.message()), (TransportErrorKind::Unavailable, "cannot connect"));
+    assert!(std::error::Error::source(error).is_some(), "the client's error is the source: {result:?}");
 }
 
 #[tokio::test]
@@ -94,7 +102,7 @@ async fn http_401_is_an_authentication_error_and_an_echoed_key_is_redacted() {
         let result = call(&transport, streaming, &CancellationToken::new()).await;
         assert_eq!(
             check_error(&result),
-            &TransportError::Authentication("HTTP 401: Incorrect API key provided: [redacted].".into())
+            &TransportError::authentication("HTTP 401: Incorrect API key provided: [redacted].")
         );
     }
 }
@@ -105,7 +113,7 @@ async fn a_silent_server_times_out_as_unavailable() {
     let config = Config::new(&server.base_url(), "m").unwrap().with_timeout(Duration::from_millis(300));
     let result = call(&OpenAiTransport::new(config).unwrap(), false, &CancellationToken::new()).await;
     assert!(
-        matches!(check_error(&result), TransportError::Unavailable(m) if m.starts_with("the request timed out")),
+        matches!(check_error(&result), m if m.kind() == TransportErrorKind::Unavailable && m.message().starts_with("the request timed out")),
         "{result:?}"
     );
 }
@@ -117,7 +125,7 @@ async fn a_timeout_in_the_middle_of_a_stream_is_unavailable() {
     let config = Config::new(&server.base_url(), "m").unwrap().with_timeout(Duration::from_millis(400));
     let result = call(&OpenAiTransport::new(config).unwrap(), true, &CancellationToken::new()).await;
     assert!(
-        matches!(check_error(&result), TransportError::Unavailable(m) if m.starts_with("the response timed out")),
+        matches!(check_error(&result), m if m.kind() == TransportErrorKind::Unavailable && m.message().starts_with("the response timed out")),
         "{result:?}"
     );
 }
@@ -136,7 +144,7 @@ async fn cancellation_interrupts_a_request_in_flight_and_closes_the_connection()
             trigger.cancel();
         });
         let result = call(&transport, streaming, &cancel).await;
-        assert_eq!(result, Err(TransportError::Cancelled), "streaming={streaming}");
+        assert_eq!(result, Err(TransportError::cancelled()), "streaming={streaming}");
     }
     for _ in 0..100 {
         if server.client_closed() {
@@ -157,9 +165,8 @@ async fn a_stream_cut_before_done_is_a_malformed_provider_error() {
     let live = run(Scenario::Complete, Composition::Harness, true, transport_to(&server.base_url())).await;
     assert_eq!(
         live.result,
-        Err(RunError::Provider(TransportError::Malformed(
+        Err(RunError::Provider(TransportError::malformed(
             "the stream ended before data: [DONE] (in the middle of an event); the reply may be incomplete"
-                .into()
         )))
     );
     assert_eq!((live.model_calls, live.tool_calls), (1, 0), "a cut reply runs no tool");
@@ -178,16 +185,16 @@ async fn bodies_cut_short_or_not_a_completion_are_malformed() {
     let transport = transport_to(&server.base_url());
     let cut = call(&transport, false, &CancellationToken::new()).await;
     assert!(
-        matches!(check_error(&cut), TransportError::Malformed(m) if m.starts_with("the response body was cut off")),
+        matches!(check_error(&cut), m if m.kind() == TransportErrorKind::Malformed && m.message().starts_with("the response body was cut off")),
         "{cut:?}"
     );
     let html = call(&transport, false, &CancellationToken::new()).await;
     assert!(
-        matches!(check_error(&html), TransportError::Malformed(m) if m.starts_with("the reply is not a chat completion")),
+        matches!(check_error(&html), m if m.kind() == TransportErrorKind::Malformed && m.message().starts_with("the reply is not a chat completion")),
         "{html:?}"
     );
     let empty = call(&transport, false, &CancellationToken::new()).await;
-    assert_eq!(check_error(&empty), &TransportError::Malformed("the reply has no choice".into()));
+    assert_eq!(check_error(&empty), &TransportError::malformed("the reply has no choice"));
 }
 
 #[tokio::test]
@@ -195,7 +202,7 @@ async fn a_server_closing_without_an_answer_is_unavailable() {
     let server = Canned::start(vec![]).await;
     let result = call(&transport_to(&server.base_url()), false, &CancellationToken::new()).await;
     assert!(
-        matches!(check_error(&result), TransportError::Unavailable(m) if m.starts_with("the request failed")),
+        matches!(check_error(&result), m if m.kind() == TransportErrorKind::Unavailable && m.message().starts_with("the request failed")),
         "{result:?}"
     );
 }
@@ -206,7 +213,7 @@ async fn redirects_are_not_followed() {
         response("307 Temporary Redirect", &[("Location", "http://127.0.0.1:9/v1/chat/completions")], b"");
     let server = Canned::start(vec![Answer::Bytes(redirect)]).await;
     let result = call(&transport_to(&server.base_url()), false, &CancellationToken::new()).await;
-    assert_eq!(check_error(&result), &TransportError::Other("HTTP 307".into()));
+    assert_eq!(check_error(&result), &TransportError::other("HTTP 307"));
     assert_eq!(server.requests().len(), 1);
 }
 

@@ -59,7 +59,7 @@ async fn the_complete_review_over_http_matches_the_scripted_run_in_both_composit
 async fn usage_is_summed_over_the_calls_on_both_paths_and_absent_when_not_asked_for() {
     let Some(server) = Aimock::start() else { return };
     // The fixtures report 120+160+210 prompt and 7+9+4 completion tokens for the three calls.
-    let expected = Some(Usage { prompt_tokens: 490, completion_tokens: 20 });
+    let expected = Some(Usage::new(490, 20));
     for streaming in [false, true] {
         let live = run(Scenario::Complete, Composition::Harness, streaming, transport(&server)).await;
         assert_eq!(live.outcome().usage(), expected, "streaming={streaming}");

@@ -4,11 +4,11 @@
 //!
 //! - Every [`Error`] keeps its kind: a lost or held lease, a conflict and a newer schema stay
 //!   themselves; a server that is down, refuses the login or fails a statement is
-//!   [`Storage`](JournalError::Storage) with this crate's message, which never holds the
-//!   password (the store's redactor removed it).
+//!   [`Storage`](JournalError::Storage), whose source is this crate's [`Error`], which never
+//!   holds the password (the store's redactor removed it).
 //! - A stored integer out of the journal's range is [`Corrupt`](JournalError::Corrupt).
 
-use loopbound::journal::JournalError;
+use loopbound::journal::{JournalError, StorageError};
 
 use crate::error::Error;
 
@@ -21,7 +21,7 @@ impl From<Error> for JournalError {
             Error::UnsupportedSchema { found, supported } => Self::UnsupportedSchema { found, supported },
             Error::InvalidId(_) => Self::InvalidRunId,
             other @ (Error::Config(_) | Error::Unavailable(_) | Error::Refused(_) | Error::Storage(_)) => {
-                Self::Storage(other.to_string())
+                Self::Storage(StorageError::new("the PostgreSQL journal failed").with_source(other))
             }
         }
     }
@@ -70,10 +70,10 @@ mod tests {
             JournalError::from(Error::UnsupportedSchema { found: 9, supported: 2 }),
             JournalError::UnsupportedSchema { found: 9, supported: 2 }
         );
-        assert_eq!(
-            JournalError::from(Error::Unavailable("connection refused".into())),
-            JournalError::Storage("the database is unavailable: connection refused".into())
-        );
+        let down = JournalError::from(Error::Unavailable("connection refused".into()));
+        assert_eq!(down.to_string(), "journal storage failed: the PostgreSQL journal failed");
+        let cause = std::error::Error::source(&down).map(ToString::to_string);
+        assert_eq!(cause.as_deref(), Some("the database is unavailable: connection refused"));
         assert!(matches!(JournalError::from(Error::Conflict("dup".into())), JournalError::Conflict(_)));
     }
 }

@@ -1,4 +1,4 @@
-//! The journal (SPEC §15) on PostgreSQL, for many workers (SPEC §16): [`PostgresJournal`]
+//! The journal on PostgreSQL, for many workers: [`PostgresJournal`]
 //! implements [`loopbound::journal::Journal`] with the rows and semantics of
 //! `loopbound-sqlite`, plus a lease per run.
 //!
@@ -164,7 +164,7 @@ impl PostgresJournal {
                 Err(error) => return Err(rolled_back(transaction, error).await),
             }
         }
-        Err(JournalError::Storage(format!(
+        Err(JournalError::storage(format!(
             "the run's lease changed hands {ACQUIRE_ATTEMPTS} times during one acquisition"
         )))
     }

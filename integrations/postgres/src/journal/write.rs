@@ -173,7 +173,7 @@ impl Writer<'_> {
             }
         }
         read::stored_run(transaction, self.redactor, run).await?.map_or_else(
-            || Err(JournalError::Storage("the run vanished inside its transaction".into())),
+            || Err(JournalError::storage("the run vanished inside its transaction")),
             |stored| Ok(Some(stored)),
         )
     }
