@@ -23,6 +23,7 @@ use loopbound::journal::{
 use loopbound_benches::journal::percentile;
 use loopbound_postgres::{Config, PostgresJournal};
 use loopbound_sqlite::{SqliteJournal, Synchronous};
+use loopbound_testkit::conformance;
 use loopbound_testkit::postgres::{Cluster, Durability};
 use loopbound_testkit::scratch;
 
@@ -43,12 +44,8 @@ async fn seed(journal: &impl Journal, runs: usize) {
     for n in 0..runs {
         let run = RunId::new(format!("run-{n:05}")).expect("a valid id");
         let fresh = RunRow {
-            epoch: 1,
-            attempts: 1,
-            conversation: "[]".to_owned(),
-            ledger: r#"{"model_calls":0,"tool_calls":0,"middleware":0,"repetitions":[]}"#.to_owned(),
             labels: vec![LabelRow { key: "tenant".to_owned(), value: format!("t-{}", n % 10) }],
-            ..RunRow::default()
+            ..conformance::fresh_row()
         };
         journal.acquire(&run, fresh).await.expect("a new run");
         let end = Batch { entries: vec![Entry::State(state_of(n)), Entry::Release] };

@@ -259,13 +259,7 @@ fn opener() {
         let result = rt.block_on(async {
             let journal = backend::open(place, &env(NAME), Duration::from_secs(30)).await?;
             let run = RunId::new(run).map_err(|error| error.to_string())?;
-            let fresh = loopbound::journal::RunRow {
-                epoch: 1,
-                attempts: 1,
-                conversation: "[]".to_owned(),
-                ledger: r#"{"model_calls":0,"tool_calls":0,"middleware":0,"repetitions":[]}"#.to_owned(),
-                ..loopbound::journal::RunRow::default()
-            };
+            let fresh = loopbound_testkit::conformance::fresh_row();
             use loopbound::journal::Journal as _;
             let stored = journal.acquire(&run, fresh).await.map_err(|error| error.to_string())?;
             let end = loopbound::journal::Batch {

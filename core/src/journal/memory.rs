@@ -18,7 +18,7 @@ use super::id::RunId;
 use super::query::RunQuery;
 use super::record::valid_actor;
 use super::row::{Batch, Entry, Fence, Lease, ListedRow, RunRow, StoredRun};
-use super::store::{DEFAULT_LEASE, Journal, MAX_LEASE};
+use super::store::{DEFAULT_LEASE, Journal, check_lease};
 use crate::sync::Mutex;
 
 /// A journal held in memory.
@@ -83,12 +83,9 @@ impl MemoryJournal {
     ///
     /// # Errors
     ///
-    /// [`JournalError::InvalidLease`] for zero or more than [`MAX_LEASE`].
+    /// [`JournalError::InvalidLease`] for zero or more than [`MAX_LEASE`](super::MAX_LEASE).
     pub fn with_lease(mut self, lease: Duration) -> Result<Self, JournalError> {
-        if lease.is_zero() || lease > MAX_LEASE {
-            return Err(JournalError::InvalidLease);
-        }
-        self.lease = lease;
+        self.lease = check_lease(lease)?;
         Ok(self)
     }
 

@@ -81,4 +81,4 @@ pub use row::{
     ReconciliationRow, ReplyRow, RunRow, StartedRow, StoredRun,
 };
 pub use run_record::RunRecord;
-pub use store::{DEFAULT_LEASE, Journal, MAX_LEASE, process_holder};
+pub use store::{DEFAULT_LEASE, Journal, MAX_LEASE, check_lease, process_holder};

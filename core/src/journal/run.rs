@@ -38,10 +38,18 @@ impl<T: Transport, S: Send + Sync + 'static> Runtime<T, S> {
     /// [`EffectKind`](crate::tool::EffectKind): an `effect` at most once, an `idempotent` one at
     /// least once with one key ([`Call::idempotency_key`](crate::Call::idempotency_key)).
     ///
-    /// It ends like [`run`](Self::run), and also with `AwaitingApproval` (a proposal waits for
-    /// [`approve`](super::approve) or [`deny`](super::deny)), `Denied`, or `Ambiguous` (a crash
-    /// left an effect's outcome unknown: [`reconcile`](super::reconcile) it); each names the
-    /// operation ([`Outcome::operation`]). Run it again with the same id to resume.
+    /// One attempt at a time: the attempt takes the run's lease first (refused with
+    /// [`JournalError::LeaseHeld`] while another attempt, in any process, holds it), renews it
+    /// with every commit and, while a model call or a body runs, with a heartbeat, and releases
+    /// it with its last commit. A new run stores `scope`'s grants, limits and labels as its
+    /// definition; a resume's scope may be narrower, never wider
+    /// ([`JournalError::Widened`]; [`scope_of`](super::scope_of) rebuilds the stored one).
+    ///
+    /// It ends like [`run`](Self::run), and also with `AwaitingApproval` (a proposal waits:
+    /// [`Outcome::pending`] hands it out for [`approve`](super::approve) or
+    /// [`deny`](super::deny)), `Denied`, or `Ambiguous` (an effect started by an attempt that
+    /// no longer holds the run has no result: [`reconcile`](super::reconcile) it); each names
+    /// the operation ([`Outcome::operation`]). Run it again with the same id to resume.
     ///
     /// State that the completion condition reads must survive the process too (an effect's
     /// system, say): a replayed result does not run the body that set host memory.
@@ -49,9 +57,10 @@ impl<T: Transport, S: Send + Sync + 'static> Runtime<T, S> {
     /// # Errors
     ///
     /// As [`run`](Self::run), and [`RunError::Journal`] if the journal failed or refused (a
-    /// finished run, a scope already used, another attempt that took the run over, another
-    /// worker's live lease ([`JournalError::LeaseHeld`]: nothing started)): what could not be
-    /// recorded did not run.
+    /// finished run, a scope already used or wider than the run's definition, another attempt's
+    /// live lease ([`JournalError::LeaseHeld`]: nothing started), a lease this attempt lost
+    /// ([`JournalError::LeaseLost`]: nothing further ran)): what could not be recorded did not
+    /// run. An attempt that ends on a journal error leaves its lease to expire.
     pub async fn run_journaled<J: Journal>(
         &self,
         journal: &J,

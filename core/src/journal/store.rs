@@ -60,6 +60,15 @@ pub fn process_holder() -> String {
 /// The longest lease a backend grants: one day.
 pub const MAX_LEASE: Duration = Duration::from_hours(24);
 
+/// `lease`, if a backend may hold runs for it: more than zero and at most [`MAX_LEASE`].
+///
+/// # Errors
+///
+/// [`JournalError::InvalidLease`] otherwise.
+pub fn check_lease(lease: Duration) -> Result<Duration, JournalError> {
+    if lease.is_zero() || lease > MAX_LEASE { Err(JournalError::InvalidLease) } else { Ok(lease) }
+}
+
 /// A journal backend.
 pub trait Journal: Send + Sync {
     /// How long an acquisition, a renewal or a commit holds the run: an attempt that neither

@@ -64,8 +64,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use loopbound::journal::{
-    Batch, DEFAULT_LEASE, Fence, Journal, JournalError, ListedRow, MAX_LEASE, RunId, RunQuery, RunRow,
-    StoredRun, process_holder, valid_actor,
+    Batch, DEFAULT_LEASE, Fence, Journal, JournalError, ListedRow, RunId, RunQuery, RunRow, StoredRun,
+    check_lease, process_holder, valid_actor,
 };
 use rusqlite::Connection;
 
@@ -165,10 +165,7 @@ impl SqliteJournal {
     ///
     /// [`JournalError::InvalidLease`] for a zero duration or one over a day.
     pub fn with_lease(mut self, lease: Duration) -> Result<Self, JournalError> {
-        if lease.is_zero() || lease > MAX_LEASE {
-            return Err(JournalError::InvalidLease);
-        }
-        self.lease = lease;
+        self.lease = check_lease(lease)?;
         Ok(self)
     }
 

@@ -6,14 +6,15 @@ use std::time::Duration;
 use loopbound::journal::{Entry, Fence, Journal, JournalError, RunState, StoredRun};
 
 use super::rows::{event, reply};
-use super::{Backend, LONG, PAST_SHORT, SHORT, batch, ending, fresh_row, run, two};
+use super::{Backend, LONG, PAST_SHORT, SHORT, batch, ending, fresh_row, pair, run, two};
 
 pub(crate) async fn check_all<B: Backend>(backend: &B) {
     let (a, b) = two(backend, LONG).await;
     a_live_lease_is_refused_to_every_other_attempt_and_nothing_is_written(&a, &b).await;
     let (a, b) = two(backend, LONG).await;
     a_released_run_is_taken_at_once_and_the_old_attempt_is_fenced_out(&a, &b).await;
-    let (a, b) = two(backend, SHORT).await;
+    // The taker's lease is long: its refusal of the old holder must not race its expiry.
+    let (a, b) = pair(backend, SHORT, LONG).await;
     an_expired_lease_is_lost_by_its_holder_and_taken_over(&a, &b).await;
     let (a, b) = two(backend, SHORT).await;
     renewals_and_commits_keep_a_lease_past_its_first_expiry(&a, &b).await;
@@ -92,7 +93,7 @@ async fn an_expired_lease_is_lost_by_its_holder_and_taken_over(a: &impl Journal,
     assert_eq!(a.renew(&run(), 1).await, Err(JournalError::LeaseLost), "nor renews it");
     let taken = b.acquire(&run(), fresh_row()).await.expect("an expired lease is taken over");
     assert_eq!((taken.run.epoch, taken.run.attempts, taken.run.ledger.as_str()), (2, 2, "before"));
-    assert_held(a.acquire(&run(), fresh_row()).await, "attempt-b", SHORT, "the old holder");
+    assert_held(a.acquire(&run(), fresh_row()).await, "attempt-b", LONG, "the old holder");
 }
 
 async fn renewals_and_commits_keep_a_lease_past_its_first_expiry(a: &impl Journal, b: &impl Journal) {

@@ -34,9 +34,9 @@ use loopbound::journal::{Batch, Entry, Journal, RunId, RunRow, RunState};
 /// A lease that no check outlives.
 pub const LONG: Duration = Duration::from_secs(60);
 /// A lease that a check waits out.
-pub const SHORT: Duration = Duration::from_millis(1000);
+pub const SHORT: Duration = Duration::from_secs(2);
 /// How long a check waits for a [`SHORT`] lease to expire.
-pub const PAST_SHORT: Duration = Duration::from_millis(1300);
+pub const PAST_SHORT: Duration = Duration::from_millis(2600);
 
 /// A backend under test.
 pub trait Backend {
@@ -63,8 +63,17 @@ pub async fn check_all<B: Backend>(backend: &B) {
 
 /// Two journals on one fresh storage, `a` and `b`, with leases of `lease`.
 pub(crate) async fn two<B: Backend>(backend: &B, lease: Duration) -> (B::Journal, B::Journal) {
+    pair(backend, lease, lease).await
+}
+
+/// Two journals on one fresh storage, `a` with leases of `a_lease`, `b` of `b_lease`.
+pub(crate) async fn pair<B: Backend>(
+    backend: &B,
+    a_lease: Duration,
+    b_lease: Duration,
+) -> (B::Journal, B::Journal) {
     let place = backend.fresh().await;
-    (backend.open(&place, "attempt-a", lease).await, backend.open(&place, "attempt-b", lease).await)
+    (backend.open(&place, "attempt-a", a_lease).await, backend.open(&place, "attempt-b", b_lease).await)
 }
 
 /// One journal on fresh storage, with a long lease.
@@ -81,7 +90,9 @@ pub(crate) fn run_named(name: &str) -> RunId {
     RunId::new(name).unwrap_or_else(|error| panic!("a valid run id: {error}"))
 }
 
-pub(crate) fn fresh_row() -> RunRow {
+/// A new run's row as a test writes it: an empty conversation, zero counters, no definition.
+#[must_use]
+pub fn fresh_row() -> RunRow {
     RunRow {
         epoch: 1,
         attempts: 1,

@@ -5,12 +5,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use loopbound::journal::{
-    self, Batch, Entry, Fence, Journal, JournalError, OperationId, RunId, RunRow, RunState,
-};
+use loopbound::journal::{self, Batch, Entry, Fence, Journal, JournalError, OperationId, RunId, RunState};
 use loopbound::tool::Policy;
 use loopbound::{Outcome, RunError, Runtime, Scope, Status};
 use loopbound_postgres::{PostgresJournal, Store};
+use loopbound_testkit::conformance::fresh_row;
 use loopbound_testkit::postgres::{Cluster, Durability};
 use loopbound_testkit::refund::{self, EffectSink, MemorySink};
 
@@ -18,18 +17,6 @@ use crate::{PASSWORD, assert_no_password, config, fresh, worker};
 
 fn run() -> RunId {
     RunId::new("order-42").expect("a valid run id")
-}
-
-fn fresh_row() -> RunRow {
-    RunRow {
-        epoch: 1,
-        attempts: 1,
-        conversation: "[]".to_owned(),
-        ledger: r#"{"model_calls":0,"tool_calls":0,"middleware":0,"repetitions":[]}"#.to_owned(),
-        state: RunState::Open,
-        definition: String::new(),
-        labels: Vec::new(),
-    }
 }
 
 fn journal_of(store: &Store, name: &str) -> PostgresJournal {
