@@ -55,13 +55,7 @@ cargo build --release --locked -q -p loopbound-benches --bin compare
 compare="$CARGO_TARGET_DIR/release/compare"
 
 {
-  echo "date: $(date -u '+%Y-%m-%d %H:%M UTC')"
-  echo "cpus: $(nproc) x $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')"
-  echo "memory: $(awk '/MemTotal/ {printf "%.1f GiB", $2 / 1048576}' /proc/meminfo)"
-  echo "kernel: $(uname -sr)"
-  echo "rustc: $(rustc --version)"
-  echo "python: $("$PY" --version 2>&1)"
-  echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+  bash "$root/benches/machine.sh" "$PY"
   echo "runs: $PEER_RUNS timed after $PEER_WARMUP warm-up, $ROUNDS round(s), peer tools: $PEER_TOOLS"
 } > "$OUT/machine.txt"
 

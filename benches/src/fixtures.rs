@@ -119,6 +119,31 @@ impl Fixture {
         Self { scope, tools: tools() }
     }
 
+    /// Both capabilities, room for `calls` admissions of the same signature, and a token and a
+    /// cost budget with a price table (both tools free), so that every admission also checks
+    /// the tools' prices.
+    ///
+    /// # Panics
+    ///
+    /// Never: these limits are valid.
+    #[must_use]
+    pub fn roomy_with_budgets(calls: u32) -> Self {
+        let limits = Limits::default()
+            .with_tool_calls(calls)
+            .with_repetitions(calls.max(1))
+            .with_total_tokens(1 << 40)
+            .with_cost(loopbound::spend::Micros(1 << 40));
+        let prices = loopbound::spend::Prices::new().other_tools(loopbound::spend::Micros::ZERO).shared();
+        let scope = Scope::builder()
+            .grants([READ_CAPABILITY, FINISH_CAPABILITY])
+            .limits(limits)
+            .prices(prices)
+            .state(Review::default())
+            .build()
+            .expect("the fixtures' limits are valid");
+        Self { scope, tools: tools() }
+    }
+
     /// The tool every guard benchmark calls, in this fixture's scope.
     #[must_use]
     pub fn read_ticket(&self) -> Target<'_> {

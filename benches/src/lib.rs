@@ -8,6 +8,8 @@
 //! - [`values`]: argument values of about 100 B, 10 KB and 1 MB for the canonical form;
 //! - [`runs`]: whole scripted runs of the review task, checked against the contract;
 //! - [`parallel`]: admissions from several threads, on one scope or on many;
+//! - [`load`]: the `load` command's parts: many concurrent review runs over HTTP against the
+//!   testkit's load model server, and their figures;
 //! - [`mcp`]: one MCP tool call three ways (direct, the SDK unguarded, through loopbound-mcp);
 //! - [`timing`]: the peers' timing method (median, nearest-rank p99) and batch medians;
 //! - [`targets`]: every speed target, measured in one process, beside its measured figure;
@@ -32,10 +34,12 @@
 
 pub mod fixtures;
 pub mod journal;
+pub mod load;
 pub mod mcp;
 pub mod parallel;
 pub mod peers;
 pub mod runs;
+pub mod spend;
 pub mod table;
 pub mod targets;
 pub mod timing;

@@ -129,6 +129,18 @@ pub fn guard(effort: Effort) -> Vec<Line> {
         250.0,
         "ns",
     ));
+    let budgeted = per_call(
+        effort.samples,
+        10_000,
+        |calls| Fixture::roomy_with_budgets(u32::try_from(calls).unwrap_or(u32::MAX)),
+        |fixture| admit(fixture.read_ticket()),
+    );
+    lines.push(Line::at_most(
+        "admission of {\"input\":42} under a token and a cost budget with prices",
+        budgeted,
+        250.0,
+        "ns",
+    ));
     for check in Check::ALL {
         let (what, time) = if check == Check::Halted {
             let time =
@@ -141,6 +153,23 @@ pub fn guard(effort: Effort) -> Vec<Line> {
         lines.push(Line::at_most(what, time, 150.0, "ns"));
     }
     lines
+}
+
+/// A model call's reservation (count the request, reserve, settle) when the conversation is
+/// 1 KB against 1 MB, one new message a call: the count is incremental, so the two cost the
+/// same (≤ 1.5×).
+#[must_use]
+pub fn reservation(effort: Effort) -> Vec<Line> {
+    let (small, large) = crate::spend::reservation_pair(effort.samples, 2_000);
+    vec![Line {
+        what: format!(
+            "model call reserved and settled, 1 MB conversation vs 1 KB, one new message a call: {large:.0} ns vs {small:.0} ns"
+        ),
+        measured: format!("{:.2}×", large / small),
+        target: "≤ 1.5× (O(new bytes))".to_owned(),
+        ratio: large / small / 1.5,
+        met: large / small <= 1.5,
+    }]
 }
 
 /// Canonical form throughput as a share of `serde_json::to_string`'s on the same value (≥ 50 %),

@@ -204,10 +204,20 @@ pub fn per_call_pair<A, B>(
 /// value `getrusage`'s `ru_maxrss` reports on Linux. `None` where that file does not exist.
 #[must_use]
 pub fn peak_rss_mib() -> Option<f64> {
+    status_kib("VmHWM").map(|kib| kib as f64 / 1024.0)
+}
+
+/// The process's resident set size now, in KiB: `VmRSS` of `/proc/self/status`.
+#[must_use]
+pub fn rss_kib() -> Option<u64> {
+    status_kib("VmRSS")
+}
+
+/// A field of `/proc/self/status` given in kB, such as `VmRSS` or `VmHWM`.
+fn status_kib(field: &str) -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|line| line.starts_with("VmHWM:"))?;
-    let kib: f64 = line.trim_start_matches("VmHWM:").trim().trim_end_matches("kB").trim().parse().ok()?;
-    Some(kib / 1024.0)
+    let line = status.lines().find_map(|line| line.strip_prefix(field)?.strip_prefix(':'))?;
+    line.trim().trim_end_matches("kB").trim().parse().ok()
 }
 
 #[cfg(test)]

@@ -48,6 +48,14 @@ pub enum HaltReason {
     /// The host's policy or an approver refused a proposal; the event names the
     /// operation and who decided.
     Denied,
+    /// A model call's reservation did not fit a token budget, a settlement crossed one, or a
+    /// stream passed its reservation.
+    TokenBudget,
+    /// A model call's or a priced tool's cost did not fit the cost budget, or a settlement
+    /// crossed it.
+    CostBudget,
+    /// A tool reached its own per-run limit.
+    ToolLimit,
 }
 
 impl HaltReason {
@@ -62,7 +70,27 @@ impl HaltReason {
             Self::DeadlineExceeded => "DeadlineExceeded",
             Self::TooManyCalls => "TooManyCalls",
             Self::Denied => "Denied",
+            Self::TokenBudget => "TokenBudget",
+            Self::CostBudget => "CostBudget",
+            Self::ToolLimit => "ToolLimit",
         }
+    }
+}
+
+impl HaltReason {
+    /// Whether the halt is a limit's (a budget, the repetition limit, a tool's own limit): the
+    /// stops a wrap-up may follow.
+    #[must_use]
+    pub const fn is_limit(self) -> bool {
+        matches!(
+            self,
+            Self::RepeatedCall
+                | Self::ToolBudget
+                | Self::ModelBudget
+                | Self::TokenBudget
+                | Self::CostBudget
+                | Self::ToolLimit
+        )
     }
 }
 
@@ -104,6 +132,9 @@ pub enum EventKind {
     /// The host widened a journaled run's definition (grants or limits); the name is `run`, the
     /// count the widening's number (1 for the first), and the event names who widened it.
     Widened,
+    /// The one model call a wrap-up kept aside was admitted after a limit stopped the run; the
+    /// name is `model` and the count the model calls so far, this one included.
+    WrapUp,
 }
 
 impl EventKind {
@@ -123,6 +154,7 @@ impl EventKind {
             Self::Reconciled => "Reconciled",
             Self::AwaitingApproval => "AwaitingApproval",
             Self::Widened => "Widened",
+            Self::WrapUp => "WrapUp",
         }
     }
 }
@@ -135,7 +167,7 @@ impl fmt::Display for EventKind {
 
 impl HaltReason {
     /// Every halt reason of this version.
-    pub(crate) const ALL: [Self; 7] = [
+    pub(crate) const ALL: [Self; 10] = [
         Self::PermissionDenied,
         Self::RepeatedCall,
         Self::ToolBudget,
@@ -143,12 +175,15 @@ impl HaltReason {
         Self::DeadlineExceeded,
         Self::TooManyCalls,
         Self::Denied,
+        Self::TokenBudget,
+        Self::CostBudget,
+        Self::ToolLimit,
     ];
 }
 
 impl EventKind {
     /// Every kind that is not a halt.
-    const PLAIN: [Self; 11] = [
+    const PLAIN: [Self; 12] = [
         Self::ModelCall,
         Self::Middleware,
         Self::ToolCall,
@@ -160,6 +195,7 @@ impl EventKind {
         Self::Reconciled,
         Self::AwaitingApproval,
         Self::Widened,
+        Self::WrapUp,
     ];
 
     /// The kind whose [`as_str`](Self::as_str) is `name`, as a journal stores it.

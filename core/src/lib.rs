@@ -20,7 +20,11 @@
 //!    caller's cancellation ends the run even when the future ignores its token.
 //! 5. **Outcome**: the run ends with an explicit [`Outcome`] (`Completed` only when the host's
 //!    condition holds) or a [`RunError`] (the caller cancelled, or the provider answered
-//!    unusably).
+//!    unusably); both serialise for a host's response.
+//!
+//! While it runs, a host can [`watch`] it (a live stream of its events, text, tool calls and
+//! outcome, bounded whatever the watcher does) and cancel it by id from any task
+//! ([`RunRegistry`]).
 //!
 //! # Example
 //!
@@ -125,18 +129,25 @@ pub mod journal;
 mod json;
 mod limits;
 mod outcome;
+mod registry;
 mod runtime;
 mod scope;
 pub mod scripted;
+pub mod spend;
 mod sync;
 pub mod tool;
 pub mod transport;
+pub mod watch;
 
 pub use event::{ControlEvent, EventKind, HaltReason, Subject};
 pub use guard::Stop;
 pub use limits::{Limits, LimitsError};
-pub use outcome::{Outcome, RunError, Status};
-pub use runtime::{Composition, Observation, Observer, Runtime};
+pub use outcome::{Outcome, RunError, RunErrorKind, Status};
+pub use registry::{AlreadyRegistered, Registration, RunRegistry};
+pub use runtime::{
+    Composition, Concurrency, ConcurrencyError, Observation, Observer, Offer, Runtime, SubAgent,
+    SubAgentError,
+};
 pub use scope::{Scope, ScopeBuilder};
 pub use tool::{Call, GuardedTool, RegistrationError, ToolError, ToolSet, ToolSetBuilder};
 pub use transport::Message;

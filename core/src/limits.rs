@@ -15,6 +15,8 @@
 use std::fmt;
 use std::time::Duration;
 
+use crate::spend::Micros;
+
 /// The bounds of one run. Every field counts something the host can observe in the events.
 ///
 /// | limit | default | counts |
@@ -25,6 +27,14 @@ use std::time::Duration;
 /// | [`deadline`](Limits::deadline) | 120 s | wall time of the run, from the scope's creation |
 /// | [`calls_per_reply`](Limits::calls_per_reply) | 16 | tool calls in one model reply, known tools or not, bindable or not |
 /// | [`reply_bytes`](Limits::reply_bytes) | 16 MiB | bytes of one model reply, whole or streamed |
+/// | [`input_tokens`](Limits::input_tokens) | none | input tokens of the run, reserved before each model call |
+/// | [`output_tokens`](Limits::output_tokens) | none | output tokens of the run, reserved before each model call |
+/// | [`total_tokens`](Limits::total_tokens) | none | input and output tokens of the run together |
+/// | [`cost`](Limits::cost) | none | money of the run in micro-units, reserved before each model call or priced tool |
+/// | [`min_output_tokens`](Limits::min_output_tokens) | 16 | the smallest output a call is sent with under a spend budget |
+///
+/// The spend budgets are reserved before every model call and settled from the provider's
+/// usage: see [`spend`](crate::spend) for what they guarantee.
 ///
 /// A reply with more tool calls than `calls_per_reply` is refused whole, before any of its
 /// calls is observed or runs: the run halts with `TooManyCalls` and nothing of that reply enters
@@ -57,6 +67,12 @@ pub struct Limits {
     deadline: Duration,
     calls_per_reply: u32,
     reply_bytes: usize,
+    input_tokens: Option<u64>,
+    output_tokens: Option<u64>,
+    total_tokens: Option<u64>,
+    cost: Option<Micros>,
+    min_output_tokens: u32,
+    wrap_up_tokens: Option<u64>,
 }
 
 impl Limits {
@@ -72,6 +88,8 @@ impl Limits {
     pub const DEFAULT_CALLS_PER_REPLY: u32 = 16;
     /// Default size, in bytes, of one model reply: 16 MiB.
     pub const DEFAULT_REPLY_BYTES: usize = 16 << 20;
+    /// Default smallest output a call is sent with under a spend budget.
+    pub const DEFAULT_MIN_OUTPUT_TOKENS: u32 = 16;
 
     /// Returns these limits with `model_calls` transport attempts allowed.
     #[must_use]
@@ -117,6 +135,117 @@ impl Limits {
         self
     }
 
+    /// Returns these limits with at most `tokens` input tokens over the run (positive).
+    #[must_use]
+    pub const fn with_input_tokens(mut self, tokens: u64) -> Self {
+        self.input_tokens = Some(tokens);
+        self
+    }
+
+    /// Returns these limits with at most `tokens` output tokens over the run (positive).
+    #[must_use]
+    pub const fn with_output_tokens(mut self, tokens: u64) -> Self {
+        self.output_tokens = Some(tokens);
+        self
+    }
+
+    /// Returns these limits with at most `tokens` input and output tokens together over the run
+    /// (positive).
+    #[must_use]
+    pub const fn with_total_tokens(mut self, tokens: u64) -> Self {
+        self.total_tokens = Some(tokens);
+        self
+    }
+
+    /// Returns these limits with at most `cost` spent over the run (positive): model calls at
+    /// the scope's [`Prices`](crate::spend::Prices), and priced tools' calls.
+    #[must_use]
+    pub const fn with_cost(mut self, cost: Micros) -> Self {
+        self.cost = Some(cost);
+        self
+    }
+
+    /// Returns these limits with calls under a spend budget sent only with room for at least
+    /// `tokens` of output (at least 1).
+    #[must_use]
+    pub const fn with_min_output_tokens(mut self, tokens: u32) -> Self {
+        self.min_output_tokens = tokens;
+        self
+    }
+
+    /// Returns these limits with one model call and `tokens` tokens (and, under a cost budget,
+    /// what they cost at the model's dearest price) kept aside for a wrap-up: when a limit stops
+    /// the run, the runtime makes that one call, with no tool offered, and the outcome keeps the
+    /// halt's status and carries its text as partial
+    /// ([`Outcome::partial_text`](crate::Outcome::partial_text)). Until then the run's budgets
+    /// are the limits less what is kept aside. Positive.
+    #[must_use]
+    pub const fn with_wrap_up(mut self, tokens: u64) -> Self {
+        self.wrap_up_tokens = Some(tokens);
+        self
+    }
+
+    /// The tokens kept aside for a wrap-up, if one is.
+    #[must_use]
+    pub const fn wrap_up_tokens(&self) -> Option<u64> {
+        self.wrap_up_tokens
+    }
+
+    /// These limits less what a wrap-up keeps aside (one model call, its tokens, their cost at
+    /// `price`'s dearest rate): what the run itself may spend. Unchanged without a wrap-up.
+    #[must_use]
+    pub(crate) fn before_wrap_up(&self, price: Option<&crate::spend::Price>) -> Self {
+        let Some(aside) = self.wrap_up_tokens else { return *self };
+        let less = |budget: Option<u64>| budget.map(|budget| budget.saturating_sub(aside));
+        let mut run = *self;
+        run.model_calls = self.model_calls.saturating_sub(1);
+        run.input_tokens = less(self.input_tokens);
+        run.output_tokens = less(self.output_tokens);
+        run.total_tokens = less(self.total_tokens);
+        run.cost =
+            self.cost.map(|cost| cost.saturating_sub(price.map_or(Micros::ZERO, |p| p.dearest(aside))));
+        run
+    }
+
+    /// Input tokens allowed over the run, if limited.
+    #[must_use]
+    pub const fn input_tokens(&self) -> Option<u64> {
+        self.input_tokens
+    }
+
+    /// Output tokens allowed over the run, if limited.
+    #[must_use]
+    pub const fn output_tokens(&self) -> Option<u64> {
+        self.output_tokens
+    }
+
+    /// Input and output tokens allowed together over the run, if limited.
+    #[must_use]
+    pub const fn total_tokens(&self) -> Option<u64> {
+        self.total_tokens
+    }
+
+    /// Money allowed over the run, if limited.
+    #[must_use]
+    pub const fn cost(&self) -> Option<Micros> {
+        self.cost
+    }
+
+    /// The smallest output a call is sent with under a spend budget.
+    #[must_use]
+    pub const fn min_output_tokens(&self) -> u32 {
+        self.min_output_tokens
+    }
+
+    /// Whether a token or cost budget is set (every model call is then reserved).
+    #[must_use]
+    pub const fn has_spend_budget(&self) -> bool {
+        self.input_tokens.is_some()
+            || self.output_tokens.is_some()
+            || self.total_tokens.is_some()
+            || self.cost.is_some()
+    }
+
     /// Transport attempts allowed in one run.
     #[must_use]
     pub const fn model_calls(&self) -> u32 {
@@ -160,7 +289,8 @@ impl Limits {
     /// # Errors
     ///
     /// Returns the first problem found: zero model calls, zero repetitions, a zero deadline,
-    /// zero calls per reply or zero reply bytes.
+    /// zero calls per reply, zero reply bytes, a spend budget set to zero, or a zero minimum
+    /// output.
     pub const fn validate(&self) -> Result<(), LimitsError> {
         if self.model_calls == 0 {
             return Err(LimitsError::ZeroModelCalls);
@@ -177,6 +307,19 @@ impl Limits {
         if self.reply_bytes == 0 {
             return Err(LimitsError::ZeroReplyBytes);
         }
+        if matches!(self.input_tokens, Some(0))
+            || matches!(self.output_tokens, Some(0))
+            || matches!(self.total_tokens, Some(0))
+            || matches!(self.cost, Some(Micros(0)))
+        {
+            return Err(LimitsError::ZeroBudget);
+        }
+        if self.min_output_tokens == 0 {
+            return Err(LimitsError::ZeroMinOutput);
+        }
+        if matches!(self.wrap_up_tokens, Some(0)) || (self.wrap_up_tokens.is_some() && self.model_calls < 2) {
+            return Err(LimitsError::WrapUpWithoutRoom);
+        }
         Ok(())
     }
 }
@@ -190,6 +333,12 @@ impl Default for Limits {
             deadline: Self::DEFAULT_DEADLINE,
             calls_per_reply: Self::DEFAULT_CALLS_PER_REPLY,
             reply_bytes: Self::DEFAULT_REPLY_BYTES,
+            input_tokens: None,
+            output_tokens: None,
+            total_tokens: None,
+            cost: None,
+            min_output_tokens: Self::DEFAULT_MIN_OUTPUT_TOKENS,
+            wrap_up_tokens: None,
         }
     }
 }
@@ -199,6 +348,8 @@ impl fmt::Display for Limits {
     /// reply bytes 16MiB`; a deadline that is not a whole number of seconds is written in
     /// milliseconds (`1500ms`), or in microseconds or nanoseconds when even that is not whole; a
     /// byte count that is not a whole number of MiB is written in KiB, or in bytes (`1000B`).
+    /// Spend budgets follow when set: `, input tokens 5000, output tokens 800, total tokens
+    /// 6000, cost 20000µ, min output 16`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
@@ -219,9 +370,25 @@ impl fmt::Display for Limits {
             .into_iter()
             .find(|(unit, _)| bytes != 0 && bytes.is_multiple_of(*unit))
         {
-            Some((unit, suffix)) => write!(f, "{}{suffix}", bytes / unit),
-            None => write!(f, "{bytes}B"),
+            Some((unit, suffix)) => write!(f, "{}{suffix}", bytes / unit)?,
+            None => write!(f, "{bytes}B")?,
         }
+        for (name, value) in [
+            ("input tokens", self.input_tokens),
+            ("output tokens", self.output_tokens),
+            ("total tokens", self.total_tokens),
+        ] {
+            if let Some(value) = value {
+                write!(f, ", {name} {value}")?;
+            }
+        }
+        if let Some(cost) = self.cost {
+            write!(f, ", cost {cost}")?;
+        }
+        if self.has_spend_budget() {
+            write!(f, ", min output {}", self.min_output_tokens)?;
+        }
+        Ok(())
     }
 }
 
@@ -241,6 +408,20 @@ pub enum LimitsError {
     ZeroCallsPerReply,
     /// A reply must be allowed at least one byte.
     ZeroReplyBytes,
+    /// A spend budget that is set must be positive (leave it unset for no budget).
+    ZeroBudget,
+    /// A call under a spend budget must be allowed at least one output token.
+    ZeroMinOutput,
+    /// A cost budget needs the scope's prices ([`ScopeBuilder::prices`](crate::ScopeBuilder::prices)).
+    Unpriced,
+    /// A per-tool limit names a tool twice, or an invalid tool name.
+    InvalidToolLimit,
+    /// A child scope asked for a capability its parent was not granted.
+    GrantsBeyondParent,
+    /// A child scope's caller is its parent scope: it takes no caller's token of its own.
+    ChildCaller,
+    /// A wrap-up needs tokens kept aside and a model call besides the run's own (at least 2).
+    WrapUpWithoutRoom,
 }
 
 impl fmt::Display for LimitsError {
@@ -254,6 +435,21 @@ impl fmt::Display for LimitsError {
                 "invalid limits: calls per reply must be at least 1 (to forbid tools, set tool calls to 0)"
             }
             Self::ZeroReplyBytes => "invalid limits: reply bytes must be at least 1",
+            Self::ZeroBudget => "invalid limits: a token or cost budget that is set must be positive",
+            Self::ZeroMinOutput => "invalid limits: the minimum output must be at least 1 token",
+            Self::Unpriced => "invalid limits: a cost budget needs the scope's prices",
+            Self::InvalidToolLimit => {
+                "invalid limits: a per-tool limit names an invalid tool, or one tool twice"
+            }
+            Self::GrantsBeyondParent => {
+                "invalid scope: a child may be granted only capabilities its parent has"
+            }
+            Self::ChildCaller => {
+                "invalid scope: a child's caller is its parent; it takes no token of its own"
+            }
+            Self::WrapUpWithoutRoom => {
+                "invalid limits: a wrap-up keeps a positive number of tokens and one of at least 2 model calls aside"
+            }
         })
     }
 }
@@ -286,6 +482,20 @@ mod tests {
         assert_eq!(base.with_reply_bytes(0).validate(), Err(LimitsError::ZeroReplyBytes));
         assert_eq!(base.with_tool_calls(0).validate(), Ok(()));
         assert_eq!(base.with_calls_per_reply(1).with_reply_bytes(1).validate(), Ok(()));
+        assert_eq!(base.with_total_tokens(0).validate(), Err(LimitsError::ZeroBudget));
+        assert_eq!(base.with_cost(Micros(0)).validate(), Err(LimitsError::ZeroBudget));
+        assert_eq!(base.with_min_output_tokens(0).validate(), Err(LimitsError::ZeroMinOutput));
+        assert_eq!(base.with_input_tokens(1).with_output_tokens(1).validate(), Ok(()));
+    }
+
+    #[test]
+    fn display_adds_spend_budgets_only_when_set() {
+        let limits = Limits::default().with_total_tokens(6000).with_cost(Micros(20_000));
+        assert_eq!(
+            limits.to_string(),
+            "model calls 6, tool calls 4, repetitions 1, deadline 120s, calls per reply 16, reply bytes 16MiB, \
+             total tokens 6000, cost 20000µ, min output 16"
+        );
     }
 
     #[test]

@@ -17,7 +17,8 @@ use serde::{Serialize, Serializer};
 
 use crate::event::{ControlEvent, HaltReason};
 use crate::journal::JournalError;
-use crate::transport::{TransportError, Usage};
+use crate::spend::Spend;
+use crate::transport::{TransportError, TransportErrorKind, Usage};
 
 /// How a run ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -58,6 +59,13 @@ pub enum Status {
     /// an epoch older than one it has seen: see [`Call::fencing_token`](crate::Call::fencing_token));
     /// a process paused inside the body may otherwise still apply the effect later.
     Ambiguous,
+    /// A model call's reservation or a settlement did not fit a token budget; the outcome's
+    /// spend says by how much a settlement went past it.
+    TokenBudget,
+    /// A model call's or a priced tool's cost did not fit the cost budget.
+    CostBudget,
+    /// A tool reached its own per-run limit.
+    ToolLimit,
 }
 
 impl Status {
@@ -76,6 +84,9 @@ impl Status {
         Self::AwaitingApproval,
         Self::Denied,
         Self::Ambiguous,
+        Self::TokenBudget,
+        Self::CostBudget,
+        Self::ToolLimit,
     ];
 
     /// The status's name, e.g. `RepeatedCall`.
@@ -94,6 +105,9 @@ impl Status {
             Self::AwaitingApproval => "AwaitingApproval",
             Self::Denied => "Denied",
             Self::Ambiguous => "Ambiguous",
+            Self::TokenBudget => "TokenBudget",
+            Self::CostBudget => "CostBudget",
+            Self::ToolLimit => "ToolLimit",
         }
     }
 
@@ -120,6 +134,9 @@ impl From<HaltReason> for Status {
             HaltReason::DeadlineExceeded => Self::DeadlineExceeded,
             HaltReason::TooManyCalls => Self::TooManyCalls,
             HaltReason::Denied => Self::Denied,
+            HaltReason::TokenBudget => Self::TokenBudget,
+            HaltReason::CostBudget => Self::CostBudget,
+            HaltReason::ToolLimit => Self::ToolLimit,
         }
     }
 }
@@ -138,7 +155,33 @@ impl Serialize for Status {
 
 /// What a run returns: `{status, text, events}`, plus usage and a provider message when known.
 ///
-/// Serialises as `{"status":…,"text":…,"events":[…]}`.
+/// Serialises as the object a host shows or stores, every key always present:
+/// `{"status":…,"text":…,"partial_text":…,"events":[…],"usage":…,"spend":{…},"detail":…,"operation":…,"pending":…}`,
+/// with `null` for what the run does not have (`text` unless the status keeps it,
+/// `partial_text` but after a wrap-up, `usage` when no provider reported it, `detail` but for
+/// `ProviderUnavailable`, `operation` but for a stop on one, `pending` but for
+/// `AwaitingApproval`: then `{"operation","tool","capability","arguments","digest"}`, the
+/// canonical arguments as JSON text for the host's own display to an approver).
+///
+/// ```
+/// use loopbound::scripted::{Step, sequence};
+/// use loopbound::transport::ModelReply;
+/// use loopbound::{Message, Runtime, Scope, ToolSet};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let runtime = Runtime::harness(&ToolSet::default(), sequence(vec![Step::Reply(ModelReply::text("Hi."))]));
+/// let outcome = runtime.run(&Scope::builder().build()?, &mut vec![Message::user("Hello.")], |()| true).await?;
+/// let json = serde_json::to_value(&outcome)?;
+/// assert_eq!(json["status"], "Completed");
+/// assert_eq!(json["text"], "Hi.");
+/// assert_eq!(json["events"][0]["kind"], "ModelCall");
+/// assert_eq!((json["usage"].is_null(), json["operation"].is_null()), (true, true));
+/// assert!(json["pending"].is_null());
+/// assert_eq!(json["spend"]["settled"]["output_tokens"], 0);
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Outcome {
     status: Status,
@@ -147,6 +190,8 @@ pub struct Outcome {
     usage: Option<Usage>,
     detail: Option<String>,
     operation: Option<Arc<str>>,
+    spend: Spend,
+    partial: Option<String>,
     pending: Option<Box<crate::journal::Proposal>>,
 }
 
@@ -159,7 +204,17 @@ impl Outcome {
         usage: Option<Usage>,
     ) -> Self {
         let status = if completed { Status::Completed } else { Status::Incomplete };
-        Self { status, text, events, usage, detail: None, operation: None, pending: None }
+        Self {
+            status,
+            text,
+            events,
+            usage,
+            detail: None,
+            operation: None,
+            spend: Spend::default(),
+            partial: None,
+            pending: None,
+        }
     }
 
     /// A stopped run: no text.
@@ -170,7 +225,29 @@ impl Outcome {
         detail: Option<String>,
     ) -> Self {
         debug_assert!(!status.keeps_text(), "a stop keeps no text");
-        Self { status, text: None, events, usage, detail, operation: None, pending: None }
+        Self {
+            status,
+            text: None,
+            events,
+            usage,
+            detail,
+            operation: None,
+            spend: Spend::default(),
+            partial: None,
+            pending: None,
+        }
+    }
+
+    /// This outcome, with a wrap-up's text.
+    pub(crate) fn partial(mut self, text: Option<String>) -> Self {
+        self.partial = text;
+        self
+    }
+
+    /// This outcome, with what the run spent.
+    pub(crate) fn spent(mut self, spend: Spend) -> Self {
+        self.spend = spend;
+        self
     }
 
     /// This outcome, naming the operation it stopped on (`AwaitingApproval`, `Denied`,
@@ -199,6 +276,14 @@ impl Outcome {
         self.text.as_deref()
     }
 
+    /// The text of the wrap-up call a limit's stop was followed by ([`Limits::with_wrap_up`](crate::Limits::with_wrap_up)):
+    /// a partial answer, written after the run was stopped, never a completed task. The status
+    /// stays the limit's, and [`text`](Self::text) stays `None`.
+    #[must_use]
+    pub fn partial_text(&self) -> Option<&str> {
+        self.partial.as_deref()
+    }
+
     /// The ordered audit log.
     #[must_use]
     pub fn events(&self) -> &[ControlEvent] {
@@ -209,6 +294,13 @@ impl Outcome {
     #[must_use]
     pub fn usage(&self) -> Option<Usage> {
         self.usage
+    }
+
+    /// What the run spent: settled tokens and money, reservations still in flight, calls that
+    /// exceeded their reservation, and how far past its budgets it went (with every status).
+    #[must_use]
+    pub fn spend(&self) -> &Spend {
+        &self.spend
     }
 
     /// For `ProviderUnavailable`, what the transport reported (e.g. a retry-after delay).
@@ -236,15 +328,35 @@ impl Outcome {
 
 impl Serialize for Outcome {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let fields = 3 + usize::from(self.operation.is_some());
-        let mut outcome = serializer.serialize_struct("Outcome", fields)?;
+        let mut outcome = serializer.serialize_struct("Outcome", 9)?;
         outcome.serialize_field("status", &self.status)?;
         outcome.serialize_field("text", &self.text)?;
+        outcome.serialize_field("partial_text", &self.partial)?;
         outcome.serialize_field("events", &self.events)?;
-        if let Some(operation) = &self.operation {
-            outcome.serialize_field("operation", &**operation)?;
-        }
+        outcome.serialize_field("usage", &self.usage)?;
+        outcome.serialize_field("spend", &self.spend)?;
+        outcome.serialize_field("detail", &self.detail)?;
+        outcome.serialize_field("operation", &self.operation.as_deref())?;
+        outcome.serialize_field("pending", &self.pending.as_deref().map(PendingForm))?;
         outcome.end()
+    }
+}
+
+/// A pending proposal as an outcome serialises it: `{"operation":…,"tool":…,"capability":…,
+/// "arguments":…,"digest":…}`, the arguments as their canonical JSON text, for the host's own
+/// display to an approver.
+pub(crate) struct PendingForm<'p>(pub(crate) &'p crate::journal::Proposal);
+
+impl Serialize for PendingForm<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let proposal = self.0;
+        let mut pending = serializer.serialize_struct("Pending", 5)?;
+        pending.serialize_field("operation", &proposal.operation().to_string())?;
+        pending.serialize_field("tool", proposal.tool())?;
+        pending.serialize_field("capability", proposal.capability())?;
+        pending.serialize_field("arguments", proposal.arguments())?;
+        pending.serialize_field("digest", proposal.digest().as_str())?;
+        pending.end()
     }
 }
 
@@ -260,6 +372,113 @@ pub enum RunError {
     /// A journaled run's journal refused or failed: it fails closed, so nothing that
     /// could not be recorded ran.
     Journal(JournalError),
+    /// The run has a cost budget but no price for what it may spend on (the model, or a tool
+    /// of its set): nothing ran.
+    Unpriced(String),
+}
+
+/// What kind of failure a [`RunError`] is, for a host that answers with a status code: it
+/// classifies by this kind, never by the message.
+///
+/// | kind | what happened | an HTTP service might answer |
+/// |---|---|---|
+/// | `Cancelled` | the caller cancelled | 499 (client closed request), or nothing |
+/// | `ProviderAuthentication` | the provider refused the credentials | 502, and page whoever holds the key |
+/// | `Provider` | the provider answered unusably | 502 |
+/// | `Busy` | another attempt holds the run or took it over | 409, retry later |
+/// | `Finished` | the run already ended | 409 |
+/// | `JournalUnavailable` | the journal's storage failed | 503 |
+/// | `Internal` | the journal's rows or the host's setup do not fit (a corrupt row, a scope already used, a tool set that changed) | 500 |
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum RunErrorKind {
+    /// The caller cancelled.
+    Cancelled,
+    /// The provider refused the credentials.
+    ProviderAuthentication,
+    /// The provider answered, but not usably: a malformed or truncated reply, its own
+    /// cancellation, any other provider error.
+    Provider,
+    /// Another attempt holds this run's lease, or took the run over from this one.
+    Busy,
+    /// The run already ended; it is not resumed.
+    Finished,
+    /// The journal's storage failed: nothing that could not be recorded ran.
+    JournalUnavailable,
+    /// The journal's rows, the tools or the scope do not fit together.
+    Internal,
+    /// The run's configuration was refused before anything ran (a cost budget without prices).
+    Configuration,
+}
+
+impl RunErrorKind {
+    /// The kind's name in snake case, e.g. `provider_authentication`, as it serialises.
+    #[must_use]
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Cancelled => "cancelled",
+            Self::ProviderAuthentication => "provider_authentication",
+            Self::Provider => "provider",
+            Self::Busy => "busy",
+            Self::Finished => "finished",
+            Self::JournalUnavailable => "journal_unavailable",
+            Self::Internal => "internal",
+            Self::Configuration => "configuration",
+        }
+    }
+}
+
+impl fmt::Display for RunErrorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl RunError {
+    /// What kind of failure this is.
+    ///
+    /// ```
+    /// use loopbound::{RunError, RunErrorKind};
+    /// use loopbound::journal::JournalError;
+    ///
+    /// assert_eq!(RunError::Cancelled.kind(), RunErrorKind::Cancelled);
+    /// assert_eq!(RunError::Journal(JournalError::LeaseLost).kind(), RunErrorKind::Busy);
+    /// ```
+    #[must_use]
+    pub fn kind(&self) -> RunErrorKind {
+        match self {
+            Self::Cancelled => RunErrorKind::Cancelled,
+            Self::Provider(error) if error.kind() == TransportErrorKind::Authentication => {
+                RunErrorKind::ProviderAuthentication
+            }
+            Self::Provider(_) => RunErrorKind::Provider,
+            Self::Journal(error) => match error {
+                JournalError::LeaseLost | JournalError::LeaseHeld { .. } => RunErrorKind::Busy,
+                JournalError::Finished(_) => RunErrorKind::Finished,
+                JournalError::Storage(_) => RunErrorKind::JournalUnavailable,
+                _ => RunErrorKind::Internal,
+            },
+            Self::Unpriced(_) => RunErrorKind::Configuration,
+        }
+    }
+}
+
+impl Serialize for RunError {
+    /// `{"kind":"provider","message":"malformed provider response: …"}`: the kind, and the
+    /// error's words with its causes.
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut message = self.to_string();
+        let mut source = std::error::Error::source(self);
+        while let Some(cause) = source {
+            message.push_str(": ");
+            message.push_str(&cause.to_string());
+            source = cause.source();
+        }
+        let mut error = serializer.serialize_struct("RunError", 2)?;
+        error.serialize_field("kind", self.kind().as_str())?;
+        error.serialize_field("message", &message)?;
+        error.end()
+    }
 }
 
 impl fmt::Display for RunError {
@@ -270,6 +489,7 @@ impl fmt::Display for RunError {
             Self::Cancelled => f.write_str("the run was cancelled by its caller"),
             Self::Provider(error) => error.fmt(f),
             Self::Journal(error) => error.fmt(f),
+            Self::Unpriced(what) => write!(f, "a cost budget needs a price for {what}; nothing ran"),
         }
     }
 }
@@ -277,7 +497,7 @@ impl fmt::Display for RunError {
 impl std::error::Error for RunError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            Self::Cancelled => None,
+            Self::Cancelled | Self::Unpriced(_) => None,
             Self::Provider(error) => error.source(),
             Self::Journal(error) => error.source(),
         }
@@ -287,6 +507,30 @@ impl std::error::Error for RunError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_run_error_serialises_as_its_kind_and_its_words() {
+        let error = RunError::Provider(TransportError::authentication("401"));
+        assert_eq!(
+            serde_json::to_string(&error).unwrap_or_default(),
+            r#"{"kind":"provider_authentication","message":"provider refused authentication: 401"}"#
+        );
+        let held = RunError::Journal(JournalError::LeaseHeld {
+            holder: "w1".to_owned(),
+            remaining: std::time::Duration::from_secs(3),
+        });
+        assert_eq!(held.kind(), RunErrorKind::Busy);
+        assert_eq!(
+            RunError::Journal(JournalError::Finished(Status::Completed)).kind(),
+            RunErrorKind::Finished
+        );
+        assert_eq!(
+            RunError::Journal(JournalError::storage("disk full")).kind(),
+            RunErrorKind::JournalUnavailable
+        );
+        assert_eq!(RunError::Journal(JournalError::ScopeInUse).kind(), RunErrorKind::Internal);
+        assert_eq!(RunError::Provider(TransportError::malformed("x")).kind(), RunErrorKind::Provider);
+    }
 
     #[test]
     fn only_completed_and_incomplete_keep_text() {

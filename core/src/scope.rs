@@ -23,10 +23,12 @@ use std::sync::Arc;
 use tokio::time::Instant;
 
 use crate::event::{ControlEvent, HaltReason};
-use crate::guard::{Activity, Guard, Stop};
+use crate::guard::{Activity, Ancestor, Guard, Stop, Terms};
 use crate::journal::Labels;
 use crate::limits::{Limits, LimitsError};
+use crate::spend::{Prices, Spend};
 use crate::sync::CancellationToken;
+use crate::watch::Feed;
 
 /// One bounded request, and the host's state `S` for it (`()` when there is none).
 ///
@@ -66,6 +68,9 @@ pub struct ScopeBuilder<S = ()> {
     capabilities: BTreeSet<Box<str>>,
     limits: Limits,
     caller: Option<CancellationToken>,
+    terms: Terms,
+    invalid_tool_limit: bool,
+    feed: Option<Feed>,
     state: S,
     labels: Labels,
 }
@@ -76,6 +81,9 @@ impl Default for ScopeBuilder {
             capabilities: BTreeSet::new(),
             limits: Limits::default(),
             caller: None,
+            terms: Terms::default(),
+            invalid_tool_limit: false,
+            feed: None,
             state: (),
             labels: Labels::new(),
         }
@@ -146,6 +154,24 @@ impl<S> ScopeBuilder<S> {
         self
     }
 
+    /// Prices the run's model calls and tools (needed by a cost budget): the host's table,
+    /// built once and shared by every request.
+    pub fn prices(mut self, prices: Arc<Prices>) -> Self {
+        self.terms.prices = Some(prices);
+        self
+    }
+
+    /// Limits the admitted attempts of the tool `tool` in this run to `limit` (e.g. a refund at
+    /// most once): past it the run halts `ToolLimit`. Zero forbids the tool.
+    pub fn tool_limit(mut self, tool: impl Into<String>, limit: u32) -> Self {
+        let tool = tool.into();
+        if crate::tool::check_name(&tool).is_err() || self.terms.tool_limits.contains_key(tool.as_str()) {
+            self.invalid_tool_limit = true;
+        }
+        self.terms.tool_limits.insert(tool.into_boxed_str(), limit);
+        self
+    }
+
     /// Attaches the request's own state, which tool bodies read through
     /// [`Call::state`](crate::Call::state) and the completion condition receives.
     pub fn state<T>(self, state: T) -> ScopeBuilder<T> {
@@ -153,9 +179,20 @@ impl<S> ScopeBuilder<S> {
             capabilities: self.capabilities,
             limits: self.limits,
             caller: self.caller,
+            terms: self.terms,
+            invalid_tool_limit: self.invalid_tool_limit,
+            feed: self.feed,
             state,
             labels: self.labels,
         }
+    }
+
+    /// Streams the request's run to a watcher: every event as it is recorded, the model's text
+    /// as it arrives, each tool call and its answer, and the outcome (see [`watch`](crate::watch)).
+    /// The stream ends after the run's outcome, or when the scope is dropped.
+    pub fn watch(mut self, feed: Feed) -> Self {
+        self.feed = Some(feed);
+        self
     }
 
     /// Validates the limits and starts the scope's clock: the deadline runs from now.
@@ -165,10 +202,71 @@ impl<S> ScopeBuilder<S> {
     /// Any [`LimitsError`]; nothing has run and nothing has been counted.
     pub fn build(self) -> Result<Scope<S>, LimitsError> {
         self.limits.validate()?;
-        let deadline =
+        if self.invalid_tool_limit {
+            return Err(LimitsError::InvalidToolLimit);
+        }
+        if self.limits.cost().is_some() && self.terms.prices.is_none() {
+            return Err(LimitsError::Unpriced);
+        }
+        let mut deadline =
             Instant::now().checked_add(self.limits.deadline()).ok_or(LimitsError::DeadlineOutOfRange)?;
-        let guard = Guard::new(self.limits, self.capabilities, self.caller.unwrap_or_default(), deadline);
+        let caller = match &self.terms.parent {
+            Some(parent) => {
+                let parent = parent.guard();
+                if self.caller.is_some() {
+                    return Err(LimitsError::ChildCaller);
+                }
+                if self.capabilities.iter().any(|capability| !parent.is_granted(capability)) {
+                    return Err(LimitsError::GrantsBeyondParent);
+                }
+                deadline = deadline.min(parent.deadline());
+                // The parent's own token: its caller's cancellation, its halts and its deadline
+                // stop the child at once.
+                parent.token().child_token()
+            }
+            None => self.caller.unwrap_or_default(),
+        };
+        let guard = Guard::new(self.limits, self.capabilities, caller, deadline, self.terms, self.feed);
         Ok(Scope { inner: Arc::new(Inner { guard, state: self.state, labels: self.labels }) })
+    }
+}
+
+impl<S: Send + Sync> Ancestor for Inner<S> {
+    fn guard(&self) -> &Guard {
+        &self.guard
+    }
+}
+
+impl<S: Send + Sync + 'static> Scope<S> {
+    /// Starts building a child of this scope, for an agent run inside one of its tools' bodies
+    /// (usually reached as [`Call::child`](crate::Call::child)).
+    ///
+    /// The child is bounded by its own limits and, at once, by this scope's: every model call,
+    /// tool call, token and unit of money it is admitted is admitted here too, in the same
+    /// critical section, so the tree never spends past any ancestor's budget, however many
+    /// children run and however they interleave. Its grants must be among this scope's
+    /// ([`LimitsError::GrantsBeyondParent`] otherwise), its deadline is at most this scope's, and
+    /// this scope's caller cancellation, halt or deadline stops it at once. A child's own halt
+    /// ends the child only; an admission that exhausts a budget of this scope halts both.
+    ///
+    /// ```
+    /// use loopbound::{Limits, Scope, Status};
+    ///
+    /// let parent = Scope::builder().grant("web.read").limits(Limits::default().with_model_calls(2)).build()?;
+    /// let child = parent.child().grant("web.read").limits(Limits::default().with_model_calls(6)).build()?;
+    /// assert_eq!(child.admit_model(), Ok(1));
+    /// assert_eq!(parent.admit_model(), Ok(1));
+    /// // The parent's two model calls are spent: the child's third call is refused, and the
+    /// // parent, whose budget it would exceed, halts too.
+    /// assert!(child.admit_model().is_err());
+    /// assert_eq!(parent.stop_reason(), Some(loopbound::HaltReason::ModelBudget));
+    /// # Ok::<(), loopbound::LimitsError>(())
+    /// ```
+    pub fn child(&self) -> ScopeBuilder {
+        let mut builder = ScopeBuilder::default();
+        builder.terms.parent = Some(Arc::clone(&self.inner) as Arc<dyn Ancestor>);
+        builder.terms.prices.clone_from(&self.inner.guard.prices().cloned());
+        builder
     }
 }
 
@@ -229,15 +327,45 @@ impl<S> Scope<S> {
         self.inner.guard.caller()
     }
 
+    /// Cancels this request as its caller would, without touching the caller's token (which
+    /// may be shared with other requests): the run ends with
+    /// [`RunError::Cancelled`](crate::RunError::Cancelled) at its next check or wait, whatever
+    /// else is happening. A [`RunRegistry`](crate::RunRegistry) does this by run id.
+    pub fn cancel(&self) {
+        self.inner.guard.cancel_as_caller();
+    }
+
+    /// Whether the caller cancelled this request, through its token or [`cancel`](Self::cancel).
+    #[must_use]
+    pub fn is_cancelled(&self) -> bool {
+        self.inner.guard.caller_cancelled()
+    }
+
     /// Counts one model call before it is sent, under the scope's lock: cancellation check, then
     /// the model budget. Returns the new count.
+    ///
+    /// This call knows nothing of the request, so it cannot reserve its spend: under a token or
+    /// cost budget it refuses (halt `TokenBudget`, fail closed). Calls made through the runtime
+    /// or [`Budgeted`](crate::transport::Budgeted) are counted and reserved.
     ///
     /// # Errors
     ///
     /// The [`Stop`] that ends the run: the caller cancelled, the scope already halted, the
     /// deadline passed, or this call would exceed the budget (halt `ModelBudget`).
     pub fn admit_model(&self) -> Result<u32, Stop> {
-        self.inner.guard.admit_model()
+        self.inner.guard.admit_model(None).map(|(count, _)| count)
+    }
+
+    /// What the run has spent so far: settled tokens and money, reservations in flight.
+    #[must_use]
+    pub fn spend(&self) -> Spend {
+        self.inner.guard.spend()
+    }
+
+    /// The scope's price table, if it has one.
+    #[must_use]
+    pub fn prices(&self) -> Option<&Arc<Prices>> {
+        self.inner.guard.prices()
     }
 
     /// Checks, without counting anything, whether the run may go on.

@@ -37,6 +37,7 @@ pub struct Scripted<F> {
     script: F,
     calls: AtomicU32,
     fragment: usize,
+    model: Option<String>,
 }
 
 impl<F> fmt::Debug for Scripted<F> {
@@ -51,7 +52,14 @@ where
 {
     /// A transport that asks `script` what to do on each call.
     pub fn new(script: F) -> Self {
-        Self { script, calls: AtomicU32::new(0), fragment: 4 }
+        Self { script, calls: AtomicU32::new(0), fragment: 4, model: None }
+    }
+
+    /// Names the model this transport stands for (as a price table names it).
+    #[must_use]
+    pub fn with_model(mut self, model: impl Into<String>) -> Self {
+        self.model = Some(model.into());
+        self
     }
 
     /// Sets the size, in characters, of the text and argument fragments on the streaming path
@@ -121,6 +129,10 @@ impl<F> Transport for Scripted<F>
 where
     F: Fn(u32, &ChatRequest<'_>) -> Step + Send + Sync,
 {
+    fn model(&self) -> Option<&str> {
+        self.model.as_deref()
+    }
+
     async fn complete<'a>(&'a self, request: ChatRequest<'a>) -> Result<ModelReply, TransportError> {
         match self.next_step(&request) {
             Step::Reply(reply) => Ok(reply),
@@ -140,6 +152,10 @@ where
             Step::Hang => std::future::pending().await,
             Step::Fail(error) => Err(error),
         }
+    }
+
+    fn provider_name(&self) -> &'static str {
+        "loopbound.scripted"
     }
 }
 

@@ -20,15 +20,19 @@ use clap::builder::PossibleValue;
 use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
 use loopbound::Composition;
 use loopbound::transport::{ChatRequest, ModelReply, Transport, TransportError};
+use loopbound::watch;
 use loopbound_openai::OpenAiTransport;
 use tokio_util::sync::CancellationToken;
 
 use loopbound_testkit::review;
 
+use crate::budget::BudgetArgs;
 use crate::durable::{self, Durable};
+use crate::live::print_updates;
 use crate::report::{Report, render_json};
 use crate::scenario::Scenario;
 use crate::session::{SCRIPTED, Session};
+use crate::spend::{self, SpendArgs};
 use crate::text::{render_header, render_outcome};
 use crate::visible::visible;
 pub use crate::vocabulary::{EXIT_INTERNAL, EXIT_USAGE};
@@ -43,11 +47,11 @@ const EXIT_CODES: &str = "\
 Exit codes:
   0    Completed: the host's completion condition holds
   2    a controlled stop (PermissionDenied, RepeatedCall, ToolBudget, ModelBudget,
-       DeadlineExceeded, TooManyCalls, AwaitingApproval, Denied, Ambiguous), Incomplete,
-       or ProviderUnavailable
+       DeadlineExceeded, TooManyCalls, AwaitingApproval, Denied, Ambiguous, TokenBudget,
+       CostBudget, ToolLimit), Incomplete, or ProviderUnavailable
   130  cancelled by the caller (Ctrl-C)
   1    provider error: the endpoint answered, but not usably
-  64   bad arguments
+  64   bad arguments (a budget of zero, a malformed price, --cost without a price)
   74   the journal failed or refused (a finished run, a mismatched approval, ...)
   137  `crash` only: the process was killed by SIGKILL, as intended";
 
@@ -60,16 +64,23 @@ one) through a bounded loop.
 
 Every scenario runs the same two guarded tools (read_ticket, finish_review) in one
 scope, and the scripted model's tool calls are really executed. The console prints the
-composition, transport, capabilities, limits and completion condition, then the ordered
-events, then the status and, only when it is kept, the text.";
+composition, transport, capabilities, limits (with the spend budgets set) and completion
+condition, then the ordered events, then the status, only when it is kept the text, and
+what the run spent when it had budgets or its provider reported usage.
 
-/// The command line of `demo330`: `[SCENARIO] [--simple] [--live] [--json] [--stream]`, or one
-/// of the durable commands.
+The spend budgets are reserved before every model call: the call goes out with its output
+cap set to what the budgets leave, a call that would not fit is never sent, and the
+provider's reported usage then replaces the reservation (a reply without a report is
+charged the whole reservation). The `spend` and `subagent` commands show them with a
+scripted model that reports usage.";
+
+/// The command line of `demo330`: `[SCENARIO] [--simple] [--live] [--json] [--stream]` with
+/// optional spend budgets, or one of the commands (durable, `spend`, `subagent`).
 #[derive(Clone, Debug, PartialEq, Eq, Parser)]
 #[command(name = "demo330", version, about = ABOUT, long_about = LONG_ABOUT, after_help = EXIT_CODES)]
 #[allow(clippy::struct_excessive_bools, reason = "each flag of the command line is one independent switch")]
 pub struct Cli {
-    /// A durable scenario or a host's command on a journal (SPEC §15).
+    /// A durable scenario, a host's command on a journal, or a spend scenario.
     #[command(subcommand)]
     pub command: Option<Command>,
 
@@ -90,13 +101,24 @@ pub struct Cli {
     )]
     pub live: bool,
 
-    /// Print one JSON object {agent, transport, capabilities, limits, status, text, events}.
+    /// Print one JSON object with the keys agent, transport, capabilities, limits, price (when the
+    /// model has one), status, text, events, usage, detail, operation, `partial_text`, spend and pending.
     #[arg(long)]
     pub json: bool,
 
     /// Drive the model through its streaming path.
     #[arg(long)]
     pub stream: bool,
+
+    /// Print the run's updates as they happen (events, the model's text, each tool call and
+    /// its answer), then the transcript; with --live the model streams, so its text appears as
+    /// it is written.
+    #[arg(long, conflicts_with = "json")]
+    pub watch: bool,
+
+    /// The run's spend budgets and its model's price.
+    #[command(flatten)]
+    pub budget: BudgetArgs,
 }
 
 /// The durable scenarios and the host's commands, each on one SQLite journal file.
@@ -118,6 +140,12 @@ pub enum Command {
     Runs(crate::runs::RunsArgs),
     /// Print everything the journal holds about one run.
     Inspect(Resume),
+    /// Spend budgets: a scripted model that reports usage, each call capped at what a total-token
+    /// and a cost budget leave; the call that would not fit is never sent.
+    Spend(SpendArgs),
+    /// A tree of agents: a planner's tool runs a reviewer sub-agent; its halt is an error result
+    /// for the planner, and the whole tree spends within the planner's budgets.
+    Subagent(SpendArgs),
 }
 
 /// The journal file.
@@ -225,17 +253,24 @@ pub async fn execute(
     err: &mut impl Write,
 ) -> i32 {
     if let Some(command) = &cli.command {
-        if cli.live || cli.json || cli.simple || cli.stream {
+        if cli.live || cli.json || cli.simple || cli.stream || cli.watch || !cli.budget.is_empty() {
             emit(
                 err,
-                "demo330: --live, --json, --simple and --stream are for the review scenarios, not the durable commands\n",
+                "demo330: --live, --json, --simple, --stream, --watch and the budget flags before a command are for \
+                 the review scenarios; spend and subagent take --json, --simple and --stream after their name\n",
             );
             return EXIT_USAGE;
         }
-        return durable_command(command, out, err).await;
+        return match command {
+            Command::Spend(args) => spend::play(false, *args, caller, out, err).await,
+            Command::Subagent(args) => spend::play(true, *args, caller, out, err).await,
+            durable => durable_command(durable, out, err).await,
+        };
     }
     if !cli.live {
-        return play(cli, cli.scenario.transport(), SCRIPTED, caller, out, err).await;
+        // The scripted model is named, so that a price can name it too.
+        let transport = cli.scenario.transport().with_model(SCRIPTED);
+        return play(cli, transport, SCRIPTED, caller, out, err).await;
     }
     match OpenAiTransport::from_env() {
         Ok(transport) => {
@@ -267,6 +302,8 @@ async fn durable_command(command: &Command, out: &mut impl Write, err: &mut impl
         }
         Command::Runs(args) => crate::runs::runs(args, out, err).await,
         Command::Inspect(r) => crate::runs::inspect(&r.journal, &r.run, out, err).await,
+        // Played by `execute`, with the caller's cancellation.
+        Command::Spend(_) | Command::Subagent(_) => EXIT_INTERNAL,
     }
 }
 
@@ -298,19 +335,35 @@ pub async fn play<T: Transport>(
     err: &mut impl Write,
 ) -> i32 {
     let tools = review::tools();
-    let session = match Session::new(&tools.set, cli.scenario, cli.composition(), caller) {
-        Ok(session) => session,
-        Err(error) => {
-            emit(err, &format!("demo330: {}\n", chained(&error)));
-            return EXIT_INTERNAL;
-        }
-    };
-    let header = session.header(label, cli.stream, cli.live);
+    let limits = cli.budget.apply(cli.scenario.limits());
+    let price = transport.model().and_then(|model| cli.budget.price_of(model));
+    let (feed, updates) = watch::channel();
+    let feed = cli.watch.then_some(feed);
+    let session =
+        match Session::open(&tools.set, cli.scenario, cli.composition(), caller, limits, price, feed) {
+            Ok(session) => session,
+            Err(error) => {
+                emit(err, &format!("demo330: {}\n", chained(&error)));
+                return EXIT_INTERNAL;
+            }
+        };
+    // Watching a live model streams it, so that its text shows as it is written.
+    let streaming = cli.stream || (cli.watch && cli.live);
+    let header = session.header(label, streaming, cli.live);
     if !cli.json {
         emit(out, &render_header(&header));
     }
     let conversation = if cli.live { review::live_conversation() } else { review::conversation() };
-    let outcome = match session.run_conversation(transport, cli.stream, conversation).await {
+    let run = session.run_conversation(transport, streaming, conversation);
+    let result = if cli.watch {
+        emit(out, "\n");
+        let (result, ()) = tokio::join!(run, print_updates(updates, &mut *out));
+        result
+    } else {
+        drop(updates);
+        run.await
+    };
+    let outcome = match result {
         Ok(outcome) => outcome,
         Err(error) => {
             let code = error_exit_code(&error);

@@ -9,7 +9,11 @@
 //! - [`report`] and [`text`]: what a run reports, as JSON and as a transcript;
 //! - [`console`]: the command line of `demo330`;
 //! - [`mcp`]: `mcp330`, a bounded loop over a real MCP server's tools;
+//! - [`live`]: `--watch`, a run's updates printed as they happen;
 //! - [`visible`]: untrusted text (the model's, a provider's) made safe for a terminal;
+//! - [`budget`]: the spend-budget flags of the review scenarios (tokens, cost, the model's price);
+//! - [`spend`]: the `spend` and `subagent` scenarios: budgets reserved before every call, and a
+//!   tree of agents bounded by its root's budgets;
 //! - [`durable`]: the durable scenarios (`refund`, `crash`) and the host's commands on a journal
 //!   (`approve`, `deny`, `reconcile`, `resume`);
 //! - [`runs`]: the host's queries on a journal (`runs`, `inspect`);
@@ -37,13 +41,16 @@
 // Module names prefix most types; repeating them in item names reads well here.
 #![allow(clippy::module_name_repetitions)]
 
+pub mod budget;
 pub mod console;
 pub mod durable;
+pub mod live;
 pub mod mcp;
 pub mod report;
 pub mod runs;
 pub mod scenario;
 pub mod session;
+pub mod spend;
 pub mod text;
 pub mod visible;
 pub mod vocabulary;

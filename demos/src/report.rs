@@ -3,11 +3,15 @@
 //! # Invariants
 //!
 //! - The JSON form is exactly one object with the keys `agent`, `transport`, `capabilities`,
-//!   `limits`, `status`, `text` and `events`, and no wall-clock time: the same scenario always
-//!   gives the same bytes.
+//!   `limits`, `price` when the model has one (`limits` names the spend budgets only when they
+//!   are set), then the outcome's own form (`status`, `text`, `events`, `usage`, `detail`,
+//!   `operation`, `partial_text`, `spend`, `pending`, as [`Outcome`] serialises for any host), and no
+//!   wall-clock time: the same scenario always gives the same bytes.
 //! - `text` is `null` unless the status keeps it (`Completed` or `Incomplete`).
 
-use loopbound::{Composition, ControlEvent, Limits, Outcome, Status};
+use loopbound::{Composition, Limits, Outcome};
+
+use crate::budget::ModelPrice;
 
 use crate::vocabulary::{Agent, status_exit_code};
 use serde::Serialize;
@@ -29,6 +33,8 @@ pub struct Header {
     pub capabilities: Vec<String>,
     /// The limits the scope enforces.
     pub limits: Limits,
+    /// The price of the run's model, when the scope has one.
+    pub price: Option<ModelPrice>,
     /// The host's completion condition, in words.
     pub completion: &'static str,
     /// Whether the model is live (its replies are its own) rather than scripted.
@@ -59,12 +65,33 @@ struct JsonReport<'a> {
     transport: &'a str,
     capabilities: &'a [String],
     limits: JsonLimits,
-    status: Status,
-    text: Option<&'a str>,
-    events: &'a [ControlEvent],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    price: Option<JsonPrice<'a>>,
+    /// The outcome's own form: status, text, events, usage, detail, operation.
+    #[serde(flatten)]
+    outcome: &'a Outcome,
 }
 
-/// The limits as JSON, the deadline in whole milliseconds: the same object in every console.
+/// A model's price as JSON: micro-units per million tokens.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct JsonPrice<'a> {
+    model: &'a str,
+    input_per_million: u64,
+    output_per_million: u64,
+}
+
+impl<'a> From<&'a ModelPrice> for JsonPrice<'a> {
+    fn from(price: &'a ModelPrice) -> Self {
+        Self {
+            model: &price.model,
+            input_per_million: price.input_per_million().0,
+            output_per_million: price.output_per_million().0,
+        }
+    }
+}
+
+/// The limits as JSON, the deadline in whole milliseconds, the spend budgets (cost in
+/// micro-units) only when set: the same object in every console.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub struct JsonLimits {
     model_calls: u32,
@@ -73,6 +100,16 @@ pub struct JsonLimits {
     deadline_ms: u128,
     calls_per_reply: u32,
     reply_bytes: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    input_tokens: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    output_tokens: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    total_tokens: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cost: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    min_output_tokens: Option<u32>,
 }
 
 impl From<Limits> for JsonLimits {
@@ -84,12 +121,18 @@ impl From<Limits> for JsonLimits {
             deadline_ms: limits.deadline().as_millis(),
             calls_per_reply: limits.calls_per_reply(),
             reply_bytes: limits.reply_bytes(),
+            input_tokens: limits.input_tokens(),
+            output_tokens: limits.output_tokens(),
+            total_tokens: limits.total_tokens(),
+            cost: limits.cost().map(|cost| cost.0),
+            min_output_tokens: limits.has_spend_budget().then(|| limits.min_output_tokens()),
         }
     }
 }
 
-/// The report as one line of JSON:
-/// `{agent, transport, capabilities, limits, status, text, events:[{kind,name,count}]}`.
+/// The report as one line of JSON: the header's `{agent, transport, capabilities, limits,
+/// price}`, then the outcome's own serialised form, `{status, text, events:[{kind,name,count}],
+/// usage, detail, operation, partial_text, spend, pending}`.
 ///
 /// # Errors
 ///
@@ -101,9 +144,8 @@ pub fn render_json(report: &Report) -> Result<String, serde_json::Error> {
         transport: &report.header.transport,
         capabilities: &report.header.capabilities,
         limits: report.header.limits.into(),
-        status: report.outcome.status(),
-        text: report.outcome.text(),
-        events: report.outcome.events(),
+        price: report.header.price.as_ref().map(JsonPrice::from),
+        outcome: &report.outcome,
     };
     serde_json::to_string(&json)
 }

@@ -16,10 +16,12 @@
 use std::fmt;
 
 use loopbound::transport::Transport;
-use loopbound::{Composition, LimitsError, Message, Outcome, RunError, Runtime, Scope, ToolSet};
+use loopbound::watch::Feed;
+use loopbound::{Composition, Limits, LimitsError, Message, Outcome, RunError, Runtime, Scope, ToolSet};
 use loopbound_testkit::review::{self, Review};
 use tokio_util::sync::CancellationToken;
 
+use crate::budget::{self, ModelPrice};
 use crate::report::{Header, Report};
 use crate::scenario::Scenario;
 use crate::vocabulary::Agent;
@@ -31,6 +33,7 @@ pub struct Session {
     composition: Composition,
     tools: ToolSet<Review>,
     scope: Scope<Review>,
+    price: Option<ModelPrice>,
 }
 
 /// Why a session could not be set up. Nothing ran and nothing was counted.
@@ -71,14 +74,35 @@ impl Session {
         composition: Composition,
         caller: CancellationToken,
     ) -> Result<Self, SetupError> {
-        let scope = Scope::builder()
-            .grants(scenario.capabilities().iter().copied())
-            .limits(scenario.limits())
-            .caller(caller)
-            .state(Review::default())
-            .build()
-            .map_err(SetupError::Limits)?;
-        Ok(Self { scenario, composition, tools: tools.clone(), scope })
+        Self::open(tools, scenario, composition, caller, scenario.limits(), None, None)
+    }
+
+    /// A session with `limits` instead of the scenario's (its budgets, say), the run's model's
+    /// `price` as the scope's price table (every tool free) when given, and the run streamed to
+    /// `feed`'s watcher when given.
+    ///
+    /// # Errors
+    ///
+    /// A [`SetupError`] if the limits are invalid, or a cost budget comes without a price.
+    pub fn open(
+        tools: &ToolSet<Review>,
+        scenario: Scenario,
+        composition: Composition,
+        caller: CancellationToken,
+        limits: Limits,
+        price: Option<ModelPrice>,
+        feed: Option<Feed>,
+    ) -> Result<Self, SetupError> {
+        let mut builder =
+            Scope::builder().grants(scenario.capabilities().iter().copied()).limits(limits).caller(caller);
+        if let Some(price) = &price {
+            builder = builder.prices(budget::table([price]));
+        }
+        if let Some(feed) = feed {
+            builder = builder.watch(feed);
+        }
+        let scope = builder.state(Review::default()).build().map_err(SetupError::Limits)?;
+        Ok(Self { scenario, composition, tools: tools.clone(), scope, price })
     }
 
     /// The scenario this session plays.
@@ -105,6 +129,7 @@ impl Session {
             transport: transport_label(label, streaming),
             capabilities: self.scope.capabilities().map(str::to_owned).collect(),
             limits,
+            price: self.price.clone(),
             completion: review::COMPLETION_CONDITION,
             live,
         }

@@ -6,6 +6,8 @@
 //!   granted capabilities, the limits and the completion condition.
 //! - The text is printed only when the status keeps it; under `Incomplete` it is flagged as not a
 //!   completed task.
+//! - The spend comes last, and only when there is one: budgets that reserved, or a provider that
+//!   reported usage. The header's limits line states the budgets, and its prices line the price.
 //! - Nothing here formats with `Debug` or reads a clock: the same report gives the same text.
 //! - What the model or a provider wrote (the text, the detail) and what the environment
 //!   configured (the transport's label) are printed through [`visible`]: no control character
@@ -16,6 +18,7 @@
 use std::borrow::Cow;
 use std::fmt::Write as _;
 
+use loopbound::spend::{Reserved, Spend};
 use loopbound::{ControlEvent, EventKind, HaltReason, Outcome, Status};
 
 use crate::report::{Header, Report};
@@ -45,6 +48,9 @@ pub fn render_header(header: &Header) -> String {
     labelled(&mut out, "transport", &visible(&header.transport));
     labelled(&mut out, "capabilities", &header.capabilities.join(", "));
     labelled_items(&mut out, "limits", &header.limits.to_string());
+    if let Some(price) = &header.price {
+        labelled(&mut out, "prices", &visible(&price.to_string()));
+    }
     labelled(&mut out, "completion", header.completion);
     let scenario = if header.live {
         format!(
@@ -58,9 +64,19 @@ pub fn render_header(header: &Header) -> String {
     out
 }
 
-/// The ordered events, then the status and, only when kept, the text.
+/// The ordered events, then the status, only when kept the text, and the spend when there is
+/// one.
 #[must_use]
 pub fn render_outcome(outcome: &Outcome) -> String {
+    let mut out = render_events(outcome);
+    out.push('\n');
+    out.push_str(&render_ending(outcome));
+    out
+}
+
+/// The ordered events.
+#[must_use]
+pub fn render_events(outcome: &Outcome) -> String {
     let mut out = String::new();
     if outcome.events().is_empty() {
         labelled(&mut out, "events", "none");
@@ -71,7 +87,15 @@ pub fn render_outcome(outcome: &Outcome) -> String {
             event_line(&mut out, number, event);
         }
     }
-    out.push('\n');
+    out
+}
+
+/// The status, its detail or operation, only when kept the text, then the spend if the run
+/// spent or reserved anything (a run without budgets whose provider reported no usage shows
+/// none).
+#[must_use]
+pub fn render_ending(outcome: &Outcome) -> String {
+    let mut out = String::new();
     let status = outcome.status();
     labelled(
         &mut out,
@@ -94,7 +118,53 @@ pub fn render_outcome(outcome: &Outcome) -> String {
             );
         }
     }
+    if *outcome.spend() != Spend::default() {
+        render_spend(&mut out, outcome.spend());
+    }
     out
+}
+
+/// The spend block: tokens and money settled, calls over their reservation, the overshoot past
+/// the budgets, and what calls cut off in flight still hold.
+pub fn render_spend(out: &mut String, spend: &Spend) {
+    let settled = spend.settled;
+    labelled(
+        out,
+        "spend",
+        &format!(
+            "settled {} input + {} output = {} tokens ({} input cached), cost {}",
+            settled.input_tokens,
+            settled.output_tokens,
+            settled.total_tokens(),
+            settled.cached_input_tokens,
+            spend.cost
+        ),
+    );
+    labelled(
+        out,
+        "",
+        &format!(
+            "calls over their reservation {}, overshoot past the budgets {} tokens and {}",
+            spend.calls_over_reservation, spend.overshoot_tokens, spend.overshoot_cost
+        ),
+    );
+    let held = spend.reserved;
+    if held != Reserved::default() {
+        let output = if held.output_tokens == u64::MAX {
+            "uncapped".to_owned()
+        } else {
+            held.output_tokens.to_string()
+        };
+        labelled(
+            out,
+            "",
+            &format!(
+                "still reserved by a call stopped in flight (it may be billed): {} input, {output} output \
+                 tokens, {}",
+                held.input_tokens, held.cost
+            ),
+        );
+    }
 }
 
 /// What a status means for the reader.
@@ -116,6 +186,11 @@ const fn meaning(status: Status) -> &'static str {
         Status::Ambiguous => {
             "controlled stop, a crash fell between an effect's start and its result; reconcile it"
         }
+        Status::TokenBudget => {
+            "controlled stop, a token budget had no room for the next call, or a report went past it"
+        }
+        Status::CostBudget => "controlled stop, the cost budget had no room for the next call or priced tool",
+        Status::ToolLimit => "controlled stop, a tool reached its own per-run limit",
         _ => "a status this console does not describe yet",
     }
 }
@@ -133,6 +208,9 @@ const fn gloss(kind: EventKind) -> &'static str {
         EventKind::Halt(HaltReason::DeadlineExceeded) => "halt: the deadline passed, the wait was dropped",
         EventKind::Halt(HaltReason::TooManyCalls) => "halt: the reply asked for too many calls, none ran",
         EventKind::Halt(HaltReason::Denied) => "halt: the proposal was refused, the body never ran",
+        EventKind::Halt(HaltReason::TokenBudget) => "halt: token budget, no further call is sent",
+        EventKind::Halt(HaltReason::CostBudget) => "halt: cost budget, no further call is sent or run",
+        EventKind::Halt(HaltReason::ToolLimit) => "halt: the tool's own limit, refused before the body",
         EventKind::Proposed => "proposal written, before anything is decided or run",
         EventKind::Allowed => "decision: the call may run",
         EventKind::EffectStarted => "started committed; the body runs next",

@@ -58,6 +58,9 @@ pub fn error_exit_code(error: &RunError) -> i32 {
     match error {
         RunError::Cancelled => EXIT_CANCELLED,
         RunError::Journal(_) => EXIT_JOURNAL,
+        // A cost budget without the prices it needs: the console's configuration, refused
+        // before anything ran.
+        RunError::Unpriced(_) => EXIT_USAGE,
         _ => EXIT_PROVIDER_ERROR,
     }
 }
@@ -131,7 +134,7 @@ mod tests {
     #[test]
     fn exit_codes_follow_the_contract() {
         let codes: Vec<i32> = Status::ALL.iter().copied().map(status_exit_code).collect();
-        assert_eq!(codes, [0, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2]);
+        assert_eq!(codes, [0, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2]);
         assert_eq!(error_exit_code(&RunError::Cancelled), 130);
         let finished = loopbound::journal::JournalError::Finished(Status::Completed);
         assert_eq!(error_exit_code(&RunError::Journal(finished)), 74);
@@ -141,6 +144,7 @@ mod tests {
         };
         assert_eq!(error_exit_code(&RunError::Journal(held)), 74);
         assert_eq!(error_exit_code(&RunError::Provider(TransportError::cancelled())), 1);
+        assert_eq!(error_exit_code(&RunError::Unpriced("the model m".to_owned())), 64);
     }
 
     #[test]

@@ -87,8 +87,34 @@ async fn json_prints_one_object_with_exactly_the_contracts_keys() {
     let keys: Vec<&str> = object.keys().map(String::as_str).collect();
     let mut sorted = keys.clone();
     sorted.sort_unstable();
-    assert_eq!(sorted, ["agent", "capabilities", "events", "limits", "status", "text", "transport"]);
+    assert_eq!(
+        sorted,
+        [
+            "agent",
+            "capabilities",
+            "detail",
+            "events",
+            "limits",
+            "operation",
+            "partial_text",
+            "pending",
+            "spend",
+            "status",
+            "text",
+            "transport",
+            "usage"
+        ]
+    );
     assert_eq!(value["status"], "Incomplete");
+    assert_eq!(
+        (&value["usage"], &value["detail"], &value["operation"], &value["pending"]),
+        (
+            &serde_json::Value::Null,
+            &serde_json::Value::Null,
+            &serde_json::Value::Null,
+            &serde_json::Value::Null
+        )
+    );
     assert_eq!(value["text"], "Review finished.");
     assert_eq!(value["transport"], "scripted");
     assert_eq!(value["events"], serde_json::json!([{"kind": "ModelCall", "name": "model", "count": 1}]));

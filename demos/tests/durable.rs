@@ -13,7 +13,7 @@ use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use loopbound_testkit::scratch;
+use loopbound_testkit::{golden, scratch};
 
 const DIGEST: &str = "dcd523ad94b9a9e318efc2b5ca6a9521fd36c13d58ff6cfc10a252e60f445cbb";
 const OTHER: &str = "0000000000000000000000000000000000000000000000000000000000000000";
@@ -106,17 +106,13 @@ fn golden_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests").join("golden-durable")
 }
 
-fn updating() -> bool {
-    std::env::var("UPDATE_GOLDEN").is_ok_and(|value| value == "1")
-}
-
 fn file_of(flow: &str, number: usize, step: &Step) -> String {
     format!("{flow}.{number}-{}.txt", step.name)
 }
 
 #[test]
 fn every_durable_flow_matches_its_transcripts_exits_and_effects() {
-    let update = updating();
+    let update = golden::updating();
     let mut failures = Vec::new();
     for (flow, steps, refunds) in flows() {
         let dir = scratch::dir(&format!("durable-{flow}"));
@@ -141,18 +137,8 @@ fn every_durable_flow_matches_its_transcripts_exits_and_effects() {
                 failures.push(format!("{invocation}: stderr {stderr:?}, expected {:?}", step.stderr));
             }
             let path = golden_dir().join(file_of(flow, number, step));
-            if update {
-                fs::create_dir_all(golden_dir()).expect("the golden folder");
-                fs::write(&path, &stdout).expect("golden file written");
-                continue;
-            }
-            match fs::read_to_string(&path) {
-                Ok(expected) if expected == stdout => {}
-                Ok(expected) => {
-                    failures
-                        .push(format!("{invocation}: differs\n--- expected\n{expected}--- actual\n{stdout}"));
-                }
-                Err(error) => failures.push(format!("{invocation}: cannot read {}: {error}", path.display())),
+            if let Err(difference) = golden::compare(&path, &stdout, update) {
+                failures.push(format!("{invocation}: {difference}"));
             }
         }
         let ledger = fs::read_to_string(dir.join("runs.db.refunds")).unwrap_or_default();
@@ -178,7 +164,7 @@ fn every_durable_golden_file_belongs_to_a_step() {
             (1..).zip(steps).map(|(n, step)| file_of(flow, n, step)).collect::<Vec<_>>()
         })
         .collect();
-    if updating() {
+    if golden::updating() {
         return;
     }
     let found: BTreeSet<String> = fs::read_dir(golden_dir())

@@ -7,6 +7,7 @@ use std::task::{Context, Poll, Waker};
 
 use loom::sync::atomic::AtomicBool;
 use loopbound::tool::{Reservation, ToolBuilder};
+use loopbound::watch::{self, Updates};
 use loopbound::{CancellationToken, GuardedTool, Limits, Scope, ToolError};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -61,8 +62,27 @@ impl Caller {
 /// needing capability `cap`, whose body records in the scope's state that it started.
 #[must_use]
 pub fn scope_and_tool(grant: bool, limits: Limits) -> (Scope<Started>, Caller, CancellationToken) {
+    build(grant, limits, None)
+}
+
+/// As [`scope_and_tool`], granted, with the scope's run streamed to the returned [`Updates`].
+#[must_use]
+pub fn watched_scope_and_tool(limits: Limits) -> (Scope<Started>, Caller, Updates) {
+    let (feed, updates) = watch::channel();
+    let (scope, tool, _) = build(true, limits, Some(feed));
+    (scope, tool, updates)
+}
+
+fn build(
+    grant: bool,
+    limits: Limits,
+    feed: Option<watch::Feed>,
+) -> (Scope<Started>, Caller, CancellationToken) {
     let caller = CancellationToken::new();
     let mut builder = Scope::builder().limits(limits).caller(caller.clone());
+    if let Some(feed) = feed {
+        builder = builder.watch(feed);
+    }
     if grant {
         builder = builder.grant("cap");
     }

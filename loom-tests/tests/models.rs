@@ -147,3 +147,27 @@ fn model_and_tool_reservations_keep_counters_and_events_consistent() {
         assert_eq!(scope.stop_reason(), None);
     });
 }
+
+#[test]
+fn a_watcher_sees_the_events_in_the_order_the_scope_recorded_them() {
+    loom::model(|| {
+        let (scope, tool, mut updates) =
+            loopbound_loom::fixtures::watched_scope_and_tool(Limits::default().with_tool_calls(1));
+        let models = scope.clone();
+        let a = thread::spawn(move || models.admit_model().is_ok());
+        let tools = tool.clone();
+        let b = thread::spawn(move || admit(&tools, 1));
+        let c = admit(&tool, 2);
+        let model_admitted = a.join().unwrap();
+        assert!(b.join().unwrap() ^ c, "one tool call within the budget of one");
+        let streamed: Vec<String> = std::iter::from_fn(|| updates.try_next())
+            .filter_map(|update| match update {
+                loopbound::watch::Update::Event(event) => Some(event.to_string()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(streamed, lines(&scope), "the stream's order is the log's");
+        // A tool call and the budget's halt, and the model call unless the halt came first.
+        assert_eq!(streamed.len(), 2 + usize::from(model_admitted));
+    });
+}

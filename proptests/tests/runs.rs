@@ -4,6 +4,9 @@
 //! `Completed` iff the host's condition holds without a halt, no text on a halt, a hang ending
 //! exactly at the deadline, and agreement with the reference simulation of the loop.
 //!
+//! The same cases also run their replies' calls as a parallel batch: the batch's admissions,
+//! events, counters and body starts are the sequential loop's.
+//!
 //! Also feeds arbitrary bytes to the `bind_guard` and `run` fuzz checks, so that their
 //! `arbitrary` decoding is explored on stable too.
 
@@ -139,6 +142,11 @@ proptest! {
     #[test]
     fn every_scripted_run_ends_within_its_bounds_and_matches_the_simulation(case in run_case()) {
         harness::run_case::check(&case);
+    }
+
+    #[test]
+    fn a_parallel_batch_admits_exactly_what_the_sequential_loop_admits(case in run_case(), cap in any::<u8>()) {
+        harness::run_case::check_parallel(&case, cap);
     }
 
     #[test]

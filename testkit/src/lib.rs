@@ -14,9 +14,13 @@
 //!   cases for the MCP adapter's schema check;
 //! - [`hostile`]: a deliberately hostile OpenAI-compatible server on loopback, bounded in bytes
 //!   and time, for the tests that drive every bound of a run with the worst a provider can do;
+//! - [`load`]: a load model server on loopback (OpenAI-compatible, hyper) that plays the review
+//!   task for thousands of concurrent runs and measures each client's added latency per call;
 //! - [`postgres`]: a throwaway PostgreSQL cluster (initdb in a temporary folder, a free loopback
 //!   port, stopped by PID), shared per test binary with a database per test;
 //! - [`telemetry`]: a tracing layer that records every span and field a run emits;
+//! - [`release`]: release builds of the workspace's programs, for tests about release code;
+//! - [`golden`]: golden transcripts compared, or blessed with `UPDATE_GOLDEN=1`;
 //! - [`skip`]: what a test does when a server it needs is absent (`SKIPPED`, or a failure in CI);
 //! - [`fuzz`]: the fuzz targets' checks as plain functions, with the reference canonical form,
 //!   the reference guard model and the structured inputs; `fuzz/` calls them under libFuzzer and
@@ -31,11 +35,14 @@ pub mod chain;
 pub mod child;
 pub mod conformance;
 pub mod fuzz;
+pub mod golden;
 pub mod hostile;
 pub mod json_schema_suite;
+pub mod load;
 pub mod mcp;
 pub mod postgres;
 pub mod refund;
+pub mod release;
 pub mod review;
 pub mod scratch;
 pub mod skip;

@@ -29,7 +29,7 @@ use std::sync::{Arc, Mutex};
 
 use loopbound::scripted::{Scripted, Step};
 use loopbound::tool::{EffectKind, Policy};
-use loopbound::transport::{ChatRequest, Message, ModelReply};
+use loopbound::transport::{ChatRequest, Message, ModelReply, ToolCall};
 use loopbound::{Call, GuardedTool, ToolSet};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -207,6 +207,21 @@ pub fn long_script() -> Vec<ModelReply> {
         ModelReply::call("call-a", "lookup_order", r#"{"order":42}"#),
         ModelReply::call("call-b", "refund", r#"{"order":42,"amount_cents":1500}"#),
         ModelReply::call("call-c", "refund", r#"{"order":43,"amount_cents":700}"#),
+        ModelReply::call("call-d", "send_receipt", r#"{"order":42}"#),
+        ModelReply::text(CLOSING),
+    ]
+}
+
+/// The long script with both refunds asked for in one reply: a batch for a runtime that runs
+/// a reply's calls in parallel.
+#[must_use]
+pub fn batched_script() -> Vec<ModelReply> {
+    vec![
+        ModelReply::call("call-a", "lookup_order", r#"{"order":42}"#),
+        ModelReply::calls(vec![
+            ToolCall::new("call-b", "refund", r#"{"order":42,"amount_cents":1500}"#),
+            ToolCall::new("call-c", "refund", r#"{"order":43,"amount_cents":700}"#),
+        ]),
         ModelReply::call("call-d", "send_receipt", r#"{"order":42}"#),
         ModelReply::text(CLOSING),
     ]

@@ -10,6 +10,11 @@
 //! an effect's `started` commit and its result; the `idempotent` call saw one key; the logical
 //! run's counters never went down and end where a run without a crash ends; no reply recorded
 //! before the kill was asked for again.
+//!
+//! The same matrix runs a journaled parallel batch (`crash-worker batch`): both refunds in one
+//! reply, run two at a time, their `started` records in one commit and their results in one
+//! commit. A kill after that `started` commit or during a body leaves both refunds `Ambiguous`
+//! (each is reconciled in turn); every other point leaves none.
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
@@ -105,41 +110,61 @@ fn journal_counts(backend: Backend<'_>, dir: &Path) -> (usize, u32, u32) {
 struct Point {
     name: &'static str,
     policy: &'static str,
-    /// Whether the resume after the kill must report `Ambiguous` on op 2.
+    /// Whether the resume after the kill must report `Ambiguous`, one call after another.
     ambiguous: bool,
+    /// The same for the parallel batch.
+    ambiguous_in_batch: bool,
 }
 
 const POINTS: [Point; 8] = [
-    Point { name: "before-proposal", policy: "allow", ambiguous: false },
-    Point { name: "after-proposal", policy: "ask", ambiguous: false },
-    Point { name: "after-decision", policy: "ask", ambiguous: false },
-    Point { name: "after-started", policy: "allow", ambiguous: true },
-    Point { name: "during-body", policy: "allow", ambiguous: true },
-    Point { name: "after-result", policy: "allow", ambiguous: false },
-    Point { name: "between-effects", policy: "allow", ambiguous: false },
-    Point { name: "receipt-during-body", policy: "allow", ambiguous: false },
+    Point { name: "before-proposal", policy: "allow", ambiguous: false, ambiguous_in_batch: false },
+    Point { name: "after-proposal", policy: "ask", ambiguous: false, ambiguous_in_batch: false },
+    Point { name: "after-decision", policy: "ask", ambiguous: false, ambiguous_in_batch: false },
+    Point { name: "after-started", policy: "allow", ambiguous: true, ambiguous_in_batch: true },
+    Point { name: "during-body", policy: "allow", ambiguous: true, ambiguous_in_batch: true },
+    Point { name: "after-result", policy: "allow", ambiguous: false, ambiguous_in_batch: false },
+    Point { name: "between-effects", policy: "allow", ambiguous: false, ambiguous_in_batch: false },
+    Point { name: "receipt-during-body", policy: "allow", ambiguous: false, ambiguous_in_batch: false },
 ];
+
+/// One call after another (`run`), or both refunds as one parallel batch (`batch`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Sequential,
+    Batch,
+}
+
+impl Mode {
+    fn command(self) -> &'static str {
+        match self {
+            Self::Sequential => "run",
+            Self::Batch => "batch",
+        }
+    }
+}
 
 const OP2: &str = "crash-run/op/2";
 
 /// Drives one point to the run's end; returns what the resumes reported.
-fn drive(backend: Backend<'_>, point: &Point) -> Vec<String> {
-    let dir = scratch::dir(&format!("crash-{}", point.name));
+fn drive(backend: Backend<'_>, point: &Point, mode: Mode) -> Vec<String> {
+    let tag = if mode == Mode::Batch { "batch-" } else { "" };
+    let dir = scratch::dir(&format!("crash-{tag}{}", point.name));
     let d = dir.to_str().expect("utf-8 path");
+    let run = mode.command();
     let mut reports = Vec::new();
     if point.name == "after-decision" {
         assert_eq!(
-            worker(backend, &["run", d, point.policy, "none"]),
+            worker(backend, &[run, d, point.policy, "none"]),
             format!("outcome AwaitingApproval {OP2}")
         );
         kill_at(backend, &["approve", d, OP2, point.name], point.name);
     } else {
-        kill_at(backend, &["run", d, point.policy, point.name], point.name);
+        kill_at(backend, &[run, d, point.policy, point.name], point.name);
     }
     let at_kill = journal_counts(backend, &dir);
     let asked_before = asks(&dir).len();
-    for _ in 0..6 {
-        let report = worker(backend, &["run", d, point.policy, "none"]);
+    for _ in 0..8 {
+        let report = worker(backend, &[run, d, point.policy, "none"]);
         reports.push(report.clone());
         let after = journal_counts(backend, &dir);
         assert!(
@@ -153,10 +178,14 @@ fn drive(backend: Backend<'_>, point: &Point) -> Vec<String> {
                 let operation = r.rsplit(' ').next().unwrap_or_default();
                 assert_eq!(worker(backend, &["approve", d, operation, "none"]), "approved");
             }
-            r if r == format!("outcome Ambiguous {OP2}") => {
-                let ran = effects(&dir).get(&("refund".to_owned(), OP2.to_owned())).copied().unwrap_or(0);
+            r if r.starts_with("outcome Ambiguous ") => {
+                let operation = r.rsplit(' ').next().unwrap_or_default();
+                let refunds = [OP2, "crash-run/op/3"];
+                assert!(refunds.contains(&operation), "{}: only a refund is ever ambiguous: {r}", point.name);
+                let key = ("refund".to_owned(), operation.to_owned());
+                let ran = effects(&dir).get(&key).copied().unwrap_or(0);
                 let resolution = if ran == 1 { "ran" } else { "not-run" };
-                assert_eq!(worker(backend, &["reconcile", d, OP2, resolution]), "reconciled");
+                assert_eq!(worker(backend, &["reconcile", d, operation, resolution]), "reconciled");
             }
             other => panic!("{}: unexpected report {other}", point.name),
         }
@@ -177,14 +206,12 @@ fn drive(backend: Backend<'_>, point: &Point) -> Vec<String> {
     assert_eq!(effects.len(), 3, "{}: no other key was used: {effects:?}", point.name);
 
     let saw_ambiguous = reports.iter().any(|r| r.starts_with("outcome Ambiguous"));
-    assert_eq!(
-        saw_ambiguous, point.ambiguous,
-        "{}: Ambiguous exactly in the window: {reports:?}",
-        point.name
-    );
+    let expected = if mode == Mode::Batch { point.ambiguous_in_batch } else { point.ambiguous };
+    assert_eq!(saw_ambiguous, expected, "{}: Ambiguous exactly in the window: {reports:?}", point.name);
 
     let (_, model_calls, tool_calls) = journal_counts(backend, &dir);
-    assert_eq!((model_calls, tool_calls), (5, 4), "{}: the logical run's counters", point.name);
+    let replies = if mode == Mode::Batch { 4 } else { 5 };
+    assert_eq!((model_calls, tool_calls), (replies, 4), "{}: the logical run's counters", point.name);
     let recorded_at_kill = at_kill.0;
     let asked_after: Vec<usize> = asks(&dir).split_off(asked_before);
     assert!(
@@ -196,12 +223,12 @@ fn drive(backend: Backend<'_>, point: &Point) -> Vec<String> {
 }
 
 /// Drives every point on databases that `database` gives (one per point), and prints the table.
-fn matrix(label: &str, database: impl Fn(&str) -> Option<String>) {
+fn matrix(label: &str, mode: Mode, database: impl Fn(&str) -> Option<String>) {
     let mut table = Vec::new();
     for point in &POINTS {
         let url = database(point.name);
         let backend = url.as_deref().map_or(Backend::Sqlite, Backend::Postgres);
-        let reports = drive(backend, point);
+        let reports = drive(backend, point, mode);
         table.push(format!("{:<20} {}", point.name, reports.join(" -> ")));
     }
     // The matrix, for the record (`cargo test -- --nocapture` shows it).
@@ -211,13 +238,18 @@ fn matrix(label: &str, database: impl Fn(&str) -> Option<String>) {
 
 #[test]
 fn every_injection_point_keeps_effects_at_most_once_and_resumes_to_the_end() {
-    matrix("SQLite", |_| None);
+    matrix("SQLite", Mode::Sequential, |_| None);
+}
+
+#[test]
+fn every_injection_point_keeps_a_parallel_batchs_effects_at_most_once_and_resumes_to_the_end() {
+    matrix("SQLite, parallel batch", Mode::Batch, |_| None);
 }
 
 #[test]
 fn every_injection_point_keeps_effects_at_most_once_and_resumes_to_the_end_on_postgres() {
     let Some(cluster) = Cluster::shared(Durability::Durable) else { return };
-    matrix("PostgreSQL", |point| {
+    matrix("PostgreSQL", Mode::Sequential, |point| {
         Some(cluster.create_database(&format!("crash_{}", point.replace('-', "_"))).url)
     });
 }

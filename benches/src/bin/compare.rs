@@ -212,6 +212,7 @@ fn print_targets(effort: Effort) {
     println!("load average at start: {}", load_average());
     let mut lines = targets::guard(effort);
     lines.extend(targets::canonical(effort));
+    lines.extend(targets::reservation(effort));
     lines.extend(targets::complete(effort));
     lines.extend(targets::parallel(effort));
     println!("load average at end: {}\n", load_average());

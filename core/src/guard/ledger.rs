@@ -8,8 +8,12 @@
 //! # Invariants
 //!
 //! - Checks run in this order and the first failing one decides: cancellation
-//!   (caller, then an existing stop, then the deadline) → permission → tool budget →
-//!   repetition → reserve.
+//!   (caller, then an existing stop, then the deadline) → permission → tool budget → the tool's
+//!   own limit and price → repetition → reserve. A model call: cancellation → model budget →
+//!   spend reservation.
+//! - A priced tool's call is charged, and a model call's spend reserved, only once every check
+//!   before it passed, in the same critical section; a spend reservation is settled once
+//!   ([`Ledger::settle`]).
 //! - `model_calls <= limits.model_calls()`, `tool_calls <= limits.tool_calls()`, and every
 //!   signature's count is `<= limits.repetitions()`: a reservation happens only after the
 //!   matching check passed under the same lock.
@@ -22,18 +26,25 @@
 //!   [`Ledger::precheck_tool`] runs the checks before repetition for a caller that has not
 //!   signed yet, and never admits.
 //! - The n-th `ModelCall`, `ToolCall` and `Middleware` events carry count n.
+//! - [`Ledger::tentatively`] runs one decision in which a halt is described instead of
+//!   recorded: the decision is the same, nothing about the stop changes, and the caller records
+//!   the described halt later ([`Ledger::halt_with`]) or not at all. A parallel batch uses it to
+//!   let the calls admitted before a refusal run, as they would have one after another.
 //! - Events name tools with the scope's own copy of each name ([`Names`]), never with the tool
 //!   set's shared `Arc`: tools are shared by every request on every thread, and a reference count
 //!   bumped by each event would be one cache line that all of them write. Journal events may hold
 //!   the shared name: they come with a durable commit anyway.
 
 use std::collections::BTreeMap;
+use std::fmt::Write as _;
 use std::sync::Arc;
 
 use super::stop::Stop;
 use crate::canonical::Signature;
 use crate::event::{ControlEvent, EventKind, HaltReason, Subject};
 use crate::limits::Limits;
+use crate::spend::{Account, Micros, Price, Refusal, Reserved, Spend};
+use crate::transport::Usage;
 
 /// What held when the lock was taken.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -54,6 +65,80 @@ pub(crate) struct Ledger {
     events: Vec<ControlEvent>,
     names: Names,
     stop: Option<HaltReason>,
+    account: Account,
+    /// Admitted attempts of each tool that has its own limit.
+    per_tool: BTreeMap<Box<str>, u32>,
+    /// What this scope's descendants were admitted: counted against this scope's limits too.
+    below: Below,
+    /// Whether the wrap-up call was admitted.
+    wrapped: bool,
+    /// Whether [`tentatively`](Self::tentatively) runs: a halt is then described in
+    /// `described` instead of being recorded.
+    tentative: bool,
+    described: Option<(HaltReason, ControlEvent)>,
+}
+
+/// Model and tool calls admitted in a scope's descendants (their spend is in its account).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Below {
+    pub(crate) model_calls: u32,
+    pub(crate) tool_calls: u32,
+}
+
+/// One ancestor of a scope, locked for one of the scope's admissions: its limits and its
+/// ledger. A child's admission is an admission in each ancestor too.
+pub(crate) struct Branch<'a> {
+    pub(crate) limits: &'a Limits,
+    pub(crate) ledger: &'a mut Ledger,
+}
+
+impl Branch<'_> {
+    /// Halts this ancestor for `reason`, charged to `subject` (an admission of a descendant
+    /// exhausted its budget).
+    fn halt(&mut self, reason: HaltReason, subject: Subject) {
+        let count = match subject {
+            Subject::Model => self.ledger.model_calls,
+            _ => self.ledger.tool_calls,
+        };
+        self.ledger.halt(reason, subject, count);
+    }
+}
+
+/// The stop a scope meets when an ancestor is stopped: its run ends as if its caller had
+/// cancelled (the ancestor's token, the scope's caller, fires right after).
+fn ancestors_open(ancestors: &[Branch<'_>]) -> Result<(), Stop> {
+    if ancestors.iter().any(|branch| branch.ledger.stop.is_some()) { Err(Stop::Cancelled) } else { Ok(()) }
+}
+
+/// What a model call asks of the spend budgets: its estimated input, its own output cap, and
+/// the price of the model's tokens.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct SpendAsk {
+    pub(crate) input: u64,
+    pub(crate) cap: u64,
+    pub(crate) price: Option<Price>,
+}
+
+/// What a tool's call is subject to besides the scope's limits: its own per-run limit, and its
+/// price.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct ToolTerms {
+    /// Whether the scope grants the tool's capability.
+    pub(crate) granted: bool,
+    pub(crate) limit: Option<u32>,
+    pub(crate) price: ToolPrice,
+}
+
+/// A tool's price, as the scope's table gives it.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) enum ToolPrice {
+    /// The scope has no price table.
+    #[default]
+    NoTable,
+    /// The table has no price for this tool.
+    Unpriced,
+    /// Each admitted call costs this.
+    Priced(Micros),
 }
 
 /// The scope's own copies of the tool names its events hold: one per tool the scope has seen,
@@ -81,6 +166,10 @@ pub(crate) struct Counters {
     pub(crate) tool_calls: u32,
     pub(crate) middleware: u32,
     pub(crate) repetitions: BTreeMap<String, u32>,
+    /// Admitted attempts of each tool that has its own limit.
+    pub(crate) per_tool: BTreeMap<String, u32>,
+    /// Settled tokens and money, reservations in flight, calls over their reservation.
+    pub(crate) spend: (Usage, Micros, Reserved, u32),
 }
 
 /// What a deadline expiry is charged to: the model call or the tool in flight.
@@ -123,25 +212,247 @@ impl Ledger {
         Subject::Tool(self.names.local(name))
     }
 
-    /// Records `reason` unless a stop is already recorded; returns the stop in force.
+    /// Records `reason` unless a stop is already recorded; returns the stop in force. While
+    /// [`tentatively`](Self::tentatively) runs, the halt is described, not recorded.
     fn halt(&mut self, reason: HaltReason, subject: Subject, count: u32) -> Stop {
         if let Some(first) = self.stop {
             return Stop::Halted(first);
         }
+        let event = ControlEvent::new(EventKind::Halt(reason), subject, count);
+        if self.tentative {
+            self.described = Some((reason, event));
+            return Stop::Halted(reason);
+        }
         self.stop = Some(reason);
-        self.events.push(ControlEvent::new(EventKind::Halt(reason), subject, count));
+        self.events.push(event);
         Stop::Halted(reason)
     }
 
-    /// Admits one model call, or halts with `ModelBudget`. Returns the new model-call count.
-    pub(crate) fn admit_model(&mut self, gate: Gate, limits: &Limits) -> Result<u32, Stop> {
+    /// Runs `decision` with its halt, if it halts, described instead of recorded: returns the
+    /// decision and the halt it would have recorded (its reason and event).
+    pub(crate) fn tentatively<T>(
+        &mut self,
+        decision: impl FnOnce(&mut Self) -> T,
+    ) -> (T, Option<(HaltReason, ControlEvent)>) {
+        self.tentative = true;
+        let decided = decision(self);
+        self.tentative = false;
+        (decided, self.described.take())
+    }
+
+    /// Admits one model call, or halts with `ModelBudget`; under a spend budget (`ask`), holds
+    /// its reservation or halts with `TokenBudget` or `CostBudget`. Returns the new model-call
+    /// count and the reservation. The call is an admission in every ancestor too: refused if
+    /// one is stopped, and an ancestor whose budget it would exceed halts with this scope.
+    pub(crate) fn admit_model(
+        &mut self,
+        gate: Gate,
+        limits: &Limits,
+        ask: Option<SpendAsk>,
+        ancestors: &mut [Branch<'_>],
+    ) -> Result<(u32, Option<Reserved>), Stop> {
         self.check(gate, Activity::Model)?;
-        if self.model_calls >= limits.model_calls() {
+        ancestors_open(ancestors)?;
+        // What a wrap-up keeps aside is not the run's to spend.
+        let limits = &limits.before_wrap_up(ask.as_ref().and_then(|ask| ask.price.as_ref()));
+        if self.model_calls + self.below.model_calls >= limits.model_calls() {
             return Err(self.halt(HaltReason::ModelBudget, Subject::Model, self.model_calls));
         }
+        if let Some(branch) = ancestors
+            .iter_mut()
+            .find(|b| b.ledger.model_calls + b.ledger.below.model_calls >= b.limits.model_calls())
+        {
+            branch.halt(HaltReason::ModelBudget, Subject::Model);
+            return Err(self.halt(HaltReason::ModelBudget, Subject::Model, self.model_calls));
+        }
+        let reserved = match ask {
+            Some(ask) => Some(self.reserve(limits, ask, ancestors)?),
+            None => None,
+        };
         self.model_calls += 1;
         self.events.push(ControlEvent::new(EventKind::ModelCall, Subject::Model, self.model_calls));
-        Ok(self.model_calls)
+        for branch in ancestors {
+            branch.ledger.below.model_calls += 1;
+        }
+        Ok((self.model_calls, reserved))
+    }
+
+    /// Holds a model call's reservation in this scope and every ancestor, its output the
+    /// smallest room any of them leaves, or halts. An ancestor halts with this scope when the
+    /// call does not fit its own budgets (no room at all, or less than its own minimum output).
+    fn reserve(
+        &mut self,
+        limits: &Limits,
+        ask: SpendAsk,
+        ancestors: &mut [Branch<'_>],
+    ) -> Result<Reserved, Stop> {
+        let price = ask.price.as_ref();
+        let own = self.account.room(limits, price, ask.input, ask.cap);
+        let mut tightest = own.and_then(|room| Account::enough(limits, room).map(|_| room));
+        for branch in ancestors.iter_mut() {
+            let room = branch.ledger.account.room(branch.limits, price, ask.input, ask.cap);
+            match room.and_then(|room| Account::enough(branch.limits, room).map(|_| room)) {
+                Ok(room) => {
+                    if let Ok(current) = &mut tightest
+                        && room.output < current.output
+                    {
+                        *current = room;
+                    }
+                }
+                Err(refusal) => {
+                    branch.halt(refusal_reason(refusal), Subject::Model);
+                    tightest = tightest.and(Err(refusal));
+                }
+            }
+        }
+        let output = match tightest.and_then(|room| Account::enough(limits, room)) {
+            Ok(output) => output,
+            Err(refusal) => return Err(self.refuse_spend(refusal)),
+        };
+        for branch in ancestors {
+            branch.ledger.account.hold(price, ask.input, output);
+        }
+        Ok(self.account.hold(price, ask.input, output))
+    }
+
+    /// Admits the one call a wrap-up kept aside, after a limit stopped the run: not if the caller
+    /// cancelled, the deadline passed, the stop was not a limit's, or it was admitted already.
+    /// Its reservation is held within the whole budgets (what was kept aside included).
+    pub(crate) fn admit_wrap_up(
+        &mut self,
+        gate: Gate,
+        limits: &Limits,
+        ask: Option<SpendAsk>,
+        ancestors: &mut [Branch<'_>],
+    ) -> Result<Option<Reserved>, Stop> {
+        let stop = self.stop_now(gate);
+        let eligible = matches!(self.stop, Some(reason) if reason.is_limit());
+        if gate.caller_cancelled
+            || gate.deadline_passed
+            || !eligible
+            || self.wrapped
+            || limits.wrap_up_tokens().is_none()
+        {
+            return Err(stop);
+        }
+        if self.model_calls + self.below.model_calls >= limits.model_calls() {
+            return Err(stop);
+        }
+        let reserved = match ask {
+            Some(ask) => {
+                let price = ask.price.as_ref();
+                let room = self.account.room(limits, price, ask.input, ask.cap);
+                match room.and_then(|room| Account::enough(limits, room)) {
+                    Ok(output) => {
+                        for branch in ancestors.iter_mut() {
+                            branch.ledger.account.hold(price, ask.input, output);
+                        }
+                        Some(self.account.hold(price, ask.input, output))
+                    }
+                    Err(_) => return Err(stop),
+                }
+            }
+            None => None,
+        };
+        self.wrapped = true;
+        self.model_calls += 1;
+        self.events.push(ControlEvent::new(EventKind::WrapUp, Subject::Model, self.model_calls));
+        for branch in ancestors {
+            branch.ledger.below.model_calls += 1;
+        }
+        Ok(reserved)
+    }
+
+    /// What the run has left, in the words the model is told when the host discloses it:
+    /// `Remaining budget: 3 model calls, 2 tool calls, 1200 total tokens, 400µ.` (only the
+    /// token and cost budgets that are set).
+    pub(crate) fn remaining(&self, limits: &Limits, price: Option<&Price>) -> String {
+        let limits = limits.before_wrap_up(price);
+        let spend = self.account.report(&limits);
+        let held = |settled: u64, reserved: u64| settled.saturating_add(reserved);
+        let mut text = format!(
+            "Remaining budget: {} model calls, {} tool calls",
+            limits.model_calls().saturating_sub(self.model_calls + self.below.model_calls),
+            limits.tool_calls().saturating_sub(self.tool_calls + self.below.tool_calls),
+        );
+        let (settled, reserved) = (spend.settled, spend.reserved);
+        for (name, budget, used) in [
+            ("input tokens", limits.input_tokens(), held(settled.input_tokens, reserved.input_tokens)),
+            ("output tokens", limits.output_tokens(), held(settled.output_tokens, reserved.output_tokens)),
+            (
+                "total tokens",
+                limits.total_tokens(),
+                held(settled.total_tokens(), reserved.input_tokens.saturating_add(reserved.output_tokens)),
+            ),
+        ] {
+            if let Some(budget) = budget {
+                let _ = write!(text, ", {} {name}", budget.saturating_sub(used));
+            }
+        }
+        if let Some(cost) = limits.cost() {
+            let _ = write!(text, ", {}", cost.saturating_sub(spend.cost.saturating_add(reserved.cost)));
+        }
+        text.push('.');
+        text
+    }
+
+    /// Halts for a spend refusal, charged to the model at its current count.
+    fn refuse_spend(&mut self, refusal: Refusal) -> Stop {
+        self.halt(refusal_reason(refusal), Subject::Model, self.model_calls)
+    }
+
+    /// Settles a model call's spend: its reservation (if it had one) replaced by the provider's
+    /// `reported` usage, or charged whole without a report. A settlement that takes the run past
+    /// a budget halts it, whatever else happened.
+    pub(crate) fn settle(
+        &mut self,
+        limits: &Limits,
+        price: Option<&Price>,
+        reserved: Option<Reserved>,
+        reported: Option<Usage>,
+        ancestors: &mut [Branch<'_>],
+    ) -> Result<(), Stop> {
+        let mut crossed = None;
+        for branch in ancestors.iter_mut() {
+            if let Err(refusal) = branch.ledger.account.settle(branch.limits, price, reserved, reported) {
+                branch.halt(refusal_reason(refusal), Subject::Model);
+                crossed = Some(refusal);
+            }
+        }
+        match self.account.settle(limits, price, reserved, reported).err().or(crossed) {
+            None => Ok(()),
+            Some(refusal) => Err(self.refuse_spend(refusal)),
+        }
+    }
+
+    /// Charges a stream cut past its reservation (here and in every ancestor), and halts
+    /// `TokenBudget`.
+    pub(crate) fn settle_cut(
+        &mut self,
+        price: Option<&Price>,
+        reserved: Reserved,
+        output: u64,
+        ancestors: &mut [Branch<'_>],
+    ) -> Stop {
+        for branch in ancestors.iter_mut() {
+            branch.ledger.account.settle_cut(price, reserved, output);
+            if branch.ledger.account.report(branch.limits).overshoot_tokens > 0 {
+                branch.halt(HaltReason::TokenBudget, Subject::Model);
+            }
+        }
+        self.account.settle_cut(price, reserved, output);
+        self.refuse_spend(Refusal::Tokens)
+    }
+
+    /// Whether this scope can admit no tool call any more: stopped, or its tool budget spent by
+    /// itself and its descendants.
+    pub(crate) fn tools_closed(&self, limits: &Limits) -> bool {
+        self.stop.is_some() || self.tool_calls + self.below.tool_calls >= limits.tool_calls()
+    }
+
+    /// The run's spend under `limits`.
+    pub(crate) fn spend(&self, limits: &Limits) -> Spend {
+        self.account.report(limits)
     }
 
     /// Records one middleware observation of a call to `tool`. Returns the observation count.
@@ -161,34 +472,83 @@ impl Ledger {
         limits: &Limits,
         tool: &Arc<str>,
         granted: bool,
+        ancestors: &mut [Branch<'_>],
     ) -> Result<(), Stop> {
         self.check(gate, Activity::Tool(tool))?;
+        ancestors_open(ancestors)?;
         if !granted {
             let subject = self.tool(tool);
             return Err(self.halt(HaltReason::PermissionDenied, subject, self.tool_calls));
         }
-        if self.tool_calls >= limits.tool_calls() {
+        if self.tool_calls + self.below.tool_calls >= limits.tool_calls() {
+            let subject = self.tool(tool);
+            return Err(self.halt(HaltReason::ToolBudget, subject, self.tool_calls));
+        }
+        if let Some(branch) = ancestors
+            .iter_mut()
+            .find(|b| b.ledger.tool_calls + b.ledger.below.tool_calls >= b.limits.tool_calls())
+        {
+            let subject = branch.ledger.tool(tool);
+            branch.halt(HaltReason::ToolBudget, subject);
             let subject = self.tool(tool);
             return Err(self.halt(HaltReason::ToolBudget, subject, self.tool_calls));
         }
         Ok(())
     }
 
-    /// The guard: cancellation → permission → tool budget → repetition → reserve. Returns the
-    /// new tool-call count.
+    /// The guard: cancellation → permission → tool budget → the tool's own limit and price →
+    /// repetition → reserve. Returns the new tool-call count.
     pub(crate) fn admit_tool(
         &mut self,
         gate: Gate,
         limits: &Limits,
         tool: &Arc<str>,
-        granted: bool,
+        terms: ToolTerms,
         signature: Signature,
+        ancestors: &mut [Branch<'_>],
     ) -> Result<u32, Stop> {
-        self.precheck_tool(gate, limits, tool, granted)?;
+        self.precheck_tool(gate, limits, tool, terms.granted, ancestors)?;
+        let tool_count = self.per_tool.get(&**tool).copied().unwrap_or(0);
+        if terms.limit.is_some_and(|limit| tool_count >= limit) {
+            let subject = self.tool(tool);
+            return Err(self.halt(HaltReason::ToolLimit, subject, self.tool_calls));
+        }
+        let price = match terms.price {
+            // The scope has prices but none for this tool: under a cost budget, fail closed.
+            ToolPrice::Unpriced if limits.cost().is_some() => {
+                let subject = self.tool(tool);
+                return Err(self.halt(HaltReason::CostBudget, subject, self.tool_calls));
+            }
+            ToolPrice::Priced(price) => Some(price),
+            ToolPrice::Unpriced | ToolPrice::NoTable => None,
+        };
+        if let Some(price) = price {
+            let refused = ancestors.iter().position(|b| b.ledger.account.tool_room(b.limits, price).is_err());
+            if self.account.tool_room(limits, price).is_err() || refused.is_some() {
+                if let Some(branch) = refused.map(|index| &mut ancestors[index]) {
+                    let subject = branch.ledger.tool(tool);
+                    branch.halt(HaltReason::CostBudget, subject);
+                }
+                let subject = self.tool(tool);
+                return Err(self.halt(HaltReason::CostBudget, subject, self.tool_calls));
+            }
+        }
         let seen = self.repetitions.get(signature.as_str()).copied().unwrap_or(0);
         if seen >= limits.repetitions() {
             let subject = self.tool(tool);
             return Err(self.halt(HaltReason::RepeatedCall, subject, seen));
+        }
+        if let Some(price) = price {
+            self.account.charge_tool(price);
+        }
+        for branch in ancestors.iter_mut() {
+            branch.ledger.below.tool_calls += 1;
+            if let Some(price) = price {
+                branch.ledger.account.charge_tool(price);
+            }
+        }
+        if terms.limit.is_some() {
+            *self.per_tool.entry(Box::from(&**tool)).or_insert(0) += 1;
         }
         *self.repetitions.entry(signature.into_string()).or_insert(0) += 1;
         self.tool_calls += 1;
@@ -247,6 +607,8 @@ impl Ledger {
             tool_calls: self.tool_calls,
             middleware: self.middleware,
             repetitions: self.repetitions.clone(),
+            per_tool: self.per_tool.iter().map(|(tool, count)| (tool.to_string(), *count)).collect(),
+            spend: self.account.parts(),
         }
     }
 
@@ -263,6 +625,13 @@ impl Ledger {
         self.tool_calls = counters.tool_calls;
         self.middleware = counters.middleware;
         self.repetitions = counters.repetitions;
+        self.per_tool =
+            counters.per_tool.into_iter().map(|(tool, count)| (tool.into_boxed_str(), count)).collect();
+        let (settled, cost, reserved, over) = counters.spend;
+        self.account = Account::from_parts(settled, cost, reserved, over);
+        // A reservation still held was a call in flight when its attempt ended: its provider may
+        // have billed it.
+        self.account.charge_in_flight();
         self.events = events;
         self.stop = None;
     }
@@ -307,6 +676,14 @@ impl Ledger {
     }
 }
 
+/// The halt for a spend refusal.
+fn refusal_reason(refusal: Refusal) -> HaltReason {
+    match refusal {
+        Refusal::Tokens => HaltReason::TokenBudget,
+        Refusal::Cost => HaltReason::CostBudget,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -323,6 +700,10 @@ mod tests {
         ledger.events().iter().map(ToString::to_string).collect()
     }
 
+    fn terms(granted: bool) -> ToolTerms {
+        ToolTerms { granted, ..ToolTerms::default() }
+    }
+
     const OPEN: Gate = Gate { caller_cancelled: false, deadline_passed: false };
 
     #[test]
@@ -330,11 +711,14 @@ mod tests {
         let tool = tool();
         let mut ledger = Ledger::default();
         let caller = Gate { caller_cancelled: true, deadline_passed: true };
-        assert_eq!(ledger.precheck_tool(caller, &Limits::default(), &tool, false), Err(Stop::Cancelled));
+        assert_eq!(
+            ledger.precheck_tool(caller, &Limits::default(), &tool, false, &mut []),
+            Err(Stop::Cancelled)
+        );
         assert!(ledger.events().is_empty());
         let late = Gate { caller_cancelled: false, deadline_passed: true };
         assert_eq!(
-            ledger.precheck_tool(late, &Limits::default(), &tool, false),
+            ledger.precheck_tool(late, &Limits::default(), &tool, false, &mut []),
             Err(Stop::Halted(HaltReason::DeadlineExceeded))
         );
         assert_eq!(kinds(&ledger), ["DeadlineExceeded read_ticket 0"]);
@@ -346,7 +730,7 @@ mod tests {
         let mut ledger = Ledger::default();
         let limits = Limits::default().with_tool_calls(0);
         assert_eq!(
-            ledger.admit_tool(OPEN, &limits, &tool, false, signed("{}")),
+            ledger.admit_tool(OPEN, &limits, &tool, terms(false), signed("{}"), &mut []),
             Err(Stop::Halted(HaltReason::PermissionDenied))
         );
         assert_eq!(kinds(&ledger), ["PermissionDenied read_ticket 0"]);
@@ -357,9 +741,9 @@ mod tests {
         let tool = tool();
         let mut ledger = Ledger::default();
         let limits = Limits::default().with_tool_calls(1);
-        assert_eq!(ledger.admit_tool(OPEN, &limits, &tool, true, signed("{}")), Ok(1));
+        assert_eq!(ledger.admit_tool(OPEN, &limits, &tool, terms(true), signed("{}"), &mut []), Ok(1));
         assert_eq!(
-            ledger.admit_tool(OPEN, &limits, &tool, true, signed("{}")),
+            ledger.admit_tool(OPEN, &limits, &tool, terms(true), signed("{}"), &mut []),
             Err(Stop::Halted(HaltReason::ToolBudget))
         );
         assert_eq!(kinds(&ledger), ["ToolCall read_ticket 1", "ToolBudget read_ticket 1"]);
@@ -370,11 +754,11 @@ mod tests {
         let tool = tool();
         let mut ledger = Ledger::default();
         let limits = Limits::default().with_repetitions(2);
-        assert_eq!(ledger.admit_tool(OPEN, &limits, &tool, true, signed("a")), Ok(1));
-        assert_eq!(ledger.admit_tool(OPEN, &limits, &tool, true, signed("b")), Ok(2));
-        assert_eq!(ledger.admit_tool(OPEN, &limits, &tool, true, signed("a")), Ok(3));
+        assert_eq!(ledger.admit_tool(OPEN, &limits, &tool, terms(true), signed("a"), &mut []), Ok(1));
+        assert_eq!(ledger.admit_tool(OPEN, &limits, &tool, terms(true), signed("b"), &mut []), Ok(2));
+        assert_eq!(ledger.admit_tool(OPEN, &limits, &tool, terms(true), signed("a"), &mut []), Ok(3));
         assert_eq!(
-            ledger.admit_tool(OPEN, &limits, &tool, true, signed("a")),
+            ledger.admit_tool(OPEN, &limits, &tool, terms(true), signed("a"), &mut []),
             Err(Stop::Halted(HaltReason::RepeatedCall))
         );
         assert_eq!(ledger.repetitions_of("read_ticket:a"), 2);
@@ -387,10 +771,13 @@ mod tests {
         let tool = tool();
         let mut ledger = Ledger::default();
         let limits = Limits::default().with_model_calls(1);
-        assert_eq!(ledger.admit_model(OPEN, &limits), Ok(1));
-        assert_eq!(ledger.admit_model(OPEN, &limits), Err(Stop::Halted(HaltReason::ModelBudget)));
+        assert_eq!(ledger.admit_model(OPEN, &limits, None, &mut []), Ok((1, None)));
         assert_eq!(
-            ledger.admit_tool(OPEN, &limits, &tool, false, signed("{}")),
+            ledger.admit_model(OPEN, &limits, None, &mut []),
+            Err(Stop::Halted(HaltReason::ModelBudget))
+        );
+        assert_eq!(
+            ledger.admit_tool(OPEN, &limits, &tool, terms(false), signed("{}"), &mut []),
             Err(Stop::Halted(HaltReason::ModelBudget))
         );
         assert_eq!(ledger.observe_middleware(OPEN, &tool), Err(Stop::Halted(HaltReason::ModelBudget)));
@@ -400,20 +787,42 @@ mod tests {
     }
 
     #[test]
+    fn a_tentative_refusal_is_described_not_recorded_and_records_the_same_later() {
+        let tool = tool();
+        let mut ledger = Ledger::default();
+        let limits = Limits::default().with_tool_calls(1);
+        assert_eq!(ledger.admit_tool(OPEN, &limits, &tool, terms(true), signed("a"), &mut []), Ok(1));
+        let (decided, described) = ledger
+            .tentatively(|ledger| ledger.admit_tool(OPEN, &limits, &tool, terms(true), signed("b"), &mut []));
+        assert_eq!(decided, Err(Stop::Halted(HaltReason::ToolBudget)));
+        assert_eq!(ledger.stop(), None, "nothing recorded");
+        assert_eq!(kinds(&ledger), ["ToolCall read_ticket 1"]);
+        let (reason, event) = described.expect("the halt it would have recorded");
+        assert_eq!(ledger.halt_with(OPEN, reason, event), Stop::Halted(HaltReason::ToolBudget));
+        let mut sequential = Ledger::default();
+        sequential.admit_tool(OPEN, &limits, &tool, terms(true), signed("a"), &mut []).ok();
+        sequential.admit_tool(OPEN, &limits, &tool, terms(true), signed("b"), &mut []).ok();
+        assert_eq!(kinds(&ledger), kinds(&sequential), "the same log as without the delay");
+        let (admitted, described) = Ledger::default()
+            .tentatively(|ledger| ledger.admit_tool(OPEN, &limits, &tool, terms(true), signed("c"), &mut []));
+        assert_eq!((admitted, described), (Ok(1), None), "an admission is an admission");
+    }
+
+    #[test]
     fn a_precheck_that_passes_records_nothing() {
         let tool = tool();
         let mut ledger = Ledger::default();
         let limits = Limits::default();
-        assert_eq!(ledger.precheck_tool(OPEN, &limits, &tool, true), Ok(()));
+        assert_eq!(ledger.precheck_tool(OPEN, &limits, &tool, true, &mut []), Ok(()));
         assert_eq!(ledger.tool_calls(), 0);
         assert!(ledger.events().is_empty());
-        assert_eq!(ledger.admit_tool(OPEN, &limits, &tool, true, signed("{}")), Ok(1));
+        assert_eq!(ledger.admit_tool(OPEN, &limits, &tool, terms(true), signed("{}"), &mut []), Ok(1));
     }
 
     #[test]
     fn a_refused_reply_halts_charged_to_the_model_unless_a_stop_came_first() {
         let mut ledger = Ledger::default();
-        assert_eq!(ledger.admit_model(OPEN, &Limits::default()), Ok(1));
+        assert_eq!(ledger.admit_model(OPEN, &Limits::default(), None, &mut []), Ok((1, None)));
         let cancelled = Gate { caller_cancelled: true, deadline_passed: false };
         assert_eq!(ledger.refuse_reply(cancelled), Stop::Cancelled);
         assert_eq!(ledger.refuse_reply(OPEN), Stop::Halted(HaltReason::TooManyCalls));
@@ -427,7 +836,7 @@ mod tests {
         let mut ledger = Ledger::default();
         let limits = Limits::default().with_tool_calls(0);
         assert_eq!(
-            ledger.admit_tool(OPEN, &limits, &tool, true, signed("{}")),
+            ledger.admit_tool(OPEN, &limits, &tool, terms(true), signed("{}"), &mut []),
             Err(Stop::Halted(HaltReason::ToolBudget))
         );
         assert_eq!(ledger.tool_calls(), 0);
@@ -439,7 +848,7 @@ mod tests {
         let mut ledger = Ledger::default();
         let limits = Limits::default().with_repetitions(2);
         ledger.observe_middleware(OPEN, &shared).ok();
-        ledger.admit_tool(OPEN, &limits, &shared, true, signed("{}")).ok();
+        ledger.admit_tool(OPEN, &limits, &shared, terms(true), signed("{}"), &mut []).ok();
         let names: Vec<&Arc<str>> = ledger
             .events()
             .iter()

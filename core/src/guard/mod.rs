@@ -20,6 +20,8 @@
 //!   halt is recorded, and when a bounded wait sees the deadline pass.
 //! - Capabilities and limits never change after the guard is built: nothing a model or a tool
 //!   returns can grant a capability or raise a limit.
+//! - A watched scope's [`Feed`] is handed every event the ledger records, inside the critical
+//!   section that recorded it, so a watcher sees the log's own order whatever the threads.
 
 pub(crate) mod ledger;
 mod stop;
@@ -32,14 +34,72 @@ use std::task::Poll;
 
 use tokio::time::Instant;
 
-pub(crate) use ledger::{Activity, Counters};
-use ledger::{Gate, Ledger};
+pub(crate) use ledger::{Activity, Counters, SpendAsk};
+use ledger::{Branch, Gate, Ledger, ToolPrice, ToolTerms};
 pub use stop::Stop;
 
 use crate::canonical::Signature;
 use crate::event::{ControlEvent, HaltReason};
 use crate::limits::Limits;
+use crate::spend::{Price, Prices, Reserved, Spend};
 use crate::sync::{AtomicBool, CancellationToken, Mutex, Ordering};
+use crate::transport::Usage;
+use crate::watch::Feed;
+
+/// What a scope's spend and tools are priced and limited by, besides its [`Limits`], and the
+/// scope it was opened from.
+#[derive(Clone, Default)]
+pub(crate) struct Terms {
+    /// The host's price table, if it gave one.
+    pub(crate) prices: Option<Arc<Prices>>,
+    /// Per-tool limits on admitted attempts in one run.
+    pub(crate) tool_limits: std::collections::BTreeMap<Box<str>, u32>,
+    /// The parent scope, for a child opened from a tool's call: every admission here is one
+    /// there too.
+    pub(crate) parent: Option<Arc<dyn Ancestor>>,
+}
+
+impl std::fmt::Debug for Terms {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Terms")
+            .field("prices", &self.prices)
+            .field("tool_limits", &self.tool_limits)
+            .field("child", &self.parent.is_some())
+            .finish()
+    }
+}
+
+/// A scope that others may be opened from: what a child reaches of its parent.
+pub(crate) trait Ancestor: Send + Sync {
+    /// The parent's guard.
+    fn guard(&self) -> &Guard;
+}
+
+/// Why a deferring admission did not admit a call: a stop already in force, or a refusal whose
+/// halt is decided but not recorded yet.
+#[derive(Debug)]
+pub(crate) enum Refused {
+    Stop(Stop),
+    Deferred(Deferred),
+}
+
+impl Refused {
+    fn new(stop: Stop, described: Option<(HaltReason, ControlEvent)>) -> Self {
+        match described {
+            Some((reason, event)) => Self::Deferred(Deferred { reason, event }),
+            None => Self::Stop(stop),
+        }
+    }
+}
+
+/// A halt the guard decided for a call of a parallel batch and did not record: the calls
+/// admitted before it run first, as they would have one after another, then
+/// [`Guard::record_deferred`] records it with the event it would have had.
+#[derive(Debug)]
+pub(crate) struct Deferred {
+    reason: HaltReason,
+    event: ControlEvent,
+}
 
 /// The non-generic part of a scope: everything the guard decides with.
 pub(crate) struct Guard {
@@ -59,6 +119,12 @@ pub(crate) struct Guard {
     caller_view: CancellationToken,
     token: CancellationToken,
     deadline: Instant,
+    terms: Terms,
+    /// The live stream of a watched scope, told of every event as it is recorded.
+    feed: Option<Feed>,
+    /// Whether this scope was cancelled by its run id (as its caller would), not through its
+    /// parent: a child's own cancellation, told apart from its parent's halt.
+    cancelled_by_id: AtomicBool,
     /// In a journaled run, the attempt's epoch (its fencing token), set once when the attempt
     /// takes the run.
     epoch: Mutex<Option<u64>>,
@@ -72,6 +138,8 @@ impl Guard {
         capabilities: BTreeSet<Box<str>>,
         caller: CancellationToken,
         deadline: Instant,
+        terms: Terms,
+        feed: Option<Feed>,
     ) -> Self {
         let caller_view = caller.child_token();
         let token = caller_view.child_token();
@@ -84,6 +152,9 @@ impl Guard {
             caller_view,
             token,
             deadline,
+            terms,
+            feed,
+            cancelled_by_id: AtomicBool::new(false),
             epoch: Mutex::new(None),
         }
     }
@@ -96,6 +167,45 @@ impl Guard {
     /// The journaled attempt's epoch, if any.
     pub(crate) fn epoch(&self) -> Option<u64> {
         *self.epoch.lock()
+    }
+
+    /// The live stream of a watched scope.
+    pub(crate) fn feed(&self) -> Option<&Feed> {
+        self.feed.as_ref()
+    }
+
+    /// Hands the events recorded since `before` to the feed, under the ledger's lock.
+    fn tell(&self, ledger: &Ledger, before: usize) {
+        if let Some(feed) = &self.feed {
+            feed.events(ledger.events().get(before..).unwrap_or_default());
+        }
+    }
+
+    /// The host's price table, if the scope has one.
+    pub(crate) fn prices(&self) -> Option<&Arc<Prices>> {
+        self.terms.prices.as_ref()
+    }
+
+    /// What a call of `tool` is subject to besides the limits; nothing is looked up for a scope
+    /// without per-tool limits or prices.
+    fn tool_terms(&self, tool: &str, granted: bool) -> ToolTerms {
+        ToolTerms {
+            granted,
+            limit: if self.terms.tool_limits.is_empty() {
+                None
+            } else {
+                self.terms.tool_limits.get(tool).copied()
+            },
+            price: match &self.terms.prices {
+                None => ToolPrice::NoTable,
+                Some(prices) => prices.tool_price(tool).map_or(ToolPrice::Unpriced, ToolPrice::Priced),
+            },
+        }
+    }
+
+    /// The run's spend so far.
+    pub(crate) fn spend(&self) -> Spend {
+        self.ledger.lock().spend(&self.limits)
     }
 
     pub(crate) fn limits(&self) -> Limits {
@@ -120,6 +230,33 @@ impl Guard {
 
     pub(crate) fn caller(&self) -> &CancellationToken {
         &self.caller
+    }
+
+    /// Whether the host's caller cancelled the run: this scope's caller (or a cancel by run id),
+    /// or, for a child, its own cancel by id or its root's caller (a parent's halt stops its
+    /// children, but it is not their caller's cancellation).
+    pub(crate) fn cancelled_by_caller(&self) -> bool {
+        match &self.terms.parent {
+            Some(parent) => {
+                self.cancelled_by_id.load(Ordering::SeqCst) || parent.guard().cancelled_by_caller()
+            }
+            None => self.caller_view.is_cancelled(),
+        }
+    }
+
+    /// Cancels this scope as its caller would: its own view of the caller's token fires, so
+    /// every check sees the caller's cancellation and the guard's token fires with it.
+    pub(crate) fn cancel_as_caller(&self) {
+        self.cancelled_by_id.store(true, Ordering::SeqCst);
+        self.caller_view.cancel();
+    }
+
+    /// A handle that cancels this scope as its caller would (see
+    /// [`cancel_as_caller`](Self::cancel_as_caller)). Cancelling the handle alone is not told
+    /// apart from a parent's halt in a child: the registry cancels through
+    /// [`cancel_as_caller`](Self::cancel_as_caller).
+    pub(crate) fn caller_handle(&self) -> CancellationToken {
+        self.caller_view.clone()
     }
 
     /// Whether the caller cancelled, read on this scope's own view of the caller's token.
@@ -148,45 +285,134 @@ impl Guard {
         Gate { caller_cancelled: self.caller_cancelled(), deadline_passed: Instant::now() >= self.deadline }
     }
 
-    /// The one way into the ledger for a decision: takes the lock, reads the gate under it, runs
-    /// `section`, then, once the lock is released, cancels the guard's token if a halt is in
-    /// force.
-    fn decide<T>(&self, section: impl FnOnce(&mut Ledger, Gate) -> T) -> T {
-        let (decision, halted) = {
-            let mut ledger = self.ledger.lock();
-            let decision = section(&mut ledger, self.gate());
-            let halted = ledger.stop().is_some();
-            if halted || ledger.tool_calls() >= self.limits.tool_calls() {
-                self.tools_closed.store(true, Ordering::Relaxed);
+    /// The one way into the ledger for a decision: takes the lock (a child scope takes its
+    /// ancestors' first, root first, so that every path locks in one order), reads the gate
+    /// under it, runs `section`, then, once every lock is released, cancels the token of each
+    /// scope that a halt is in force in.
+    fn decide<T>(&self, section: impl FnOnce(&mut Ledger, Gate, &mut [Branch<'_>]) -> T) -> T {
+        let Some(parent) = &self.terms.parent else {
+            let (decision, halted) = {
+                let mut ledger = self.ledger.lock();
+                let before = ledger.events().len();
+                let decision = section(&mut ledger, self.gate(), &mut []);
+                self.tell(&ledger, before);
+                (decision, self.settle_flags(&ledger))
+            };
+            if halted {
+                self.token.cancel();
             }
-            (decision, halted)
+            return decision;
         };
-        if halted {
-            self.token.cancel();
+        let mut chain = vec![parent.guard()];
+        while let Some(up) = &chain[chain.len() - 1].terms.parent {
+            chain.push(up.guard());
+        }
+        chain.reverse();
+        let mut halted = Vec::with_capacity(chain.len() + 1);
+        let decision = {
+            let mut locked: Vec<_> = chain.iter().map(|guard| guard.ledger.lock()).collect();
+            let mut ledger = self.ledger.lock();
+            let befores: Vec<usize> = locked.iter().map(|ledger| ledger.events().len()).collect();
+            let before = ledger.events().len();
+            let mut branches: Vec<Branch<'_>> = chain
+                .iter()
+                .zip(locked.iter_mut())
+                .map(|(guard, ledger)| Branch { limits: &guard.limits, ledger })
+                .collect();
+            let decision = section(&mut ledger, self.gate(), &mut branches);
+            self.tell(&ledger, before);
+            for ((guard, branch), before) in chain.iter().zip(&branches).zip(befores) {
+                guard.tell(branch.ledger, before);
+                if guard.settle_flags(branch.ledger) {
+                    halted.push(*guard);
+                }
+            }
+            if self.settle_flags(&ledger) {
+                halted.push(self);
+            }
+            decision
+        };
+        for guard in halted {
+            guard.token.cancel();
         }
         decision
+    }
+
+    /// Sets the "no tool can be admitted" hint from `ledger` (this guard's own); returns whether
+    /// a halt is in force.
+    fn settle_flags(&self, ledger: &Ledger) -> bool {
+        if ledger.tools_closed(&self.limits) {
+            self.tools_closed.store(true, Ordering::Relaxed);
+        }
+        ledger.stop().is_some()
     }
 
     /// Checks, without counting anything, whether the run may go on; a passed deadline is
     /// recorded as a halt charged to `activity`.
     pub(crate) fn check(&self, activity: Activity<'_>) -> Result<(), Stop> {
-        self.decide(|ledger, gate| ledger.check(gate, activity))
+        self.decide(|ledger, gate, _| ledger.check(gate, activity))
     }
 
-    /// Counts one model call before it is sent: cancellation, then the model budget.
-    pub(crate) fn admit_model(&self) -> Result<u32, Stop> {
-        self.decide(|ledger, gate| ledger.admit_model(gate, &self.limits))
+    /// Counts one model call before it is sent: cancellation, then the model budget, then, under
+    /// a spend budget, its reservation (`ask`; a call under a spend budget without one is
+    /// refused, since nothing says what it will cost).
+    pub(crate) fn admit_model(&self, ask: Option<SpendAsk>) -> Result<(u32, Option<Reserved>), Stop> {
+        let ask = if self.limits.has_spend_budget() {
+            // Without an ask nothing says what the call costs: a request of unbounded input,
+            // capped at nothing, fits no budget.
+            Some(ask.unwrap_or(SpendAsk { input: u64::MAX, cap: 0, price: None }))
+        } else {
+            None
+        };
+        self.decide(|ledger, gate, ancestors| ledger.admit_model(gate, &self.limits, ask, ancestors))
+    }
+
+    /// Admits the call a wrap-up kept aside (see [`Ledger::admit_wrap_up`]).
+    pub(crate) fn admit_wrap_up(&self, ask: Option<SpendAsk>) -> Result<Option<Reserved>, Stop> {
+        let ask = if self.limits.has_spend_budget() { ask } else { None };
+        self.decide(|ledger, gate, ancestors| ledger.admit_wrap_up(gate, &self.limits, ask, ancestors))
+    }
+
+    /// What the run has left, as the model is told when the host discloses it.
+    pub(crate) fn remaining(&self, price: Option<&Price>) -> String {
+        self.ledger.lock().remaining(&self.limits, price)
+    }
+
+    /// Races `future` against the caller's cancellation and the deadline only: the wrap-up's
+    /// call runs after a halt, whose cancellation of the guard's token it must outlive.
+    pub(crate) async fn bounded_past_halt<F: Future>(&self, future: F) -> Result<F::Output, Stop> {
+        tokio::select! {
+            biased;
+            () = self.caller_view.cancelled() => Err(Stop::Cancelled),
+            () = tokio::time::sleep_until(self.deadline) => Err(self.stop_now()),
+            output = future => Ok(output),
+        }
+    }
+
+    /// Settles a model call's spend (see [`Ledger::settle`]).
+    pub(crate) fn settle(
+        &self,
+        price: Option<&Price>,
+        reserved: Option<Reserved>,
+        reported: Option<Usage>,
+    ) -> Result<(), Stop> {
+        self.decide(|ledger, _, ancestors| ledger.settle(&self.limits, price, reserved, reported, ancestors))
+    }
+
+    /// Charges a stream cut past its reservation and halts `TokenBudget`.
+    pub(crate) fn settle_cut(&self, price: Option<&Price>, reserved: Reserved, output: u64) -> Stop {
+        self.decide(|ledger, _, ancestors| ledger.settle_cut(price, reserved, output, ancestors))
     }
 
     /// Records one middleware observation of a call to `tool`.
     pub(crate) fn observe_middleware(&self, tool: &Arc<str>) -> Result<u32, Stop> {
-        self.decide(|ledger, gate| ledger.observe_middleware(gate, tool))
+        self.decide(|ledger, gate, _| ledger.observe_middleware(gate, tool))
     }
 
     /// Refuses a model reply that asked for more tool calls than the bound: the `TooManyCalls`
     /// halt, charged to the model, unless something stopped the run first.
     pub(crate) fn refuse_reply(&self) -> Stop {
-        self.decide(Ledger::refuse_reply)
+        self.decide(|ledger, gate, _| ledger.refuse_reply(gate))
     }
 
     /// Whether no tool call can be admitted any more: a stop is recorded or the tool budget is
@@ -197,7 +423,9 @@ impl Guard {
 
     /// The checks before repetition for a call not signed yet (see [`Ledger::precheck_tool`]).
     pub(crate) fn precheck_tool(&self, tool: &Arc<str>, granted: bool) -> Result<(), Stop> {
-        self.decide(|ledger, gate| ledger.precheck_tool(gate, &self.limits, tool, granted))
+        self.decide(|ledger, gate, ancestors| {
+            ledger.precheck_tool(gate, &self.limits, tool, granted, ancestors)
+        })
     }
 
     /// The guard's one check-and-reserve for a signed tool call (see [`Ledger::admit_tool`]).
@@ -207,7 +435,43 @@ impl Guard {
         granted: bool,
         signature: Signature,
     ) -> Result<u32, Stop> {
-        self.decide(|ledger, gate| ledger.admit_tool(gate, &self.limits, tool, granted, signature))
+        let terms = self.tool_terms(tool, granted);
+        self.decide(|ledger, gate, ancestors| {
+            ledger.admit_tool(gate, &self.limits, tool, terms, signature, ancestors)
+        })
+    }
+
+    /// As [`precheck_tool`](Self::precheck_tool), with a refusal's halt described, not recorded
+    /// (see [`Deferred`]).
+    pub(crate) fn precheck_tool_deferring(&self, tool: &Arc<str>, granted: bool) -> Result<(), Refused> {
+        self.decide(|ledger, gate, ancestors| {
+            let (decided, described) = ledger
+                .tentatively(|ledger| ledger.precheck_tool(gate, &self.limits, tool, granted, ancestors));
+            decided.map_err(|stop| Refused::new(stop, described))
+        })
+    }
+
+    /// As [`admit_tool`](Self::admit_tool), with a refusal's halt described, not recorded (see
+    /// [`Deferred`]).
+    pub(crate) fn admit_tool_deferring(
+        &self,
+        tool: &Arc<str>,
+        granted: bool,
+        signature: Signature,
+    ) -> Result<u32, Refused> {
+        let terms = self.tool_terms(tool, granted);
+        self.decide(|ledger, gate, ancestors| {
+            let (decided, described) = ledger.tentatively(|ledger| {
+                ledger.admit_tool(gate, &self.limits, tool, terms, signature, ancestors)
+            });
+            decided.map_err(|stop| Refused::new(stop, described))
+        })
+    }
+
+    /// Records a halt decided earlier (the first halt still wins, and the caller's cancellation
+    /// wins over it).
+    pub(crate) fn record_deferred(&self, deferred: Deferred) -> Stop {
+        self.halt_with(deferred.reason, deferred.event)
     }
 
     /// Continues a logical run from a journal: `counters` and `events` become this guard's, if
@@ -219,6 +483,7 @@ impl Guard {
         }
         let closed = counters.tool_calls >= self.limits.tool_calls();
         ledger.restore(counters, events);
+        self.tell(&ledger, 0);
         if closed {
             self.tools_closed.store(true, Ordering::Relaxed);
         }
@@ -234,28 +499,31 @@ impl Guard {
 
     /// Appends a journal's event, unless the run is stopped (caller first, then a halt).
     pub(crate) fn record(&self, event: ControlEvent) -> Result<(), Stop> {
-        self.decide(|ledger, gate| ledger.record(gate, event))
+        self.decide(|ledger, gate, _| ledger.record(gate, event))
     }
 
     /// Appends a journal's event whatever stopped the run: what it records (an effect's
     /// committed result) happened.
     pub(crate) fn append(&self, event: ControlEvent) {
-        self.ledger.lock().append(event);
+        let mut ledger = self.ledger.lock();
+        let before = ledger.events().len();
+        ledger.append(event);
+        self.tell(&ledger, before);
     }
 
     /// Records `event` as the halt for `reason` (the first halt wins) and cancels the token.
     pub(crate) fn halt_with(&self, reason: HaltReason, event: ControlEvent) -> Stop {
-        self.decide(|ledger, gate| ledger.halt_with(gate, reason, event))
+        self.decide(|ledger, gate, _| ledger.halt_with(gate, reason, event))
     }
 
     /// The stop in force when the token fired: the caller first, then the recorded halt.
     fn stop_now(&self) -> Stop {
-        self.decide(|ledger, gate| ledger.stop_now(gate))
+        self.decide(|ledger, gate, _| ledger.stop_now(gate))
     }
 
     /// Records the deadline (unless something stopped first) and cancels the token.
     fn expire(&self, activity: Activity<'_>) -> Stop {
-        self.decide(|ledger, gate| ledger.expire(gate, activity))
+        self.decide(|ledger, gate, _| ledger.expire(gate, activity))
     }
 
     /// Races `future` against the guard's token and deadline; callers re-check the guard

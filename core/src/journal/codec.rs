@@ -20,6 +20,7 @@ use super::row::EventRow;
 use crate::event::{ControlEvent, EventKind};
 use crate::guard::Counters;
 use crate::limits::Limits;
+use crate::spend::{Micros, Reserved};
 use crate::tool::EffectKind;
 use crate::transport::{Message, ModelReply, ToolCall, Usage};
 
@@ -66,6 +67,31 @@ struct StoredCounters {
     tool_calls: u32,
     middleware: u32,
     repetitions: Vec<(String, u32)>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    per_tool: Vec<(String, u32)>,
+    #[serde(default, skip_serializing_if = "StoredSpend::is_empty")]
+    spend: StoredSpend,
+}
+
+/// The spend as stored: settled tokens and money, reservations in flight, calls over.
+#[derive(Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StoredSpend {
+    input: u64,
+    cached: u64,
+    written: u64,
+    output: u64,
+    cost: u64,
+    reserved_input: u64,
+    reserved_output: u64,
+    reserved_cost: u64,
+    over: u32,
+}
+
+impl StoredSpend {
+    fn is_empty(&self) -> bool {
+        *self == Self::default()
+    }
 }
 
 pub(crate) fn encode_counters(counters: &Counters) -> String {
@@ -74,6 +100,21 @@ pub(crate) fn encode_counters(counters: &Counters) -> String {
         tool_calls: counters.tool_calls,
         middleware: counters.middleware,
         repetitions: counters.repetitions.iter().map(|(s, n)| (s.clone(), *n)).collect(),
+        per_tool: counters.per_tool.iter().map(|(tool, n)| (tool.clone(), *n)).collect(),
+        spend: {
+            let (settled, cost, reserved, over) = counters.spend;
+            StoredSpend {
+                input: settled.input_tokens,
+                cached: settled.cached_input_tokens,
+                written: settled.cache_write_tokens,
+                output: settled.output_tokens,
+                cost: cost.0,
+                reserved_input: reserved.input_tokens,
+                reserved_output: reserved.output_tokens,
+                reserved_cost: reserved.cost.0,
+                over,
+            }
+        },
     };
     serde_json::to_string(&stored).unwrap_or_default()
 }
@@ -86,11 +127,27 @@ pub(crate) fn decode_counters(text: &str) -> Result<Counters, JournalError> {
             return Err(corrupt("the run's counters (repetitions)"));
         }
     }
+    let mut per_tool = BTreeMap::new();
+    for (tool, count) in stored.per_tool {
+        if count == 0 || per_tool.insert(tool, count).is_some() {
+            return Err(corrupt("the run's counters (per-tool counts)"));
+        }
+    }
+    let spend = &stored.spend;
+    let settled =
+        Usage::new(spend.input, spend.output).with_cached_input(spend.cached).with_cache_write(spend.written);
+    let reserved = Reserved {
+        input_tokens: spend.reserved_input,
+        output_tokens: spend.reserved_output,
+        cost: Micros(spend.reserved_cost),
+    };
     Ok(Counters {
         model_calls: stored.model_calls,
         tool_calls: stored.tool_calls,
         middleware: stored.middleware,
         repetitions,
+        per_tool,
+        spend: (settled, Micros(spend.cost), reserved, spend.over),
     })
 }
 
@@ -105,6 +162,27 @@ struct StoredDefinition {
     deadline: std::time::Duration,
     calls_per_reply: u32,
     reply_bytes: usize,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    input_tokens: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    output_tokens: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    total_tokens: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    cost: Option<u64>,
+    #[serde(default = "default_min_output", skip_serializing_if = "is_default_min_output")]
+    min_output_tokens: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    wrap_up_tokens: Option<u64>,
+}
+
+fn default_min_output() -> u32 {
+    Limits::DEFAULT_MIN_OUTPUT_TOKENS
+}
+
+#[allow(clippy::trivially_copy_pass_by_ref, reason = "serde's `skip_serializing_if` hands over a reference")]
+fn is_default_min_output(tokens: &u32) -> bool {
+    *tokens == Limits::DEFAULT_MIN_OUTPUT_TOKENS
 }
 
 pub(crate) fn encode_definition(grants: &BTreeSet<String>, limits: &Limits) -> String {
@@ -116,6 +194,12 @@ pub(crate) fn encode_definition(grants: &BTreeSet<String>, limits: &Limits) -> S
         deadline: limits.deadline(),
         calls_per_reply: limits.calls_per_reply(),
         reply_bytes: limits.reply_bytes(),
+        input_tokens: limits.input_tokens(),
+        output_tokens: limits.output_tokens(),
+        total_tokens: limits.total_tokens(),
+        cost: limits.cost().map(|cost| cost.0),
+        min_output_tokens: limits.min_output_tokens(),
+        wrap_up_tokens: limits.wrap_up_tokens(),
     };
     serde_json::to_string(&stored).unwrap_or_default()
 }
@@ -128,13 +212,29 @@ pub(crate) fn decode_definition(text: &str, labels: Labels) -> Result<Option<Run
     }
     let bad = || corrupt("the run's definition");
     let stored: StoredDefinition = serde_json::from_str(text).map_err(|_| bad())?;
-    let limits = Limits::default()
+    let mut limits = Limits::default()
         .with_model_calls(stored.model_calls)
         .with_tool_calls(stored.tool_calls)
         .with_repetitions(stored.repetitions)
         .with_deadline(stored.deadline)
         .with_calls_per_reply(stored.calls_per_reply)
-        .with_reply_bytes(stored.reply_bytes);
+        .with_reply_bytes(stored.reply_bytes)
+        .with_min_output_tokens(stored.min_output_tokens);
+    if let Some(tokens) = stored.input_tokens {
+        limits = limits.with_input_tokens(tokens);
+    }
+    if let Some(tokens) = stored.output_tokens {
+        limits = limits.with_output_tokens(tokens);
+    }
+    if let Some(tokens) = stored.total_tokens {
+        limits = limits.with_total_tokens(tokens);
+    }
+    if let Some(cost) = stored.cost {
+        limits = limits.with_cost(Micros(cost));
+    }
+    if let Some(tokens) = stored.wrap_up_tokens {
+        limits = limits.with_wrap_up(tokens);
+    }
     limits.validate().map_err(|_| bad())?;
     let count = stored.grants.len();
     let grants: BTreeSet<String> = stored.grants.into_iter().collect();
@@ -275,6 +375,24 @@ mod tests {
         let twice = text.replace(r#"["a.y","b.x"]"#, r#"["a.y","a.y"]"#);
         assert_ne!(twice, text);
         assert_eq!(decode_definition(&twice, Labels::new()), Err(corrupt("the run's definition")));
+    }
+
+    #[test]
+    fn a_definitions_spend_budgets_round_trip_and_one_without_them_decodes_as_unbudgeted() {
+        let grants: BTreeSet<String> = ["payments.refund"].into_iter().map(str::to_owned).collect();
+        let limits = Limits::default()
+            .with_input_tokens(900)
+            .with_output_tokens(300)
+            .with_total_tokens(1000)
+            .with_cost(Micros(2_500))
+            .with_min_output_tokens(32)
+            .with_wrap_up(64);
+        let text = encode_definition(&grants, &limits);
+        let decoded = decode_definition(&text, Labels::new()).unwrap().unwrap();
+        assert_eq!(decoded.limits, limits);
+        let plain = encode_definition(&grants, &Limits::default());
+        assert!(!plain.contains("tokens") && !plain.contains("cost"), "{plain}");
+        assert_eq!(decode_definition(&plain, Labels::new()).unwrap().unwrap().limits, Limits::default());
     }
 
     #[test]

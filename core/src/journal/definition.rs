@@ -7,7 +7,8 @@
 //! - Written when the run is created, and never changed by a backend; only the host's explicit,
 //!   audited [`widen`](super::widen) changes it.
 //! - An attempt runs with no more than its run's definition: a scope granting a capability the
-//!   definition lacks, or allowing more of any limit (the deadline aside), is refused with
+//!   definition lacks, or allowing more of any limit (the deadline aside; a token or cost budget
+//!   the definition sets and the scope lacks or sets higher), is refused with
 //!   [`Widened`](super::JournalError::Widened) before anything runs. Narrower is allowed.
 //! - Decoding never panics: a stored definition that does not decode, or whose limits do not
 //!   validate, is [`Corrupt`](super::JournalError::Corrupt).
@@ -68,5 +69,45 @@ impl RunDefinition {
             && limits.repetitions() <= mine.repetitions()
             && limits.calls_per_reply() <= mine.calls_per_reply()
             && limits.reply_bytes() <= mine.reply_bytes()
+            && within(limits.input_tokens(), mine.input_tokens())
+            && within(limits.output_tokens(), mine.output_tokens())
+            && within(limits.total_tokens(), mine.total_tokens())
+            && within(limits.cost(), mine.cost())
+    }
+}
+
+/// Whether an optional bound `asked` is no wider than `mine`: no bound is the widest, so a
+/// bounded definition needs a bound at most its own.
+fn within<T: Ord>(asked: Option<T>, mine: Option<T>) -> bool {
+    match (asked, mine) {
+        (_, None) => true,
+        (Some(asked), Some(mine)) => asked <= mine,
+        (None, Some(_)) => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spend::Micros;
+
+    fn budgeted(limits: Limits) -> RunDefinition {
+        RunDefinition { grants: BTreeSet::new(), limits, labels: Labels::new() }
+    }
+
+    #[test]
+    fn a_spend_budget_the_definition_sets_may_be_narrowed_never_dropped_or_raised() {
+        let stored = budgeted(Limits::default().with_total_tokens(1000).with_cost(Micros(500)));
+        let same = Limits::default().with_total_tokens(1000).with_cost(Micros(500));
+        let narrower = Limits::default().with_total_tokens(10).with_cost(Micros(1));
+        let dropped = Limits::default().with_cost(Micros(500));
+        let raised = Limits::default().with_total_tokens(1000).with_cost(Micros(501));
+        let covered = |limits: &Limits| stored.covers(std::iter::empty(), limits);
+        assert_eq!(
+            [covered(&same), covered(&narrower), covered(&dropped), covered(&raised)],
+            [true, true, false, false]
+        );
+        let unbudgeted = budgeted(Limits::default());
+        assert!(unbudgeted.covers(std::iter::empty(), &narrower), "a budget narrows an unbudgeted run");
     }
 }

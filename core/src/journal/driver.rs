@@ -16,6 +16,7 @@
 //! - On resume, an `effect` started without a result and not reconciled is never run again: the
 //!   run stops `Ambiguous` on it. An `idempotent` one is started again with the same key.
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use tokio::time::Instant;
@@ -31,11 +32,11 @@ use super::row::{Batch, CallRow, DecisionRow, Entry, Fence, ProposalRow, Started
 use super::run_record::RunRecord;
 use super::store::Journal;
 use crate::event::{ControlEvent, EventKind, HaltReason, Subject};
-use crate::guard::{Activity, Stop};
+use crate::guard::{Guard, Stop};
 use crate::outcome::Status;
-use crate::runtime::{Course, End, Runtime, Turn, error_message};
+use crate::runtime::{Admission, Course, End, Pending, Runtime, Turn, answer_of, error_message};
 use crate::scope::Scope;
-use crate::tool::{AdmittedCall, EffectKind, ErasedTool, Policy, ToolError};
+use crate::tool::{AdmittedCall, BodyError, EffectKind, ErasedTool, Policy, Refusal, ToolError};
 use crate::transport::{Budgeted, Message, ModelReply, ToolCall, ToolDefinition, Transport};
 
 /// One attempt of a journaled run.
@@ -54,9 +55,13 @@ pub(crate) struct Journaled<'j, J> {
     /// The state the next commit records: `open`, or `ambiguous` on an effect whose body may
     /// be running, so that a crash leaves the run listed as ambiguous on it.
     state: RunState,
+    /// The `effect` operations whose bodies started in this attempt and have no result yet.
+    in_flight: BTreeSet<u32>,
     /// When the last write that renewed the lease (the acquisition, a commit, a renewal)
     /// started.
     renewed: Instant,
+    /// Effects' results buffered and not committed yet.
+    unsettled: bool,
 }
 
 impl<'j, J: Journal> Journaled<'j, J> {
@@ -71,7 +76,9 @@ impl<'j, J: Journal> Journaled<'j, J> {
             persisted,
             reply: 0,
             state: RunState::Open,
+            in_flight: BTreeSet::new(),
             renewed: acquired,
+            unsettled: false,
         }
     }
 
@@ -151,14 +158,15 @@ impl<'j, J: Journal> Journaled<'j, J> {
     }
 
     /// A call the journal knows nothing about: middleware, observers, binding, the guard, the
-    /// proposal, the decision by policy, then the body.
-    async fn live<T, S>(
+    /// proposal, the decision by policy; an allowed call comes back to be run.
+    fn live<'t, T, S>(
         &mut self,
-        runtime: &Runtime<T, S>,
+        runtime: &'t Runtime<T, S>,
         scope: &Scope<S>,
         index: u32,
         call: &ToolCall,
-    ) -> Turn
+        deferring: bool,
+    ) -> Admission<'t, S, Plan>
     where
         T: Transport,
         S: Send + Sync + 'static,
@@ -166,18 +174,21 @@ impl<'j, J: Journal> Journaled<'j, J> {
         let Some(tool) = runtime.tools().get(&call.name) else {
             let answer = error_message(call, &ToolError::not_found(&call.name));
             self.record_answer(index, None, &answer);
-            return Turn::Answer(answer);
+            return Admission::Done(Turn::Answer(answer));
         };
         if let Err(stop) = runtime.observe_call(scope, tool.name(), call) {
-            return Turn::End(End::Stopped(stop));
+            return Admission::Done(Turn::End(End::Stopped(stop)));
         }
-        let (admitted, arguments) = match tool.admit_journaled(scope, &call.arguments) {
+        let (admitted, arguments) = match tool.admit_journaled(scope, &call.arguments, deferring) {
             Ok(admitted) => admitted,
-            Err(ToolError::Stopped(stop)) => return Turn::End(End::Stopped(stop)),
-            Err(error) => {
+            Err(Refusal::Deferred(deferred)) => return Admission::Refused(deferred),
+            Err(Refusal::Tool(ToolError::Stopped(stop))) => {
+                return Admission::Done(Turn::End(End::Stopped(stop)));
+            }
+            Err(Refusal::Tool(error)) => {
                 let answer = error_message(call, &error);
                 self.record_answer(index, None, &answer);
-                return Turn::Answer(answer);
+                return Admission::Done(Turn::Answer(answer));
             }
         };
         let ordinal = admitted.count();
@@ -213,16 +224,18 @@ impl<'j, J: Journal> Journaled<'j, J> {
             ControlEvent::new(EventKind::Proposed, Subject::Tool(Arc::clone(tool.name())), ordinal)
                 .on(Arc::clone(&shared));
         if let Err(stop) = scope.guard().record(proposed) {
-            return Turn::End(End::Stopped(stop));
+            return Admission::Done(Turn::End(End::Stopped(stop)));
         }
         match tool.policy() {
-            Policy::Ask => awaiting(scope, tool.name(), proposal),
-            Policy::Deny => self.deny(scope, tool.name(), ordinal, &shared, &Decider::Policy, true),
+            Policy::Ask => Admission::Done(awaiting(scope, tool.name(), proposal)),
+            Policy::Deny => {
+                Admission::Done(self.deny(scope, tool.name(), ordinal, &shared, &Decider::Policy, true))
+            }
             Policy::Allow => {
                 if let Err(stop) = self.allow(scope, tool.name(), ordinal, &shared, &Decider::Policy, true) {
-                    return Turn::End(End::Stopped(stop));
+                    return Admission::Done(Turn::End(End::Stopped(stop)));
                 }
-                self.execute(scope, tool, admitted, call, index, &operation, tool.effect(), 1).await
+                run(tool, admitted, index, &operation, tool.effect(), 1)
             }
         }
     }
@@ -283,87 +296,87 @@ impl<'j, J: Journal> Journaled<'j, J> {
         Turn::End(End::Stopped(scope.guard().halt_with(HaltReason::Denied, event)))
     }
 
-    /// Runs an allowed call's body as start number `start`: a read directly, an effect between
-    /// its two commits.
-    #[allow(clippy::too_many_arguments, reason = "one step of the protocol, with what it acts on")]
-    async fn execute<S>(
+    /// Before allowed bodies start: each effect's `started` record and event, then one commit
+    /// for all of them, with everything buffered before. Reads need none.
+    async fn before<S>(&mut self, scope: &Scope<S>, plans: &[&Plan]) -> Result<(), End> {
+        let mut durable = false;
+        for plan in plans.iter().filter(|plan| plan.effect != EffectKind::Read) {
+            durable = true;
+            if plan.effect == EffectKind::Effect {
+                self.in_flight.insert(plan.ordinal);
+                if let Some(&first) = self.in_flight.first() {
+                    self.state = RunState::Ambiguous(first);
+                }
+            }
+            self.pending.push(Entry::Started(StartedRow { ordinal: plan.ordinal, start: plan.start }));
+            if let Some(found) = self.record.operations.get_mut(&plan.ordinal) {
+                found.starts = plan.start;
+            }
+            let started = ControlEvent::new(
+                EventKind::EffectStarted,
+                Subject::Tool(Arc::clone(&plan.tool)),
+                plan.ordinal,
+            )
+            .on(Arc::clone(&plan.operation));
+            scope.guard().record(started).map_err(End::Stopped)?;
+        }
+        if durable {
+            self.commit(scope, None).await.map_err(End::Journal)?;
+        }
+        Ok(())
+    }
+
+    /// The answer a body's output gives the model, buffered; an effect's result event too (its
+    /// commit comes with [`settle`](Self::settle)).
+    fn record_output<S>(
         &mut self,
         scope: &Scope<S>,
-        tool: &dyn ErasedTool<S>,
-        admitted: Box<dyn AdmittedCall<S> + '_>,
         call: &ToolCall,
-        index: u32,
-        operation: &OperationId,
-        effect: EffectKind,
-        start: u32,
-    ) -> Turn
-    where
-        S: Send + Sync + 'static,
-    {
-        let ordinal = operation.ordinal();
-        let shared = operation.shared();
-        let name = tool.name();
-        let durable = effect != EffectKind::Read;
-        if durable {
-            if effect == EffectKind::Effect {
-                self.state = RunState::Ambiguous(ordinal);
-            }
-            self.pending.push(Entry::Started(StartedRow { ordinal, start }));
-            if let Some(found) = self.record.operations.get_mut(&ordinal) {
-                found.starts = start;
-            }
-            let started =
-                ControlEvent::new(EventKind::EffectStarted, Subject::Tool(Arc::clone(name)), ordinal)
-                    .on(Arc::clone(&shared));
-            if let Err(stop) = scope.guard().record(started) {
-                return Turn::End(End::Stopped(stop));
-            }
-            if let Err(error) = self.commit(scope, None).await {
-                return Turn::End(End::Journal(error));
-            }
-        }
-        let body = match admitted.start(scope, Arc::clone(&shared)) {
-            Ok(body) => body,
-            Err(ToolError::Stopped(stop)) => return Turn::End(End::Stopped(stop)),
-            Err(error) => return Turn::Answer(error_message(call, &error)),
-        };
-        let guard = scope.guard();
-        let output = match guard.bounded(Activity::Tool(name), self.beating(body)).await {
-            Ok(Ok(output)) => output,
-            Ok(Err(lost)) => return Turn::End(End::Journal(lost)),
-            Err(stop) => return Turn::End(End::Stopped(stop)),
-        };
-        let answer = match output {
-            Ok(text) => Message::tool_result(call.id.clone(), text),
-            Err(source) => error_message(call, &ToolError::Failed { tool: Arc::clone(name), source }),
-        };
-        self.record_answer(index, Some(ordinal), &answer);
-        if durable {
+        plan: Plan,
+        output: Result<String, BodyError>,
+    ) -> Message {
+        let answer = answer_of(call, &plan.tool, output);
+        self.record_answer(plan.index, Some(plan.ordinal), &answer);
+        if plan.effect != EffectKind::Read {
             let recorded =
-                ControlEvent::new(EventKind::EffectRecorded, Subject::Tool(Arc::clone(name)), ordinal)
-                    .on(shared);
+                ControlEvent::new(EventKind::EffectRecorded, Subject::Tool(plan.tool), plan.ordinal)
+                    .on(plan.operation);
             // The result is committed whatever the scope says now: it happened.
-            guard.append(recorded);
-            self.state = RunState::Open;
-            if let Err(error) = self.commit(scope, None).await {
-                return Turn::End(End::Journal(error));
-            }
+            scope.guard().append(recorded);
+            self.unsettled = true;
+            self.in_flight.remove(&plan.ordinal);
+            self.state =
+                self.in_flight.first().map_or(RunState::Open, |&ordinal| RunState::Ambiguous(ordinal));
         }
-        match guard.check(Activity::Tool(name)) {
-            Ok(()) => Turn::Answer(answer),
-            Err(stop) => Turn::End(End::Stopped(stop)),
+        answer
+    }
+
+    /// Commits the effects' results buffered since the last commit.
+    async fn settle_results<S>(&mut self, scope: &Scope<S>) -> Result<(), End> {
+        if std::mem::take(&mut self.unsettled) {
+            self.commit(scope, None).await.map_err(End::Journal)?;
+        }
+        Ok(())
+    }
+
+    /// Asks the journal whether a host requested, from any process, to cancel this run; if so,
+    /// the scope is cancelled as its caller would cancel it. A journal that cannot tell, or
+    /// fails to, changes nothing.
+    async fn steer(&self, guard: &Guard) {
+        if let Ok(true) = self.journal.cancel_requested(&self.run).await {
+            guard.cancel_as_caller();
         }
     }
 
     /// A call whose operation an earlier attempt proposed: continue it where the journal left it.
-    async fn resume_operation<T, S>(
+    fn resume_operation<'t, T, S>(
         &mut self,
-        runtime: &Runtime<T, S>,
+        runtime: &'t Runtime<T, S>,
         scope: &Scope<S>,
         index: u32,
         call: &ToolCall,
-        operation: Operation,
-    ) -> Turn
+        operation: &Operation,
+    ) -> Admission<'t, S, Plan>
     where
         T: Transport,
         S: Send + Sync + 'static,
@@ -372,19 +385,17 @@ impl<'j, J: Journal> Journaled<'j, J> {
         let id = proposal.operation().clone();
         let ordinal = id.ordinal();
         let shared = id.shared();
+        let journal = |error| Admission::Done(Turn::End(End::Journal(error)));
         let Some(tool) = runtime.tools().get(proposal.tool()) else {
-            return Turn::End(End::Journal(JournalError::ToolMismatch(format!(
-                "no tool {} for {id}",
-                proposal.tool()
-            ))));
+            return journal(JournalError::ToolMismatch(format!("no tool {} for {id}", proposal.tool())));
         };
         let name = Arc::clone(tool.name());
         let status = operation.status();
         if let OperationStatus::Settled(result) = &status {
-            return self.settled(scope, index, call, &name, &id, result);
+            return Admission::Done(self.settled(scope, index, call, &name, &id, result));
         }
         let Ok(Some(admitted)) = tool.readmit(&call.arguments, &proposal.signature(), ordinal) else {
-            return Turn::End(End::Journal(JournalError::ToolMismatch(format!("{id} binds differently"))));
+            return journal(JournalError::ToolMismatch(format!("{id} binds differently")));
         };
         let decision_event = |verdict| match verdict {
             Verdict::Allow => EventKind::Allowed,
@@ -393,37 +404,41 @@ impl<'j, J: Journal> Journaled<'j, J> {
         if let Some(decision) = operation.decision() {
             let seen = self.emitted(decision_event(decision.verdict()), &shared) > 0;
             if decision.verdict() == Verdict::Deny {
-                return self.deny(scope, &name, ordinal, &shared, decision.by(), false);
+                return Admission::Done(self.deny(scope, &name, ordinal, &shared, decision.by(), false));
             }
             if !seen && let Err(stop) = self.allow(scope, &name, ordinal, &shared, decision.by(), false) {
-                return Turn::End(End::Stopped(stop));
+                return Admission::Done(Turn::End(End::Stopped(stop)));
             }
         }
         match status {
             OperationStatus::AwaitingDecision => match tool.policy() {
-                Policy::Ask => awaiting(scope, &name, proposal.clone()),
-                Policy::Deny => self.deny(scope, &name, ordinal, &shared, &Decider::Policy, true),
+                Policy::Ask => Admission::Done(awaiting(scope, &name, proposal.clone())),
+                Policy::Deny => {
+                    Admission::Done(self.deny(scope, &name, ordinal, &shared, &Decider::Policy, true))
+                }
                 Policy::Allow => {
                     if let Err(stop) = self.allow(scope, &name, ordinal, &shared, &Decider::Policy, true) {
-                        return Turn::End(End::Stopped(stop));
+                        return Admission::Done(Turn::End(End::Stopped(stop)));
                     }
-                    self.execute(scope, tool, admitted, call, index, &id, proposal.effect(), 1).await
+                    run(tool, admitted, index, &id, proposal.effect(), 1)
                 }
             },
             OperationStatus::Ready { start } => {
                 if start > 1
-                    && let Err(stop) = self.reconciled(scope, &name, &id, &operation, start - 1)
+                    && let Err(stop) = self.reconciled(scope, &name, &id, operation, start - 1)
                 {
-                    return Turn::End(End::Stopped(stop));
+                    return Admission::Done(Turn::End(End::Stopped(stop)));
                 }
-                self.execute(scope, tool, admitted, call, index, &id, proposal.effect(), start).await
+                run(tool, admitted, index, &id, proposal.effect(), start)
             }
             OperationStatus::Started { start } if proposal.effect() == EffectKind::Idempotent => {
-                self.execute(scope, tool, admitted, call, index, &id, proposal.effect(), start + 1).await
+                run(tool, admitted, index, &id, proposal.effect(), start + 1)
             }
-            OperationStatus::Started { .. } => Turn::End(End::Suspended(Status::Ambiguous, shared)),
+            OperationStatus::Started { .. } => {
+                Admission::Done(Turn::End(End::Suspended(Status::Ambiguous, shared)))
+            }
             // Denied and settled operations were handled above.
-            _ => Turn::End(End::Journal(JournalError::Corrupt(format!("{id} cannot be continued")))),
+            _ => journal(JournalError::Corrupt(format!("{id} cannot be continued"))),
         }
     }
 
@@ -466,7 +481,7 @@ impl<'j, J: Journal> Journaled<'j, J> {
         {
             return Turn::End(End::Stopped(stop));
         }
-        let answer = answer_of(call, result);
+        let answer = recorded_answer(call, result);
         self.record_answer(index, Some(id.ordinal()), &answer);
         Turn::Answer(answer)
     }
@@ -487,8 +502,40 @@ fn awaiting<S>(scope: &Scope<S>, tool: &Arc<str>, proposal: Proposal) -> Turn {
     }
 }
 
+/// What one allowed call of this attempt needs around its body: where its answer goes, and
+/// what its `started` and result records say.
+pub(crate) struct Plan {
+    index: u32,
+    ordinal: u32,
+    tool: Arc<str>,
+    operation: Arc<str>,
+    effect: EffectKind,
+    /// Which start of the operation this is (an `idempotent` one may be driven again).
+    start: u32,
+}
+
+/// An allowed call, handed back to the loop to be run as start `start` of `operation`.
+fn run<'t, S>(
+    tool: &'t dyn ErasedTool<S>,
+    admitted: Box<dyn AdmittedCall<S> + 't>,
+    index: u32,
+    operation: &OperationId,
+    effect: EffectKind,
+    start: u32,
+) -> Admission<'t, S, Plan> {
+    let plan = Plan {
+        index,
+        ordinal: operation.ordinal(),
+        tool: Arc::clone(tool.name()),
+        operation: operation.shared(),
+        effect,
+        start,
+    };
+    Admission::Body(Pending { name: tool.name(), admitted, plan })
+}
+
 /// The message a recorded result gives the model.
-fn answer_of(call: &ToolCall, result: &CallResult) -> Message {
+fn recorded_answer(call: &ToolCall, result: &CallResult) -> Message {
     if result.is_error() {
         Message::tool_error(call.id.clone(), result.text())
     } else {
@@ -502,6 +549,8 @@ where
     S: Send + Sync + 'static,
     J: Journal,
 {
+    type Plan = Plan;
+
     async fn reply(
         &mut self,
         runtime: &Runtime<T, S>,
@@ -514,6 +563,7 @@ where
         if let Some(recorded) = recorded {
             return Ok(recorded.clone());
         }
+        self.steer(model.guard()).await;
         let call = runtime.call_model(model, conversation, tools);
         let reply = self.beating(call).await.map_err(End::Journal)??;
         self.pending.push(Entry::Reply(super::row::ReplyRow {
@@ -523,22 +573,56 @@ where
         Ok(reply)
     }
 
-    async fn tool(
+    async fn admit<'t>(
         &mut self,
-        runtime: &Runtime<T, S>,
+        runtime: &'t Runtime<T, S>,
         scope: &Scope<S>,
         index: usize,
         call: &ToolCall,
-    ) -> Turn {
+        deferring: bool,
+    ) -> Admission<'t, S, Plan> {
         let Ok(index) = u32::try_from(index) else {
-            return Turn::End(End::Journal(JournalError::Corrupt("a reply with too many calls".to_owned())));
+            let error = JournalError::Corrupt("a reply with too many calls".to_owned());
+            return Admission::Done(Turn::End(End::Journal(error)));
         };
         if let Some((_, result)) = self.record.calls.get(&(self.reply, index)) {
-            return Turn::Answer(answer_of(call, result));
+            return Admission::Done(Turn::Answer(recorded_answer(call, result)));
         }
         if let Some(operation) = self.record.operation_at(self.reply, index).cloned() {
-            return self.resume_operation(runtime, scope, index, call, operation).await;
+            return self.resume_operation(runtime, scope, index, call, &operation);
         }
-        self.live(runtime, scope, index, call).await
+        self.steer(scope.guard()).await;
+        self.live(runtime, scope, index, call, deferring)
+    }
+
+    async fn before_bodies(&mut self, scope: &Scope<S>, plans: &[&Plan]) -> Result<(), End> {
+        self.before(scope, plans).await
+    }
+
+    fn operation(plan: &Plan) -> Option<Arc<str>> {
+        Some(Arc::clone(&plan.operation))
+    }
+
+    fn answer(
+        &mut self,
+        scope: &Scope<S>,
+        call: &ToolCall,
+        _name: &Arc<str>,
+        plan: Plan,
+        output: Result<String, BodyError>,
+    ) -> Message {
+        self.record_output(scope, call, plan, output)
+    }
+
+    async fn running<F>(&mut self, work: F) -> Result<F::Output, End>
+    where
+        F: std::future::Future + Send,
+        F::Output: Send,
+    {
+        self.beating(work).await.map_err(End::Journal)
+    }
+
+    async fn settle(&mut self, scope: &Scope<S>) -> Result<(), End> {
+        self.settle_results(scope).await
     }
 }

@@ -7,6 +7,9 @@
 //!   conversation; a known one continues from the journal's (the host's is replaced).
 //! - The scope must be fresh; the journal's counters and audit log become its own, so the
 //!   logical run's budgets never reset on a resume, while the deadline is the new scope's.
+//! - While the attempt runs, it asks the journal for a host's cancel request before each
+//!   admission and at least once a second ([`Journal::cancel_requested`]); a request cancels
+//!   the scope as its caller would.
 //! - Per attempt: one commit to take the run (it bumps the epoch that fences every later write),
 //!   two per allowed effect, none of its own per read, one at the end. A finished run is refused
 //!   before anything runs.
@@ -22,7 +25,12 @@ use super::store::Journal;
 use crate::event::{ControlEvent, EventKind, HaltReason};
 use crate::guard::Counters;
 use crate::outcome::{Outcome, RunError, Status};
-use crate::runtime::{Runtime, conclude};
+use std::convert::Infallible;
+use std::time::Duration;
+
+use tracing::Instrument;
+
+use crate::runtime::{Runtime, conclude, finished};
 use crate::scope::Scope;
 use crate::transport::{Message, Transport};
 
@@ -69,9 +77,34 @@ impl<T: Transport, S: Send + Sync + 'static> Runtime<T, S> {
         conversation: &mut Vec<Message>,
         is_complete: impl FnOnce(&S) -> bool,
     ) -> Result<Outcome, RunError> {
+        let span = self.agent_span(Some(run));
+        let result =
+            self.attempt(journal, run, scope, conversation, is_complete).instrument(span.clone()).await;
+        finished(scope, &span, &result);
+        result
+    }
+
+    /// One attempt: take the run, drive the loop while asking the journal for cancel requests,
+    /// then commit how the attempt ended.
+    async fn attempt<J: Journal>(
+        &self,
+        journal: &J,
+        run: &RunId,
+        scope: &Scope<S>,
+        conversation: &mut Vec<Message>,
+        is_complete: impl FnOnce(&S) -> bool,
+    ) -> Result<Outcome, RunError> {
+        self.check_prices(scope)?;
         let mut course = begin(journal, run, scope, conversation).await.map_err(RunError::Journal)?;
         let mut usage = None;
-        let end = self.traced(scope, conversation, &mut usage, &mut course).await;
+        // Boxed: the loop's future, with the journal's heartbeat in it, is large, and a host
+        // awaits many runs at once.
+        let drive = Box::pin(self.drive(scope, conversation, &mut usage, &mut course));
+        let end = tokio::select! {
+            biased;
+            end = drive => end,
+            never = watch_cancel_requests(journal, run, scope) => match never {},
+        };
         let result = conclude(scope, end, usage, is_complete).map(|outcome| name_denial(scope, outcome));
         let state = match &result {
             Err(RunError::Journal(_)) => return result,
@@ -80,6 +113,21 @@ impl<T: Transport, S: Send + Sync + 'static> Runtime<T, S> {
         };
         course.commit(scope, Some(state)).await.map_err(RunError::Journal)?;
         result
+    }
+}
+
+/// How often an attempt asks its journal for cancel requests while it waits (it also asks
+/// before each admission).
+pub(crate) const CANCEL_POLL: Duration = Duration::from_secs(1);
+
+/// Asks the journal every [`CANCEL_POLL`] whether a host requested to cancel `run`, and cancels
+/// the scope as its caller would when one did. Never returns: the attempt's loop ends first.
+async fn watch_cancel_requests<J: Journal, S>(journal: &J, run: &RunId, scope: &Scope<S>) -> Infallible {
+    loop {
+        tokio::time::sleep(CANCEL_POLL).await;
+        if let Ok(true) = journal.cancel_requested(run).await {
+            scope.cancel();
+        }
     }
 }
 
@@ -161,6 +209,9 @@ fn state_after(outcome: &Outcome) -> RunState {
         | Status::ToolBudget
         | Status::ModelBudget
         | Status::TooManyCalls
-        | Status::Denied => RunState::Finished(outcome.status()),
+        | Status::Denied
+        | Status::TokenBudget
+        | Status::CostBudget
+        | Status::ToolLimit => RunState::Finished(outcome.status()),
     }
 }

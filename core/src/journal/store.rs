@@ -112,6 +112,15 @@ pub trait Journal: Send + Sync {
 
     /// The runs in `query`'s filters, after its cursor, in id order, at most its page size.
     fn list(&self, query: &RunQuery) -> impl Future<Output = Result<Vec<ListedRow>, JournalError>> + Send;
+
+    /// Whether a host asked, from any process, to cancel `run`. An attempt running the run asks
+    /// before each admission it makes (each model call it sends, each tool call it admits) and
+    /// at least once a second while it waits, and ends as a caller cancellation when the answer
+    /// is yes. The default answers no: a backend that records cancel requests overrides it.
+    fn cancel_requested(&self, run: &RunId) -> impl Future<Output = Result<bool, JournalError>> + Send {
+        let _ = run;
+        std::future::ready(Ok(false))
+    }
 }
 
 /// The trait's methods delegated to `**self`.
@@ -151,6 +160,10 @@ macro_rules! delegate {
             query: &RunQuery,
         ) -> impl Future<Output = Result<Vec<ListedRow>, JournalError>> + Send {
             (**self).list(query)
+        }
+
+        fn cancel_requested(&self, run: &RunId) -> impl Future<Output = Result<bool, JournalError>> + Send {
+            (**self).cancel_requested(run)
         }
     };
 }

@@ -1,9 +1,10 @@
 //! The tool-calling loop: one runtime, defined once, runs any number of requests.
 //!
 //! Both compositions run the same loop over the same scope: call the transport with the
-//! conversation and the tool definitions; if the reply asks for tools, run them one after
-//! another in order, append the assistant message and one result per call, and loop; otherwise
-//! the reply's text ends the run.
+//! conversation and the tool definitions; if the reply asks for tools, run them (one after
+//! another in order, or, opted in, as a parallel batch: [`Runtime::parallel`]), append the
+//! assistant message and one result per call, and loop; otherwise the reply's text ends the
+//! run.
 //!
 //! # Invariants
 //!
@@ -16,10 +17,16 @@
 //!   consulted last, so its cancellation wins every race.
 //! - A runtime holds no per-request state: [`Runtime::run`] takes the request's scope, so one
 //!   runtime serves concurrent requests.
+//! - A watched scope's feed gets the loop's steps as they happen: each reply's text, each call
+//!   taken up and its answer, and the run's end (see [`watch`](crate::watch)).
 
+mod calls;
 mod composition;
 mod course;
 mod observer;
+mod options;
+mod subagent;
+mod telemetry;
 
 use std::fmt;
 use std::sync::Arc;
@@ -27,13 +34,19 @@ use std::sync::Arc;
 use tracing::Instrument;
 
 pub use composition::Composition;
-pub(crate) use course::{Course, Live, Turn};
+pub(crate) use course::{Admission, Course, Live, Pending, Turn, answer_of};
 pub use observer::{Observation, Observer};
+pub use options::{Concurrency, ConcurrencyError, Offer};
+pub use subagent::{SubAgent, SubAgentError};
+pub(crate) use telemetry::record_end;
+
+use std::borrow::Cow;
 
 use crate::guard::Stop;
 use crate::outcome::{Outcome, RunError, Status};
 use crate::scope::Scope;
-use crate::tool::{ToolError, ToolSet, finish};
+use crate::spend::{ByteCounter, TokenCounter};
+use crate::tool::{ToolError, ToolSet};
 use crate::transport::{
     Budgeted, CallError, ChatOptions, Message, ModelReply, ToolCall, ToolDefinition, Transport,
     TransportError, Usage,
@@ -78,7 +91,11 @@ pub struct Runtime<T, S = ()> {
     options: ChatOptions,
     streaming: bool,
     max_iterations: Option<u32>,
+    disclose: bool,
+    counter: Arc<dyn TokenCounter>,
     observers: Vec<Arc<dyn Observer<S>>>,
+    offer: Offer,
+    concurrency: Option<Concurrency>,
 }
 
 impl<T: fmt::Debug, S> fmt::Debug for Runtime<T, S> {
@@ -87,6 +104,8 @@ impl<T: fmt::Debug, S> fmt::Debug for Runtime<T, S> {
             .field("composition", &self.composition)
             .field("transport", &self.transport)
             .field("streaming", &self.streaming)
+            .field("offer", &self.offer)
+            .field("concurrency", &self.concurrency)
             .field("observers", &self.observers.len())
             .finish_non_exhaustive()
     }
@@ -104,6 +123,8 @@ pub(crate) enum End {
     Awaiting(Box<crate::journal::Proposal>),
     /// A journaled run's journal failed: nothing more ran.
     Journal(crate::journal::JournalError),
+    /// A limit stopped the run and the wrap-up call answered with this text.
+    WrappedUp(crate::event::HaltReason, Option<String>),
 }
 
 impl From<CallError> for End {
@@ -135,8 +156,74 @@ impl<T: Transport, S: Send + Sync + 'static> Runtime<T, S> {
             options: ChatOptions::default(),
             streaming: false,
             max_iterations: None,
+            disclose: false,
+            counter: Arc::new(ByteCounter),
             observers: Vec::new(),
+            offer: Offer::All,
+            concurrency: None,
         }
+    }
+
+    /// Which tools the model is offered in each request: every tool of the set (the default,
+    /// [`Offer::All`]: a tool the model may see is not one it may run, and the guard refuses it),
+    /// or only those the request's scope grants ([`Offer::Granted`]).
+    #[must_use]
+    pub fn offer(mut self, offer: Offer) -> Self {
+        self.offer = offer;
+        self
+    }
+
+    /// Runs the tool calls of one reply as a parallel batch of at most `cap` bodies at a time
+    /// (the default is one after another).
+    ///
+    /// The calls are observed and admitted in the reply's order, each through the whole guard,
+    /// before any body starts; the admitted bodies then run concurrently and their results
+    /// enter the conversation in the reply's order, one per call. If the guard refuses a call
+    /// (permission, budget, repetition), the calls admitted before it run, as they would have
+    /// one after another, and the refusal then halts the run. A halt, the deadline or the
+    /// caller's cancellation while the bodies run starts no further body, drops the running
+    /// ones, and hands no later answer to the model; each call without an answer gets an error
+    /// result saying so, so the conversation never holds an orphaned call. Under a journal,
+    /// the `started` records of the bodies about to start are committed together, before them.
+    ///
+    /// The events are those of the sequential loop for the same reply, in the same order, as
+    /// long as the bodies stop nothing themselves (a body that cancels, halts or makes calls of
+    /// its own in the scope is seen at a different point).
+    ///
+    /// ```
+    /// use loopbound::scripted::{Step, sequence};
+    /// use loopbound::transport::{ModelReply, ToolCall};
+    /// use loopbound::{Concurrency, Limits, Message, Runtime, Scope, Status, ToolSet};
+    /// use schemars::JsonSchema;
+    /// use serde::{Deserialize, Serialize};
+    ///
+    /// #[derive(Deserialize, Serialize, JsonSchema)]
+    /// struct Order {
+    ///     id: u32,
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let mut tools = ToolSet::builder();
+    /// tools.tool("lookup", "orders.read").build(|order: Order, _call| async move {
+    ///     Ok::<_, String>(format!("order {}", order.id))
+    /// })?;
+    /// let calls = (1..=8).map(|id| ToolCall::new(format!("c{id}"), "lookup", format!(r#"{{"id":{id}}}"#))).collect();
+    /// let model = sequence(vec![Step::Reply(ModelReply::calls(calls))]);
+    /// let runtime = Runtime::harness(&tools.build(), model).parallel(Concurrency::new(4)?);
+    /// let scope = Scope::builder().grant("orders.read").limits(Limits::default().with_tool_calls(4)).build()?;
+    /// let mut conversation = vec![Message::user("Look up orders 1 to 8.")];
+    /// let outcome = runtime.run(&scope, &mut conversation, |()| true).await?;
+    /// assert_eq!(outcome.status(), Status::ToolBudget);
+    /// assert_eq!(scope.tool_calls(), 4, "four bodies ran, never eight");
+    /// assert_eq!(conversation.len(), 1 + 1 + 8, "every call got a result message");
+    /// # Ok(())
+    /// # }
+    /// ```
+    #[must_use]
+    pub fn parallel(mut self, cap: Concurrency) -> Self {
+        self.concurrency = Some(cap);
+        self
     }
 
     /// Per-call options passed to the transport.
@@ -160,6 +247,23 @@ impl<T: Transport, S: Send + Sync + 'static> Runtime<T, S> {
     #[must_use]
     pub fn max_iterations(mut self, iterations: u32) -> Self {
         self.max_iterations = Some(iterations);
+        self
+    }
+
+    /// Tells the model the run's remaining budgets in every request (off by default), as a last
+    /// instruction of the form `Remaining budget: 3 model calls, 2 tool calls, 1200 total
+    /// tokens, 400µ.` (the token and cost budgets that are set), counted in the reservation.
+    #[must_use]
+    pub fn disclose_budgets(mut self, disclose: bool) -> Self {
+        self.disclose = disclose;
+        self
+    }
+
+    /// Counts requests for spend reservations with `counter` (default [`ByteCounter`], an upper
+    /// bound that needs no model file).
+    #[must_use]
+    pub fn token_counter(mut self, counter: impl TokenCounter + 'static) -> Self {
+        self.counter = Arc::new(counter);
         self
     }
 
@@ -196,67 +300,120 @@ impl<T: Transport, S: Send + Sync + 'static> Runtime<T, S> {
     /// # Errors
     ///
     /// [`RunError::Cancelled`] if the caller cancelled (whatever else happened);
-    /// [`RunError::Provider`] if the provider answered unusably.
+    /// [`RunError::Provider`] if the provider answered unusably; [`RunError::Unpriced`] before
+    /// anything runs, under a cost budget, if the scope's prices miss the model or a tool.
     pub async fn run(
         &self,
         scope: &Scope<S>,
         conversation: &mut Vec<Message>,
         is_complete: impl FnOnce(&S) -> bool,
     ) -> Result<Outcome, RunError> {
+        self.check_prices(scope)?;
+        let span = self.agent_span(None);
         let mut usage = None;
-        let end = self.traced(scope, conversation, &mut usage, &mut Live).await;
-        conclude(scope, end, usage, is_complete)
+        let end = self.drive(scope, conversation, &mut usage, &mut Live).instrument(span.clone()).await;
+        let result = conclude(scope, end, usage, is_complete);
+        finished(scope, &span, &result);
+        result
     }
 
-    /// The loop, inside the run's tracing span when the composition has telemetry.
-    pub(crate) async fn traced<C: Course<T, S>>(
-        &self,
-        scope: &Scope<S>,
-        conversation: &mut Vec<Message>,
-        usage: &mut Option<Usage>,
-        course: &mut C,
-    ) -> End {
-        if self.composition.telemetry() {
-            let span = tracing::info_span!("loopbound.run", composition = self.composition.name());
-            self.drive(scope, conversation, usage, course).instrument(span).await
-        } else {
-            self.drive(scope, conversation, usage, course).await
+    /// Under a cost budget, refuses to start unless the scope's prices name the transport's model
+    /// and every tool of the set (fail closed: never "the part that could be priced").
+    pub(crate) fn check_prices(&self, scope: &Scope<S>) -> Result<(), RunError> {
+        if scope.limits().cost().is_none() {
+            return Ok(());
+        }
+        let Some(prices) = scope.prices() else {
+            return Err(RunError::Unpriced("this scope (it has no prices)".to_owned()));
+        };
+        match self.transport.model() {
+            Some(model) if prices.model_price(model).is_some() => {}
+            Some(model) => return Err(RunError::Unpriced(format!("the model {model}"))),
+            None => return Err(RunError::Unpriced("the transport's model (it names none)".to_owned())),
+        }
+        match self.tools.definitions().iter().find(|tool| prices.tool_price(&tool.name).is_none()) {
+            Some(tool) => Err(RunError::Unpriced(format!("the tool {}", tool.name))),
+            None => Ok(()),
         }
     }
 
-    async fn drive<C: Course<T, S>>(
+    pub(crate) async fn drive<C: Course<T, S>>(
         &self,
         scope: &Scope<S>,
         conversation: &mut Vec<Message>,
         usage: &mut Option<Usage>,
         course: &mut C,
     ) -> End {
-        let model = Budgeted::new(scope, &self.transport);
-        let tools = self.tools.definitions();
+        let model = Budgeted::with_counter(scope, &self.transport, &*self.counter).disclosing(self.disclose);
+        let end = self.turns(scope, &model, conversation, usage, course).await;
+        match end {
+            End::Stopped(Stop::Halted(reason))
+                if reason.is_limit() && scope.limits().wrap_up_tokens().is_some() =>
+            {
+                self.wrap_up(&model, conversation, usage, reason).await
+            }
+            end => end,
+        }
+    }
+
+    /// The one call a wrap-up kept aside, after a limit stopped the run: its text, if it gave
+    /// one, ends the conversation; its tool calls are dropped.
+    async fn wrap_up(
+        &self,
+        model: &Budgeted<'_, T>,
+        conversation: &mut Vec<Message>,
+        usage: &mut Option<Usage>,
+        reason: crate::event::HaltReason,
+    ) -> End {
+        match model.wrap_up(conversation, &self.options).await {
+            Ok(reply) => {
+                if let Some(reported) = reply.usage {
+                    *usage.get_or_insert_with(Usage::default) += reported;
+                }
+                if let Some(text) = &reply.content {
+                    conversation.push(Message::assistant_parts(Some(text.clone()), Vec::new()));
+                }
+                End::WrappedUp(reason, reply.content)
+            }
+            // Nothing came of it: the run ends on its limit, as without a wrap-up.
+            Err(_) => End::Stopped(Stop::Halted(reason)),
+        }
+    }
+
+    /// The loop's turns: a model call, then its tool calls, until the run ends.
+    async fn turns<C: Course<T, S>>(
+        &self,
+        scope: &Scope<S>,
+        model: &Budgeted<'_, T>,
+        conversation: &mut Vec<Message>,
+        usage: &mut Option<Usage>,
+        course: &mut C,
+    ) -> End {
+        let tools = self.offered(scope);
+        let feed = scope.guard().feed();
         let cap = self.max_iterations.unwrap_or_else(|| self.composition.max_iterations(&scope.limits()));
-        for _ in 0..cap {
-            let reply = match course.reply(self, &model, conversation, tools).await {
+        for iteration in 1..=cap {
+            if let Some(feed) = feed {
+                feed.begin_reply(iteration);
+            }
+            let reply = match course.reply(self, model, conversation, &tools).await {
                 Ok(reply) => reply,
                 Err(end) => return end,
             };
+            if let Some(feed) = feed {
+                feed.end_reply(reply.content.as_deref());
+            }
             if let Some(reported) = reply.usage {
                 *usage.get_or_insert_with(Usage::default) += reported;
             }
             if reply.tool_calls.is_empty() {
                 return End::Reply(reply.content);
             }
-            let mut results = Vec::with_capacity(reply.tool_calls.len());
-            let mut stopped = None;
-            for (index, call) in reply.tool_calls.iter().enumerate() {
-                match course.tool(self, scope, index, call).await {
-                    Turn::Answer(message) => results.push(message),
-                    Turn::End(end) => {
-                        stopped = Some(end);
-                        break;
-                    }
-                }
-            }
-            conversation.push(Message::Assistant { content: reply.content, tool_calls: reply.tool_calls });
+            let (results, stopped) = match self.concurrency {
+                Some(cap) => self.batch(scope, course, iteration, &reply.tool_calls, cap.get()).await,
+                None => self.one_after_another(scope, course, iteration, &reply.tool_calls).await,
+            };
+            conversation.push(Message::assistant_parts(reply.content, reply.tool_calls));
             conversation.extend(results);
             if let Some(end) = stopped {
                 return end;
@@ -265,13 +422,22 @@ impl<T: Transport, S: Send + Sync + 'static> Runtime<T, S> {
         End::CapReached
     }
 
-    /// The answer the model gets for one tool call run live: its result, or its error; or the
-    /// end of the run.
-    pub(crate) async fn answer(&self, scope: &Scope<S>, call: &ToolCall) -> Turn {
-        match self.call_tool(scope, call).await {
-            Ok(text) => Turn::Answer(Message::tool_result(call.id.clone(), text)),
-            Err(ToolError::Stopped(stop)) => Turn::End(End::Stopped(stop)),
-            Err(error) => Turn::Answer(error_message(call, &error)),
+    /// The definitions the model is offered in `scope`'s requests.
+    fn offered(&self, scope: &Scope<S>) -> Cow<'_, [ToolDefinition]> {
+        match self.offer {
+            Offer::Granted => Cow::Owned(
+                self.tools
+                    .definitions()
+                    .iter()
+                    .filter(|definition| {
+                        self.tools
+                            .get(&definition.name)
+                            .is_some_and(|tool| scope.is_granted(tool.capability()))
+                    })
+                    .cloned()
+                    .collect(),
+            ),
+            Offer::All => Cow::Borrowed(self.tools.definitions()),
         }
     }
 
@@ -281,6 +447,7 @@ impl<T: Transport, S: Send + Sync + 'static> Runtime<T, S> {
         conversation: &[Message],
         tools: &[ToolDefinition],
     ) -> Result<ModelReply, CallError> {
+        let span = self.chat_span();
         let call = async {
             if self.streaming {
                 model.stream(conversation, tools, &self.options).await
@@ -288,11 +455,19 @@ impl<T: Transport, S: Send + Sync + 'static> Runtime<T, S> {
                 model.complete(conversation, tools, &self.options).await
             }
         };
-        if self.composition.telemetry() {
-            call.instrument(tracing::info_span!("loopbound.model_call", streaming = self.streaming)).await
-        } else {
-            call.await
+        let reply = call.instrument(span.clone()).await;
+        match &reply {
+            Ok(reply) => {
+                if let Some(usage) = reply.usage {
+                    telemetry::record_usage(&span, usage);
+                }
+            }
+            Err(CallError::Transport(error)) => {
+                span.record("error.type", transport_error_type(error));
+            }
+            Err(_) => {}
         }
+        reply
     }
 
     /// The built-in middleware, then the host's observers, for one call to `tool`.
@@ -310,23 +485,6 @@ impl<T: Transport, S: Send + Sync + 'static> Runtime<T, S> {
             }
         }
         Ok(())
-    }
-
-    /// Middleware, the host's observers, then the guard, then the body.
-    async fn call_tool(&self, scope: &Scope<S>, call: &ToolCall) -> Result<String, ToolError> {
-        let Some(tool) = self.tools.get(&call.name) else {
-            return Err(ToolError::not_found(&call.name));
-        };
-        self.observe_call(scope, tool.name(), call)?;
-        let invocation = async {
-            let body = tool.start_json(scope, &call.arguments)?;
-            finish(scope.guard(), tool.name(), body).await
-        };
-        if self.composition.telemetry() {
-            invocation.instrument(tracing::info_span!("loopbound.tool_call", tool = &*call.name)).await
-        } else {
-            invocation.await
-        }
     }
 }
 
@@ -348,6 +506,26 @@ fn describe(error: &TransportError) -> String {
     text
 }
 
+/// The `error.type` of a model call that failed: the transport error's kind.
+fn transport_error_type(error: &TransportError) -> &'static str {
+    match error.kind() {
+        crate::transport::TransportErrorKind::Unavailable => "unavailable",
+        crate::transport::TransportErrorKind::Authentication => "authentication",
+        crate::transport::TransportErrorKind::Malformed => "malformed",
+        crate::transport::TransportErrorKind::Cancelled => "cancelled",
+        crate::transport::TransportErrorKind::TooManyCalls { .. } => "too_many_calls",
+        _ => "_OTHER",
+    }
+}
+
+/// Ends a run: its span learns how, and a watcher gets its last update.
+pub(crate) fn finished<S>(scope: &Scope<S>, span: &tracing::Span, result: &Result<Outcome, RunError>) {
+    record_end(span, result);
+    if let Some(feed) = scope.guard().feed() {
+        feed.finish(result);
+    }
+}
+
 /// The error result the model gets for a call that failed without ending the run.
 pub(crate) fn error_message(call: &ToolCall, error: &ToolError) -> Message {
     let message = error.model_message().unwrap_or_else(|| error.to_string());
@@ -362,11 +540,25 @@ pub(crate) fn conclude<S>(
     usage: Option<Usage>,
     is_complete: impl FnOnce(&S) -> bool,
 ) -> Result<Outcome, RunError> {
-    if scope.caller_token().is_cancelled() {
+    if scope.guard().cancelled_by_caller() {
         return Err(RunError::Cancelled);
     }
+    let spend = scope.spend();
+    concluded(scope, end, usage, is_complete).map(|outcome| outcome.spent(spend))
+}
+
+/// The outcome of a run that was not cancelled.
+fn concluded<S>(
+    scope: &Scope<S>,
+    end: End,
+    usage: Option<Usage>,
+    is_complete: impl FnOnce(&S) -> bool,
+) -> Result<Outcome, RunError> {
     let events = scope.events();
-    if let Some(reason) = scope.stop_reason() {
+    // A wrap-up follows a recorded halt: its outcome is that halt's, with the wrap-up's text.
+    if let Some(reason) = scope.stop_reason()
+        && !matches!(end, End::WrappedUp(..))
+    {
         return Ok(Outcome::stopped(reason.into(), events, usage, None));
     }
     match end {
@@ -388,5 +580,8 @@ pub(crate) fn conclude<S>(
                 .awaiting(proposal))
         }
         End::Journal(error) => Err(RunError::Journal(error)),
+        End::WrappedUp(reason, text) => {
+            Ok(Outcome::stopped(reason.into(), events, usage, None).partial(text))
+        }
     }
 }

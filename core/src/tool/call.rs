@@ -56,6 +56,15 @@ impl<S> Call<S> {
         self.scope.token()
     }
 
+    /// Starts building a child scope, for an agent run inside this body: see
+    /// [`Scope::child`].
+    pub fn child(&self) -> crate::ScopeBuilder
+    where
+        S: Send + Sync + 'static,
+    {
+        self.scope.child()
+    }
+
     /// The request's tool-call count when this call was admitted (1 for the first).
     #[must_use]
     pub fn tool_count(&self) -> u32 {

@@ -40,5 +40,5 @@ pub use effect::{EffectKind, Policy};
 pub use error::{BodyError, MAX_MESSAGE_LEN, ToolError};
 pub use set::{RegistrationError, ToolSet, ToolSetBuilder};
 
-pub(crate) use call::finish;
-pub(crate) use set::{AdmittedCall, ErasedTool};
+pub(crate) use pipeline::Refusal;
+pub(crate) use set::{AdmittedCall, ErasedTool, check_name};

@@ -21,6 +21,10 @@
 //! - A signature is computed only when the guard can reach the repetition check (the call is
 //!   granted and the scope can still admit a tool call), except for a journaled call, whose
 //!   proposal records it.
+//! - A parallel batch admits with [`Prepared::admit_deferring`] and
+//!   [`Prepared::admit_signed_deferring`]: the same checks in the same critical section, except
+//!   that a refusal's halt is handed back ([`Deferred`]) instead of recorded, so that the calls
+//!   admitted before it can run first.
 //! - Fail closed outside a journal: a tool whose [`Policy`] is not `Allow` is started only with
 //!   an operation id, which only a journal gives once it has recorded the decision. On every
 //!   other path its admitted call halts `Denied` instead of starting, and its reservation stays
@@ -40,7 +44,7 @@ use super::effect::{EffectKind, Policy};
 use super::error::{BodyError, ToolError};
 use crate::canonical::{Signature, signature};
 use crate::event::{ControlEvent, EventKind, HaltReason, Subject};
-use crate::guard::Activity;
+use crate::guard::{Activity, Deferred, Guard, Refused};
 use crate::scope::Scope;
 use crate::transport::ToolDefinition;
 
@@ -151,28 +155,76 @@ where
 
     /// Steps 3 and 4: signs the input where the guard can need it, then admits it.
     pub(crate) fn admit(self, scope: &Scope<S>) -> Result<Admitted<'t, T, S>, ToolError> {
+        self.admit_with(
+            scope,
+            |guard, tool, granted| guard.precheck_tool(tool, granted).map_err(ToolError::from),
+            |guard, tool, granted, signature| {
+                guard.admit_tool(tool, granted, signature).map_err(ToolError::from)
+            },
+        )
+    }
+
+    /// As [`admit`](Self::admit), with a refusal's halt handed back instead of recorded.
+    pub(crate) fn admit_deferring(self, scope: &Scope<S>) -> Result<Admitted<'t, T, S>, Refusal> {
+        self.admit_with(
+            scope,
+            |guard, tool, granted| guard.precheck_tool_deferring(tool, granted).map_err(Refusal::from),
+            |guard, tool, granted, signature| {
+                guard.admit_tool_deferring(tool, granted, signature).map_err(Refusal::from)
+            },
+        )
+    }
+
+    /// Steps 3 and 4 with the guard's `precheck` and `admit` decisions.
+    fn admit_with<E: From<BindError>>(
+        self,
+        scope: &Scope<S>,
+        precheck: impl FnOnce(&Guard, &Arc<str>, bool) -> Result<(), E>,
+        admit: impl FnOnce(&Guard, &Arc<str>, bool, Signature) -> Result<u32, E>,
+    ) -> Result<Admitted<'t, T, S>, E> {
         let guard = scope.guard();
         let tool = self.tool;
         let granted = guard.is_granted(&tool.capability);
         // The signature matters only if the guard can reach the repetition check: the call is
         // granted and the scope can still admit a tool call (both can only turn false).
         if !granted || guard.tools_closed() {
-            guard.precheck_tool(&tool.name, granted)?;
+            precheck(guard, &tool.name, granted)?;
         }
         let signature = tool.sign(&self.input)?;
-        let count = guard.admit_tool(&tool.name, granted, signature)?;
+        let count = admit(guard, &tool.name, granted, signature)?;
         Ok(Admitted { tool, input: self.input, count })
     }
 
     /// Steps 3 and 4 for a journaled call: signs the input, then admits it, and returns the
     /// canonical arguments for the call's proposal.
     pub(crate) fn admit_signed(self, scope: &Scope<S>) -> Result<(Admitted<'t, T, S>, String), ToolError> {
+        self.admit_signed_with(scope, |guard, tool, granted, signature| {
+            guard.admit_tool(tool, granted, signature).map_err(ToolError::from)
+        })
+    }
+
+    /// As [`admit_signed`](Self::admit_signed), with a refusal's halt handed back instead of
+    /// recorded.
+    pub(crate) fn admit_signed_deferring(
+        self,
+        scope: &Scope<S>,
+    ) -> Result<(Admitted<'t, T, S>, String), Refusal> {
+        self.admit_signed_with(scope, |guard, tool, granted, signature| {
+            guard.admit_tool_deferring(tool, granted, signature).map_err(Refusal::from)
+        })
+    }
+
+    fn admit_signed_with<E: From<BindError>>(
+        self,
+        scope: &Scope<S>,
+        admit: impl FnOnce(&Guard, &Arc<str>, bool, Signature) -> Result<u32, E>,
+    ) -> Result<(Admitted<'t, T, S>, String), E> {
         let guard = scope.guard();
         let tool = self.tool;
         let signature = tool.sign(&self.input)?;
         let arguments = signature.arguments().to_owned();
         let granted = guard.is_granted(&tool.capability);
-        let count = guard.admit_tool(&tool.name, granted, signature)?;
+        let count = admit(guard, &tool.name, granted, signature)?;
         Ok((Admitted { tool, input: self.input, count }, arguments))
     }
 
@@ -182,6 +234,35 @@ where
     pub(crate) fn readmit(self, expected: &str, count: u32) -> Result<Option<Admitted<'t, T, S>>, BindError> {
         let signature = self.tool.sign(&self.input)?;
         Ok((signature.as_str() == expected).then_some(Admitted { tool: self.tool, input: self.input, count }))
+    }
+}
+
+/// Why an admission admitted nothing: the tool's error (a binding failure, a stop in force),
+/// or, for a deferring admission, a refusal whose halt is decided but not recorded yet.
+#[derive(Debug)]
+pub(crate) enum Refusal {
+    Tool(ToolError),
+    Deferred(Deferred),
+}
+
+impl From<ToolError> for Refusal {
+    fn from(error: ToolError) -> Self {
+        Self::Tool(error)
+    }
+}
+
+impl From<BindError> for Refusal {
+    fn from(error: BindError) -> Self {
+        Self::Tool(error.into())
+    }
+}
+
+impl From<Refused> for Refusal {
+    fn from(refused: Refused) -> Self {
+        match refused {
+            Refused::Stop(stop) => Self::Tool(stop.into()),
+            Refused::Deferred(deferred) => Self::Deferred(deferred),
+        }
     }
 }
 

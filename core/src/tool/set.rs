@@ -21,7 +21,7 @@ use super::call::finish;
 use super::definition::{GuardedTool, ToolBuilder};
 use super::effect::{EffectKind, Policy};
 use super::error::ToolError;
-use super::pipeline::{Admitted, BodyFuture, Definition};
+use super::pipeline::{Admitted, BodyFuture, Definition, Refusal};
 use crate::event::Subject;
 use crate::scope::Scope;
 use crate::transport::ToolDefinition;
@@ -187,13 +187,22 @@ pub(crate) trait ErasedTool<S>: Send + Sync {
     fn policy(&self) -> Policy;
     /// Binds, checks, admits and starts the body; the caller runs it with [`finish`].
     fn start_json(&self, scope: &Scope<S>, arguments: &str) -> Result<BodyFuture, ToolError>;
+    /// Binds, checks and admits a call of the loop, without starting it; `deferring` hands a
+    /// refusal's halt back instead of recording it (a parallel batch).
+    fn admit_json<'a>(
+        &'a self,
+        scope: &Scope<S>,
+        arguments: &str,
+        deferring: bool,
+    ) -> Result<Box<dyn AdmittedCall<S> + 'a>, Refusal>;
     /// Binds, checks, signs and admits a journaled call; returns it with its canonical arguments,
-    /// for its proposal.
+    /// for its proposal. `deferring` as for [`admit_json`](Self::admit_json).
     fn admit_journaled<'a>(
         &'a self,
         scope: &Scope<S>,
         arguments: &str,
-    ) -> Result<(Box<dyn AdmittedCall<S> + 'a>, String), ToolError>;
+        deferring: bool,
+    ) -> Result<(Box<dyn AdmittedCall<S> + 'a>, String), Refusal>;
     /// Binds and checks a call that an earlier attempt admitted as `count` with the signature
     /// `expected`; `None` if it now signs differently. Nothing is counted.
     fn readmit<'a>(
@@ -204,12 +213,13 @@ pub(crate) trait ErasedTool<S>: Send + Sync {
     ) -> Result<Option<Box<dyn AdmittedCall<S> + 'a>>, BindError>;
 }
 
-/// An admitted call with its input type erased, as the journal's driver starts it.
+/// An admitted call with its input type erased, as the loop and the journal's driver start it.
 pub(crate) trait AdmittedCall<S>: Send {
     /// The tool-call count it was admitted as: the operation's ordinal.
     fn count(&self) -> u32;
-    /// Starts the body as operation `operation`.
-    fn start(self: Box<Self>, scope: &Scope<S>, operation: Arc<str>) -> Result<BodyFuture, ToolError>;
+    /// Starts the body, as operation `operation` in a journaled run.
+    fn start(self: Box<Self>, scope: &Scope<S>, operation: Option<Arc<str>>)
+    -> Result<BodyFuture, ToolError>;
 }
 
 impl<T, S> AdmittedCall<S> for Admitted<'_, T, S>
@@ -221,8 +231,12 @@ where
         Admitted::count(self)
     }
 
-    fn start(self: Box<Self>, scope: &Scope<S>, operation: Arc<str>) -> Result<BodyFuture, ToolError> {
-        Admitted::start(*self, scope, Some(operation))
+    fn start(
+        self: Box<Self>,
+        scope: &Scope<S>,
+        operation: Option<Arc<str>>,
+    ) -> Result<BodyFuture, ToolError> {
+        Admitted::start(*self, scope, operation)
     }
 }
 
@@ -255,12 +269,26 @@ where
         self.prepare_json(arguments)?.admit(scope)?.start(scope, None)
     }
 
+    fn admit_json<'a>(
+        &'a self,
+        scope: &Scope<S>,
+        arguments: &str,
+        deferring: bool,
+    ) -> Result<Box<dyn AdmittedCall<S> + 'a>, Refusal> {
+        let prepared = self.prepare_json(arguments)?;
+        let admitted = if deferring { prepared.admit_deferring(scope)? } else { prepared.admit(scope)? };
+        Ok(Box::new(admitted))
+    }
+
     fn admit_journaled<'a>(
         &'a self,
         scope: &Scope<S>,
         arguments: &str,
-    ) -> Result<(Box<dyn AdmittedCall<S> + 'a>, String), ToolError> {
-        let (admitted, arguments) = self.prepare_json(arguments)?.admit_signed(scope)?;
+        deferring: bool,
+    ) -> Result<(Box<dyn AdmittedCall<S> + 'a>, String), Refusal> {
+        let prepared = self.prepare_json(arguments)?;
+        let (admitted, arguments) =
+            if deferring { prepared.admit_signed_deferring(scope)? } else { prepared.admit_signed(scope)? };
         Ok((Box::new(admitted), arguments))
     }
 

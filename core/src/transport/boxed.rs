@@ -20,12 +20,19 @@ type BoxStream<'a> = Pin<Box<dyn Stream<Item = Result<ReplyChunk, TransportError
 
 /// The object-safe form of [`Transport`].
 trait DynTransport: Send + Sync {
+    fn model(&self) -> Option<&str>;
     fn complete<'a>(&'a self, request: ChatRequest<'a>) -> BoxFuture<'a, Result<ModelReply, TransportError>>;
     fn stream<'a>(&'a self, request: ChatRequest<'a>)
     -> BoxFuture<'a, Result<BoxStream<'a>, TransportError>>;
+    fn provider_name(&self) -> &str;
+    fn model_name(&self) -> Option<&str>;
 }
 
 impl<T: Transport> DynTransport for T {
+    fn model(&self) -> Option<&str> {
+        Transport::model(self)
+    }
+
     fn complete<'a>(&'a self, request: ChatRequest<'a>) -> BoxFuture<'a, Result<ModelReply, TransportError>> {
         Box::pin(Transport::complete(self, request))
     }
@@ -38,6 +45,14 @@ impl<T: Transport> DynTransport for T {
             let stream = Transport::stream(self, request).await?;
             Ok(Box::pin(stream) as BoxStream<'a>)
         })
+    }
+
+    fn provider_name(&self) -> &str {
+        Transport::provider_name(self)
+    }
+
+    fn model_name(&self) -> Option<&str> {
+        Transport::model_name(self)
     }
 }
 
@@ -84,6 +99,10 @@ impl fmt::Debug for BoxTransport {
 }
 
 impl Transport for BoxTransport {
+    fn model(&self) -> Option<&str> {
+        self.inner.model()
+    }
+
     fn complete<'a>(
         &'a self,
         request: ChatRequest<'a>,
@@ -99,5 +118,13 @@ impl Transport for BoxTransport {
     > + Send
     + 'a {
         self.inner.stream(request)
+    }
+
+    fn provider_name(&self) -> &str {
+        self.inner.provider_name()
+    }
+
+    fn model_name(&self) -> Option<&str> {
+        self.inner.model_name()
     }
 }

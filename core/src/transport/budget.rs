@@ -10,10 +10,19 @@
 //!   or the caller cancels.
 //! - After the call returns, the scope is checked again, so a reply that arrives after a stop is
 //!   not handed on.
+//! - A watched scope's feed gets each piece of a streamed reply's text as the assembler takes
+//!   it in (the runtime hands on a whole reply's text itself).
 //! - Every reply handed on is within the scope's [`ReplyBounds`](super::ReplyBounds): a streamed
 //!   reply is assembled under them (reading stops at the chunk that crosses one), a whole reply
 //!   is checked before it is handed on. A reply with too many tool calls halts the scope with
 //!   `TooManyCalls` before any of its calls is seen; a reply too long is a provider error.
+//! - Under a spend budget, the request is counted before the admission (incrementally: only
+//!   the messages added since the last call), the admission holds its reservation, and the
+//!   request goes out with its output cap set to the reservation's output. Every call that
+//!   returns is settled, before anything else is checked: with the reply's usage, or charged
+//!   its whole reservation when it has none or failed. A streamed reply whose output passes its
+//!   reservation (by the provider's own running count, or by its bytes over the counter's
+//!   longest token) is cut at that chunk and halts the run `TokenBudget`.
 
 use std::fmt;
 use std::future::poll_fn;
@@ -25,8 +34,10 @@ use super::{
     ChatOptions, ChatRequest, Message, ModelReply, ReplyAssembler, ToolDefinition, Transport, TransportError,
     TransportErrorKind,
 };
-use crate::guard::{Activity, Guard, Stop};
+use crate::guard::{Activity, Guard, SpendAsk, Stop};
 use crate::scope::Scope;
+use crate::spend::{ByteCounter, Price, RequestCount, Reserved, TokenCounter};
+use crate::sync::Mutex;
 
 /// A transport whose calls count against one scope's model budget.
 ///
@@ -52,6 +63,22 @@ use crate::scope::Scope;
 pub struct Budgeted<'a, T> {
     transport: &'a T,
     guard: &'a Guard,
+    counter: &'a dyn TokenCounter,
+    /// The price of the transport's model, from the scope's table.
+    price: Option<Price>,
+    /// The run's requests, counted as the conversation grows.
+    count: Mutex<RequestCount>,
+    /// Whether each request tells the model the remaining budgets.
+    disclose: bool,
+}
+
+/// What a sent call brought back: a reply, or a stream cut where it passed its reservation.
+enum Received {
+    Reply(ModelReply),
+    /// The stream was cut; its output counted this far.
+    Cut {
+        output: u64,
+    },
 }
 
 impl<T> fmt::Debug for Budgeted<'_, T> {
@@ -91,9 +118,26 @@ impl std::error::Error for CallError {
 }
 
 impl<'a, T: Transport> Budgeted<'a, T> {
-    /// `transport`, with its calls counted against `scope`'s model budget.
+    /// `transport`, with its calls counted against `scope`'s model budget, and, under a spend
+    /// budget, reserved with the default [`ByteCounter`].
     pub fn new<S>(scope: &'a Scope<S>, transport: &'a T) -> Self {
-        Self { transport, guard: scope.guard() }
+        Self::with_counter(scope, transport, &ByteCounter)
+    }
+
+    /// As [`new`](Self::new), counting requests with `counter`.
+    pub fn with_counter<S>(scope: &'a Scope<S>, transport: &'a T, counter: &'a dyn TokenCounter) -> Self {
+        let guard = scope.guard();
+        let price =
+            guard.prices().zip(transport.model()).and_then(|(prices, model)| prices.model_price(model));
+        Self { transport, guard, counter, price, count: Mutex::new(RequestCount::new()), disclose: false }
+    }
+
+    /// This transport, telling the model the run's remaining budgets in each request, as the
+    /// options' [`notice`](ChatOptions::notice) (counted in the request's reservation).
+    #[must_use]
+    pub fn disclosing(mut self, disclose: bool) -> Self {
+        self.disclose = disclose;
+        self
     }
 
     /// Counts one model call, then sends it and returns the whole reply.
@@ -108,7 +152,10 @@ impl<'a, T: Transport> Budgeted<'a, T> {
         tools: &[ToolDefinition],
         options: &ChatOptions,
     ) -> Result<ModelReply, CallError> {
-        self.call(self.request(messages, tools, options), |request| self.transport.complete(request)).await
+        let (reserved, options) = self.admit(messages, tools, options)?;
+        let request = self.request(messages, tools, &options);
+        let sent = async { self.transport.complete(request).await.map(Received::Reply) };
+        self.conclude(request.bounds, reserved, sent).await
     }
 
     /// Counts one model call, then sends it as a stream and assembles the chunks.
@@ -122,16 +169,109 @@ impl<'a, T: Transport> Budgeted<'a, T> {
         tools: &[ToolDefinition],
         options: &ChatOptions,
     ) -> Result<ModelReply, CallError> {
-        self.call(self.request(messages, tools, options), |request| async move {
+        let (reserved, options) = self.admit(messages, tools, options)?;
+        let request = self.request(messages, tools, &options);
+        let widest = self.counter.max_token_bytes().max(1);
+        // The output is watched only when its reservation bounds it.
+        let bound = reserved.map(|r| r.output_tokens).filter(|output| *output != u64::MAX);
+        let sent = async {
             let mut chunks = pin!(self.transport.stream(request).await?);
             let mut assembler = ReplyAssembler::new(request.bounds);
+            let mut bytes = 0_u64;
+            let feed = self.guard.feed();
             while let Some(chunk) = poll_fn(|cx| chunks.as_mut().poll_next(cx)).await {
+                let chunk = chunk?;
+                // A watcher sees each piece of text once the assembler has taken it in.
+                let piece = feed.and_then(|_| chunk.content.clone());
                 // A chunk past the bounds ends the read: the stream is dropped unread.
-                assembler.push(chunk?)?;
+                bytes = bytes.saturating_add(chunk_output_bytes(&chunk));
+                let reported = chunk.usage.map(|usage| usage.output_tokens);
+                assembler.push(chunk)?;
+                if let (Some(feed), Some(piece)) = (feed, piece) {
+                    feed.text_piece(&piece);
+                }
+                if let Some(bound) = bound {
+                    let counted = bytes.div_ceil(widest).max(reported.unwrap_or(0));
+                    if counted > bound {
+                        return Ok(Received::Cut { output: counted });
+                    }
+                }
             }
-            Ok(assembler.finish())
-        })
-        .await
+            Ok(Received::Reply(assembler.finish()))
+        };
+        self.conclude(request.bounds, reserved, sent).await
+    }
+
+    /// Counts the request (under a spend budget), admits the call and holds its reservation;
+    /// returns it with the options the request goes out with (its output capped at the
+    /// reservation).
+    fn admit(
+        &self,
+        messages: &[Message],
+        tools: &[ToolDefinition],
+        options: &ChatOptions,
+    ) -> Result<(Option<Reserved>, ChatOptions), CallError> {
+        let (ask, mut options) = self.ask(messages, tools, options);
+        let (_, reserved) = self.guard.admit_model(ask).map_err(CallError::Stopped)?;
+        if let Some(cap) = reserved.and_then(|r| u32::try_from(r.output_tokens).ok()) {
+            options.max_output_tokens = Some(cap);
+        }
+        Ok((reserved, options))
+    }
+
+    /// What a request asks of the spend budgets (under one), and its options with the
+    /// disclosure notice when the model is told the remaining budgets.
+    fn ask(
+        &self,
+        messages: &[Message],
+        tools: &[ToolDefinition],
+        options: &ChatOptions,
+    ) -> (Option<SpendAsk>, ChatOptions) {
+        let mut options = options.clone();
+        if self.disclose {
+            options.notice = Some(self.guard.remaining(self.price.as_ref()));
+        }
+        let ask = self.guard.limits().has_spend_budget().then(|| {
+            let notice = options.notice.as_deref().map_or(0, |notice| {
+                self.counter.count(notice).saturating_add(self.counter.message_overhead())
+            });
+            SpendAsk {
+                input: self.count.lock().input(self.counter, messages, tools).saturating_add(notice),
+                cap: options.max_output_tokens.map_or(u64::MAX, u64::from),
+                price: self.price,
+            }
+        });
+        (ask, options)
+    }
+
+    /// The one call a wrap-up kept aside, after a limit stopped the run: sent with no tool
+    /// offered, raced against the caller and the deadline only, settled like any call. The
+    /// reply's tool calls, if any, are dropped.
+    pub(crate) async fn wrap_up(
+        &self,
+        messages: &[Message],
+        options: &ChatOptions,
+    ) -> Result<ModelReply, CallError> {
+        let (ask, mut options) = self.ask(messages, &[], options);
+        let reserved = self.guard.admit_wrap_up(ask).map_err(CallError::Stopped)?;
+        if let Some(cap) = reserved.and_then(|r| u32::try_from(r.output_tokens).ok()) {
+            options.max_output_tokens = Some(cap);
+        }
+        let request = self.request(messages, &[], &options);
+        let sent = self.transport.complete(request);
+        let received = self.guard.bounded_past_halt(sent).await.map_err(CallError::Stopped)?;
+        let usage = received.as_ref().ok().and_then(|reply| reply.usage);
+        // A wrap-up that crosses a budget gets nothing more: the run is stopped already.
+        let _ = self.guard.settle(self.price.as_ref(), reserved, usage);
+        let mut reply = received.map_err(CallError::Transport)?;
+        reply.tool_calls.clear();
+        request.bounds.check(&reply).map_err(CallError::Transport)?;
+        Ok(reply)
+    }
+
+    /// The scope's guard.
+    pub(crate) fn guard(&self) -> &'a Guard {
+        self.guard
     }
 
     /// The request of one call: the scope's token and reply bounds.
@@ -148,27 +288,49 @@ impl<'a, T: Transport> Budgeted<'a, T> {
             .with_bounds(self.guard.limits().reply_bounds())
     }
 
-    /// The budget around one call: admit it, send it raced against the scope, check the scope
-    /// again, then the reply's bounds.
-    async fn call<'r, F>(
+    /// The rest of one call once admitted: send it raced against the scope, settle it, check the
+    /// scope again, then the reply's bounds.
+    async fn conclude(
         &self,
-        request: ChatRequest<'r>,
-        send: impl FnOnce(ChatRequest<'r>) -> F,
-    ) -> Result<ModelReply, CallError>
-    where
-        F: Future<Output = Result<ModelReply, TransportError>>,
-    {
-        let bounds = request.bounds;
-        self.guard.admit_model().map_err(CallError::Stopped)?;
+        bounds: super::ReplyBounds,
+        reserved: Option<Reserved>,
+        sent: impl Future<Output = Result<Received, TransportError>>,
+    ) -> Result<ModelReply, CallError> {
+        let guard = self.guard;
         let model = Activity::Model;
-        let reply = self.guard.bounded(model, send(request)).await.map_err(CallError::Stopped)?;
-        self.guard.check(model).map_err(CallError::Stopped)?;
+        // A stop during the call leaves its reservation held: the provider may bill it.
+        let received = guard.bounded(model, sent).await.map_err(CallError::Stopped)?;
+        let price = self.price.as_ref();
+        let reply = match received {
+            Ok(Received::Reply(reply)) => {
+                guard.settle(price, reserved, reply.usage).map_err(CallError::Stopped)?;
+                Ok(reply)
+            }
+            Ok(Received::Cut { output }) => {
+                let reserved = reserved.unwrap_or_default();
+                return Err(CallError::Stopped(guard.settle_cut(price, reserved, output)));
+            }
+            Err(error) => {
+                // A failed call may still have been billed: charged its whole reservation.
+                guard.settle(price, reserved, None).map_err(CallError::Stopped)?;
+                Err(error)
+            }
+        };
+        guard.check(model).map_err(CallError::Stopped)?;
         match reply.and_then(|reply| bounds.check(&reply).map(|()| reply)) {
             Ok(reply) => Ok(reply),
             Err(error) if matches!(error.kind(), TransportErrorKind::TooManyCalls { .. }) => {
-                Err(CallError::Stopped(self.guard.refuse_reply()))
+                Err(CallError::Stopped(guard.refuse_reply()))
             }
             Err(error) => Err(CallError::Transport(error)),
         }
     }
+}
+
+/// The output bytes a chunk brings: its text and its calls' arguments.
+fn chunk_output_bytes(chunk: &super::ReplyChunk) -> u64 {
+    let text = chunk.content.as_ref().map_or(0, String::len);
+    let arguments: usize =
+        chunk.tool_calls.iter().map(|call| call.arguments.as_ref().map_or(0, String::len)).sum();
+    (text + arguments) as u64
 }

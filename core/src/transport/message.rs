@@ -136,9 +136,21 @@ impl ToolDefinition {
 pub struct ChatOptions {
     /// Longest reply, in tokens, the provider should produce.
     pub max_output_tokens: Option<u32>,
+    /// A note for the model that a transport appends to the request as its last instruction
+    /// (a system message, or the system prompt's end): the runtime's disclosure of the
+    /// remaining budgets, when the host asks for it
+    /// ([`Runtime::disclose_budgets`](crate::Runtime::disclose_budgets)).
+    pub notice: Option<String>,
 }
 
 impl ChatOptions {
+    /// Options with `notice` appended to the request.
+    #[must_use]
+    pub fn with_notice(mut self, notice: impl Into<String>) -> Self {
+        self.notice = Some(notice.into());
+        self
+    }
+
     /// Options with a per-call output cap.
     #[must_use]
     pub fn with_max_output_tokens(mut self, tokens: u32) -> Self {

@@ -32,6 +32,13 @@ pub use stream::{ChunkStream, ReplyAssembler, ReplyChunk, ToolCallDelta};
 /// and its stream may borrow both the transport and the request, for one lifetime `'a`, which is
 /// what lets [`BoxTransport`] erase any transport's type.
 pub trait Transport: Send + Sync {
+    /// The id of the model this transport talks to, as the host's price table names it
+    /// ([`Prices`](crate::spend::Prices)); `None` when it cannot say (a run under a cost budget
+    /// then refuses to start).
+    fn model(&self) -> Option<&str> {
+        None
+    }
+
     /// Sends `request` and returns the whole reply.
     fn complete<'a>(
         &'a self,
@@ -48,9 +55,29 @@ pub trait Transport: Send + Sync {
     + 'a {
         async move { self.complete(request).await.map(ChunkStream::whole) }
     }
+
+    /// The provider, as telemetry names it (`gen_ai.provider.name`: `openai`, `anthropic`, or a
+    /// name of the transport's own); `_OTHER` unless the transport says.
+    #[allow(
+        clippy::unnecessary_literal_bound,
+        reason = "a transport may name its provider from its own configuration"
+    )]
+    fn provider_name(&self) -> &str {
+        "_OTHER"
+    }
+
+    /// The model the transport asks for, as telemetry names it (`gen_ai.request.model`), if it
+    /// knows it.
+    fn model_name(&self) -> Option<&str> {
+        None
+    }
 }
 
 impl<T: Transport> Transport for &T {
+    fn model(&self) -> Option<&str> {
+        (**self).model()
+    }
+
     fn complete<'a>(
         &'a self,
         request: ChatRequest<'a>,
@@ -66,10 +93,22 @@ impl<T: Transport> Transport for &T {
     > + Send
     + 'a {
         (**self).stream(request)
+    }
+
+    fn provider_name(&self) -> &str {
+        (**self).provider_name()
+    }
+
+    fn model_name(&self) -> Option<&str> {
+        (**self).model_name()
     }
 }
 
 impl<T: Transport> Transport for Arc<T> {
+    fn model(&self) -> Option<&str> {
+        (**self).model()
+    }
+
     fn complete<'a>(
         &'a self,
         request: ChatRequest<'a>,
@@ -85,5 +124,13 @@ impl<T: Transport> Transport for Arc<T> {
     > + Send
     + 'a {
         (**self).stream(request)
+    }
+
+    fn provider_name(&self) -> &str {
+        (**self).provider_name()
+    }
+
+    fn model_name(&self) -> Option<&str> {
+        (**self).model_name()
     }
 }

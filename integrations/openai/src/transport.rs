@@ -163,6 +163,16 @@ impl Transport for OpenAiTransport {
             .map_err(|error| self.redactor.scrub(error))?;
         Ok(chunk_stream(response, request.cancel.clone(), request.bounds, self.redactor.clone()))
     }
+
+    /// `openai`: the conventions name every OpenAI-compatible client so, whatever serves it.
+    fn provider_name(&self) -> &'static str {
+        "openai"
+    }
+
+    /// The configured model (`LOOPBOUND_MODEL`).
+    fn model_name(&self) -> Option<&str> {
+        Some(self.config.model())
+    }
 }
 
 /// Runs `call` unless `cancel` fires first, in which case the call is dropped.

@@ -159,7 +159,12 @@ pub fn request_body(model: &str, request: &ChatRequest<'_>, mode: Mode) -> Vec<u
     };
     let body = RequestBody {
         model,
-        messages: request.messages.iter().map(WireMessage::from).collect(),
+        messages: request
+            .messages
+            .iter()
+            .map(WireMessage::from)
+            .chain(request.options.notice.as_deref().map(|content| WireMessage::System { content }))
+            .collect(),
         tools: request.tools.iter().map(WireTool::from).collect(),
         max_tokens: request.options.max_output_tokens,
         stream,

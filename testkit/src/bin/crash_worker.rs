@@ -2,6 +2,8 @@
 //!
 //! ```text
 //! crash-worker run <dir> <policy: allow|ask> <point|none>    one attempt of the refund task
+//! crash-worker batch <dir> <policy> <point|none>             the same, both refunds in one reply,
+//!                                                            run as a parallel batch
 //! crash-worker approve <dir> <operation> <point|none>        approve an operation
 //! crash-worker reconcile <dir> <operation> <ran|not-run>     reconcile an ambiguous effect
 //! ```
@@ -33,7 +35,7 @@ use loopbound::journal::{
     RunRow, StoredRun,
 };
 use loopbound::tool::Policy;
-use loopbound::{Runtime, Scope};
+use loopbound::{Concurrency, Runtime, Scope};
 use loopbound_sqlite::Synchronous;
 use loopbound_testkit::backend::{self, AnyJournal};
 use loopbound_testkit::refund::{self, EffectSink, FileSink};
@@ -81,7 +83,8 @@ async fn dispatch(args: &[String]) -> String {
     let holder = format!("crash-worker:{}", std::process::id());
     let journal = backend::open(&place, &holder, LEASE).await.unwrap_or_else(|error| fail(&error));
     match (mode.as_str(), rest) {
-        ("run", [policy, point]) => run(&dir, journal, policy, point).await,
+        ("run", [policy, point]) => run(&dir, journal, policy, point, false).await,
+        ("batch", [policy, point]) => run(&dir, journal, policy, point, true).await,
         ("approve", [operation, point]) => approve(journal, operation, point).await,
         ("reconcile", [operation, resolution]) => reconcile(&dir, journal, operation, resolution).await,
         _ => fail("usage: crash-worker run|approve|reconcile DIR ..."),
@@ -103,13 +106,18 @@ fn append(path: &Path, line: &str) {
     }
 }
 
-async fn run(dir: &Path, journal: AnyJournal, policy: &str, point: &str) -> String {
+async fn run(dir: &Path, journal: AnyJournal, policy: &str, point: &str, batch: bool) -> String {
     let policy = if policy == "ask" { Policy::Ask } else { Policy::Allow };
     let sink = Arc::new(Blocking { inner: FileSink::new(dir.join("effects")), point: point.to_owned() });
     let tools = refund::tools(sink as Arc<dyn EffectSink>, policy);
     let asks = dir.join("asks");
-    let model = refund::model(refund::long_script(), move |step| append(&asks, &step.to_string()));
-    let runtime = Runtime::harness(&tools.set, model);
+    let script = if batch { refund::batched_script() } else { refund::long_script() };
+    let model = refund::model(script, move |step| append(&asks, &step.to_string()));
+    let mut runtime = Runtime::harness(&tools.set, model);
+    if batch {
+        let cap = Concurrency::new(2).unwrap_or_else(|error| fail(&error.to_string()));
+        runtime = runtime.parallel(cap);
+    }
     let journal = Injecting { inner: journal, point: point.to_owned() };
     // A killed worker's lease holds the run until it expires: wait, then take over.
     for _ in 0..10 {

@@ -544,6 +544,77 @@ pub fn check(case: &RunCase) {
     runtime.block_on(check_run(&case.scripted()));
 }
 
+/// Checks that running each reply's calls as a parallel batch of at most `cap` bodies (2 to 4)
+/// admits exactly what one after another admits: the same result, events, counters and body
+/// starts, and the same conversation once the batch's "not run" answers are left out. Cases
+/// whose bodies hang are left out (a hang stops the sequential loop before the later calls'
+/// admissions, which a batch has already made).
+pub fn check_parallel(case: &RunCase, cap: u8) {
+    let case = case.scripted();
+    let hangs = case.steps.iter().any(|step| match step {
+        StepCase::Reply { calls, .. } | StepCase::CancelLater { calls, .. } => {
+            calls.iter().any(|call| matches!(call.tool, ToolPick::Slow))
+        }
+        _ => false,
+    });
+    if hangs {
+        return;
+    }
+    let cap = usize::from(cap % 3) + 2;
+    let runtime = super::paused_runtime();
+    runtime.block_on(async {
+        let sequential = played(&case, None).await;
+        let parallel = played(&case, Some(cap)).await;
+        assert_eq!(parallel.result, sequential.result, "the result, cap {cap}");
+        assert_eq!(parallel.events, sequential.events, "the events, cap {cap}");
+        assert_eq!(parallel.counts, sequential.counts, "the counters, cap {cap}");
+        assert_eq!(parallel.starts, sequential.starts, "the bodies started, cap {cap}");
+        let answered: Vec<&Message> = parallel
+            .conversation
+            .iter()
+            .filter(|message| !matches!(message, Message::Tool { content, is_error: true, .. } if content.starts_with("not run")))
+            .collect();
+        assert_eq!(answered, sequential.conversation.iter().collect::<Vec<_>>(), "the conversation, cap {cap}");
+    });
+}
+
+/// What one play of a case left behind.
+struct Played {
+    result: Result<(Status, Option<String>), String>,
+    events: Vec<String>,
+    counts: (u32, u32),
+    starts: BTreeMap<String, u32>,
+    conversation: Vec<Message>,
+}
+
+async fn played(case: &RunCase, parallel: Option<usize>) -> Played {
+    let caller = CancellationToken::new();
+    let granted = TOOLS.iter().enumerate().filter(|(bit, _)| case.granted(*bit)).map(|(_, (_, c))| *c);
+    let scope = Scope::builder()
+        .grants(granted)
+        .limits(case.limits())
+        .caller(caller.clone())
+        .state(Host::default())
+        .build()
+        .unwrap_or_else(|error| panic!("valid limits were refused: {error}"));
+    let transport = Scripted::new(move |call, _| play(case, call, &caller)).fragment_size(3);
+    let mut runtime = Runtime::new(case.composition(), &tools(), &transport).streaming(case.streaming);
+    if let Some(cap) = parallel {
+        runtime =
+            runtime.parallel(loopbound::Concurrency::new(cap).unwrap_or_else(|error| panic!("{error}")));
+    }
+    let mut conversation = vec![Message::user("Review ticket 42.")];
+    let result = runtime.run(&scope, &mut conversation, |host| host.finished.load(Ordering::SeqCst)).await;
+    let starts = scope.state().starts.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
+    Played {
+        result: result.map(|o| (o.status(), o.text().map(str::to_owned))).map_err(|error| error.to_string()),
+        events: scope.events().iter().map(ToString::to_string).collect(),
+        counts: (scope.model_calls(), scope.tool_calls()),
+        starts,
+        conversation,
+    }
+}
+
 async fn check_run(case: &RunCase) {
     let limits = case.limits();
     let caller = CancellationToken::new();

@@ -6,6 +6,7 @@ use std::sync::OnceLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use loopbound_testkit::release;
 use serde_json::Value;
 
 /// The API key every run sends (52 characters, as in the report).
@@ -18,29 +19,7 @@ const DEMO_ENV: &str = "LOOPBOUND_DEMO330_RELEASE";
 /// `cargo build --release` (the path read from cargo's own report of the build).
 pub(crate) fn release_demo() -> &'static Path {
     static DEMO: OnceLock<PathBuf> = OnceLock::new();
-    DEMO.get_or_init(|| {
-        if let Some(path) = std::env::var_os(DEMO_ENV) {
-            return PathBuf::from(path);
-        }
-        let cargo = std::env::var_os("CARGO").or_else(|| option_env!("CARGO").map(Into::into));
-        let output = Command::new(cargo.unwrap_or_else(|| "cargo".into()))
-            .args(["build", "--release", "--locked", "-p", "loopbound-demos", "--bin", "demo330"])
-            .arg("--message-format=json")
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .stderr(Stdio::inherit())
-            .output()
-            .expect("cargo runs");
-        assert!(output.status.success(), "building the release console failed");
-        let stdout = String::from_utf8_lossy(&output.stdout);
-        stdout
-            .lines()
-            .filter_map(|line| serde_json::from_str::<Value>(line).ok())
-            .filter(|message| {
-                message["reason"] == "compiler-artifact" && message["target"]["name"] == "demo330"
-            })
-            .find_map(|message| message["executable"].as_str().map(PathBuf::from))
-            .expect("cargo reports the console's executable")
-    })
+    DEMO.get_or_init(|| release::binary(DEMO_ENV, "loopbound-demos", "demo330"))
 }
 
 /// One run of the console.

@@ -68,6 +68,6 @@ async fn an_echoed_key_reaches_no_outcome_error_or_span() {
         for span in &spans {
             assert_no_run(span, &format!("{case}: a span"));
         }
-        assert!(spans.iter().any(|line| line == "span loopbound.model_call"), "{case}: {spans:?}");
+        assert!(spans.iter().any(|line| line == "span chat"), "{case}: {spans:?}");
     }
 }

@@ -1,0 +1,167 @@
+//! The one place the load command uses loopbound's API: the runtime over the OpenAI transport
+//! (harness composition), one review run, plain or journaled, and what the run did.
+//!
+//! A change in how a run is built, started or watched is made here and nowhere else.
+//!
+//! # Invariants
+//!
+//! - The runtime, the tools and the transport (one HTTP connection pool) are built once and
+//!   shared by every run; each run builds only its own scope and conversation.
+//! - A journaled run uses one SQLite file shared by every run, each run under its own id, and
+//!   the journal is wrapped in a timer of each effect's two commits that forwards everything
+//!   unchanged.
+//! - A run's end records only counts and the status: never an argument value.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use loopbound::journal::RunId;
+use loopbound::{Limits, Message, Runtime, Status};
+use loopbound_openai::{Config, ConfigError, OpenAiTransport};
+use loopbound_sqlite::SqliteJournal;
+use loopbound_testkit::load::script::prompt;
+use loopbound_testkit::review::{self, BOTH_CAPABILITIES, CLOSING, INSTRUCTIONS, Review};
+
+use crate::journal::TimedJournal;
+
+/// The model name sent with every request.
+pub const MODEL: &str = "load-model";
+
+/// How one run ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RunEnd {
+    /// The outcome's status, or the run's error.
+    pub ended: Result<Status, String>,
+    /// Model calls the scope counted.
+    pub model_calls: u32,
+    /// Tool calls the scope counted.
+    pub tool_calls: u32,
+    /// Whether the run's reply was the closing text.
+    pub closed: bool,
+}
+
+impl RunEnd {
+    /// Whether the run did exactly the review: Completed, 3 model calls, 2 tool calls, the
+    /// closing text.
+    #[must_use]
+    pub fn is_review(&self) -> bool {
+        self.ended == Ok(Status::Completed) && self.model_calls == 3 && self.tool_calls == 2 && self.closed
+    }
+}
+
+impl fmt::Display for RunEnd {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.ended {
+            Ok(status) => write!(f, "{status}")?,
+            Err(error) => write!(f, "error ({error})")?,
+        }
+        write!(
+            f,
+            " with {} model calls, {} tool calls, {} closing text",
+            self.model_calls,
+            self.tool_calls,
+            if self.closed { "the" } else { "no" }
+        )
+    }
+}
+
+/// Why the load could not be set up.
+#[derive(Debug)]
+pub enum SetupError {
+    /// The transport could not be configured.
+    Transport(ConfigError),
+    /// The journal could not be opened.
+    Journal(loopbound::journal::JournalError),
+}
+
+impl fmt::Display for SetupError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Transport(error) => write!(f, "the OpenAI transport: {error}"),
+            Self::Journal(error) => write!(f, "the SQLite journal: {error}"),
+        }
+    }
+}
+
+impl std::error::Error for SetupError {}
+
+/// The review, ready to run any number of times at once.
+#[derive(Debug)]
+pub struct ReviewLoad {
+    runtime: Runtime<OpenAiTransport, Review>,
+    journal: Option<TimedJournal<SqliteJournal>>,
+    deadline: Duration,
+}
+
+impl ReviewLoad {
+    /// The review against the server at `base_url`, streamed or whole; journaled on the SQLite
+    /// file `journal` when given. Each run's deadline is `deadline`.
+    ///
+    /// # Errors
+    ///
+    /// A [`SetupError`] if the transport or the journal cannot be set up.
+    pub fn new(
+        base_url: &str,
+        streaming: bool,
+        journal: Option<&std::path::Path>,
+        deadline: Duration,
+    ) -> Result<Arc<Self>, SetupError> {
+        let config = Config::new(base_url, MODEL).map_err(SetupError::Transport)?;
+        let transport = OpenAiTransport::new(config).map_err(SetupError::Transport)?;
+        let runtime =
+            Runtime::harness(&review::tools().set, transport).options(review::options()).streaming(streaming);
+        let journal = journal
+            .map(|path| SqliteJournal::open(path).map(TimedJournal::new))
+            .transpose()
+            .map_err(SetupError::Journal)?;
+        Ok(Arc::new(Self { runtime, journal, deadline }))
+    }
+
+    /// Runs review `id` (ASCII letters, digits, `-`, `_`): its user message names it
+    /// (`run=<id>`), so the server follows it.
+    pub async fn run(&self, id: &str) -> RunEnd {
+        let limits = Limits::default().with_deadline(self.deadline);
+        let scope = match review::scope(BOTH_CAPABILITIES, limits) {
+            Ok(scope) => scope,
+            Err(error) => {
+                return RunEnd {
+                    ended: Err(error.to_string()),
+                    model_calls: 0,
+                    tool_calls: 0,
+                    closed: false,
+                };
+            }
+        };
+        let mut conversation = vec![Message::system(INSTRUCTIONS), Message::user(prompt(id))];
+        // The live-stream watcher of each run attaches here, on `scope`, before the run starts,
+        // once the runtime offers one; its events are then in the measured path.
+        let outcome = match &self.journal {
+            None => self.runtime.run(&scope, &mut conversation, Review::completed).await,
+            Some(journal) => match RunId::new(format!("load-{id}")) {
+                Ok(id) => {
+                    self.runtime
+                        .run_journaled(journal, &id, &scope, &mut conversation, Review::completed)
+                        .await
+                }
+                Err(error) => {
+                    let ended = Err(error.to_string());
+                    return RunEnd { ended, model_calls: 0, tool_calls: 0, closed: false };
+                }
+            },
+        };
+        RunEnd {
+            closed: outcome.as_ref().is_ok_and(|outcome| outcome.text() == Some(CLOSING)),
+            ended: outcome.map(|outcome| outcome.status()).map_err(|error| error.to_string()),
+            model_calls: scope.model_calls(),
+            tool_calls: scope.tool_calls(),
+        }
+    }
+
+    /// The time of each journaled effect from its `started` commit to its result commit; `None`
+    /// without a journal.
+    #[must_use]
+    pub fn effect_times(&self) -> Option<Vec<Duration>> {
+        self.journal.as_ref().map(TimedJournal::effects)
+    }
+}

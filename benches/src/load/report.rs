@@ -1,0 +1,156 @@
+//! The figures of one load, in the JSON shape that loopbound's `load` command and the Python
+//! peers' load scripts (`benches/peers-load/`) all write, and as text.
+//!
+//! # Invariants
+//!
+//! - Every figure says its unit in its name. Memory per waiting run is the resident set's growth
+//!   from before the runs started to the moment all of them waited on their first model call,
+//!   divided by the number of runs; CPU per run is the process's whole CPU time over the load
+//!   divided by the number of runs.
+//! - Throughput leaves out the time the hold added to every first call (`hold_extra_ms`, the
+//!   same for every run), so it is the rate the runs would have had without the memory sample.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use loopbound_testkit::load::Summary;
+use serde::{Deserialize, Serialize};
+
+/// One load's figures.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Report {
+    /// Who ran: `loopbound`, `agent_framework`, `pydantic_ai`.
+    pub peer: String,
+    /// Versions of what ran.
+    pub versions: BTreeMap<String, String>,
+    /// Concurrent runs.
+    pub runs: u64,
+    /// The server's latency per reply.
+    pub latency_ms: f64,
+    /// Whether model calls were streamed.
+    pub stream: bool,
+    /// The journal, if the runs were journaled (`sqlite`).
+    pub journal: Option<String>,
+    /// Runs that did exactly the review.
+    pub completed: u64,
+    /// Up to ten descriptions of runs that did not.
+    pub failures: Vec<String>,
+    /// Wall time from the first run's start to the last run's end, in seconds.
+    pub wall_s: f64,
+    /// The extra wait the hold gave every first call, in milliseconds.
+    pub hold_extra_ms: f64,
+    /// Runs per second, with the hold's extra wait left out.
+    pub throughput_runs_per_s: f64,
+    /// The client's added latency per model call, measured by the server.
+    pub added_latency_us: Summary,
+    /// From each run's start to the arrival of its first request.
+    pub start_to_first_request_us: Summary,
+    /// Resident set before the runs started, in MiB.
+    pub rss_before_mib: f64,
+    /// Resident set while every run waited on its first model call, in MiB.
+    pub rss_waiting_mib: f64,
+    /// Resident memory per waiting run, in KiB.
+    pub memory_per_waiting_run_kib: f64,
+    /// Peak resident set of the process, in MiB.
+    pub peak_rss_mib: f64,
+    /// CPU time of the process over the load, in seconds.
+    pub cpu_s: f64,
+    /// CPU time per run, in microseconds.
+    pub cpu_per_run_us: f64,
+    /// The time per journaled effect, from its `started` commit to its result commit.
+    pub journal_effect_us: Option<Summary>,
+    /// Connections the server accepted.
+    pub connections: u64,
+    /// The most connections open at once on the server.
+    pub peak_open_connections: u64,
+}
+
+impl Report {
+    /// Whether every run did exactly the review.
+    #[must_use]
+    pub fn passed(&self) -> bool {
+        self.completed == self.runs && self.failures.is_empty()
+    }
+
+    /// The figures as text, one per line.
+    #[must_use]
+    pub fn render(&self) -> String {
+        let mode = if self.stream { "streamed" } else { "whole replies" };
+        let journal =
+            self.journal.as_deref().map_or_else(String::new, |name| format!(", journaled on {name}"));
+        let summary =
+            |s: &Summary| format!("p50 {:.0} µs, p99 {:.0} µs, max {:.0} µs", s.p50_us, s.p99_us, s.max_us);
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "{}: {} concurrent runs, {} ms per reply, {mode}{journal}",
+            self.peer, self.runs, self.latency_ms
+        );
+        let _ = writeln!(out, "  completed as the review must:  {} of {}", self.completed, self.runs);
+        let _ = writeln!(
+            out,
+            "  throughput:                    {:.0} runs/s ({:.2} s wall, hold added {:.0} ms to each first call)",
+            self.throughput_runs_per_s, self.wall_s, self.hold_extra_ms
+        );
+        let _ = writeln!(out, "  added latency per model call:  {}", summary(&self.added_latency_us));
+        let _ =
+            writeln!(out, "  run start to first request:    {}", summary(&self.start_to_first_request_us));
+        let _ = writeln!(
+            out,
+            "  memory per waiting run:        {:.1} KiB ({:.1} MiB before, {:.1} MiB with all runs waiting)",
+            self.memory_per_waiting_run_kib, self.rss_before_mib, self.rss_waiting_mib
+        );
+        let _ = writeln!(out, "  peak RSS:                      {:.1} MiB", self.peak_rss_mib);
+        let _ = writeln!(
+            out,
+            "  CPU per run:                   {:.0} µs ({:.2} s in all)",
+            self.cpu_per_run_us, self.cpu_s
+        );
+        if let Some(effects) = &self.journal_effect_us {
+            let _ = writeln!(
+                out,
+                "  journal effect (2 commits):    {} over {} effects",
+                summary(effects),
+                effects.count
+            );
+        }
+        let _ = writeln!(
+            out,
+            "  server connections:            {} accepted, at most {} open",
+            self.connections, self.peak_open_connections
+        );
+        for failure in &self.failures {
+            let _ = writeln!(out, "  FAILED: {failure}");
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_report_passes_only_when_every_run_completed_and_nothing_failed() {
+        let mut report = Report { runs: 2, completed: 2, ..Report::default() };
+        assert!(report.passed());
+        report.failures.push("run 1: ModelBudget".to_owned());
+        assert!(!report.passed());
+        assert!(report.render().contains("  FAILED: run 1: ModelBudget\n"));
+        let short = Report { runs: 2, completed: 1, ..Report::default() };
+        assert!(!short.passed());
+    }
+
+    #[test]
+    fn a_report_reads_back_from_its_json() {
+        let report = Report {
+            peer: "loopbound".to_owned(),
+            runs: 3,
+            journal: Some("sqlite".to_owned()),
+            journal_effect_us: Some(Summary { count: 6, p99_us: 1.5, ..Summary::default() }),
+            ..Report::default()
+        };
+        let text = serde_json::to_string(&report).unwrap();
+        assert_eq!(serde_json::from_str::<Report>(&text).unwrap(), report);
+    }
+}

@@ -1,0 +1,134 @@
+//! Cancelling a run from elsewhere: by its id through a registry, from another task; and, for a
+//! journaled run, through the journal's cancel requests, honoured at the next admission or
+//! within a second.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use loopbound::journal::{
+    Batch, Fence, Journal, JournalError, ListedRow, MemoryJournal, RunId, RunQuery, RunRow, StoredRun,
+};
+use loopbound::scripted::{Scripted, Step};
+use loopbound::transport::ModelReply;
+use loopbound::{Message, RunError, RunErrorKind, RunRegistry, Runtime, Scope, ToolSet};
+use tokio::time::Instant;
+
+fn hanging() -> Scripted<impl Fn(u32, &loopbound::transport::ChatRequest<'_>) -> Step + Send + Sync> {
+    Scripted::new(|_, _| Step::Hang)
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_cancel_by_id_from_another_task_ends_the_run_at_once() {
+    let runs = RunRegistry::new();
+    let id = RunId::new("review-42").unwrap();
+    let scope = Scope::builder().build().unwrap();
+    let registration = runs.register(id.clone(), &scope).unwrap();
+    let canceller = {
+        let (runs, id) = (runs.clone(), id.clone());
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(30)).await;
+            (runs.cancel(&id), Instant::now())
+        })
+    };
+    let runtime = Runtime::harness(&ToolSet::default(), hanging());
+    let started = Instant::now();
+    let result = runtime.run(&scope, &mut vec![Message::user("Hi.")], |()| true).await;
+    let ended = Instant::now();
+    let (found, cancelled_at) = canceller.await.unwrap();
+    assert!(found);
+    assert_eq!(result, Err(RunError::Cancelled));
+    assert_eq!(result.unwrap_err().kind(), RunErrorKind::Cancelled);
+    assert_eq!(cancelled_at - started, Duration::from_millis(30));
+    assert_eq!(ended, cancelled_at, "no time passes between the cancel and the run's end");
+    assert_eq!(scope.events().len(), 1, "the model call, nothing after it");
+    drop(registration);
+    assert!(runs.is_empty());
+}
+
+/// A journal that records cancel requests in memory, as a backend with a cancel table would.
+#[derive(Default)]
+struct Cancellable {
+    inner: MemoryJournal,
+    requested: AtomicBool,
+    asked: std::sync::atomic::AtomicU32,
+}
+
+impl Journal for Cancellable {
+    fn lease(&self) -> Duration {
+        self.inner.lease()
+    }
+
+    async fn acquire(&self, run: &RunId, fresh: RunRow) -> Result<StoredRun, JournalError> {
+        self.inner.acquire(run, fresh).await
+    }
+
+    async fn renew(&self, run: &RunId, epoch: u64) -> Result<(), JournalError> {
+        self.inner.renew(run, epoch).await
+    }
+
+    async fn list(&self, query: &RunQuery) -> Result<Vec<ListedRow>, JournalError> {
+        self.inner.list(query).await
+    }
+
+    async fn load(&self, run: &RunId) -> Result<Option<StoredRun>, JournalError> {
+        self.inner.load(run).await
+    }
+
+    async fn commit(&self, run: &RunId, fence: Fence, batch: Batch) -> Result<(), JournalError> {
+        self.inner.commit(run, fence, batch).await
+    }
+
+    async fn cancel_requested(&self, _run: &RunId) -> Result<bool, JournalError> {
+        self.asked.fetch_add(1, Ordering::SeqCst);
+        Ok(self.requested.load(Ordering::SeqCst))
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_journaled_run_that_waits_honours_a_cancel_request_within_a_second() {
+    let journal = Arc::new(Cancellable::default());
+    let requester = {
+        let journal = Arc::clone(&journal);
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(2500)).await;
+            journal.requested.store(true, Ordering::SeqCst);
+        })
+    };
+    let runtime = Runtime::harness(&ToolSet::default(), hanging());
+    let scope = Scope::builder().build().unwrap();
+    let run = RunId::new("wait-1").unwrap();
+    let started = Instant::now();
+    let result =
+        runtime.run_journaled(&*journal, &run, &scope, &mut vec![Message::user("Hi.")], |()| true).await;
+    assert_eq!(result, Err(RunError::Cancelled));
+    assert_eq!(started.elapsed(), Duration::from_secs(3), "the poll after the request");
+    requester.await.unwrap();
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_journaled_run_honours_a_cancel_request_at_its_next_admission() {
+    let journal = Arc::new(Cancellable::default());
+    let requests = Arc::clone(&journal);
+    // The host asks to cancel while the model writes its first reply.
+    let model = Scripted::new(move |call, _| {
+        if call == 1 {
+            requests.requested.store(true, Ordering::SeqCst);
+        }
+        Step::Reply(ModelReply::call(format!("c{call}"), "missing", "{}"))
+    });
+    let runtime = Runtime::harness(&ToolSet::default(), model);
+    let scope = Scope::builder().build().unwrap();
+    let run = RunId::new("busy-1").unwrap();
+    let started = Instant::now();
+    let result =
+        runtime.run_journaled(&*journal, &run, &scope, &mut vec![Message::user("Hi.")], |()| true).await;
+    assert_eq!(result, Err(RunError::Cancelled));
+    assert_eq!(started.elapsed(), Duration::ZERO, "no wait for the periodic poll");
+    assert_eq!(runtime.transport().calls(), 1, "the next model call was never sent");
+    assert_eq!(
+        journal.asked.load(Ordering::SeqCst),
+        3,
+        "asked before the first model call, before the tool call, and before the second model call"
+    );
+}

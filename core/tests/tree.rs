@@ -1,0 +1,167 @@
+//! A tree of agents: a child scope opened from a call is bounded by its own limits and by every
+//! ancestor's at once, whatever the fan-out and the concurrency; a parent's stop stops its
+//! children; a child's own halt ends the child only.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+use loopbound::scripted::{Scripted, Step, sequence};
+use loopbound::transport::{ChatRequest, ModelReply, Usage};
+use loopbound::{
+    Call, CancellationToken, HaltReason, Limits, LimitsError, Message, RunError, Runtime, Scope, Status,
+    SubAgent, ToolSet,
+};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+#[derive(Deserialize, Serialize, JsonSchema)]
+struct Page {
+    n: u32,
+}
+
+/// A `fetch` tool counting its bodies.
+fn fetch(bodies: &Arc<AtomicU32>) -> ToolSet {
+    let mut set = ToolSet::builder();
+    let ran = Arc::clone(bodies);
+    set.tool("fetch", "web.read")
+        .build(move |page: Page, _call: Call| {
+            ran.fetch_add(1, Ordering::SeqCst);
+            async move { Ok::<_, String>(format!("page {}", page.n)) }
+        })
+        .unwrap();
+    set.build()
+}
+
+/// A model that fetches page n on its n-th call forever, an honest provider: it reads 10
+/// tokens and writes at most 50, within the request's cap.
+fn runaway() -> Scripted<impl Fn(u32, &ChatRequest<'_>) -> Step + Send + Sync> {
+    Scripted::new(|n, request| {
+        let output = request.options.max_output_tokens.map_or(50, |cap| cap.min(50));
+        let usage = Usage::new(10, u64::from(output));
+        Step::Reply(ModelReply::call(format!("c{n}"), "fetch", format!(r#"{{"n":{n}}}"#)).with_usage(usage))
+    })
+}
+
+#[test]
+fn a_child_is_granted_only_what_its_parent_has_and_takes_no_caller_of_its_own() {
+    let parent = Scope::builder().grant("web.read").build().unwrap();
+    assert_eq!(parent.child().grant("payments.refund").build().err(), Some(LimitsError::GrantsBeyondParent));
+    assert_eq!(parent.child().caller(CancellationToken::new()).build().err(), Some(LimitsError::ChildCaller));
+    assert!(parent.child().grant("web.read").build().is_ok());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_childs_deadline_is_within_its_parents_and_the_parents_stop_stops_it() {
+    let caller = CancellationToken::new();
+    let parent = Scope::builder()
+        .caller(caller.clone())
+        .limits(Limits::default().with_deadline(Duration::from_secs(10)))
+        .build()
+        .unwrap();
+    let child =
+        parent.child().limits(Limits::default().with_deadline(Duration::from_secs(60))).build().unwrap();
+    assert_eq!(child.deadline(), parent.deadline());
+    caller.cancel();
+    assert!(child.token().is_cancelled(), "the parent's caller stops the child at once");
+    assert_eq!(child.admit_model(), Err(loopbound::Stop::Cancelled));
+}
+
+#[tokio::test]
+async fn a_child_that_exhausts_a_budget_of_its_parent_halts_both() {
+    let bodies = Arc::new(AtomicU32::new(0));
+    let parent =
+        Scope::builder().grant("web.read").limits(Limits::default().with_tool_calls(2)).build().unwrap();
+    let child = parent
+        .child()
+        .grant("web.read")
+        .limits(Limits::default().with_tool_calls(10).with_model_calls(10))
+        .build()
+        .unwrap();
+    let outcome =
+        Runtime::harness(&fetch(&bodies), runaway()).run(&child, &mut Vec::new(), |()| false).await.unwrap();
+    assert_eq!(outcome.status(), Status::ToolBudget);
+    assert_eq!(bodies.load(Ordering::SeqCst), 2, "the parent's two tool calls");
+    assert_eq!(parent.stop_reason(), Some(HaltReason::ToolBudget));
+    assert_eq!(parent.tool_calls(), 0, "the parent's own counter counts its own calls");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn eight_children_in_parallel_never_spend_past_their_parents_budgets() {
+    const TOKENS: u64 = 3_700;
+    const TOOLS: u32 = 13;
+    for round in 0..1_000 {
+        let bodies = Arc::new(AtomicU32::new(0));
+        let parent = Scope::builder()
+            .grant("web.read")
+            .limits(
+                Limits::default().with_total_tokens(TOKENS).with_tool_calls(TOOLS).with_model_calls(1_000),
+            )
+            .build()
+            .unwrap();
+        let tools = fetch(&bodies);
+        let children: Vec<_> = (0..8)
+            .map(|_| {
+                let child = parent
+                    .child()
+                    .grant("web.read")
+                    .limits(
+                        Limits::default().with_model_calls(100).with_tool_calls(100).with_repetitions(100),
+                    )
+                    .build()
+                    .unwrap();
+                let runtime = Runtime::harness(&tools, runaway());
+                tokio::spawn(async move { runtime.run(&child, &mut Vec::new(), |()| false).await })
+            })
+            .collect();
+        for child in children {
+            let ended = child.await.unwrap();
+            assert!(matches!(ended, Ok(_) | Err(RunError::Cancelled)), "round {round}: {ended:?}");
+        }
+        let spend = parent.spend();
+        assert!(spend.settled.total_tokens() <= TOKENS, "round {round}: {spend:?}");
+        assert_eq!((spend.overshoot_tokens, spend.calls_over_reservation), (0, 0), "round {round}");
+        assert!(
+            bodies.load(Ordering::SeqCst) <= TOOLS,
+            "round {round}: {} bodies",
+            bodies.load(Ordering::SeqCst)
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_sub_agents_own_halt_is_an_error_result_and_the_parent_goes_on() {
+    // The sub-agent repeats itself and halts RepeatedCall; the parent then answers.
+    let bodies = Arc::new(AtomicU32::new(0));
+    let looping = Scripted::new(|n, _| Step::Reply(ModelReply::call(format!("c{n}"), "fetch", r#"{"n":1}"#)));
+    let researcher = SubAgent::new(Runtime::harness(&fetch(&bodies), looping));
+    let mut tools = ToolSet::builder();
+    tools
+        .tool("research", "agents.research")
+        .build(move |_: Page, call: Call| {
+            let researcher = researcher.clone();
+            async move {
+                researcher
+                    .run(&call, |child| child.grant("web.read"), vec![Message::user("Go.")], |()| true)
+                    .await
+            }
+        })
+        .unwrap();
+    let model = sequence(vec![
+        Step::Reply(ModelReply::call("p1", "research", r#"{"n":0}"#)),
+        Step::Reply(ModelReply::text("The researcher looped; here is what I know.")),
+    ]);
+    let scope = Scope::builder().grants(["agents.research", "web.read"]).build().unwrap();
+    let mut conversation = vec![Message::user("Research.")];
+    let outcome =
+        Runtime::harness(&tools.build(), model).run(&scope, &mut conversation, |()| true).await.unwrap();
+    assert_eq!(outcome.status(), Status::Completed);
+    assert_eq!(bodies.load(Ordering::SeqCst), 1);
+    let result = conversation.iter().find_map(|message| match message {
+        Message::Tool { content, is_error: true, .. } => Some(content.clone()),
+        _ => None,
+    });
+    assert_eq!(result.as_deref(), Some("Error: tool research failed: the sub-agent ended with RepeatedCall"));
+    // Parent: its two model calls and the child's two; its tool call and the child's one.
+    assert_eq!((scope.model_calls(), scope.tool_calls()), (2, 1));
+}
