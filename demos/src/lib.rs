@@ -18,6 +18,7 @@
 //!   tree of agents bounded by its root's budgets;
 //! - [`durable`]: the durable scenarios (`refund`, `crash`) and the host's commands on a journal
 //!   (`approve`, `deny`, `reconcile`, `resume`);
+//! - [`runs`]: the host's queries on a journal (`runs`, `inspect`);
 //! - [`vocabulary`]: the console's own words (composition descriptions, absent capabilities) and
 //!   exit codes.
 //!
@@ -49,6 +50,7 @@ pub mod live;
 pub mod mcp;
 pub mod provider;
 pub mod report;
+pub mod runs;
 pub mod scenario;
 pub mod session;
 pub mod spend;

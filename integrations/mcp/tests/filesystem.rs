@@ -373,7 +373,8 @@ async fn an_approved_move_runs_once_and_its_file_exists_exactly_once() {
             "ModelCall model 1",
             "Middleware move_file 1",
             "ToolCall move_file 1",
-            "Proposed move_file 1 fs-approve/op/1"
+            "Proposed move_file 1 fs-approve/op/1",
+            "AwaitingApproval move_file 1 fs-approve/op/1",
         ]
     );
     assert_eq!(sent_calls(&log), Vec::<String>::new());
@@ -398,7 +399,7 @@ async fn an_approved_move_runs_once_and_its_file_exists_exactly_once() {
     let other =
         Digest::of(&format!(r#"move_file:{{"destination":{},"source":{}}}"#, json!(note), json!(source)));
     assert_eq!(
-        journal::approve(&journal, &id, &other, "mallory").await.err(),
+        journal::approve(&journal, journal::Presented::new(&id, &other), "mallory").await.err(),
         Some(JournalError::SignatureMismatch)
     );
     let record = journal::inspect(&journal, &RunId::new("fs-approve").unwrap()).await.unwrap();
@@ -406,13 +407,16 @@ async fn an_approved_move_runs_once_and_its_file_exists_exactly_once() {
     assert_eq!(files(root.path()), ["a.txt"]);
 
     // Approved: the resume sends the move once, then stops on the write (idempotent, still Ask).
-    assert_eq!(journal::approve(&journal, &id, &proposal.digest(), "alice").await.unwrap(), proposal);
+    assert_eq!(
+        journal::approve(&journal, journal::Presented::new(&id, &proposal.digest()), "alice").await.unwrap(),
+        proposal
+    );
     let (second, conversation) = attempt(&journal, &tools, "fs-approve", &granted, &script).await;
     let second = second.unwrap();
     assert_eq!(second.status(), Status::AwaitingApproval);
     assert_eq!(second.operation(), Some("fs-approve/op/2"));
     assert_eq!(
-        events(&second).split_off(4),
+        events(&second).split_off(5),
         [
             "Resumed run 2",
             "Allowed move_file 1 fs-approve/op/1 by approver alice",
@@ -422,6 +426,7 @@ async fn an_approved_move_runs_once_and_its_file_exists_exactly_once() {
             "Middleware write_file 2",
             "ToolCall write_file 2",
             "Proposed write_file 2 fs-approve/op/2",
+            "AwaitingApproval write_file 2 fs-approve/op/2",
         ]
     );
     let moved_text = format!("Successfully moved {} to {}", source.display(), destination.display());
@@ -430,11 +435,11 @@ async fn an_approved_move_runs_once_and_its_file_exists_exactly_once() {
     assert_eq!(files(root.path()), ["b.txt"]);
     assert_eq!(std::fs::read_to_string(&destination).unwrap(), "content");
 
-    // Approved too: the resume replays the recorded move (not sent again) and sends the write.
-    let id = OperationId::parse("fs-approve/op/2").unwrap();
-    let record = journal::inspect(&journal, &RunId::new("fs-approve").unwrap()).await.unwrap();
-    let digest = record.operation(2).unwrap().proposal().digest();
-    journal::approve(&journal, &id, &digest, "alice").await.unwrap();
+    // Approved too, as the outcome hands it out: the resume replays the recorded move (not sent
+    // again) and sends the write.
+    let pending = second.pending().expect("the write waits");
+    assert_eq!(pending.tool(), "write_file");
+    journal::approve(&journal, pending, "alice").await.unwrap();
     let (third, conversation) = attempt(&journal, &tools, "fs-approve", &granted, &script).await;
     let third = third.unwrap();
     assert_eq!(third.status(), Status::Completed);
@@ -476,13 +481,13 @@ async fn a_denied_move_halts_denied_and_leaves_the_file_untouched() {
     let record = journal::inspect(&journal, &RunId::new("fs-deny").unwrap()).await.unwrap();
     let digest = record.operation(1).unwrap().proposal().digest();
     let id = OperationId::parse("fs-deny/op/1").unwrap();
-    journal::deny(&journal, &id, &digest, "bob").await.unwrap();
+    journal::deny(&journal, journal::Presented::new(&id, &digest), "bob").await.unwrap();
     let (second, conversation) = attempt(&journal, &tools, "fs-deny", &granted, &script).await;
     let second = second.unwrap();
     assert_eq!(second.status(), Status::Denied);
     assert_eq!(second.operation(), Some("fs-deny/op/1"));
     assert_eq!(
-        events(&second).split_off(4),
+        events(&second).split_off(5),
         ["Resumed run 2", "Denied move_file 1 fs-deny/op/1 by approver bob"]
     );
     assert_eq!(results(&conversation), Vec::<String>::new());
