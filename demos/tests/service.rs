@@ -17,6 +17,7 @@ use std::time::Duration;
 
 use loopbound_testkit::aimock::Aimock;
 use loopbound_testkit::mcp::{self, TempDir};
+use loopbound_testkit::postgres::{Cluster, Durability};
 use serde_json::{Value, json};
 
 /// Requests of each kind.
@@ -94,8 +95,13 @@ struct Service {
 }
 
 impl Service {
-    fn start(model: &Aimock, files: &Path, journal: &Path) -> Self {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_service"))
+    fn start(model: &Aimock, files: &Path, journal: &Path, database: Option<&str>) -> Self {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_service"));
+        match database {
+            Some(url) => command.env("LOOPBOUND_DATABASE_URL", url),
+            None => command.env_remove("LOOPBOUND_DATABASE_URL"),
+        };
+        let mut child = command
             .args(["--listen", "127.0.0.1:0", "--deadline-secs", "30", "--mcp-program", "node", "--files"])
             .arg(files)
             .arg("--journal")
@@ -104,7 +110,6 @@ impl Service {
             .arg(mcp::filesystem_js())
             .env("LOOPBOUND_BASE_URL", model.base_url())
             .env("LOOPBOUND_MODEL", "aimock")
-            .env_remove("LOOPBOUND_DATABASE_URL")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -139,9 +144,9 @@ struct Setup {
 }
 
 impl Setup {
-    /// Everything started, or `None` where `node` is absent (SKIPPED, unless servers are
-    /// required).
-    fn start() -> Option<Self> {
+    /// Everything started, with the SQLite journal or the PostgreSQL database `database`, or
+    /// `None` where `node` is absent (SKIPPED, unless servers are required).
+    fn start(database: Option<&str>) -> Option<Self> {
         if !mcp::available() {
             return None;
         }
@@ -150,7 +155,7 @@ impl Setup {
         let fixtures_file = state.path().join("fixtures.json");
         std::fs::write(&fixtures_file, fixtures(root.path()).to_string()).expect("fixtures written");
         let model = Aimock::start_with_fixtures(&fixtures_file, &[])?;
-        let service = Service::start(&model, root.path(), &state.path().join("service.db"));
+        let service = Service::start(&model, root.path(), &state.path().join("service.db"), database);
         Some(Self { service, root, _model: model, _state: state })
     }
 }
@@ -253,8 +258,21 @@ fn brief(update: &Value) -> String {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn sixty_four_requests_end_with_their_statuses_and_only_approved_writes_happen() {
-    let Some(setup) = Setup::start() else { return };
+async fn sixty_four_requests_on_sqlite_end_with_their_statuses_and_only_approved_writes_happen() {
+    let Some(setup) = Setup::start(None) else { return };
+    sixty_four_requests(&setup).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sixty_four_requests_on_postgres_end_with_their_statuses_and_only_approved_writes_happen() {
+    let Some(cluster) = Cluster::shared(Durability::Fast) else { return };
+    let database = cluster.create_database("service");
+    let Some(setup) = Setup::start(Some(&database.url)) else { return };
+    sixty_four_requests(&setup).await;
+}
+
+/// The four kinds at once, their statuses, the decisions and the files; one run's stream.
+async fn sixty_four_requests(setup: &Setup) {
     let (service, root) = (&setup.service, &setup.root);
     let client = reqwest::Client::new();
 
@@ -278,7 +296,15 @@ async fn sixty_four_requests_end_with_their_statuses_and_only_approved_writes_ha
     let stream = events(&client, service.url(&format!("/runs/{}/events", ids[0])), None, |_| false).await;
     let numbers: Vec<usize> = stream.iter().map(|(id, _)| *id).collect();
     assert_eq!(numbers, (1..=stream.len()).collect::<Vec<_>>());
-    let kinds: Vec<String> = stream.iter().map(|(_, update)| brief(update)).collect();
+    // A streamed reply's text comes in pieces, as many as the watcher saw arrive separately.
+    let mut kinds: Vec<String> = stream.iter().map(|(_, update)| brief(update)).collect();
+    kinds.dedup_by(|next, previous| next == "text" && previous == "text");
+    let text: String = stream
+        .iter()
+        .filter(|(_, update)| update["type"] == "text")
+        .filter_map(|(_, update)| update["text"].as_str())
+        .collect();
+    assert_eq!(text, "Ticket 1 is about a login.");
     assert_eq!(
         kinds,
         [
@@ -434,7 +460,7 @@ async fn sixty_four_requests_end_with_their_statuses_and_only_approved_writes_ha
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_in_flight_is_cancelled_by_its_id_and_bad_requests_are_refused() {
-    let Some(setup) = Setup::start() else { return };
+    let Some(setup) = Setup::start(None) else { return };
     let (service, root) = (&setup.service, &setup.root);
     let client = reqwest::Client::new();
 
@@ -467,7 +493,15 @@ async fn a_run_in_flight_is_cancelled_by_its_id_and_bad_requests_are_refused() {
         json!({"task": "delete", "prompt": "Hi.", "grants": []}),
         json!({"task": "answer", "prompt": "Hi.", "grants": ["a\nb"]}),
     ];
-    for body in refused {
+    let (code, answer) = get(&client, service.url(&format!("/runs/{id}?wait=soon"))).await;
+    assert_eq!((code, &answer["error"]["kind"]), (400, &json!("bad_request")), "{answer}");
+    let huge = json!({"task": "answer", "prompt": "x".repeat(100_000), "grants": []});
+    let (code, answer) = post(&client, service.url("/runs"), &huge).await;
+    assert_eq!((code, &answer["error"]["kind"]), (413, &json!("too_large")), "{answer}");
+    let long = json!({"task": "answer", "prompt": "x".repeat(20_000), "grants": []});
+    let many: Vec<String> = (0..33).map(|n| format!("grant.{n}")).collect();
+    let crowded = json!({"task": "answer", "prompt": "Hi.", "grants": many});
+    for body in refused.into_iter().chain([long, crowded]) {
         let (code, answer) = post(&client, service.url("/runs"), &body).await;
         assert_eq!((code, &answer["error"]["kind"]), (400, &json!("bad_request")), "{body}: {answer}");
     }

@@ -2,8 +2,8 @@
 //!
 //! # Invariants
 //!
-//! - Every refusal is a JSON body `{"error":{"kind":…,"message":…}}` with the code of the
-//!   [`status`] table or 400/404/409/413; no handler panics on any input.
+//! - Every refusal by a route is a JSON body `{"error":{"kind":…,"message":…}}` with the code
+//!   of the [`status`] table or 400/404/409/413; no handler panics on any input.
 //! - A request body is read up to [`MAX_BODY`] bytes; a prompt, a grant and the number of
 //!   grants are bounded ([`MAX_PROMPT`], [`MAX_GRANT`], [`MAX_GRANTS`]).
 //! - Nothing here logs a request's prompt or a tool call's arguments; an approver sees a
@@ -14,8 +14,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
-use axum::body::Bytes;
-use axum::extract::{DefaultBodyLimit, Path, Query, State};
+use axum::body::{Body, Bytes};
+use axum::extract::{Path, RawQuery, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
@@ -51,7 +51,6 @@ pub fn router<T: Transport + 'static, J: Journal + 'static>(app: Arc<App<T, J>>)
         .route("/runs/{id}/cancel", post(cancel::<T, J>))
         .route("/runs/{id}/approve", post(approve::<T, J>))
         .route("/runs/{id}/deny", post(deny::<T, J>))
-        .layer(DefaultBodyLimit::max(MAX_BODY))
         .with_state(app)
 }
 
@@ -98,11 +97,23 @@ struct Decision {
     approver: String,
 }
 
-/// `GET /runs/{id}?wait=true` waits for the attempt in flight to end.
-#[derive(Debug, Deserialize)]
-struct Wait {
-    #[serde(default)]
-    wait: bool,
+/// Whether `GET /runs/{id}` should wait for the attempt in flight to end: `?wait=true` (or
+/// `1`); `false`, `0` or no `wait` answer at once; other parameters are ignored.
+fn wants_wait(query: Option<&str>) -> Result<bool, ApiError> {
+    let value = query.unwrap_or_default().split('&').find_map(|pair| pair.strip_prefix("wait="));
+    match value {
+        None | Some("false" | "0") => Ok(false),
+        Some("true" | "1") => Ok(true),
+        Some(_) => Err(ApiError::bad_request("wait is true or false")),
+    }
+}
+
+/// The request's body, at most [`MAX_BODY`] bytes.
+async fn read(body: Body) -> Result<Bytes, ApiError> {
+    axum::body::to_bytes(body, MAX_BODY).await.map_err(|_| {
+        let message = format!("the request body could not be read within {MAX_BODY} bytes");
+        ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "too_large", message)
+    })
 }
 
 fn parse<'a, T: Deserialize<'a>>(body: &'a [u8]) -> Result<T, ApiError> {
@@ -149,9 +160,9 @@ fn find<T: Transport + 'static, J: Journal + 'static>(
 
 async fn create<T: Transport + 'static, J: Journal + 'static>(
     State(app): State<Arc<App<T, J>>>,
-    body: Bytes,
+    body: Body,
 ) -> Result<Response, ApiError> {
-    let run: NewRun = parse(&body)?;
+    let run: NewRun = parse(&read(body).await?)?;
     check(&run)?;
     let definition = Definition { task: run.task, grants: run.grants };
     let slot = app
@@ -197,10 +208,11 @@ fn describe_ended(id: &RunId, ended: &Ended) -> Response {
 async fn show<T: Transport + 'static, J: Journal + 'static>(
     State(app): State<Arc<App<T, J>>>,
     Path(id): Path<String>,
-    Query(wait): Query<Wait>,
+    RawQuery(query): RawQuery,
 ) -> Result<Response, ApiError> {
+    let wait = wants_wait(query.as_deref())?;
     let slot = find(&app, &id)?;
-    let phase = if wait.wait { slot.settled().await } else { slot.phase() };
+    let phase = if wait { slot.settled().await } else { slot.phase() };
     Ok(describe(slot.id(), &phase))
 }
 
@@ -243,17 +255,17 @@ async fn decide<T: Transport + 'static, J: Journal + 'static>(
 async fn approve<T: Transport + 'static, J: Journal + 'static>(
     State(app): State<Arc<App<T, J>>>,
     Path(id): Path<String>,
-    body: Bytes,
+    body: Body,
 ) -> Result<Response, ApiError> {
-    decide(&app, &id, &body, Verdict::Approve).await
+    decide(&app, &id, &read(body).await?, Verdict::Approve).await
 }
 
 async fn deny<T: Transport + 'static, J: Journal + 'static>(
     State(app): State<Arc<App<T, J>>>,
     Path(id): Path<String>,
-    body: Bytes,
+    body: Body,
 ) -> Result<Response, ApiError> {
-    decide(&app, &id, &body, Verdict::Deny).await
+    decide(&app, &id, &read(body).await?, Verdict::Deny).await
 }
 
 /// How often an idle event stream sends a comment, so that proxies keep it open.
