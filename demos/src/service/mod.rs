@@ -23,6 +23,14 @@
 //! curl -s localhost:8330/runs -d '{"task":"save","prompt":"Save a summary of ticket 7.","grants":["tickets.read","mcp.filesystem.write_file"]}'
 //! ```
 //!
+//! Grants come in the request here, to show one scope per request; a real service derives them
+//! from the caller's identity (capabilities are host fixtures, not authenticated roles).
+//!
+//! What it cannot do yet: resume a run that waits for approval after a restart or from another
+//! process (the journal does not keep the run's grants, so they are kept in memory,
+//! [`durable::Definition`]), retry a run whose attempt ended with a provider or journal error,
+//! or abandon a run that waits for a decision.
+//!
 //! # Invariants
 //!
 //! - A request runs only the tools its own grants name, within the service's limits, whatever
