@@ -5,6 +5,8 @@
 //!   `loopbound_testkit::review`;
 //! - [`scenario`]: the eight scenarios of the contract (capabilities, limits, scripted model,
 //!   expected status and counts), reusable by benches and other tests;
+//! - [`service`]: `service`, an HTTP service over native and MCP tools, a live model, a journal,
+//!   approvals, live streams and cancel by id;
 //! - [`session`]: one scope per run, generic over the transport;
 //! - [`report`] and [`text`]: what a run reports, as JSON and as a transcript;
 //! - [`console`]: the command line of `demo330`;
@@ -52,6 +54,7 @@ pub mod provider;
 pub mod report;
 pub mod runs;
 pub mod scenario;
+pub mod service;
 pub mod session;
 pub mod spend;
 pub mod text;

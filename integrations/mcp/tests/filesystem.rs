@@ -33,16 +33,6 @@ fn arguments(pairs: &[(&str, &Path)]) -> String {
     Value::Object(object).to_string()
 }
 
-/// The names of the files in `dir`.
-fn files(dir: &Path) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(dir)
-        .expect("the folder")
-        .map(|entry| entry.expect("an entry").file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
-    names
-}
-
 /// A FIFO in `dir`: reading it blocks until something writes to it.
 fn fifo(dir: &Path) -> PathBuf {
     let path = dir.join("pipe");
@@ -102,7 +92,7 @@ async fn a_visible_write_without_its_capability_halts_and_writes_nothing() {
     let write = format!(r#"{{"path": {}, "content": "x"}}"#, json!(file));
     let (outcome, _) = run(&tools, &scope, calls(&[("write_file", &write)])).await;
     assert_eq!(outcome.status(), Status::PermissionDenied);
-    assert_eq!(files(root.path()), Vec::<String>::new());
+    assert_eq!(root.files(), Vec::<String>::new());
 }
 
 #[tokio::test]
@@ -378,7 +368,7 @@ async fn an_approved_move_runs_once_and_its_file_exists_exactly_once() {
         ]
     );
     assert_eq!(sent_calls(&log), Vec::<String>::new());
-    assert_eq!(files(root.path()), ["a.txt"]);
+    assert_eq!(root.files(), ["a.txt"]);
 
     // The proposal names the operation and holds the canonical arguments, keys in order.
     let record = journal::inspect(&journal, &RunId::new("fs-approve").unwrap()).await.unwrap();
@@ -404,7 +394,7 @@ async fn an_approved_move_runs_once_and_its_file_exists_exactly_once() {
     );
     let record = journal::inspect(&journal, &RunId::new("fs-approve").unwrap()).await.unwrap();
     assert_eq!(record.operation(1).unwrap().status(), OperationStatus::AwaitingDecision);
-    assert_eq!(files(root.path()), ["a.txt"]);
+    assert_eq!(root.files(), ["a.txt"]);
 
     // Approved: the resume sends the move once, then stops on the write (idempotent, still Ask).
     assert_eq!(
@@ -432,7 +422,7 @@ async fn an_approved_move_runs_once_and_its_file_exists_exactly_once() {
     let moved_text = format!("Successfully moved {} to {}", source.display(), destination.display());
     assert_eq!(results(&conversation), std::slice::from_ref(&moved_text));
     assert_eq!(sent_calls(&log), ["move_file"]);
-    assert_eq!(files(root.path()), ["b.txt"]);
+    assert_eq!(root.files(), ["b.txt"]);
     assert_eq!(std::fs::read_to_string(&destination).unwrap(), "content");
 
     // Approved too, as the outcome hands it out: the resume replays the recorded move (not sent
@@ -448,7 +438,7 @@ async fn an_approved_move_runs_once_and_its_file_exists_exactly_once() {
     // MCP has no idempotency key field: the write is sent with its arguments and nothing else.
     let sent = log.sent("tools/call");
     assert_eq!(sent[1]["params"]["arguments"], json!({"content": "x", "path": note}));
-    assert_eq!(files(root.path()), ["b.txt", "note.txt"]);
+    assert_eq!(root.files(), ["b.txt", "note.txt"]);
     assert_eq!(std::fs::read_to_string(&destination).unwrap(), "content");
     assert_eq!(std::fs::read_to_string(&note).unwrap(), "x");
 
@@ -456,7 +446,7 @@ async fn an_approved_move_runs_once_and_its_file_exists_exactly_once() {
     let (again, _) = attempt(&journal, &tools, "fs-approve", &granted, &script).await;
     assert_eq!(again.err(), Some(RunError::Journal(JournalError::Finished(Status::Completed))));
     assert_eq!(sent_calls(&log), ["move_file", "write_file"]);
-    assert_eq!(files(root.path()), ["b.txt", "note.txt"]);
+    assert_eq!(root.files(), ["b.txt", "note.txt"]);
 }
 
 #[tokio::test]
@@ -492,11 +482,11 @@ async fn a_denied_move_halts_denied_and_leaves_the_file_untouched() {
     );
     assert_eq!(results(&conversation), Vec::<String>::new());
     assert_eq!(sent_calls(&log), Vec::<String>::new());
-    assert_eq!(files(root.path()), ["a.txt"]);
+    assert_eq!(root.files(), ["a.txt"]);
     assert_eq!(std::fs::read_to_string(&source).unwrap(), "content");
     let (again, _) = attempt(&journal, &tools, "fs-deny", &granted, &script).await;
     assert_eq!(again.err(), Some(RunError::Journal(JournalError::Finished(Status::Denied))));
-    assert_eq!(files(root.path()), ["a.txt"]);
+    assert_eq!(root.files(), ["a.txt"]);
 }
 
 #[tokio::test]
@@ -514,7 +504,7 @@ async fn outside_a_journal_an_ask_tool_fails_closed_and_an_allowed_one_runs_once
     let ungranted = scope(&["mcp.filesystem.read_text_file"], Limits::default());
     let (outcome, _) = run(&asking, &ungranted, calls(&[("move_file", &moved)])).await;
     assert_eq!(outcome.status(), Status::PermissionDenied);
-    assert_eq!(files(root.path()), ["a.txt"]);
+    assert_eq!(root.files(), ["a.txt"]);
 
     let granted = scope(&["mcp.filesystem.move_file"], Limits::default());
     let (outcome, conversation) = run(&asking, &granted, calls(&[("move_file", &moved)])).await;
@@ -530,7 +520,7 @@ async fn outside_a_journal_an_ask_tool_fails_closed_and_an_allowed_one_runs_once
         ]
     );
     assert_eq!(results(&conversation), Vec::<String>::new());
-    assert_eq!(files(root.path()), ["a.txt"]);
+    assert_eq!(root.files(), ["a.txt"]);
 
     let (allowed, _) = register_with(&connection, &Mapping::new().policy("move_file", Policy::Allow));
     let granted = scope(&["mcp.filesystem.move_file"], Limits::default());
@@ -541,6 +531,6 @@ async fn outside_a_journal_an_ask_tool_fails_closed_and_an_allowed_one_runs_once
         results(&conversation),
         [format!("Successfully moved {} to {}", source.display(), destination.display())]
     );
-    assert_eq!(files(root.path()), ["b.txt"]);
+    assert_eq!(root.files(), ["b.txt"]);
     assert_eq!(std::fs::read_to_string(&destination).unwrap(), "content");
 }
