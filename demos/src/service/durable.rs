@@ -13,7 +13,7 @@
 //!   a resume never widens what the request was granted.
 //! - Nothing here writes to the journal but the journal's own host commands and `run_journaled`.
 
-use loopbound::journal::{self, Digest, Journal, JournalError, OperationId, RunId};
+use loopbound::journal::{self, Digest, Journal, JournalError, OperationId, Presented, RunId};
 use loopbound::transport::{Message, Transport};
 use loopbound::watch::Feed;
 use loopbound::{Limits, LimitsError, Outcome, RunError, Runtime, Scope};
@@ -163,8 +163,10 @@ pub async fn decide<J: Journal>(
 ) -> Result<(), JournalError> {
     let digest = Digest::parse(digest)?;
     let decided = match verdict {
-        Verdict::Approve => journal::approve(journal, &pending.operation, &digest, approver).await,
-        Verdict::Deny => journal::deny(journal, &pending.operation, &digest, approver).await,
+        Verdict::Approve => {
+            journal::approve(journal, Presented::new(&pending.operation, &digest), approver).await
+        }
+        Verdict::Deny => journal::deny(journal, Presented::new(&pending.operation, &digest), approver).await,
     };
     decided.map(|_proposal| ())
 }

@@ -128,9 +128,7 @@ pub async fn serve(config: Config) -> Result<(), StartError> {
         Ok(url) if !url.is_empty() => {
             let database =
                 loopbound_postgres::Config::from_env().map_err(|error| StartError::Postgres(error.into()))?;
-            let worker = loopbound_postgres::WorkerId::new(format!("service:{}", std::process::id()))
-                .map_err(StartError::Postgres)?;
-            let journal = loopbound_postgres::PostgresJournal::connect(&database, worker)
+            let journal = loopbound_postgres::PostgresJournal::connect(&database)
                 .await
                 .map_err(StartError::Postgres)?;
             listen(&config, App::new(runtime, journal, limits, config.max_runs, files)).await
