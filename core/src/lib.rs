@@ -129,6 +129,7 @@ pub mod journal;
 mod json;
 mod limits;
 mod outcome;
+pub mod pool;
 mod registry;
 mod runtime;
 mod scope;

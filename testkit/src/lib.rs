@@ -35,6 +35,7 @@ pub mod hostile;
 pub mod json_schema_suite;
 pub mod load;
 pub mod mcp;
+pub mod pool;
 pub mod postgres;
 pub mod refund;
 pub mod release;
