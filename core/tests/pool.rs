@@ -333,6 +333,12 @@ impl PoolStore for Interfering {
     ) -> loopbound::pool::PoolFuture<'a, loopbound::pool::PoolState> {
         self.inner.state(pool)
     }
+    fn windows<'a>(
+        &'a self,
+        pool: &'a PoolName,
+    ) -> loopbound::pool::PoolFuture<'a, Vec<(u64, loopbound::pool::Line)>> {
+        self.inner.windows(pool)
+    }
     fn reserve(
         &self,
         ask: loopbound::pool::PoolAsk,

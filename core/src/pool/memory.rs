@@ -186,6 +186,20 @@ impl PoolStore for MemoryPools {
         Box::pin(std::future::ready(book.state(pool, now)))
     }
 
+    fn windows<'a>(&'a self, pool: &'a PoolName) -> PoolFuture<'a, Vec<(u64, Line)>> {
+        let now = self.now();
+        let mut book = self.book.lock();
+        book.expire(now);
+        let windows = book.budget(pool).map(|_| {
+            book.lines
+                .iter()
+                .filter(|((name, _), _)| name == pool)
+                .map(|((_, start), line)| (*start, *line))
+                .collect()
+        });
+        Box::pin(std::future::ready(windows))
+    }
+
     fn reserve(&self, ask: PoolAsk) -> PoolFuture<'_, Result<Grant, PoolRefusal>> {
         let now = self.now();
         let mut book = self.book.lock();

@@ -106,7 +106,7 @@ pub use budget::{Amount, MAX_POOL_NAME_LEN, PoolBudget, PoolName, Window};
 pub use draw::{DEFAULT_LEASE, DEFAULT_OUTPUT_CAP, PoolDraw};
 pub use error::PoolError;
 pub use memory::MemoryPools;
-pub use rules::{PoolAsk, PoolLimit, PoolRefusal};
+pub use rules::{Line, PoolAsk, PoolLimit, PoolRefusal};
 
 /// A pool store's future: `Send`, so a run that awaits it can be spawned.
 pub type PoolFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, PoolError>> + Send + 'a>>;
@@ -184,6 +184,14 @@ pub trait PoolStore: Send + Sync + fmt::Debug {
     ///
     /// [`PoolError::UnknownPool`]; a storage error.
     fn state<'a>(&'a self, pool: &'a PoolName) -> PoolFuture<'a, PoolState>;
+
+    /// Every window of the pool that has figures, oldest first: its start and its figures (for
+    /// a host's billing; holds whose lease expired are charged first).
+    ///
+    /// # Errors
+    ///
+    /// [`PoolError::UnknownPool`]; a storage error.
+    fn windows<'a>(&'a self, pool: &'a PoolName) -> PoolFuture<'a, Vec<(u64, Line)>>;
 
     /// Reserves one call in every pool of `ask`, all or nothing (after charging the holds of
     /// those pools whose lease expired): a [`Grant`], or the pool that had no room.
