@@ -3,7 +3,8 @@
 //! releases, renewals, lease expiries, window rollovers (days and a month) and limit changes,
 //! on every store. After every step the store answers what the model answers, every window's
 //! figures are the model's, no bound is exceeded unless a settlement reported more than its
-//! hold or a host lowered a bound, and no window's settled figures ever go down.
+//! hold or a host lowered a bound, and no window's settled figures ever go down. The memory
+//! store and the SQLite store play the same interleavings.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -16,6 +17,7 @@ use loopbound::spend::{Micros, Price};
 use loopbound_proptests::config::with_cases;
 use loopbound_proptests::pool_model::{Bounds, Figures, INPUT_PRICE, Model, OUTPUT_PRICE, Reserved};
 use loopbound_proptests::regressions;
+use loopbound_sqlite::{SqlitePools, Synchronous};
 use proptest::prelude::*;
 
 /// 2026-11-30T20:00:00Z: a day and a month end within the first hours.
@@ -216,5 +218,21 @@ proptest! {
         let clock = ManualClock::at(START);
         let store = MemoryPools::with_clock(Arc::new(clock.clone()));
         runtime().block_on(play(&store, &clock, &ops))?;
+    }
+}
+
+proptest! {
+    // Each case is a fresh file and a few hundred transactions with `fsync` off.
+    #![proptest_config(with_cases(48, regressions!("pool_sqlite")))]
+
+    #[test]
+    fn the_sqlite_store_follows_the_model_and_never_oversubscribes(ops in prop::collection::vec(op(), 1..60)) {
+        let clock = ManualClock::at(START);
+        let dir = loopbound_testkit::scratch::dir("pool-model");
+        let store = SqlitePools::open_with(dir.join("pools.db"), Synchronous::Normal, Arc::new(clock.clone())).unwrap();
+        let played = runtime().block_on(play(&store, &clock, &ops));
+        drop(store);
+        let _ = std::fs::remove_dir_all(&dir);
+        played?;
     }
 }

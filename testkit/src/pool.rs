@@ -14,6 +14,7 @@
 //! - A run is one request: one model call that answers at once (`Completed`), or a refusal by
 //!   the pool before anything is sent (`TokenBudget`, the pool named in the outcome's detail).
 
+use std::io::Write as _;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -39,6 +40,9 @@ pub struct Billing {
     billed: AtomicU64,
     calls: AtomicU64,
     seed: AtomicU64,
+    /// Whether each billed call is reported on standard output (`billed <tokens>`) as it is
+    /// billed: a worker process that is killed has told its parent what it billed.
+    report: bool,
 }
 
 impl Billing {
@@ -51,7 +55,15 @@ impl Billing {
             billed: AtomicU64::new(0),
             calls: AtomicU64::new(0),
             seed: AtomicU64::new(seed | 1),
+            report: false,
         }
+    }
+
+    /// This model, reporting each billed call on standard output as it is billed.
+    #[must_use]
+    pub fn reporting(mut self) -> Self {
+        self.report = true;
+        self
     }
 
     /// Tokens billed so far.
@@ -85,6 +97,11 @@ impl Transport for Billing {
         let usage = Usage::new(REPORTED_INPUT, output.min(u64::from(OUTPUT_CAP)));
         self.billed.fetch_add(usage.input_tokens + usage.output_tokens, Ordering::SeqCst);
         self.calls.fetch_add(1, Ordering::SeqCst);
+        if self.report {
+            let mut out = std::io::stdout().lock();
+            let _ = writeln!(out, "billed {}", usage.input_tokens + usage.output_tokens);
+            let _ = out.flush();
+        }
         Ok(ModelReply::text("Done.").with_usage(usage))
     }
 }

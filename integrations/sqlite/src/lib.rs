@@ -23,6 +23,10 @@
 //! # }
 //! ```
 //!
+//! The same file (or one of its own) can hold **shared pools** ([`SqlitePools`]): budgets that
+//! every run of every process on the machine draws from, reserved before each model call (see
+//! `loopbound::pool`).
+//!
 //! # Invariants
 //!
 //! - Every call runs on tokio's blocking thread pool (`spawn_blocking`): a commit under
@@ -39,6 +43,7 @@
 #![warn(clippy::pedantic)]
 
 mod error;
+mod pool;
 mod read;
 mod schema;
 mod write;
@@ -53,6 +58,7 @@ use std::time::Duration;
 use loopbound::journal::{Batch, Fence, Journal, JournalError, RunId, RunRow, StoredRun};
 use rusqlite::Connection;
 
+pub use pool::{POOL_SCHEMA_VERSION, SqlitePools};
 pub use schema::{APPLICATION_ID, SCHEMA_VERSION};
 
 use crate::error::storage;
@@ -71,7 +77,7 @@ pub enum Synchronous {
 }
 
 impl Synchronous {
-    const fn pragma(self) -> &'static str {
+    pub(crate) const fn pragma(self) -> &'static str {
         match self {
             Self::Full => "FULL",
             Self::Normal => "NORMAL",
