@@ -29,6 +29,7 @@ use loopbound_testkit::review;
 use crate::budget::BudgetArgs;
 use crate::durable::{self, Durable};
 use crate::live::print_updates;
+use crate::pool::{self, PoolArgs};
 use crate::report::{Report, render_json};
 use crate::scenario::Scenario;
 use crate::session::{SCRIPTED, Session};
@@ -142,6 +143,9 @@ pub enum Command {
     /// A tree of agents: a planner's tool runs a reviewer sub-agent; its halt is an error result
     /// for the planner, and the whole tree spends within the planner's budgets.
     Subagent(SpendArgs),
+    /// A tenant's shared pool on SQLite: requests reserve in it before their call is sent; the
+    /// last one does not fit and is refused unsent.
+    Pool(PoolArgs),
 }
 
 /// The journal file.
@@ -260,6 +264,7 @@ pub async fn execute(
         return match command {
             Command::Spend(args) => spend::play(false, *args, caller, out, err).await,
             Command::Subagent(args) => spend::play(true, *args, caller, out, err).await,
+            Command::Pool(args) => pool::play(args, out, err).await,
             durable => durable_command(durable, out, err).await,
         };
     }
@@ -297,7 +302,7 @@ async fn durable_command(command: &Command, out: &mut impl Write, err: &mut impl
             durable::reconcile(&r.journal, &r.operation, r.ran.as_deref(), &r.by, out, err).await
         }
         // Played by `execute`, with the caller's cancellation.
-        Command::Spend(_) | Command::Subagent(_) => EXIT_INTERNAL,
+        Command::Spend(_) | Command::Subagent(_) | Command::Pool(_) => EXIT_INTERNAL,
     }
 }
 

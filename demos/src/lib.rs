@@ -14,6 +14,8 @@
 //! - [`budget`]: the spend-budget flags of the review scenarios (tokens, cost, the model's price);
 //! - [`spend`]: the `spend` and `subagent` scenarios: budgets reserved before every call, and a
 //!   tree of agents bounded by its root's budgets;
+//! - [`pool`]: the `pool` scenario: a tenant's shared pool on SQLite, reserved before every call
+//!   of every request, the request that does not fit refused unsent;
 //! - [`durable`]: the durable scenarios (`refund`, `crash`) and the host's commands on a journal
 //!   (`approve`, `deny`, `reconcile`, `resume`);
 //! - [`vocabulary`]: the console's own words (composition descriptions, absent capabilities) and
@@ -45,6 +47,7 @@ pub mod console;
 pub mod durable;
 pub mod live;
 pub mod mcp;
+pub mod pool;
 pub mod report;
 pub mod scenario;
 pub mod session;

@@ -63,6 +63,7 @@ impl fmt::Display for PoolName {
 
 /// The period a pool's budget is for.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
 #[non_exhaustive]
 pub enum Window {
     /// One budget for all time.
