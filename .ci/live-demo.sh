@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Starts the pinned scripted mock server (aimock) on 127.0.0.1, runs `demo330 --live` against it
-# in both compositions and on both call paths, checks that each run is Completed with the
+# in both compositions and on both call paths, through both providers (OpenAI-compatible chat
+# completions and the Anthropic Messages API), checks that each run is Completed with the
 # events of the scripted `complete` scenario, and stops the server by its PID.
 # Skips with a printed reason only where `node` is absent.
 set -euo pipefail
@@ -33,9 +34,12 @@ echo "aimock (PID $pid) listening on 127.0.0.1:$port"
 cargo build --quiet --locked -p loopbound-demos --bin demo330
 demo="${CARGO_TARGET_DIR:-target}/debug/demo330"
 expected='[{"kind":"ModelCall","name":"model","count":1},{"kind":"Middleware","name":"read_ticket","count":1},{"kind":"ToolCall","name":"read_ticket","count":1},{"kind":"ModelCall","name":"model","count":2},{"kind":"Middleware","name":"finish_review","count":2},{"kind":"ToolCall","name":"finish_review","count":2},{"kind":"ModelCall","name":"model","count":3}]'
-for flags in "" "--simple" "--stream" "--simple --stream"; do
+for flags in "" "--simple" "--stream" "--simple --stream" \
+    "--provider anthropic" "--provider anthropic --simple" "--provider anthropic --stream" \
+    "--provider anthropic --simple --stream"; do
     # shellcheck disable=SC2086 # The flags are words.
     report="$(LOOPBOUND_BASE_URL="http://127.0.0.1:$port/v1" LOOPBOUND_MODEL=aimock-review \
+        LOOPBOUND_ANTHROPIC_BASE_URL="http://127.0.0.1:$port/v1" LOOPBOUND_ANTHROPIC_MODEL=aimock-review \
         "$demo" complete --live --json $flags)"
     status="$(python3 -c 'import json, sys; print(json.loads(sys.argv[1])["status"])' "$report")"
     events="$(python3 -c 'import json, sys; print(json.dumps(json.loads(sys.argv[1])["events"], separators=(",", ":")))' "$report")"

@@ -37,7 +37,7 @@ impl<T: Transport> Transport for Named<T> {
         "openai"
     }
 
-    fn model_name(&self) -> Option<&str> {
+    fn model(&self) -> Option<&str> {
         Some("review-model")
     }
 }

@@ -114,10 +114,17 @@ async fn eight_children_in_parallel_never_spend_past_their_parents_budgets() {
                 tokio::spawn(async move { runtime.run(&child, &mut Vec::new(), |()| false).await })
             })
             .collect();
+        let mut ends = Vec::with_capacity(8);
         for child in children {
-            let ended = child.await.unwrap();
-            assert!(matches!(ended, Ok(_) | Err(RunError::Cancelled)), "round {round}: {ended:?}");
+            ends.push(child.await.unwrap().map(|outcome| outcome.status()));
         }
+        // A spent shared budget is a halt for every child, the parent's, never a cancellation.
+        let parents = parent.stop_reason().map(Status::from);
+        assert!(
+            matches!(parents, Some(Status::TokenBudget | Status::ToolBudget)),
+            "round {round}: {parents:?}"
+        );
+        assert!(ends.iter().all(|end| end.as_ref().ok() == parents.as_ref()), "round {round}: {ends:?}");
         let spend = parent.spend();
         assert!(spend.settled.total_tokens() <= TOKENS, "round {round}: {spend:?}");
         assert_eq!((spend.overshoot_tokens, spend.calls_over_reservation), (0, 0), "round {round}");
@@ -164,4 +171,54 @@ async fn a_sub_agents_own_halt_is_an_error_result_and_the_parent_goes_on() {
     assert_eq!(result.as_deref(), Some("Error: tool research failed: the sub-agent ended with RepeatedCall"));
     // Parent: its two model calls and the child's two; its tool call and the child's one.
     assert_eq!((scope.model_calls(), scope.tool_calls()), (2, 1));
+}
+
+#[tokio::test]
+async fn a_child_under_its_parents_budget_is_reserved_and_capped_though_it_has_no_budget_of_its_own() {
+    let bodies = Arc::new(AtomicU32::new(0));
+    let parent = Scope::builder()
+        .grant("web.read")
+        .limits(Limits::default().with_output_tokens(120).with_model_calls(100))
+        .build()
+        .unwrap();
+    let child = parent
+        .child()
+        .grant("web.read")
+        .limits(Limits::default().with_model_calls(100).with_tool_calls(100))
+        .build()
+        .unwrap();
+    let caps = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = Arc::clone(&caps);
+    // A provider that writes 50 tokens whatever cap it is sent.
+    let careless = Scripted::new(move |n, request| {
+        seen.lock().unwrap().push(request.options.max_output_tokens);
+        let usage = Usage::new(10, 50);
+        Step::Reply(ModelReply::call(format!("c{n}"), "fetch", format!(r#"{{"n":{n}}}"#)).with_usage(usage))
+    });
+    let outcome =
+        Runtime::harness(&fetch(&bodies), careless).run(&child, &mut Vec::new(), |()| false).await.unwrap();
+    assert_eq!(outcome.status(), Status::TokenBudget);
+    // Each call goes out capped at what the parent's budget leaves: 120, 70, 20; then 20 are
+    // left, at least the minimum output of 16, and the careless 50 crosses the budget.
+    assert_eq!(*caps.lock().unwrap(), [Some(120), Some(70), Some(20)]);
+    let spend = parent.spend();
+    assert_eq!(spend.settled.output_tokens, 150);
+    assert_eq!((spend.overshoot_tokens, spend.calls_over_reservation), (30, 1));
+}
+
+#[tokio::test]
+async fn a_child_under_its_parents_cost_budget_needs_a_priced_model() {
+    let parent = Scope::builder()
+        .grant("web.read")
+        .limits(Limits::default().with_cost(loopbound::spend::Micros(1_000)))
+        .prices(loopbound::spend::Prices::new().other_tools(loopbound::spend::Micros(0)).shared())
+        .build()
+        .unwrap();
+    let child = parent.child().grant("web.read").build().unwrap();
+    let bodies = Arc::new(AtomicU32::new(0));
+    let ended = Runtime::harness(&fetch(&bodies), runaway().with_model("unlisted"))
+        .run(&child, &mut Vec::new(), |()| false)
+        .await;
+    assert!(matches!(&ended, Err(RunError::Unpriced(what)) if what == "the model unlisted"), "{ended:?}");
+    assert_eq!(bodies.load(Ordering::SeqCst), 0, "nothing ran");
 }

@@ -7,10 +7,12 @@
 //!   exit 0.
 //! - With `--json`, stdout receives exactly one JSON object and nothing else; every other message
 //!   goes to stderr. Without it, the header is printed before the run starts.
-//! - `--live` never pretends and never falls back: without `LOOPBOUND_BASE_URL` and
-//!   `LOOPBOUND_MODEL` it says so, sends nothing, and the run ends as `ProviderUnavailable`
-//!   (exit 2).
-//! - The run itself is generic over the transport ([`play`]): a live transport plugs in there.
+//! - `--live` never pretends and never falls back: without its provider's base URL and model
+//!   (`LOOPBOUND_BASE_URL` and `LOOPBOUND_MODEL`, or with `--provider anthropic`
+//!   `LOOPBOUND_ANTHROPIC_BASE_URL` and `LOOPBOUND_ANTHROPIC_MODEL`) it says so, sends nothing,
+//!   and the run ends as `ProviderUnavailable` (exit 2). `--provider` needs `--live`.
+//! - The run itself is generic over the transport ([`play`]): a live transport plugs in there,
+//!   whichever provider it talks to.
 
 use std::io::Write;
 
@@ -19,9 +21,8 @@ use std::path::PathBuf;
 use clap::builder::PossibleValue;
 use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
 use loopbound::Composition;
-use loopbound::transport::{ChatRequest, ModelReply, Transport, TransportError};
+use loopbound::transport::Transport;
 use loopbound::watch;
-use loopbound_openai::OpenAiTransport;
 use tokio_util::sync::CancellationToken;
 
 use loopbound_testkit::review;
@@ -30,6 +31,7 @@ use crate::budget::BudgetArgs;
 use crate::durable::{self, Durable};
 use crate::live::print_updates;
 use crate::pool::{self, PoolArgs};
+use crate::provider::Live;
 use crate::report::{Report, render_json};
 use crate::scenario::Scenario;
 use crate::session::{SCRIPTED, Session};
@@ -38,11 +40,6 @@ use crate::text::{render_header, render_outcome};
 use crate::visible::visible;
 pub use crate::vocabulary::{EXIT_INTERNAL, EXIT_USAGE};
 use crate::vocabulary::{chained, error_exit_code, status_exit_code};
-
-/// What `--live` prints when the endpoint is not configured.
-pub const LIVE_UNCONFIGURED: &str = "demo330: --live needs an endpoint: set LOOPBOUND_BASE_URL \
-     (e.g. http://127.0.0.1:8080/v1) and LOOPBOUND_MODEL, optionally LOOPBOUND_API_KEY and \
-     LOOPBOUND_TIMEOUT_SECS. Nothing was sent anywhere; the run ends as ProviderUnavailable.";
 
 const EXIT_CODES: &str = "\
 Exit codes:
@@ -93,14 +90,9 @@ pub struct Cli {
     #[arg(long)]
     pub simple: bool,
 
-    /// Talk to a live OpenAI-compatible endpoint configured by the environment.
-    #[arg(
-        long,
-        help = "Talk to a live OpenAI-compatible endpoint, configured by LOOPBOUND_BASE_URL and \
-                LOOPBOUND_MODEL (optional: LOOPBOUND_API_KEY, LOOPBOUND_TIMEOUT_SECS). The scenario \
-                sets the capabilities and limits; the model's replies are its own"
-    )]
-    pub live: bool,
+    /// `--live` and `--provider`.
+    #[command(flatten)]
+    pub endpoint: Live,
 
     /// Print one JSON object with the keys agent, transport, capabilities, limits, price (when the
     /// model has one), status, text, events, usage, detail, operation, `partial_text` and spend.
@@ -253,7 +245,7 @@ pub async fn execute(
     err: &mut impl Write,
 ) -> i32 {
     if let Some(command) = &cli.command {
-        if cli.live || cli.json || cli.simple || cli.stream || cli.watch || !cli.budget.is_empty() {
+        if cli.endpoint.live || cli.json || cli.simple || cli.stream || cli.watch || !cli.budget.is_empty() {
             emit(
                 err,
                 "demo330: --live, --json, --simple, --stream, --watch and the budget flags before a command are for \
@@ -268,22 +260,13 @@ pub async fn execute(
             durable => durable_command(durable, out, err).await,
         };
     }
-    if !cli.live {
+    if !cli.endpoint.live {
         // The scripted model is named, so that a price can name it too.
         let transport = cli.scenario.transport().with_model(SCRIPTED);
         return play(cli, transport, SCRIPTED, caller, out, err).await;
     }
-    match OpenAiTransport::from_env() {
-        Ok(transport) => {
-            let config = transport.config();
-            let label = format!("{LIVE}, model {} at {}", config.model(), config.base_url());
-            play(cli, &transport, &label, caller, out, err).await
-        }
-        Err(error) => {
-            emit(err, &format!("{LIVE_UNCONFIGURED}\n  ({})\n", chained(&error)));
-            play(cli, Unconfigured(error.into()), UNCONFIGURED, caller, out, err).await
-        }
-    }
+    let (transport, label) = cli.endpoint.provider.unwrap_or_default().connect("demo330", err);
+    play(cli, transport, &label, caller, out, err).await
 }
 
 /// Runs one durable scenario or host's command.
@@ -303,22 +286,6 @@ async fn durable_command(command: &Command, out: &mut impl Write, err: &mut impl
         }
         // Played by `execute`, with the caller's cancellation.
         Command::Spend(_) | Command::Subagent(_) | Command::Pool(_) => EXIT_INTERNAL,
-    }
-}
-
-/// The label of the live transport in headers.
-const LIVE: &str = "openai-compatible";
-/// The label of the live transport when the environment does not configure one.
-const UNCONFIGURED: &str = "openai-compatible (not configured)";
-
-/// The live transport when the environment does not configure one: every call fails as
-/// unreachable, so the run ends as `ProviderUnavailable` without sending anything.
-#[derive(Debug)]
-struct Unconfigured(TransportError);
-
-impl Transport for Unconfigured {
-    async fn complete<'a>(&'a self, _request: ChatRequest<'a>) -> Result<ModelReply, TransportError> {
-        Err(self.0.clone())
     }
 }
 
@@ -347,12 +314,12 @@ pub async fn play<T: Transport>(
             }
         };
     // Watching a live model streams it, so that its text shows as it is written.
-    let streaming = cli.stream || (cli.watch && cli.live);
-    let header = session.header(label, streaming, cli.live);
+    let streaming = cli.stream || (cli.watch && cli.endpoint.live);
+    let header = session.header(label, streaming, cli.endpoint.live);
     if !cli.json {
         emit(out, &render_header(&header));
     }
-    let conversation = if cli.live { review::live_conversation() } else { review::conversation() };
+    let conversation = if cli.endpoint.live { review::live_conversation() } else { review::conversation() };
     let run = session.run_conversation(transport, streaming, conversation);
     let result = if cli.watch {
         emit(out, "\n");

@@ -9,6 +9,8 @@
 //! - [`report`] and [`text`]: what a run reports, as JSON and as a transcript;
 //! - [`console`]: the command line of `demo330`;
 //! - [`mcp`]: `mcp330`, a bounded loop over a real MCP server's tools;
+//! - [`provider`]: the live providers of `--live` (`--provider openai` or `anthropic`),
+//!   configured by the environment, one module for both consoles;
 //! - [`live`]: `--watch`, a run's updates printed as they happen;
 //! - [`visible`]: untrusted text (the model's, a provider's) made safe for a terminal;
 //! - [`budget`]: the spend-budget flags of the review scenarios (tokens, cost, the model's price);
@@ -48,6 +50,7 @@ pub mod durable;
 pub mod live;
 pub mod mcp;
 pub mod pool;
+pub mod provider;
 pub mod report;
 pub mod scenario;
 pub mod session;

@@ -24,13 +24,13 @@ use std::time::Duration;
 use clap::builder::PossibleValue;
 use clap::{CommandFactory, Parser, ValueEnum};
 use loopbound::scripted::{Step, sequence};
-use loopbound::transport::{ChatRequest, ModelReply, Transport, TransportError};
+use loopbound::transport::{ModelReply, Transport};
 use loopbound::{Composition, Limits, Message, Outcome, Runtime, Scope, ToolSet};
 use loopbound_mcp::{Connection, Mapping, Timeouts};
-use loopbound_openai::OpenAiTransport;
 use loopbound_testkit::mcp as servers;
 use tokio_util::sync::CancellationToken;
 
+use crate::provider::Live;
 use crate::report::JsonLimits;
 use crate::text::{labelled, labelled_items, render_outcome};
 use crate::visible::visible;
@@ -176,7 +176,7 @@ Exit codes:
   64   bad arguments
   70   the MCP server could not be started (run testkit/mcp/setup.sh; node is required)";
 
-/// The command line of `mcp330`: `[SCENARIO] [--simple] [--live] [--json]`.
+/// The command line of `mcp330`: `[SCENARIO] [--simple] [--live [--provider P]] [--json]`.
 #[derive(Clone, Debug, PartialEq, Eq, Parser)]
 #[command(name = "mcp330", version, about = ABOUT, after_help = EXIT_CODES)]
 pub struct McpCli {
@@ -188,14 +188,9 @@ pub struct McpCli {
     #[arg(long)]
     pub simple: bool,
 
-    /// Talk to a live OpenAI-compatible endpoint configured by the environment.
-    #[arg(
-        long,
-        help = "Talk to a live OpenAI-compatible endpoint, configured by LOOPBOUND_BASE_URL and \
-                LOOPBOUND_MODEL (optional: LOOPBOUND_API_KEY, LOOPBOUND_TIMEOUT_SECS). The scenario \
-                sets the capabilities and limits; the model's replies are its own"
-    )]
-    pub live: bool,
+    /// `--live` and `--provider`.
+    #[command(flatten)]
+    pub endpoint: Live,
 
     /// Print one JSON object {agent, transport, server, capabilities, limits, status, text, events}.
     #[arg(long)]
@@ -258,38 +253,11 @@ pub async fn execute(
     out: &mut impl Write,
     err: &mut impl Write,
 ) -> i32 {
-    if !cli.live {
+    if !cli.endpoint.live {
         return play(cli, sequence(cli.scenario.steps()), "scripted", caller, out, err).await;
     }
-    match OpenAiTransport::from_env() {
-        Ok(transport) => {
-            let config = transport.config();
-            let label = format!("openai-compatible, model {} at {}", config.model(), config.base_url());
-            play(cli, &transport, &label, caller, out, err).await
-        }
-        Err(error) => {
-            emit(
-                err,
-                &format!(
-                    "mcp330: --live needs an endpoint: set LOOPBOUND_BASE_URL and LOOPBOUND_MODEL. Nothing was \
-                     sent; the run ends as ProviderUnavailable.\n  ({})\n",
-                    chained(&error)
-                ),
-            );
-            play(cli, Unconfigured(error.into()), "openai-compatible (not configured)", caller, out, err)
-                .await
-        }
-    }
-}
-
-/// The live transport when the environment does not configure one.
-#[derive(Debug)]
-struct Unconfigured(TransportError);
-
-impl Transport for Unconfigured {
-    async fn complete<'a>(&'a self, _request: ChatRequest<'a>) -> Result<ModelReply, TransportError> {
-        Err(self.0.clone())
-    }
+    let (transport, label) = cli.endpoint.provider.unwrap_or_default().connect("mcp330", err);
+    play(cli, transport, &label, caller, out, err).await
 }
 
 /// Connects to the server, offers its tools, runs the scenario over `transport` and prints it.
@@ -344,7 +312,7 @@ pub async fn play<T: Transport>(
         ),
         capabilities: scope.capabilities().map(str::to_owned).collect(),
         limits: scope.limits(),
-        scenario: if cli.live {
+        scenario: if cli.endpoint.live {
             format!(
                 "{}: its capabilities and limits, with a live model whose replies are its own",
                 scenario.name()

@@ -55,7 +55,7 @@ fn help_lists_every_scenario_with_what_it_demonstrates_and_exits_0() {
         });
         assert!(listed, "{scenario} and what it demonstrates missing from:\n{stdout}");
     }
-    for flag in ["--simple", "--live", "--json", "--stream"] {
+    for flag in ["--simple", "--live", "--provider", "--json", "--stream", "LOOPBOUND_ANTHROPIC_BASE_URL"] {
         assert!(stdout.contains(flag), "{flag} missing from:\n{stdout}");
     }
     assert!(stdout.contains("130  cancelled by the caller (Ctrl-C)"), "{stdout}");
@@ -87,6 +87,38 @@ fn live_without_an_endpoint_sends_nothing_and_ends_provider_unavailable() {
     assert_eq!(report["transport"], "openai-compatible (not configured)");
     assert_eq!(report["text"], serde_json::Value::Null);
     assert_eq!(report["events"], serde_json::json!([{"kind": "ModelCall", "name": "model", "count": 1}]));
+}
+
+#[test]
+fn an_unconfigured_anthropic_endpoint_is_named_and_never_falls_back_to_the_openai_one() {
+    let output = Command::new(env!("CARGO_BIN_EXE_demo330"))
+        .args(["complete", "--live", "--provider", "anthropic", "--json"])
+        .env("LOOPBOUND_BASE_URL", "http://127.0.0.1:9/v1")
+        .env("LOOPBOUND_MODEL", "m")
+        .env_remove("LOOPBOUND_ANTHROPIC_BASE_URL")
+        .env_remove("LOOPBOUND_ANTHROPIC_MODEL")
+        .output()
+        .expect("demo330 starts");
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = text(&output.stderr);
+    assert!(
+        stderr.starts_with("demo330: --live needs an endpoint: set LOOPBOUND_ANTHROPIC_BASE_URL"),
+        "{stderr}"
+    );
+    assert!(stderr.ends_with("(LOOPBOUND_ANTHROPIC_BASE_URL is not set (or is empty))\n"), "{stderr}");
+    let report: serde_json::Value = serde_json::from_str(&text(&output.stdout)).expect("one JSON object");
+    assert_eq!(report["status"], "ProviderUnavailable");
+    assert_eq!(report["transport"], "anthropic-messages (not configured)");
+}
+
+#[test]
+fn a_provider_without_live_or_an_unknown_one_is_a_usage_error() {
+    for args in [&["--provider", "anthropic"][..], &["--live", "--provider", "bedrock"]] {
+        let output = demo330(args);
+        assert_eq!(output.status.code(), Some(64), "{args:?}");
+        assert!(text(&output.stderr).contains("Usage: demo330"), "{args:?}");
+        assert!(output.stdout.is_empty());
+    }
 }
 
 #[test]

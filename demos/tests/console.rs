@@ -36,7 +36,7 @@ fn the_defaults_are_complete_on_the_harness_without_streaming() {
     let defaults = cli(&[]);
     assert_eq!(defaults.scenario, Scenario::Complete);
     assert_eq!(defaults.composition(), Composition::Harness);
-    assert!(!defaults.json && !defaults.live && !defaults.stream);
+    assert!(!defaults.json && !defaults.endpoint.live && !defaults.stream);
     let flags = cli(&["--simple", "repeat", "--stream", "--json"]);
     assert_eq!(flags.scenario, Scenario::Repeat);
     assert_eq!(flags.composition(), Composition::Simple);

@@ -1,6 +1,7 @@
 //! `demo330 --live` over real HTTP on loopback, against the scripted aimock server: the review
-//! really goes through the OpenAI-compatible transport, with the worked example in the
-//! conversation, and gives the same events and status as the scripted `complete` scenario.
+//! really goes through the OpenAI-compatible transport (or, with `--provider anthropic`, the
+//! Messages API transport), with the worked example in the conversation, and gives the same
+//! events and status as the scripted `complete` scenario.
 
 use std::process::Command;
 
@@ -17,16 +18,31 @@ const COMPLETE_EVENTS: [(&str, &str, u32); 7] = [
     ("ModelCall", "model", 3),
 ];
 
+/// `demo330 ARGS --live`, configured for `server` through the provider `args` name.
+fn live_command(server: &Aimock, args: &[&str]) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_demo330"));
+    command.args(args).arg("--live");
+    if args.contains(&"anthropic") {
+        command
+            .env("LOOPBOUND_ANTHROPIC_BASE_URL", server.base_url())
+            .env("LOOPBOUND_ANTHROPIC_MODEL", "aimock-review")
+            .env("LOOPBOUND_ANTHROPIC_API_KEY", "sk-demo-live-secret")
+            .env("LOOPBOUND_ANTHROPIC_TIMEOUT_SECS", "10")
+            // The OpenAI variables point nowhere: the Anthropic run must not read them.
+            .env("LOOPBOUND_BASE_URL", "http://127.0.0.1:9/v1")
+            .env("LOOPBOUND_MODEL", "unused");
+    } else {
+        command
+            .env("LOOPBOUND_BASE_URL", server.base_url())
+            .env("LOOPBOUND_MODEL", "aimock-review")
+            .env("LOOPBOUND_API_KEY", "sk-demo-live-secret")
+            .env("LOOPBOUND_TIMEOUT_SECS", "10");
+    }
+    command
+}
+
 fn live_run(server: &Aimock, args: &[&str]) -> (Option<i32>, Value) {
-    let output = Command::new(env!("CARGO_BIN_EXE_demo330"))
-        .args(args)
-        .args(["--live", "--json"])
-        .env("LOOPBOUND_BASE_URL", server.base_url())
-        .env("LOOPBOUND_MODEL", "aimock-review")
-        .env("LOOPBOUND_API_KEY", "sk-demo-live-secret")
-        .env("LOOPBOUND_TIMEOUT_SECS", "10")
-        .output()
-        .expect("demo330 starts");
+    let output = live_command(server, args).arg("--json").output().expect("demo330 starts");
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(!stdout.contains("sk-demo-live-secret"), "the API key leaked: {stdout}");
     assert!(!String::from_utf8_lossy(&output.stderr).contains("sk-demo-live-secret"));
@@ -36,27 +52,30 @@ fn live_run(server: &Aimock, args: &[&str]) -> (Option<i32>, Value) {
     (output.status.code(), report)
 }
 
-#[tokio::test]
-async fn complete_over_http_matches_the_scripted_run_in_both_compositions_and_paths() {
-    let Some(server) = Aimock::start() else { return };
+/// Runs `complete --live` with `extra` arguments in both compositions and on both paths: each
+/// run is Completed with the scripted run's events, over the transport the header calls `label`.
+fn completes_on_every_path(server: &Aimock, extra: &[&str], label: &str) {
     let expected: Vec<Value> = COMPLETE_EVENTS
         .iter()
         .map(|(kind, name, count)| json!({"kind": kind, "name": name, "count": count}))
         .collect();
-    for args in
-        [&["complete"][..], &["complete", "--simple"], &["complete", "--stream"], &["--simple", "--stream"]]
-    {
-        let (code, report) = live_run(&server, args);
+    for flags in [&[][..], &["--simple"], &["--stream"], &["--simple", "--stream"]] {
+        let args: Vec<&str> = ["complete"].iter().chain(flags).chain(extra).copied().collect();
+        let (code, report) = live_run(server, &args);
         assert_eq!(code, Some(0), "{args:?}: {report}");
         assert_eq!(report["status"], "Completed", "{args:?}");
         assert_eq!(report["text"], "Review finished.", "{args:?}");
         assert_eq!(report["events"], Value::Array(expected.clone()), "{args:?}");
         let transport = report["transport"].as_str().unwrap_or_default();
-        assert!(
-            transport.starts_with("openai-compatible, model aimock-review at http://127.0.0.1:"),
-            "{transport}"
-        );
+        let prefix = format!("{label}, model aimock-review at http://127.0.0.1:");
+        assert!(transport.starts_with(&prefix), "{transport}");
     }
+}
+
+#[tokio::test]
+async fn complete_over_http_matches_the_scripted_run_in_both_compositions_and_paths() {
+    let Some(server) = Aimock::start() else { return };
+    completes_on_every_path(&server, &[], "openai-compatible");
     // The first request of a run carries the instructions and the worked example before the
     // real request, and the tool definitions with their schemas.
     let bodies = server.request_bodies().await;
@@ -66,7 +85,8 @@ async fn complete_over_http_matches_the_scripted_run_in_both_compositions_and_pa
         first["messages"].as_array().into_iter().flatten().filter_map(|m| m["role"].as_str()).collect();
     assert_eq!(roles, ["system", "user", "assistant", "tool", "assistant", "tool", "assistant", "user"]);
     assert_eq!(first["messages"][7]["content"], "Review ticket 42.");
-    assert_eq!(first["max_tokens"], 800);
+    assert_eq!(first["max_completion_tokens"], 800);
+    assert_eq!(first.get("max_tokens"), None);
     let tools: Vec<&str> = first["tools"]
         .as_array()
         .into_iter()
@@ -74,6 +94,61 @@ async fn complete_over_http_matches_the_scripted_run_in_both_compositions_and_pa
         .filter_map(|t| t["function"]["name"].as_str())
         .collect();
     assert_eq!(tools, ["read_ticket", "finish_review"]);
+}
+
+#[tokio::test]
+async fn complete_over_the_messages_api_matches_the_scripted_run_in_both_compositions_and_paths() {
+    let Some(server) = Aimock::start() else { return };
+    completes_on_every_path(&server, &["--provider", "anthropic"], "anthropic-messages");
+    // Every request went to /v1/messages, none to the chat endpoint; the system prompt and the
+    // worked example came first, as aimock's journal shows them.
+    assert_eq!(server.request_bodies().await.len(), 0);
+    let bodies = server.message_bodies().await;
+    assert_eq!(bodies.len(), 12, "three requests per run");
+    let roles: Vec<&str> =
+        bodies[0]["messages"].as_array().into_iter().flatten().filter_map(|m| m["role"].as_str()).collect();
+    assert_eq!(roles, ["system", "user", "assistant", "tool", "assistant", "tool", "assistant", "user"]);
+    assert_eq!(bodies[0]["max_tokens"], 800);
+}
+
+#[tokio::test]
+async fn watching_a_live_run_prints_each_update_through_either_provider() {
+    let Some(server) = Aimock::start() else { return };
+    for provider in ["openai", "anthropic"] {
+        let output = live_command(&server, &["complete", "--watch", "--provider", provider])
+            .output()
+            .expect("demo330 starts");
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert_eq!(output.status.code(), Some(0), "{provider}: {stdout}");
+        assert!(!stdout.contains("sk-demo-live-secret"), "the API key leaked: {stdout}");
+        let live: Vec<&str> = stdout
+            .lines()
+            .skip_while(|line| !line.starts_with("live "))
+            .take_while(|line| !line.is_empty())
+            .collect();
+        assert_eq!(
+            live,
+            [
+                "live          updates as they happen",
+                "  event       ModelCall model 1",
+                "  call        read_ticket call_demo_read (reply 1, call 1)",
+                "  event       Middleware read_ticket 1",
+                "  event       ToolCall read_ticket 1",
+                "  result      call_demo_read \"Ticket 42: Login returns HTTP 401 for a known account. No changes requested.\"",
+                "  event       ModelCall model 2",
+                "  call        finish_review call_demo_finish (reply 2, call 1)",
+                "  event       Middleware finish_review 2",
+                "  event       ToolCall finish_review 2",
+                "  result      call_demo_finish \"Review completed. No business write performed.\"",
+                "  event       ModelCall model 3",
+                "  text        \"Review finished.\"",
+                "  outcome     Completed",
+            ],
+            "{provider}: {stdout}"
+        );
+        // Watching a live model streams it.
+        assert!(stdout.contains(", streaming\n"), "{provider}: {stdout}");
+    }
 }
 
 #[tokio::test]

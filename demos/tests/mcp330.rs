@@ -121,3 +121,65 @@ fn live_without_an_endpoint_sends_nothing_and_ends_as_provider_unavailable() {
     assert_eq!(report["status"], "ProviderUnavailable");
     assert_eq!(report["transport"], "openai-compatible (not configured)");
 }
+
+#[test]
+fn an_unconfigured_anthropic_endpoint_ends_as_provider_unavailable() {
+    if !servers::available() {
+        return;
+    }
+    let output = Command::new(env!("CARGO_BIN_EXE_mcp330"))
+        .args(["complete", "--live", "--provider", "anthropic", "--json"])
+        .env_remove("LOOPBOUND_ANTHROPIC_BASE_URL")
+        .env_remove("LOOPBOUND_ANTHROPIC_MODEL")
+        .output()
+        .expect("mcp330 starts");
+    assert_eq!(output.status.code(), Some(2));
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).expect("one JSON object");
+    assert_eq!(report["status"], "ProviderUnavailable");
+    assert_eq!(report["transport"], "anthropic-messages (not configured)");
+}
+
+#[test]
+fn a_live_model_sums_with_the_real_server_over_either_provider() {
+    if !servers::available() {
+        return;
+    }
+    let Some(aimock) = loopbound_testkit::aimock::Aimock::start() else { return };
+    for provider in ["openai", "anthropic"] {
+        let prefix = if provider == "anthropic" { "LOOPBOUND_ANTHROPIC_" } else { "LOOPBOUND_" };
+        let output = Command::new(env!("CARGO_BIN_EXE_mcp330"))
+            .args(["complete", "--live", "--provider", provider, "--json"])
+            .env(format!("{prefix}BASE_URL"), aimock.base_url())
+            .env(format!("{prefix}MODEL"), "aimock-mcp")
+            .env(format!("{prefix}API_KEY"), "sk-mcp-live-secret")
+            .output()
+            .expect("mcp330 starts");
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(
+            !stdout.contains("sk-mcp-live-secret")
+                && !String::from_utf8_lossy(&output.stderr).contains("sk-mcp-live")
+        );
+        assert_eq!(output.status.code(), Some(0), "{provider}: {stdout}\n{}", aimock.log());
+        let report: serde_json::Value = serde_json::from_str(&stdout).expect("one JSON object");
+        assert_eq!(report["status"], "Completed", "{provider}");
+        assert_eq!(report["text"], "2 + 40 = 42.", "{provider}");
+        assert_eq!(
+            report["events"],
+            serde_json::json!([
+                {"kind": "ModelCall", "name": "model", "count": 1},
+                {"kind": "Middleware", "name": "get-sum", "count": 1},
+                {"kind": "ToolCall", "name": "get-sum", "count": 1},
+                {"kind": "ModelCall", "name": "model", "count": 2},
+            ]),
+            "{provider}"
+        );
+    }
+    let chat = tokio_block(aimock.request_bodies());
+    let messages = tokio_block(aimock.message_bodies());
+    assert_eq!((chat.len(), messages.len()), (2, 2), "two calls through each API");
+}
+
+/// Runs `future` to its end on a runtime of its own (these tests are synchronous).
+fn tokio_block<F: std::future::Future>(future: F) -> F::Output {
+    tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a runtime").block_on(future)
+}

@@ -51,6 +51,11 @@ fn every_openai_parse_seed_and_regression_holds() {
 }
 
 #[test]
+fn every_anthropic_parse_seed_and_regression_holds() {
+    assert!(replay("anthropic_parse", harness::anthropic_parse) > 0, "the anthropic_parse corpus is empty");
+}
+
+#[test]
 fn every_run_seed_and_regression_holds() {
     assert!(replay("run", harness::run) > 0, "the run corpus is empty");
 }

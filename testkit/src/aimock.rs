@@ -123,7 +123,8 @@ impl Aimock {
         Some(server)
     }
 
-    /// The OpenAI base URL, e.g. `http://127.0.0.1:41277/v1`.
+    /// The base URL of both APIs, e.g. `http://127.0.0.1:41277/v1` (`/chat/completions` and
+    /// `/messages` below it).
     pub fn base_url(&self) -> String {
         format!("{}/v1", self.base)
     }
@@ -157,13 +158,30 @@ impl Aimock {
             .expect("the journal is text")
     }
 
-    /// The bodies of the chat requests received, in order.
+    /// The bodies of the chat-completions requests received, in order.
     pub async fn request_bodies(&self) -> Vec<Value> {
+        self.bodies(CHAT_COMPLETIONS).await
+    }
+
+    /// The bodies of the Messages API requests received, in order, as aimock journals them: turned
+    /// into the chat-completions shape it matches fixtures on (system first, tool results as
+    /// `tool` messages with their `tool_call_id`), not the bytes sent.
+    pub async fn message_bodies(&self) -> Vec<Value> {
+        self.bodies(MESSAGES).await
+    }
+
+    /// The journal entries of the requests to `path` (each with its `headers`, credentials shown
+    /// as `[REDACTED]`, and its `body`), in order.
+    pub async fn entries(&self, path: &str) -> Vec<Value> {
         let journal: Vec<Value> =
             serde_json::from_str(&self.journal_text().await).expect("the journal is JSON");
-        journal
+        journal.into_iter().filter(|entry| entry["path"] == path).collect()
+    }
+
+    async fn bodies(&self, path: &str) -> Vec<Value> {
+        self.entries(path)
+            .await
             .into_iter()
-            .filter(|entry| entry["path"] == "/v1/chat/completions")
             .map(|mut entry| {
                 let mut body = entry["body"].take();
                 // aimock's own annotation, not part of what the client sent.
@@ -173,6 +191,11 @@ impl Aimock {
             .collect()
     }
 }
+
+/// The OpenAI-compatible path aimock serves.
+pub const CHAT_COMPLETIONS: &str = "/v1/chat/completions";
+/// The Anthropic Messages API path aimock serves.
+pub const MESSAGES: &str = "/v1/messages";
 
 impl Drop for Aimock {
     fn drop(&mut self) {

@@ -6,16 +6,22 @@
 //! - [`refund`]: the refund task of the journaled runs (a read, an effect, an idempotent call),
 //!   with its effects counted outside the run;
 //! - [`aimock`]: the pinned scripted mock server, started per test on loopback;
+//! - [`scenarios`]: the review scenarios as the aimock fixtures script them, and one run over any
+//!   transport, for every provider transport's HTTP tests;
+//! - [`canned`]: a tiny loopback server with one canned answer per connection (cut bodies,
+//!   silence, exact bytes);
 //! - [`mcp`]: the pinned reference MCP servers, started per test as child processes;
 //! - [`json_schema_suite`]: the official JSON Schema Test Suite, fetched by a setup script, as
 //!   cases for the MCP adapter's schema check;
-//! - [`hostile`]: a deliberately hostile OpenAI-compatible server on loopback, bounded in bytes
+//! - [`hostile`]: a deliberately hostile server on loopback (chat completions and the Messages API), bounded in bytes
 //!   and time, for the tests that drive every bound of a run with the worst a provider can do;
 //! - [`load`]: a load model server on loopback (OpenAI-compatible, hyper) that plays the review
 //!   task for thousands of concurrent runs and measures each client's added latency per call;
 //! - [`postgres`]: a throwaway PostgreSQL cluster (initdb in a temporary folder, a free loopback
 //!   port, stopped by PID), shared per test binary with a database per test;
 //! - [`telemetry`]: a tracing layer that records every span and field a run emits;
+//! - [`leaks`]: one review run with all it produced as text and spans, and the check that no
+//!   run of a key's characters is in it, for every provider transport's hostile tests;
 //! - [`release`]: release builds of the workspace's programs, for tests about release code;
 //! - [`golden`]: golden transcripts compared, or blessed with `UPDATE_GOLDEN=1`;
 //! - [`skip`]: what a test does when a server it needs is absent (`SKIPPED`, or a failure in CI);
@@ -27,12 +33,14 @@
 #![warn(missing_docs)]
 
 pub mod aimock;
+pub mod canned;
 pub mod chain;
 pub mod conformance;
 pub mod fuzz;
 pub mod golden;
 pub mod hostile;
 pub mod json_schema_suite;
+pub mod leaks;
 pub mod load;
 pub mod mcp;
 pub mod pool;
@@ -40,6 +48,7 @@ pub mod postgres;
 pub mod refund;
 pub mod release;
 pub mod review;
+pub mod scenarios;
 pub mod scratch;
 pub mod skip;
 pub mod telemetry;

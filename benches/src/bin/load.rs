@@ -3,7 +3,7 @@
 //! the testkit's load model server in a child process on loopback.
 //!
 //! ```text
-//! cargo run --release -p loopbound-benches --bin load -- --runs 1000 [--latency-ms 200] [--stream]
+//! cargo run --release -p loopbound-benches --bin load -- --runs 1000 [--latency-ms 200] [--stream] [--watch]
 //!     [--journal sqlite] [--server http://127.0.0.1:PORT/v1] [--out report.json]
 //! ```
 //!
@@ -42,6 +42,7 @@ use loopbound_testkit::load::stats::RunFigures;
 use loopbound_testkit::load::{self as server, Mode, ServerConfig, Snapshot, Summary};
 
 #[derive(Parser, Debug)]
+#[allow(clippy::struct_excessive_bools, reason = "each flag of the command line is one independent switch")]
 #[command(about = "N concurrent review runs through the OpenAI transport against the load model server")]
 struct Cli {
     /// Concurrent runs.
@@ -56,6 +57,10 @@ struct Cli {
     /// Stream every model call (server-sent events).
     #[arg(long)]
     stream: bool,
+    /// Attach a watcher to every run: a task reading its live stream to the outcome, as a
+    /// service's event endpoint would.
+    #[arg(long)]
+    watch: bool,
     /// Journal every run on one file of this backend.
     #[arg(long, value_enum)]
     journal: Option<Journal>,
@@ -198,8 +203,9 @@ fn load(cli: &Cli) -> Result<Report, String> {
 async fn measure(cli: &Cli, base_url: &str, journal: Option<&std::path::Path>) -> Result<Report, String> {
     let runs = cli.runs;
     let control = Control::new(base_url);
-    let load = ReviewLoad::new(base_url, cli.stream, journal, Duration::from_secs(cli.deadline_secs))
-        .map_err(|error| error.to_string())?;
+    let load =
+        ReviewLoad::new(base_url, cli.stream, journal, Duration::from_secs(cli.deadline_secs), cli.watch)
+            .map_err(|error| error.to_string())?;
     // A server left holding by a client that stopped would hold the warm-up too.
     control.reset(false).await.map_err(|error| error.to_string())?;
     let warmup: Vec<_> = (0..cli.warmup)
@@ -264,6 +270,7 @@ async fn measure(cli: &Cli, base_url: &str, journal: Option<&std::path::Path>) -
         runs: runs as u64,
         latency_ms: cli.latency_ms as f64,
         stream: cli.stream,
+        watched: cli.watch,
         journal: cli.journal.map(|_| "sqlite".to_owned()),
         completed,
         failures,

@@ -17,7 +17,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use loopbound::journal::RunId;
-use loopbound::{Limits, Message, Runtime, Status};
+use loopbound::watch::{self, Update, Updates};
+use loopbound::{Limits, Message, Runtime, Scope, Status};
 use loopbound_openai::{Config, ConfigError, OpenAiTransport};
 use loopbound_sqlite::SqliteJournal;
 use loopbound_testkit::load::script::prompt;
@@ -39,6 +40,8 @@ pub struct RunEnd {
     pub tool_calls: u32,
     /// Whether the run's reply was the closing text.
     pub closed: bool,
+    /// With a watcher: whether it read the whole stream, ending in the run's outcome.
+    pub watched_to_the_end: Option<bool>,
 }
 
 impl RunEnd {
@@ -46,7 +49,11 @@ impl RunEnd {
     /// closing text.
     #[must_use]
     pub fn is_review(&self) -> bool {
-        self.ended == Ok(Status::Completed) && self.model_calls == 3 && self.tool_calls == 2 && self.closed
+        self.ended == Ok(Status::Completed)
+            && self.model_calls == 3
+            && self.tool_calls == 2
+            && self.closed
+            && self.watched_to_the_end != Some(false)
     }
 }
 
@@ -62,7 +69,11 @@ impl fmt::Display for RunEnd {
             self.model_calls,
             self.tool_calls,
             if self.closed { "the" } else { "no" }
-        )
+        )?;
+        if self.watched_to_the_end == Some(false) {
+            write!(f, ", its watcher did not see the outcome")?;
+        }
+        Ok(())
     }
 }
 
@@ -92,6 +103,7 @@ pub struct ReviewLoad {
     runtime: Runtime<OpenAiTransport, Review>,
     journal: Option<TimedJournal<SqliteJournal>>,
     deadline: Duration,
+    watch: bool,
 }
 
 impl ReviewLoad {
@@ -106,6 +118,7 @@ impl ReviewLoad {
         streaming: bool,
         journal: Option<&std::path::Path>,
         deadline: Duration,
+        watch: bool,
     ) -> Result<Arc<Self>, SetupError> {
         let config = Config::new(base_url, MODEL).map_err(SetupError::Transport)?;
         let transport = OpenAiTransport::new(config).map_err(SetupError::Transport)?;
@@ -115,14 +128,19 @@ impl ReviewLoad {
             .map(|path| SqliteJournal::open(path).map(TimedJournal::new))
             .transpose()
             .map_err(SetupError::Journal)?;
-        Ok(Arc::new(Self { runtime, journal, deadline }))
+        Ok(Arc::new(Self { runtime, journal, deadline, watch }))
     }
 
     /// Runs review `id` (ASCII letters, digits, `-`, `_`): its user message names it
     /// (`run=<id>`), so the server follows it.
     pub async fn run(&self, id: &str) -> RunEnd {
         let limits = Limits::default().with_deadline(self.deadline);
-        let scope = match review::scope(BOTH_CAPABILITIES, limits) {
+        let (feed, updates) = watch::channel();
+        let mut builder = Scope::builder().grants(BOTH_CAPABILITIES).limits(limits).state(Review::default());
+        if self.watch {
+            builder = builder.watch(feed);
+        }
+        let scope = match builder.build() {
             Ok(scope) => scope,
             Err(error) => {
                 return RunEnd {
@@ -130,12 +148,14 @@ impl ReviewLoad {
                     model_calls: 0,
                     tool_calls: 0,
                     closed: false,
+                    watched_to_the_end: None,
                 };
             }
         };
         let mut conversation = vec![Message::system(INSTRUCTIONS), Message::user(prompt(id))];
         // The live-stream watcher of each run attaches here, on `scope`, before the run starts,
         // once the runtime offers one; its events are then in the measured path.
+        let watcher = self.watch.then(|| tokio::spawn(read_to_the_end(updates)));
         let outcome = match &self.journal {
             None => self.runtime.run(&scope, &mut conversation, Review::completed).await,
             Some(journal) => match RunId::new(format!("load-{id}")) {
@@ -146,11 +166,22 @@ impl ReviewLoad {
                 }
                 Err(error) => {
                     let ended = Err(error.to_string());
-                    return RunEnd { ended, model_calls: 0, tool_calls: 0, closed: false };
+                    return RunEnd {
+                        ended,
+                        model_calls: 0,
+                        tool_calls: 0,
+                        closed: false,
+                        watched_to_the_end: None,
+                    };
                 }
             },
         };
+        let watched_to_the_end = match watcher {
+            Some(watcher) => Some(watcher.await.unwrap_or(false)),
+            None => None,
+        };
         RunEnd {
+            watched_to_the_end,
             closed: outcome.as_ref().is_ok_and(|outcome| outcome.text() == Some(CLOSING)),
             ended: outcome.map(|outcome| outcome.status()).map_err(|error| error.to_string()),
             model_calls: scope.model_calls(),
@@ -164,4 +195,14 @@ impl ReviewLoad {
     pub fn effect_times(&self) -> Option<Vec<Duration>> {
         self.journal.as_ref().map(TimedJournal::effects)
     }
+}
+
+/// Reads a run's live stream as a service's client would, to its end: whether its last update
+/// was the outcome.
+async fn read_to_the_end(mut updates: Updates) -> bool {
+    let mut last_was_outcome = false;
+    while let Some(update) = updates.next().await {
+        last_was_outcome = matches!(update, Update::Outcome(_));
+    }
+    last_was_outcome
 }

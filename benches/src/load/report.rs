@@ -29,6 +29,9 @@ pub struct Report {
     pub latency_ms: f64,
     /// Whether model calls were streamed.
     pub stream: bool,
+    /// Whether a watcher read every run's live stream (loopbound's `--watch`).
+    #[serde(default)]
+    pub watched: bool,
     /// The journal, if the runs were journaled (`sqlite`).
     pub journal: Option<String>,
     /// Runs that did exactly the review.
@@ -75,7 +78,12 @@ impl Report {
     /// The figures as text, one per line.
     #[must_use]
     pub fn render(&self) -> String {
-        let mode = if self.stream { "streamed" } else { "whole replies" };
+        let mode = match (self.stream, self.watched) {
+            (true, true) => "streamed, each run watched",
+            (true, false) => "streamed",
+            (false, true) => "whole replies, each run watched",
+            (false, false) => "whole replies",
+        };
         let journal =
             self.journal.as_deref().map_or_else(String::new, |name| format!(", journaled on {name}"));
         let summary =

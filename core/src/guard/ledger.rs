@@ -106,10 +106,9 @@ impl Branch<'_> {
     }
 }
 
-/// The stop a scope meets when an ancestor is stopped: its run ends as if its caller had
-/// cancelled (the ancestor's token, the scope's caller, fires right after).
-fn ancestors_open(ancestors: &[Branch<'_>]) -> Result<(), Stop> {
-    if ancestors.iter().any(|branch| branch.ledger.stop.is_some()) { Err(Stop::Cancelled) } else { Ok(()) }
+/// The halt of the nearest stopped ancestor, if one is stopped.
+fn ancestors_stop(ancestors: &[Branch<'_>]) -> Option<HaltReason> {
+    ancestors.iter().rev().find_map(|branch| branch.ledger.stop)
 }
 
 /// What a model call asks of the spend budgets: its estimated input, its own output cap, and
@@ -254,7 +253,7 @@ impl Ledger {
         ancestors: &mut [Branch<'_>],
     ) -> Result<(u32, Option<Reserved>), Stop> {
         self.check(gate, Activity::Model)?;
-        ancestors_open(ancestors)?;
+        self.inherit(ancestors, Subject::Model, self.model_calls)?;
         // What a wrap-up keeps aside is not the run's to spend.
         let limits = &limits.before_wrap_up(ask.as_ref().and_then(|ask| ask.price.as_ref()));
         if self.model_calls + self.below.model_calls >= limits.model_calls() {
@@ -531,7 +530,8 @@ impl Ledger {
         ancestors: &mut [Branch<'_>],
     ) -> Result<(), Stop> {
         self.check(gate, Activity::Tool(tool))?;
-        ancestors_open(ancestors)?;
+        let subject = self.tool(tool);
+        self.inherit(ancestors, subject, self.tool_calls)?;
         if !granted {
             let subject = self.tool(tool);
             return Err(self.halt(HaltReason::PermissionDenied, subject, self.tool_calls));
@@ -638,6 +638,33 @@ impl Ledger {
         }
         // The token fires only after the caller cancels or a halt is recorded.
         self.stop.map_or(Stop::Cancelled, Stop::Halted)
+    }
+
+    /// As [`stop_now`](Self::stop_now) in a scope that has ancestors: when the token fired
+    /// because an ancestor halted, this scope halts for the same reason, charged to `activity`.
+    pub(crate) fn stop_now_under(
+        &mut self,
+        gate: Gate,
+        activity: Activity<'_>,
+        ancestors: &[Branch<'_>],
+    ) -> Stop {
+        if gate.caller_cancelled || self.stop.is_some() {
+            return self.stop_now(gate);
+        }
+        match ancestors_stop(ancestors) {
+            Some(reason) => self.halt_for(reason, activity),
+            None => Stop::Cancelled,
+        }
+    }
+
+    /// Halts this scope for the reason an ancestor halted, if one did: a budget shared with a
+    /// parent is spent for the whole tree, so the child stops as the parent did (its caller did
+    /// not cancel it).
+    fn inherit(&mut self, ancestors: &[Branch<'_>], subject: Subject, count: u32) -> Result<(), Stop> {
+        match ancestors_stop(ancestors) {
+            Some(reason) => Err(self.halt(reason, subject, count)),
+            None => Ok(()),
+        }
     }
 
     pub(crate) fn stop(&self) -> Option<HaltReason> {

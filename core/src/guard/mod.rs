@@ -218,6 +218,20 @@ impl Guard {
         &self.token
     }
 
+    /// Whether this scope or an ancestor has a token or cost budget: every model call is then
+    /// reserved, in each scope of the chain.
+    pub(crate) fn spend_budgeted(&self) -> bool {
+        self.limits.has_spend_budget()
+            || self.terms.parent.as_ref().is_some_and(|parent| parent.guard().spend_budgeted())
+    }
+
+    /// Whether this scope or an ancestor has a cost budget: every model and tool must then be
+    /// priced.
+    pub(crate) fn cost_budgeted(&self) -> bool {
+        self.limits.cost().is_some()
+            || self.terms.parent.as_ref().is_some_and(|parent| parent.guard().cost_budgeted())
+    }
+
     pub(crate) fn caller(&self) -> &CancellationToken {
         &self.caller
     }
@@ -271,8 +285,13 @@ impl Guard {
     }
 
     /// What holds now: read by every critical section right after it takes the lock.
+    ///
+    /// In a child, the caller is the root's (or a cancel by this scope's id): a parent's halt is
+    /// not its children's caller cancelling, and they halt for the parent's reason instead.
     fn gate(&self) -> Gate {
-        Gate { caller_cancelled: self.caller_cancelled(), deadline_passed: Instant::now() >= self.deadline }
+        let caller_cancelled =
+            if self.terms.parent.is_some() { self.cancelled_by_caller() } else { self.caller_cancelled() };
+        Gate { caller_cancelled, deadline_passed: Instant::now() >= self.deadline }
     }
 
     /// The one way into the ledger for a decision: takes the lock (a child scope takes its
@@ -347,7 +366,7 @@ impl Guard {
     /// a spend budget, its reservation (`ask`; a call under a spend budget without one is
     /// refused, since nothing says what it will cost).
     pub(crate) fn admit_model(&self, ask: Option<SpendAsk>) -> Result<(u32, Option<Reserved>), Stop> {
-        let ask = if self.limits.has_spend_budget() {
+        let ask = if self.spend_budgeted() {
             // Without an ask nothing says what the call costs: a request of unbounded input,
             // capped at nothing, fits no budget.
             Some(ask.unwrap_or(SpendAsk { input: u64::MAX, cap: 0, price: None }))
@@ -366,7 +385,7 @@ impl Guard {
     /// if [`admit_model`](Self::admit_model) would refuse it (see [`Ledger::peek_model`]).
     pub(crate) fn peek_model(&self, ask: Option<SpendAsk>) -> Option<u64> {
         let cap = ask.map_or(u64::MAX, |ask| ask.cap);
-        let local = if self.limits.has_spend_budget() {
+        let local = if self.spend_budgeted() {
             Some(ask.unwrap_or(SpendAsk { input: u64::MAX, cap: 0, price: None }))
         } else {
             None
@@ -395,7 +414,7 @@ impl Guard {
 
     /// Admits the call a wrap-up kept aside (see [`Ledger::admit_wrap_up`]).
     pub(crate) fn admit_wrap_up(&self, ask: Option<SpendAsk>) -> Result<Option<Reserved>, Stop> {
-        let ask = if self.limits.has_spend_budget() { ask } else { None };
+        let ask = if self.spend_budgeted() { ask } else { None };
         self.decide(|ledger, gate, ancestors| ledger.admit_wrap_up(gate, &self.limits, ask, ancestors))
     }
 
@@ -410,7 +429,7 @@ impl Guard {
         tokio::select! {
             biased;
             () = self.caller_view.cancelled() => Err(Stop::Cancelled),
-            () = tokio::time::sleep_until(self.deadline) => Err(self.stop_now()),
+            () = tokio::time::sleep_until(self.deadline) => Err(self.stop_now(Activity::Model)),
             output = future => Ok(output),
         }
     }
@@ -542,9 +561,10 @@ impl Guard {
         self.decide(|ledger, gate, _| ledger.halt_with(gate, reason, event))
     }
 
-    /// The stop in force when the token fired: the caller first, then the recorded halt.
-    fn stop_now(&self) -> Stop {
-        self.decide(|ledger, gate, _| ledger.stop_now(gate))
+    /// The stop in force when the token fired: the caller first, then the recorded halt, then
+    /// (in a child) an ancestor's halt, recorded here charged to `activity`.
+    fn stop_now(&self, activity: Activity<'_>) -> Stop {
+        self.decide(|ledger, gate, ancestors| ledger.stop_now_under(gate, activity, ancestors))
     }
 
     /// Records the deadline (unless something stopped first) and cancels the token.
@@ -570,7 +590,7 @@ impl Guard {
         }
         tokio::select! {
             biased;
-            () = self.token.cancelled() => Err(self.stop_now()),
+            () = self.token.cancelled() => Err(self.stop_now(activity)),
             () = tokio::time::sleep_until(self.deadline) => Err(self.expire(activity)),
             output = &mut future => Ok(output),
         }

@@ -311,7 +311,7 @@ impl<T: Transport, S: Send + Sync + 'static> Runtime<T, S> {
     /// Under a cost budget, refuses to start unless the scope's prices name the transport's model
     /// and every tool of the set (fail closed: never "the part that could be priced").
     pub(crate) fn check_prices(&self, scope: &Scope<S>) -> Result<(), RunError> {
-        if scope.limits().cost().is_none() {
+        if !scope.guard().cost_budgeted() {
             return Ok(());
         }
         let Some(prices) = scope.prices() else {

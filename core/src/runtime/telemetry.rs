@@ -50,7 +50,7 @@ impl<T: Transport, S> Runtime<T, S> {
             loopbound.run.status = Empty,
             error.type = Empty,
         );
-        if let Some(model) = self.transport.model_name() {
+        if let Some(model) = self.transport.model() {
             span.record("gen_ai.request.model", model);
         }
         if let Some(run) = run {
@@ -65,7 +65,7 @@ impl<T: Transport, S> Runtime<T, S> {
         if !self.composition.telemetry() {
             return Span::none();
         }
-        let model = self.transport.model_name();
+        let model = self.transport.model();
         let name = model.map_or_else(|| "chat".to_owned(), |model| format!("chat {model}"));
         let span = tracing::info_span!(
             "chat",

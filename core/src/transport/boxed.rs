@@ -25,7 +25,6 @@ trait DynTransport: Send + Sync {
     fn stream<'a>(&'a self, request: ChatRequest<'a>)
     -> BoxFuture<'a, Result<BoxStream<'a>, TransportError>>;
     fn provider_name(&self) -> &str;
-    fn model_name(&self) -> Option<&str>;
 }
 
 impl<T: Transport> DynTransport for T {
@@ -49,10 +48,6 @@ impl<T: Transport> DynTransport for T {
 
     fn provider_name(&self) -> &str {
         Transport::provider_name(self)
-    }
-
-    fn model_name(&self) -> Option<&str> {
-        Transport::model_name(self)
     }
 }
 
@@ -122,9 +117,5 @@ impl Transport for BoxTransport {
 
     fn provider_name(&self) -> &str {
         self.inner.provider_name()
-    }
-
-    fn model_name(&self) -> Option<&str> {
-        self.inner.model_name()
     }
 }

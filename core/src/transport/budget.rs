@@ -223,6 +223,18 @@ impl<'a, T: Transport> Budgeted<'a, T> {
             cap_output(&mut options, reserved.map(|r| r.output_tokens));
             return Ok((Admitted { reserved, hold: None }, options));
         };
+        // Boxed: a run without pools keeps its futures as small as before.
+        Box::pin(self.admit_pooled(draw, ask, options)).await
+    }
+
+    /// [`admit`](Self::admit) for a scope that draws from pools: the run's own look, the pools'
+    /// hold, the run's admission (or the hold's release), in that order.
+    async fn admit_pooled(
+        &self,
+        draw: &PoolDraw,
+        ask: Option<SpendAsk>,
+        mut options: ChatOptions,
+    ) -> Result<(Admitted, ChatOptions), CallError> {
         let ask = ask.unwrap_or(SpendAsk { input: 0, cap: u64::MAX, price: self.price });
         // The run's own checks first: a call they refuse reaches no pool.
         let mut hold = match self.guard.peek_model(Some(ask)) {
@@ -291,7 +303,7 @@ impl<'a, T: Transport> Budgeted<'a, T> {
         if self.disclose {
             options.notice = Some(self.guard.remaining(self.price.as_ref()));
         }
-        let counted = self.guard.limits().has_spend_budget() || self.guard.pools().is_some();
+        let counted = self.guard.spend_budgeted() || self.guard.pools().is_some();
         let ask = counted.then(|| {
             let notice = options.notice.as_deref().map_or(0, |notice| {
                 self.counter.count(notice).saturating_add(self.counter.message_overhead())
@@ -386,7 +398,7 @@ impl<'a, T: Transport> Budgeted<'a, T> {
         let draw = guard.pools().filter(|_| hold.is_some());
         let renewed = async {
             match (draw, &hold) {
-                (Some(draw), Some(hold)) => hold.renewing(draw, sent).await,
+                (Some(draw), Some(hold)) => Box::pin(hold.renewing(draw, sent)).await,
                 _ => sent.await,
             }
         };
@@ -395,7 +407,7 @@ impl<'a, T: Transport> Budgeted<'a, T> {
             Ok(received) => received,
             Err(stop) => {
                 if let (Some(draw), Some(hold)) = (draw, hold) {
-                    hold.settle(draw, self.price.as_ref(), None, None).await;
+                    Box::pin(hold.settle(draw, self.price.as_ref(), None, None)).await;
                 }
                 return Err(CallError::Stopped(stop));
             }
@@ -407,7 +419,7 @@ impl<'a, T: Transport> Budgeted<'a, T> {
                 Ok(Received::Cut { output }) => (None, Some(*output)),
                 Err(_) => (None, None),
             };
-            hold.settle(draw, price, usage, cut).await;
+            Box::pin(hold.settle(draw, price, usage, cut)).await;
         }
         let reply = match received {
             Ok(Received::Reply(reply)) => {

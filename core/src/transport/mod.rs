@@ -32,9 +32,9 @@ pub use stream::{ChunkStream, ReplyAssembler, ReplyChunk, ToolCallDelta};
 /// and its stream may borrow both the transport and the request, for one lifetime `'a`, which is
 /// what lets [`BoxTransport`] erase any transport's type.
 pub trait Transport: Send + Sync {
-    /// The id of the model this transport talks to, as the host's price table names it
-    /// ([`Prices`](crate::spend::Prices)); `None` when it cannot say (a run under a cost budget
-    /// then refuses to start).
+    /// The id of the model this transport asks for: the name the host's price table
+    /// ([`Prices`](crate::spend::Prices)) prices it by, and telemetry's `gen_ai.request.model`;
+    /// `None` when it cannot say (a run under a cost budget then refuses to start).
     fn model(&self) -> Option<&str> {
         None
     }
@@ -65,12 +65,6 @@ pub trait Transport: Send + Sync {
     fn provider_name(&self) -> &str {
         "_OTHER"
     }
-
-    /// The model the transport asks for, as telemetry names it (`gen_ai.request.model`), if it
-    /// knows it.
-    fn model_name(&self) -> Option<&str> {
-        None
-    }
 }
 
 impl<T: Transport> Transport for &T {
@@ -98,10 +92,6 @@ impl<T: Transport> Transport for &T {
     fn provider_name(&self) -> &str {
         (**self).provider_name()
     }
-
-    fn model_name(&self) -> Option<&str> {
-        (**self).model_name()
-    }
 }
 
 impl<T: Transport> Transport for Arc<T> {
@@ -128,9 +118,5 @@ impl<T: Transport> Transport for Arc<T> {
 
     fn provider_name(&self) -> &str {
         (**self).provider_name()
-    }
-
-    fn model_name(&self) -> Option<&str> {
-        (**self).model_name()
     }
 }

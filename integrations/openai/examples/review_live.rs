@@ -70,7 +70,8 @@ async fn main() -> ExitCode {
     };
 
     let config = transport.config();
-    println!("transport: openai-compatible at {} (model {})", config.base_url(), config.model());
+    let connection = config.connection();
+    println!("transport: openai-compatible at {} (model {})", connection.base_url(), connection.model());
     println!("agent: {composition}, iteration cap {}", composition.max_iterations(&limits));
     println!("call path: {}", if has("--stream") { "streaming" } else { "whole replies" });
     println!("limits: {limits}");

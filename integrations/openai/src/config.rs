@@ -1,4 +1,5 @@
-//! Explicit configuration of the endpoint: base URL, model, optional API key and timeout.
+//! Explicit configuration of the endpoint: base URL, model, optional API key and timeout, and
+//! how requests name their output cap and ask for usage in streams.
 //!
 //! # Invariants
 //!
@@ -13,6 +14,8 @@
 use std::fmt;
 use std::time::Duration;
 
+use loopbound_provider::config::{Connection, Names};
+use loopbound_provider::{ApiKey, ConfigError, Variables};
 use reqwest::Url;
 
 /// Environment variable holding the endpoint's base URL, e.g. `http://127.0.0.1:8080/v1`.
@@ -26,59 +29,56 @@ pub const ENV_TIMEOUT_SECS: &str = "LOOPBOUND_TIMEOUT_SECS";
 /// Optional environment variable: `off` stops asking for usage figures in streams
 /// (`stream_options`), for servers that reject the field. Default `on`.
 pub const ENV_STREAM_USAGE: &str = "LOOPBOUND_STREAM_USAGE";
+/// Optional environment variable naming the field the output cap is sent in:
+/// `max_completion_tokens` (the default, what OpenAI's chat completions expect) or `max_tokens`
+/// (for servers that know only the older field).
+pub const ENV_OUTPUT_CAP_FIELD: &str = "LOOPBOUND_OUTPUT_CAP_FIELD";
 
-/// Text printed in place of a secret.
-pub const REDACTED: &str = "[redacted]";
+/// The request field that carries the run's output cap.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum OutputCapField {
+    /// `max_completion_tokens`: OpenAI's current field (its reasoning models refuse the older
+    /// one).
+    #[default]
+    MaxCompletionTokens,
+    /// `max_tokens`: the older field, which some OpenAI-compatible servers still require.
+    MaxTokens,
+}
 
-/// A secret API key. It prints as `[redacted]` and is only read to build the request header.
-#[derive(Clone, PartialEq, Eq)]
-pub struct ApiKey(String);
-
-impl ApiKey {
-    /// Wraps `key`, which must be non-empty visible ASCII (it travels in an HTTP header).
-    ///
-    /// # Errors
-    ///
-    /// [`ConfigError::InvalidApiKey`], which does not quote the key.
-    pub fn new(key: impl Into<String>) -> Result<Self, ConfigError> {
-        let key = key.into();
-        if key.is_empty() || !key.bytes().all(|byte| byte.is_ascii_graphic()) {
-            return Err(ConfigError::InvalidApiKey);
+impl OutputCapField {
+    /// The field's name, as sent and as [`ENV_OUTPUT_CAP_FIELD`] names it.
+    #[must_use]
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::MaxCompletionTokens => "max_completion_tokens",
+            Self::MaxTokens => "max_tokens",
         }
-        Ok(Self(key))
     }
 
-    /// The key itself, for the `Authorization` header and for redaction.
-    pub(crate) fn expose(&self) -> &str {
-        &self.0
+    fn parse(text: &str) -> Option<Self> {
+        [Self::MaxCompletionTokens, Self::MaxTokens]
+            .into_iter()
+            .find(|field| text.eq_ignore_ascii_case(field.name()))
     }
 }
 
-impl fmt::Debug for ApiKey {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(REDACTED)
-    }
-}
-
-impl fmt::Display for ApiKey {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(REDACTED)
-    }
-}
+/// The variables of the connection.
+const NAMES: Names =
+    Names { base_url: ENV_BASE_URL, model: ENV_MODEL, api_key: ENV_API_KEY, timeout: ENV_TIMEOUT_SECS };
 
 /// Where and how to reach an OpenAI-compatible endpoint.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Config {
-    base_url: Url,
-    model: String,
-    api_key: Option<ApiKey>,
-    timeout: Option<Duration>,
+    connection: Connection,
     stream_usage: bool,
+    output_cap_field: OutputCapField,
 }
 
 impl Config {
     /// A configuration for the endpoint at `base_url` (the part before `/chat/completions`)
-    /// and `model`, without an API key or timeout.
+    /// and `model`, without an API key or timeout, asking for usage in streams and sending the
+    /// output cap as `max_completion_tokens`.
     ///
     /// ```
     /// let config = loopbound_openai::Config::new("http://127.0.0.1:8080/v1", "smollm2")?;
@@ -90,32 +90,19 @@ impl Config {
     ///
     /// [`ConfigError::InvalidBaseUrl`] or [`ConfigError::Missing`] for an empty model.
     pub fn new(base_url: &str, model: impl Into<String>) -> Result<Self, ConfigError> {
-        let model = model.into();
-        if model.trim().is_empty() {
-            return Err(ConfigError::Missing { variable: ENV_MODEL });
-        }
-        Ok(Self {
-            base_url: parse_base_url(base_url)?,
-            model,
-            api_key: None,
-            timeout: None,
-            stream_usage: true,
-        })
+        Ok(Self::around(Connection::new(base_url, model, &NAMES)?))
     }
 
     /// Reads the configuration from the process environment: `LOOPBOUND_BASE_URL` and
     /// `LOOPBOUND_MODEL` (required), `LOOPBOUND_API_KEY`, `LOOPBOUND_TIMEOUT_SECS` and
-    /// `LOOPBOUND_STREAM_USAGE` (optional). An empty variable counts as unset.
+    /// `LOOPBOUND_STREAM_USAGE` and `LOOPBOUND_OUTPUT_CAP_FIELD` (optional). An empty variable
+    /// counts as unset.
     ///
     /// # Errors
     ///
     /// A [`ConfigError`] naming the variable that is missing or invalid.
     pub fn from_env() -> Result<Self, ConfigError> {
-        Self::from_source(|variable| match std::env::var(variable) {
-            Ok(value) => Ok(Some(value)),
-            Err(std::env::VarError::NotPresent) => Ok(None),
-            Err(std::env::VarError::NotUnicode(_)) => Err(ConfigError::NotUnicode { variable }),
-        })
+        Self::read(&Variables::env())
     }
 
     /// As [`from_env`](Self::from_env), reading variables through `lookup` instead of the
@@ -132,39 +119,37 @@ impl Config {
     ///
     /// As [`from_env`](Self::from_env).
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
-        Self::from_source(|variable| Ok(lookup(variable)))
+        Self::read(&Variables::lookup(lookup))
     }
 
-    fn from_source(
-        read: impl Fn(&'static str) -> Result<Option<String>, ConfigError>,
-    ) -> Result<Self, ConfigError> {
-        let get = |variable| read(variable).map(|value| value.filter(|text| !text.trim().is_empty()));
-        let base_url = get(ENV_BASE_URL)?.ok_or(ConfigError::Missing { variable: ENV_BASE_URL })?;
-        let model = get(ENV_MODEL)?.ok_or(ConfigError::Missing { variable: ENV_MODEL })?;
-        let mut config = Self::new(base_url.trim(), model.trim())?;
-        if let Some(key) = get(ENV_API_KEY)? {
-            config.api_key = Some(ApiKey::new(key.trim())?);
+    fn read(settings: &Variables<'_>) -> Result<Self, ConfigError> {
+        let mut config = Self::around(Connection::read(settings, &NAMES)?);
+        if let Some(ask) = settings.switch(ENV_STREAM_USAGE)? {
+            config.stream_usage = ask;
         }
-        if let Some(value) = get(ENV_TIMEOUT_SECS)? {
-            config.timeout = Some(parse_timeout(&value)?);
-        }
-        if let Some(value) = get(ENV_STREAM_USAGE)? {
-            config.stream_usage = parse_switch(&value)?;
+        let expected = "max_completion_tokens or max_tokens";
+        if let Some(field) = settings.parsed(ENV_OUTPUT_CAP_FIELD, expected, OutputCapField::parse)? {
+            config.output_cap_field = field;
         }
         Ok(config)
+    }
+
+    /// The defaults around `connection`.
+    fn around(connection: Connection) -> Self {
+        Self { connection, stream_usage: true, output_cap_field: OutputCapField::default() }
     }
 
     /// This configuration with an API key, sent as `Authorization: Bearer <key>`.
     #[must_use]
     pub fn with_api_key(mut self, key: ApiKey) -> Self {
-        self.api_key = Some(key);
+        self.connection.set_api_key(key);
         self
     }
 
     /// This configuration with a per-request timeout (connection, then whole response).
     #[must_use]
     pub fn with_timeout(mut self, timeout: Duration) -> Self {
-        self.timeout = Some(timeout);
+        self.connection.set_timeout(timeout);
         self
     }
 
@@ -175,37 +160,23 @@ impl Config {
         self
     }
 
-    /// The base URL, e.g. `http://127.0.0.1:8080/v1`.
+    /// The field requests send the output cap in (default `max_completion_tokens`).
     #[must_use]
-    pub fn base_url(&self) -> &Url {
-        &self.base_url
+    pub fn with_output_cap_field(mut self, field: OutputCapField) -> Self {
+        self.output_cap_field = field;
+        self
+    }
+
+    /// The base URL, the model, the API key and the timeout.
+    #[must_use]
+    pub fn connection(&self) -> &Connection {
+        &self.connection
     }
 
     /// The URL requests are posted to: the base URL followed by `/chat/completions`.
     #[must_use]
     pub fn endpoint(&self) -> Url {
-        let mut endpoint = self.base_url.clone();
-        let path = format!("{}/chat/completions", self.base_url.path().trim_end_matches('/'));
-        endpoint.set_path(&path);
-        endpoint
-    }
-
-    /// The model name sent with every request.
-    #[must_use]
-    pub fn model(&self) -> &str {
-        &self.model
-    }
-
-    /// The API key, if one is configured.
-    #[must_use]
-    pub fn api_key(&self) -> Option<&ApiKey> {
-        self.api_key.as_ref()
-    }
-
-    /// The per-request timeout, if one is configured.
-    #[must_use]
-    pub fn timeout(&self) -> Option<Duration> {
-        self.timeout
+        self.connection.endpoint("chat/completions")
     }
 
     /// Whether streamed requests ask for usage figures.
@@ -213,126 +184,30 @@ impl Config {
     pub fn stream_usage(&self) -> bool {
         self.stream_usage
     }
+
+    /// The field requests send the output cap in.
+    #[must_use]
+    pub fn output_cap_field(&self) -> OutputCapField {
+        self.output_cap_field
+    }
 }
 
 impl fmt::Debug for Config {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Config")
-            .field("base_url", &self.base_url.as_str())
-            .field("model", &self.model)
-            .field("api_key", &self.api_key)
-            .field("timeout", &self.timeout)
+            .field("connection", &self.connection)
             .field("stream_usage", &self.stream_usage)
+            .field("output_cap_field", &self.output_cap_field)
             .finish()
-    }
-}
-
-fn parse_base_url(text: &str) -> Result<Url, ConfigError> {
-    let invalid = |reason: &str| ConfigError::InvalidBaseUrl { reason: reason.to_owned() };
-    let url = Url::parse(text).map_err(|error| invalid(&error.to_string()))?;
-    if !matches!(url.scheme(), "http" | "https") {
-        return Err(invalid("the scheme must be http or https"));
-    }
-    if !url.username().is_empty() || url.password().is_some() {
-        return Err(invalid("credentials in the URL are refused; set LOOPBOUND_API_KEY instead"));
-    }
-    if url.query().is_some() || url.fragment().is_some() {
-        return Err(invalid("the URL must not have a query or a fragment"));
-    }
-    if url.host_str().is_none_or(str::is_empty) {
-        return Err(invalid("the URL has no host"));
-    }
-    Ok(url)
-}
-
-fn parse_timeout(text: &str) -> Result<Duration, ConfigError> {
-    match text.trim().parse::<u64>() {
-        Ok(seconds) if seconds > 0 => Ok(Duration::from_secs(seconds)),
-        _ => Err(ConfigError::InvalidTimeout { value: text.to_owned() }),
-    }
-}
-
-fn parse_switch(text: &str) -> Result<bool, ConfigError> {
-    match text.trim().to_ascii_lowercase().as_str() {
-        "1" | "on" | "true" | "yes" => Ok(true),
-        "0" | "off" | "false" | "no" => Ok(false),
-        _ => Err(ConfigError::InvalidStreamUsage { value: text.to_owned() }),
-    }
-}
-
-/// Why no usable configuration could be made. Every message names the variable at fault and
-/// never quotes the API key.
-#[derive(Clone, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum ConfigError {
-    /// A required variable is not set, or is empty.
-    Missing {
-        /// The variable's name.
-        variable: &'static str,
-    },
-    /// A variable holds text that is not valid Unicode.
-    NotUnicode {
-        /// The variable's name.
-        variable: &'static str,
-    },
-    /// `LOOPBOUND_BASE_URL` is not a usable URL.
-    InvalidBaseUrl {
-        /// What is wrong with it.
-        reason: String,
-    },
-    /// `LOOPBOUND_API_KEY` is not visible ASCII. The key is not quoted.
-    InvalidApiKey,
-    /// `LOOPBOUND_TIMEOUT_SECS` is not a positive whole number of seconds.
-    InvalidTimeout {
-        /// The value found.
-        value: String,
-    },
-    /// `LOOPBOUND_STREAM_USAGE` is neither on nor off.
-    InvalidStreamUsage {
-        /// The value found.
-        value: String,
-    },
-    /// The HTTP client could not be built.
-    Client(String),
-}
-
-impl fmt::Display for ConfigError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Missing { variable } => write!(f, "{variable} is not set (or is empty)"),
-            Self::NotUnicode { variable } => write!(f, "{variable} is not valid Unicode"),
-            Self::InvalidBaseUrl { reason } => write!(f, "{ENV_BASE_URL} is not a usable base URL: {reason}"),
-            Self::InvalidApiKey => {
-                write!(f, "{ENV_API_KEY} must be non-empty visible ASCII without spaces")
-            }
-            Self::InvalidTimeout { value } => {
-                write!(f, "{ENV_TIMEOUT_SECS} must be a positive whole number of seconds, not {value:?}")
-            }
-            Self::InvalidStreamUsage { value } => {
-                write!(f, "{ENV_STREAM_USAGE} must be on or off, not {value:?}")
-            }
-            Self::Client(message) => write!(f, "the HTTP client could not be built: {message}"),
-        }
-    }
-}
-
-impl std::error::Error for ConfigError {}
-
-/// An unconfigured endpoint cannot be reached: as a transport error it is `Unavailable`, so a
-/// host that runs anyway ends with `ProviderUnavailable`.
-impl From<ConfigError> for loopbound::transport::TransportError {
-    fn from(error: ConfigError) -> Self {
-        Self::unavailable(format!("the endpoint is not configured: {error}"))
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use loopbound_provider::REDACTED;
+    use loopbound_provider::config::pairs as lookup;
 
-    fn lookup<'a>(pairs: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
-        |name| pairs.iter().find(|(key, _)| *key == name).map(|(_, value)| (*value).to_owned())
-    }
+    use super::*;
 
     #[test]
     fn each_missing_required_variable_is_named() {
@@ -353,13 +228,15 @@ mod tests {
             (ENV_API_KEY, "sk-test-123"),
             (ENV_TIMEOUT_SECS, "30"),
             (ENV_STREAM_USAGE, "off"),
+            (ENV_OUTPUT_CAP_FIELD, "MAX_TOKENS"),
         ]))
         .unwrap();
         assert_eq!(config.endpoint().as_str(), "https://models.example/v1/chat/completions");
-        assert_eq!(config.model(), "small");
-        assert_eq!(config.api_key().map(ApiKey::expose), Some("sk-test-123"));
-        assert_eq!(config.timeout(), Some(Duration::from_secs(30)));
+        assert_eq!(config.connection().model(), "small");
+        assert_eq!(config.connection().api_key().map(ApiKey::expose), Some("sk-test-123"));
+        assert_eq!(config.connection().timeout(), Some(Duration::from_secs(30)));
         assert!(!config.stream_usage());
+        assert_eq!(config.output_cap_field(), OutputCapField::MaxTokens);
     }
 
     #[test]
@@ -371,9 +248,28 @@ mod tests {
         ]))
         .unwrap();
         assert_eq!(config.endpoint().as_str(), "http://127.0.0.1:8080/chat/completions");
-        assert_eq!(config.api_key(), None);
-        assert_eq!(config.timeout(), None);
+        assert_eq!(config.connection().api_key(), None);
+        assert_eq!(config.connection().timeout(), None);
         assert!(config.stream_usage());
+        assert_eq!(config.output_cap_field(), OutputCapField::MaxCompletionTokens);
+        assert_eq!(Config::new("http://h/v1", "m").unwrap(), config_at("http://h/v1"));
+    }
+
+    fn config_at(base_url: &str) -> Config {
+        Config::from_lookup(lookup(&[(ENV_BASE_URL, base_url), (ENV_MODEL, "m")])).unwrap()
+    }
+
+    #[test]
+    fn an_unknown_output_cap_field_is_refused_with_the_choices() {
+        let refused = Config::from_lookup(lookup(&[
+            (ENV_BASE_URL, "http://h/v1"),
+            (ENV_MODEL, "m"),
+            (ENV_OUTPUT_CAP_FIELD, "n_predict"),
+        ]));
+        assert_eq!(
+            refused.unwrap_err().to_string(),
+            "LOOPBOUND_OUTPUT_CAP_FIELD must be max_completion_tokens or max_tokens, not \"n_predict\""
+        );
     }
 
     #[test]
@@ -386,13 +282,16 @@ mod tests {
         ] {
             assert_eq!(
                 Config::new(url, "m"),
-                Err(ConfigError::InvalidBaseUrl { reason: reason.to_owned() }),
+                Err(ConfigError::InvalidBaseUrl { variable: ENV_BASE_URL, reason: reason.to_owned() }),
                 "{url}"
             );
         }
         assert_eq!(
             Config::new("not a url", "m"),
-            Err(ConfigError::InvalidBaseUrl { reason: "relative URL without a base".to_owned() })
+            Err(ConfigError::InvalidBaseUrl {
+                variable: ENV_BASE_URL,
+                reason: "relative URL without a base".to_owned()
+            })
         );
     }
 
@@ -403,13 +302,21 @@ mod tests {
             let pairs = [base[0], base[1], (ENV_TIMEOUT_SECS, value)];
             assert_eq!(
                 Config::from_lookup(lookup(&pairs)),
-                Err(ConfigError::InvalidTimeout { value: value.to_owned() })
+                Err(ConfigError::Invalid {
+                    variable: ENV_TIMEOUT_SECS,
+                    value: value.to_owned(),
+                    expected: "a positive whole number of seconds"
+                })
             );
         }
         let pairs = [base[0], base[1], (ENV_STREAM_USAGE, "maybe")];
         assert_eq!(
             Config::from_lookup(lookup(&pairs)),
-            Err(ConfigError::InvalidStreamUsage { value: "maybe".to_owned() })
+            Err(ConfigError::Invalid {
+                variable: ENV_STREAM_USAGE,
+                value: "maybe".to_owned(),
+                expected: "on or off"
+            })
         );
     }
 
@@ -417,7 +324,8 @@ mod tests {
     fn the_api_key_never_shows_in_debug_display_or_errors() {
         let secret = "sk-very-secret-value";
         let config = Config::new("http://h/v1", "m").unwrap().with_api_key(ApiKey::new(secret).unwrap());
-        let debug = format!("{config:?} {:?} {}", config.api_key(), config.api_key().unwrap());
+        let key = config.connection().api_key();
+        let debug = format!("{config:?} {key:?} {}", key.unwrap());
         assert!(!debug.contains(secret), "{debug}");
         assert!(debug.contains(REDACTED));
 
@@ -428,7 +336,7 @@ mod tests {
             (ENV_API_KEY, &bad),
         ]))
         .unwrap_err();
-        assert_eq!(error, ConfigError::InvalidApiKey);
+        assert_eq!(error, ConfigError::InvalidApiKey { variable: Some(ENV_API_KEY) });
         let text = format!("{error} {error:?}");
         assert!(!text.contains(secret), "{text}");
     }

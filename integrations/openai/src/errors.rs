@@ -1,79 +1,21 @@
-//! How failures map to the transport contract ([`TransportError`]).
+//! The errors an OpenAI-compatible server reports inside a successful reply or a stream.
 //!
-//! | failure | error | run status |
-//! |---|---|---|
-//! | connection refused, DNS or TLS failure, connect or response timeout | `Unavailable` | `ProviderUnavailable` |
-//! | HTTP 5xx, 408, 429 (with its `Retry-After`) | `Unavailable` | `ProviderUnavailable` |
-//! | HTTP 401, 403 | `Authentication` | provider error |
-//! | any other non-2xx status (other 4xx, an unfollowed 3xx) | `Other` | provider error |
-//! | unparsable body, a stream cut before `data: [DONE]` | `Malformed` | provider error |
+//! HTTP statuses and client failures are mapped by `loopbound_provider::errors`, the same for
+//! every provider; what is this API's own is the `error` object some servers (llama.cpp, for one)
+//! send in a 200 reply or in the middle of a stream.
 //!
 //! # Invariants
 //!
-//! - No retry happens here: each attempt would have to be a counted model call, so a 429 ends
-//!   the run with the provider's `Retry-After` in the message and leaves the decision to the
-//!   host.
-//! - Messages quote at most [`MAX_DETAIL`] bytes of what the provider said, without control
-//!   characters, and never a URL (URLs may carry secrets in some deployments).
-//! - What the provider said is redacted ([`Redactor`]) before it is cleaned and cut, so a
-//!   provider that echoes the API key, whole or in part, after any padding, cannot make a run of
-//!   it appear in an error.
+//! - The object's `code`, when it is an HTTP status, picks the kind as a status would; otherwise
+//!   a `server_error` type is `Unavailable` and anything else is `Other`.
+//! - The provider's words are redacted before they are cleaned and cut (see
+//!   `loopbound_provider::errors::clean`).
 
 use loopbound::transport::TransportError;
+use loopbound_provider::Redactor;
+use loopbound_provider::errors::clean;
 
-use crate::redact::Redactor;
-
-/// Longest excerpt, in bytes, of a provider's own words quoted in an error.
-pub const MAX_DETAIL: usize = 300;
-
-/// The error for an HTTP response with a non-success `status`, its `Retry-After` header value
-/// (if any) and its `body`, with what the provider said redacted by `redactor`.
-///
-/// ```
-/// use loopbound::transport::TransportError;
-/// use loopbound_openai::errors::status_error;
-/// use loopbound_openai::{ApiKey, Redactor};
-///
-/// let none = Redactor::default();
-/// let error = status_error(429, Some("7"), br#"{"error":{"message":"slow down"}}"#, &none);
-/// assert_eq!(error, TransportError::unavailable("HTTP 429 (rate limited; retry after 7 s): slow down"));
-///
-/// let redactor = Redactor::new(Some(ApiKey::new("sk-0123456789abcdef")?));
-/// let echo = format!(r#"{{"error":{{"message":"{} you sent sk-0123456789abcdef"}}}}"#, ".".repeat(290));
-/// let error = status_error(401, None, echo.as_bytes(), &redactor);
-/// assert!(!error.to_string().contains("sk-01234"));
-/// # Ok::<(), loopbound_openai::ConfigError>(())
-/// ```
-#[must_use]
-pub fn status_error(
-    status: u16,
-    retry_after: Option<&str>,
-    body: &[u8],
-    redactor: &Redactor,
-) -> TransportError {
-    let said = provider_words(body, redactor);
-    let detail = |label: String| if said.is_empty() { label } else { format!("{label}: {said}") };
-    match status {
-        401 | 403 => TransportError::authentication(detail(format!("HTTP {status}"))),
-        429 => {
-            let wait = match retry_after.map(str::trim).filter(|value| !value.is_empty()) {
-                Some(value) if value.bytes().all(|byte| byte.is_ascii_digit()) => {
-                    format!("retry after {value} s")
-                }
-                Some(value) => format!("retry after {}", clean(value, redactor)),
-                None => "no Retry-After given".to_owned(),
-            };
-            TransportError::unavailable(detail(format!("HTTP 429 (rate limited; {wait})")))
-        }
-        408 | 500..=599 => TransportError::unavailable(detail(format!("HTTP {status}"))),
-        _ => TransportError::other(detail(format!("HTTP {status}"))),
-    }
-}
-
-/// The error for an `error` object found inside a 200 reply or a stream (llama.cpp, for one,
-/// reports failures during generation this way). Its `code`, when it is an HTTP status, picks
-/// the kind as [`status_error`] would; otherwise a `server_error` type is `Unavailable` and
-/// anything else is `Other`.
+/// The error for an `error` object found inside a 200 reply or a stream.
 pub(crate) fn embedded_error(error: &serde_json::Value, redactor: &Redactor) -> TransportError {
     let message = match error {
         serde_json::Value::String(text) => clean(text, redactor),
@@ -97,130 +39,17 @@ pub(crate) fn embedded_error(error: &serde_json::Value, redactor: &Redactor) -> 
     }
 }
 
-/// What the provider said in an error body: `error.message` (or `message`, or `error` as a
-/// string) from JSON, else the body as text; redacted, cleaned and cut to [`MAX_DETAIL`] bytes.
-fn provider_words(body: &[u8], redactor: &Redactor) -> String {
-    if let Ok(json) = serde_json::from_slice::<serde_json::Value>(body) {
-        let error = json.get("error");
-        let message = error
-            .and_then(|error| error.get("message"))
-            .or_else(|| error.filter(|error| error.is_string()))
-            .or_else(|| json.get("message"))
-            .and_then(serde_json::Value::as_str);
-        if let Some(message) = message {
-            return clean(message, redactor);
-        }
-    }
-    clean(&String::from_utf8_lossy(body), redactor)
-}
-
-/// `text` on one line: redacted first, then control characters become spaces, runs of spaces
-/// collapse, and the result is cut to [`MAX_DETAIL`] bytes on a character boundary.
-pub(crate) fn clean(text: &str, redactor: &Redactor) -> String {
-    let text = redactor.redact(text);
-    let mut out = String::new();
-    for word in text.split(|c: char| c.is_whitespace() || c.is_control()).filter(|word| !word.is_empty()) {
-        if !out.is_empty() {
-            out.push(' ');
-        }
-        out.push_str(word);
-        if out.len() > MAX_DETAIL {
-            break;
-        }
-    }
-    if out.len() > MAX_DETAIL {
-        let mut end = MAX_DETAIL;
-        while !out.is_char_boundary(end) {
-            end -= 1;
-        }
-        out.truncate(end);
-        out.push('…');
-    }
-    out
-}
-
-/// The error for a failure of `reqwest` before a response status arrived. The `reqwest` error,
-/// without its URL, is the source; the message names only what failed.
-pub(crate) fn send_error(error: reqwest::Error) -> TransportError {
-    let error = error.without_url();
-    let base = if error.is_timeout() {
-        TransportError::unavailable("the request timed out")
-    } else if error.is_connect() {
-        TransportError::unavailable("cannot connect")
-    } else if error.is_builder() || error.is_redirect() {
-        TransportError::other("the request could not be sent")
-    } else {
-        // The connection closed or failed before a response: the server is not serving.
-        TransportError::unavailable("the request failed")
-    };
-    base.with_source(error)
-}
-
-/// The error for a failure while reading a response body whose status was a success. The
-/// `reqwest` error, without its URL, is the source.
-pub(crate) fn body_error(error: reqwest::Error) -> TransportError {
-    let error = error.without_url();
-    let base = if error.is_timeout() {
-        TransportError::unavailable("the response timed out")
-    } else {
-        TransportError::malformed("the response body was cut off")
-    };
-    base.with_source(error)
-}
-
 #[cfg(test)]
 mod tests {
+    use loopbound_provider::ApiKey;
     use serde_json::json;
 
     use super::*;
-    use crate::config::ApiKey;
 
     const NONE: Redactor = Redactor::none();
 
-    fn status_error(status: u16, retry_after: Option<&str>, body: &[u8]) -> TransportError {
-        super::status_error(status, retry_after, body, &NONE)
-    }
-
     fn embedded_error(error: &serde_json::Value) -> TransportError {
         super::embedded_error(error, &NONE)
-    }
-
-    #[test]
-    fn statuses_map_to_the_contract() {
-        let body = br#"{"error":{"message":"nope","type":"x"}}"#;
-        assert_eq!(status_error(401, None, body), TransportError::authentication("HTTP 401: nope"));
-        assert_eq!(status_error(403, None, b""), TransportError::authentication("HTTP 403"));
-        assert_eq!(status_error(500, None, body), TransportError::unavailable("HTTP 500: nope"));
-        assert_eq!(status_error(503, None, b"down\n"), TransportError::unavailable("HTTP 503: down"));
-        assert_eq!(status_error(408, None, b""), TransportError::unavailable("HTTP 408"));
-        assert_eq!(status_error(404, None, body), TransportError::other("HTTP 404: nope"));
-        assert_eq!(status_error(400, None, b"{\"message\":\"bad\"}"), TransportError::other("HTTP 400: bad"));
-        assert_eq!(status_error(302, None, b""), TransportError::other("HTTP 302"));
-    }
-
-    #[test]
-    fn a_rate_limit_carries_its_retry_after_value() {
-        assert_eq!(
-            status_error(429, Some(" 30 "), b""),
-            TransportError::unavailable("HTTP 429 (rate limited; retry after 30 s)")
-        );
-        assert_eq!(
-            status_error(429, Some("Wed, 21 Oct 2015 07:28:00 GMT"), b""),
-            TransportError::unavailable("HTTP 429 (rate limited; retry after Wed, 21 Oct 2015 07:28:00 GMT)")
-        );
-        assert_eq!(
-            status_error(429, None, b"{\"error\":\"slow\"}"),
-            TransportError::unavailable("HTTP 429 (rate limited; no Retry-After given): slow")
-        );
-    }
-
-    #[test]
-    fn provider_words_are_one_short_line() {
-        let long = "é".repeat(400);
-        let text = clean(&format!("a\n\tb\u{0}c  {long}"), &NONE);
-        assert!(text.starts_with("a b c éé"));
-        assert!(text.len() <= MAX_DETAIL + '…'.len_utf8(), "{}", text.len());
-        assert!(text.ends_with('…'));
     }
 
     #[test]
@@ -247,22 +76,10 @@ mod tests {
     }
 
     #[test]
-    fn the_key_is_redacted_before_the_message_is_cut() {
+    fn an_echoed_key_is_redacted_from_an_embedded_error() {
         const KEY: &str = "sk-live-0123456789abcdefghijklmnopqrstuvwxyzABCD";
         let redactor = Redactor::new(Some(ApiKey::new(KEY).unwrap()));
-        // The key after 270 bytes of padding: a cut at 300 bytes would have kept 30 of its
-        // characters, had the cut come first.
-        for padding in [0, 270, 290, 296] {
-            let message = format!("{} {KEY}", ".".repeat(padding));
-            let body = serde_json::json!({"error": {"message": message}}).to_string();
-            for status in [401, 503, 400] {
-                let text = super::status_error(status, None, body.as_bytes(), &redactor).to_string();
-                assert!(!text.contains(&KEY[..8]) && !text.contains(&KEY[KEY.len() - 8..]), "{text}");
-                let kept = KEY.as_bytes().windows(8).filter(|w| text.as_bytes().windows(8).any(|t| t == *w));
-                assert_eq!(kept.count(), 0, "{status} {padding}: {text}");
-            }
-        }
-        let embedded = super::embedded_error(&serde_json::json!({"message": KEY, "code": 401}), &redactor);
+        let embedded = super::embedded_error(&json!({"message": KEY, "code": 401}), &redactor);
         assert_eq!(embedded, TransportError::authentication("the provider reported an error: [redacted]"));
     }
 }

@@ -3,8 +3,10 @@
 //! [`OpenAiTransport`] implements [`loopbound::transport::Transport`] over HTTP: `POST
 //! {base}/chat/completions` with the model, the conversation (system, user, assistant with
 //! `tool_calls`, tool results with their `tool_call_id`), the tools (`type: "function"` with the
-//! JSON schema core derives from each tool's input type) and `max_tokens`; whole replies or
-//! server-sent events (`stream: true`, ended by `data: [DONE]`).
+//! JSON schema core derives from each tool's input type) and the run's output cap
+//! (`max_completion_tokens`, or `max_tokens` for older servers); whole replies or server-sent
+//! events (`stream: true` with `stream_options: {"include_usage": true}`, so the usage arrives,
+//! ended by `data: [DONE]`).
 //!
 //! It is configured explicitly, by environment or in code, and never falls back to any
 //! provider of its own choosing:
@@ -16,15 +18,18 @@
 //! | `LOOPBOUND_API_KEY` | no | sent as `Authorization: Bearer …`; never printed |
 //! | `LOOPBOUND_TIMEOUT_SECS` | no | per-request timeout (connection, then whole response) |
 //! | `LOOPBOUND_STREAM_USAGE` | no | `off` stops asking for usage in streams (default `on`) |
+//! | `LOOPBOUND_OUTPUT_CAP_FIELD` | no | `max_tokens` sends the output cap in the older field (default `max_completion_tokens`) |
 //!
-//! Failures map to the transport contract as the [`errors`] module tells: an unreachable
-//! endpoint, a timeout, HTTP 5xx or 429 end a run with `ProviderUnavailable`; refused
-//! credentials, malformed or truncated replies and other statuses are provider errors. There is
-//! no retry: each attempt would have to be a counted model call.
+//! Failures map to the transport contract as `loopbound_provider`'s error table tells: an
+//! unreachable endpoint, a timeout, HTTP 5xx or 429 end a run with `ProviderUnavailable`; refused
+//! credentials, malformed or truncated replies and other statuses are provider errors; an `error`
+//! object inside a reply or a stream is mapped by its `code`. There is no retry: each attempt
+//! would have to be a counted model call. The HTTP machinery (bounds, redaction of the API key,
+//! the event-stream decoder, cancellation) is `loopbound-provider`'s, shared with the Anthropic
+//! transport.
 //!
-//! The wire format ([`wire`]), the reply parsers ([`parse`]), the event-stream decoder
-//! ([`sse`]) and the chunk decoder ([`chunks`]) are pure functions of bytes, so they can be
-//! fuzzed and property-tested without a server.
+//! The wire format ([`wire`]), the reply parsers ([`parse`]) and the chunk decoder ([`chunks`])
+//! are pure functions of bytes, so they can be fuzzed and property-tested without a server.
 //!
 //! # Example
 //!
@@ -76,23 +81,19 @@
 #[doc(hidden)]
 pub mod chunks;
 mod config;
-#[doc(hidden)]
-pub mod errors;
+mod errors;
 #[doc(hidden)]
 pub mod parse;
 #[cfg(test)]
 mod properties;
-#[doc(hidden)]
-pub mod redact;
-#[doc(hidden)]
-pub mod sse;
 mod transport;
 #[doc(hidden)]
 pub mod wire;
 
 pub use config::{
-    ApiKey, Config, ConfigError, ENV_API_KEY, ENV_BASE_URL, ENV_MODEL, ENV_STREAM_USAGE, ENV_TIMEOUT_SECS,
-    REDACTED,
+    Config, ENV_API_KEY, ENV_BASE_URL, ENV_MODEL, ENV_OUTPUT_CAP_FIELD, ENV_STREAM_USAGE, ENV_TIMEOUT_SECS,
+    OutputCapField,
 };
-pub use redact::Redactor;
-pub use transport::OpenAiTransport;
+/// The key, its redaction and the configuration errors are the shared provider crate's.
+pub use loopbound_provider::{ApiKey, ConfigError, REDACTED, Redactor};
+pub use transport::{OpenAi, OpenAiTransport};

@@ -5,7 +5,7 @@
 //! - Bytes in, typed result out: any input gives a [`ModelReply`] / [`ReplyChunk`] or a
 //!   [`TransportError`], never a panic. Invalid JSON, a wrong JSON type and a reply without
 //!   choices are [`Malformed`](loopbound::transport::TransportErrorKind::Malformed); an `error` object sent by the provider is
-//!   mapped as [`crate::errors`] says.
+//!   mapped by its `code` and `type`, as an HTTP status would be.
 //! - Tool-call arguments stay JSON text, exactly as sent. A provider that sends them as a JSON
 //!   value instead of a string gets that value written back as text; invalid or truncated
 //!   arguments are not judged here: core's binding turns them into an error result for the
@@ -18,8 +18,10 @@ use loopbound::transport::{
 };
 use serde_json::value::RawValue;
 
-use crate::errors::{clean, embedded_error};
-use crate::redact::Redactor;
+use loopbound_provider::Redactor;
+use loopbound_provider::errors::clean;
+
+use crate::errors::embedded_error;
 use crate::wire::{CallCount, ChunkBody, CompletionBody, WireUsage};
 
 /// The largest `error` object read in full to explain a failure: 64 KiB. A larger one is
@@ -62,7 +64,7 @@ pub fn parse_completion(
     // A body that does not even count is reported by the full parse below, with its reason.
     if let Ok(count) = serde_json::from_slice::<CallCount>(body) {
         let calls =
-            count.choices.0.and_then(|choice| choice.message).map_or(0, |message| message.tool_calls.0);
+            count.choices.0.and_then(|choice| choice.message).map_or(0, |message| message.tool_calls.get());
         if bounds.too_many(calls) {
             return Err(bounds.too_many_calls());
         }
@@ -277,7 +279,7 @@ mod tests {
 #[cfg(test)]
 mod bounds_tests {
     use super::*;
-    use crate::config::ApiKey;
+    use loopbound_provider::ApiKey;
 
     /// A reply of `calls` tool calls, the index-0 choice coming second.
     fn flood(calls: usize) -> String {

@@ -4,11 +4,12 @@ use proptest::prelude::*;
 
 use loopbound::transport::ReplyBounds;
 
-use crate::chunks::{ChunkDecoder, decode_stream};
-use crate::errors::status_error;
+use loopbound_provider::Redactor;
+
+use loopbound_provider::events::decode_stream;
+
+use crate::chunks::{ChatCompletions, ChunkDecoder};
 use crate::parse::{parse_chunk, parse_completion};
-use crate::redact::Redactor;
-use crate::sse::SseDecoder;
 
 /// Cuts `bytes` at the given points (taken modulo its length, in order).
 fn split<'a>(bytes: &'a [u8], cuts: &[usize]) -> Vec<&'a [u8]> {
@@ -55,21 +56,17 @@ proptest! {
         bytes in proptest::collection::vec(any::<u8>(), 0..1024),
         cuts in proptest::collection::vec(any::<usize>(), 0..16),
     ) {
-        let mut sse = SseDecoder::with_limit(64);
         let mut chunks = ChunkDecoder::default();
-        let (mut events, mut out) = (Vec::new(), Vec::new());
+        let mut out = Vec::new();
         for part in split(&bytes, &cuts) {
-            let _ = sse.feed(part, &mut events);
             chunks.feed(part, &mut out);
         }
-        sse.flush(&mut events);
         chunks.finish(&mut out);
         prop_assert!(chunks.is_finished());
         prop_assert!(out.iter().filter(|item| item.is_err()).count() <= 1, "at most one error ends a stream");
         let none = Redactor::default();
         let _ = parse_completion(&bytes, ReplyBounds::default(), &none);
         let _ = parse_chunk(&bytes, &none);
-        let _ = status_error(429, std::str::from_utf8(&bytes).ok(), &bytes, &none);
     }
 
     #[test]
@@ -77,24 +74,8 @@ proptest! {
         bytes in stream_like(),
         cuts in proptest::collection::vec(any::<usize>(), 0..16),
     ) {
-        prop_assert_eq!(decode_stream(split(&bytes, &cuts)), decode_stream([&bytes[..]]));
+        prop_assert_eq!(decode_stream::<ChatCompletions>(split(&bytes, &cuts)), decode_stream::<ChatCompletions>([&bytes[..]]));
         let one_at_a_time: Vec<&[u8]> = bytes.chunks(1).collect();
-        prop_assert_eq!(decode_stream(one_at_a_time), decode_stream([&bytes[..]]));
-    }
-
-    #[test]
-    fn the_sse_decoder_gives_the_same_events_in_any_split(
-        bytes in stream_like(),
-        cuts in proptest::collection::vec(any::<usize>(), 0..16),
-    ) {
-        let decode = |parts: Vec<&[u8]>| {
-            let mut decoder = SseDecoder::default();
-            let mut events = Vec::new();
-            for part in parts {
-                decoder.feed(part, &mut events).expect("small inputs stay under the limit");
-            }
-            (events, decoder.has_pending())
-        };
-        prop_assert_eq!(decode(split(&bytes, &cuts)), decode(vec![&bytes[..]]));
+        prop_assert_eq!(decode_stream::<ChatCompletions>(one_at_a_time), decode_stream::<ChatCompletions>([&bytes[..]]));
     }
 }

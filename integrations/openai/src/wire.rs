@@ -6,6 +6,9 @@
 //!   calls with their ids and JSON-text arguments unchanged, tool results with the id of the
 //!   call they answer. Empty `tools` and empty `tool_calls` are left out, since some servers
 //!   refuse empty arrays.
+//! - The run's output cap travels in the one field the configuration names
+//!   (`max_completion_tokens` by default, or `max_tokens`), never in both; without a cap,
+//!   neither is sent. The options' notice is the last message, a system one.
 //! - The API key is never part of a body: it travels in a header only.
 //! - Response shapes are lenient about what may be absent or `null` (ids, content, usage,
 //!   choices in a usage-only chunk); what is present must have the right JSON type.
@@ -19,9 +22,12 @@ use std::marker::PhantomData;
 
 use loopbound::Message;
 use loopbound::transport::{ChatRequest, ToolCall, ToolDefinition};
-use serde::de::{self, Deserializer, SeqAccess, Visitor};
+use loopbound_provider::json::Count;
+use serde::de::{self, Deserializer, IgnoredAny, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
+
+use crate::config::OutputCapField;
 
 /// Whether a request asks for a stream, and whether it asks for usage figures in it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -41,6 +47,8 @@ struct RequestBody<'a> {
     messages: Vec<WireMessage<'a>>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     tools: Vec<WireTool<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_completion_tokens: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     max_tokens: Option<u32>,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
@@ -138,21 +146,31 @@ impl<'a> From<&'a ToolDefinition> for WireTool<'a> {
     }
 }
 
-/// The JSON body of a chat-completions request for `model`.
+/// The JSON body of a chat-completions request for `model`, its output cap in `cap_field`.
 ///
 /// ```
 /// use loopbound::Message;
 /// use loopbound::transport::{ChatOptions, ChatRequest};
+/// use loopbound_openai::OutputCapField;
 /// use loopbound_openai::wire::{request_body, Mode};
 ///
 /// let messages = [Message::user("Hello")];
 /// let options = ChatOptions::default().with_max_output_tokens(800);
 /// let cancel = tokio_util::sync::CancellationToken::new();
-/// let body = request_body("m", &ChatRequest::new(&messages, &[], &options, &cancel), Mode::Whole);
-/// assert_eq!(body, br#"{"model":"m","messages":[{"role":"user","content":"Hello"}],"max_tokens":800}"#);
+/// let request = ChatRequest::new(&messages, &[], &options, &cancel);
+/// let body = request_body("m", OutputCapField::MaxCompletionTokens, &request, Mode::Whole);
+/// assert_eq!(
+///     body,
+///     br#"{"model":"m","messages":[{"role":"user","content":"Hello"}],"max_completion_tokens":800}"#
+/// );
 /// ```
 #[must_use]
-pub fn request_body(model: &str, request: &ChatRequest<'_>, mode: Mode) -> Vec<u8> {
+pub fn request_body(
+    model: &str,
+    cap_field: OutputCapField,
+    request: &ChatRequest<'_>,
+    mode: Mode,
+) -> Vec<u8> {
     let (stream, stream_options) = match mode {
         Mode::Whole => (false, None),
         Mode::Stream { usage } => (true, usage.then_some(StreamOptions { include_usage: true })),
@@ -166,7 +184,11 @@ pub fn request_body(model: &str, request: &ChatRequest<'_>, mode: Mode) -> Vec<u
             .chain(request.options.notice.as_deref().map(|content| WireMessage::System { content }))
             .collect(),
         tools: request.tools.iter().map(WireTool::from).collect(),
-        max_tokens: request.options.max_output_tokens,
+        max_completion_tokens: request
+            .options
+            .max_output_tokens
+            .filter(|_| cap_field == OutputCapField::MaxCompletionTokens),
+        max_tokens: request.options.max_output_tokens.filter(|_| cap_field == OutputCapField::MaxTokens),
         stream,
         stream_options,
     };
@@ -229,7 +251,7 @@ pub(crate) struct CountedChoice {
 #[derive(Debug, Deserialize)]
 pub(crate) struct CountedMessage {
     #[serde(default)]
-    pub(crate) tool_calls: Count,
+    pub(crate) tool_calls: Count<IgnoredAny>,
 }
 
 /// One streamed chunk (`chat.completion.chunk`).
@@ -358,46 +380,6 @@ impl<'de, T: Deserialize<'de> + Indexed> Visitor<'de> for FirstChoiceVisitor<T> 
     }
 }
 
-/// The length of a list (`null` or absent: 0), read without keeping its elements.
-#[derive(Debug, Default)]
-pub(crate) struct Count(pub(crate) usize);
-
-impl<'de> Deserialize<'de> for Count {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_option(CountVisitor)
-    }
-}
-
-struct CountVisitor;
-
-impl<'de> Visitor<'de> for CountVisitor {
-    type Value = Count;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a list")
-    }
-
-    fn visit_none<E: de::Error>(self) -> Result<Self::Value, E> {
-        Ok(Count(0))
-    }
-
-    fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
-        Ok(Count(0))
-    }
-
-    fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
-        deserializer.deserialize_seq(self)
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-        let mut count = 0_usize;
-        while seq.next_element::<de::IgnoredAny>()?.is_some() {
-            count += 1;
-        }
-        Ok(Count(count))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use loopbound::transport::{ChatOptions, ToolCall};
@@ -405,6 +387,8 @@ mod tests {
     use tokio_util::sync::CancellationToken;
 
     use super::*;
+
+    const CAP: OutputCapField = OutputCapField::MaxCompletionTokens;
 
     #[test]
     fn every_message_kind_and_tool_is_written_in_the_openai_shape() {
@@ -425,7 +409,7 @@ mod tests {
         let cancel = CancellationToken::new();
         let request = ChatRequest::new(&messages, &tools, &options, &cancel);
         let body: serde_json::Value =
-            serde_json::from_slice(&request_body("m", &request, Mode::Stream { usage: true })).unwrap();
+            serde_json::from_slice(&request_body("m", CAP, &request, Mode::Stream { usage: true })).unwrap();
         assert_eq!(
             body,
             json!({
@@ -458,8 +442,35 @@ mod tests {
         let cancel = CancellationToken::new();
         let request = ChatRequest::new(&messages, &[], &options, &cancel);
         assert_eq!(
-            request_body("m", &request, Mode::Stream { usage: false }),
+            request_body("m", CAP, &request, Mode::Stream { usage: false }),
             br#"{"model":"m","messages":[{"role":"user","content":"Hi"}],"stream":true}"#
         );
+    }
+
+    #[test]
+    fn the_cap_goes_in_the_configured_field_only_and_the_notice_is_the_last_message() {
+        let messages = [Message::system("Be brief."), Message::user("Hi")];
+        let options = ChatOptions::default().with_max_output_tokens(64).with_notice("2 model calls left.");
+        let cancel = CancellationToken::new();
+        let request = ChatRequest::new(&messages, &[], &options, &cancel);
+        let sent = |field| -> serde_json::Value {
+            serde_json::from_slice(&request_body("m", field, &request, Mode::Stream { usage: true })).unwrap()
+        };
+        let expected = |field: &str| {
+            let mut body = json!({
+                "model": "m",
+                "messages": [
+                    {"role": "system", "content": "Be brief."},
+                    {"role": "user", "content": "Hi"},
+                    {"role": "system", "content": "2 model calls left."}
+                ],
+                "stream": true,
+                "stream_options": {"include_usage": true}
+            });
+            body[field] = json!(64);
+            body
+        };
+        assert_eq!(sent(OutputCapField::MaxCompletionTokens), expected("max_completion_tokens"));
+        assert_eq!(sent(OutputCapField::MaxTokens), expected("max_tokens"));
     }
 }

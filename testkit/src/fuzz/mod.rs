@@ -8,6 +8,7 @@
 //! Structured inputs (`BindCase`, `RunCase`) are `arbitrary`-derived; JSON documents inside them
 //! are mirrors written out with an explicit depth cap.
 
+pub mod anthropic_case;
 pub mod bind_case;
 pub mod guard_model;
 pub mod journal_case;
@@ -16,6 +17,7 @@ pub mod mcp_case;
 pub mod openai_case;
 pub mod reference;
 pub mod run_case;
+pub mod stream_case;
 
 use arbitrary::{Arbitrary, Unstructured};
 use serde_json::Value;
@@ -85,6 +87,14 @@ pub fn bind_guard(data: &[u8]) {
 pub fn openai_parse(data: &[u8]) {
     if let Ok(case) = openai_case::OpenAiCase::arbitrary_take_rest(Unstructured::new(data)) {
         openai_case::check(&case);
+    }
+}
+
+/// Target `anthropic_parse`: an arbitrary [`anthropic_case::AnthropicCase`], a body and its
+/// cuts, through the Anthropic transport's decoders.
+pub fn anthropic_parse(data: &[u8]) {
+    if let Ok(case) = anthropic_case::AnthropicCase::arbitrary_take_rest(Unstructured::new(data)) {
+        anthropic_case::check(&case);
     }
 }
 

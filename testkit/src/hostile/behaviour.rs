@@ -1,4 +1,5 @@
-//! What a [`HostileServer`](crate::hostile::HostileServer) does with each chat-completions request.
+//! What a [`HostileServer`](crate::hostile::HostileServer) does with each model-call request, in
+//! the API the request speaks (chat completions, or the Messages API in the Anthropic mode).
 //!
 //! # Invariants
 //!
@@ -13,9 +14,13 @@
 use std::ops::Range;
 use std::time::Duration;
 
-use crate::hostile::payload;
+use crate::hostile::{messages, payload};
 
-/// How the server answers each `POST /v1/chat/completions`.
+/// How the server answers each `POST /v1/chat/completions` and each `POST /v1/messages` (its
+/// Anthropic mode), in the request's API: each behaviour below says what it sends in chat
+/// completions; the Messages API gets the same hostility in its own events (`message_start`,
+/// `content_block_start`/`delta`/`stop` with `text_delta` and `input_json_delta`, `message_delta`,
+/// `message_stop`, `ping`, `error`) and bodies.
 #[derive(Clone, Debug)]
 pub enum Behaviour {
     /// A server-sent-event stream of `chat.completion.chunk` objects whose
@@ -27,6 +32,17 @@ pub enum Behaviour {
     /// A server-sent-event stream whose every chunk opens a NEW tool call: index `n`, id `c{n}`,
     /// name `read_ticket`, arguments `{"input":42}`, for n = 0, 1, 2, … (until the budget).
     EndlessCallIndices,
+    /// A server-sent-event stream of one text delta and then usage reports whose output count
+    /// grows by one per event, forever (until the budget): usage-only chunks, or `message_delta`
+    /// events with their cumulative `output_tokens`.
+    EndlessUsage,
+    /// A server-sent-event stream of `deltas` text deltas of one byte, then an overload reported
+    /// inside the stream (an `error` object with code 529, or an `error` event of type
+    /// `overloaded_error`), then the end of the body.
+    ErrorAfterDeltas {
+        /// How many text deltas come before the error.
+        deltas: usize,
+    },
     /// A server-sent-event stream of one tool call (index 0, name `read_ticket`) whose arguments
     /// open a JSON string (`{"input":"`) and then grow by `delta` bytes of `7` per event, forever
     /// (until the budget).
@@ -53,15 +69,15 @@ pub enum Behaviour {
         /// The pause between two bytes of the body.
         interval: Duration,
     },
-    /// A server-sent-event response that sends only the comment `: keep-alive` every `interval`,
-    /// forever (until the budget).
+    /// A server-sent-event response that sends only the comment `: keep-alive` (a `ping` event
+    /// in the Messages API) every `interval`, forever (until the budget).
     KeepAliveForever {
         /// The pause between two comments.
         interval: Duration,
     },
     /// A reply with status `status` that echoes the key from the request's
-    /// `Authorization: Bearer <KEY>` header (all of it or part of it) at `place`, after `padding`
-    /// dots. The request's `stream` flag is ignored: the place decides the shape of the reply.
+    /// `Authorization: Bearer <KEY>` or `x-api-key: <KEY>` header (all of it or part of it) at
+    /// `place`, after `padding` dots. The request's `stream` flag is ignored: the place decides the shape of the reply.
     EchoKey {
         /// The response's HTTP status, whatever the place (use a non-2xx one with
         /// [`KeyPlace::ErrorBody`] and 200 with the others).
@@ -87,7 +103,7 @@ pub enum Behaviour {
         /// How to answer then.
         then: Box<Behaviour>,
     },
-    /// Request n (counting the chat-completions requests from 0) is answered by behaviour n; a
+    /// Request n (counting the model-call requests from 0) is answered by behaviour n; a
     /// nested `Scripted` is indexed by the same n. Requests past the end get a 500 error reply
     /// whose code is `script_exhausted`.
     Scripted(Vec<Behaviour>),
@@ -153,6 +169,12 @@ impl Reply {
     #[must_use]
     pub fn text(content: &str) -> Self {
         Self::new(200, payload::completion_text(content))
+    }
+
+    /// A 200 Messages API `message` whose content is one text block of `content`.
+    #[must_use]
+    pub fn message_text(content: &str) -> Self {
+        Self::new(200, messages::message_text(content))
     }
 
     /// A 200 `chat.completion` with one tool call (id `call_0`) of `name` with the arguments text

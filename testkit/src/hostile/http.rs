@@ -15,6 +15,8 @@
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
+use crate::hostile::dialect::Dialect;
+
 /// The most bytes of request line and headers read before the request is refused with 431.
 pub(crate) const MAX_HEAD: usize = 64 * 1024;
 /// The most header lines read before the request is refused with 431.
@@ -49,6 +51,11 @@ impl Request {
         }
     }
 
+    /// The key the request sent: `x-api-key` when present, else [`bearer_key`](Self::bearer_key).
+    pub(crate) fn api_key(&self) -> &str {
+        self.header("x-api-key").unwrap_or_else(|| self.bearer_key())
+    }
+
     /// Whether the body is a JSON object with `"stream": true`.
     pub(crate) fn wants_stream(&self) -> bool {
         serde_json::from_slice::<serde_json::Value>(&self.body)
@@ -57,10 +64,15 @@ impl Request {
             .unwrap_or(false)
     }
 
-    /// Whether this is `POST /v1/chat/completions` (any query string aside).
-    pub(crate) fn is_chat_completions(&self) -> bool {
+    /// The API this request speaks: `POST /v1/chat/completions` or `POST /v1/messages` (any
+    /// query string aside); `None` for anything else.
+    pub(crate) fn dialect(&self) -> Option<Dialect> {
         let path = self.target.split_once('?').map_or(self.target.as_str(), |(path, _)| path);
-        self.method == "POST" && path == "/v1/chat/completions"
+        match (self.method.as_str(), path) {
+            ("POST", "/v1/chat/completions") => Some(Dialect::Chat),
+            ("POST", "/v1/messages") => Some(Dialect::Messages),
+            _ => None,
+        }
     }
 }
 
@@ -206,7 +218,7 @@ mod tests {
         let raw = b"POST /v1/chat/completions HTTP/1.1\r\nAuthorization: Bearer sk-123\r\n\
                     Content-Length: 16\r\n\r\n{\"stream\": true}";
         let request = read(raw, 100).await.unwrap();
-        assert!(request.is_chat_completions());
+        assert_eq!(request.dialect(), Some(Dialect::Chat));
         assert!(request.wants_stream());
         assert_eq!(request.bearer_key(), "sk-123");
         assert_eq!(request.body.len(), 16);
@@ -245,5 +257,9 @@ mod tests {
         assert_eq!(request("bearer  k ").bearer_key(), "k");
         assert_eq!(request("Basic abc").bearer_key(), "Basic abc");
         assert_eq!(request("").bearer_key(), "");
+        let mut anthropic = request("Bearer other");
+        anthropic.headers.push(("X-Api-Key".into(), "sk-ant".into()));
+        assert_eq!(anthropic.api_key(), "sk-ant", "x-api-key wins");
+        assert_eq!(request("Bearer k").api_key(), "k");
     }
 }

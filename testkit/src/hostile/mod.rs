@@ -1,11 +1,14 @@
-//! A deliberately hostile OpenAI-compatible chat-completions server, on loopback, for tests that
-//! prove a client's bounds hold against a provider that misbehaves on purpose.
+//! A deliberately hostile model server, on loopback, for tests that prove a client's bounds hold
+//! against a provider that misbehaves on purpose. It speaks OpenAI-compatible chat completions
+//! and, in its Anthropic mode, the Messages API: the request's path decides.
 //!
 //! [`HostileServer::start`] binds `127.0.0.1` on an ephemeral port and answers every
-//! `POST /v1/chat/completions` with one [`Behaviour`]: endless streams of text, of new tool-call
-//! indices or of growing arguments; a flood of tool calls; a reply trickled one byte at a time;
-//! a stream of keep-alive comments only; replies that echo the client's API key; text full of
-//! terminal control sequences; canned and scripted replies. The counters
+//! `POST /v1/chat/completions` and every `POST /v1/messages` with one [`Behaviour`], in the
+//! request's API: endless streams of text, of new tool-call indices, of growing arguments or of
+//! growing usage reports; an error inside the stream after many deltas; a flood of tool calls; a
+//! reply trickled one byte at a time; a stream of keep-alives only; replies that echo the
+//! client's API key (from `Authorization: Bearer` or `x-api-key`); text full of terminal control
+//! sequences; canned and scripted replies. The counters
 //! ([`HostileServer::requests`], [`HostileServer::bytes_sent`],
 //! [`HostileServer::last_request_body_len`]) let a test assert what the client did.
 //!
@@ -45,7 +48,9 @@
 mod answer;
 mod behaviour;
 mod budget;
+mod dialect;
 mod http;
+mod messages;
 mod payload;
 mod response;
 mod server;

@@ -35,7 +35,8 @@ pub const MAX_REQUEST_BODY: usize = 64 * 1024 * 1024;
 /// so that closing does not reset the connection before the client reads the answer.
 const DRAIN: (Duration, u64) = (Duration::from_secs(1), 1024 * 1024);
 
-/// A hostile chat-completions server on loopback; it stops when dropped.
+/// A hostile model server (chat completions and the Messages API) on loopback; it stops when
+/// dropped.
 #[derive(Debug)]
 pub struct HostileServer {
     addr: SocketAddr,
@@ -56,7 +57,7 @@ struct Shared {
     last_body: AtomicUsize,
     /// The largest such body length.
     largest_body: AtomicUsize,
-    /// Chat-completions requests so far: the index of the next one.
+    /// Model-call requests (either API) so far: the index of the next one.
     chat_requests: AtomicUsize,
 }
 
@@ -203,14 +204,17 @@ async fn serve(stream: &mut TcpStream, shared: &Shared) {
     };
     shared.record(request.body.len());
     let out = Responder::new(stream, shared.budget.max_bytes, &shared.bytes_sent);
-    if !request.is_chat_completions() {
-        let body =
-            payload::error("only POST /v1/chat/completions is served", "invalid_request_error", "not_found");
+    let Some(api) = request.dialect() else {
+        let body = payload::error(
+            "only POST /v1/chat/completions and POST /v1/messages are served",
+            "invalid_request_error",
+            "not_found",
+        );
         let _ = out.whole(404, body.as_bytes()).await;
         return;
-    }
+    };
     let index = shared.chat_requests.fetch_add(1, Ordering::SeqCst);
-    let _ = answer::answer(&shared.behaviour, &request, index, out).await;
+    let _ = answer::answer(&shared.behaviour, &request, api, index, out).await;
 }
 
 /// Answers an unusable request with an error of `status`, then drains what the client may still

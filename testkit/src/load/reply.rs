@@ -142,8 +142,9 @@ fn event(data: &str) -> Vec<u8> {
 mod tests {
     use loopbound::transport::{ModelReply, ReplyAssembler, ReplyBounds, ToolCall, Usage as CoreUsage};
     use loopbound_openai::Redactor;
-    use loopbound_openai::chunks::decode_stream;
+    use loopbound_openai::chunks::ChatCompletions;
     use loopbound_openai::parse::parse_completion;
+    use loopbound_provider::events::decode_stream;
 
     use super::*;
 
@@ -165,7 +166,7 @@ mod tests {
 
     fn assembled(events: &[Vec<u8>]) -> ModelReply {
         let mut assembler = ReplyAssembler::default();
-        for chunk in decode_stream(events.iter().map(Vec::as_slice)).unwrap() {
+        for chunk in decode_stream::<ChatCompletions>(events.iter().map(Vec::as_slice)).unwrap() {
             assembler.push(chunk).unwrap();
         }
         assembler.finish()

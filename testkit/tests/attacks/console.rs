@@ -61,7 +61,8 @@ impl Run {
     }
 }
 
-/// Runs the release console with `args` against the endpoint at `base_url`, under `peak_rss`.
+/// Runs the release console with `args` against the endpoint at `base_url` (both providers'
+/// variables point there), under `peak_rss`.
 pub(crate) fn run(base_url: &str, args: &[&str]) -> Run {
     static RUNS: AtomicUsize = AtomicUsize::new(0);
     let report = std::env::temp_dir().join(format!(
@@ -78,6 +79,12 @@ pub(crate) fn run(base_url: &str, args: &[&str]) -> Run {
         .env("LOOPBOUND_API_KEY", KEY)
         .env("LOOPBOUND_TIMEOUT_SECS", "30")
         .env_remove("LOOPBOUND_STREAM_USAGE")
+        // The same server in its Anthropic mode, for `--provider anthropic`.
+        .env("LOOPBOUND_ANTHROPIC_BASE_URL", base_url)
+        .env("LOOPBOUND_ANTHROPIC_MODEL", "hostile")
+        .env("LOOPBOUND_ANTHROPIC_API_KEY", KEY)
+        .env("LOOPBOUND_ANTHROPIC_TIMEOUT_SECS", "30")
+        .env_remove("LOOPBOUND_ANTHROPIC_MAX_TOKENS")
         .stdin(Stdio::null())
         .output()
         .expect("peak_rss runs");
@@ -96,8 +103,5 @@ pub(crate) fn run(base_url: &str, args: &[&str]) -> Run {
 
 /// Panics if `text` holds any eight consecutive characters of [`KEY`].
 pub(crate) fn assert_no_key_run(text: &str, what: &str) {
-    for window in KEY.as_bytes().windows(8) {
-        let window = std::str::from_utf8(window).expect("ASCII");
-        assert!(!text.contains(window), "{what} holds {window:?}, a run of the key:\n{text}");
-    }
+    loopbound_testkit::leaks::assert_no_run_of(KEY, text, what);
 }

@@ -1,8 +1,10 @@
-//! The release `demo330 --live` against the hostile server: every attack of issue 10 ends by
-//! itself, with its documented status and exit code, within 64 MiB of resident memory above an
-//! idle run, with at most `model calls × (2 × calls per reply + 2)` events, no run of the API
-//! key anywhere it prints, and, under the `deadline` scenario's one-second deadline, a return
-//! within 1.1 s.
+//! The release `demo330 --live` against the hostile server, through both providers (chat
+//! completions, and `--provider anthropic` against the server's Anthropic mode): every attack of
+//! issue 10, and the Messages API's own (usage reports that grow forever, an overload after
+//! 10,000 deltas), ends by itself, with its documented status and exit code, within 64 MiB of
+//! resident memory above an idle run, with at most `model calls × (2 × calls per reply + 2)`
+//! events, no run of the API key anywhere it prints, and, under the `deadline` scenario's
+//! one-second deadline, a return within 1.1 s.
 //!
 //! The console is the release build (see [`console::release_demo`]): the time bound is about
 //! our own work after the deadline, which a debug build does too slowly to say anything. The
@@ -94,10 +96,42 @@ fn six_replies_of_sixteen_unbindable_calls() -> Vec<String> {
     lines
 }
 
-/// Every attack; its arguments follow the scenario, which each pass chooses.
-fn attacks() -> Vec<Attack> {
+/// The API the console talks to the server in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Provider {
+    OpenAi,
+    Anthropic,
+}
+
+impl Provider {
+    /// The console's arguments that choose this provider.
+    fn args(self) -> &'static [&'static str] {
+        match self {
+            Self::OpenAi => &[],
+            Self::Anthropic => &["--provider", "anthropic"],
+        }
+    }
+
+    /// A whole text reply in this provider's shape.
+    fn text(self, content: &str) -> Reply {
+        match self {
+            Self::OpenAi => Reply::text(content),
+            Self::Anthropic => Reply::message_text(content),
+        }
+    }
+}
+
+/// Every attack through `provider`; its arguments follow the scenario, which each pass chooses.
+fn attacks(provider: Provider) -> Vec<Attack> {
     let json = |extra: &[&'static str]| {
         let mut args = vec!["--live", "--json"];
+        args.extend_from_slice(provider.args());
+        args.extend_from_slice(extra);
+        args
+    };
+    let live = |extra: &[&'static str]| {
+        let mut args = vec!["--live"];
+        args.extend_from_slice(provider.args());
         args.extend_from_slice(extra);
         args
     };
@@ -138,7 +172,7 @@ fn attacks() -> Vec<Attack> {
             deadline_only: false,
         },
         Attack {
-            name: "250,000 calls in one whole reply (26 MB)",
+            name: "250,000 calls in one whole reply (over 16 MiB)",
             behaviour: flood(250_000, "read_ticket", r#"{"input":"x"}"#),
             args: json(&[]),
             ends: Ends::ProviderError(TOO_LONG),
@@ -173,9 +207,23 @@ fn attacks() -> Vec<Attack> {
             deadline_only: false,
         },
         Attack {
+            name: "usage reports that grow forever",
+            behaviour: Behaviour::EndlessUsage,
+            args: json(&["--stream"]),
+            ends: Ends::ProviderError(TOO_LONG),
+            deadline_only: false,
+        },
+        Attack {
+            name: "an overload after 10,000 deltas",
+            behaviour: Behaviour::ErrorAfterDeltas { deltas: 10_000 },
+            args: json(&["--stream"]),
+            ends: Ends::Outcome("ProviderUnavailable", events(&["ModelCall model 1"])),
+            deadline_only: false,
+        },
+        Attack {
             name: "a body trickled byte by byte",
             behaviour: Behaviour::Trickle {
-                body: Reply::text("Review finished.").body,
+                body: provider.text("Review finished.").body,
                 interval: Duration::from_millis(20),
             },
             args: json(&[]),
@@ -198,7 +246,7 @@ fn attacks() -> Vec<Attack> {
         },
         Attack {
             name: "a 15 MiB reply arriving at 0.95 s",
-            behaviour: delayed(Behaviour::Reply(Reply::text(&"a".repeat(15 << 20)))),
+            behaviour: delayed(Behaviour::Reply(provider.text(&"a".repeat(15 << 20)))),
             args: json(&[]),
             ends: Ends::Outcome("Incomplete", events(&["ModelCall model 1"])),
             deadline_only: true,
@@ -206,7 +254,7 @@ fn attacks() -> Vec<Attack> {
         Attack {
             name: "the key echoed after padding in a 401",
             behaviour: echo(401, KeyPlace::ErrorBody, KeyPart::Whole),
-            args: vec!["--live"],
+            args: live(&[]),
             ends: Ends::ProviderError("provider refused authentication: HTTP 401: ....."),
             deadline_only: false,
         },
@@ -220,14 +268,14 @@ fn attacks() -> Vec<Attack> {
         Attack {
             name: "the key echoed after padding in a 503",
             behaviour: echo(503, KeyPlace::ErrorBody, KeyPart::Whole),
-            args: vec!["--live"],
+            args: live(&[]),
             ends: Ends::Outcome("ProviderUnavailable", events(&["ModelCall model 1"])),
             deadline_only: false,
         },
         Attack {
             name: "the key echoed in the model's text (200)",
             behaviour: echo(200, KeyPlace::Text, KeyPart::Whole),
-            args: vec!["--live"],
+            args: live(&[]),
             ends: Ends::Outcome("Incomplete", events(&["ModelCall model 1"])),
             deadline_only: false,
         },
@@ -248,7 +296,7 @@ fn attacks() -> Vec<Attack> {
         Attack {
             name: "escape sequences in the model's text",
             behaviour: Behaviour::EscapeSequences,
-            args: vec!["--live", "--stream"],
+            args: live(&["--stream"]),
             ends: Ends::Outcome("Incomplete", events(&["ModelCall model 1"])),
             deadline_only: false,
         },
@@ -303,9 +351,9 @@ fn outcome(run: &Run, json: bool) -> (String, Vec<String>) {
     }
 }
 
-/// Checks one run against what its attack must end with, in `pass`.
-fn check(attack: &Attack, pass: Pass, run: &Run, idle_kib: u64) {
-    let name = format!("{} ({})", attack.name, pass.scenario());
+/// Checks one run against what its attack, through `provider`, must end with, in `pass`.
+fn check(attack: &Attack, provider: Provider, pass: Pass, run: &Run, idle_kib: u64) {
+    let name = format!("{} ({provider:?}, {})", attack.name, pass.scenario());
     assert_no_key_run(&run.stdout, &format!("{name}: stdout"));
     assert_no_key_run(&run.stderr, &format!("{name}: stderr"));
     let above_idle = run.peak_kib.saturating_sub(idle_kib) * 1024;
@@ -367,8 +415,13 @@ async fn every_attack_ends_by_itself_within_its_bounds() {
         "{:<58} {:<9} {:>5} {:>12} {:>9} {:>8} {:>8}",
         "attack", "scenario", "exit", "peak-idle", "returned", "events", "requests"
     ));
-    for pass in [Pass::ByItself, Pass::OneSecond] {
-        for attack in attacks() {
+    for (provider, pass) in [
+        (Provider::OpenAi, Pass::ByItself),
+        (Provider::OpenAi, Pass::OneSecond),
+        (Provider::Anthropic, Pass::ByItself),
+        (Provider::Anthropic, Pass::OneSecond),
+    ] {
+        for attack in attacks(provider) {
             // Some attacks end only by the deadline, or are timed against it: they are for the second pass.
             if pass == Pass::ByItself && attack.deadline_only {
                 continue;
@@ -380,7 +433,7 @@ async fn every_attack_ends_by_itself_within_its_bounds() {
                 if run.code == 2 { outcome(&run, attack.args.contains(&"--json")).1.len() } else { 0 };
             table.push(format!(
                 "{:<58} {:<9} {:>5} {:>8} KiB {:>7}ms {:>8} {:>8}",
-                attack.name,
+                format!("{} ({provider:?})", attack.name),
                 pass.scenario(),
                 run.code,
                 run.peak_kib.saturating_sub(idle.peak_kib),
@@ -388,7 +441,7 @@ async fn every_attack_ends_by_itself_within_its_bounds() {
                 events,
                 server.requests()
             ));
-            check(&attack, pass, &run, idle.peak_kib);
+            check(&attack, provider, pass, &run, idle.peak_kib);
             // A request never carries more than the conversation plus six bounded replies.
             assert!(
                 server.largest_request_body_len() < 64 * 1024,
@@ -400,16 +453,22 @@ async fn every_attack_ends_by_itself_within_its_bounds() {
     }
     eprintln!("{}", table.join("\n"));
     // The text around an echoed key is kept, the key replaced, whole or split across deltas.
-    for place in [KeyPlace::Text, KeyPlace::StreamText] {
-        let (run, _) =
-            against(echo(200, place, KeyPart::Whole), vec!["complete", "--live", "--json", "--stream"]).await;
-        assert_no_key_run(&run.stdout, "stdout");
-        let report: Value = run.report();
-        assert_eq!(
-            report["text"],
-            format!("{} the key you sent was [redacted]", ".".repeat(270)),
-            "{place:?}"
-        );
+    for provider in [Provider::OpenAi, Provider::Anthropic] {
+        for place in [KeyPlace::Text, KeyPlace::StreamText] {
+            let mut args = vec!["complete", "--live", "--json", "--stream"];
+            args.extend_from_slice(provider.args());
+            let (run, _) = against(echo(200, place, KeyPart::Whole), args).await;
+            assert_no_key_run(&run.stdout, "stdout");
+            let report: Value = run.report();
+            assert_eq!(
+                report["text"],
+                format!("{} the key you sent was [redacted]", ".".repeat(270)),
+                "{provider:?} {place:?}"
+            );
+            let transport = report["transport"].as_str().unwrap_or_default();
+            let label = if provider == Provider::OpenAi { "openai-compatible" } else { "anthropic-messages" };
+            assert!(transport.starts_with(label), "{provider:?}: {transport}");
+        }
     }
     assert_eq!(KEY.len(), 52);
 }

@@ -32,6 +32,20 @@ pub(crate) fn request(body: &str, key: Option<&str>) -> Vec<u8> {
     .into_bytes()
 }
 
+/// The bytes of `POST /v1/messages` (the Anthropic mode) with a Messages API body, streamed or
+/// not, authorized by `key` as `x-api-key`.
+pub(crate) fn messages_request(stream: bool, key: &str) -> Vec<u8> {
+    let body = format!(
+        r#"{{"model":"m","max_tokens":800,"messages":[{{"role":"user","content":[{{"type":"text","text":"review ticket 42"}}]}}],"stream":{stream}}}"#
+    );
+    format!(
+        "POST /v1/messages HTTP/1.1\r\nHost: localhost\r\nx-api-key: {key}\r\nanthropic-version: 2023-06-01\r\n\
+         Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .into_bytes()
+}
+
 /// Connects to `server` and sends `raw`.
 pub(crate) async fn send(server: &HostileServer, raw: &[u8]) -> TcpStream {
     let mut stream = TcpStream::connect(server.addr()).await.expect("connects");

@@ -6,5 +6,6 @@ mod endless;
 mod escape;
 mod flood;
 mod lifecycle;
+mod messages;
 mod scripted;
 mod slow;

@@ -3,41 +3,18 @@
 
 use std::time::Duration;
 
-use futures_util::StreamExt;
-use loopbound::transport::{
-    ChatOptions, ChatRequest, ModelReply, Transport, TransportError, TransportErrorKind,
-};
-use loopbound::{Composition, Message, RunError, Status};
+use loopbound::transport::{ModelReply, TransportError, TransportErrorKind};
+use loopbound::{Composition, RunError, Status};
 use loopbound_openai::{ApiKey, Config, OpenAiTransport};
 use tokio_util::sync::CancellationToken;
 
-use crate::canned::{Answer, Canned, event_stream, json, response};
-use crate::review::{Scenario, run};
 use crate::{SECRET, assert_no_secret};
+use loopbound_testkit::canned::{Answer, Canned, event_stream, json, response};
+use loopbound_testkit::scenarios::{Scenario, call, run};
 
 fn transport_to(base_url: &str) -> OpenAiTransport {
     let config = Config::new(base_url, "m").unwrap().with_api_key(ApiKey::new(SECRET).unwrap());
     OpenAiTransport::new(config).unwrap()
-}
-
-/// Calls the transport directly, on the whole or the streaming path, with `cancel`.
-async fn call(
-    transport: &OpenAiTransport,
-    streaming: bool,
-    cancel: &CancellationToken,
-) -> Result<ModelReply, TransportError> {
-    let messages = [Message::user("Hello")];
-    let options = ChatOptions::default();
-    let request = ChatRequest::new(&messages, &[], &options, cancel);
-    if !streaming {
-        return transport.complete(request).await;
-    }
-    let mut chunks = std::pin::pin!(transport.stream(request).await?);
-    let mut reply = loopbound::transport::ReplyAssembler::default();
-    while let Some(chunk) = chunks.next().await {
-        reply.push(chunk?)?;
-    }
-    Ok(reply.finish())
 }
 
 fn check_error(result: &Result<ModelReply, TransportError>) -> &TransportError {

@@ -2,10 +2,8 @@
 //! scenarios, the wire format, injected errors) and against a small canned server (failures that
 //! a well-behaved server does not produce: cut streams, hangs, refused connections).
 
-mod canned;
 mod failures;
 mod hostile;
-mod review;
 mod scenarios;
 mod wire;
 

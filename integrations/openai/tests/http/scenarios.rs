@@ -1,14 +1,14 @@
 //! The review scenarios over HTTP against aimock: the same events, status, text and
 //! conversation as the scripted transport, in both compositions and on both call paths.
 
-use loopbound::transport::Usage;
-use loopbound::{Composition, Status};
+use loopbound::spend::{Micros, Price, Prices};
+use loopbound::transport::{Transport, Usage};
+use loopbound::{Composition, Limits, Status};
 use loopbound_openai::{ApiKey, Config, OpenAiTransport};
 
 use crate::SECRET;
-use crate::review::{PATHS, Scenario, run};
 use loopbound_testkit::aimock::Aimock;
-use loopbound_testkit::review::COMPLETE_EVENTS;
+use loopbound_testkit::scenarios::{PATHS, Scenario, compare, run, run_priced};
 
 pub(crate) fn transport(server: &Aimock) -> OpenAiTransport {
     let config = Config::new(&server.base_url(), "loopbound-test-model")
@@ -17,38 +17,16 @@ pub(crate) fn transport(server: &Aimock) -> OpenAiTransport {
     OpenAiTransport::new(config).expect("the client builds")
 }
 
-/// Runs `scenario` over HTTP on every path and checks it against the scripted run and the
-/// expected events.
-async fn check(
-    server: &Aimock,
-    scenario: Scenario,
-    status: Status,
-    events: &[&str],
-    paths: &[(Composition, bool)],
-) {
-    for &(composition, streaming) in paths {
-        let context = format!("{scenario:?} {composition} streaming={streaming}");
-        let live = run(scenario, composition, streaming, transport(server)).await;
-        let scripted = run(scenario, composition, streaming, scenario.scripted()).await;
-        assert_eq!(live.outcome().status(), status, "{context}\n{}", server.log());
-        assert_eq!(live.events(), events, "{context}");
-        assert_eq!(live.events(), scripted.events(), "{context}: HTTP and scripted events differ");
-        assert_eq!(live.outcome().status(), scripted.outcome().status(), "{context}");
-        assert_eq!(live.outcome().text(), scripted.outcome().text(), "{context}");
-        assert_eq!(live.conversation, scripted.conversation, "{context}: conversations differ");
-        assert_eq!(
-            (live.model_calls, live.tool_calls),
-            (scripted.model_calls, scripted.tool_calls),
-            "{context}"
-        );
-    }
+/// Runs `scenario` over HTTP on `paths` and checks it against the scripted run and the
+/// scenario's status and events.
+async fn check(server: &Aimock, scenario: Scenario, paths: &[(Composition, bool)]) {
+    compare(scenario, paths, || transport(server), || server.log()).await;
 }
 
 #[tokio::test]
 async fn the_complete_review_over_http_matches_the_scripted_run_in_both_compositions_and_paths() {
     let Some(server) = Aimock::start() else { return };
-    let events = COMPLETE_EVENTS;
-    check(&server, Scenario::Complete, Status::Completed, &events, &PATHS).await;
+    check(&server, Scenario::Complete, &PATHS).await;
 
     let live = run(Scenario::Complete, Composition::Harness, false, transport(&server)).await;
     assert_eq!(live.outcome().text(), Some("Review finished."));
@@ -72,17 +50,35 @@ async fn usage_is_summed_over_the_calls_on_both_paths_and_absent_when_not_asked_
 }
 
 #[tokio::test]
+async fn a_cost_budget_prices_each_call_by_the_configured_model_on_both_paths() {
+    let Some(server) = Aimock::start() else { return };
+    assert_eq!(transport(&server).model(), Some("loopbound-test-model"));
+    for streaming in [false, true] {
+        // 1 unit of money per million input tokens, 2 per million output tokens (micro-units).
+        let prices = Prices::new()
+            .model("loopbound-test-model", Price::per_million(Micros(1_000_000), Micros(2_000_000)));
+        let limits = Limits::default().with_cost(Micros(100_000));
+        let live = run_priced(
+            Scenario::Complete,
+            Composition::Harness,
+            streaming,
+            limits,
+            prices,
+            transport(&server),
+        )
+        .await;
+        assert_eq!(live.outcome().status(), Status::Completed, "streaming={streaming}");
+        // The fixtures' 490 input and 20 output tokens.
+        assert_eq!(live.outcome().spend().cost, Micros(490 + 2 * 20), "streaming={streaming}");
+        assert_eq!(live.outcome().spend().settled, Usage::new(490, 20), "streaming={streaming}");
+    }
+}
+
+#[tokio::test]
 async fn a_model_repeating_the_same_call_over_http_is_stopped_after_one_admitted_call() {
     let Some(server) = Aimock::start() else { return };
-    let events = [
-        "ModelCall model 1",
-        "Middleware read_ticket 1",
-        "ToolCall read_ticket 1",
-        "ModelCall model 2",
-        "Middleware read_ticket 2",
-        "RepeatedCall read_ticket 1",
-    ];
-    check(&server, Scenario::Repeat, Status::RepeatedCall, &events, &PATHS).await;
+    check(&server, Scenario::Repeat, &PATHS).await;
+    assert_eq!(Scenario::Repeat.status(), Status::RepeatedCall);
     let live = run(Scenario::Repeat, Composition::Harness, true, transport(&server)).await;
     assert_eq!((live.model_calls, live.tool_calls), (2, 1));
     assert_eq!(live.outcome().text(), None);
@@ -91,21 +87,8 @@ async fn a_model_repeating_the_same_call_over_http_is_stopped_after_one_admitted
 #[tokio::test]
 async fn a_model_changing_its_arguments_over_http_is_stopped_by_the_tool_budget() {
     let Some(server) = Aimock::start() else { return };
-    let mut events = Vec::new();
-    for n in 1..=4 {
-        events.extend([
-            format!("ModelCall model {n}"),
-            format!("Middleware read_ticket {n}"),
-            format!("ToolCall read_ticket {n}"),
-        ]);
-    }
-    events.extend([
-        "ModelCall model 5".to_owned(),
-        "Middleware read_ticket 5".to_owned(),
-        "ToolBudget read_ticket 4".to_owned(),
-    ]);
-    let events: Vec<&str> = events.iter().map(String::as_str).collect();
-    check(&server, Scenario::Changing, Status::ToolBudget, &events, &PATHS).await;
+    check(&server, Scenario::Changing, &PATHS).await;
+    assert_eq!(Scenario::Changing.status(), Status::ToolBudget);
     let live = run(Scenario::Changing, Composition::Simple, false, transport(&server)).await;
     assert_eq!((live.model_calls, live.tool_calls), (5, 4));
 }
@@ -113,8 +96,8 @@ async fn a_model_changing_its_arguments_over_http_is_stopped_by_the_tool_budget(
 #[tokio::test]
 async fn a_tool_without_its_capability_over_http_is_refused_before_any_tool_runs() {
     let Some(server) = Aimock::start() else { return };
-    let events = ["ModelCall model 1", "Middleware read_ticket 1", "PermissionDenied read_ticket 0"];
-    check(&server, Scenario::Forbidden, Status::PermissionDenied, &events, &PATHS).await;
+    check(&server, Scenario::Forbidden, &PATHS).await;
+    assert_eq!(Scenario::Forbidden.status(), Status::PermissionDenied);
     let live = run(Scenario::Forbidden, Composition::Harness, false, transport(&server)).await;
     assert_eq!((live.model_calls, live.tool_calls), (1, 0));
 }
@@ -122,20 +105,14 @@ async fn a_tool_without_its_capability_over_http_is_refused_before_any_tool_runs
 #[tokio::test]
 async fn claiming_done_without_the_work_over_http_is_incomplete() {
     let Some(server) = Aimock::start() else { return };
-    check(&server, Scenario::Incomplete, Status::Incomplete, &["ModelCall model 1"], &PATHS).await;
+    check(&server, Scenario::Incomplete, &PATHS).await;
+    assert_eq!(Scenario::Incomplete.events(), ["ModelCall model 1"]);
 }
 
 #[tokio::test]
 async fn arguments_of_the_wrong_type_over_http_become_an_error_result_for_the_model() {
     let Some(server) = Aimock::start() else { return };
-    check(
-        &server,
-        Scenario::BadArguments,
-        Status::Incomplete,
-        &["ModelCall model 1", "Middleware read_ticket 1", "ModelCall model 2"],
-        &PATHS[..2],
-    )
-    .await;
+    check(&server, Scenario::BadArguments, &PATHS[..2]).await;
     let bodies = server.request_bodies().await;
     let tool_result = &bodies.last().expect("requests were journaled")["messages"][2];
     assert_eq!(tool_result["role"], "tool");

@@ -3,15 +3,15 @@
 
 use loopbound::transport::{TransportError, TransportErrorKind};
 use loopbound::{Composition, RunError, Status};
-use loopbound_openai::{ApiKey, Config, OpenAiTransport};
+use loopbound_openai::{ApiKey, Config, OpenAiTransport, OutputCapField};
 use serde_json::{Value, json};
 
 use loopbound_testkit::aimock::Aimock;
 use loopbound_testkit::review::{self as review_task, REVIEW_DONE, TICKET_TEXT};
 
-use crate::review::{Scenario, run};
 use crate::scenarios::transport;
 use crate::{SECRET, assert_no_secret};
+use loopbound_testkit::scenarios::{Scenario, run};
 
 /// The schema core derives for the review's input type, doc comments included.
 const TICKET_SCHEMA: &str = r#"{"title":"TicketInput","description":"The input of both tools: one ticket id.","type":"object",
@@ -45,7 +45,7 @@ async fn the_journal_shows_the_exact_wire_format_and_no_api_key() {
     let user = json!({"role": "user", "content": Scenario::Complete.request()});
     let read = json!({"role": "tool", "tool_call_id": "call_read_42", "content": TICKET_TEXT});
     let finish = json!({"role": "tool", "tool_call_id": "call_finish_42", "content": REVIEW_DONE});
-    let body = |messages: Value| json!({"model": "loopbound-test-model", "messages": messages, "tools": expected_tools(), "max_tokens": 800});
+    let body = |messages: Value| json!({"model": "loopbound-test-model", "messages": messages, "tools": expected_tools(), "max_completion_tokens": 800});
     assert_eq!(
         server.request_bodies().await,
         vec![
@@ -83,6 +83,32 @@ async fn streamed_requests_ask_for_a_stream_and_for_usage_unless_told_not_to() {
     assert_eq!(bodies[1]["stream"], true);
     assert_eq!(bodies[1].get("stream_options"), None);
     assert_no_secret(&server.journal_text().await);
+}
+
+#[tokio::test]
+async fn an_older_server_gets_the_cap_as_max_tokens_whole_and_streamed_with_usage_asked() {
+    let Some(server) = Aimock::start() else { return };
+    let older = || {
+        let config = Config::new(&server.base_url(), "loopbound-test-model").unwrap();
+        OpenAiTransport::new(config.with_output_cap_field(OutputCapField::MaxTokens)).unwrap()
+    };
+    for streaming in [false, true] {
+        let live = run(Scenario::Complete, Composition::Harness, streaming, older()).await;
+        assert_eq!(live.outcome().status(), Status::Completed, "streaming={streaming}");
+    }
+    let bodies = server.request_bodies().await;
+    assert_eq!(bodies.len(), 6, "three requests per run");
+    let user = json!({"role": "user", "content": Scenario::Complete.request()});
+    let whole = json!({"model": "loopbound-test-model", "messages": [user], "tools": expected_tools(), "max_tokens": 800});
+    let mut streamed = whole.clone();
+    streamed["stream"] = json!(true);
+    streamed["stream_options"] = json!({"include_usage": true});
+    assert_eq!(bodies[0], whole);
+    assert_eq!(bodies[3], streamed);
+    for body in &bodies {
+        assert_eq!(body.get("max_completion_tokens"), None, "{body}");
+        assert_eq!(body["max_tokens"], 800, "{body}");
+    }
 }
 
 #[tokio::test]

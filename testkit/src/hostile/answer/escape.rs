@@ -9,7 +9,7 @@
 
 use tokio::io::AsyncWrite;
 
-use crate::hostile::payload;
+use crate::hostile::dialect::{Dialect, Finish};
 use crate::hostile::response::{Responder, Sent};
 
 /// The fake status line inside [`ESCAPE_TEXT`]: it imitates a run's closing report.
@@ -30,17 +30,22 @@ const PIECES: [&str; 5] = [
 ];
 
 /// A whole text reply of [`ESCAPE_TEXT`], or its pieces as server-sent events when `stream`.
-pub(super) async fn answer<S: AsyncWrite + Unpin>(mut out: Responder<'_, S>, stream: bool) -> Sent {
+pub(super) async fn answer<S: AsyncWrite + Unpin>(
+    mut out: Responder<'_, S>,
+    api: Dialect,
+    stream: bool,
+) -> Sent {
     if !stream {
-        return out.whole(200, payload::completion_text(ESCAPE_TEXT).as_bytes()).await;
+        return out.whole(200, api.whole_text(ESCAPE_TEXT).as_bytes()).await;
     }
     out.sse_head(200);
-    out.body(&payload::role_event()).await?;
+    out.body(&api.open()).await?;
+    out.body(&api.open_text()).await?;
     for piece in PIECES {
-        out.body(&payload::content_event(piece)).await?;
+        out.body(&api.text(piece)).await?;
     }
-    out.body(&payload::finish_event("stop")).await?;
-    out.body(payload::DONE).await?;
+    out.body(&api.close_text()).await?;
+    out.body(&api.finish(Finish::Stop)).await?;
     out.finish().await
 }
 

@@ -1,4 +1,5 @@
-//! Answering one chat-completions request with a [`Behaviour`].
+//! Answering one model-call request (chat completions or Messages API) with a [`Behaviour`], in
+//! the request's API.
 //!
 //! # Invariants
 //!
@@ -22,14 +23,15 @@ use tokio::io::AsyncWrite;
 pub use escape::{ESCAPE_TEXT, FAKE_STATUS_LINE};
 
 use crate::hostile::behaviour::Behaviour;
+use crate::hostile::dialect::Dialect;
 use crate::hostile::http::Request;
-use crate::hostile::payload;
 use crate::hostile::response::{Framing, Responder, Sent};
 
-/// Answers `request`, the chat-completions request number `index`, with `behaviour`.
+/// Answers `request`, in `api`, the model-call request number `index`, with `behaviour`.
 pub(crate) async fn answer<S>(
     behaviour: &Behaviour,
     request: &Request,
+    api: Dialect,
     index: usize,
     out: Responder<'_, S>,
 ) -> Sent
@@ -37,35 +39,39 @@ where
     S: AsyncWrite + Unpin,
 {
     let Some(mut behaviour) = resolve(behaviour, index) else {
-        return exhausted(out, index).await;
+        return exhausted(out, api, index).await;
     };
     while let Behaviour::Delayed { delay, then } = behaviour {
         tokio::time::sleep(*delay).await;
         let Some(next) = resolve(then, index) else {
-            return exhausted(out, index).await;
+            return exhausted(out, api, index).await;
         };
         behaviour = next;
     }
     let stream = request.wants_stream();
     match behaviour {
-        Behaviour::EndlessText { delta } => endless::text(out, *delta).await,
-        Behaviour::EndlessCallIndices => endless::call_indices(out).await,
-        Behaviour::EndlessArguments { delta } => endless::arguments(out, *delta).await,
+        Behaviour::EndlessText { delta } => endless::text(out, api, *delta).await,
+        Behaviour::EndlessCallIndices => endless::call_indices(out, api).await,
+        Behaviour::EndlessArguments { delta } => endless::arguments(out, api, *delta).await,
+        Behaviour::EndlessUsage => endless::usage(out, api).await,
+        Behaviour::ErrorAfterDeltas { deltas } => endless::error_after(out, api, *deltas).await,
         Behaviour::CallFlood { calls, arguments, name } if stream => {
-            flood::streamed(out, *calls, name, arguments).await
+            flood::streamed(out, api, *calls, name, arguments).await
         }
-        Behaviour::CallFlood { calls, arguments, name } => flood::whole(out, *calls, name, arguments).await,
+        Behaviour::CallFlood { calls, arguments, name } => {
+            flood::whole(out, api, *calls, name, arguments).await
+        }
         Behaviour::Trickle { body, interval } => trickle(out, body.as_bytes(), *interval).await,
-        Behaviour::KeepAliveForever { interval } => keep_alive(out, *interval).await,
+        Behaviour::KeepAliveForever { interval } => keep_alive(out, api, *interval).await,
         Behaviour::EchoKey { status, padding, place, part } => {
-            let echoed = part.of(request.bearer_key());
-            echo::answer(out, *status, &".".repeat(*padding), *place, &echoed).await
+            let echoed = part.of(request.api_key());
+            echo::answer(out, api, *status, &".".repeat(*padding), *place, &echoed).await
         }
-        Behaviour::EscapeSequences => escape::answer(out, stream).await,
+        Behaviour::EscapeSequences => escape::answer(out, api, stream).await,
         Behaviour::Reply(reply) => out.whole(reply.status, reply.body.as_bytes()).await,
         // `resolve` never yields a script and the loop above unwraps every delay; answering as
         // exhausted keeps these arms panic-free.
-        Behaviour::Scripted(_) | Behaviour::Delayed { .. } => exhausted(out, index).await,
+        Behaviour::Scripted(_) | Behaviour::Delayed { .. } => exhausted(out, api, index).await,
     }
 }
 
@@ -79,10 +85,10 @@ fn resolve(mut behaviour: &Behaviour, index: usize) -> Option<&Behaviour> {
 }
 
 /// Answers request `index`, which no script reaches, with a 500 error whose code is
-/// `script_exhausted`.
-async fn exhausted<S: AsyncWrite + Unpin>(out: Responder<'_, S>, index: usize) -> Sent {
+/// `script_exhausted` (an `api_error` in the Messages API).
+async fn exhausted<S: AsyncWrite + Unpin>(out: Responder<'_, S>, api: Dialect, index: usize) -> Sent {
     let message = format!("hostile server: script exhausted at request {index}");
-    let body = payload::error(&message, "server_error", "script_exhausted");
+    let body = api.error(&message, "server_error", "script_exhausted");
     out.whole(500, body.as_bytes()).await
 }
 
@@ -100,11 +106,16 @@ async fn trickle<S: AsyncWrite + Unpin>(mut out: Responder<'_, S>, body: &[u8], 
     out.finish().await
 }
 
-/// Writes the comment `: keep-alive` every `interval`, until the budget ends the stream.
-async fn keep_alive<S: AsyncWrite + Unpin>(mut out: Responder<'_, S>, interval: Duration) -> Sent {
+/// Writes the API's keep-alive (the comment `: keep-alive`; a `ping` event) every `interval`,
+/// until the budget ends the stream.
+async fn keep_alive<S: AsyncWrite + Unpin>(
+    mut out: Responder<'_, S>,
+    api: Dialect,
+    interval: Duration,
+) -> Sent {
     out.sse_head(200);
     loop {
-        out.body(payload::KEEP_ALIVE).await?;
+        out.body(api.keep_alive()).await?;
         out.flush().await?;
         tokio::time::sleep(interval).await;
     }

@@ -30,7 +30,7 @@ use std::sync::Arc;
 
 use loopbound::transport::{ModelReply, ReplyChunk, TransportError};
 
-use crate::config::{ApiKey, REDACTED};
+use crate::key::{ApiKey, REDACTED};
 
 /// The shortest run of the key's characters that is redacted: 8 bytes.
 pub const RUN: usize = 8;
@@ -38,7 +38,7 @@ pub const RUN: usize = 8;
 /// Replaces every run of the API key's characters in the texts it is given.
 ///
 /// ```
-/// use loopbound_openai::{ApiKey, Redactor};
+/// use loopbound_provider::{ApiKey, Redactor};
 ///
 /// let redactor = Redactor::new(Some(ApiKey::new("sk-0123456789abcdefghij")?));
 /// // The whole key, a part of it, a part cut at the end of a message.
@@ -47,7 +47,7 @@ pub const RUN: usize = 8;
 /// assert_eq!(redactor.redact("ends with sk-01234567"), "ends with [redacted]");
 /// // Fewer than eight characters of it stay.
 /// assert_eq!(redactor.redact("sk-0123 and 6789"), "sk-0123 and 6789");
-/// # Ok::<(), loopbound_openai::ConfigError>(())
+/// # Ok::<(), loopbound_provider::ConfigError>(())
 /// ```
 #[derive(Clone, Debug, Default)]
 pub struct Redactor {
@@ -281,20 +281,22 @@ fn floor_char_boundary(text: &str, mut at: usize) -> usize {
 /// run split across two pieces is caught), ids and names piece by piece (the assembler keeps the
 /// first piece of each only).
 #[derive(Debug, Default)]
-pub(crate) struct StreamRedactor {
+pub struct StreamRedactor {
     redactor: Redactor,
     content: Channel,
     arguments: BTreeMap<u32, Channel>,
 }
 
 impl StreamRedactor {
-    pub(crate) fn new(redactor: Redactor) -> Self {
+    /// A stream redactor of `redactor`'s key.
+    #[must_use]
+    pub fn new(redactor: Redactor) -> Self {
         Self { redactor, ..Self::default() }
     }
 
     /// `chunk` redacted, with the ends that may still join a run held back; `None` when nothing
     /// of it is left to hand on now.
-    pub(crate) fn chunk(&mut self, mut chunk: ReplyChunk) -> Option<ReplyChunk> {
+    pub fn chunk(&mut self, mut chunk: ReplyChunk) -> Option<ReplyChunk> {
         if self.redactor.runs.is_none() {
             return Some(chunk);
         }
@@ -318,7 +320,7 @@ impl StreamRedactor {
     }
 
     /// What was held back, as one last chunk, when the stream ended well.
-    pub(crate) fn finish(&mut self) -> Option<ReplyChunk> {
+    pub fn finish(&mut self) -> Option<ReplyChunk> {
         let content = self.content.finish(&self.redactor);
         let tool_calls: Vec<_> = std::mem::take(&mut self.arguments)
             .into_iter()

@@ -48,7 +48,7 @@ impl std::error::Error for SseError {}
 /// Decodes a byte stream into [`SseEvent`]s, fed in chunks of any size.
 ///
 /// ```
-/// use loopbound_openai::sse::SseDecoder;
+/// use loopbound_provider::sse::SseDecoder;
 ///
 /// let mut decoder = SseDecoder::default();
 /// let mut events = Vec::new();
@@ -56,7 +56,7 @@ impl std::error::Error for SseError {}
 /// decoder.feed(b"\n\r\ndata: [DONE]\n\n", &mut events)?;
 /// let data: Vec<&str> = events.iter().map(|e| e.data.as_str()).collect();
 /// assert_eq!(data, ["{\"a\":1}", "[DONE]"]);
-/// # Ok::<(), loopbound_openai::sse::SseError>(())
+/// # Ok::<(), loopbound_provider::sse::SseError>(())
 /// ```
 #[derive(Debug)]
 pub struct SseDecoder {

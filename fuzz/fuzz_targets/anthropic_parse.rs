@@ -1,0 +1,5 @@
+//! Fuzz target `anthropic_parse`: see `loopbound_testkit::fuzz::anthropic_parse` (testkit/src/fuzz/).
+
+#![no_main]
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| loopbound_testkit::fuzz::anthropic_parse(data));

@@ -1,0 +1,179 @@
+//! One provider endpoint over HTTP: a `POST` per model call, its status mapped, its body read
+//! within the request's bounds, whole or streamed.
+//!
+//! # Invariants
+//!
+//! - One call, one HTTP request: no retry, no redirect followed, no second endpoint. Every
+//!   attempt the runtime admits is exactly one request, so the model budget counts what the
+//!   provider sees.
+//! - The headers are fixed when the endpoint is built (an API key among them, marked sensitive);
+//!   the endpoint's `Debug` shows its URL and nothing of the client or the headers.
+//! - Everything the provider sends back passes through the [`Redactor`] before it leaves: error
+//!   messages (redacted before they are cut), the model's text, tool-call ids, names and
+//!   arguments, whole or streamed, and every error once more on its way out.
+//! - A call stops when the request's cancellation fires (the scope's deadline, a halt, or the
+//!   caller), besides the runtime dropping the call's future.
+//! - Every reply is read within the request's [`ReplyBounds`]: a whole body is refused at its
+//!   `Content-Length` or at the first byte past `bytes()`; a stream is cut at the first byte past
+//!   `bytes()` (keep-alives included) or at the event that opens one call index too many. An
+//!   error body is read up to [`MAX_ERROR_BODY`] only.
+
+use std::fmt;
+use std::time::Duration;
+
+use futures_core::Stream;
+use loopbound::transport::{ChatRequest, ModelReply, ReplyChunk, TransportError};
+use reqwest::Url;
+use reqwest::header::{self, HeaderMap, HeaderName, HeaderValue};
+
+use crate::body::{read_body, read_reply};
+use crate::config::{ConfigError, Connection};
+use crate::errors::{send_error, status_error};
+use crate::events::Protocol;
+use crate::redact::Redactor;
+use crate::stream::{chunk_stream, parse_whole};
+use crate::work::until_cancelled;
+
+/// Longest part of an error body, in bytes, read to explain a failure status.
+pub const MAX_ERROR_BODY: usize = 64 << 10;
+
+/// How a provider wants its API key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KeyHeader {
+    /// `Authorization: Bearer <key>`.
+    Bearer,
+    /// The key alone in the header of this (lower-case) name, e.g. `x-api-key`.
+    Named(&'static str),
+}
+
+/// An HTTP endpoint that answers model calls in one protocol.
+///
+/// A transport builds the request body in its provider's shape and hands it here with the
+/// request; the endpoint sends it, maps the status, and reads the reply with the protocol's
+/// decoders.
+pub struct Endpoint {
+    url: Url,
+    client: reqwest::Client,
+    headers: HeaderMap,
+    redactor: Redactor,
+}
+
+impl fmt::Debug for Endpoint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Endpoint").field("url", &self.url.as_str()).finish_non_exhaustive()
+    }
+}
+
+impl Endpoint {
+    /// An endpoint at `url` that sends `headers` with every request (besides the content type
+    /// and what it accepts), gives up after `timeout` when one is set (to connect, then for the
+    /// whole response), and redacts with `redactor` everything the provider sends back.
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError::Client`] if the HTTP client cannot be built (no TLS backend).
+    pub fn new(
+        url: Url,
+        headers: HeaderMap,
+        timeout: Option<Duration>,
+        redactor: Redactor,
+    ) -> Result<Self, ConfigError> {
+        let mut builder = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none());
+        if let Some(timeout) = timeout {
+            builder = builder.timeout(timeout).connect_timeout(timeout);
+        }
+        let client = builder.build().map_err(|error| ConfigError::Client(error.without_url().to_string()))?;
+        Ok(Self { url, client, headers, redactor })
+    }
+
+    /// The endpoint at `path` below `connection`'s base URL, with its timeout, its key sent as
+    /// `key` says (marked sensitive) besides `headers`, and a redactor of that key.
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError::Client`] if the HTTP client cannot be built; [`ConfigError::InvalidApiKey`]
+    /// if the key cannot be a header (a visible ASCII key always can).
+    pub fn connect(
+        connection: &Connection,
+        path: &str,
+        key: KeyHeader,
+        mut headers: HeaderMap,
+    ) -> Result<Self, ConfigError> {
+        if let Some(api_key) = connection.api_key() {
+            let (name, value) = match key {
+                KeyHeader::Bearer => (header::AUTHORIZATION, api_key.header(Some("Bearer"))?),
+                KeyHeader::Named(name) => (HeaderName::from_static(name), api_key.header(None)?),
+            };
+            headers.insert(name, value);
+        }
+        let redactor = Redactor::new(connection.api_key().cloned());
+        Self::new(connection.endpoint(path), headers, connection.timeout(), redactor)
+    }
+
+    /// The URL requests are posted to.
+    #[must_use]
+    pub fn url(&self) -> &Url {
+        &self.url
+    }
+
+    /// Sends `body` for `request` and parses the whole reply with protocol `P`.
+    ///
+    /// # Errors
+    ///
+    /// The mapped [`TransportError`] (see [`crate::errors`]), redacted.
+    pub async fn complete<P: Protocol>(
+        &self,
+        request: ChatRequest<'_>,
+        body: Vec<u8>,
+    ) -> Result<ModelReply, TransportError> {
+        let call = async {
+            let response = self.send(body, "application/json").await?;
+            let body = read_reply(response, request.bounds).await?;
+            parse_whole::<P>(body, request.bounds, &self.redactor).await
+        };
+        until_cancelled(request.cancel, call).await.map_err(|error| self.redactor.scrub(error))
+    }
+
+    /// Sends `body` for `request` and returns the reply's chunks as protocol `P` decodes them.
+    ///
+    /// # Errors
+    ///
+    /// The mapped [`TransportError`] of the request itself, redacted; errors while reading come
+    /// as the stream's items.
+    pub async fn stream<P: Protocol>(
+        &self,
+        request: ChatRequest<'_>,
+        body: Vec<u8>,
+    ) -> Result<impl Stream<Item = Result<ReplyChunk, TransportError>> + Send + 'static, TransportError> {
+        let response = until_cancelled(request.cancel, self.send(body, "text/event-stream"))
+            .await
+            .map_err(|error| self.redactor.scrub(error))?;
+        Ok(chunk_stream::<P>(response, request.cancel.clone(), request.bounds, self.redactor.clone()))
+    }
+
+    /// Sends one request and returns the response if its status is a success.
+    async fn send(&self, body: Vec<u8>, accept: &'static str) -> Result<reqwest::Response, TransportError> {
+        let response = self
+            .client
+            .post(self.url.clone())
+            .headers(self.headers.clone())
+            .header(header::CONTENT_TYPE, "application/json")
+            .header(header::ACCEPT, HeaderValue::from_static(accept))
+            .body(body)
+            .send()
+            .await
+            .map_err(send_error)?;
+        let status = response.status();
+        if status.is_success() {
+            return Ok(response);
+        }
+        let retry_after = response
+            .headers()
+            .get(header::RETRY_AFTER)
+            .and_then(|value| value.to_str().ok())
+            .map(str::to_owned);
+        // The body only explains the failure: a read error leaves the explanation empty.
+        let body = read_body(response, MAX_ERROR_BODY).await.unwrap_or_default();
+        Err(status_error(status.as_u16(), retry_after.as_deref(), &body, &self.redactor))
+    }
+}
