@@ -112,7 +112,7 @@ async fn latency(cluster: &Cluster, dir: &std::path::Path, calls: usize) {
             reserve.sort_by(f64::total_cmp);
             settle.sort_by(f64::total_cmp);
             println!(
-                "{name:<24} {tasks:>6} {:>12.0} {:>12.0} {:>12.0} {:>12.0}",
+                "{name:<24} {tasks:>6} {:>12.1} {:>12.1} {:>12.1} {:>12.1}",
                 percentile(&reserve, 0.5),
                 percentile(&reserve, 0.99),
                 percentile(&settle, 0.5),
