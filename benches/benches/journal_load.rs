@@ -118,7 +118,7 @@ fn main() {
             let mut journals = Vec::new();
             for i in 0..WORKERS {
                 let worker = WorkerId::new(format!("load-worker-{i}")).expect("a worker id");
-                journals.push(PostgresJournal::connect(&config, worker).await.expect("connect"));
+                journals.push(PostgresJournal::connect(&config).await.expect("connect").with_worker(worker));
             }
             let checker = journals[0].clone();
             (load(journals, runs, Arc::clone(&sink)).await, checker)

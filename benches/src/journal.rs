@@ -12,7 +12,9 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use loopbound::journal::{Batch, Entry, Fence, Journal, JournalError, RunId, RunRow, StoredRun};
+use loopbound::journal::{
+    Batch, Entry, Fence, Journal, JournalError, ListedRow, RunId, RunQuery, RunRow, StoredRun,
+};
 
 /// A journal that times each effect from its `started` commit to its result commit.
 #[derive(Debug)]
@@ -45,6 +47,18 @@ impl<J> TimedJournal<J> {
 }
 
 impl<J: Journal> Journal for TimedJournal<J> {
+    fn lease(&self) -> Duration {
+        self.inner.lease()
+    }
+
+    async fn renew(&self, run: &RunId, epoch: u64) -> Result<(), JournalError> {
+        self.inner.renew(run, epoch).await
+    }
+
+    async fn list(&self, query: &RunQuery) -> Result<Vec<ListedRow>, JournalError> {
+        self.inner.list(query).await
+    }
+
     async fn acquire(&self, run: &RunId, fresh: RunRow) -> Result<StoredRun, JournalError> {
         self.inner.acquire(run, fresh).await
     }

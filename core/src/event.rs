@@ -12,7 +12,7 @@
 //!   journaled run's log spans its attempts (each resume adds a `Resumed` event), so an attempt
 //!   that ended on its deadline may be followed by a resumed one.
 //! - Durable events (`Proposed`, `Allowed`, `Denied`, `EffectStarted`, `EffectRecorded`,
-//!   `Reconciled`) name an operation id and, for decisions, who decided: never an argument.
+//!   `Reconciled`, `AwaitingApproval`) name an operation id and, for decisions, who decided: never an argument.
 //!
 //! # What a halt's count means
 //!
@@ -126,6 +126,12 @@ pub enum EventKind {
     Resumed,
     /// The host settled an ambiguous operation (it ran, with a result, or it did not run).
     Reconciled,
+    /// A journaled run stopped on a proposal that waits for the host's decision: the count is
+    /// the operation's ordinal, and the event names the operation.
+    AwaitingApproval,
+    /// The host widened a journaled run's definition (grants or limits); the name is `run`, the
+    /// count the widening's number (1 for the first), and the event names who widened it.
+    Widened,
     /// The one model call a wrap-up kept aside was admitted after a limit stopped the run; the
     /// name is `model` and the count the model calls so far, this one included.
     WrapUp,
@@ -146,6 +152,8 @@ impl EventKind {
             Self::EffectRecorded => "EffectRecorded",
             Self::Resumed => "Resumed",
             Self::Reconciled => "Reconciled",
+            Self::AwaitingApproval => "AwaitingApproval",
+            Self::Widened => "Widened",
             Self::WrapUp => "WrapUp",
         }
     }
@@ -175,7 +183,7 @@ impl HaltReason {
 
 impl EventKind {
     /// Every kind that is not a halt.
-    const PLAIN: [Self; 10] = [
+    const PLAIN: [Self; 12] = [
         Self::ModelCall,
         Self::Middleware,
         Self::ToolCall,
@@ -185,6 +193,8 @@ impl EventKind {
         Self::EffectRecorded,
         Self::Resumed,
         Self::Reconciled,
+        Self::AwaitingApproval,
+        Self::Widened,
         Self::WrapUp,
     ];
 

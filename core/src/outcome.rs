@@ -48,8 +48,17 @@ pub enum Status {
     AwaitingApproval,
     /// The host's policy or an approver refused a proposal: a halt.
     Denied,
-    /// A crash fell between an effect's `started` record and its result: the effect may or may
-    /// not have happened. The outcome names the operation; the host reconciles it, then resumes.
+    /// An effect's `started` record is committed and it has no result, and the attempt that
+    /// started it no longer holds the run (it crashed, or stopped inside the body, and its lease
+    /// is gone): the effect may or may not have happened. The outcome names the operation; the
+    /// host finds out in the effect's own system, reconciles it, then resumes.
+    ///
+    /// The journal reports this only once that attempt's lease has expired or been released, so
+    /// an attempt still running the body never leads to it. The host may conclude "it did not
+    /// run" only when the effect's system shows no effect under the operation's id and will
+    /// refuse one from that attempt from now on (it applies each operation id once, or refuses
+    /// an epoch older than one it has seen: see [`Call::fencing_token`](crate::Call::fencing_token));
+    /// a process paused inside the body may otherwise still apply the effect later.
     Ambiguous,
     /// A model call's reservation or a settlement did not fit a token budget; the outcome's
     /// spend says by how much a settlement went past it.
@@ -148,10 +157,12 @@ impl Serialize for Status {
 /// What a run returns: `{status, text, events}`, plus usage and a provider message when known.
 ///
 /// Serialises as the object a host shows or stores, every key always present:
-/// `{"status":…,"text":…,"partial_text":…,"events":[…],"usage":…,"spend":{…},"detail":…,"operation":…}`,
+/// `{"status":…,"text":…,"partial_text":…,"events":[…],"usage":…,"spend":{…},"detail":…,"operation":…,"pending":…}`,
 /// with `null` for what the run does not have (`text` unless the status keeps it,
 /// `partial_text` but after a wrap-up, `usage` when no provider reported it, `detail` but for
-/// `ProviderUnavailable`, `operation` but for a stop on one).
+/// `ProviderUnavailable`, `operation` but for a stop on one, `pending` but for
+/// `AwaitingApproval`: then `{"operation","tool","capability","arguments","digest"}`, the
+/// canonical arguments as JSON text for the host's own display to an approver).
 ///
 /// ```
 /// use loopbound::scripted::{Step, sequence};
@@ -167,6 +178,7 @@ impl Serialize for Status {
 /// assert_eq!(json["text"], "Hi.");
 /// assert_eq!(json["events"][0]["kind"], "ModelCall");
 /// assert_eq!((json["usage"].is_null(), json["operation"].is_null()), (true, true));
+/// assert!(json["pending"].is_null());
 /// assert_eq!(json["spend"]["settled"]["output_tokens"], 0);
 /// # Ok(())
 /// # }
@@ -181,6 +193,7 @@ pub struct Outcome {
     operation: Option<Arc<str>>,
     spend: Spend,
     partial: Option<String>,
+    pending: Option<Box<crate::journal::Proposal>>,
 }
 
 impl Outcome {
@@ -201,6 +214,7 @@ impl Outcome {
             operation: None,
             spend: Spend::default(),
             partial: None,
+            pending: None,
         }
     }
 
@@ -221,6 +235,7 @@ impl Outcome {
             operation: None,
             spend: Spend::default(),
             partial: None,
+            pending: None,
         }
     }
 
@@ -240,6 +255,12 @@ impl Outcome {
     /// `Ambiguous`).
     pub(crate) fn on(mut self, operation: Option<Arc<str>>) -> Self {
         self.operation = operation;
+        self
+    }
+
+    /// This outcome, handing out the proposal it stopped on.
+    pub(crate) fn awaiting(mut self, proposal: Box<crate::journal::Proposal>) -> Self {
+        self.pending = Some(proposal);
         self
     }
 
@@ -295,11 +316,20 @@ impl Outcome {
     pub fn operation(&self) -> Option<&str> {
         self.operation.as_deref()
     }
+
+    /// For `AwaitingApproval`, the proposal that waits for the host's decision: its operation
+    /// id, tool, capability, canonical arguments (a stored value, for the host's own display to
+    /// an approver) and digest. Hand it to [`journal::approve`](crate::journal::approve) or
+    /// [`journal::deny`](crate::journal::deny) as it is.
+    #[must_use]
+    pub fn pending(&self) -> Option<&crate::journal::Proposal> {
+        self.pending.as_deref()
+    }
 }
 
 impl Serialize for Outcome {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut outcome = serializer.serialize_struct("Outcome", 8)?;
+        let mut outcome = serializer.serialize_struct("Outcome", 9)?;
         outcome.serialize_field("status", &self.status)?;
         outcome.serialize_field("text", &self.text)?;
         outcome.serialize_field("partial_text", &self.partial)?;
@@ -308,7 +338,26 @@ impl Serialize for Outcome {
         outcome.serialize_field("spend", &self.spend)?;
         outcome.serialize_field("detail", &self.detail)?;
         outcome.serialize_field("operation", &self.operation.as_deref())?;
+        outcome.serialize_field("pending", &self.pending.as_deref().map(PendingForm))?;
         outcome.end()
+    }
+}
+
+/// A pending proposal as an outcome serialises it: `{"operation":…,"tool":…,"capability":…,
+/// "arguments":…,"digest":…}`, the arguments as their canonical JSON text, for the host's own
+/// display to an approver.
+pub(crate) struct PendingForm<'p>(pub(crate) &'p crate::journal::Proposal);
+
+impl Serialize for PendingForm<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let proposal = self.0;
+        let mut pending = serializer.serialize_struct("Pending", 5)?;
+        pending.serialize_field("operation", &proposal.operation().to_string())?;
+        pending.serialize_field("tool", proposal.tool())?;
+        pending.serialize_field("capability", proposal.capability())?;
+        pending.serialize_field("arguments", proposal.arguments())?;
+        pending.serialize_field("digest", proposal.digest().as_str())?;
+        pending.end()
     }
 }
 

@@ -24,6 +24,7 @@ use tokio::time::Instant;
 
 use crate::event::{ControlEvent, HaltReason};
 use crate::guard::{Activity, Ancestor, Guard, Stop, Terms};
+use crate::journal::Labels;
 use crate::limits::{Limits, LimitsError};
 use crate::pool::PoolDraw;
 use crate::spend::{Prices, Spend};
@@ -52,6 +53,7 @@ pub struct Scope<S = ()> {
 struct Inner<S> {
     guard: Guard,
     state: S,
+    labels: Labels,
 }
 
 impl<S> Clone for Scope<S> {
@@ -73,6 +75,7 @@ pub struct ScopeBuilder<S = ()> {
     foreign_pools: bool,
     feed: Option<Feed>,
     state: S,
+    labels: Labels,
 }
 
 impl Default for ScopeBuilder {
@@ -86,6 +89,7 @@ impl Default for ScopeBuilder {
             foreign_pools: false,
             feed: None,
             state: (),
+            labels: Labels::new(),
         }
     }
 }
@@ -119,6 +123,13 @@ impl<S> ScopeBuilder<S> {
     /// Sets the run's limits (default: [`Limits::default`]).
     pub fn limits(mut self, limits: Limits) -> Self {
         self.limits = limits;
+        self
+    }
+
+    /// Sets the host's labels of the request (a tenant, a user). A journaled run stores them with
+    /// its definition when it is created, and a host lists its runs by them.
+    pub fn labels(mut self, labels: Labels) -> Self {
+        self.labels = labels;
         self
     }
 
@@ -193,6 +204,7 @@ impl<S> ScopeBuilder<S> {
             foreign_pools: self.foreign_pools,
             feed: self.feed,
             state,
+            labels: self.labels,
         }
     }
 
@@ -244,7 +256,7 @@ impl<S> ScopeBuilder<S> {
             None => self.caller.unwrap_or_default(),
         };
         let guard = Guard::new(self.limits, self.capabilities, caller, deadline, self.terms, self.feed);
-        Ok(Scope { inner: Arc::new(Inner { guard, state: self.state }) })
+        Ok(Scope { inner: Arc::new(Inner { guard, state: self.state, labels: self.labels }) })
     }
 }
 
@@ -306,6 +318,12 @@ impl<S> Scope<S> {
     #[must_use]
     pub fn limits(&self) -> Limits {
         self.inner.guard.limits()
+    }
+
+    /// The host's labels of the request.
+    #[must_use]
+    pub fn labels(&self) -> &Labels {
+        &self.inner.labels
     }
 
     /// Whether `capability` was granted.

@@ -1,10 +1,15 @@
 //! A deterministic transport for tests, demos and benchmarks.
 //!
-//! A [`Scripted`] transport asks a script what to do on its n-th call (1-based) and does it:
-//! reply, hang forever, or fail. Its replies are real tool-call messages that the runtime
-//! really executes. On the streaming path the same reply is cut into small chunks (text in
-//! pieces, each call's arguments in fragments) and goes through the same assembly as a live
-//! stream.
+//! A [`Scripted`] transport asks a script what to do on each call, given its number (1-based)
+//! and the request, and does it: reply, hang forever, or fail. Its replies are real tool-call
+//! messages that the runtime really executes. On the streaming path the same reply is cut into
+//! small chunks (text in pieces, each call's arguments in fragments) and goes through the same
+//! assembly as a live stream.
+//!
+//! [`sequence`] keys its steps on the conversation, not on the call number: the request's
+//! [`turn`] (one more than its assistant messages) picks the step. So a journaled run resumed in
+//! another process, which replays its recorded replies without asking the transport, asks a
+//! fresh scripted transport for exactly the next step.
 
 use std::fmt;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -78,15 +83,45 @@ impl<F> Scripted<F> {
     }
 }
 
-/// A transport that plays `steps` in order, then fails every further call.
+/// Which turn of the conversation `request` asks for: one more than the assistant messages it
+/// holds (1 for the first reply of a run).
+#[must_use]
+pub fn turn(request: &ChatRequest<'_>) -> usize {
+    1 + request
+        .messages
+        .iter()
+        .filter(|message| matches!(message, crate::transport::Message::Assistant { .. }))
+        .count()
+}
+
+/// A transport that answers turn n of the conversation ([`turn`]) with step n of `steps`, and
+/// fails when the script has no such step. A step that does not move the conversation on (a
+/// failure, a hang) is played again by the next call of the same turn.
+///
+/// ```
+/// use tokio_util::sync::CancellationToken;
+/// use loopbound::scripted::{Step, sequence};
+/// use loopbound::transport::{ChatOptions, ChatRequest, Message, ModelReply, Transport};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// let first = ModelReply::call("c1", "lookup", "{}");
+/// let model = sequence(vec![Step::Reply(first.clone()), Step::Reply(ModelReply::text("done"))]);
+/// // A conversation that already holds the first reply (a resumed run) gets the second step.
+/// let messages = vec![Message::user("go"), Message::assistant(&first), Message::tool_result("c1", "found")];
+/// let (options, cancel) = (ChatOptions::default(), CancellationToken::new());
+/// let reply = model.complete(ChatRequest::new(&messages, &[], &options, &cancel)).await.unwrap();
+/// assert_eq!(reply.content.as_deref(), Some("done"));
+/// # }
+/// ```
 #[must_use]
 pub fn sequence(steps: Vec<Step>) -> Scripted<impl Fn(u32, &ChatRequest<'_>) -> Step + Send + Sync> {
-    Scripted::new(move |call, _| {
-        usize::try_from(call - 1)
-            .ok()
-            .and_then(|index| steps.get(index))
+    Scripted::new(move |_, request| {
+        let turn = turn(request);
+        steps
+            .get(turn - 1)
             .cloned()
-            .unwrap_or_else(|| Step::Fail(TransportError::other(format!("the script has no step {call}"))))
+            .unwrap_or_else(|| Step::Fail(TransportError::other(format!("the script has no step {turn}"))))
     })
 }
 

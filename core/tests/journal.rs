@@ -6,8 +6,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use loopbound::journal::{
-    self, Batch, Digest, Fence, Journal, JournalError, MemoryJournal, OperationId, Resolution, RunId, RunRow,
-    RunState, StoredRun,
+    self, Batch, Digest, Fence, Journal, JournalError, ListedRow, MemoryJournal, OperationId, Resolution,
+    RunId, RunQuery, RunRow, RunState, StoredRun,
 };
 use loopbound::tool::Policy;
 use loopbound::transport::ModelReply;
@@ -112,16 +112,22 @@ async fn an_approval_bound_to_the_exact_call_resumes_the_run_and_the_refund_runs
     let operation = OperationId::parse("refund-42/op/2").unwrap();
     let other = Digest::of(r#"refund:{"amount_cents":150000,"order":42}"#);
     assert_eq!(
-        journal::approve(&journal, &operation, &other, "alice").await.err(),
+        journal::approve(&journal, journal::Presented::new(&operation, &other), "alice").await.err(),
         Some(JournalError::SignatureMismatch)
     );
     let record = journal::inspect(&journal, &run_id()).await.unwrap();
-    let proposal = record.operation(2).unwrap().proposal().clone();
-    assert_eq!(proposal.arguments(), r#"{"amount_cents":1500,"order":42}"#);
-    let approved = journal::approve(&journal, &operation, &proposal.digest(), "alice").await.unwrap();
+    let proposal = first.pending().expect("the outcome hands out its proposal").clone();
+    assert_eq!(record.operation(2).map(|o| o.proposal()), Some(&proposal), "the journal's proposal");
+    assert_eq!(
+        (proposal.tool(), proposal.capability(), proposal.arguments()),
+        ("refund", "payments.refund", r#"{"amount_cents":1500,"order":42}"#)
+    );
+    let approved = journal::approve(&journal, &proposal, "alice").await.unwrap();
     assert_eq!(approved, proposal);
     assert_eq!(
-        journal::approve(&journal, &operation, &proposal.digest(), "bob").await.err(),
+        journal::approve(&journal, journal::Presented::new(&operation, &proposal.digest()), "bob")
+            .await
+            .err(),
         Some(JournalError::AlreadyDecided)
     );
 
@@ -135,6 +141,7 @@ async fn an_approval_bound_to_the_exact_call_resumes_the_run_and_the_refund_runs
     assert_eq!(
         tail,
         [
+            "AwaitingApproval refund 2 refund-42/op/2",
             "Resumed run 2",
             "Allowed refund 2 refund-42/op/2 by approver alice",
             "EffectStarted refund 2 refund-42/op/2",
@@ -154,7 +161,7 @@ async fn a_denial_halts_the_run_naming_the_operation_and_who_denied() {
     let operation = OperationId::parse(first.operation().unwrap()).unwrap();
     let record = journal::inspect(&journal, &run_id()).await.unwrap();
     let digest = record.operation(2).unwrap().proposal().digest();
-    journal::deny(&journal, &operation, &digest, "bob").await.unwrap();
+    journal::deny(&journal, journal::Presented::new(&operation, &digest), "bob").await.unwrap();
     let second = attempt(&journal, &sink, Policy::Ask, refund::short_script(), Limits::default(), &asked())
         .await
         .unwrap();
@@ -226,10 +233,11 @@ async fn an_effect_cut_between_started_and_its_result_is_ambiguous_until_reconci
     assert_eq!(sink.count("refund"), 1);
 
     let operation = OperationId::parse("refund-42/op/1").unwrap();
+    let record = journal::inspect(&journal, &run_id()).await.unwrap();
     assert_eq!(
-        journal::reconcile(&journal, &operation, Resolution::NotRun, "ops").await,
-        Err(JournalError::NotAmbiguous),
-        "no resume has found it ambiguous yet"
+        (record.state(), record.is_running()),
+        (RunState::Ambiguous(1), false),
+        "an attempt that ended inside the body leaves its effect ambiguous, for the host to reconcile"
     );
     let second = hanging_attempt(&journal, &tools).await.unwrap();
     assert_eq!(second.status(), Status::Ambiguous);
@@ -298,9 +306,13 @@ async fn budgets_are_the_logical_runs_across_resumes() {
     let record = journal::inspect(&journal, &run_id()).await.unwrap();
     assert_eq!((record.model_calls(), record.tool_calls()), (2, 2));
     let digest = record.operation(2).unwrap().proposal().digest();
-    journal::approve(&journal, &OperationId::parse("refund-42/op/2").unwrap(), &digest, "alice")
-        .await
-        .unwrap();
+    journal::approve(
+        &journal,
+        journal::Presented::new(&OperationId::parse("refund-42/op/2").unwrap(), &digest),
+        "alice",
+    )
+    .await
+    .unwrap();
     let asked = asked();
     let second = attempt(&journal, &sink, Policy::Ask, refund::short_script(), limits, &asked).await.unwrap();
     assert_eq!(second.status(), Status::ModelBudget);
@@ -338,6 +350,18 @@ struct Failing {
 }
 
 impl Journal for Failing {
+    fn lease(&self) -> Duration {
+        self.inner.lease()
+    }
+
+    async fn renew(&self, run: &RunId, epoch: u64) -> Result<(), JournalError> {
+        self.inner.renew(run, epoch).await
+    }
+
+    async fn list(&self, query: &RunQuery) -> Result<Vec<ListedRow>, JournalError> {
+        self.inner.list(query).await
+    }
+
     async fn acquire(&self, run: &RunId, fresh: RunRow) -> Result<StoredRun, JournalError> {
         self.inner.acquire(run, fresh).await
     }
@@ -366,20 +390,268 @@ async fn a_start_that_cannot_be_recorded_never_runs_the_effect() {
 }
 
 #[tokio::test]
-async fn a_newer_attempt_fences_the_older_one_out() {
-    let journal = MemoryJournal::default();
+async fn a_live_attempt_refuses_another_and_once_its_lease_is_gone_a_newer_one_fences_it_out() {
+    let journal = MemoryJournal::default().with_holder("first").unwrap();
+    let other = journal.clone().with_holder("second").unwrap();
     let run = run_id();
     let fresh = RunRow {
         epoch: 1,
         attempts: 1,
         conversation: "[]".into(),
         ledger: String::new(),
-        state: "open".into(),
+        state: RunState::Open,
+        definition: String::new(),
+        labels: Vec::new(),
     };
     let first = journal.acquire(&run, fresh.clone()).await.unwrap();
-    let second = journal.acquire(&run, fresh).await.unwrap();
+    let refused = other.acquire(&run, fresh.clone()).await;
+    assert!(
+        matches!(&refused, Err(JournalError::LeaseHeld { holder, .. }) if holder == "first"),
+        "{refused:?}"
+    );
+    journal.expire(&run);
+    let second = other.acquire(&run, fresh).await.unwrap();
     assert_eq!((first.run.epoch, second.run.epoch), (1, 2));
     let batch = Batch::default();
     assert_eq!(journal.commit(&run, Fence::Epoch(1), batch.clone()).await, Err(JournalError::LeaseLost));
-    assert_eq!(journal.commit(&run, Fence::Epoch(2), batch).await, Ok(()));
+    assert_eq!(journal.renew(&run, 1).await, Err(JournalError::LeaseLost));
+    assert_eq!(other.commit(&run, Fence::Epoch(2), batch).await, Ok(()));
+    assert_eq!(other.renewals(), 0, "a commit renews without counting a renewal");
+}
+
+/// A journal whose renewals are refused from the first: another attempt took the run, or the
+/// storage is down (`lost` says which).
+struct Refusing {
+    inner: MemoryJournal,
+    lost: bool,
+}
+
+impl Journal for Refusing {
+    fn lease(&self) -> std::time::Duration {
+        self.inner.lease()
+    }
+
+    async fn acquire(&self, run: &RunId, fresh: RunRow) -> Result<StoredRun, JournalError> {
+        self.inner.acquire(run, fresh).await
+    }
+
+    async fn renew(&self, _run: &RunId, _epoch: u64) -> Result<(), JournalError> {
+        Err(if self.lost { JournalError::LeaseLost } else { JournalError::storage("down") })
+    }
+
+    async fn list(&self, query: &RunQuery) -> Result<Vec<ListedRow>, JournalError> {
+        self.inner.list(query).await
+    }
+
+    async fn load(&self, run: &RunId) -> Result<Option<StoredRun>, JournalError> {
+        self.inner.load(run).await
+    }
+
+    async fn commit(&self, run: &RunId, fence: Fence, batch: Batch) -> Result<(), JournalError> {
+        self.inner.commit(run, fence, batch).await
+    }
+}
+
+/// A refund whose body takes an hour, then applies the refund.
+fn hour_long_refund(sink: &Arc<MemorySink>) -> loopbound::ToolSet {
+    let mut set = loopbound::ToolSet::builder();
+    let applied = Arc::clone(sink);
+    set.tool("refund", refund::REFUND_CAPABILITY)
+        .effect(loopbound::tool::EffectKind::Effect)
+        .build(move |input: refund::RefundInput, call: loopbound::Call| {
+            let applied = Arc::clone(&applied);
+            let key = call.idempotency_key().map(str::to_owned);
+            async move {
+                tokio::time::sleep(Duration::from_secs(3600)).await;
+                applied.apply("refund", key.as_deref());
+                Ok::<_, String>(format!("Refunded {} cents.", input.amount_cents))
+            }
+        })
+        .unwrap();
+    set.build()
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_body_whose_lease_cannot_be_renewed_is_dropped_and_the_attempt_stops_lease_lost() {
+    for lost in [true, false] {
+        let journal = Refusing { inner: MemoryJournal::default(), lost };
+        let sink = Arc::new(MemorySink::default());
+        let tools = hour_long_refund(&sink);
+        let script = vec![refund::short_script()[1].clone(), ModelReply::text(refund::CLOSING)];
+        let runtime = Runtime::harness(&tools, refund::model(script, |_| {}));
+        let limits = Limits::default().with_deadline(Duration::from_secs(7200));
+        let started = tokio::time::Instant::now();
+        let result = runtime
+            .run_journaled(&journal, &run_id(), &scope(limits), &mut refund::conversation(), |()| true)
+            .await;
+        assert_eq!(result, Err(RunError::Journal(JournalError::LeaseLost)), "lost {lost}");
+        assert_eq!(sink.count("refund"), 0, "the body was dropped before it applied anything");
+        // A refusal stops at the first renewal (a third of the 30 s lease); a failing storage
+        // once the lease would have expired.
+        let expected = if lost { Duration::from_secs(10) } else { Duration::from_secs(30) };
+        let elapsed = started.elapsed();
+        assert!(
+            elapsed >= expected && elapsed < expected + Duration::from_secs(10),
+            "lost {lost}: {elapsed:?}"
+        );
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_hour_long_body_keeps_its_run_by_renewing_the_lease() {
+    let journal = MemoryJournal::default();
+    let sink = Arc::new(MemorySink::default());
+    let tools = hour_long_refund(&sink);
+    let script = vec![refund::short_script()[1].clone(), ModelReply::text(refund::CLOSING)];
+    let runtime = Runtime::harness(&tools, refund::model(script, |_| {}));
+    let limits = Limits::default().with_deadline(Duration::from_secs(7200));
+    let outcome = runtime
+        .run_journaled(&journal, &run_id(), &scope(limits), &mut refund::conversation(), |()| true)
+        .await
+        .unwrap();
+    assert_eq!(outcome.status(), Status::Completed);
+    assert_eq!(sink.count("refund"), 1);
+    // A renewal every third of the 30 s lease, at 10 s, 20 s, … 3590 s; at 3600 s the finished
+    // body comes first.
+    assert_eq!(journal.renewals(), 359);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_body_sees_its_attempts_fencing_token_and_a_later_attempt_has_a_greater_one() {
+    let tokens = Arc::new(Mutex::new(Vec::new()));
+    let hangs = Arc::new(AtomicU32::new(1));
+    let mut set = loopbound::ToolSet::builder();
+    let seen = Arc::clone(&tokens);
+    set.tool("refund", refund::REFUND_CAPABILITY)
+        .effect(loopbound::tool::EffectKind::Effect)
+        .build(move |input: refund::RefundInput, call: loopbound::Call| {
+            seen.lock().unwrap().push(call.fencing_token().map(|token| token.to_string()));
+            let hang = hangs.fetch_sub(1, Ordering::SeqCst) > 0;
+            async move {
+                if hang {
+                    std::future::pending::<()>().await;
+                }
+                Ok::<_, String>(format!("Refunded {} cents.", input.amount_cents))
+            }
+        })
+        .unwrap();
+    let tools = set.build();
+    let journal = MemoryJournal::default();
+    assert_eq!(hanging_attempt(&journal, &tools).await.unwrap().status(), Status::DeadlineExceeded);
+    let operation = OperationId::parse("refund-42/op/1").unwrap();
+    journal::reconcile(&journal, &operation, Resolution::NotRun, "ops").await.unwrap();
+    assert_eq!(hanging_attempt(&journal, &tools).await.unwrap().status(), Status::Completed);
+
+    let plain = Runtime::harness(&tools, refund::model(vec![refund::short_script()[1].clone()], |_| {}));
+    let _ = plain.run(&scope(Limits::default()), &mut refund::conversation(), |()| true).await;
+    assert_eq!(
+        *tokens.lock().unwrap(),
+        [Some("refund-42/op/1@1".to_owned()), Some("refund-42/op/1@2".to_owned()), None],
+        "each attempt's epoch, and none without a journal"
+    );
+}
+
+#[tokio::test]
+async fn a_resume_rebuilds_the_runs_scope_from_the_journal_and_may_narrow_it_never_widen_it() {
+    let journal = MemoryJournal::default();
+    let sink = Arc::new(MemorySink::default());
+    let labels = journal::Labels::new().with("tenant", "acme").unwrap().with("user", "u-7").unwrap();
+    let limits = Limits::default().with_model_calls(5).with_tool_calls(3);
+    let first_scope =
+        Scope::builder().grants(refund::CAPABILITIES).limits(limits).labels(labels.clone()).build().unwrap();
+    let tools = refund::tools(Arc::clone(&sink) as Arc<dyn EffectSink>, Policy::Ask);
+    let runtime = Runtime::harness(&tools.set, refund::model(refund::short_script(), |_| {}));
+    let first = runtime
+        .run_journaled(&journal, &run_id(), &first_scope, &mut refund::conversation(), |()| true)
+        .await
+        .unwrap();
+    assert_eq!(first.status(), Status::AwaitingApproval);
+    journal::approve(&journal, first.pending().unwrap(), "alice").await.unwrap();
+
+    // What another process rebuilds from the run id alone.
+    let rebuilt = journal::scope_of(&journal, &run_id()).await.unwrap().build().unwrap();
+    assert_eq!(rebuilt.capabilities().collect::<Vec<_>>(), ["mail.send", "orders.read", "payments.refund"]);
+    assert_eq!(rebuilt.limits(), limits);
+    assert_eq!(rebuilt.labels(), &labels);
+    let listed =
+        journal::list(&journal, &journal::RunQuery::new().label("user", "u-7").unwrap()).await.unwrap();
+    assert_eq!(listed.runs().len(), 1, "listed by its label");
+
+    // Wider than the definition: refused before anything runs, and the run is free again.
+    let commits = journal.commits();
+    for wider in [
+        Scope::builder().grants(refund::CAPABILITIES).grant("payments.void").limits(limits).build().unwrap(),
+        Scope::builder().grants(refund::CAPABILITIES).limits(limits.with_tool_calls(4)).build().unwrap(),
+    ] {
+        let refused =
+            runtime.run_journaled(&journal, &run_id(), &wider, &mut refund::conversation(), |()| true).await;
+        assert_eq!(refused, Err(RunError::Journal(JournalError::Widened)));
+    }
+    assert_eq!(sink.count("refund"), 0, "nothing ran");
+    assert_eq!(journal.commits(), commits + 4, "each refusal took the run and released it at once");
+
+    // Narrower: fine. The refund's capability is kept, the mail's dropped; a shorter deadline.
+    let narrower = journal::scope_of(&journal, &run_id())
+        .await
+        .unwrap()
+        .limits(limits.with_deadline(Duration::from_secs(30)))
+        .build()
+        .unwrap();
+    let done = runtime
+        .run_journaled(&journal, &run_id(), &narrower, &mut refund::conversation(), |()| true)
+        .await
+        .unwrap();
+    assert_eq!(done.status(), Status::Completed);
+    assert_eq!(sink.count("refund"), 1);
+    let record = journal::inspect(&journal, &run_id()).await.unwrap();
+    let succeeded: Vec<(&str, &str)> = record.succeeded().collect();
+    assert_eq!(
+        succeeded,
+        [
+            ("lookup_order", "Order 42: 15.00 EUR, paid, delivered damaged."),
+            ("refund", "Refunded 1500 cents on order 42."),
+        ],
+        "every call that succeeded, across both attempts"
+    );
+}
+
+#[tokio::test]
+async fn widening_a_run_is_an_explicit_audited_command_and_the_next_attempt_may_use_it() {
+    let journal = MemoryJournal::default();
+    let sink = Arc::new(MemorySink::default());
+    let narrow = Scope::builder().grant(refund::READ_CAPABILITY).build().unwrap();
+    let tools = refund::tools(Arc::clone(&sink) as Arc<dyn EffectSink>, Policy::Ask);
+    let runtime = Runtime::harness(&tools.set, refund::model(refund::short_script(), |_| {}));
+    let first = runtime
+        .run_journaled(&journal, &run_id(), &narrow, &mut refund::conversation(), |()| true)
+        .await
+        .unwrap();
+    assert_eq!(first.status(), Status::PermissionDenied, "the refund was not granted");
+
+    let journal = MemoryJournal::default();
+    let script = vec![refund::short_script()[0].clone(), ModelReply::text("Looked up.")];
+    let runtime = Runtime::harness(&tools.set, refund::model(script, |_| {}));
+    let limits = Limits::default().with_deadline(Duration::from_millis(1));
+    let cut = Scope::builder().grant(refund::READ_CAPABILITY).limits(limits).build().unwrap();
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    let stopped = runtime
+        .run_journaled(&journal, &run_id(), &cut, &mut refund::conversation(), |()| true)
+        .await
+        .unwrap();
+    assert_eq!(stopped.status(), Status::DeadlineExceeded, "an open run, to widen");
+    assert_eq!(
+        journal::widen(&journal, &run_id(), &[refund::REFUND_CAPABILITY], None, "").await.err(),
+        Some(JournalError::InvalidActor)
+    );
+    let widened =
+        journal::widen(&journal, &run_id(), &[refund::REFUND_CAPABILITY], None, "ops-lead").await.unwrap();
+    assert!(widened.is_granted(refund::REFUND_CAPABILITY) && widened.is_granted(refund::READ_CAPABILITY));
+    let scope = journal::scope_of(&journal, &run_id()).await.unwrap().build().unwrap();
+    assert!(scope.is_granted(refund::REFUND_CAPABILITY), "the next attempt's scope has it");
+    let record = journal::inspect(&journal, &run_id()).await.unwrap();
+    let audit: Vec<String> = record.events().iter().map(ToString::to_string).collect();
+    assert_eq!(audit.last().map(String::as_str), Some("Widened run 1 by ops-lead"));
+    let resumed =
+        runtime.run_journaled(&journal, &run_id(), &scope, &mut refund::conversation(), |()| true).await;
+    assert_eq!(resumed.map(|o| o.status()), Ok(Status::Completed));
 }

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use loopbound::journal::{
-    Batch, Entry, Fence, Journal, JournalError, MemoryJournal, RunId, RunRow, StoredRun,
+    Batch, Entry, Fence, Journal, JournalError, ListedRow, MemoryJournal, RunId, RunQuery, RunRow, StoredRun,
 };
 use loopbound::scripted::{Scripted, Step, sequence};
 use loopbound::tool::Policy;
@@ -153,8 +153,20 @@ struct Logged {
 }
 
 impl Journal for Logged {
+    fn lease(&self) -> Duration {
+        self.inner.lease()
+    }
+
     async fn acquire(&self, run: &RunId, fresh: RunRow) -> Result<StoredRun, JournalError> {
         self.inner.acquire(run, fresh).await
+    }
+
+    async fn renew(&self, run: &RunId, epoch: u64) -> Result<(), JournalError> {
+        self.inner.renew(run, epoch).await
+    }
+
+    async fn list(&self, query: &RunQuery) -> Result<Vec<ListedRow>, JournalError> {
+        self.inner.list(query).await
     }
 
     async fn load(&self, run: &RunId) -> Result<Option<StoredRun>, JournalError> {

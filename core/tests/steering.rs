@@ -6,7 +6,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use loopbound::journal::{Batch, Fence, Journal, JournalError, MemoryJournal, RunId, RunRow, StoredRun};
+use loopbound::journal::{
+    Batch, Fence, Journal, JournalError, ListedRow, MemoryJournal, RunId, RunQuery, RunRow, StoredRun,
+};
 use loopbound::scripted::{Scripted, Step};
 use loopbound::transport::ModelReply;
 use loopbound::{Message, RunError, RunErrorKind, RunRegistry, Runtime, Scope, ToolSet};
@@ -53,8 +55,20 @@ struct Cancellable {
 }
 
 impl Journal for Cancellable {
+    fn lease(&self) -> Duration {
+        self.inner.lease()
+    }
+
     async fn acquire(&self, run: &RunId, fresh: RunRow) -> Result<StoredRun, JournalError> {
         self.inner.acquire(run, fresh).await
+    }
+
+    async fn renew(&self, run: &RunId, epoch: u64) -> Result<(), JournalError> {
+        self.inner.renew(run, epoch).await
+    }
+
+    async fn list(&self, query: &RunQuery) -> Result<Vec<ListedRow>, JournalError> {
+        self.inner.list(query).await
     }
 
     async fn load(&self, run: &RunId) -> Result<Option<StoredRun>, JournalError> {

@@ -95,7 +95,7 @@ pub struct Cli {
     pub endpoint: Live,
 
     /// Print one JSON object with the keys agent, transport, capabilities, limits, price (when the
-    /// model has one), status, text, events, usage, detail, operation, `partial_text` and spend.
+    /// model has one), status, text, events, usage, detail, operation, `partial_text`, spend and pending.
     #[arg(long)]
     pub json: bool,
 
@@ -129,6 +129,10 @@ pub enum Command {
     Resume(Resume),
     /// Settle an ambiguous effect: it ran (with a result) or it did not run.
     Reconcile(Reconcile),
+    /// List the journal's runs, by state and by label, a page at a time.
+    Runs(crate::runs::RunsArgs),
+    /// Print everything the journal holds about one run.
+    Inspect(Resume),
     /// Spend budgets: a scripted model that reports usage, each call capped at what a total-token
     /// and a cost budget leave; the call that would not fit is never sent.
     Spend(SpendArgs),
@@ -164,7 +168,7 @@ pub struct Decide {
     pub approver: String,
 }
 
-/// A run to resume.
+/// A run to resume or inspect.
 #[derive(Clone, Debug, PartialEq, Eq, Args)]
 pub struct Resume {
     /// The SQLite journal file.
@@ -284,6 +288,8 @@ async fn durable_command(command: &Command, out: &mut impl Write, err: &mut impl
         Command::Reconcile(r) => {
             durable::reconcile(&r.journal, &r.operation, r.ran.as_deref(), &r.by, out, err).await
         }
+        Command::Runs(args) => crate::runs::runs(args, out, err).await,
+        Command::Inspect(r) => crate::runs::inspect(&r.journal, &r.run, out, err).await,
         // Played by `execute`, with the caller's cancellation.
         Command::Spend(_) | Command::Subagent(_) | Command::Pool(_) => EXIT_INTERNAL,
     }

@@ -11,6 +11,9 @@
 //! The payments system the refund acts on is a file beside the journal (`<journal>.refunds`, one
 //! line per refund applied, fsynced), so what happened survives the process like the journal.
 //!
+//! Each `demo330` process holds the runs it drives under a lease of [`LEASE`] named `demo330`:
+//! a resume right after a crash waits (and says so) until the dead process's lease expires.
+//!
 //! # Invariants
 //!
 //! - Run ids are fixed per scenario (`refund-42`, `crash-42`), so transcripts hold no random
@@ -24,11 +27,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use loopbound::journal::{
-    self, Batch, Digest, Entry, Fence, Journal, JournalError, OperationId, RunId, RunRecord, RunRow,
-    StoredRun,
+    self, Batch, Digest, Entry, Fence, Journal, JournalError, ListedRow, OperationId, RunId, RunQuery,
+    RunRecord, RunRow, StoredRun,
 };
 use loopbound::tool::Policy;
-use loopbound::{Composition, Limits, Outcome, Runtime, Scope, Status};
+use loopbound::{Composition, Limits, Outcome, RunError, Runtime, Scope, Status};
 use loopbound_sqlite::SqliteJournal;
 use loopbound_testkit::refund::{self, EffectSink, FileSink};
 
@@ -99,12 +102,22 @@ pub fn refunds_path(journal: &Path) -> PathBuf {
     journal.with_file_name(name)
 }
 
-fn emit(stream: &mut impl std::io::Write, text: &str) {
+pub(crate) fn emit(stream: &mut impl std::io::Write, text: &str) {
     let _ = stream.write_all(text.as_bytes()).and_then(|()| stream.flush());
 }
 
-fn open(path: &Path, err: &mut impl std::io::Write) -> Option<SqliteJournal> {
-    match SqliteJournal::open(path) {
+/// How long a `demo330` process holds a run without writing: short, so that a resume after a
+/// crash waits little.
+pub const LEASE: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// The name the console's leases carry.
+pub const HOLDER: &str = "demo330";
+
+pub(crate) fn open(path: &Path, err: &mut impl std::io::Write) -> Option<SqliteJournal> {
+    let opened = SqliteJournal::open(path)
+        .and_then(|journal| journal.with_lease(LEASE))
+        .and_then(|journal| journal.with_holder(HOLDER));
+    match opened {
         Ok(journal) => Some(journal),
         Err(error) => {
             emit(err, &format!("demo330: {}: {}\n", path.display(), chained(&error)));
@@ -128,7 +141,7 @@ pub fn visible(text: &str) -> String {
 }
 
 /// `label` then `value`, in the transcript's columns.
-fn line(out: &mut String, label: &str, value: &str) {
+pub(crate) fn line(out: &mut String, label: &str, value: &str) {
     let _ = writeln!(out, "{label:<14}{value}");
 }
 
@@ -161,12 +174,33 @@ pub async fn play(
             tool == "refund" && key.as_deref().is_some_and(|k| k.starts_with(&format!("{run_id}/")))
         })
     };
-    let result = runtime.run_journaled(&journal, &run, &scope, &mut conversation, completed).await;
+    let mut result = runtime.run_journaled(&journal, &run, &scope, &mut conversation, &completed).await;
+    // An earlier attempt that died holds the run until its lease expires: wait for it once.
+    if let Err(RunError::Journal(JournalError::LeaseHeld { holder, remaining })) = &result {
+        emit(
+            out,
+            &format!(
+                "\n{:<14}held by {} (an earlier attempt); waiting for its lease to expire\n",
+                "lease",
+                visible(holder)
+            ),
+        );
+        tokio::time::sleep(*remaining + std::time::Duration::from_millis(50)).await;
+        let scope = match Scope::builder().grants(refund::CAPABILITIES).limits(limits).build() {
+            Ok(scope) => scope,
+            Err(error) => {
+                emit(err, &format!("demo330: {error}\n"));
+                return crate::vocabulary::EXIT_INTERNAL;
+            }
+        };
+        conversation = refund::conversation();
+        result = runtime.run_journaled(&journal, &run, &scope, &mut conversation, &completed).await;
+    }
     match result {
         Ok(outcome) => {
             emit(out, "\n");
             emit(out, &render_outcome(&outcome));
-            emit(out, &next_steps(&journal.inner, path, &outcome).await);
+            emit(out, &next_steps(path, &outcome));
             status_exit_code(outcome.status())
         }
         Err(error) => {
@@ -190,7 +224,11 @@ fn header(scenario: Durable, path: &Path, scope: &Scope) -> String {
         "the refund is in the payments system (the .refunds file), not the model's words",
     );
     line(&mut out, "scenario", &format!("{}: {}", scenario.name(), scenario.demonstrates()));
-    line(&mut out, "journal", &format!("{} (SQLite, WAL, synchronous FULL)", path.display()));
+    line(
+        &mut out,
+        "journal",
+        &format!("{} (SQLite, WAL, synchronous FULL, leases of {}s)", path.display(), LEASE.as_secs()),
+    );
     line(&mut out, "payments", &refunds_path(path).display().to_string());
     line(&mut out, "run", scenario.run());
     line(
@@ -205,7 +243,7 @@ fn header(scenario: Durable, path: &Path, scope: &Scope) -> String {
 }
 
 /// What the host does next, after `outcome`.
-async fn next_steps(journal: &SqliteJournal, path: &Path, outcome: &Outcome) -> String {
+fn next_steps(path: &Path, outcome: &Outcome) -> String {
     let mut out = String::new();
     let Some(operation) = outcome.operation().and_then(|id| OperationId::parse(id).ok()) else {
         return out;
@@ -214,9 +252,7 @@ async fn next_steps(journal: &SqliteJournal, path: &Path, outcome: &Outcome) -> 
     let run = operation.run();
     match outcome.status() {
         Status::AwaitingApproval => {
-            let Ok(record) = journal::inspect(journal, run).await else { return out };
-            let Some(found) = record.operation(operation.ordinal()) else { return out };
-            let proposal = found.proposal();
+            let Some(proposal) = outcome.pending() else { return out };
             let digest = proposal.digest();
             line(
                 &mut out,
@@ -290,9 +326,9 @@ pub async fn decide(
     };
     let Some(journal) = open(path, err) else { return EXIT_JOURNAL };
     let result = if allow {
-        journal::approve(&journal, &operation, &digest, approver).await
+        journal::approve(&journal, journal::Presented::new(&operation, &digest), approver).await
     } else {
-        journal::deny(&journal, &operation, &digest, approver).await
+        journal::deny(&journal, journal::Presented::new(&operation, &digest), approver).await
     };
     match result {
         Ok(proposal) => {
@@ -380,7 +416,7 @@ pub async fn resume(
     crate::vocabulary::EXIT_USAGE
 }
 
-fn refuse(err: &mut impl std::io::Write, error: &JournalError) -> i32 {
+pub(crate) fn refuse(err: &mut impl std::io::Write, error: &JournalError) -> i32 {
     emit(err, &format!("demo330: refused: {error} (exit {EXIT_JOURNAL})\n"));
     EXIT_JOURNAL
 }
@@ -393,8 +429,20 @@ struct Dying {
 }
 
 impl Journal for Dying {
+    fn lease(&self) -> std::time::Duration {
+        self.inner.lease()
+    }
+
     async fn acquire(&self, run: &RunId, fresh: RunRow) -> Result<StoredRun, JournalError> {
         self.inner.acquire(run, fresh).await
+    }
+
+    async fn renew(&self, run: &RunId, epoch: u64) -> Result<(), JournalError> {
+        self.inner.renew(run, epoch).await
+    }
+
+    async fn list(&self, query: &RunQuery) -> Result<Vec<ListedRow>, JournalError> {
+        self.inner.list(query).await
     }
 
     async fn load(&self, run: &RunId) -> Result<Option<StoredRun>, JournalError> {

@@ -5,6 +5,8 @@
 //!   `loopbound_testkit::review`;
 //! - [`scenario`]: the eight scenarios of the contract (capabilities, limits, scripted model,
 //!   expected status and counts), reusable by benches and other tests;
+//! - [`service`]: `service`, an HTTP service over native and MCP tools, a live model, a journal,
+//!   approvals, live streams and cancel by id;
 //! - [`session`]: one scope per run, generic over the transport;
 //! - [`report`] and [`text`]: what a run reports, as JSON and as a transcript;
 //! - [`console`]: the command line of `demo330`;
@@ -20,6 +22,7 @@
 //!   of every request, the request that does not fit refused unsent;
 //! - [`durable`]: the durable scenarios (`refund`, `crash`) and the host's commands on a journal
 //!   (`approve`, `deny`, `reconcile`, `resume`);
+//! - [`runs`]: the host's queries on a journal (`runs`, `inspect`);
 //! - [`vocabulary`]: the console's own words (composition descriptions, absent capabilities) and
 //!   exit codes.
 //!
@@ -52,7 +55,9 @@ pub mod mcp;
 pub mod pool;
 pub mod provider;
 pub mod report;
+pub mod runs;
 pub mod scenario;
+pub mod service;
 pub mod session;
 pub mod spend;
 pub mod text;

@@ -5,7 +5,7 @@
 //! - The JSON form is exactly one object with the keys `agent`, `transport`, `capabilities`,
 //!   `limits`, `price` when the model has one (`limits` names the spend budgets only when they
 //!   are set), then the outcome's own form (`status`, `text`, `events`, `usage`, `detail`,
-//!   `operation`, `partial_text`, `spend`, as [`Outcome`] serialises for any host), and no
+//!   `operation`, `partial_text`, `spend`, `pending`, as [`Outcome`] serialises for any host), and no
 //!   wall-clock time: the same scenario always gives the same bytes.
 //! - `text` is `null` unless the status keeps it (`Completed` or `Incomplete`).
 
@@ -132,7 +132,7 @@ impl From<Limits> for JsonLimits {
 
 /// The report as one line of JSON: the header's `{agent, transport, capabilities, limits,
 /// price}`, then the outcome's own serialised form, `{status, text, events:[{kind,name,count}],
-/// usage, detail, operation, partial_text, spend}`.
+/// usage, detail, operation, partial_text, spend, pending}`.
 ///
 /// # Errors
 ///

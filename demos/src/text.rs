@@ -217,6 +217,8 @@ const fn gloss(kind: EventKind) -> &'static str {
         EventKind::EffectRecorded => "result committed",
         EventKind::Resumed => "the run continues from its journal",
         EventKind::Reconciled => "the host settled an ambiguous effect",
+        EventKind::AwaitingApproval => "the run stops here until the host decides",
+        EventKind::Widened => "the host widened the run's grants or limits",
         _ => "an event this console does not describe yet",
     }
 }

@@ -97,6 +97,7 @@ async fn json_prints_one_object_with_exactly_the_contracts_keys() {
             "limits",
             "operation",
             "partial_text",
+            "pending",
             "spend",
             "status",
             "text",
@@ -106,8 +107,13 @@ async fn json_prints_one_object_with_exactly_the_contracts_keys() {
     );
     assert_eq!(value["status"], "Incomplete");
     assert_eq!(
-        (&value["usage"], &value["detail"], &value["operation"]),
-        (&serde_json::Value::Null, &serde_json::Value::Null, &serde_json::Value::Null)
+        (&value["usage"], &value["detail"], &value["operation"], &value["pending"]),
+        (
+            &serde_json::Value::Null,
+            &serde_json::Value::Null,
+            &serde_json::Value::Null,
+            &serde_json::Value::Null
+        )
     );
     assert_eq!(value["text"], "Review finished.");
     assert_eq!(value["transport"], "scripted");

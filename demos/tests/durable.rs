@@ -53,10 +53,18 @@ fn flows() -> Vec<(&'static str, Vec<Step>, usize)> {
             "approval",
             vec![
                 step("refund", &["refund", "--journal", "runs.db"], Exit::Code(2), ""),
+                step(
+                    "runs-awaiting",
+                    &["runs", "--journal", "runs.db", "--state", "awaiting"],
+                    Exit::Code(0),
+                    "",
+                ),
+                step("inspect", &["inspect", "--journal", "runs.db", "refund-42"], Exit::Code(0), ""),
                 step("approve-other-digest", &wrong, Exit::Code(74), mismatch),
                 step("approve", &approve, Exit::Code(0), ""),
                 step("resume", &resume_refund, Exit::Code(0), ""),
                 step("resume-again", &resume_refund, Exit::Code(74), finished),
+                step("runs", &["runs", "--journal", "runs.db"], Exit::Code(0), ""),
             ],
             1,
         ),
@@ -74,6 +82,13 @@ fn flows() -> Vec<(&'static str, Vec<Step>, usize)> {
             vec![
                 step("crash", &["crash", "--journal", "runs.db"], Exit::Killed, ""),
                 step("resume", &resume_crash, Exit::Code(2), ""),
+                step(
+                    "runs-ambiguous",
+                    &["runs", "--journal", "runs.db", "--state", "ambiguous"],
+                    Exit::Code(0),
+                    "",
+                ),
+                step("inspect", &["inspect", "--journal", "runs.db", "crash-42"], Exit::Code(0), ""),
                 step(
                     "reconcile",
                     &["reconcile", "--journal", "runs.db", "crash-42/op/2", "--not-run", "--by", "ops"],

@@ -12,7 +12,10 @@
 //!
 //! - The model never reads the library's code paths: it only follows the contract's commit
 //!   grouping (an allowed effect: `started` with everything buffered, then the result; a read:
-//!   nothing of its own; the end of an attempt: one commit with its state).
+//!   nothing of its own; the end of an attempt: one commit with its state) and its states (an
+//!   acquisition keeps the run's state; every commit of an attempt records `open`, or
+//!   `ambiguous` on an effect between its `started` commit and its result; a decision or a
+//!   reconciliation of the op the state names makes it `open`).
 
 /// What a tool does to the world.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -249,6 +252,9 @@ impl Model {
             return Ok(());
         }
         attempt.memory.ops[op - 1].starts = start;
+        if kind(op) == Kind::Effect {
+            attempt.memory.state = RunState::Ambiguous(op);
+        }
         self.commit(attempt)?;
         attempt.bodies += 1;
         self.effects[op - 1] += 1;
@@ -256,6 +262,7 @@ impl Model {
             return Err(Died);
         }
         attempt.memory.ops[op - 1].result = true;
+        attempt.memory.state = RunState::Open;
         self.commit(attempt)
     }
 
@@ -265,8 +272,8 @@ impl Model {
             return Reported::Finished(status);
         }
         self.durable.attempts += 1;
-        self.durable.state = RunState::Open;
         let mut attempt = Attempt { memory: self.durable.clone(), crash, commits: 0, bodies: 0 };
+        attempt.memory.state = RunState::Open;
         self.steps(&mut attempt).unwrap_or(Reported::Crashed)
     }
 
@@ -332,6 +339,9 @@ impl Model {
             return Reported::Refused("AlreadyDecided");
         }
         record.decision = Some((allow, true));
+        if self.durable.state == RunState::Awaiting(op) {
+            self.durable.state = RunState::Open;
+        }
         Reported::Done
     }
 
@@ -340,7 +350,6 @@ impl Model {
         if self.durable.attempts == 0 {
             return Reported::Refused("UnknownRun");
         }
-        let state = self.durable.state;
         let record = &mut self.durable.ops[op - 1];
         if !record.proposed {
             return Reported::Refused("UnknownOperation");
@@ -351,10 +360,10 @@ impl Model {
         let Status::Started(start) = record.status() else {
             return Reported::Refused("NotAmbiguous");
         };
-        if state != RunState::Ambiguous(op) {
-            return Reported::Refused("NotAmbiguous");
-        }
         record.reconciled.push((start, settled));
+        if self.durable.state == RunState::Ambiguous(op) {
+            self.durable.state = RunState::Open;
+        }
         Reported::Done
     }
 }

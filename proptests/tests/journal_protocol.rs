@@ -16,8 +16,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use loopbound::journal::{
-    self, Batch, Digest, Fence, Journal, JournalError, MemoryJournal, OperationId, Resolution, RunId, RunRow,
-    RunState, StoredRun,
+    self, Batch, Digest, Fence, Journal, JournalError, ListedRow, MemoryJournal, OperationId, Resolution,
+    RunId, RunQuery, RunRow, RunState, StoredRun,
 };
 use loopbound::tool::{EffectKind, Policy as ToolPolicy};
 use loopbound::{Call, Limits, RunError, Runtime, Scope, ToolSet};
@@ -128,6 +128,18 @@ fn died() -> JournalError {
 }
 
 impl Journal for Dying {
+    fn lease(&self) -> Duration {
+        self.inner.lease()
+    }
+
+    async fn renew(&self, run: &RunId, epoch: u64) -> Result<(), JournalError> {
+        self.inner.renew(run, epoch).await
+    }
+
+    async fn list(&self, query: &RunQuery) -> Result<Vec<ListedRow>, JournalError> {
+        self.inner.list(query).await
+    }
+
     async fn acquire(&self, run: &RunId, fresh: RunRow) -> Result<StoredRun, JournalError> {
         self.inner.acquire(run, fresh).await
     }
@@ -275,6 +287,8 @@ impl Sut {
                     Reported::Finished(status_name(status))
                 }
                 Err(RunError::Journal(JournalError::Storage(_))) if self.plan.dead.load(Ordering::SeqCst) => {
+                    // The dead process's lease runs out before anything else happens.
+                    self.journal.inner.expire(&run_id());
                     Reported::Crashed
                 }
                 Err(other) => panic!("an attempt failed: {other}"),
@@ -293,9 +307,9 @@ impl Sut {
                 _ => Digest::of("refund:{\"amount_cents\":1,\"order\":1}"),
             };
             let result = if allow {
-                journal::approve(&self.journal, &operation, &digest, "alice").await
+                journal::approve(&self.journal, journal::Presented::new(&operation, &digest), "alice").await
             } else {
-                journal::deny(&self.journal, &operation, &digest, "bob").await
+                journal::deny(&self.journal, journal::Presented::new(&operation, &digest), "bob").await
             };
             result.map_or_else(|error| Reported::Refused(refused(&error)), |_| Reported::Done)
         })

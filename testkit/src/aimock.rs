@@ -97,6 +97,12 @@ impl Aimock {
 
     /// As [`start`](Self::start), with extra environment for the server process.
     pub fn start_with_env(env: &[(&str, &str)]) -> Option<Self> {
+        Self::start_with_fixtures(&fixtures(), env)
+    }
+
+    /// As [`start_with_env`](Self::start_with_env), with the fixtures of the file `fixtures`
+    /// instead of the review's (a test that writes its own, e.g. with paths it made).
+    pub fn start_with_fixtures(fixtures: &Path, env: &[(&str, &str)]) -> Option<Self> {
         if !node_present() {
             return None;
         }
@@ -104,7 +110,7 @@ impl Aimock {
         let mut child = Command::new("node")
             .arg(cli())
             .args(["-h", "127.0.0.1", "-p", "0", "--validate-on-load", "-f"])
-            .arg(fixtures())
+            .arg(fixtures)
             .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())

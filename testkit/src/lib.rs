@@ -2,6 +2,9 @@
 //!
 //! - [`review`]: the review task of SPEC §11, the one copy of its tools, texts and state;
 //! - [`conformance`]: the journal conformance suite every backend runs;
+//! - [`backend`]: one journal type over SQLite and PostgreSQL, opened from a short text, for
+//!   test processes told where their journal is;
+//! - [`child`]: test binaries that run themselves again as child processes;
 //! - [`scratch`]: fresh scratch directories for tests that write files;
 //! - [`refund`]: the refund task of the journaled runs (a read, an effect, an idempotent call),
 //!   with its effects counted outside the run;
@@ -33,8 +36,10 @@
 #![warn(missing_docs)]
 
 pub mod aimock;
+pub mod backend;
 pub mod canned;
 pub mod chain;
+pub mod child;
 pub mod conformance;
 pub mod fuzz;
 pub mod golden;

@@ -315,6 +315,21 @@ impl TempDir {
     pub fn path(&self) -> &Path {
         &self.0
     }
+
+    /// The names of the entries in the folder, sorted: what the tests compare after a write.
+    ///
+    /// # Panics
+    ///
+    /// If the folder cannot be read.
+    #[must_use]
+    pub fn files(&self) -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(&self.0)
+            .expect("the folder")
+            .map(|entry| entry.expect("an entry").file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    }
 }
 
 impl Drop for TempDir {

@@ -230,7 +230,7 @@ pub fn batched_script() -> Vec<ModelReply> {
 /// Which step of a script a request asks for: 1 + the assistant messages so far.
 #[must_use]
 pub fn step_of(request: &ChatRequest<'_>) -> usize {
-    1 + request.messages.iter().filter(|m| matches!(m, Message::Assistant { .. })).count()
+    loopbound::scripted::turn(request)
 }
 
 /// A scripted model that answers from the conversation: step n of `script` when the request

@@ -23,7 +23,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 
 use loopbound::journal::{self, RunId};
-use loopbound_postgres::{Config, PostgresJournal, WorkerId};
+use loopbound_postgres::{Config, PostgresJournal};
 use loopbound_sqlite::SqliteJournal;
 use loopbound_testkit::postgres::{Cluster, Durability};
 use loopbound_testkit::scratch;
@@ -95,9 +95,7 @@ fn journal_counts(backend: Backend<'_>, dir: &Path) -> (usize, u32, u32) {
             }
             Backend::Postgres(url) => {
                 let config = Config::new(url).expect("the cluster's URL");
-                let worker = WorkerId::new("crash-matrix").expect("a worker id");
-                let journal =
-                    PostgresJournal::connect(&config, worker).await.expect("connect to the journal");
+                let journal = PostgresJournal::connect(&config).await.expect("connect to the journal");
                 journal::inspect(&journal, &run).await
             }
         };

@@ -129,6 +129,9 @@ pub(crate) struct Guard {
     /// Whether this scope was cancelled by its run id (as its caller would), not through its
     /// parent: a child's own cancellation, told apart from its parent's halt.
     cancelled_by_id: AtomicBool,
+    /// In a journaled run, the attempt's epoch (its fencing token), set once when the attempt
+    /// takes the run.
+    epoch: Mutex<Option<u64>>,
 }
 
 impl Guard {
@@ -156,7 +159,18 @@ impl Guard {
             terms,
             feed,
             cancelled_by_id: AtomicBool::new(false),
+            epoch: Mutex::new(None),
         }
+    }
+
+    /// Marks this guard's run as a journaled attempt under `epoch`.
+    pub(crate) fn set_epoch(&self, epoch: u64) {
+        *self.epoch.lock() = Some(epoch);
+    }
+
+    /// The journaled attempt's epoch, if any.
+    pub(crate) fn epoch(&self) -> Option<u64> {
+        *self.epoch.lock()
     }
 
     /// The live stream of a watched scope.

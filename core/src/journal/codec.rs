@@ -7,17 +7,19 @@
 //! - Decoding never panics: any text gives a value or a typed
 //!   [`Corrupt`](JournalError::Corrupt) error naming the field, never the stored text.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+use super::definition::RunDefinition;
 use super::error::JournalError;
-use super::record::{Decider, MAX_ACTOR_LEN, Resolution, RunState, Verdict, valid_actor};
+use super::label::Labels;
+use super::record::{Decider, MAX_ACTOR_LEN, Resolution, Verdict, valid_actor};
 use super::row::EventRow;
 use crate::event::{ControlEvent, EventKind};
 use crate::guard::Counters;
-use crate::outcome::Status;
+use crate::limits::Limits;
 use crate::spend::{Micros, Reserved};
 use crate::tool::EffectKind;
 use crate::transport::{Message, ModelReply, ToolCall, Usage};
@@ -149,25 +151,99 @@ pub(crate) fn decode_counters(text: &str) -> Result<Counters, JournalError> {
     })
 }
 
-pub(crate) fn encode_state(state: RunState) -> String {
-    match state {
-        RunState::Open => "open".to_owned(),
-        RunState::AwaitingApproval(ordinal) => format!("awaiting_approval:{ordinal}"),
-        RunState::Ambiguous(ordinal) => format!("ambiguous:{ordinal}"),
-        RunState::Finished(status) => format!("finished:{status}"),
-    }
+/// The run's definition as stored; labels are stored in their own rows.
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StoredDefinition {
+    grants: Vec<String>,
+    model_calls: u32,
+    tool_calls: u32,
+    repetitions: u32,
+    deadline: std::time::Duration,
+    calls_per_reply: u32,
+    reply_bytes: usize,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    input_tokens: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    output_tokens: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    total_tokens: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    cost: Option<u64>,
+    #[serde(default = "default_min_output", skip_serializing_if = "is_default_min_output")]
+    min_output_tokens: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    wrap_up_tokens: Option<u64>,
 }
 
-pub(crate) fn decode_state(text: &str) -> Result<RunState, JournalError> {
-    let bad = || corrupt("the run's state");
-    let ordinal = |digits: &str| digits.parse::<u32>().ok().filter(|n| *n > 0).ok_or_else(bad);
-    match text.split_once(':') {
-        None if text == "open" => Ok(RunState::Open),
-        Some(("awaiting_approval", digits)) => Ok(RunState::AwaitingApproval(ordinal(digits)?)),
-        Some(("ambiguous", digits)) => Ok(RunState::Ambiguous(ordinal(digits)?)),
-        Some(("finished", name)) => Status::from_name(name).map(RunState::Finished).ok_or_else(bad),
-        _ => Err(bad()),
+fn default_min_output() -> u32 {
+    Limits::DEFAULT_MIN_OUTPUT_TOKENS
+}
+
+#[allow(clippy::trivially_copy_pass_by_ref, reason = "serde's `skip_serializing_if` hands over a reference")]
+fn is_default_min_output(tokens: &u32) -> bool {
+    *tokens == Limits::DEFAULT_MIN_OUTPUT_TOKENS
+}
+
+pub(crate) fn encode_definition(grants: &BTreeSet<String>, limits: &Limits) -> String {
+    let stored = StoredDefinition {
+        grants: grants.iter().cloned().collect(),
+        model_calls: limits.model_calls(),
+        tool_calls: limits.tool_calls(),
+        repetitions: limits.repetitions(),
+        deadline: limits.deadline(),
+        calls_per_reply: limits.calls_per_reply(),
+        reply_bytes: limits.reply_bytes(),
+        input_tokens: limits.input_tokens(),
+        output_tokens: limits.output_tokens(),
+        total_tokens: limits.total_tokens(),
+        cost: limits.cost().map(|cost| cost.0),
+        min_output_tokens: limits.min_output_tokens(),
+        wrap_up_tokens: limits.wrap_up_tokens(),
+    };
+    serde_json::to_string(&stored).unwrap_or_default()
+}
+
+/// The definition in `text` with `labels`, or `None` for a run stored before definitions were
+/// (an empty text).
+pub(crate) fn decode_definition(text: &str, labels: Labels) -> Result<Option<RunDefinition>, JournalError> {
+    if text.is_empty() {
+        return Ok(None);
     }
+    let bad = || corrupt("the run's definition");
+    let stored: StoredDefinition = serde_json::from_str(text).map_err(|_| bad())?;
+    let mut limits = Limits::default()
+        .with_model_calls(stored.model_calls)
+        .with_tool_calls(stored.tool_calls)
+        .with_repetitions(stored.repetitions)
+        .with_deadline(stored.deadline)
+        .with_calls_per_reply(stored.calls_per_reply)
+        .with_reply_bytes(stored.reply_bytes)
+        .with_min_output_tokens(stored.min_output_tokens);
+    if let Some(tokens) = stored.input_tokens {
+        limits = limits.with_input_tokens(tokens);
+    }
+    if let Some(tokens) = stored.output_tokens {
+        limits = limits.with_output_tokens(tokens);
+    }
+    if let Some(tokens) = stored.total_tokens {
+        limits = limits.with_total_tokens(tokens);
+    }
+    if let Some(cost) = stored.cost {
+        limits = limits.with_cost(Micros(cost));
+    }
+    if let Some(tokens) = stored.wrap_up_tokens {
+        limits = limits.with_wrap_up(tokens);
+    }
+    limits.validate().map_err(|_| bad())?;
+    let count = stored.grants.len();
+    let grants: BTreeSet<String> = stored.grants.into_iter().collect();
+    if grants.len() != count
+        || grants.iter().any(|grant| grant.is_empty() || grant.chars().any(char::is_control))
+    {
+        return Err(bad());
+    }
+    Ok(Some(RunDefinition { grants, limits, labels }))
 }
 
 pub(crate) fn decode_effect(text: &str) -> Result<EffectKind, JournalError> {
@@ -255,7 +331,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn states_round_trip_and_refuse_other_texts() {
+    fn states_round_trip_through_their_parts_and_refuse_others() {
+        use super::super::record::RunState;
+        use crate::outcome::Status;
         for state in [
             RunState::Open,
             RunState::AwaitingApproval(3),
@@ -263,11 +341,58 @@ mod tests {
             RunState::Finished(Status::Completed),
             RunState::Finished(Status::Denied),
         ] {
-            assert_eq!(decode_state(&encode_state(state)), Ok(state));
+            let status = state.status().map(Status::as_str);
+            assert_eq!(RunState::from_parts(state.name(), state.operation(), status), Ok(state));
         }
-        for bad in ["", "Open", "ambiguous:0", "ambiguous:", "ambiguous:x", "finished:Nope", "open:1"] {
-            assert!(matches!(decode_state(bad), Err(JournalError::Corrupt(_))), "{bad:?}");
+        for (name, operation, status) in [
+            ("", None, None),
+            ("Open", None, None),
+            ("open", Some(1), None),
+            ("ambiguous", Some(0), None),
+            ("ambiguous", None, None),
+            ("awaiting_approval", Some(2), Some("Completed")),
+            ("finished", None, Some("Nope")),
+            ("finished", None, None),
+        ] {
+            let decoded = RunState::from_parts(name, operation, status);
+            assert!(matches!(decoded, Err(JournalError::Corrupt(_))), "{name:?} {operation:?} {status:?}");
         }
+    }
+
+    #[test]
+    fn definitions_round_trip_and_refuse_invalid_limits() {
+        let grants: BTreeSet<String> = ["b.x", "a.y"].into_iter().map(str::to_owned).collect();
+        let limits =
+            Limits::default().with_tool_calls(0).with_deadline(std::time::Duration::from_millis(1500));
+        let labels = Labels::new().with("tenant", "acme").unwrap();
+        let text = encode_definition(&grants, &limits);
+        let decoded = decode_definition(&text, labels.clone()).unwrap().unwrap();
+        assert_eq!(decoded, RunDefinition { grants, limits, labels });
+        assert_eq!(decode_definition("", Labels::new()), Ok(None));
+        let zero = text.replace(r#""model_calls":6"#, r#""model_calls":0"#);
+        assert_ne!(zero, text);
+        assert_eq!(decode_definition(&zero, Labels::new()), Err(corrupt("the run's definition")));
+        let twice = text.replace(r#"["a.y","b.x"]"#, r#"["a.y","a.y"]"#);
+        assert_ne!(twice, text);
+        assert_eq!(decode_definition(&twice, Labels::new()), Err(corrupt("the run's definition")));
+    }
+
+    #[test]
+    fn a_definitions_spend_budgets_round_trip_and_one_without_them_decodes_as_unbudgeted() {
+        let grants: BTreeSet<String> = ["payments.refund"].into_iter().map(str::to_owned).collect();
+        let limits = Limits::default()
+            .with_input_tokens(900)
+            .with_output_tokens(300)
+            .with_total_tokens(1000)
+            .with_cost(Micros(2_500))
+            .with_min_output_tokens(32)
+            .with_wrap_up(64);
+        let text = encode_definition(&grants, &limits);
+        let decoded = decode_definition(&text, Labels::new()).unwrap().unwrap();
+        assert_eq!(decoded.limits, limits);
+        let plain = encode_definition(&grants, &Limits::default());
+        assert!(!plain.contains("tokens") && !plain.contains("cost"), "{plain}");
+        assert_eq!(decode_definition(&plain, Labels::new()).unwrap().unwrap().limits, Limits::default());
     }
 
     #[test]

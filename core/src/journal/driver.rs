@@ -16,12 +16,18 @@
 //! - On resume, an `effect` started without a result and not reconciled is never run again: the
 //!   run stops `Ambiguous` on it. An `idempotent` one is started again with the same key.
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
+
+use tokio::time::Instant;
 
 use super::codec;
 use super::error::JournalError;
+use super::heartbeat;
 use super::id::{OperationId, RunId};
-use super::record::{CallResult, Decider, Operation, OperationStatus, Resolution, Verdict};
+use super::record::{
+    CallResult, Decider, Decision, Operation, OperationStatus, Proposal, Resolution, RunState, Verdict,
+};
 use super::row::{Batch, CallRow, DecisionRow, Entry, Fence, ProposalRow, StartedRow};
 use super::run_record::RunRecord;
 use super::store::Journal;
@@ -31,7 +37,7 @@ use crate::outcome::Status;
 use crate::runtime::{Admission, Course, End, Pending, Runtime, Turn, answer_of, error_message};
 use crate::scope::Scope;
 use crate::tool::{AdmittedCall, BodyError, EffectKind, ErasedTool, Policy, Refusal, ToolError};
-use crate::transport::{Budgeted, CallError, Message, ModelReply, ToolCall, ToolDefinition, Transport};
+use crate::transport::{Budgeted, Message, ModelReply, ToolCall, ToolDefinition, Transport};
 
 /// One attempt of a journaled run.
 pub(crate) struct Journaled<'j, J> {
@@ -44,30 +50,53 @@ pub(crate) struct Journaled<'j, J> {
     persisted: usize,
     /// The current reply's ordinal in the logical run.
     reply: u32,
+    /// The run's state as the journal holds it.
+    stored: RunState,
+    /// The state the next commit records: `open`, or `ambiguous` on an effect whose body may
+    /// be running, so that a crash leaves the run listed as ambiguous on it.
+    state: RunState,
+    /// The `effect` operations whose bodies started in this attempt and have no result yet.
+    in_flight: BTreeSet<u32>,
+    /// When the last write that renewed the lease (the acquisition, a commit, a renewal)
+    /// started.
+    renewed: Instant,
     /// Effects' results buffered and not committed yet.
     unsettled: bool,
 }
 
 impl<'j, J: Journal> Journaled<'j, J> {
-    pub(crate) fn new(journal: &'j J, record: RunRecord, persisted: usize) -> Self {
+    pub(crate) fn new(journal: &'j J, record: RunRecord, persisted: usize, acquired: Instant) -> Self {
         Self {
             journal,
             run: record.run.clone(),
             epoch: record.epoch,
+            stored: record.state,
             record,
             pending: Batch::default(),
             persisted,
             reply: 0,
+            state: RunState::Open,
+            in_flight: BTreeSet::new(),
+            renewed: acquired,
             unsettled: false,
         }
     }
 
-    /// Commits everything buffered, with the scope's new events and counters, under this
-    /// attempt's epoch.
+    /// Runs `work` under the heartbeat ([`heartbeat::beating`]).
+    async fn beating<F: std::future::Future>(&mut self, work: F) -> Result<F::Output, JournalError> {
+        let mut renewed = self.renewed;
+        let result = heartbeat::beating(self.journal, &self.run, self.epoch, &mut renewed, work).await;
+        self.renewed = renewed;
+        result
+    }
+
+    /// Commits everything buffered, with the scope's new events and counters and the run's
+    /// state, under this attempt's epoch. With `end`, the commit records how the attempt ended
+    /// and releases the run's lease: it is the attempt's last.
     pub(crate) async fn commit<S>(
         &mut self,
         scope: &Scope<S>,
-        state: Option<String>,
+        end: Option<RunState>,
     ) -> Result<(), JournalError> {
         let (counters, events) = scope.guard().counters_and_events(self.persisted);
         self.persisted += events.len();
@@ -75,11 +104,24 @@ impl<'j, J: Journal> Journaled<'j, J> {
             self.pending.push(Entry::Event(codec::encode_event(event)));
         }
         self.pending.push(Entry::Ledger(codec::encode_counters(&counters)));
-        if let Some(state) = state {
-            self.pending.push(Entry::State(state));
+        self.state = match (end, self.state) {
+            // An attempt that stops without settling an effect it started leaves it ambiguous.
+            (Some(RunState::Open), RunState::Ambiguous(ordinal)) => RunState::Ambiguous(ordinal),
+            (Some(end), _) => end,
+            (None, state) => state,
+        };
+        if self.state != self.stored {
+            self.pending.push(Entry::State(self.state));
+        }
+        if end.is_some() {
+            self.pending.push(Entry::Release);
         }
         let batch = std::mem::take(&mut self.pending);
-        self.journal.commit(&self.run, Fence::Epoch(self.epoch), batch).await
+        let started = Instant::now();
+        self.journal.commit(&self.run, Fence::Epoch(self.epoch), batch).await?;
+        self.stored = self.state;
+        self.renewed = started;
+        Ok(())
     }
 
     /// Buffers the answer to call `index` of the current reply.
@@ -92,7 +134,22 @@ impl<'j, J: Journal> Journaled<'j, J> {
                 is_error: *is_error,
                 text: content.clone(),
             }));
+            let result = CallResult { text: content.clone(), is_error: *is_error };
+            if let Some(found) = operation.and_then(|ordinal| self.record.operations.get_mut(&ordinal)) {
+                found.result = Some(result.clone());
+            }
+            self.record.calls.insert((self.reply, index), (operation, result));
         }
+    }
+
+    /// The logical run's record as this attempt knows it: the journal's, with this attempt's
+    /// proposals, decisions, starts and results, committed or not yet.
+    #[allow(
+        dead_code,
+        reason = "the completion condition's input, once `run_journaled` hands the record to it"
+    )]
+    pub(crate) fn record(&self) -> &RunRecord {
+        &self.record
     }
 
     /// How many events of `kind` about `operation` the journal already holds.
@@ -136,15 +193,32 @@ impl<'j, J: Journal> Journaled<'j, J> {
         };
         let ordinal = admitted.count();
         let operation = self.run.operation(ordinal);
-        self.pending.push(Entry::Proposal(ProposalRow {
-            ordinal,
+        let proposal = Proposal {
+            operation: operation.clone(),
             reply: self.reply,
             index,
             tool: tool.name().to_string(),
             capability: tool.capability().to_owned(),
-            effect: tool.effect().as_str().to_owned(),
+            effect: tool.effect(),
             arguments,
+        };
+        self.pending.push(Entry::Proposal(ProposalRow {
+            ordinal,
+            reply: self.reply,
+            index,
+            tool: proposal.tool.clone(),
+            capability: proposal.capability.clone(),
+            effect: proposal.effect.as_str().to_owned(),
+            arguments: proposal.arguments.clone(),
         }));
+        let known = Operation {
+            proposal: proposal.clone(),
+            decision: None,
+            starts: 0,
+            reconciliations: Vec::new(),
+            result: None,
+        };
+        self.record.operations.insert(ordinal, known);
         let shared = operation.shared();
         let proposed =
             ControlEvent::new(EventKind::Proposed, Subject::Tool(Arc::clone(tool.name())), ordinal)
@@ -153,7 +227,7 @@ impl<'j, J: Journal> Journaled<'j, J> {
             return Admission::Done(Turn::End(End::Stopped(stop)));
         }
         match tool.policy() {
-            Policy::Ask => Admission::Done(Turn::End(End::Suspended(Status::AwaitingApproval, shared))),
+            Policy::Ask => Admission::Done(awaiting(scope, tool.name(), proposal)),
             Policy::Deny => {
                 Admission::Done(self.deny(scope, tool.name(), ordinal, &shared, &Decider::Policy, true))
             }
@@ -163,6 +237,13 @@ impl<'j, J: Journal> Journaled<'j, J> {
                 }
                 run(tool, admitted, index, &operation, tool.effect(), 1)
             }
+        }
+    }
+
+    /// Notes a decision of this attempt in its record.
+    fn decided(&mut self, ordinal: u32, verdict: Verdict, by: &Decider) {
+        if let Some(found) = self.record.operations.get_mut(&ordinal) {
+            found.decision = Some(Decision { verdict, by: by.clone() });
         }
     }
 
@@ -182,6 +263,7 @@ impl<'j, J: Journal> Journaled<'j, J> {
                 verdict: Verdict::Allow.as_str().to_owned(),
                 by: codec::encode_decider(by),
             }));
+            self.decided(ordinal, Verdict::Allow, by);
         }
         let event = ControlEvent::new(EventKind::Allowed, Subject::Tool(Arc::clone(tool)), ordinal)
             .on(Arc::clone(operation))
@@ -205,6 +287,7 @@ impl<'j, J: Journal> Journaled<'j, J> {
                 verdict: Verdict::Deny.as_str().to_owned(),
                 by: codec::encode_decider(by),
             }));
+            self.decided(ordinal, Verdict::Deny, by);
         }
         let event =
             ControlEvent::new(EventKind::Halt(HaltReason::Denied), Subject::Tool(Arc::clone(tool)), ordinal)
@@ -219,7 +302,16 @@ impl<'j, J: Journal> Journaled<'j, J> {
         let mut durable = false;
         for plan in plans.iter().filter(|plan| plan.effect != EffectKind::Read) {
             durable = true;
+            if plan.effect == EffectKind::Effect {
+                self.in_flight.insert(plan.ordinal);
+                if let Some(&first) = self.in_flight.first() {
+                    self.state = RunState::Ambiguous(first);
+                }
+            }
             self.pending.push(Entry::Started(StartedRow { ordinal: plan.ordinal, start: plan.start }));
+            if let Some(found) = self.record.operations.get_mut(&plan.ordinal) {
+                found.starts = plan.start;
+            }
             let started = ControlEvent::new(
                 EventKind::EffectStarted,
                 Subject::Tool(Arc::clone(&plan.tool)),
@@ -252,6 +344,9 @@ impl<'j, J: Journal> Journaled<'j, J> {
             // The result is committed whatever the scope says now: it happened.
             scope.guard().append(recorded);
             self.unsettled = true;
+            self.in_flight.remove(&plan.ordinal);
+            self.state =
+                self.in_flight.first().map_or(RunState::Open, |&ordinal| RunState::Ambiguous(ordinal));
         }
         answer
     }
@@ -317,7 +412,7 @@ impl<'j, J: Journal> Journaled<'j, J> {
         }
         match status {
             OperationStatus::AwaitingDecision => match tool.policy() {
-                Policy::Ask => Admission::Done(Turn::End(End::Suspended(Status::AwaitingApproval, shared))),
+                Policy::Ask => Admission::Done(awaiting(scope, &name, proposal.clone())),
                 Policy::Deny => {
                     Admission::Done(self.deny(scope, &name, ordinal, &shared, &Decider::Policy, true))
                 }
@@ -392,6 +487,21 @@ impl<'j, J: Journal> Journaled<'j, J> {
     }
 }
 
+/// The run stops on `proposal`, which waits for the host's decision: its `AwaitingApproval`
+/// event, then the end that hands the proposal out.
+fn awaiting<S>(scope: &Scope<S>, tool: &Arc<str>, proposal: Proposal) -> Turn {
+    let event = ControlEvent::new(
+        EventKind::AwaitingApproval,
+        Subject::Tool(Arc::clone(tool)),
+        proposal.operation.ordinal(),
+    )
+    .on(proposal.operation.shared());
+    match scope.guard().record(event) {
+        Ok(()) => Turn::End(End::Awaiting(Box::new(proposal))),
+        Err(stop) => Turn::End(End::Stopped(stop)),
+    }
+}
+
 /// What one allowed call of this attempt needs around its body: where its answer goes, and
 /// what its `started` and result records say.
 pub(crate) struct Plan {
@@ -447,14 +557,15 @@ where
         model: &Budgeted<'_, T>,
         conversation: &[Message],
         tools: &[ToolDefinition],
-    ) -> Result<ModelReply, CallError> {
+    ) -> Result<ModelReply, End> {
         self.reply += 1;
         let recorded = usize::try_from(self.reply - 1).ok().and_then(|i| self.record.replies.get(i));
         if let Some(recorded) = recorded {
             return Ok(recorded.clone());
         }
         self.steer(model.guard()).await;
-        let reply = runtime.call_model(model, conversation, tools).await?;
+        let call = runtime.call_model(model, conversation, tools);
+        let reply = self.beating(call).await.map_err(End::Journal)??;
         self.pending.push(Entry::Reply(super::row::ReplyRow {
             ordinal: self.reply,
             reply: codec::encode_reply(&reply),
@@ -501,6 +612,14 @@ where
         output: Result<String, BodyError>,
     ) -> Message {
         self.record_output(scope, call, plan, output)
+    }
+
+    async fn running<F>(&mut self, work: F) -> Result<F::Output, End>
+    where
+        F: std::future::Future + Send,
+        F::Output: Send,
+    {
+        self.beating(work).await.map_err(End::Journal)
     }
 
     async fn settle(&mut self, scope: &Scope<S>) -> Result<(), End> {

@@ -29,6 +29,15 @@ pub enum JournalError {
     /// An approver's or reconciler's name is empty, longer than 64 bytes, or has a control
     /// character.
     InvalidActor,
+    /// A label's key is not 1 to 32 bytes of `a-z 0-9 _ . -`, its value not 1 to 128 bytes
+    /// without a control character, or a run would carry more than 8 labels.
+    InvalidLabel,
+    /// A lease duration is zero or longer than a day.
+    InvalidLease,
+    /// A run's limits do not validate.
+    InvalidLimits(crate::limits::LimitsError),
+    /// A capability's name is empty or has a control character.
+    InvalidCapability,
     /// The storage failed (I/O, locking, a full disk, a server down): what failed, in the
     /// backend's words, and the backend's own error as the source.
     Storage(StorageError),
@@ -72,6 +81,12 @@ pub enum JournalError {
     Finished(Status),
     /// A journaled run needs a fresh scope: this one has already admitted calls.
     ScopeInUse,
+    /// The scope grants a capability the run's definition lacks, or allows more of a limit: a
+    /// resume may narrow a run, never widen it without [`widen`](super::widen).
+    Widened,
+    /// The run was journaled before definitions were stored: there is none to rebuild a scope
+    /// from.
+    NoDefinition,
     /// A recorded call names a tool that the runtime's set no longer has, or binds to another
     /// signature than its proposal's.
     ToolMismatch(String),
@@ -86,6 +101,12 @@ impl fmt::Display for JournalError {
             Self::InvalidOperationId => f.write_str("invalid operation id: expected <run>/op/<ordinal>"),
             Self::InvalidDigest => f.write_str("invalid digest: expected 64 hexadecimal digits"),
             Self::InvalidActor => f.write_str("invalid name: use 1 to 64 bytes without control characters"),
+            Self::InvalidLabel => f.write_str(
+                "invalid label: keys of 1 to 32 bytes among a-z, 0-9, '_', '.', '-', values of 1 to 128 bytes without control characters, at most 8 labels",
+            ),
+            Self::InvalidLease => f.write_str("invalid lease: use more than zero and at most a day"),
+            Self::InvalidLimits(error) => error.fmt(f),
+            Self::InvalidCapability => f.write_str("invalid capability: a name without control characters"),
             Self::Storage(error) => write!(f, "journal storage failed: {error}"),
             Self::Corrupt(what) => write!(f, "the journal is corrupt: {what}"),
             Self::UnsupportedSchema { found, supported } => {
@@ -108,6 +129,10 @@ impl fmt::Display for JournalError {
             }
             Self::Finished(status) => write!(f, "the run already ended with {status}"),
             Self::ScopeInUse => f.write_str("a journaled run needs a fresh scope"),
+            Self::Widened => f.write_str(
+                "the scope grants or allows more than the run's definition; widen the run explicitly first",
+            ),
+            Self::NoDefinition => f.write_str("the run has no stored definition to rebuild its scope from"),
             Self::ToolMismatch(what) => write!(f, "the recorded call does not match the tools: {what}"),
         }
     }

@@ -1,6 +1,6 @@
-//! The host's commands on a journal: look at a run, approve or deny a proposal, reconcile an
-//! ambiguous effect. Each is one durable commit of the host's own, checked against what the
-//! journal holds.
+//! The host's commands on a journal: look at a run, list runs, approve or deny a proposal,
+//! reconcile an ambiguous effect. None needs a worker identity; each write is one durable commit
+//! of the host's own, checked against what the journal holds.
 //!
 //! # Invariants
 //!
@@ -9,19 +9,31 @@
 //!   nothing is written.
 //! - An operation is decided at most once: a second decision is refused, even when two race (the
 //!   journal's keys refuse the second write).
-//! - Only an `effect` operation that a resume found ambiguous (its run stopped `Ambiguous` on it)
-//!   is reconciled, and each start at most once.
+//! - Only an `effect` operation whose last start has neither result nor reconciliation is
+//!   reconciled, each start at most once, and never while an attempt holds a live lease on its
+//!   run: that attempt may be running the body. The check and the write are one transaction
+//!   ([`Fence::Host`]), so no attempt takes the run in between.
+//! - A decision or a reconciliation of the operation the run's state names sets the state back
+//!   to `open` in the same commit: the run is ready to resume, and a listing says so.
+
+use std::sync::Arc;
 
 use super::codec;
+use super::definition::RunDefinition;
 use super::error::JournalError;
 use super::id::{Digest, OperationId, RunId};
+use super::query::{RunPage, RunQuery, RunSummary};
 use super::record::{Decider, OperationStatus, Proposal, Resolution, RunState, Verdict, valid_actor};
-use super::row::{Batch, DecisionRow, Entry, Fence, ReconciliationRow};
+use super::row::{Batch, DecisionRow, Entry, Fence, Lease, ReconciliationRow};
 use super::run_record::RunRecord;
 use super::store::Journal;
+use crate::event::{ControlEvent, EventKind, Subject};
+use crate::limits::Limits;
+use crate::scope::ScopeBuilder;
 use crate::tool::EffectKind;
 
-/// Everything the journal holds about `run`, decoded and checked.
+/// Everything the journal holds about `run`, decoded and checked: its state, its epoch, its
+/// lease (holder and expiry), its definition, its operations and its audit log.
 ///
 /// # Errors
 ///
@@ -31,17 +43,197 @@ pub async fn inspect<J: Journal>(journal: &J, run: &RunId) -> Result<RunRecord, 
     RunRecord::decode(run, &stored)
 }
 
-/// Approves `operation` as `approver`, who was shown the proposal whose digest is `digest`.
-/// Returns the proposal approved. The run continues when it is resumed.
+/// One page of the runs in `query`'s filters, by id; the next page is
+/// `query.after(page.next())`.
 ///
 /// ```
-/// use loopbound::journal::{self, Digest, JournalError, MemoryJournal, OperationId};
+/// use loopbound::journal::{self, MemoryJournal, RunQuery, StateFilter};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), loopbound::journal::JournalError> {
+/// let journal = MemoryJournal::default();
+/// let mut query = RunQuery::new().state(StateFilter::AwaitingApproval);
+/// loop {
+///     let page = journal::list(&journal, &query).await?;
+///     for run in page.runs() {
+///         println!("{} waits for a decision", run.run());
+///     }
+///     let Some(next) = page.next() else { break };
+///     query = query.after(next.clone());
+/// }
+/// # Ok(())
+/// # }
+/// ```
+///
+/// # Errors
+///
+/// A storage error, or [`JournalError::Corrupt`] for a listed row that does not decode or a
+/// backend that answered outside the query.
+pub async fn list<J: Journal>(journal: &J, query: &RunQuery) -> Result<RunPage, JournalError> {
+    let rows = journal.list(query).await?;
+    let size = usize::try_from(query.page_size()).unwrap_or(usize::MAX);
+    if rows.len() > size {
+        return Err(JournalError::Corrupt("a listing longer than its page".to_owned()));
+    }
+    let full = rows.len() == size;
+    let runs = rows.into_iter().map(RunSummary::decode).collect::<Result<Vec<_>, _>>()?;
+    let mut previous = query.cursor().map(RunId::as_str);
+    for summary in &runs {
+        let live = summary.lease().is_some_and(Lease::is_live);
+        let labels = summary.labels().to_rows();
+        if previous.is_some_and(|before| before >= summary.run().as_str())
+            || !query.matches(summary.state(), live, &labels)
+        {
+            return Err(JournalError::Corrupt("a listing outside its query".to_owned()));
+        }
+        previous = Some(summary.run().as_str());
+    }
+    Ok(RunPage::new(runs, full))
+}
+
+/// A scope builder with the grants, limits and labels `run` was started with, for resuming it in
+/// any process that has nothing but its id (add the request's state and the caller's token;
+/// narrow the grants or set another deadline if need be).
+///
+/// ```
+/// use loopbound::journal::{self, JournalError, MemoryJournal, RunId};
 ///
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() {
 /// let journal = MemoryJournal::default();
-/// let operation = OperationId::parse("refund-42/op/1").unwrap();
-/// let result = journal::approve(&journal, &operation, &Digest::of("refund:{}"), "alice").await;
+/// let run = RunId::new("refund-42").unwrap();
+/// // let scope = journal::scope_of(&journal, &run).await?.state(my_state).build()?;
+/// assert!(matches!(journal::scope_of(&journal, &run).await, Err(JournalError::UnknownRun)));
+/// # }
+/// ```
+///
+/// # Errors
+///
+/// [`JournalError::UnknownRun`]; [`JournalError::NoDefinition`] for a run journaled before
+/// definitions were stored; a storage error or [`JournalError::Corrupt`].
+pub async fn scope_of<J: Journal>(journal: &J, run: &RunId) -> Result<ScopeBuilder, JournalError> {
+    let record = inspect(journal, run).await?;
+    record.definition().map(RunDefinition::scope_builder).ok_or(JournalError::NoDefinition)
+}
+
+/// Widens `run`'s definition, as `by`: grants it `grants` too, and, when `limits` is given,
+/// replaces its limits with them. The run's audit log records a `Widened` event naming `by`; the
+/// next attempt may then use the wider scope ([`scope_of`] builds it). Returns the new
+/// definition.
+///
+/// # Errors
+///
+/// [`JournalError::UnknownRun`]; [`JournalError::NoDefinition`]; [`JournalError::InvalidLimits`];
+/// [`JournalError::InvalidActor`]; [`JournalError::Finished`] for a run that ended;
+/// [`JournalError::LeaseHeld`] while an attempt holds the run; a storage error.
+pub async fn widen<J: Journal>(
+    journal: &J,
+    run: &RunId,
+    grants: &[&str],
+    limits: Option<Limits>,
+    by: &str,
+) -> Result<RunDefinition, JournalError> {
+    if !valid_actor(by) {
+        return Err(JournalError::InvalidActor);
+    }
+    if let Some(limits) = &limits {
+        limits.validate().map_err(JournalError::InvalidLimits)?;
+    }
+    if grants.iter().any(|grant| grant.is_empty() || grant.chars().any(char::is_control)) {
+        return Err(JournalError::InvalidCapability);
+    }
+    let record = inspect(journal, run).await?;
+    if let RunState::Finished(status) = record.state() {
+        return Err(JournalError::Finished(status));
+    }
+    idle(&record)?;
+    let mut definition = record.definition().cloned().ok_or(JournalError::NoDefinition)?;
+    definition.grants.extend(grants.iter().map(|grant| (*grant).to_owned()));
+    if let Some(limits) = limits {
+        definition.limits = limits;
+    }
+    let widenings = record.events().iter().filter(|event| event.kind() == EventKind::Widened).count();
+    let count =
+        u32::try_from(widenings + 1).map_err(|_| JournalError::Corrupt("too many widenings".to_owned()))?;
+    let event = ControlEvent::new(EventKind::Widened, Subject::Run, count).by(Arc::from(by));
+    let batch = Batch {
+        entries: vec![
+            Entry::Definition(codec::encode_definition(&definition.grants, &definition.limits)),
+            Entry::Event(codec::encode_event(&event)),
+        ],
+    };
+    journal.commit(run, Fence::Host, batch).await?;
+    Ok(definition)
+}
+
+/// Refuses a command on a run that an attempt holds now.
+fn idle(record: &RunRecord) -> Result<(), JournalError> {
+    match record.lease() {
+        Some(lease) if lease.is_live() => {
+            Err(JournalError::LeaseHeld { holder: lease.holder.clone(), remaining: lease.remaining })
+        }
+        _ => Ok(()),
+    }
+}
+
+/// What an approver was shown and decides on: one operation, and the digest of the proposal
+/// presented for it. An [`AwaitingApproval`](crate::Status::AwaitingApproval) outcome's
+/// [`pending`](crate::Outcome::pending) proposal converts into one as it is; a host that showed
+/// the proposal elsewhere (a web page) builds one from the operation id and digest it gets back.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Presented {
+    operation: OperationId,
+    digest: Digest,
+}
+
+impl Presented {
+    /// `operation`, presented with the digest `digest`.
+    #[must_use]
+    pub fn new(operation: &OperationId, digest: &Digest) -> Self {
+        Self { operation: operation.clone(), digest: digest.clone() }
+    }
+
+    /// The operation id and the digest as texts, e.g. from a form.
+    ///
+    /// # Errors
+    ///
+    /// [`JournalError::InvalidOperationId`] or [`JournalError::InvalidDigest`].
+    pub fn parse(operation: &str, digest: &str) -> Result<Self, JournalError> {
+        Ok(Self { operation: OperationId::parse(operation)?, digest: Digest::parse(digest)? })
+    }
+
+    /// The operation.
+    #[must_use]
+    pub fn operation(&self) -> &OperationId {
+        &self.operation
+    }
+
+    /// The digest shown.
+    #[must_use]
+    pub fn digest(&self) -> &Digest {
+        &self.digest
+    }
+}
+
+impl From<&Proposal> for Presented {
+    fn from(proposal: &Proposal) -> Self {
+        Self { operation: proposal.operation().clone(), digest: proposal.digest() }
+    }
+}
+
+/// Approves the presented operation as `approver`, bound to the digest presented. Returns the
+/// proposal approved. The run continues when it is resumed (its state becomes `open`).
+///
+/// ```
+/// use loopbound::journal::{self, JournalError, MemoryJournal, Presented};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// let journal = MemoryJournal::default();
+/// // After `let outcome = runtime.run_journaled(...)` stopped `AwaitingApproval`:
+/// // `journal::approve(&journal, outcome.pending().unwrap(), "alice")`.
+/// let presented = Presented::parse("refund-42/op/1", &"0".repeat(64)).unwrap();
+/// let result = journal::approve(&journal, presented, "alice").await;
 /// assert_eq!(result.err(), Some(JournalError::UnknownRun));
 /// # }
 /// ```
@@ -49,31 +241,32 @@ pub async fn inspect<J: Journal>(journal: &J, run: &RunId) -> Result<RunRecord, 
 /// # Errors
 ///
 /// [`JournalError::UnknownRun`] or [`JournalError::UnknownOperation`];
-/// [`JournalError::SignatureMismatch`] if `digest` is not the proposal's;
+/// [`JournalError::SignatureMismatch`] if the digest is not the proposal's;
 /// [`JournalError::AlreadyDecided`]; [`JournalError::InvalidActor`] for an empty name, one over
-/// 64 bytes or with a control character; a storage error.
+/// 64 bytes or with a control character; [`JournalError::LeaseHeld`] while an attempt holds the
+/// run (retry once it stops); a storage error.
 pub async fn approve<J: Journal>(
     journal: &J,
-    operation: &OperationId,
-    digest: &Digest,
+    presented: impl Into<Presented>,
     approver: &str,
 ) -> Result<Proposal, JournalError> {
-    decide(journal, operation, digest, approver, Verdict::Allow).await
+    let presented = presented.into();
+    decide(journal, &presented.operation, &presented.digest, approver, Verdict::Allow).await
 }
 
-/// Denies `operation` as `approver` (see [`approve`]); the run halts with `Denied` when it is
-/// resumed.
+/// Denies the presented operation as `approver` (see [`approve`]); the run halts with `Denied`
+/// when it is resumed.
 ///
 /// # Errors
 ///
 /// As [`approve`].
 pub async fn deny<J: Journal>(
     journal: &J,
-    operation: &OperationId,
-    digest: &Digest,
+    presented: impl Into<Presented>,
     approver: &str,
 ) -> Result<Proposal, JournalError> {
-    decide(journal, operation, digest, approver, Verdict::Deny).await
+    let presented = presented.into();
+    decide(journal, &presented.operation, &presented.digest, approver, Verdict::Deny).await
 }
 
 async fn decide<J: Journal>(
@@ -94,12 +287,16 @@ async fn decide<J: Journal>(
     if found.decision().is_some() {
         return Err(JournalError::AlreadyDecided);
     }
+    idle(&record)?;
     let row = DecisionRow {
         ordinal: operation.ordinal(),
         verdict: verdict.as_str().to_owned(),
         by: codec::encode_decider(&Decider::Approver(approver.to_owned())),
     };
-    let batch = Batch { entries: vec![Entry::Decision(row)] };
+    let mut batch = Batch { entries: vec![Entry::Decision(row)] };
+    if record.state() == RunState::AwaitingApproval(operation.ordinal()) {
+        batch.push(Entry::State(RunState::Open));
+    }
     match journal.commit(operation.run(), Fence::Host, batch).await {
         Err(JournalError::Conflict(_)) => Err(JournalError::AlreadyDecided),
         Err(error) => Err(error),
@@ -110,13 +307,27 @@ async fn decide<J: Journal>(
 /// Settles the ambiguous effect `operation` as `reconciler`: it ran, with this result, or it did
 /// not run (the resume then starts it again, as it was decided).
 ///
+/// An effect is ambiguous once its `started` record is committed without a result and the
+/// attempt that started it holds the run no more (it stopped `Ambiguous`, or its process died
+/// and its lease expired, whether or not a later attempt took the run since). While that
+/// attempt's lease is live, the body may be running: the command is refused with
+/// [`JournalError::LeaseHeld`].
+///
+/// **When the host may say it did not run.** The journal knows only that the attempt's lease is
+/// gone; a process paused inside the body (SIGSTOP, a long pause of its machine) may still apply
+/// the effect later. Reconcile [`Resolution::NotRun`] only when the effect's own system shows
+/// no effect under this operation's id and will refuse one from this attempt from now on: it
+/// applies each operation id once (the body's idempotency key) or refuses a write whose epoch
+/// ([`Call::epoch`](crate::Call)) is older than one it has seen. Without such a system, say it did
+/// not run only once the attempt's process is known to be gone for good.
+///
 /// # Errors
 ///
 /// [`JournalError::UnknownRun`] or [`JournalError::UnknownOperation`];
 /// [`JournalError::NotAnEffect`] for a `read` or `idempotent` operation;
-/// [`JournalError::NotAmbiguous`] unless the run stopped `Ambiguous` on this operation and its
-/// last start has neither result nor reconciliation; [`JournalError::InvalidActor`]; a storage
-/// error.
+/// [`JournalError::NotAmbiguous`] unless its last start has neither result nor reconciliation;
+/// [`JournalError::LeaseHeld`] while an attempt holds the run; [`JournalError::InvalidActor`]; a
+/// storage error.
 pub async fn reconcile<J: Journal>(
     journal: &J,
     operation: &OperationId,
@@ -134,9 +345,7 @@ pub async fn reconcile<J: Journal>(
     let OperationStatus::Started { start } = found.status() else {
         return Err(JournalError::NotAmbiguous);
     };
-    if record.state() != RunState::Ambiguous(operation.ordinal()) {
-        return Err(JournalError::NotAmbiguous);
-    }
+    idle(&record)?;
     let (name, result) = codec::encode_resolution(&resolution);
     let row = ReconciliationRow {
         ordinal: operation.ordinal(),
@@ -145,7 +354,10 @@ pub async fn reconcile<J: Journal>(
         result,
         by: reconciler.to_owned(),
     };
-    let batch = Batch { entries: vec![Entry::Reconciliation(row)] };
+    let mut batch = Batch { entries: vec![Entry::Reconciliation(row)] };
+    if record.state() == RunState::Ambiguous(operation.ordinal()) {
+        batch.push(Entry::State(RunState::Open));
+    }
     match journal.commit(operation.run(), Fence::Host, batch).await {
         Err(JournalError::Conflict(_)) => Err(JournalError::NotAmbiguous),
         other => other,

@@ -227,3 +227,43 @@ mod tests {
         assert_eq!(Digest::parse("abc"), Err(JournalError::InvalidDigest));
     }
 }
+
+/// An attempt's fencing token for one operation: the operation id and the attempt's epoch.
+///
+/// Every attempt that takes a run gets a higher epoch than the one before, so of two tokens for
+/// one operation the newer attempt's is the greater. Displayed as `<operation>@<epoch>`.
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct FencingToken {
+    operation: Arc<str>,
+    epoch: u64,
+}
+
+impl FencingToken {
+    pub(crate) fn new(operation: Arc<str>, epoch: u64) -> Self {
+        Self { operation, epoch }
+    }
+
+    /// The operation id, e.g. `refund-42/op/2`.
+    #[must_use]
+    pub fn operation(&self) -> &str {
+        &self.operation
+    }
+
+    /// The attempt's epoch.
+    #[must_use]
+    pub fn epoch(&self) -> u64 {
+        self.epoch
+    }
+}
+
+impl fmt::Display for FencingToken {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}@{}", self.operation, self.epoch)
+    }
+}
+
+impl fmt::Debug for FencingToken {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "FencingToken({self})")
+    }
+}

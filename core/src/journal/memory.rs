@@ -3,22 +3,28 @@
 //!
 //! # Invariants
 //!
-//! - Same semantics as every durable backend: fencing by epoch, one batch applied whole or not at
-//!   all, a key written twice refused as a conflict.
-//! - [`MemoryJournal::commits`] counts the commits that wrote (acquisitions included), so tests
-//!   can check the commit budget (two commits per allowed effect).
+//! - Same semantics as every durable backend: one live lease per run, fencing by epoch and lease,
+//!   one batch applied whole or not at all, a key written twice refused as a conflict.
+//! - [`MemoryJournal::commits`] counts the commits that wrote (acquisitions included, lease
+//!   renewals apart), so tests can check the commit budget (two per allowed effect).
 
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::Arc;
+use std::time::{Duration, SystemTime};
 
 use super::error::JournalError;
 use super::id::RunId;
-use super::row::{Batch, Entry, Fence, RunRow, StoredRun};
-use super::store::Journal;
+use super::query::RunQuery;
+use super::record::valid_actor;
+use super::row::{Batch, Entry, Fence, Lease, ListedRow, RunRow, StoredRun};
+use super::store::{DEFAULT_LEASE, Journal, check_lease};
 use crate::sync::Mutex;
 
 /// A journal held in memory.
+///
+/// Clones share the journal: two clones with their own [`holder`](Self::with_holder) names
+/// stand for two processes on one durable journal. Leases are judged by the system clock.
 ///
 /// ```
 /// use loopbound::journal::{Journal, MemoryJournal, RunId};
@@ -30,9 +36,17 @@ use crate::sync::Mutex;
 /// # Ok(())
 /// # }
 /// ```
-#[derive(Debug, Default, Clone)]
+#[derive(Debug, Clone)]
 pub struct MemoryJournal {
     inner: Arc<Mutex<Held>>,
+    holder: Arc<str>,
+    lease: Duration,
+}
+
+impl Default for MemoryJournal {
+    fn default() -> Self {
+        Self { inner: Arc::default(), holder: Arc::from("memory"), lease: DEFAULT_LEASE }
+    }
 }
 
 /// What the journal holds, behind its one lock.
@@ -40,6 +54,18 @@ pub struct MemoryJournal {
 struct Held {
     runs: BTreeMap<RunId, StoredRun>,
     commits: u64,
+    renewals: u64,
+}
+
+/// `lease` as of `now`: how long it has left.
+fn as_of(mut lease: Lease, now: SystemTime) -> Lease {
+    lease.remaining = lease.until.duration_since(now).unwrap_or(Duration::ZERO);
+    lease
+}
+
+/// Whether `stored`'s lease is live at `now`.
+fn live(stored: &StoredRun, now: SystemTime) -> bool {
+    stored.lease.as_ref().is_some_and(|lease| lease.until > now)
 }
 
 impl MemoryJournal {
@@ -52,31 +78,89 @@ impl MemoryJournal {
         journal
     }
 
-    /// How many commits wrote something so far.
+    /// This journal (the same one: clones share it) with each grant, renewal and commit holding
+    /// a run for `lease` (30 s by default).
+    ///
+    /// # Errors
+    ///
+    /// [`JournalError::InvalidLease`] for zero or more than [`MAX_LEASE`](super::MAX_LEASE).
+    pub fn with_lease(mut self, lease: Duration) -> Result<Self, JournalError> {
+        self.lease = check_lease(lease)?;
+        Ok(self)
+    }
+
+    /// This journal (the same one) naming its attempts' leases `holder` (`memory` by default).
+    ///
+    /// # Errors
+    ///
+    /// [`JournalError::InvalidActor`] for an empty name, one over 64 bytes or with a control
+    /// character.
+    pub fn with_holder(mut self, holder: &str) -> Result<Self, JournalError> {
+        if !valid_actor(holder) {
+            return Err(JournalError::InvalidActor);
+        }
+        self.holder = Arc::from(holder);
+        Ok(self)
+    }
+
+    /// Lets `run`'s lease run out now, as if its holder had died and the lease's duration had
+    /// passed: for tests that stand for a crashed process inside one. Its holder's later commits
+    /// are [`LeaseLost`](JournalError::LeaseLost).
+    pub fn expire(&self, run: &RunId) {
+        let now = SystemTime::now();
+        self.with(|held| {
+            if let Some(lease) = held.runs.get_mut(run).and_then(|stored| stored.lease.as_mut()) {
+                lease.until = now;
+            }
+        });
+    }
+
+    /// How many commits wrote something so far (acquisitions included, renewals not).
     #[must_use]
     pub fn commits(&self) -> u64 {
         self.with(|held| held.commits)
     }
 
+    /// How many renewals extended a lease so far.
+    #[must_use]
+    pub fn renewals(&self) -> u64 {
+        self.with(|held| held.renewals)
+    }
+
     fn with<T>(&self, f: impl FnOnce(&mut Held) -> T) -> T {
         f(&mut self.inner.lock())
     }
-}
 
-impl Journal for MemoryJournal {
-    fn acquire(
-        &self,
-        run: &RunId,
-        fresh: RunRow,
-    ) -> impl Future<Output = Result<StoredRun, JournalError>> + Send {
-        let fresh_state = fresh.state.clone();
-        let result = self.with(|held| {
-            let stored = held.runs.entry(run.clone()).or_insert_with(|| StoredRun {
-                run: RunRow { epoch: 0, attempts: 0, ..fresh },
-                ..StoredRun::default()
-            });
-            if stored.run.state.starts_with("finished:") {
-                return Ok(stored.clone());
+    fn grant(&self, now: SystemTime) -> Option<Lease> {
+        let until = now.checked_add(self.lease)?;
+        Some(Lease { holder: self.holder.to_string(), until, remaining: self.lease })
+    }
+
+    fn acquire_now(&self, run: &RunId, fresh: RunRow) -> Result<StoredRun, JournalError> {
+        let now = SystemTime::now();
+        let lease = self.grant(now).ok_or_else(|| JournalError::storage("a lease beyond the clock"))?;
+        self.with(|held| {
+            let Some(stored) = held.runs.get_mut(run) else {
+                let stored = StoredRun {
+                    run: RunRow { epoch: 1, attempts: 1, ..fresh },
+                    lease: Some(lease),
+                    ..StoredRun::default()
+                };
+                held.runs.insert(run.clone(), stored.clone());
+                held.commits += 1;
+                return Ok(stored);
+            };
+            if stored.run.state.is_finished() {
+                let mut stored = stored.clone();
+                stored.lease = stored.lease.map(|lease| as_of(lease, now));
+                return Ok(stored);
+            }
+            if let Some(held_lease) = stored.lease.as_ref().filter(|lease| lease.until > now) {
+                let held_lease = as_of(held_lease.clone(), now);
+                return Err(JournalError::LeaseHeld {
+                    holder: held_lease.holder,
+                    remaining: held_lease.remaining,
+                });
             }
             let (Some(epoch), Some(attempts)) =
                 (stored.run.epoch.checked_add(1), stored.run.attempts.checked_add(1))
@@ -85,16 +169,113 @@ impl Journal for MemoryJournal {
             };
             stored.run.epoch = epoch;
             stored.run.attempts = attempts;
-            stored.run.state.clone_from(&fresh_state);
+            stored.lease = Some(lease);
             let stored = stored.clone();
             held.commits += 1;
             Ok(stored)
-        });
-        std::future::ready(result)
+        })
+    }
+
+    fn renew_now(&self, run: &RunId, epoch: u64) -> Result<(), JournalError> {
+        let now = SystemTime::now();
+        let lease = self.grant(now);
+        self.with(|held| {
+            let stored = held.runs.get_mut(run).ok_or(JournalError::UnknownRun)?;
+            if stored.run.epoch != epoch || !live(stored, now) {
+                return Err(JournalError::LeaseLost);
+            }
+            stored.lease = lease;
+            held.renewals += 1;
+            Ok(())
+        })
+    }
+
+    fn commit_now(&self, run: &RunId, fence: Fence, batch: Batch) -> Result<(), JournalError> {
+        let now = SystemTime::now();
+        let renewed = self.grant(now);
+        self.with(|held| {
+            let stored = held.runs.get_mut(run).ok_or(JournalError::UnknownRun)?;
+            let mut next = stored.clone();
+            match fence {
+                Fence::Epoch(epoch) => {
+                    if stored.run.epoch != epoch || !live(stored, now) {
+                        return Err(JournalError::LeaseLost);
+                    }
+                    next.lease = renewed;
+                }
+                Fence::Host => {
+                    if let Some(lease) = stored.lease.as_ref().filter(|lease| lease.until > now) {
+                        let lease = as_of(lease.clone(), now);
+                        return Err(JournalError::LeaseHeld {
+                            holder: lease.holder,
+                            remaining: lease.remaining,
+                        });
+                    }
+                }
+            }
+            for entry in batch.entries {
+                if entry == Entry::Release {
+                    if matches!(fence, Fence::Epoch(_)) {
+                        next.lease = None;
+                    }
+                    continue;
+                }
+                apply(&mut next, entry)?;
+            }
+            sort(&mut next);
+            *stored = next;
+            held.commits += 1;
+            Ok(())
+        })
+    }
+
+    fn list_now(&self, query: &RunQuery) -> Vec<ListedRow> {
+        let now = SystemTime::now();
+        let limit = usize::try_from(query.page_size()).unwrap_or(usize::MAX);
+        self.with(|held| {
+            let after = query.cursor();
+            held.runs
+                .iter()
+                .filter(|(run, _)| after.is_none_or(|cursor| run.as_str() > cursor.as_str()))
+                .filter(|(_, stored)| query.matches(stored.run.state, live(stored, now), &stored.run.labels))
+                .take(limit)
+                .map(|(run, stored)| ListedRow {
+                    run: run.as_str().to_owned(),
+                    epoch: stored.run.epoch,
+                    attempts: stored.run.attempts,
+                    state: stored.run.state,
+                    lease: stored.lease.clone().map(|lease| as_of(lease, now)),
+                    labels: stored.run.labels.clone(),
+                })
+                .collect()
+        })
+    }
+}
+
+impl Journal for MemoryJournal {
+    fn lease(&self) -> Duration {
+        self.lease
+    }
+
+    fn acquire(
+        &self,
+        run: &RunId,
+        fresh: RunRow,
+    ) -> impl Future<Output = Result<StoredRun, JournalError>> + Send {
+        std::future::ready(self.acquire_now(run, fresh))
+    }
+
+    fn renew(&self, run: &RunId, epoch: u64) -> impl Future<Output = Result<(), JournalError>> + Send {
+        std::future::ready(self.renew_now(run, epoch))
     }
 
     fn load(&self, run: &RunId) -> impl Future<Output = Result<Option<StoredRun>, JournalError>> + Send {
-        std::future::ready(Ok(self.with(|held| held.runs.get(run).cloned())))
+        let now = SystemTime::now();
+        let stored = self.with(|held| held.runs.get(run).cloned()).map(|mut stored| {
+            stored.lease = stored.lease.map(|lease| as_of(lease, now));
+            stored
+        });
+        std::future::ready(Ok(stored))
     }
 
     fn commit(
@@ -103,23 +284,11 @@ impl Journal for MemoryJournal {
         fence: Fence,
         batch: Batch,
     ) -> impl Future<Output = Result<(), JournalError>> + Send {
-        let result = self.with(|held| {
-            let stored = held.runs.get_mut(run).ok_or(JournalError::UnknownRun)?;
-            if let Fence::Epoch(epoch) = fence
-                && stored.run.epoch != epoch
-            {
-                return Err(JournalError::LeaseLost);
-            }
-            let mut next = stored.clone();
-            for entry in batch.entries {
-                apply(&mut next, entry)?;
-            }
-            sort(&mut next);
-            *stored = next;
-            held.commits += 1;
-            Ok(())
-        });
-        std::future::ready(result)
+        std::future::ready(self.commit_now(run, fence, batch))
+    }
+
+    fn list(&self, query: &RunQuery) -> impl Future<Output = Result<Vec<ListedRow>, JournalError>> + Send {
+        std::future::ready(Ok(self.list_now(query)))
     }
 }
 
@@ -193,5 +362,11 @@ fn apply(stored: &mut StoredRun, entry: Entry) -> Result<(), JournalError> {
             stored.run.state = state;
             Ok(())
         }
+        Entry::Definition(definition) => {
+            stored.run.definition = definition;
+            Ok(())
+        }
+        // Applied by the caller, which knows the fence.
+        Entry::Release => Ok(()),
     }
 }

@@ -28,40 +28,57 @@
 //! (the resume runs it).
 //!
 //! Backends: [`MemoryJournal`] here (tests, examples); one SQLite file in `loopbound-sqlite`;
-//! PostgreSQL for many workers, with leases, in `loopbound-postgres`.
+//! PostgreSQL for many workers in `loopbound-postgres`. Every backend runs **one attempt per run
+//! at a time**: an attempt holds its run under a lease that its commits renew; another attempt
+//! (another process, another task, a double-clicked "resume") is refused with
+//! [`JournalError::LeaseHeld`] and nothing starts; an attempt whose process died is taken over
+//! once its lease expires.
+//!
+//! The host's side needs no worker identity: [`inspect`] a run (its state, epoch, lease,
+//! definition, operations and audit log), [`list`] runs by state and by label a page at a time,
+//! [`approve`] or [`deny`] a proposal, [`reconcile`] an ambiguous effect.
 //!
 //! # Invariants
 //!
 //! - Nothing that could not be recorded runs: a failed commit ends the run (fail closed).
-//! - Every write of an attempt is fenced by its epoch; a newer attempt's acquisition makes the
-//!   older one's next write fail with [`JournalError::LeaseLost`].
+//! - Every write of an attempt is fenced by its epoch and its live lease: an attempt whose lease
+//!   expired or was taken over gets [`JournalError::LeaseLost`] at its next write.
+//! - `Ambiguous` is only ever reported by an attempt that holds the run: the attempt that
+//!   started the effect has lost its lease (it died, or stopped), so it is not running it.
 //! - The audit log (proposals, decisions and who made them, effects started and recorded,
 //!   resumes, reconciliations) is in the outcome's events and in the journal, in order, with
 //!   operation ids and never argument values.
 
 mod codec;
+mod definition;
 mod driver;
 mod error;
+mod heartbeat;
 mod host;
 mod id;
+mod label;
 mod memory;
+mod query;
 mod record;
 mod row;
 mod run;
 mod run_record;
 mod store;
 
+pub use definition::RunDefinition;
 pub use error::{JournalError, StorageError};
-pub use host::{approve, deny, inspect, reconcile};
-pub use id::{Digest, MAX_RUN_ID_LEN, OperationId, RunId};
+pub use host::{Presented, approve, deny, inspect, list, reconcile, scope_of, widen};
+pub use id::{Digest, FencingToken, MAX_RUN_ID_LEN, OperationId, RunId};
+pub use label::{Labels, MAX_LABEL_KEY_LEN, MAX_LABEL_VALUE_LEN, MAX_LABELS};
 pub use memory::MemoryJournal;
+pub use query::{RunPage, RunQuery, RunSummary, StateFilter};
 pub use record::{
     CallResult, Decider, Decision, MAX_ACTOR_LEN, Operation, OperationStatus, Proposal, Reconciliation,
     Resolution, RunState, Verdict, valid_actor,
 };
 pub use row::{
-    Batch, CallRow, DecisionRow, Entry, EventRow, Fence, ProposalRow, ReconciliationRow, ReplyRow, RunRow,
-    StartedRow, StoredRun,
+    Batch, CallRow, DecisionRow, Entry, EventRow, Fence, LabelRow, Lease, ListedRow, ProposalRow,
+    ReconciliationRow, ReplyRow, RunRow, StartedRow, StoredRun,
 };
 pub use run_record::RunRecord;
-pub use store::Journal;
+pub use store::{DEFAULT_LEASE, Journal, MAX_LEASE, check_lease, process_holder};

@@ -304,6 +304,19 @@ impl Operation {
         self.result.as_ref()
     }
 
+    /// The text of its result when it succeeded: recorded by an attempt without an error, or
+    /// given by a reconciliation of its last start as run.
+    #[must_use]
+    pub fn succeeded(&self) -> Option<&str> {
+        if let Some(result) = &self.result {
+            return (!result.is_error).then_some(result.text.as_str());
+        }
+        match self.reconciled(self.starts).map(|r| &r.resolution) {
+            Some(Resolution::Ran { result }) if self.starts > 0 => Some(result),
+            _ => None,
+        }
+    }
+
     /// The reconciliation of start `start`, if any.
     pub(crate) fn reconciled(&self, start: u32) -> Option<&Reconciliation> {
         self.reconciliations.iter().find(|r| r.start == start)
@@ -333,17 +346,106 @@ impl Operation {
     }
 }
 
-/// Where a logical run stands between attempts.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// Where a logical run stands between attempts, as its journal stores it: a name, and the
+/// operation or the status it names. Whether an attempt is running it now is the lease's
+/// business ([`Lease`](super::Lease)), not the state's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum RunState {
     /// Created, running, or stopped in a way a resume continues (the deadline of one attempt, an
-    /// unreachable provider, the caller's cancellation, a crash).
+    /// unreachable provider, the caller's cancellation, a crash outside an effect).
     Open,
     /// Stopped on the proposal with this ordinal, which waits for a decision.
     AwaitingApproval(u32),
-    /// Stopped on the effect with this ordinal, which a crash left ambiguous.
+    /// The effect with this ordinal was started and has no recorded result: while its attempt
+    /// holds the run, the body may be running; once that attempt's lease is gone, the effect's
+    /// outcome is unknown until the host reconciles it.
     Ambiguous(u32),
     /// Ended for good with this status.
     Finished(crate::outcome::Status),
+}
+
+impl RunState {
+    /// The state's name as stored: `open`, `awaiting_approval`, `ambiguous` or `finished`.
+    #[must_use]
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::Open => "open",
+            Self::AwaitingApproval(_) => "awaiting_approval",
+            Self::Ambiguous(_) => "ambiguous",
+            Self::Finished(_) => "finished",
+        }
+    }
+
+    /// The operation's ordinal an `AwaitingApproval` or `Ambiguous` state names.
+    #[must_use]
+    pub const fn operation(self) -> Option<u32> {
+        match self {
+            Self::AwaitingApproval(ordinal) | Self::Ambiguous(ordinal) => Some(ordinal),
+            Self::Open | Self::Finished(_) => None,
+        }
+    }
+
+    /// The status a `Finished` state names.
+    #[must_use]
+    pub const fn status(self) -> Option<crate::outcome::Status> {
+        match self {
+            Self::Finished(status) => Some(status),
+            _ => None,
+        }
+    }
+
+    /// Whether the run ended for good: a finished run never gets a new attempt.
+    #[must_use]
+    pub const fn is_finished(self) -> bool {
+        matches!(self, Self::Finished(_))
+    }
+
+    /// The state a backend stored as its three parts ([`name`](Self::name),
+    /// [`operation`](Self::operation), [`status`](Self::status)'s name).
+    ///
+    /// ```
+    /// use loopbound::Status;
+    /// use loopbound::journal::RunState;
+    ///
+    /// let state = RunState::from_parts("finished", None, Some("Completed"))?;
+    /// assert_eq!(state, RunState::Finished(Status::Completed));
+    /// assert!(RunState::from_parts("ambiguous", None, None).is_err());
+    /// # Ok::<(), loopbound::journal::JournalError>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`JournalError::Corrupt`](super::JournalError::Corrupt) when the parts do not make a
+    /// state: an unknown name, an operation of 0, or a part missing or extra for the name.
+    pub fn from_parts(
+        name: &str,
+        operation: Option<u32>,
+        status: Option<&str>,
+    ) -> Result<Self, super::JournalError> {
+        let bad = || super::JournalError::Corrupt("the run's state".to_owned());
+        let operation = operation.filter(|ordinal| *ordinal > 0);
+        match (name, operation, status) {
+            ("open", None, None) => Ok(Self::Open),
+            ("awaiting_approval", Some(ordinal), None) => Ok(Self::AwaitingApproval(ordinal)),
+            ("ambiguous", Some(ordinal), None) => Ok(Self::Ambiguous(ordinal)),
+            ("finished", None, Some(status)) => {
+                crate::outcome::Status::from_name(status).map(Self::Finished).ok_or_else(bad)
+            }
+            _ => Err(bad()),
+        }
+    }
+}
+
+impl fmt::Display for RunState {
+    /// `open`, `awaiting_approval <ordinal>`, `ambiguous <ordinal>` or `finished <status>`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Open => f.write_str("open"),
+            Self::AwaitingApproval(ordinal) | Self::Ambiguous(ordinal) => {
+                write!(f, "{} {ordinal}", self.name())
+            }
+            Self::Finished(status) => write!(f, "finished {status}"),
+        }
+    }
 }

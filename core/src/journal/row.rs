@@ -1,19 +1,26 @@
 //! The rows a journal backend stores: plain integers and texts, one struct per table, so that
-//! every backend (SQLite, PostgreSQL) stores the same thing and the core alone decodes it.
+//! every backend (SQLite, PostgreSQL) stores the same thing and the core alone decodes it; the
+//! run's state ([`RunState`]) and its lease ([`Lease`]) are typed, since a backend acts on them.
 //!
 //! # Invariants
 //!
 //! - A backend never interprets a text column: encoding and decoding are the core's
 //!   ([`codec`](super::codec)), so a stored value that does not decode is a typed
-//!   [`Corrupt`](super::JournalError::Corrupt) error, the same on every backend.
+//!   [`Corrupt`](super::JournalError::Corrupt) error, the same on every backend. The state is
+//!   stored as its parts ([`RunState::name`], [`RunState::operation`], [`RunState::status`]) and
+//!   read back with [`RunState::from_parts`]: no backend parses a text for it.
 //! - A [`Batch`] is written in one transaction, in order, or not at all.
 //! - Keys: one run row per run; a reply per `(run, ordinal)`; a call per `(run, reply, index)`;
 //!   a proposal, a decision, a result per `(run, ordinal)`; a start per `(run, ordinal, start)`;
 //!   a reconciliation per `(run, ordinal, start)`; events in append order. Writing a key twice is
 //!   a [`Conflict`](super::JournalError::Conflict), and the whole batch is rolled back.
 
+use std::time::{Duration, SystemTime};
+
+use super::record::RunState;
+
 /// The run's own row.
-#[derive(Clone, Debug, PartialEq, Eq, Default)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RunRow {
     /// The newest attempt's epoch: every write of an attempt is conditioned on it.
     pub epoch: u64,
@@ -23,9 +30,59 @@ pub struct RunRow {
     pub conversation: String,
     /// The persisted counters of the logical run, as JSON.
     pub ledger: String,
-    /// Where the run stands: `open`, `awaiting_approval:<ordinal>`, `ambiguous:<ordinal>` or
-    /// `finished:<status>`.
-    pub state: String,
+    /// Where the run stands.
+    pub state: RunState,
+    /// The run's definition (its grants and limits) as JSON, written when the run is created and
+    /// never changed by a backend; empty for a run created before definitions were stored.
+    pub definition: String,
+    /// The host's labels, by key, written when the run is created.
+    pub labels: Vec<LabelRow>,
+}
+
+impl Default for RunRow {
+    fn default() -> Self {
+        Self {
+            epoch: 0,
+            attempts: 0,
+            conversation: String::new(),
+            ledger: String::new(),
+            state: RunState::Open,
+            definition: String::new(),
+            labels: Vec::new(),
+        }
+    }
+}
+
+/// One of the host's labels on a run, e.g. `tenant` = `acme`.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct LabelRow {
+    /// The label's key.
+    pub key: String,
+    /// Its value.
+    pub value: String,
+}
+
+/// Who holds a run's lease, and until when, as of the read that returned it.
+///
+/// An attempt holds the run from its acquisition until its last commit releases the lease, or
+/// until the lease expires: each commit and each renewal of the attempt extends it by the
+/// journal's lease duration ([`Journal::lease`](super::Journal::lease)).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Lease {
+    /// The holder, as its journal value names itself (e.g. `host-a:4242`).
+    pub holder: String,
+    /// When the lease expires, by the storage's clock.
+    pub until: SystemTime,
+    /// How long it had left when it was read, by the storage's clock: zero once it expired.
+    pub remaining: Duration,
+}
+
+impl Lease {
+    /// Whether the lease was still live when it was read: its holder may be running the run.
+    #[must_use]
+    pub fn is_live(&self) -> bool {
+        !self.remaining.is_zero()
+    }
 }
 
 /// One recorded model reply.
@@ -126,6 +183,8 @@ pub struct EventRow {
 pub struct StoredRun {
     /// The run's row.
     pub run: RunRow,
+    /// The run's lease, unless it was released (or never taken).
+    pub lease: Option<Lease>,
     /// Recorded replies by ordinal.
     pub replies: Vec<ReplyRow>,
     /// Call results by `(reply, index)`.
@@ -162,7 +221,13 @@ pub enum Entry {
     /// Replace the run's persisted counters.
     Ledger(String),
     /// Replace the run's state.
-    State(String),
+    State(RunState),
+    /// Replace the run's definition (a host's widening).
+    Definition(String),
+    /// End the attempt: under [`Fence::Epoch`], release the run's lease once the batch is
+    /// written, so that another attempt may take the run at once (the attempt's later commits
+    /// are [`LeaseLost`](super::JournalError::LeaseLost)). Under [`Fence::Host`] it does nothing.
+    Release,
 }
 
 /// Writes that one durable commit makes, in order.
@@ -187,10 +252,30 @@ impl Batch {
 /// What a write is conditioned on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Fence {
-    /// An attempt's epoch: the write happens only if no newer attempt took the run since, else
-    /// [`LeaseLost`](super::JournalError::LeaseLost).
+    /// An attempt's epoch: the write happens only if the run's epoch is still this one and its
+    /// lease is live (not released, not expired), else
+    /// [`LeaseLost`](super::JournalError::LeaseLost); it renews the lease.
     Epoch(u64),
-    /// A host's command (a decision, a reconciliation): not tied to an attempt; the keys'
+    /// A host's command (a decision, a reconciliation): not tied to an attempt, and refused
+    /// with [`LeaseHeld`](super::JournalError::LeaseHeld) while an attempt holds a live lease on
+    /// the run (that attempt may be deciding or running what the host would settle); the keys'
     /// uniqueness refuses a second decision or reconciliation.
     Host,
+}
+
+/// One run as a listing returns it: its row's summary, without the conversation and counters.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ListedRow {
+    /// The run's id, as stored.
+    pub run: String,
+    /// The newest attempt's epoch.
+    pub epoch: u64,
+    /// How many attempts took the run.
+    pub attempts: u32,
+    /// Where the run stands.
+    pub state: RunState,
+    /// The run's lease, unless released.
+    pub lease: Option<Lease>,
+    /// The host's labels, by key.
+    pub labels: Vec<LabelRow>,
 }

@@ -19,7 +19,7 @@ use super::driver::Journaled;
 use super::error::JournalError;
 use super::id::RunId;
 use super::record::RunState;
-use super::row::RunRow;
+use super::row::{Batch, Entry, Fence, RunRow};
 use super::run_record::RunRecord;
 use super::store::Journal;
 use crate::event::{ControlEvent, EventKind, HaltReason};
@@ -46,10 +46,18 @@ impl<T: Transport, S: Send + Sync + 'static> Runtime<T, S> {
     /// [`EffectKind`](crate::tool::EffectKind): an `effect` at most once, an `idempotent` one at
     /// least once with one key ([`Call::idempotency_key`](crate::Call::idempotency_key)).
     ///
-    /// It ends like [`run`](Self::run), and also with `AwaitingApproval` (a proposal waits for
-    /// [`approve`](super::approve) or [`deny`](super::deny)), `Denied`, or `Ambiguous` (a crash
-    /// left an effect's outcome unknown: [`reconcile`](super::reconcile) it); each names the
-    /// operation ([`Outcome::operation`]). Run it again with the same id to resume.
+    /// One attempt at a time: the attempt takes the run's lease first (refused with
+    /// [`JournalError::LeaseHeld`] while another attempt, in any process, holds it), renews it
+    /// with every commit and, while a model call or a body runs, with a heartbeat, and releases
+    /// it with its last commit. A new run stores `scope`'s grants, limits and labels as its
+    /// definition; a resume's scope may be narrower, never wider
+    /// ([`JournalError::Widened`]; [`scope_of`](super::scope_of) rebuilds the stored one).
+    ///
+    /// It ends like [`run`](Self::run), and also with `AwaitingApproval` (a proposal waits:
+    /// [`Outcome::pending`] hands it out for [`approve`](super::approve) or
+    /// [`deny`](super::deny)), `Denied`, or `Ambiguous` (an effect started by an attempt that
+    /// no longer holds the run has no result: [`reconcile`](super::reconcile) it); each names
+    /// the operation ([`Outcome::operation`]). Run it again with the same id to resume.
     ///
     /// State that the completion condition reads must survive the process too (an effect's
     /// system, say): a replayed result does not run the body that set host memory.
@@ -57,9 +65,10 @@ impl<T: Transport, S: Send + Sync + 'static> Runtime<T, S> {
     /// # Errors
     ///
     /// As [`run`](Self::run), and [`RunError::Journal`] if the journal failed or refused (a
-    /// finished run, a scope already used, another attempt that took the run over, another
-    /// worker's live lease ([`JournalError::LeaseHeld`]: nothing started)): what could not be
-    /// recorded did not run.
+    /// finished run, a scope already used or wider than the run's definition, another attempt's
+    /// live lease ([`JournalError::LeaseHeld`]: nothing started), a lease this attempt lost
+    /// ([`JournalError::LeaseLost`]: nothing further ran)): what could not be recorded did not
+    /// run. An attempt that ends on a journal error leaves its lease to expire.
     pub async fn run_journaled<J: Journal>(
         &self,
         journal: &J,
@@ -88,9 +97,12 @@ impl<T: Transport, S: Send + Sync + 'static> Runtime<T, S> {
         self.check_prices(scope)?;
         let mut course = begin(journal, run, scope, conversation).await.map_err(RunError::Journal)?;
         let mut usage = None;
+        // Boxed: the loop's future, with the journal's heartbeat in it, is large, and a host
+        // awaits many runs at once.
+        let drive = Box::pin(self.drive(scope, conversation, &mut usage, &mut course));
         let end = tokio::select! {
             biased;
-            end = self.drive(scope, conversation, &mut usage, &mut course) => end,
+            end = drive => end,
             never = watch_cancel_requests(journal, run, scope) => match never {},
         };
         let result = conclude(scope, end, usage, is_complete).map(|outcome| name_denial(scope, outcome));
@@ -99,7 +111,7 @@ impl<T: Transport, S: Send + Sync + 'static> Runtime<T, S> {
             Ok(outcome) => state_after(outcome),
             Err(_) => RunState::Open,
         };
-        course.commit(scope, Some(codec::encode_state(state))).await.map_err(RunError::Journal)?;
+        course.commit(scope, Some(state)).await.map_err(RunError::Journal)?;
         result
     }
 }
@@ -130,28 +142,41 @@ async fn begin<'j, J: Journal, S>(
     if scope.model_calls() > 0 || scope.tool_calls() > 0 || !scope.events().is_empty() {
         return Err(JournalError::ScopeInUse);
     }
+    let grants = scope.capabilities().map(str::to_owned).collect();
     let fresh = RunRow {
         epoch: 1,
         attempts: 1,
         conversation: codec::encode_conversation(conversation),
         ledger: codec::encode_counters(&Counters::default()),
-        state: codec::encode_state(RunState::Open),
+        state: RunState::Open,
+        definition: codec::encode_definition(&grants, &scope.limits()),
+        labels: scope.labels().to_rows(),
     };
+    let acquiring = tokio::time::Instant::now();
     let stored = journal.acquire(run, fresh).await?;
     let record = RunRecord::decode(run, &stored)?;
     if let RunState::Finished(status) = record.state {
         return Err(JournalError::Finished(status));
     }
+    if let Some(definition) = &record.definition
+        && !definition.covers(scope.capabilities(), &scope.limits())
+    {
+        // Nothing ran: end the attempt at once so that another may take the run.
+        let end = Batch { entries: vec![Entry::Release] };
+        journal.commit(run, Fence::Epoch(record.epoch), end).await?;
+        return Err(JournalError::Widened);
+    }
     if !scope.guard().restore(record.counters.clone(), record.events.clone()) {
         return Err(JournalError::ScopeInUse);
     }
+    scope.guard().set_epoch(record.epoch);
     conversation.clone_from(&record.conversation);
     let persisted = record.events.len();
     if record.attempts > 1 {
         let resumed = ControlEvent::new(EventKind::Resumed, crate::event::Subject::Run, record.attempts);
         scope.guard().append(resumed);
     }
-    Ok(Journaled::new(journal, record, persisted))
+    Ok(Journaled::new(journal, record, persisted, acquiring))
 }
 
 /// A `Denied` outcome names the operation its halt event names.

@@ -13,10 +13,14 @@
 use std::collections::BTreeMap;
 
 use super::codec;
+use super::definition::RunDefinition;
 use super::error::JournalError;
 use super::id::RunId;
-use super::record::{CallResult, Decision, Operation, Proposal, Reconciliation, RunState, Verdict};
-use super::row::StoredRun;
+use super::label::Labels;
+use super::record::{
+    CallResult, Decision, Operation, OperationStatus, Proposal, Reconciliation, RunState, Verdict,
+};
+use super::row::{Lease, StoredRun};
 use crate::event::ControlEvent;
 use crate::guard::Counters;
 use crate::tool::EffectKind;
@@ -31,6 +35,9 @@ pub struct RunRecord {
     pub(crate) conversation: Vec<Message>,
     pub(crate) counters: Counters,
     pub(crate) state: RunState,
+    pub(crate) lease: Option<Lease>,
+    pub(crate) definition: Option<RunDefinition>,
+    pub(crate) labels: Labels,
     pub(crate) replies: Vec<ModelReply>,
     pub(crate) calls: Calls,
     pub(crate) operations: BTreeMap<u32, Operation>,
@@ -73,7 +80,7 @@ impl RunRecord {
         if counters.tool_calls < highest || counters.model_calls < replies_len {
             return Err(corrupt("counters below what the rows show"));
         }
-        let state = codec::decode_state(&stored.run.state)?;
+        let state = stored.run.state;
         if let RunState::AwaitingApproval(ordinal) | RunState::Ambiguous(ordinal) = state
             && !operations.contains_key(&ordinal)
         {
@@ -83,6 +90,11 @@ impl RunRecord {
         if stored.run.attempts == 0 || stored.run.epoch == 0 {
             return Err(corrupt("the run's epoch or attempts"));
         }
+        if stored.lease.as_ref().is_some_and(|lease| !super::record::valid_actor(&lease.holder)) {
+            return Err(corrupt("the lease's holder"));
+        }
+        let labels = Labels::from_rows(&stored.run.labels)?;
+        let definition = codec::decode_definition(&stored.run.definition, labels.clone())?;
         Ok(Self {
             run: run.clone(),
             epoch: stored.run.epoch,
@@ -90,6 +102,9 @@ impl RunRecord {
             conversation: codec::decode_conversation(&stored.run.conversation)?,
             counters,
             state,
+            lease: stored.lease.clone(),
+            definition,
+            labels,
             replies,
             calls,
             operations,
@@ -109,10 +124,51 @@ impl RunRecord {
         self.attempts
     }
 
-    /// Where the run stands.
+    /// The newest attempt's epoch: the fencing token of the attempt that holds, or last held,
+    /// the run.
+    #[must_use]
+    pub fn epoch(&self) -> u64 {
+        self.epoch
+    }
+
+    /// Where the run stands, as stored.
     #[must_use]
     pub fn state(&self) -> RunState {
         self.state
+    }
+
+    /// The run's lease, unless its last attempt released it: who holds it, until when, and
+    /// whether it was live when the record was read (an attempt may be running the run).
+    #[must_use]
+    pub fn lease(&self) -> Option<&Lease> {
+        self.lease.as_ref()
+    }
+
+    /// Whether an attempt held a live lease on the run when the record was read.
+    #[must_use]
+    pub fn is_running(&self) -> bool {
+        self.lease.as_ref().is_some_and(Lease::is_live)
+    }
+
+    /// What the run was started with (grants, limits, labels), or `None` for a run journaled
+    /// before definitions were stored.
+    #[must_use]
+    pub fn definition(&self) -> Option<&RunDefinition> {
+        self.definition.as_ref()
+    }
+
+    /// The host's labels.
+    #[must_use]
+    pub fn labels(&self) -> &Labels {
+        &self.labels
+    }
+
+    /// The proposal the run stopped on, which waits for the host's decision, if any.
+    #[must_use]
+    pub fn pending(&self) -> Option<&Proposal> {
+        let RunState::AwaitingApproval(ordinal) = self.state else { return None };
+        let operation = self.operations.get(&ordinal)?;
+        (operation.status() == OperationStatus::AwaitingDecision).then_some(&operation.proposal)
     }
 
     /// The operation with this ordinal.
@@ -148,6 +204,24 @@ impl RunRecord {
     #[must_use]
     pub fn tool_calls(&self) -> u32 {
         self.counters.tool_calls
+    }
+
+    /// Every call that succeeded in the logical run, in every attempt, by operation: the tool's
+    /// name and its result's text. A call succeeded when its result was recorded without an
+    /// error, or when the host reconciled it as run. This is what a completion condition reads
+    /// so that a run resumed after its effect ran (in another process, where the body that set
+    /// host memory never ran) is judged by what happened, not by what this process saw.
+    ///
+    /// ```
+    /// # fn check(record: &loopbound::journal::RunRecord) -> bool {
+    /// // "The refund was made": true in every attempt after the refund's result was recorded.
+    /// record.succeeded().any(|(tool, _)| tool == "refund")
+    /// # }
+    /// ```
+    pub fn succeeded(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.operations
+            .values()
+            .filter_map(|operation| Some((operation.proposal.tool(), operation.succeeded()?)))
     }
 
     /// The operation proposed for call `index` of reply `reply`, if any.

@@ -1,58 +1,117 @@
-//! The journal's storage interface, which every backend implements: SQLite in-process
-//! (`loopbound-sqlite`), PostgreSQL for many workers, and [`MemoryJournal`](super::MemoryJournal)
-//! for tests.
+//! The journal's storage interface, which every backend implements: SQLite (`loopbound-sqlite`),
+//! PostgreSQL (`loopbound-postgres`), and [`MemoryJournal`](super::MemoryJournal) for tests.
 //!
 //! # Invariants
 //!
-//! - Three operations, each one transaction: [`acquire`](Journal::acquire) (one durable commit),
-//!   [`load`](Journal::load) (a read), [`commit`](Journal::commit) (one durable commit of a whole
-//!   batch, or nothing).
-//! - Fencing: `acquire` bumps the run's epoch; a commit under an older epoch is refused with
-//!   [`LeaseLost`](JournalError::LeaseLost) and writes nothing. The newest attempt wins.
-//! - Leases: a backend shared by many workers (PostgreSQL) grants an acquisition only to a
-//!   worker that may take the run (it is new, its lease expired or was released, or the worker
-//!   already holds it) and refuses the others with [`LeaseHeld`](JournalError::LeaseHeld),
-//!   writing nothing. A single-process backend (SQLite, memory) grants every acquisition.
-//! - A commit whose batch sets the run's state ([`Entry::State`](super::Entry::State)) is its
-//!   attempt's last: a backend with leases releases the run's lease in the same transaction,
-//!   and that attempt's later commits are [`LeaseLost`](JournalError::LeaseLost).
-//! - A finished run (state `finished:<status>`) is returned by `acquire` as it is, without a
-//!   write: a finished run never gets a new attempt.
+//! - Each operation is one transaction: [`acquire`](Journal::acquire) and
+//!   [`commit`](Journal::commit) (one durable commit, or nothing written),
+//!   [`renew`](Journal::renew) (one write of the lease only), [`load`](Journal::load) and
+//!   [`list`](Journal::list) (reads).
+//! - **One attempt per run at a time.** `acquire` grants a run only when it is new, its lease
+//!   was released, or its lease expired (its holder died, or paused past it), by the storage's
+//!   clock; it then adds one to the run's epoch and gives the lease to the new attempt for
+//!   [`lease`](Journal::lease). A live lease is refused with
+//!   [`LeaseHeld`](JournalError::LeaseHeld), whoever asks (another process, another task of the
+//!   same process, the same journal value), and nothing is written.
+//! - Fencing: a commit under [`Fence::Epoch`] writes only while its epoch is the run's and its
+//!   lease is live, and renews the lease; otherwise it is
+//!   [`LeaseLost`](JournalError::LeaseLost) and writes nothing. `renew` extends a live lease
+//!   under the same conditions. An attempt whose lease expired has lost the run, whether or not
+//!   another attempt took it since.
+//! - A host's commit ([`Fence::Host`]) is refused with `LeaseHeld` while a lease is live.
+//! - A commit whose batch holds [`Entry::Release`](super::Entry::Release) is its attempt's
+//!   last: the lease is released in the same transaction.
+//! - `acquire` never changes the run's state, conversation, definition or labels of an
+//!   existing run; a finished run ([`RunState::Finished`](super::RunState::Finished)) is
+//!   returned as it is, without a write: a finished run never gets a new attempt.
 //! - The futures are `Send`: a backend may run its blocking work on a blocking thread pool, and a
 //!   run that holds them can be spawned.
 
 use std::future::Future;
+use std::time::Duration;
 
 use super::error::JournalError;
 use super::id::RunId;
-use super::row::{Batch, Fence, RunRow, StoredRun};
+use super::query::RunQuery;
+use super::row::{Batch, Fence, ListedRow, RunRow, StoredRun};
+
+/// How long a lease holds a run unless a backend is told otherwise: 30 s.
+pub const DEFAULT_LEASE: Duration = Duration::from_secs(30);
+
+/// This process's name for the leases it holds, `<host>:<pid>` (the host's name as the kernel
+/// gives it, cut to fit 64 bytes), which backends use unless told another: a host reading a
+/// lease sees which machine and process held it.
+#[must_use]
+pub fn process_holder() -> String {
+    let pid = std::process::id();
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|name| name.trim().chars().filter(|c| !c.is_control()).collect::<String>())
+        .filter(|name| !name.is_empty())
+        .unwrap_or_else(|| "localhost".to_owned());
+    let room = super::record::MAX_ACTOR_LEN - ":".len() - pid.to_string().len();
+    let mut cut = host.len().min(room);
+    while !host.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    format!("{}:{pid}", &host[..cut])
+}
+
+/// The longest lease a backend grants: one day.
+pub const MAX_LEASE: Duration = Duration::from_hours(24);
+
+/// `lease`, if a backend may hold runs for it: more than zero and at most [`MAX_LEASE`].
+///
+/// # Errors
+///
+/// [`JournalError::InvalidLease`] otherwise.
+pub fn check_lease(lease: Duration) -> Result<Duration, JournalError> {
+    if lease.is_zero() || lease > MAX_LEASE { Err(JournalError::InvalidLease) } else { Ok(lease) }
+}
 
 /// A journal backend.
 pub trait Journal: Send + Sync {
+    /// How long an acquisition, a renewal or a commit holds the run: an attempt that neither
+    /// commits nor renews for this long loses it.
+    fn lease(&self) -> Duration;
+
     /// Takes `run` for a new attempt, in one durable commit: creates it from `fresh` with epoch 1
-    /// and one attempt if it does not exist; else, unless it is finished, adds one to its epoch
-    /// and its attempts and sets its state to `fresh`'s (`open`: an attempt is in flight, so no
-    /// host reconciles what it may be running). Returns everything stored about it afterwards.
-    /// A backend with leases refuses a run whose live lease another worker holds with
-    /// [`LeaseHeld`](JournalError::LeaseHeld), and writes nothing then.
+    /// and one attempt if it does not exist; else, unless it is finished or its lease is live,
+    /// adds one to its epoch and its attempts (its state and everything else unchanged). Either
+    /// way the new attempt holds the lease. Returns everything stored about the run afterwards.
+    ///
+    /// # Errors
+    ///
+    /// [`LeaseHeld`](JournalError::LeaseHeld) while another attempt's lease is live (nothing is
+    /// written); storage errors.
     fn acquire(
         &self,
         run: &RunId,
         fresh: RunRow,
     ) -> impl Future<Output = Result<StoredRun, JournalError>> + Send;
 
+    /// Extends the lease of the attempt with `epoch` by [`lease`](Self::lease) from now.
+    ///
+    /// # Errors
+    ///
+    /// [`LeaseLost`](JournalError::LeaseLost) when `epoch` is no longer the run's, or its lease
+    /// was released or expired (nothing is written); storage errors.
+    fn renew(&self, run: &RunId, epoch: u64) -> impl Future<Output = Result<(), JournalError>> + Send;
+
     /// Everything stored about `run`, or `None`.
     fn load(&self, run: &RunId) -> impl Future<Output = Result<Option<StoredRun>, JournalError>> + Send;
 
-    /// Writes `batch` in one durable commit if `fence` holds: under [`Fence::Epoch`] the run's
-    /// epoch must still be the attempt's, else [`LeaseLost`](JournalError::LeaseLost); a key
-    /// written twice is a [`Conflict`](JournalError::Conflict). On any error nothing is written.
+    /// Writes `batch` in one durable commit if `fence` holds (see [`Fence`]); a key written
+    /// twice is a [`Conflict`](JournalError::Conflict). On any error nothing is written.
     fn commit(
         &self,
         run: &RunId,
         fence: Fence,
         batch: Batch,
     ) -> impl Future<Output = Result<(), JournalError>> + Send;
+
+    /// The runs in `query`'s filters, after its cursor, in id order, at most its page size.
+    fn list(&self, query: &RunQuery) -> impl Future<Output = Result<Vec<ListedRow>, JournalError>> + Send;
 
     /// Whether a host asked, from any process, to cancel `run`. An attempt running the run asks
     /// before each admission it makes (each model call it sends, each tool call it admits) and
@@ -64,56 +123,55 @@ pub trait Journal: Send + Sync {
     }
 }
 
+/// The trait's methods delegated to `**self`.
+macro_rules! delegate {
+    () => {
+        fn lease(&self) -> Duration {
+            (**self).lease()
+        }
+
+        fn acquire(
+            &self,
+            run: &RunId,
+            fresh: RunRow,
+        ) -> impl Future<Output = Result<StoredRun, JournalError>> + Send {
+            (**self).acquire(run, fresh)
+        }
+
+        fn renew(&self, run: &RunId, epoch: u64) -> impl Future<Output = Result<(), JournalError>> + Send {
+            (**self).renew(run, epoch)
+        }
+
+        fn load(&self, run: &RunId) -> impl Future<Output = Result<Option<StoredRun>, JournalError>> + Send {
+            (**self).load(run)
+        }
+
+        fn commit(
+            &self,
+            run: &RunId,
+            fence: Fence,
+            batch: Batch,
+        ) -> impl Future<Output = Result<(), JournalError>> + Send {
+            (**self).commit(run, fence, batch)
+        }
+
+        fn list(
+            &self,
+            query: &RunQuery,
+        ) -> impl Future<Output = Result<Vec<ListedRow>, JournalError>> + Send {
+            (**self).list(query)
+        }
+
+        fn cancel_requested(&self, run: &RunId) -> impl Future<Output = Result<bool, JournalError>> + Send {
+            (**self).cancel_requested(run)
+        }
+    };
+}
+
 impl<J: Journal> Journal for &J {
-    fn acquire(
-        &self,
-        run: &RunId,
-        fresh: RunRow,
-    ) -> impl Future<Output = Result<StoredRun, JournalError>> + Send {
-        (**self).acquire(run, fresh)
-    }
-
-    fn load(&self, run: &RunId) -> impl Future<Output = Result<Option<StoredRun>, JournalError>> + Send {
-        (**self).load(run)
-    }
-
-    fn commit(
-        &self,
-        run: &RunId,
-        fence: Fence,
-        batch: Batch,
-    ) -> impl Future<Output = Result<(), JournalError>> + Send {
-        (**self).commit(run, fence, batch)
-    }
-
-    fn cancel_requested(&self, run: &RunId) -> impl Future<Output = Result<bool, JournalError>> + Send {
-        (**self).cancel_requested(run)
-    }
+    delegate!();
 }
 
 impl<J: Journal> Journal for std::sync::Arc<J> {
-    fn acquire(
-        &self,
-        run: &RunId,
-        fresh: RunRow,
-    ) -> impl Future<Output = Result<StoredRun, JournalError>> + Send {
-        (**self).acquire(run, fresh)
-    }
-
-    fn load(&self, run: &RunId) -> impl Future<Output = Result<Option<StoredRun>, JournalError>> + Send {
-        (**self).load(run)
-    }
-
-    fn commit(
-        &self,
-        run: &RunId,
-        fence: Fence,
-        batch: Batch,
-    ) -> impl Future<Output = Result<(), JournalError>> + Send {
-        (**self).commit(run, fence, batch)
-    }
-
-    fn cancel_requested(&self, run: &RunId) -> impl Future<Output = Result<bool, JournalError>> + Send {
-        (**self).cancel_requested(run)
-    }
+    delegate!();
 }

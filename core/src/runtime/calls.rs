@@ -121,9 +121,10 @@ impl<T: Transport, S: Send + Sync + 'static> Runtime<T, S> {
             Err(ToolError::Stopped(stop)) => return Turn::End(End::Stopped(stop)),
             Err(error) => return Turn::Answer(error_message(call, &error)),
         };
-        let output = match guard.bounded(Activity::Tool(name), body).await {
-            Ok(output) => output,
-            Err(stop) => return Turn::End(End::Stopped(stop)),
+        let output = match course.running(guard.bounded(Activity::Tool(name), body)).await {
+            Ok(Ok(output)) => output,
+            Ok(Err(stop)) => return Turn::End(End::Stopped(stop)),
+            Err(end) => return Turn::End(end),
         };
         let answer = course.answer(scope, call, name, plan, output);
         if let Err(end) = course.settle(scope).await {
@@ -171,9 +172,10 @@ impl<T: Transport, S: Send + Sync + 'static> Runtime<T, S> {
                 Admission::Body(pending) => queued.push_back(Queued { index, pending, span }),
             }
         }
-        // Bodies admitted before a refusal or a suspension run, as they would have one after
-        // another; any other end (a stop, a failed journal) leaves them unstarted.
-        let run_bodies = matches!(ended, None | Some(End::Suspended(..)));
+        // Bodies admitted before a refusal or a suspension (an approval awaited, an ambiguous
+        // effect) run, as they would have one after another; any other end (a stop, a failed
+        // journal) leaves them unstarted.
+        let run_bodies = matches!(ended, None | Some(End::Suspended(..) | End::Awaiting(_)));
         let stopped = if run_bodies {
             self.run_batch(scope, course, reply, calls, queued, cap, &mut answers).await
         } else {
@@ -236,7 +238,11 @@ impl<T: Transport, S: Send + Sync + 'static> Runtime<T, S> {
             let mut stop = None;
             let mut round = Vec::new();
             let mut checked = None;
-            for (done, output) in finished(&mut running).await {
+            let done = match course.running(finished(&mut running)).await {
+                Ok(done) => done,
+                Err(end) => return Some(end),
+            };
+            for (done, output) in done {
                 checked.get_or_insert(done.name);
                 match output {
                     Ok(output) => {

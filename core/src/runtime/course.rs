@@ -20,7 +20,7 @@ use super::{End, Runtime, error_message};
 use crate::guard::Deferred;
 use crate::scope::Scope;
 use crate::tool::{AdmittedCall, BodyError, Refusal, ToolError};
-use crate::transport::{Budgeted, CallError, Message, ModelReply, ToolCall, ToolDefinition, Transport};
+use crate::transport::{Budgeted, Message, ModelReply, ToolCall, ToolDefinition, Transport};
 
 /// What one tool call gives the loop: a message for the model, or the end of the run.
 pub(crate) enum Turn {
@@ -52,14 +52,14 @@ pub(crate) trait Course<T, S> {
     /// What the course keeps about an admitted call until its body's output comes back.
     type Plan: Send;
 
-    /// The next model reply.
+    /// The next model reply, or how the run ends instead.
     fn reply(
         &mut self,
         runtime: &Runtime<T, S>,
         model: &Budgeted<'_, T>,
         conversation: &[Message],
         tools: &[ToolDefinition],
-    ) -> impl Future<Output = Result<ModelReply, CallError>> + Send;
+    ) -> impl Future<Output = Result<ModelReply, End>> + Send;
 
     /// Call `index` of the current reply, up to its admission; `deferring` hands a refusal's
     /// halt back instead of recording it (a parallel batch).
@@ -93,6 +93,14 @@ pub(crate) trait Course<T, S> {
         output: Result<String, BodyError>,
     ) -> Message;
 
+    /// Waits for `work` (running bodies) while the course keeps up what the run needs meanwhile
+    /// (a journal's heartbeat renews the attempt's lease); returns how the run ends instead when
+    /// that fails, with `work` dropped.
+    fn running<F>(&mut self, work: F) -> impl Future<Output = Result<F::Output, End>> + Send
+    where
+        F: Future + Send,
+        F::Output: Send;
+
     /// Makes the answers kept so far durable (a journal's commit), before any is handed on.
     fn settle(&mut self, scope: &Scope<S>) -> impl Future<Output = Result<(), End>> + Send;
 }
@@ -109,8 +117,9 @@ impl<T: Transport, S: Send + Sync + 'static> Course<T, S> for Live {
         model: &Budgeted<'_, T>,
         conversation: &[Message],
         tools: &[ToolDefinition],
-    ) -> impl Future<Output = Result<ModelReply, CallError>> + Send {
-        runtime.call_model(model, conversation, tools)
+    ) -> impl Future<Output = Result<ModelReply, End>> + Send {
+        let call = runtime.call_model(model, conversation, tools);
+        async move { call.await.map_err(End::from) }
     }
 
     async fn admit<'t>(
@@ -152,6 +161,14 @@ impl<T: Transport, S: Send + Sync + 'static> Course<T, S> for Live {
         output: Result<String, BodyError>,
     ) -> Message {
         answer_of(call, name, output)
+    }
+
+    async fn running<F>(&mut self, work: F) -> Result<F::Output, End>
+    where
+        F: Future + Send,
+        F::Output: Send,
+    {
+        Ok(work.await)
     }
 
     async fn settle(&mut self, _scope: &Scope<S>) -> Result<(), End> {

@@ -117,14 +117,26 @@ pub(crate) enum End {
     CapReached,
     Stopped(Stop),
     Transport(TransportError),
-    /// A journaled run stopped on an operation: `AwaitingApproval` or `Ambiguous`.
+    /// A journaled run stopped on an operation: `Ambiguous`.
     Suspended(Status, Arc<str>),
+    /// A journaled run stopped on this proposal, which waits for the host's decision.
+    Awaiting(Box<crate::journal::Proposal>),
     /// A journaled run's journal failed: nothing more ran.
     Journal(crate::journal::JournalError),
     /// A limit stopped the run and the wrap-up call answered with this text.
     WrappedUp(crate::event::HaltReason, Option<String>),
     /// A shared pool's store failed: the call was not sent.
     Pool(crate::pool::PoolError),
+}
+
+impl From<CallError> for End {
+    fn from(error: CallError) -> Self {
+        match error {
+            CallError::Stopped(stop) => Self::Stopped(stop),
+            CallError::Transport(error) => Self::Transport(error),
+            CallError::Pool(error) => Self::Pool(error),
+        }
+    }
 }
 
 impl<T: Transport, S: Send + Sync + 'static> Runtime<T, S> {
@@ -389,9 +401,7 @@ impl<T: Transport, S: Send + Sync + 'static> Runtime<T, S> {
             }
             let reply = match course.reply(self, model, conversation, &tools).await {
                 Ok(reply) => reply,
-                Err(CallError::Stopped(stop)) => return End::Stopped(stop),
-                Err(CallError::Transport(error)) => return End::Transport(error),
-                Err(CallError::Pool(error)) => return End::Pool(error),
+                Err(end) => return end,
             };
             if let Some(feed) = feed {
                 feed.end_reply(reply.content.as_deref());
@@ -567,6 +577,12 @@ fn concluded<S>(
         End::Transport(error) => Err(RunError::Provider(error)),
         End::Suspended(status, operation) => {
             Ok(Outcome::stopped(status, events, usage, None).on(Some(operation)))
+        }
+        End::Awaiting(proposal) => {
+            let operation = proposal.operation().shared();
+            Ok(Outcome::stopped(Status::AwaitingApproval, events, usage, None)
+                .on(Some(operation))
+                .awaiting(proposal))
         }
         End::Journal(error) => Err(RunError::Journal(error)),
         End::Pool(error) => Err(RunError::Pool(error)),

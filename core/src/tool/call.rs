@@ -85,6 +85,17 @@ impl<S> Call<S> {
     pub fn idempotency_key(&self) -> Option<&str> {
         self.operation()
     }
+
+    /// In a journaled run, this attempt's fencing token: the operation id and the attempt's
+    /// epoch, which grows with every attempt that takes the run. The journal fences its own
+    /// writes; an effect's system that records the highest epoch it applied for an operation,
+    /// and refuses a lower one, also refuses an attempt that was paused past its lease and
+    /// wakes after another took the run over. `None` without a journal.
+    #[must_use]
+    pub fn fencing_token(&self) -> Option<crate::journal::FencingToken> {
+        let operation = self.operation.as_ref()?;
+        Some(crate::journal::FencingToken::new(std::sync::Arc::clone(operation), self.scope.guard().epoch()?))
+    }
 }
 
 impl<S> fmt::Debug for Call<S> {

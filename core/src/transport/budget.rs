@@ -396,14 +396,14 @@ impl<'a, T: Transport> Budgeted<'a, T> {
         let model = Activity::Model;
         let Admitted { reserved, hold } = admitted;
         let draw = guard.pools().filter(|_| hold.is_some());
-        let renewed = async {
-            match (draw, &hold) {
-                (Some(draw), Some(hold)) => Box::pin(hold.renewing(draw, sent)).await,
-                _ => sent.await,
-            }
+        // A call drawn from pools renews its hold while in flight (boxed: a run without pools
+        // keeps its futures as small as before).
+        let bounded = match (draw, &hold) {
+            (Some(draw), Some(hold)) => guard.bounded(model, Box::pin(hold.renewing(draw, sent))).await,
+            _ => guard.bounded(model, sent).await,
         };
         // A stop during the call leaves its reservation held: the provider may bill it.
-        let received = match guard.bounded(model, renewed).await {
+        let received = match bounded {
             Ok(received) => received,
             Err(stop) => {
                 if let (Some(draw), Some(hold)) = (draw, hold) {

@@ -171,7 +171,8 @@ impl Feed {
             Ok(outcome) => {
                 if matches!(outcome.status(), Status::AwaitingApproval | Status::Ambiguous) {
                     let operation = outcome.operation().map(Arc::from);
-                    self.push(Update::Suspended(Suspension { status: outcome.status(), operation }));
+                    let pending = outcome.pending().cloned().map(Box::new);
+                    self.push(Update::Suspended(Suspension { status: outcome.status(), operation, pending }));
                 }
                 self.push(Update::Outcome(outcome.clone()));
             }

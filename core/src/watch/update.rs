@@ -183,6 +183,17 @@ pub struct Suspension {
     pub(crate) status: Status,
     #[serde(serialize_with = "shared_text")]
     pub(crate) operation: Option<Arc<str>>,
+    /// For `AwaitingApproval`, the proposal that waits, as the outcome hands it out.
+    #[serde(serialize_with = "pending_form")]
+    pub(crate) pending: Option<Box<crate::journal::Proposal>>,
+}
+
+#[allow(clippy::ref_option, reason = "serde's `serialize_with` hands over a reference to the field")]
+fn pending_form<S: serde::Serializer>(
+    pending: &Option<Box<crate::journal::Proposal>>,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    serde::Serialize::serialize(&pending.as_deref().map(crate::outcome::PendingForm), serializer)
 }
 
 #[allow(clippy::ref_option, reason = "serde's `serialize_with` hands over a reference to the field")]
@@ -201,5 +212,12 @@ impl Suspension {
     #[must_use]
     pub fn operation(&self) -> Option<&str> {
         self.operation.as_deref()
+    }
+
+    /// For `AwaitingApproval`, the proposal that waits for the host's decision (see
+    /// [`Outcome::pending`](crate::Outcome::pending)).
+    #[must_use]
+    pub fn pending(&self) -> Option<&crate::journal::Proposal> {
+        self.pending.as_deref()
     }
 }

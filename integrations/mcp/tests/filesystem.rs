@@ -33,16 +33,6 @@ fn arguments(pairs: &[(&str, &Path)]) -> String {
     Value::Object(object).to_string()
 }
 
-/// The names of the files in `dir`.
-fn files(dir: &Path) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(dir)
-        .expect("the folder")
-        .map(|entry| entry.expect("an entry").file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
-    names
-}
-
 /// A FIFO in `dir`: reading it blocks until something writes to it.
 fn fifo(dir: &Path) -> PathBuf {
     let path = dir.join("pipe");
@@ -102,7 +92,7 @@ async fn a_visible_write_without_its_capability_halts_and_writes_nothing() {
     let write = format!(r#"{{"path": {}, "content": "x"}}"#, json!(file));
     let (outcome, _) = run(&tools, &scope, calls(&[("write_file", &write)])).await;
     assert_eq!(outcome.status(), Status::PermissionDenied);
-    assert_eq!(files(root.path()), Vec::<String>::new());
+    assert_eq!(root.files(), Vec::<String>::new());
 }
 
 #[tokio::test]
@@ -373,11 +363,12 @@ async fn an_approved_move_runs_once_and_its_file_exists_exactly_once() {
             "ModelCall model 1",
             "Middleware move_file 1",
             "ToolCall move_file 1",
-            "Proposed move_file 1 fs-approve/op/1"
+            "Proposed move_file 1 fs-approve/op/1",
+            "AwaitingApproval move_file 1 fs-approve/op/1",
         ]
     );
     assert_eq!(sent_calls(&log), Vec::<String>::new());
-    assert_eq!(files(root.path()), ["a.txt"]);
+    assert_eq!(root.files(), ["a.txt"]);
 
     // The proposal names the operation and holds the canonical arguments, keys in order.
     let record = journal::inspect(&journal, &RunId::new("fs-approve").unwrap()).await.unwrap();
@@ -398,21 +389,24 @@ async fn an_approved_move_runs_once_and_its_file_exists_exactly_once() {
     let other =
         Digest::of(&format!(r#"move_file:{{"destination":{},"source":{}}}"#, json!(note), json!(source)));
     assert_eq!(
-        journal::approve(&journal, &id, &other, "mallory").await.err(),
+        journal::approve(&journal, journal::Presented::new(&id, &other), "mallory").await.err(),
         Some(JournalError::SignatureMismatch)
     );
     let record = journal::inspect(&journal, &RunId::new("fs-approve").unwrap()).await.unwrap();
     assert_eq!(record.operation(1).unwrap().status(), OperationStatus::AwaitingDecision);
-    assert_eq!(files(root.path()), ["a.txt"]);
+    assert_eq!(root.files(), ["a.txt"]);
 
     // Approved: the resume sends the move once, then stops on the write (idempotent, still Ask).
-    assert_eq!(journal::approve(&journal, &id, &proposal.digest(), "alice").await.unwrap(), proposal);
+    assert_eq!(
+        journal::approve(&journal, journal::Presented::new(&id, &proposal.digest()), "alice").await.unwrap(),
+        proposal
+    );
     let (second, conversation) = attempt(&journal, &tools, "fs-approve", &granted, &script).await;
     let second = second.unwrap();
     assert_eq!(second.status(), Status::AwaitingApproval);
     assert_eq!(second.operation(), Some("fs-approve/op/2"));
     assert_eq!(
-        events(&second).split_off(4),
+        events(&second).split_off(5),
         [
             "Resumed run 2",
             "Allowed move_file 1 fs-approve/op/1 by approver alice",
@@ -422,19 +416,20 @@ async fn an_approved_move_runs_once_and_its_file_exists_exactly_once() {
             "Middleware write_file 2",
             "ToolCall write_file 2",
             "Proposed write_file 2 fs-approve/op/2",
+            "AwaitingApproval write_file 2 fs-approve/op/2",
         ]
     );
     let moved_text = format!("Successfully moved {} to {}", source.display(), destination.display());
     assert_eq!(results(&conversation), std::slice::from_ref(&moved_text));
     assert_eq!(sent_calls(&log), ["move_file"]);
-    assert_eq!(files(root.path()), ["b.txt"]);
+    assert_eq!(root.files(), ["b.txt"]);
     assert_eq!(std::fs::read_to_string(&destination).unwrap(), "content");
 
-    // Approved too: the resume replays the recorded move (not sent again) and sends the write.
-    let id = OperationId::parse("fs-approve/op/2").unwrap();
-    let record = journal::inspect(&journal, &RunId::new("fs-approve").unwrap()).await.unwrap();
-    let digest = record.operation(2).unwrap().proposal().digest();
-    journal::approve(&journal, &id, &digest, "alice").await.unwrap();
+    // Approved too, as the outcome hands it out: the resume replays the recorded move (not sent
+    // again) and sends the write.
+    let pending = second.pending().expect("the write waits");
+    assert_eq!(pending.tool(), "write_file");
+    journal::approve(&journal, pending, "alice").await.unwrap();
     let (third, conversation) = attempt(&journal, &tools, "fs-approve", &granted, &script).await;
     let third = third.unwrap();
     assert_eq!(third.status(), Status::Completed);
@@ -443,7 +438,7 @@ async fn an_approved_move_runs_once_and_its_file_exists_exactly_once() {
     // MCP has no idempotency key field: the write is sent with its arguments and nothing else.
     let sent = log.sent("tools/call");
     assert_eq!(sent[1]["params"]["arguments"], json!({"content": "x", "path": note}));
-    assert_eq!(files(root.path()), ["b.txt", "note.txt"]);
+    assert_eq!(root.files(), ["b.txt", "note.txt"]);
     assert_eq!(std::fs::read_to_string(&destination).unwrap(), "content");
     assert_eq!(std::fs::read_to_string(&note).unwrap(), "x");
 
@@ -451,7 +446,7 @@ async fn an_approved_move_runs_once_and_its_file_exists_exactly_once() {
     let (again, _) = attempt(&journal, &tools, "fs-approve", &granted, &script).await;
     assert_eq!(again.err(), Some(RunError::Journal(JournalError::Finished(Status::Completed))));
     assert_eq!(sent_calls(&log), ["move_file", "write_file"]);
-    assert_eq!(files(root.path()), ["b.txt", "note.txt"]);
+    assert_eq!(root.files(), ["b.txt", "note.txt"]);
 }
 
 #[tokio::test]
@@ -476,22 +471,22 @@ async fn a_denied_move_halts_denied_and_leaves_the_file_untouched() {
     let record = journal::inspect(&journal, &RunId::new("fs-deny").unwrap()).await.unwrap();
     let digest = record.operation(1).unwrap().proposal().digest();
     let id = OperationId::parse("fs-deny/op/1").unwrap();
-    journal::deny(&journal, &id, &digest, "bob").await.unwrap();
+    journal::deny(&journal, journal::Presented::new(&id, &digest), "bob").await.unwrap();
     let (second, conversation) = attempt(&journal, &tools, "fs-deny", &granted, &script).await;
     let second = second.unwrap();
     assert_eq!(second.status(), Status::Denied);
     assert_eq!(second.operation(), Some("fs-deny/op/1"));
     assert_eq!(
-        events(&second).split_off(4),
+        events(&second).split_off(5),
         ["Resumed run 2", "Denied move_file 1 fs-deny/op/1 by approver bob"]
     );
     assert_eq!(results(&conversation), Vec::<String>::new());
     assert_eq!(sent_calls(&log), Vec::<String>::new());
-    assert_eq!(files(root.path()), ["a.txt"]);
+    assert_eq!(root.files(), ["a.txt"]);
     assert_eq!(std::fs::read_to_string(&source).unwrap(), "content");
     let (again, _) = attempt(&journal, &tools, "fs-deny", &granted, &script).await;
     assert_eq!(again.err(), Some(RunError::Journal(JournalError::Finished(Status::Denied))));
-    assert_eq!(files(root.path()), ["a.txt"]);
+    assert_eq!(root.files(), ["a.txt"]);
 }
 
 #[tokio::test]
@@ -509,7 +504,7 @@ async fn outside_a_journal_an_ask_tool_fails_closed_and_an_allowed_one_runs_once
     let ungranted = scope(&["mcp.filesystem.read_text_file"], Limits::default());
     let (outcome, _) = run(&asking, &ungranted, calls(&[("move_file", &moved)])).await;
     assert_eq!(outcome.status(), Status::PermissionDenied);
-    assert_eq!(files(root.path()), ["a.txt"]);
+    assert_eq!(root.files(), ["a.txt"]);
 
     let granted = scope(&["mcp.filesystem.move_file"], Limits::default());
     let (outcome, conversation) = run(&asking, &granted, calls(&[("move_file", &moved)])).await;
@@ -525,7 +520,7 @@ async fn outside_a_journal_an_ask_tool_fails_closed_and_an_allowed_one_runs_once
         ]
     );
     assert_eq!(results(&conversation), Vec::<String>::new());
-    assert_eq!(files(root.path()), ["a.txt"]);
+    assert_eq!(root.files(), ["a.txt"]);
 
     let (allowed, _) = register_with(&connection, &Mapping::new().policy("move_file", Policy::Allow));
     let granted = scope(&["mcp.filesystem.move_file"], Limits::default());
@@ -536,6 +531,6 @@ async fn outside_a_journal_an_ask_tool_fails_closed_and_an_allowed_one_runs_once
         results(&conversation),
         [format!("Successfully moved {} to {}", source.display(), destination.display())]
     );
-    assert_eq!(files(root.path()), ["b.txt"]);
+    assert_eq!(root.files(), ["b.txt"]);
     assert_eq!(std::fs::read_to_string(&destination).unwrap(), "content");
 }

@@ -89,10 +89,22 @@ impl fmt::Display for ConfigError {
 
 impl std::error::Error for ConfigError {}
 
+/// Reads `variable` from the process environment; an unset variable is `None`.
+fn environment(variable: &'static str) -> Result<Option<String>, ConfigError> {
+    match std::env::var(variable) {
+        Ok(value) => Ok(Some(value)),
+        Err(std::env::VarError::NotPresent) => Ok(None),
+        Err(std::env::VarError::NotUnicode(_)) => Err(ConfigError::NotUnicode { variable }),
+    }
+}
+
 impl Config {
-    /// A configuration for the database at `url`, with the default lease, pool size and
-    /// timeouts. A `connect_timeout` or `application_name` given in the URL is kept (the
-    /// latter defaults to `loopbound`, which `pg_stat_activity` shows).
+    /// A configuration for the database at `url`, with the optional settings of the process
+    /// environment (`LOOPBOUND_LEASE_SECS`, `LOOPBOUND_DATABASE_POOL_SIZE`, as
+    /// [`from_env`](Self::from_env) reads them) or the defaults, and the default timeouts. So a
+    /// URL given in code and one given by `LOOPBOUND_DATABASE_URL` give the same lease. A
+    /// `connect_timeout` or `application_name` given in the URL is kept (the latter defaults to
+    /// `loopbound`, which `pg_stat_activity` shows). The `with_` methods override any of them.
     ///
     /// ```
     /// let config = loopbound_postgres::Config::new("postgres://app:s3cret-pass@127.0.0.1:5432/jobs")?;
@@ -102,8 +114,32 @@ impl Config {
     ///
     /// # Errors
     ///
-    /// [`ConfigError::InvalidUrl`] or [`ConfigError::TlsUnsupported`].
+    /// [`ConfigError::InvalidUrl`] or [`ConfigError::TlsUnsupported`]; a [`ConfigError`]
+    /// naming an optional variable that is invalid.
     pub fn new(url: &str) -> Result<Self, ConfigError> {
+        Self::with_settings(url, environment)
+    }
+
+    /// The configuration for `url` with the optional settings that `read` gives.
+    fn with_settings(
+        url: &str,
+        read: impl Fn(&'static str) -> Result<Option<String>, ConfigError>,
+    ) -> Result<Self, ConfigError> {
+        let get = |variable| read(variable).map(|value| value.filter(|text| !text.trim().is_empty()));
+        let mut config = Self::parse(url)?;
+        if let Some(secs) = get(ENV_LEASE_SECS)? {
+            config.lease = Duration::from_secs(positive(&secs, ENV_LEASE_SECS)?);
+        }
+        if let Some(size) = get(ENV_POOL_SIZE)? {
+            let size = positive(&size, ENV_POOL_SIZE)?;
+            config.pool_size =
+                usize::try_from(size).map_err(|_| ConfigError::InvalidNumber { setting: ENV_POOL_SIZE })?;
+        }
+        Ok(config)
+    }
+
+    /// The configuration for `url` with the default settings.
+    fn parse(url: &str) -> Result<Self, ConfigError> {
         let mut postgres =
             tokio_postgres::Config::from_str(url.trim()).map_err(|_| ConfigError::InvalidUrl)?;
         if postgres.get_hosts().is_empty() {
@@ -134,11 +170,7 @@ impl Config {
     ///
     /// A [`ConfigError`] naming the variable that is missing or invalid.
     pub fn from_env() -> Result<Self, ConfigError> {
-        Self::from_source(|variable| match std::env::var(variable) {
-            Ok(value) => Ok(Some(value)),
-            Err(std::env::VarError::NotPresent) => Ok(None),
-            Err(std::env::VarError::NotUnicode(_)) => Err(ConfigError::NotUnicode { variable }),
-        })
+        Self::from_source(environment)
     }
 
     /// As [`from_env`](Self::from_env), reading variables through `lookup`.
@@ -160,18 +192,10 @@ impl Config {
     fn from_source(
         read: impl Fn(&'static str) -> Result<Option<String>, ConfigError>,
     ) -> Result<Self, ConfigError> {
-        let get = |variable| read(variable).map(|value| value.filter(|text| !text.trim().is_empty()));
-        let url = get(ENV_DATABASE_URL)?.ok_or(ConfigError::Missing { variable: ENV_DATABASE_URL })?;
-        let mut config = Self::new(&url)?;
-        if let Some(secs) = get(ENV_LEASE_SECS)? {
-            config.lease = Duration::from_secs(positive(&secs, ENV_LEASE_SECS)?);
-        }
-        if let Some(size) = get(ENV_POOL_SIZE)? {
-            let size = positive(&size, ENV_POOL_SIZE)?;
-            config.pool_size =
-                usize::try_from(size).map_err(|_| ConfigError::InvalidNumber { setting: ENV_POOL_SIZE })?;
-        }
-        Ok(config)
+        let url = read(ENV_DATABASE_URL)?
+            .filter(|text| !text.trim().is_empty())
+            .ok_or(ConfigError::Missing { variable: ENV_DATABASE_URL })?;
+        Self::with_settings(&url, read)
     }
 
     /// Sets the default lease duration (see [`Store::acquire`](crate::Store::acquire)).

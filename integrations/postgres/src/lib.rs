@@ -9,8 +9,10 @@
 //!
 //! - [`PostgresJournal`]: the journal ([`loopbound::journal::Journal`]) on PostgreSQL, with
 //!   the rows and semantics of `loopbound-sqlite` (the same conformance suite passes on both)
-//!   and a lease per run: one value per worker ([`WorkerId`]), the lease duration from
-//!   [`Config::lease`] or [`PostgresJournal::with_lease`];
+//!   and a lease per run, named by its worker ([`WorkerId`]: this process's `<host>:<pid>`
+//!   unless [`PostgresJournal::with_worker`] names another), the lease duration from
+//!   [`Config::lease`] or [`PostgresJournal::with_lease`]; a host's commands (inspect, list,
+//!   approve, deny, reconcile) need no worker of their own;
 //! - [`Config`]: the connection URL (`LOOPBOUND_DATABASE_URL` or [`Config::new`]) with its
 //!   password redacted in every output, the pool's size and timeouts, the default lease;
 //! - [`Store::connect`]: a connection pool, with the schema created or migrated on connect
@@ -24,14 +26,14 @@
 //!   operations return them as [`JournalError`](loopbound::journal::JournalError)s
 //!   (`LeaseHeld`, `LeaseLost`, `Conflict`, and `Storage` for a server down or refusing).
 //!
-//! **What the lease guarantees.** A worker runs or resumes a run only after its `acquire`
-//! granted it the lease, which adds one to the run's epoch. Another worker's live lease is
-//! refused with `LeaseHeld` (nothing started, nothing written), so of two workers racing for
-//! one run one runs it and the other is refused; an expired lease is taken over. Every commit
-//! of an attempt is conditioned on its epoch and renews the lease; a worker whose lease was
-//! taken over gets `LeaseLost` at its next commit and runs no further effect (an effect's body
-//! starts only after its `started` record committed). The attempt's last commit releases the
-//! lease. The run's budgets are in its row, written by the same fenced commits, so they are the
+//! **What the lease guarantees.** An attempt runs or resumes a run only after its `acquire`
+//! granted it the lease, which adds one to the run's epoch. A live lease is refused with
+//! `LeaseHeld` whoever asks (another worker, or another task of the same one: nothing started,
+//! nothing written), so of two attempts racing for one run one runs it and the other is
+//! refused; an expired lease is taken over. Every commit of an attempt is conditioned on its
+//! epoch and its live lease, and renews the lease; an attempt whose lease expired or was taken
+//! over gets `LeaseLost` at its next commit and runs no further effect (an effect's body starts
+//! only after its `started` record committed). The attempt's last commit releases the lease. The run's budgets are in its row, written by the same fenced commits, so they are the
 //! logical run's whichever worker runs it. A lease shorter than the longest gap between two
 //! commits (a slow model call, a long tool body) lets another worker take the run over
 //! mid-attempt: the first then stops with `LeaseLost`, and an effect it had started is
@@ -40,7 +42,7 @@
 //! | variable | required | meaning |
 //! |---|---|---|
 //! | `LOOPBOUND_DATABASE_URL` | yes | `postgres://user:password@host:port/database`; never printed whole |
-//! | `LOOPBOUND_LEASE_SECS` | no | default lease duration, whole seconds (default 30) |
+//! | `LOOPBOUND_LEASE_SECS` | no | default lease duration, whole seconds (default 30); read by [`Config::new`] too |
 //! | `LOOPBOUND_DATABASE_POOL_SIZE` | no | connections per process at most (default 16) |
 //!
 //! Connections are plain TCP or a Unix socket: TLS is not supported, and a URL with
@@ -70,13 +72,14 @@
 //! # Design: the journal's records on PostgreSQL
 //!
 //! The journal stores plain rows that the core encodes and decodes, so every backend stores
-//! the same thing. Its storage trait has three operations, each one transaction:
-//! `acquire(run, fresh)`, `load(run)` and `commit(run, fence, batch)`. On PostgreSQL the rows
-//! are tables keyed like SQLite's (schema version 2):
+//! the same thing. Its storage trait's operations are each one transaction:
+//! `acquire(run, fresh)`, `renew(run, epoch)`, `load(run)`, `commit(run, fence, batch)` and
+//! `list(query)`. On PostgreSQL the rows are tables keyed like SQLite's (schema version 3):
 //!
 //! | table | key | columns |
 //! |---|---|---|
-//! | `loopbound_runs` | `run_id` | `epoch`, `attempts`, the lease (`lease_holder`, `lease_until`), `conversation`, `ledger` (the logical run's budgets: model calls, tool calls, repetitions per signature), `state` |
+//! | `loopbound_runs` | `run_id` | `epoch`, `attempts`, the lease (`lease_holder`, `lease_until`), `conversation`, `ledger` (the logical run's budgets: model calls, tool calls, repetitions per signature), the state as its parts (`state`, `state_operation`, `state_status`), `definition` (grants and limits) |
+//! | `loopbound_labels` | `(run_id, key)` | `value`; indexed by `(key, value, run_id)` for listings |
 //! | `loopbound_replies` | `(run_id, ordinal)` | `reply` (a model reply, JSON) |
 //! | `loopbound_calls` | `(run_id, reply, idx)`, unique `(run_id, operation)` | `operation`, `is_error`, `text` (`bytea`: a result may hold NUL) |
 //! | `loopbound_proposals` | `(run_id, ordinal)` | `reply`, `idx`, `tool`, `capability`, `effect`, `arguments` (canonical) |
@@ -87,14 +90,15 @@
 //!
 //! A repeated key is a unique violation, a `Conflict`, and rolls the whole batch back.
 //!
-//! **Fencing rule: a write of epoch *e* commits only if the run's epoch is still *e*.** A
-//! commit under `Fence::Epoch(e)` first updates the run's row where `epoch = e` and the lease
-//! is this worker's (renewing it), which both checks the epoch and locks the row until commit,
-//! so a takeover is ordered wholly before the write (which then gets `LeaseLost` and writes
-//! nothing) or wholly after it. A `Fence::Host` commit (a host's approval, denial or
-//! reconciliation) locks the row without an epoch and relies on the keys. `acquire` is one
-//! upsert granted when the run is unfinished and its lease free, expired or this worker's; a
-//! finished run is returned as it is, without a grant.
+//! **Fencing rule: a write of epoch *e* commits only if the run's epoch is still *e* and its
+//! lease live.** A commit under `Fence::Epoch(e)` first updates the run's row where `epoch = e`,
+//! the lease is this worker's and not expired (renewing it), which both checks the fence and
+//! locks the row until commit, so a takeover is ordered wholly before the write (which then gets
+//! `LeaseLost` and writes nothing) or wholly after it. A `Fence::Host` commit (a host's
+//! approval, denial or reconciliation) locks the row and is refused with `LeaseHeld` while a
+//! lease is live; the keys refuse a second decision. `acquire` is one upsert granted when the
+//! run is unfinished and its lease released or expired; a finished run is returned as it is,
+//! without a grant. Listings walk indexes in run-id byte order (`COLLATE "C"`).
 //!
 //! # Invariants
 //!

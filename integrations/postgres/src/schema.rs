@@ -42,7 +42,36 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
     ",
     },
     Migration { version: 2, sql: JOURNAL },
+    Migration { version: 3, sql: DEFINITIONS },
 ];
+
+/// Version 3: the run's state as its parts (no text to slice; version 2's `name:detail` states
+/// are split once here), its definition, its labels, and the indexes that listing by state and
+/// by label walks in run-id order. Listings order run ids byte by byte (`COLLATE "C"`), as every
+/// backend does, whatever the database's collation.
+const DEFINITIONS: &str = r#"
+    ALTER TABLE loopbound_runs
+        ADD COLUMN state_operation bigint,
+        ADD COLUMN state_status    text,
+        ADD COLUMN definition      text;
+    UPDATE loopbound_runs
+       SET state_operation = split_part(state, ':', 2)::bigint, state = split_part(state, ':', 1)
+     WHERE state LIKE 'awaiting\_approval:%' OR state LIKE 'ambiguous:%';
+    UPDATE loopbound_runs
+       SET state_status = substr(state, length('finished:') + 1), state = 'finished'
+     WHERE state LIKE 'finished:%';
+    CREATE TABLE loopbound_labels (
+        run_id text NOT NULL REFERENCES loopbound_runs (run_id),
+        key    text NOT NULL,
+        value  text NOT NULL,
+        PRIMARY KEY (run_id, key)
+    );
+    CREATE INDEX loopbound_labels_by_value ON loopbound_labels (key, value, run_id COLLATE "C");
+    CREATE INDEX loopbound_runs_by_id ON loopbound_runs (run_id COLLATE "C");
+    CREATE INDEX loopbound_runs_by_state ON loopbound_runs (state, run_id COLLATE "C");
+    CREATE INDEX loopbound_runs_by_status ON loopbound_runs (state, state_status, run_id COLLATE "C");
+    CREATE INDEX loopbound_runs_by_lease ON loopbound_runs (lease_until);
+"#;
 
 /// Version 2: the journal's rows, keyed like SQLite's. The run's own columns are
 /// null for a run only ever leased through [`Store::acquire`](crate::Store::acquire), never
@@ -200,6 +229,40 @@ mod tests {
         assert_eq!(migrate(&mut client, &[V1, V2], &redactor).await.unwrap(), [2]);
         assert_eq!(migrate(&mut client, &[V1, V2], &redactor).await.unwrap(), Vec::<i64>::new());
         assert_eq!(cluster.execute(&database.name, "SELECT n FROM second"), "2");
+        drop(client);
+        connection.await.expect("no panic").expect("the connection ends cleanly");
+    }
+
+    #[tokio::test]
+    async fn version_two_states_become_their_parts_in_version_three() {
+        let Some(cluster) = Cluster::shared(Durability::Fast) else { return };
+        let database = cluster.create_database("migrate_states");
+        let (mut client, connection) =
+            tokio_postgres::connect(&database.url, tokio_postgres::NoTls).await.expect("the cluster answers");
+        let connection = tokio::spawn(connection);
+        let redactor = Redactor::default();
+        assert_eq!(migrate(&mut client, &super::MIGRATIONS[..2], &redactor).await.unwrap(), [1, 2]);
+        for (run, state) in
+            [("a", "open"), ("b", "awaiting_approval:3"), ("c", "ambiguous:12"), ("d", "finished:Completed")]
+        {
+            client
+                .execute(
+                    "INSERT INTO loopbound_runs (run_id, epoch, attempts, conversation, ledger, state) \
+                     VALUES ($1, 1, 1, '[]', '', $2)",
+                    &[&run, &state],
+                )
+                .await
+                .unwrap();
+        }
+        assert_eq!(migrate(&mut client, super::MIGRATIONS, &redactor).await.unwrap(), [3]);
+        assert_eq!(
+            cluster.execute(
+                &database.name,
+                "SELECT string_agg(concat_ws(',', run_id, state, state_operation, state_status), ' ' ORDER BY run_id) \
+                 FROM loopbound_runs"
+            ),
+            "a,open b,awaiting_approval,3 c,ambiguous,12 d,finished,Completed"
+        );
         drop(client);
         connection.await.expect("no panic").expect("the connection ends cleanly");
     }

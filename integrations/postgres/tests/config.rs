@@ -124,3 +124,27 @@ fn zero_sizes_and_durations_are_refused_in_code() {
         (Duration::from_millis(250), Duration::from_secs(2))
     );
 }
+
+/// Run as a child with `LOOPBOUND_LEASE_SECS` set: `new` and `from_env` give its lease.
+#[test]
+fn new_and_from_env_read_the_same_lease_setting() {
+    if std::env::var("LOOPBOUND_CONFIG_TEST_CHILD").is_ok() {
+        let url = "postgres://w@127.0.0.1:5432/j";
+        let from_env = Config::from_env().expect("the child's environment is valid");
+        let new = Config::new(url).expect("a valid URL");
+        assert_eq!((new.lease(), from_env.lease()), (Duration::from_secs(7), Duration::from_secs(7)));
+        assert_eq!((new.pool_size(), from_env.pool_size()), (3, 3));
+        let explicit = new.with_lease(Duration::from_secs(2)).expect("a valid lease");
+        assert_eq!(explicit.lease(), Duration::from_secs(2), "with_lease overrides the setting");
+        return;
+    }
+    let status = std::process::Command::new(std::env::current_exe().expect("the test binary"))
+        .args(["--exact", "new_and_from_env_read_the_same_lease_setting", "--test-threads=1"])
+        .env("LOOPBOUND_CONFIG_TEST_CHILD", "1")
+        .env("LOOPBOUND_DATABASE_URL", "postgres://w@127.0.0.1:5432/j")
+        .env("LOOPBOUND_LEASE_SECS", "7")
+        .env("LOOPBOUND_DATABASE_POOL_SIZE", "3")
+        .status()
+        .expect("the test binary runs again");
+    assert!(status.success(), "the child's assertions hold");
+}

@@ -23,6 +23,14 @@
 //! # }
 //! ```
 //!
+//! **One attempt per run at a time**, across threads and processes sharing the file: an attempt
+//! holds its run under a lease (30 s by default, [`SqliteJournal::with_lease`]) that every
+//! commit renews; another attempt is refused with
+//! [`LeaseHeld`](loopbound::journal::JournalError::LeaseHeld) until it is released (the
+//! attempt's last commit) or expires (its process died), judged by the system clock, which the
+//! processes of one machine share. An attempt whose lease expired gets `LeaseLost` at its next
+//! commit and runs no further effect.
+//!
 //! The same file (or one of its own) can hold **shared pools** ([`SqlitePools`]): budgets that
 //! every run of every process on the machine draws from, reserved before each model call (see
 //! `loopbound::pool`).
@@ -35,14 +43,19 @@
 //! - One connection per journal value, behind a mutex: calls on one value are serialised; other
 //!   processes on the same file wait for SQLite's write lock (a busy timeout of 5 s), and the
 //!   epoch check inside each write transaction fences a process whose attempt was taken over.
-//! - The schema is versioned and migrated on open ([`SCHEMA_VERSION`]); a file that is not a
-//!   loopbound journal, is damaged, or is newer than this build is refused with a typed error.
+//! - The schema is versioned and migrated on open ([`SCHEMA_VERSION`]), inside one exclusive
+//!   transaction that reads the version first: any number of processes may open one new file at
+//!   once. A file that is not a loopbound journal, is damaged, or is newer than this build is
+//!   refused with a typed error.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 #![warn(clippy::pedantic)]
 
 mod error;
+mod lease;
+mod list;
+mod open;
 mod pool;
 mod read;
 mod schema;
@@ -55,13 +68,17 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use loopbound::journal::{Batch, Fence, Journal, JournalError, RunId, RunRow, StoredRun};
+use loopbound::journal::{
+    Batch, DEFAULT_LEASE, Fence, Journal, JournalError, ListedRow, RunId, RunQuery, RunRow, StoredRun,
+    check_lease, process_holder, valid_actor,
+};
 use rusqlite::Connection;
 
 pub use pool::{POOL_SCHEMA_VERSION, SqlitePools};
 pub use schema::{APPLICATION_ID, SCHEMA_VERSION};
 
 use crate::error::storage;
+use crate::write::Holder;
 
 /// When a commit is on disk.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -86,9 +103,15 @@ impl Synchronous {
 }
 
 /// A journal in one SQLite file.
+///
+/// Clones share one connection; each value names the holder of the leases its attempts take
+/// ([`with_holder`](Self::with_holder), `<host>:<pid>` by default) and their length
+/// ([`with_lease`](Self::with_lease), 30 s by default).
 #[derive(Clone)]
 pub struct SqliteJournal {
     inner: Arc<Inner>,
+    holder: Arc<str>,
+    lease: Duration,
 }
 
 struct Inner {
@@ -96,6 +119,7 @@ struct Inner {
     path: PathBuf,
     synchronous: Synchronous,
     commits: AtomicU64,
+    renewals: AtomicU64,
 }
 
 impl fmt::Debug for SqliteJournal {
@@ -103,6 +127,8 @@ impl fmt::Debug for SqliteJournal {
         f.debug_struct("SqliteJournal")
             .field("path", &self.inner.path)
             .field("synchronous", &self.inner.synchronous)
+            .field("holder", &self.holder)
+            .field("lease", &self.lease)
             .finish_non_exhaustive()
     }
 }
@@ -126,20 +152,48 @@ impl SqliteJournal {
     /// As [`open`](Self::open).
     pub fn open_with(path: impl AsRef<Path>, synchronous: Synchronous) -> Result<Self, JournalError> {
         let path = path.as_ref().to_path_buf();
-        let mut connection = Connection::open(&path).map_err(storage)?;
-        connection.busy_timeout(Duration::from_secs(5)).map_err(storage)?;
-        let mode: String = connection
-            .pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0))
-            .map_err(storage)?;
-        if !mode.eq_ignore_ascii_case("wal") {
-            return Err(JournalError::storage(format!("the file refused WAL mode ({mode})")));
+        let connection = open::connection(&path, synchronous.pragma())?;
+        let inner = Inner {
+            connection: Mutex::new(connection),
+            path,
+            synchronous,
+            commits: AtomicU64::new(0),
+            renewals: AtomicU64::new(0),
+        };
+        Ok(Self { inner: Arc::new(inner), holder: Arc::from(process_holder()), lease: DEFAULT_LEASE })
+    }
+
+    /// This journal (the same file and connection) holding each run it acquires for `lease`
+    /// from every grant, commit or renewal: an attempt that neither commits nor renews for that
+    /// long loses the run, and another process may take it over.
+    ///
+    /// # Errors
+    ///
+    /// [`JournalError::InvalidLease`] for a zero duration or one over a day.
+    pub fn with_lease(mut self, lease: Duration) -> Result<Self, JournalError> {
+        self.lease = check_lease(lease)?;
+        Ok(self)
+    }
+
+    /// This journal naming the holder of its leases `holder` (what another process's
+    /// [`LeaseHeld`](JournalError::LeaseHeld) and a host's inspection show).
+    ///
+    /// # Errors
+    ///
+    /// [`JournalError::InvalidActor`] for an empty name, one over 64 bytes or with a control
+    /// character.
+    pub fn with_holder(mut self, holder: &str) -> Result<Self, JournalError> {
+        if !valid_actor(holder) {
+            return Err(JournalError::InvalidActor);
         }
-        connection.pragma_update(None, "synchronous", synchronous.pragma()).map_err(storage)?;
-        connection.pragma_update(None, "foreign_keys", "ON").map_err(storage)?;
-        schema::migrate(&mut connection)?;
-        let inner =
-            Inner { connection: Mutex::new(connection), path, synchronous, commits: AtomicU64::new(0) };
-        Ok(Self { inner: Arc::new(inner) })
+        self.holder = Arc::from(holder);
+        Ok(self)
+    }
+
+    /// The name this journal's leases carry.
+    #[must_use]
+    pub fn holder(&self) -> &str {
+        &self.holder
     }
 
     /// The file's path.
@@ -154,43 +208,59 @@ impl SqliteJournal {
         self.inner.synchronous
     }
 
-    /// How many write transactions this value committed so far (acquisitions included).
+    /// How many write transactions of journal records this value committed so far
+    /// (acquisitions included, lease renewals apart).
     #[must_use]
     pub fn commits(&self) -> u64 {
         self.inner.commits.load(Ordering::SeqCst)
     }
 
-    /// Runs `work` on the connection, on the blocking thread pool.
+    /// How many lease renewals this value wrote so far.
+    #[must_use]
+    pub fn renewals(&self) -> u64 {
+        self.inner.renewals.load(Ordering::SeqCst)
+    }
+
+    /// Runs `work` on the connection, on the blocking thread pool, with this value's holder.
     fn blocking<T, F>(&self, work: F) -> impl Future<Output = Result<T, JournalError>> + Send + 'static
     where
         T: Send + 'static,
-        F: FnOnce(&Inner, &mut Connection) -> Result<T, JournalError> + Send + 'static,
+        F: FnOnce(&Inner, &mut Connection, &Holder<'_>) -> Result<T, JournalError> + Send + 'static,
     {
-        on_blocking_thread(Arc::clone(&self.inner), work)
+        on_blocking_thread(Arc::clone(&self.inner), Arc::clone(&self.holder), lease::micros(self.lease), work)
     }
 }
 
-async fn on_blocking_thread<T, F>(inner: Arc<Inner>, work: F) -> Result<T, JournalError>
+async fn on_blocking_thread<T, F>(
+    inner: Arc<Inner>,
+    holder: Arc<str>,
+    lease: i64,
+    work: F,
+) -> Result<T, JournalError>
 where
     T: Send + 'static,
-    F: FnOnce(&Inner, &mut Connection) -> Result<T, JournalError> + Send + 'static,
+    F: FnOnce(&Inner, &mut Connection, &Holder<'_>) -> Result<T, JournalError> + Send + 'static,
 {
     let task = tokio::task::spawn_blocking(move || {
         let mut connection = inner.connection.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        work(&inner, &mut connection)
+        work(&inner, &mut connection, &Holder { name: &holder, lease })
     });
     task.await.map_err(|_| JournalError::storage("the journal's worker thread failed"))?
 }
 
 impl Journal for SqliteJournal {
+    fn lease(&self) -> Duration {
+        self.lease
+    }
+
     fn acquire(
         &self,
         run: &RunId,
         fresh: RunRow,
     ) -> impl Future<Output = Result<StoredRun, JournalError>> + Send {
         let run = run.clone();
-        self.blocking(move |inner, connection| {
-            let (stored, wrote) = write::acquire(connection, run.as_str(), &fresh)?;
+        self.blocking(move |inner, connection, holder| {
+            let (stored, wrote) = write::acquire(connection, run.as_str(), &fresh, holder)?;
             if wrote {
                 inner.commits.fetch_add(1, Ordering::SeqCst);
             }
@@ -198,11 +268,20 @@ impl Journal for SqliteJournal {
         })
     }
 
+    fn renew(&self, run: &RunId, epoch: u64) -> impl Future<Output = Result<(), JournalError>> + Send {
+        let run = run.clone();
+        self.blocking(move |inner, connection, holder| {
+            write::renew(connection, run.as_str(), epoch, holder)?;
+            inner.renewals.fetch_add(1, Ordering::SeqCst);
+            Ok(())
+        })
+    }
+
     fn load(&self, run: &RunId) -> impl Future<Output = Result<Option<StoredRun>, JournalError>> + Send {
         let run = run.clone();
-        self.blocking(move |_, connection| {
+        self.blocking(move |_, connection, _| {
             let transaction = connection.transaction().map_err(storage)?;
-            let stored = read::stored_run(&transaction, run.as_str())?;
+            let stored = read::stored_run(&transaction, run.as_str(), lease::now_micros()?)?;
             transaction.commit().map_err(storage)?;
             Ok(stored)
         })
@@ -215,10 +294,20 @@ impl Journal for SqliteJournal {
         batch: Batch,
     ) -> impl Future<Output = Result<(), JournalError>> + Send {
         let run = run.clone();
-        self.blocking(move |inner, connection| {
-            write::commit(connection, run.as_str(), fence, &batch)?;
+        self.blocking(move |inner, connection, holder| {
+            write::commit(connection, run.as_str(), fence, &batch, holder)?;
             inner.commits.fetch_add(1, Ordering::SeqCst);
             Ok(())
+        })
+    }
+
+    fn list(&self, query: &RunQuery) -> impl Future<Output = Result<Vec<ListedRow>, JournalError>> + Send {
+        let query = query.clone();
+        self.blocking(move |_, connection, _| {
+            let transaction = connection.transaction().map_err(storage)?;
+            let page = list::page(&transaction, &query, lease::now_micros()?)?;
+            transaction.commit().map_err(storage)?;
+            Ok(page)
         })
     }
 }

@@ -6,12 +6,13 @@
 //!   value of the wrong type is [`Corrupt`](JournalError::Corrupt), never a panic.
 
 use loopbound::journal::{
-    CallRow, DecisionRow, EventRow, JournalError, ProposalRow, ReconciliationRow, ReplyRow, RunRow,
-    StartedRow, StoredRun,
+    CallRow, DecisionRow, EventRow, JournalError, LabelRow, Lease, ProposalRow, ReconciliationRow, ReplyRow,
+    RunRow, RunState, StartedRow, StoredRun,
 };
 use rusqlite::{Connection, OptionalExtension, Row};
 
 use crate::error::{storage, to_u32, to_u64};
+use crate::lease::lease;
 
 fn u32_at(row: &Row<'_>, index: usize, what: &str) -> Result<u32, JournalError> {
     to_u32(row.get::<_, i64>(index).map_err(storage)?, what)
@@ -41,32 +42,79 @@ fn rows<T>(
     Ok(out)
 }
 
-/// The run's row, if the run exists.
-pub(crate) fn run_row(connection: &Connection, run: &str) -> Result<Option<RunRow>, JournalError> {
+/// The state stored as its three columns.
+pub(crate) fn state(
+    name: &str,
+    operation: Option<i64>,
+    status: Option<&str>,
+) -> Result<RunState, JournalError> {
+    let operation = operation.map(|ordinal| to_u32(ordinal, "the state's operation")).transpose()?;
+    RunState::from_parts(name, operation, status)
+}
+
+/// The run's labels, by key.
+pub(crate) fn labels(connection: &Connection, run: &str) -> Result<Vec<LabelRow>, JournalError> {
+    rows(connection, "SELECT key, value FROM labels WHERE run = ?1 ORDER BY key", run, |r| {
+        Ok(LabelRow { key: text_at(r, 0)?, value: text_at(r, 1)? })
+    })
+}
+
+/// The run's row and its lease as of `now`, if the run exists.
+pub(crate) fn run_row(
+    connection: &Connection,
+    run: &str,
+    now: i64,
+) -> Result<Option<(RunRow, Option<Lease>)>, JournalError> {
     let mut statement = connection
-        .prepare_cached("SELECT epoch, attempts, conversation, ledger, state FROM runs WHERE run = ?1")
+        .prepare_cached(
+            "SELECT epoch, attempts, conversation, ledger, state, state_operation, state_status, definition, \
+             lease_holder, lease_until FROM runs WHERE run = ?1",
+        )
         .map_err(storage)?;
     let row = statement
         .query_row([run], |row| {
-            Ok((row.get::<_, i64>(0)?, row.get::<_, i64>(1)?, row.get(2)?, row.get(3)?, row.get(4)?))
+            Ok((
+                (
+                    row.get::<_, i64>(0)?,
+                    row.get::<_, i64>(1)?,
+                    row.get::<_, String>(2)?,
+                    row.get::<_, String>(3)?,
+                ),
+                (row.get::<_, String>(4)?, row.get::<_, Option<i64>>(5)?, row.get::<_, Option<String>>(6)?),
+                row.get::<_, String>(7)?,
+                (row.get::<_, Option<String>>(8)?, row.get::<_, Option<i64>>(9)?),
+            ))
         })
         .optional()
         .map_err(storage)?;
-    row.map(|(epoch, attempts, conversation, ledger, state)| {
-        Ok(RunRow {
-            epoch: to_u64(epoch, "the run's epoch")?,
-            attempts: to_u32(attempts, "the run's attempts")?,
-            conversation,
-            ledger,
-            state,
-        })
-    })
-    .transpose()
+    let Some((
+        (epoch, attempts, conversation, ledger),
+        (name, operation, status),
+        definition,
+        (holder, until),
+    )) = row
+    else {
+        return Ok(None);
+    };
+    let row = RunRow {
+        epoch: to_u64(epoch, "the run's epoch")?,
+        attempts: to_u32(attempts, "the run's attempts")?,
+        conversation,
+        ledger,
+        state: state(&name, operation, status.as_deref())?,
+        definition,
+        labels: labels(connection, run)?,
+    };
+    Ok(Some((row, lease(holder, until, now)?)))
 }
 
 /// Everything stored about `run`, if it exists.
-pub(crate) fn stored_run(connection: &Connection, run: &str) -> Result<Option<StoredRun>, JournalError> {
-    let Some(run_row) = run_row(connection, run)? else {
+pub(crate) fn stored_run(
+    connection: &Connection,
+    run: &str,
+    now: i64,
+) -> Result<Option<StoredRun>, JournalError> {
+    let Some((run_row, lease)) = run_row(connection, run, now)? else {
         return Ok(None);
     };
     let replies =
@@ -130,6 +178,7 @@ pub(crate) fn stored_run(connection: &Connection, run: &str) -> Result<Option<St
     )?;
     Ok(Some(StoredRun {
         run: run_row,
+        lease,
         replies,
         calls,
         proposals,

@@ -5,9 +5,10 @@
 //! - A file is a loopbound journal only if its `application_id` is [`APPLICATION_ID`]; an empty
 //!   file becomes one; any other file is refused as [`Corrupt`](JournalError::Corrupt) and left
 //!   untouched.
-//! - Migrations run in order, each in one transaction with the version bump, so a file is always
-//!   at one version of [`MIGRATIONS`]. A file newer than this build is refused
-//!   ([`JournalError::UnsupportedSchema`]), never downgraded.
+//! - The version is read, and every migration applied, inside one exclusive transaction: of
+//!   processes opening one new file at once, one migrates it and the others, waiting for its
+//!   lock, find it migrated. A file is always at one version of [`MIGRATIONS`]. A file newer than
+//!   this build is refused ([`JournalError::UnsupportedSchema`]), never downgraded.
 //! - Tables are `STRICT`: a column holds its declared type or the write fails.
 
 use loopbound::journal::JournalError;
@@ -19,10 +20,10 @@ use crate::error::storage;
 pub const APPLICATION_ID: i64 = 0x4C42_4A31;
 
 /// Each schema version's statements; version n is `MIGRATIONS[n - 1]`.
-pub(crate) const MIGRATIONS: &[&str] = &[V1];
+pub(crate) const MIGRATIONS: &[&str] = &[V1, V2];
 
 /// The newest schema version this build writes.
-pub const SCHEMA_VERSION: i64 = 1;
+pub const SCHEMA_VERSION: i64 = 2;
 
 const V1: &str = "
 CREATE TABLE runs (
@@ -94,18 +95,46 @@ CREATE TABLE events (
 ) STRICT;
 ";
 
+/// Version 2: the run's state as its parts (no text to slice), its lease (holder, expiry in
+/// microseconds since the Unix epoch), its definition, and its labels, with the indexes that
+/// listing by state and by label reads. Version 1's `name:detail` states are split once here.
+const V2: &str = "
+ALTER TABLE runs ADD COLUMN state_operation INTEGER;
+ALTER TABLE runs ADD COLUMN state_status TEXT;
+ALTER TABLE runs ADD COLUMN lease_holder TEXT;
+ALTER TABLE runs ADD COLUMN lease_until INTEGER;
+ALTER TABLE runs ADD COLUMN definition TEXT NOT NULL DEFAULT '';
+UPDATE runs SET state_operation = CAST(substr(state, instr(state, ':') + 1) AS INTEGER),
+                state = substr(state, 1, instr(state, ':') - 1)
+ WHERE state LIKE 'awaiting_approval:%' OR state LIKE 'ambiguous:%';
+UPDATE runs SET state_status = substr(state, length('finished:') + 1), state = 'finished'
+ WHERE state LIKE 'finished:%';
+CREATE TABLE labels (
+    run TEXT NOT NULL REFERENCES runs (run),
+    key TEXT NOT NULL,
+    value TEXT NOT NULL,
+    PRIMARY KEY (run, key)
+) STRICT;
+CREATE INDEX labels_by_value ON labels (key, value, run);
+CREATE INDEX runs_by_state ON runs (state, run);
+CREATE INDEX runs_by_status ON runs (state, state_status, run);
+CREATE INDEX runs_by_lease ON runs (lease_until);
+";
+
 fn pragma_i64(connection: &Connection, name: &str) -> Result<i64, JournalError> {
     connection.pragma_query_value(None, name, |row| row.get(0)).map_err(storage)
 }
 
-/// Brings the file to [`SCHEMA_VERSION`], or refuses it.
+/// Brings the file to [`SCHEMA_VERSION`], or refuses it, in one exclusive transaction.
 pub(crate) fn migrate(connection: &mut Connection) -> Result<(), JournalError> {
-    let version = pragma_i64(connection, "user_version")?;
+    let transaction =
+        connection.transaction_with_behavior(TransactionBehavior::Exclusive).map_err(storage)?;
+    let version = pragma_i64(&transaction, "user_version")?;
     if version > SCHEMA_VERSION {
         return Err(JournalError::UnsupportedSchema { found: version, supported: SCHEMA_VERSION });
     }
-    let application = pragma_i64(connection, "application_id")?;
-    let tables: i64 = connection
+    let application = pragma_i64(&transaction, "application_id")?;
+    let tables: i64 = transaction
         .query_row("SELECT count(*) FROM sqlite_schema WHERE type = 'table'", [], |row| row.get(0))
         .map_err(storage)?;
     let ours = application == APPLICATION_ID || (application == 0 && version == 0 && tables == 0);
@@ -114,15 +143,68 @@ pub(crate) fn migrate(connection: &mut Connection) -> Result<(), JournalError> {
             "the file is a SQLite database but not a loopbound journal".into(),
         ));
     }
-    for (next, statements) in
-        (version + 1..).zip(MIGRATIONS.iter().skip(usize::try_from(version).unwrap_or(0)))
-    {
-        let transaction =
-            connection.transaction_with_behavior(TransactionBehavior::Exclusive).map_err(storage)?;
-        transaction.execute_batch(statements).map_err(storage)?;
-        transaction.pragma_update(None, "application_id", APPLICATION_ID).map_err(storage)?;
-        transaction.pragma_update(None, "user_version", next).map_err(storage)?;
-        transaction.commit().map_err(storage)?;
+    if version == SCHEMA_VERSION {
+        // Nothing to write: ending the transaction without a commit leaves the file as it was.
+        return Ok(());
     }
-    Ok(())
+    for statements in MIGRATIONS.iter().skip(usize::try_from(version).unwrap_or(0)) {
+        transaction.execute_batch(statements).map_err(storage)?;
+    }
+    transaction.pragma_update(None, "application_id", APPLICATION_ID).map_err(storage)?;
+    transaction.pragma_update(None, "user_version", SCHEMA_VERSION).map_err(storage)?;
+    transaction.commit().map_err(storage)
+}
+
+#[cfg(test)]
+mod tests {
+    use loopbound::Status;
+    use loopbound::journal::RunState;
+    use rusqlite::Connection;
+
+    use super::{APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION, migrate};
+    use crate::read;
+
+    #[test]
+    fn a_version_one_file_is_migrated_and_its_states_become_typed() {
+        let mut connection = Connection::open_in_memory().unwrap();
+        connection.execute_batch(MIGRATIONS[0]).unwrap();
+        connection.pragma_update(None, "application_id", APPLICATION_ID).unwrap();
+        connection.pragma_update(None, "user_version", 1).unwrap();
+        for (run, state) in [
+            ("a", "open"),
+            ("b", "awaiting_approval:3"),
+            ("c", "ambiguous:12"),
+            ("d", "finished:Completed"),
+            ("e", "finished:Denied"),
+        ] {
+            connection
+                .execute(
+                    "INSERT INTO runs (run, epoch, attempts, conversation, ledger, state) VALUES (?1, 1, 1, '[]', '', ?2)",
+                    [run, state],
+                )
+                .unwrap();
+        }
+        migrate(&mut connection).unwrap();
+        let version: i64 = connection.pragma_query_value(None, "user_version", |row| row.get(0)).unwrap();
+        assert_eq!(version, SCHEMA_VERSION);
+        let states: Vec<(RunState, Option<String>)> = ["a", "b", "c", "d", "e"]
+            .into_iter()
+            .map(|run| {
+                let (row, lease) = read::run_row(&connection, run, 0).unwrap().unwrap();
+                assert_eq!((row.definition.as_str(), row.labels.len()), ("", 0));
+                (row.state, lease.map(|lease| lease.holder))
+            })
+            .collect();
+        assert_eq!(
+            states,
+            [
+                (RunState::Open, None),
+                (RunState::AwaitingApproval(3), None),
+                (RunState::Ambiguous(12), None),
+                (RunState::Finished(Status::Completed), None),
+                (RunState::Finished(Status::Denied), None),
+            ]
+        );
+        migrate(&mut connection).unwrap();
+    }
 }

@@ -1,21 +1,44 @@
-//! Writing: taking a run for an attempt, and one batch of rows, each in one transaction.
+//! Writing: taking a run for an attempt, renewing its lease, and one batch of rows, each in one
+//! transaction.
 //!
 //! # Invariants
 //!
-//! - A batch's writes and its fence check are one `BEGIN IMMEDIATE` transaction: the epoch read
-//!   and every insert happen under SQLite's write lock, so no other writer (thread or process)
-//!   can take the run over in between.
+//! - Every write is one `BEGIN IMMEDIATE` transaction: the lease and the epoch are read, and
+//!   every row written, under SQLite's write lock, so no other writer (thread or process) can
+//!   take the run over in between. Of attempts racing for one run, the first to take the lock is
+//!   granted; the others find its live lease and are refused
+//!   ([`LeaseHeld`](JournalError::LeaseHeld)) without a write.
+//! - A batch under [`Fence::Epoch`] writes only while the epoch is the run's and its lease live
+//!   (else [`LeaseLost`](JournalError::LeaseLost)), and extends the lease; one under
+//!   [`Fence::Host`] only while no lease is live.
 //! - Inserts never replace: a key that exists fails the statement (the tables' keys), and the
 //!   whole transaction rolls back.
 
 use loopbound::journal::{Batch, Entry, Fence, JournalError, RunRow, StoredRun};
 use rusqlite::{Connection, Transaction, TransactionBehavior, params};
 
-use crate::error::{storage, to_u64};
+use crate::error::storage;
+use crate::lease::now_micros;
 use crate::read;
 
 fn int(value: u32) -> i64 {
     i64::from(value)
+}
+
+/// Who writes: the lease holder's name and the lease's length in microseconds.
+pub(crate) struct Holder<'a> {
+    pub(crate) name: &'a str,
+    pub(crate) lease: i64,
+}
+
+impl Holder<'_> {
+    fn until(&self, now: i64) -> i64 {
+        now.saturating_add(self.lease)
+    }
+}
+
+fn immediate(connection: &mut Connection) -> Result<Transaction<'_>, JournalError> {
+    connection.transaction_with_behavior(TransactionBehavior::Immediate).map_err(storage)
 }
 
 /// Creates or takes `run` for a new attempt; returns its rows afterwards and whether it wrote.
@@ -23,36 +46,96 @@ pub(crate) fn acquire(
     connection: &mut Connection,
     run: &str,
     fresh: &RunRow,
+    holder: &Holder<'_>,
 ) -> Result<(StoredRun, bool), JournalError> {
-    let transaction =
-        connection.transaction_with_behavior(TransactionBehavior::Immediate).map_err(storage)?;
-    let wrote = match read::run_row(&transaction, run)? {
+    let transaction = immediate(connection)?;
+    let now = now_micros()?;
+    let wrote = match read::run_row(&transaction, run, now)? {
         None => {
             transaction
                 .execute(
-                    "INSERT INTO runs (run, epoch, attempts, conversation, ledger, state) VALUES (?1, 1, 1, ?2, ?3, ?4)",
-                    params![run, fresh.conversation, fresh.ledger, fresh.state],
+                    "INSERT INTO runs (run, epoch, attempts, conversation, ledger, state, state_operation, \
+                     state_status, definition, lease_holder, lease_until) \
+                     VALUES (?1, 1, 1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                    params![
+                        run,
+                        fresh.conversation,
+                        fresh.ledger,
+                        fresh.state.name(),
+                        fresh.state.operation().map(int),
+                        fresh.state.status().map(loopbound::Status::as_str),
+                        fresh.definition,
+                        holder.name,
+                        holder.until(now)
+                    ],
                 )
                 .map_err(storage)?;
+            for label in &fresh.labels {
+                transaction
+                    .execute(
+                        "INSERT INTO labels (run, key, value) VALUES (?1, ?2, ?3)",
+                        params![run, label.key, label.value],
+                    )
+                    .map_err(storage)?;
+            }
             true
         }
-        Some(row) if row.state.starts_with("finished:") => false,
-        Some(row) => {
+        Some((row, _)) if row.state.is_finished() => false,
+        Some((_, Some(lease))) if lease.is_live() => {
+            return Err(JournalError::LeaseHeld { holder: lease.holder, remaining: lease.remaining });
+        }
+        Some((row, _)) => {
             let epoch = i64::try_from(row.epoch.saturating_add(1))
                 .map_err(|_| JournalError::Corrupt("the run's epoch out of range".into()))?;
             transaction
                 .execute(
-                    "UPDATE runs SET epoch = ?2, attempts = attempts + 1, state = ?3 WHERE run = ?1",
-                    params![run, epoch, fresh.state],
+                    "UPDATE runs SET epoch = ?2, attempts = attempts + 1, lease_holder = ?3, lease_until = ?4 \
+                     WHERE run = ?1",
+                    params![run, epoch, holder.name, holder.until(now)],
                 )
                 .map_err(storage)?;
             true
         }
     };
-    let stored = read::stored_run(&transaction, run)?
+    let stored = read::stored_run(&transaction, run, now)?
         .ok_or_else(|| JournalError::storage("the run vanished inside its transaction"))?;
     transaction.commit().map_err(storage)?;
     Ok((stored, wrote))
+}
+
+/// Checks that `epoch` holds `run`'s live lease and extends it; `LeaseLost` otherwise.
+fn extend(
+    transaction: &Transaction<'_>,
+    run: &str,
+    epoch: u64,
+    holder: &Holder<'_>,
+    now: i64,
+) -> Result<(), JournalError> {
+    let epoch = i64::try_from(epoch).map_err(|_| JournalError::LeaseLost)?;
+    let changed = transaction
+        .prepare_cached("UPDATE runs SET lease_until = ?3 WHERE run = ?1 AND epoch = ?2 AND lease_until > ?4")
+        .and_then(|mut statement| statement.execute(params![run, epoch, holder.until(now), now]))
+        .map_err(storage)?;
+    if changed == 1 {
+        return Ok(());
+    }
+    let exists: bool = transaction
+        .query_row("SELECT count(*) FROM runs WHERE run = ?1", [run], |row| row.get::<_, i64>(0))
+        .map_err(storage)?
+        > 0;
+    Err(if exists { JournalError::LeaseLost } else { JournalError::UnknownRun })
+}
+
+/// Extends the lease of the attempt with `epoch`.
+pub(crate) fn renew(
+    connection: &mut Connection,
+    run: &str,
+    epoch: u64,
+    holder: &Holder<'_>,
+) -> Result<(), JournalError> {
+    let transaction = immediate(connection)?;
+    extend(&transaction, run, epoch, holder, now_micros()?)?;
+    transaction.commit().map_err(storage)
 }
 
 /// Writes `batch` if `fence` holds.
@@ -61,24 +144,26 @@ pub(crate) fn commit(
     run: &str,
     fence: Fence,
     batch: &Batch,
+    holder: &Holder<'_>,
 ) -> Result<(), JournalError> {
-    let transaction =
-        connection.transaction_with_behavior(TransactionBehavior::Immediate).map_err(storage)?;
-    let epoch: i64 = transaction
-        .query_row("SELECT epoch FROM runs WHERE run = ?1", [run], |row| row.get(0))
-        .map_err(|error| match error {
-            rusqlite::Error::QueryReturnedNoRows => JournalError::UnknownRun,
-            other => storage(other),
-        })?;
-    if let Fence::Epoch(expected) = fence
-        && to_u64(epoch, "the run's epoch")? != expected
-    {
-        return Err(JournalError::LeaseLost);
+    let transaction = immediate(connection)?;
+    let now = now_micros()?;
+    match fence {
+        Fence::Epoch(epoch) => extend(&transaction, run, epoch, holder, now)?,
+        Fence::Host => {
+            let (_, lease) = read::run_row(&transaction, run, now)?.ok_or(JournalError::UnknownRun)?;
+            if let Some(lease) = lease.filter(loopbound::journal::Lease::is_live) {
+                return Err(JournalError::LeaseHeld { holder: lease.holder, remaining: lease.remaining });
+            }
+        }
     }
     let mut seq: i64 = transaction
         .query_row("SELECT coalesce(max(seq), 0) FROM events WHERE run = ?1", [run], |row| row.get(0))
         .map_err(storage)?;
     for entry in &batch.entries {
+        if *entry == Entry::Release && matches!(fence, Fence::Host) {
+            continue;
+        }
         write(&transaction, run, entry, &mut seq)?;
     }
     transaction.commit().map_err(storage)
@@ -143,6 +228,20 @@ fn write(transaction: &Transaction<'_>, run: &str, entry: &Entry, seq: &mut i64)
             )
         }
         Entry::Ledger(ledger) => execute("UPDATE runs SET ledger = ?2 WHERE run = ?1", params![run, ledger]),
-        Entry::State(state) => execute("UPDATE runs SET state = ?2 WHERE run = ?1", params![run, state]),
+        Entry::State(state) => execute(
+            "UPDATE runs SET state = ?2, state_operation = ?3, state_status = ?4 WHERE run = ?1",
+            params![
+                run,
+                state.name(),
+                state.operation().map(int),
+                state.status().map(loopbound::Status::as_str)
+            ],
+        ),
+        Entry::Definition(definition) => {
+            execute("UPDATE runs SET definition = ?2 WHERE run = ?1", params![run, definition])
+        }
+        Entry::Release => {
+            execute("UPDATE runs SET lease_holder = NULL, lease_until = NULL WHERE run = ?1", params![run])
+        }
     }
 }

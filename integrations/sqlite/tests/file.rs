@@ -50,7 +50,7 @@ async fn a_new_file_is_a_versioned_wal_journal_and_reopens_unchanged() {
     drop(journal);
     let again = SqliteJournal::open(&path).unwrap();
     assert_eq!(again.commits(), 0);
-    assert_eq!(pragma(&path, "user_version"), "1");
+    assert_eq!(pragma(&path, "user_version"), SCHEMA_VERSION.to_string());
 }
 
 #[tokio::test]

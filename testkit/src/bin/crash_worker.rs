@@ -11,7 +11,7 @@
 //! `<dir>` holds `runs.db` (the SQLite journal), `effects` (one fsynced line per effect body
 //! that ran, written by the body itself) and `asks` (one fsynced line per model reply asked
 //! for). With `CRASH_WORKER_DATABASE_URL` set, the journal is PostgreSQL at that URL instead
-//! (`runs.db` unused): each process is its own worker (`crash-worker:<pid>`) with a 2 s lease,
+//! (`runs.db` unused). Either way each process holds its leases as `crash-worker:<pid>` for 2 s,
 //! so a resume after a kill waits for the killed worker's lease to expire, then takes the run
 //! over. At the injection point the worker prints `at <point>` and waits for its SIGKILL.
 //! Otherwise it prints `outcome <status> <operation or ->` or `error <message>`.
@@ -24,18 +24,20 @@
 //! `started` commit not yet written), `receipt-during-body` (op 4's body applied its effect).
 
 use std::fs::OpenOptions;
+use std::future::Future;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
 use loopbound::journal::{
-    self, Batch, Entry, Fence, Journal, JournalError, OperationId, Resolution, RunId, RunRow, StoredRun,
+    self, Batch, Entry, Fence, Journal, JournalError, ListedRow, OperationId, Resolution, RunId, RunQuery,
+    RunRow, StoredRun,
 };
 use loopbound::tool::Policy;
 use loopbound::{Concurrency, Runtime, Scope};
-use loopbound_postgres::{Config, PostgresJournal, WorkerId};
-use loopbound_sqlite::SqliteJournal;
+use loopbound_sqlite::Synchronous;
+use loopbound_testkit::backend::{self, AnyJournal};
 use loopbound_testkit::refund::{self, EffectSink, FileSink};
 
 /// The run every worker of one directory works on.
@@ -44,7 +46,7 @@ const RUN: &str = "crash-run";
 /// The variable naming the PostgreSQL database to journal in, instead of `<dir>/runs.db`.
 const DATABASE_URL: &str = "CRASH_WORKER_DATABASE_URL";
 
-/// Each PostgreSQL worker's lease: short, so a resume after a kill does not wait long.
+/// Each worker's lease: short, so a resume after a kill does not wait long.
 const LEASE: Duration = Duration::from_secs(2);
 
 fn main() {
@@ -74,12 +76,12 @@ fn reached(point: &str) -> ! {
 async fn dispatch(args: &[String]) -> String {
     let [mode, dir, rest @ ..] = args else { fail("usage: crash-worker MODE DIR ...") };
     let dir = PathBuf::from(dir);
-    let journal = match std::env::var(DATABASE_URL) {
-        Ok(url) => Backend::Postgres(Box::new(postgres(&url).await)),
-        Err(_) => Backend::Sqlite(
-            SqliteJournal::open(dir.join("runs.db")).unwrap_or_else(|error| fail(&error.to_string())),
-        ),
+    let place = match std::env::var(DATABASE_URL) {
+        Ok(url) => backend::postgres_place(&url),
+        Err(_) => backend::sqlite_place(&dir.join("runs.db"), Synchronous::Full),
     };
+    let holder = format!("crash-worker:{}", std::process::id());
+    let journal = backend::open(&place, &holder, LEASE).await.unwrap_or_else(|error| fail(&error));
     match (mode.as_str(), rest) {
         ("run", [policy, point]) => run(&dir, journal, policy, point, false).await,
         ("batch", [policy, point]) => run(&dir, journal, policy, point, true).await,
@@ -104,7 +106,7 @@ fn append(path: &Path, line: &str) {
     }
 }
 
-async fn run(dir: &Path, journal: Backend, policy: &str, point: &str, batch: bool) -> String {
+async fn run(dir: &Path, journal: AnyJournal, policy: &str, point: &str, batch: bool) -> String {
     let policy = if policy == "ask" { Policy::Ask } else { Policy::Allow };
     let sink = Arc::new(Blocking { inner: FileSink::new(dir.join("effects")), point: point.to_owned() });
     let tools = refund::tools(sink as Arc<dyn EffectSink>, policy);
@@ -117,7 +119,7 @@ async fn run(dir: &Path, journal: Backend, policy: &str, point: &str, batch: boo
         runtime = runtime.parallel(cap);
     }
     let journal = Injecting { inner: journal, point: point.to_owned() };
-    // A killed PostgreSQL worker's lease holds the run until it expires: wait, then take over.
+    // A killed worker's lease holds the run until it expires: wait, then take over.
     for _ in 0..10 {
         let scope = Scope::builder()
             .grants(refund::CAPABILITIES)
@@ -137,66 +139,46 @@ async fn run(dir: &Path, journal: Backend, policy: &str, point: &str, batch: boo
     "error the run's lease stayed held".to_owned()
 }
 
-/// This process's journal on PostgreSQL.
-async fn postgres(url: &str) -> PostgresJournal {
-    let config = Config::new(url).unwrap_or_else(|error| fail(&error.to_string()));
-    let worker = WorkerId::new(format!("crash-worker:{}", std::process::id()))
-        .unwrap_or_else(|error| fail(&error.to_string()));
-    PostgresJournal::connect(&config, worker)
-        .await
-        .and_then(|journal| journal.with_lease(LEASE))
-        .unwrap_or_else(|error| fail(&error.to_string()))
-}
-
-/// The journal this process writes to.
-enum Backend {
-    Sqlite(SqliteJournal),
-    Postgres(Box<PostgresJournal>),
-}
-
-impl Journal for Backend {
-    async fn acquire(&self, run: &RunId, fresh: RunRow) -> Result<StoredRun, JournalError> {
-        match self {
-            Self::Sqlite(journal) => journal.acquire(run, fresh).await,
-            Self::Postgres(journal) => journal.acquire(run, fresh).await,
-        }
-    }
-
-    async fn load(&self, run: &RunId) -> Result<Option<StoredRun>, JournalError> {
-        match self {
-            Self::Sqlite(journal) => journal.load(run).await,
-            Self::Postgres(journal) => journal.load(run).await,
-        }
-    }
-
-    async fn commit(&self, run: &RunId, fence: Fence, batch: Batch) -> Result<(), JournalError> {
-        match self {
-            Self::Sqlite(journal) => journal.commit(run, fence, batch).await,
-            Self::Postgres(journal) => journal.commit(run, fence, batch).await,
+/// Runs `command` until no killed worker's lease holds the run any more.
+async fn past_leases<T, F: Future<Output = Result<T, JournalError>>>(
+    command: impl Fn() -> F,
+) -> Result<T, JournalError> {
+    let mut tries = 0;
+    loop {
+        match command().await {
+            Err(JournalError::LeaseHeld { remaining, .. }) if tries < 10 => {
+                tries += 1;
+                tokio::time::sleep(remaining + Duration::from_millis(50)).await;
+            }
+            other => return other,
         }
     }
 }
 
-async fn approve(journal: Backend, operation: &str, point: &str) -> String {
+async fn approve(journal: AnyJournal, operation: &str, point: &str) -> String {
     let operation = OperationId::parse(operation).unwrap_or_else(|error| fail(&error.to_string()));
     let record =
         journal::inspect(&journal, operation.run()).await.unwrap_or_else(|error| fail(&error.to_string()));
     let Some(found) = record.operation(operation.ordinal()) else { fail("no such operation") };
     let digest = found.proposal().digest();
     let journal = Injecting { inner: journal, point: point.to_owned() };
-    match journal::approve(&journal, &operation, &digest, "crash-matrix").await {
+    match past_leases(|| {
+        journal::approve(&journal, journal::Presented::new(&operation, &digest), "crash-matrix")
+    })
+    .await
+    {
         Ok(_) => "approved".to_owned(),
         Err(error) => format!("error {error}"),
     }
 }
 
-async fn reconcile(dir: &Path, journal: Backend, operation: &str, resolution: &str) -> String {
+async fn reconcile(dir: &Path, journal: AnyJournal, operation: &str, resolution: &str) -> String {
     let operation = OperationId::parse(operation).unwrap_or_else(|error| fail(&error.to_string()));
     let resolution = match resolution {
         "ran" => Resolution::Ran { result: format!("Refund found in {}.", dir.join("effects").display()) },
         _ => Resolution::NotRun,
     };
-    match journal::reconcile(&journal, &operation, resolution, "crash-matrix").await {
+    match past_leases(|| journal::reconcile(&journal, &operation, resolution.clone(), "crash-matrix")).await {
         Ok(()) => "reconciled".to_owned(),
         Err(error) => format!("error {error}"),
     }
@@ -226,7 +208,7 @@ impl EffectSink for Blocking {
 
 /// The journal, which stops the process before or after the commit of the injection point.
 struct Injecting {
-    inner: Backend,
+    inner: AnyJournal,
     point: String,
 }
 
@@ -247,8 +229,20 @@ fn decides(batch: &Batch) -> bool {
 }
 
 impl Journal for Injecting {
+    fn lease(&self) -> Duration {
+        self.inner.lease()
+    }
+
     async fn acquire(&self, run: &RunId, fresh: RunRow) -> Result<StoredRun, JournalError> {
         self.inner.acquire(run, fresh).await
+    }
+
+    async fn renew(&self, run: &RunId, epoch: u64) -> Result<(), JournalError> {
+        self.inner.renew(run, epoch).await
+    }
+
+    async fn list(&self, query: &RunQuery) -> Result<Vec<ListedRow>, JournalError> {
+        self.inner.list(query).await
     }
 
     async fn load(&self, run: &RunId) -> Result<Option<StoredRun>, JournalError> {

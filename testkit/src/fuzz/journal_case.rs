@@ -199,7 +199,7 @@ fn mutate(stored: &mut StoredRun, mutation: &Mutation) {
                 0 => Some(match field % 4 {
                     0 => &mut stored.run.conversation,
                     1 => &mut stored.run.ledger,
-                    _ => &mut stored.run.state,
+                    _ => &mut stored.run.definition,
                 }),
                 1 => pick(&mut stored.replies, *row).map(|r| &mut r.reply),
                 2 => pick(&mut stored.calls, *row).map(|c| &mut c.text),
@@ -219,6 +219,14 @@ fn mutate(stored: &mut StoredRun, mutation: &Mutation) {
             if let Some(column) = column {
                 *column = text_of(text, column);
             }
+        }
+        Mutation::Int { table, field, value, .. } if table % 7 == 0 && field % 2 == 1 => {
+            // The state, naming the operation `value` (which may not exist).
+            stored.run.state = if field % 4 == 1 {
+                loopbound::journal::RunState::Ambiguous(*value)
+            } else {
+                loopbound::journal::RunState::AwaitingApproval(*value)
+            };
         }
         Mutation::Int { table, row, field, value } => {
             let column: Option<&mut u32> = match table % 7 {
@@ -271,16 +279,15 @@ fn drop_or_duplicate(stored: &mut StoredRun, table: u8, row: u8, duplicate: bool
 }
 
 /// `stored` as an acquisition leaves it: unless finished, one more epoch and attempt (when they
-/// fit) and the state `open`.
+/// fit); the state is left as it is.
 fn as_acquired(stored: &StoredRun) -> StoredRun {
     let mut acquired = stored.clone();
-    if !acquired.run.state.starts_with("finished:")
+    if !acquired.run.state.is_finished()
         && let (Some(epoch), Some(attempts)) =
             (acquired.run.epoch.checked_add(1), acquired.run.attempts.checked_add(1))
     {
         acquired.run.epoch = epoch;
         acquired.run.attempts = attempts;
-        "open".clone_into(&mut acquired.run.state);
     }
     acquired
 }
@@ -297,7 +304,7 @@ pub fn check(case: &JournalCase) -> bool {
         assert!(matches!(error, JournalError::Corrupt(_)), "a bad row is Corrupt, not {error:?}");
     }
     // What the resume acts on: the rows as the attempt's acquisition leaves them (it rewrites the
-    // run's epoch, attempts and state, so a corrupt value there may be overwritten).
+    // run's epoch and attempts, so a corrupt value there may be overwritten).
     let acted_on = decoded.clone().ok().or_else(|| RunRecord::decode(&run_id(), &as_acquired(&stored)).ok());
     let runtime = super::paused_runtime();
     runtime.block_on(async {

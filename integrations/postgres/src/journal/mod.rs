@@ -2,12 +2,15 @@
 //! implements [`loopbound::journal::Journal`] with the rows and semantics of
 //! `loopbound-sqlite`, plus a lease per run.
 //!
-//! A journal value is one worker: it is built with a [`WorkerId`] and a lease duration. Its
-//! `acquire` takes the run's lease (adding one to the epoch) when the run is new, its lease was
-//! released or has expired, or this worker already holds it; another worker's live lease is
-//! refused with [`JournalError::LeaseHeld`], so two workers racing for one run cannot both run
-//! it. Every commit of the attempt is fenced by its epoch and renews the lease; the attempt's
-//! last commit (the one that records how it ended) releases it.
+//! A journal value is one worker: it names itself with a [`WorkerId`] (this process's
+//! `<host>:<pid>` unless [`with_worker`](PostgresJournal::with_worker) says otherwise) and has a
+//! lease duration. Its `acquire` takes the run's lease (adding one to the epoch) only when the
+//! run is new, or its lease was released or has expired; a live lease is refused with
+//! [`JournalError::LeaseHeld`], whoever holds it (this worker too), so two attempts racing for
+//! one run cannot both run it. Every commit of the attempt is fenced by its epoch and its live
+//! lease, and renews the lease; the attempt's last commit (the one that records how it ended)
+//! releases it. A host's commands (inspect, list, approve, deny, reconcile) need no worker of
+//! their own: any journal value does.
 //!
 //! # Invariants
 //!
@@ -22,6 +25,7 @@
 //!   [`Storage`](JournalError::Storage), and no message carries the password.
 
 mod convert;
+mod list;
 mod read;
 mod write;
 
@@ -29,7 +33,9 @@ use std::fmt;
 use std::future::Future;
 use std::time::Duration;
 
-use loopbound::journal::{Batch, Fence, Journal, JournalError, RunId, RunRow, StoredRun};
+use loopbound::journal::{
+    Batch, Fence, Journal, JournalError, ListedRow, RunId, RunQuery, RunRow, StoredRun, process_holder,
+};
 use tokio_postgres::IsolationLevel;
 
 use crate::config::Config;
@@ -58,33 +64,33 @@ impl fmt::Debug for PostgresJournal {
 }
 
 impl PostgresJournal {
-    /// The journal of `worker` on `store`, with the store's configured lease
-    /// ([`Config::lease`]: `LOOPBOUND_LEASE_SECS`, 30 s by default).
+    /// The journal on `store`, as this process's worker (`<host>:<pid>`), with the store's
+    /// configured lease ([`Config::lease`]: `LOOPBOUND_LEASE_SECS`, 30 s by default).
     ///
     /// # Errors
     ///
     /// [`Error::Config`] when the configured lease is longer than [`MAX_LEASE`](crate::MAX_LEASE).
-    pub fn new(store: Store, worker: WorkerId) -> Result<Self, Error> {
+    pub fn new(store: Store) -> Result<Self, Error> {
         let lease = store.config().lease();
+        let worker = WorkerId::new(process_holder())?;
         Self { store, worker, lease, lease_micros: 1 }.with_lease(lease)
     }
 
-    /// Connects to the database of `config` (migrating it) and returns `worker`'s journal on
-    /// it.
+    /// Connects to the database of `config` (migrating it) and returns its journal, as this
+    /// process's worker.
     ///
     /// ```no_run
     /// use loopbound::journal::RunId;
-    /// use loopbound_postgres::{Config, PostgresJournal, WorkerId};
+    /// use loopbound_postgres::{Config, PostgresJournal};
     ///
     /// # async fn demo(runtime: loopbound::Runtime<impl loopbound::transport::Transport>, scope: loopbound::Scope)
     /// # -> Result<(), Box<dyn std::error::Error>> {
-    /// let worker = WorkerId::new(format!("host-a:{}", std::process::id()))?;
-    /// let journal = PostgresJournal::connect(&Config::from_env()?, worker).await?;
+    /// let journal = PostgresJournal::connect(&Config::from_env()?).await?;
     /// let run = RunId::new("refund-42")?;
     /// let mut conversation = vec![loopbound::Message::user("Refund order 42.")];
     /// match runtime.run_journaled(&journal, &run, &scope, &mut conversation, |()| true).await {
     ///     Ok(outcome) => println!("{}", outcome.status()),
-    ///     // Another worker runs it now; nothing started here.
+    ///     // Another attempt runs it now; nothing started here.
     ///     Err(loopbound::RunError::Journal(loopbound::journal::JournalError::LeaseHeld { remaining, .. })) => {
     ///         println!("busy; retry in {} ms", remaining.as_millis());
     ///     }
@@ -97,8 +103,16 @@ impl PostgresJournal {
     /// # Errors
     ///
     /// As [`Store::connect`] and [`new`](Self::new).
-    pub async fn connect(config: &Config, worker: WorkerId) -> Result<Self, Error> {
-        Self::new(Store::connect(config).await?, worker)
+    pub async fn connect(config: &Config) -> Result<Self, Error> {
+        Self::new(Store::connect(config).await?)
+    }
+
+    /// This journal, naming its leases' holder `worker` (what another worker's `LeaseHeld` and a
+    /// host's inspection show), e.g. a pod's name and a process id.
+    #[must_use]
+    pub fn with_worker(mut self, worker: WorkerId) -> Self {
+        self.worker = worker;
+        self
     }
 
     /// Sets how long each grant or fenced write holds the run. The server ends a transaction
@@ -173,6 +187,33 @@ impl PostgresJournal {
         }
     }
 
+    async fn renew_lease(&self, run: &RunId, epoch: u64) -> Result<(), JournalError> {
+        let mut client = self.store.client().await?;
+        let transaction = client.transaction().await.map_err(|e| self.fail(&e))?;
+        match self.writer().renew(&transaction, run.as_str(), epoch).await {
+            Ok(()) => transaction.commit().await.map_err(|e| self.fail(&e)),
+            Err(error) => Err(rolled_back(transaction, error).await),
+        }
+    }
+
+    async fn list_runs(&self, query: &RunQuery) -> Result<Vec<ListedRow>, JournalError> {
+        let mut client = self.store.client().await?;
+        let transaction = client
+            .build_transaction()
+            .isolation_level(IsolationLevel::RepeatableRead)
+            .read_only(true)
+            .start()
+            .await
+            .map_err(|e| self.fail(&e))?;
+        match list::page(&transaction, self.store.redactor(), query).await {
+            Ok(page) => {
+                transaction.commit().await.map_err(|e| self.fail(&e))?;
+                Ok(page)
+            }
+            Err(error) => Err(rolled_back(transaction, error).await),
+        }
+    }
+
     async fn commit_batch(&self, run: &RunId, fence: Fence, batch: Batch) -> Result<(), JournalError> {
         let mut client = self.store.client().await?;
         let transaction = client.transaction().await.map_err(|e| self.fail(&e))?;
@@ -198,12 +239,20 @@ async fn rolled_back(transaction: deadpool_postgres::Transaction<'_>, error: Jou
 }
 
 impl Journal for PostgresJournal {
+    fn lease(&self) -> Duration {
+        self.lease
+    }
+
     fn acquire(
         &self,
         run: &RunId,
         fresh: RunRow,
     ) -> impl Future<Output = Result<StoredRun, JournalError>> + Send {
         self.acquire_run(run, fresh)
+    }
+
+    fn renew(&self, run: &RunId, epoch: u64) -> impl Future<Output = Result<(), JournalError>> + Send {
+        self.renew_lease(run, epoch)
     }
 
     fn load(&self, run: &RunId) -> impl Future<Output = Result<Option<StoredRun>, JournalError>> + Send {
@@ -217,5 +266,9 @@ impl Journal for PostgresJournal {
         batch: Batch,
     ) -> impl Future<Output = Result<(), JournalError>> + Send {
         self.commit_batch(run, fence, batch)
+    }
+
+    fn list(&self, query: &RunQuery) -> impl Future<Output = Result<Vec<ListedRow>, JournalError>> + Send {
+        self.list_runs(query)
     }
 }

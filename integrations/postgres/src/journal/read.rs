@@ -7,21 +7,24 @@
 //!   not UTF-8 is [`Corrupt`](JournalError::Corrupt), never a panic; the message names the
 //!   column, never the value.
 
+use std::time::Duration;
+
 use deadpool_postgres::Transaction;
 use loopbound::journal::{
-    CallRow, DecisionRow, EventRow, JournalError, ProposalRow, ReconciliationRow, ReplyRow, RunRow,
-    StartedRow, StoredRun,
+    CallRow, DecisionRow, EventRow, JournalError, LabelRow, Lease, ProposalRow, ReconciliationRow, ReplyRow,
+    RunRow, RunState, StartedRow, StoredRun,
 };
 use tokio_postgres::Row;
 
 use super::convert::{corrupt, to_u32, to_u64};
 use crate::error::Redactor;
+use crate::lease::time_from_micros;
 
 fn u32_at(row: &Row, index: usize, what: &str) -> Result<u32, JournalError> {
     to_u32(row.try_get::<_, i64>(index).map_err(|_| corrupt(what))?, what)
 }
 
-fn text_at(row: &Row, index: usize, what: &str) -> Result<String, JournalError> {
+pub(super) fn text_at(row: &Row, index: usize, what: &str) -> Result<String, JournalError> {
     row.try_get::<_, String>(index).map_err(|_| corrupt(what))
 }
 
@@ -47,30 +50,87 @@ async fn rows<T>(
     found.iter().map(decode).collect()
 }
 
-/// The run's row, if the run exists.
+/// The columns of a run's row (of the table named `table`) that [`run_row`] and a listing
+/// read, in this order: the state, its operation and status, the lease's holder, its expiry
+/// and its time left (microseconds, by the database's clock).
+pub(super) fn state_and_lease_columns(table: &str) -> String {
+    format!(
+        "{table}.state, {table}.state_operation, {table}.state_status, {table}.lease_holder, \
+         (extract(epoch FROM {table}.lease_until) * 1000000)::bigint, \
+         greatest(0, (extract(epoch FROM {table}.lease_until - now()) * 1000000))::bigint"
+    )
+}
+
+/// The state and the lease of a row whose [`state_and_lease_columns`] start at `first`.
+pub(super) fn state_and_lease(row: &Row, first: usize) -> Result<(RunState, Option<Lease>), JournalError> {
+    let name = text_at(row, first, "the run's state")?;
+    let operation = row
+        .try_get::<_, Option<i64>>(first + 1)
+        .map_err(|_| corrupt("the state's operation"))?
+        .map(|ordinal| to_u32(ordinal, "the state's operation"))
+        .transpose()?;
+    let status = maybe_text_at(row, first + 2, "the state's status")?;
+    let state = RunState::from_parts(&name, operation, status.as_deref())?;
+    let holder = maybe_text_at(row, first + 3, "the lease's holder")?;
+    let until = row.try_get::<_, Option<i64>>(first + 4).map_err(|_| corrupt("the lease's expiry"))?;
+    let remaining = row.try_get::<_, Option<i64>>(first + 5).map_err(|_| corrupt("the lease's expiry"))?;
+    let lease = match (holder, until, remaining) {
+        // `greatest` yields 0 for a released lease's null expiry.
+        (None, None, _) => None,
+        (Some(holder), Some(until), Some(remaining)) => Some(Lease {
+            holder,
+            until: time_from_micros(until),
+            remaining: Duration::from_micros(remaining.unsigned_abs()),
+        }),
+        _ => return Err(corrupt("the run's lease")),
+    };
+    Ok((state, lease))
+}
+
+/// The run's labels, by key.
+pub(super) async fn labels(
+    transaction: &Transaction<'_>,
+    redactor: &Redactor,
+    run: &str,
+) -> Result<Vec<LabelRow>, JournalError> {
+    rows(
+        transaction,
+        redactor,
+        r#"SELECT key, value FROM loopbound_labels WHERE run_id = $1 ORDER BY key COLLATE "C""#,
+        run,
+        |r| Ok(LabelRow { key: text_at(r, 0, "a label's key")?, value: text_at(r, 1, "a label's value")? }),
+    )
+    .await
+}
+
+/// The run's row and its lease, if the run exists.
 pub(super) async fn run_row(
     transaction: &Transaction<'_>,
     redactor: &Redactor,
     run: &str,
-) -> Result<Option<RunRow>, JournalError> {
+) -> Result<Option<(RunRow, Option<Lease>)>, JournalError> {
     let fail = |error: tokio_postgres::Error| JournalError::from(redactor.postgres(&error));
-    let statement = transaction
-        .prepare_cached(
-            "SELECT epoch, attempts, conversation, ledger, state FROM loopbound_runs WHERE run_id = $1",
-        )
-        .await
-        .map_err(fail)?;
+    let sql = format!(
+        "SELECT r.epoch, r.attempts, r.conversation, r.ledger, coalesce(r.definition, ''), {} \
+         FROM loopbound_runs r WHERE r.run_id = $1",
+        state_and_lease_columns("r")
+    );
+    let statement = transaction.prepare_cached(&sql).await.map_err(fail)?;
     let Some(row) = transaction.query_opt(&statement, &[&run]).await.map_err(fail)? else {
         return Ok(None);
     };
     let wide = |index: usize, what: &str| row.try_get::<_, i64>(index).map_err(|_| corrupt(what));
-    Ok(Some(RunRow {
+    let (state, lease) = state_and_lease(&row, 5)?;
+    let run_row = RunRow {
         epoch: to_u64(wide(0, "the run's epoch")?, "the run's epoch")?,
         attempts: to_u32(wide(1, "the run's attempts")?, "the run's attempts")?,
         conversation: text_at(&row, 2, "the run's conversation")?,
         ledger: text_at(&row, 3, "the run's ledger")?,
-        state: text_at(&row, 4, "the run's state")?,
-    }))
+        state,
+        definition: text_at(&row, 4, "the run's definition")?,
+        labels: labels(transaction, redactor, run).await?,
+    };
+    Ok(Some((run_row, lease)))
 }
 
 /// Everything stored about `run`, if it exists.
@@ -79,7 +139,7 @@ pub(super) async fn stored_run(
     redactor: &Redactor,
     run: &str,
 ) -> Result<Option<StoredRun>, JournalError> {
-    let Some(run_row) = run_row(transaction, redactor, run).await? else {
+    let Some((run_row, lease)) = run_row(transaction, redactor, run).await? else {
         return Ok(None);
     };
     let replies = rows(
@@ -195,6 +255,7 @@ pub(super) async fn stored_run(
     .await?;
     Ok(Some(StoredRun {
         run: run_row,
+        lease,
         replies,
         calls,
         proposals,

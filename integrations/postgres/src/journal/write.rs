@@ -1,19 +1,23 @@
-//! Writing: taking a run for an attempt under a lease, and one batch of rows, each in one
-//! transaction.
+//! Writing: taking a run for an attempt under a lease, renewing it, and one batch of rows, each
+//! in one transaction.
 //!
 //! # Invariants
 //!
 //! - A grant is one statement: an upsert whose update is conditioned on the run being
-//!   unfinished and its lease free, expired or this worker's. Of workers racing for one run,
-//!   one is granted while its lease is live; the others read the holder and are refused with
-//!   [`LeaseHeld`](JournalError::LeaseHeld), having written nothing.
+//!   unfinished and its lease released or expired, by the database's clock (a live lease is
+//!   refused whoever holds it, this worker included: one attempt per run). Of attempts racing
+//!   for one run, one is granted while its lease is live; the others read the holder and are
+//!   refused with [`LeaseHeld`](JournalError::LeaseHeld), having written nothing.
+//! - A grant never changes an existing run's state, conversation, ledger, definition or labels;
+//!   the labels are written with the run's first attempt.
 //! - A batch under [`Fence::Epoch`] first updates the run's row where the epoch and the holder
-//!   are the attempt's (renewing the lease): that checks the fence and locks the row until
-//!   commit, so a takeover is ordered wholly before the batch (which then writes nothing:
-//!   [`LeaseLost`](JournalError::LeaseLost)) or wholly after it. A [`Fence::Host`] batch locks
-//!   the row without a check. Either way the events' sequence is read under the lock.
-//! - A batch that sets the run's state is its attempt's last: it releases the lease in the same
-//!   transaction, so another worker may take the run at once.
+//!   are the attempt's and the lease is live (renewing it): that checks the fence and locks the
+//!   row until commit, so a takeover is ordered wholly before the batch (which then writes
+//!   nothing: [`LeaseLost`](JournalError::LeaseLost)) or wholly after it. A [`Fence::Host`]
+//!   batch locks the row and is refused while a lease is live. Either way the events' sequence
+//!   is read under the lock.
+//! - [`Entry::Release`] releases the lease in the batch's transaction, so another worker may
+//!   take the run at once.
 //! - Inserts never replace: a key that exists fails the statement (a unique violation, which is
 //!   a [`Conflict`](JournalError::Conflict)), and the whole transaction rolls back.
 
@@ -33,8 +37,9 @@ pub(super) const ACQUIRE_ATTEMPTS: usize = 3;
 
 const GRANT: &str = "
     INSERT INTO loopbound_runs AS r
-           (run_id, epoch, attempts, lease_holder, lease_until, conversation, ledger, state)
-    VALUES ($1, 1, 1, $2, now() + $3::bigint * interval '1 microsecond', $4, $5, $6)
+           (run_id, epoch, attempts, lease_holder, lease_until, conversation, ledger, state,
+            state_operation, state_status, definition)
+    VALUES ($1, 1, 1, $2, now() + $3::bigint * interval '1 microsecond', $4, $5, $6, $7, $8, $9)
     ON CONFLICT (run_id) DO UPDATE
        SET epoch = r.epoch + 1,
            attempts = r.attempts + 1,
@@ -42,14 +47,20 @@ const GRANT: &str = "
            lease_until = excluded.lease_until,
            conversation = coalesce(r.conversation, excluded.conversation),
            ledger = coalesce(r.ledger, excluded.ledger),
-           state = excluded.state,
+           state = coalesce(r.state, excluded.state),
+           state_operation = CASE WHEN r.state IS NULL THEN excluded.state_operation ELSE r.state_operation END,
+           state_status = CASE WHEN r.state IS NULL THEN excluded.state_status ELSE r.state_status END,
+           definition = coalesce(r.definition, excluded.definition),
            updated_at = now()
-     WHERE coalesce(r.state, '') NOT LIKE 'finished:%'
-       AND (r.lease_holder IS NULL OR r.lease_until <= now() OR r.lease_holder = excluded.lease_holder)
-    RETURNING r.epoch";
+     WHERE coalesce(r.state, '') <> 'finished'
+       AND (r.lease_holder IS NULL OR r.lease_until <= now())
+    RETURNING r.epoch, r.attempts = 1";
+
+const LABEL: &str = "
+    INSERT INTO loopbound_labels (run_id, key, value) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING";
 
 const REFUSAL: &str = "
-    SELECT coalesce(state, '') LIKE 'finished:%',
+    SELECT coalesce(state, '') = 'finished',
            lease_holder,
            greatest(0, (extract(epoch FROM lease_until - now()) * 1000000))::bigint
       FROM loopbound_runs WHERE run_id = $1";
@@ -57,10 +68,13 @@ const REFUSAL: &str = "
 const FENCE: &str = "
     UPDATE loopbound_runs
        SET lease_until = now() + $4::bigint * interval '1 microsecond', updated_at = now()
-     WHERE run_id = $1 AND epoch = $2 AND lease_holder = $3
+     WHERE run_id = $1 AND epoch = $2 AND lease_holder = $3 AND lease_until > now()
     RETURNING epoch";
 
-const LOCK: &str = "SELECT epoch FROM loopbound_runs WHERE run_id = $1 FOR UPDATE";
+const LOCK: &str = "
+    SELECT lease_holder,
+           greatest(0, (extract(epoch FROM lease_until - now()) * 1000000))::bigint
+      FROM loopbound_runs WHERE run_id = $1 FOR UPDATE";
 
 const RELEASE: &str =
     "UPDATE loopbound_runs SET lease_holder = NULL, lease_until = NULL, updated_at = now() WHERE run_id = $1";
@@ -71,6 +85,17 @@ pub(super) struct Writer<'a> {
     pub(super) worker: &'a WorkerId,
     /// The lease duration in microseconds (checked when the journal was built).
     pub(super) lease_micros: i64,
+}
+
+/// A lease's holder and time left as read, as a refusal when it is live.
+fn held(holder: Option<String>, remaining: Option<i64>) -> Option<JournalError> {
+    match (holder, remaining) {
+        (Some(holder), Some(remaining)) if remaining > 0 => Some(JournalError::LeaseHeld {
+            holder,
+            remaining: Duration::from_micros(remaining.unsigned_abs()),
+        }),
+        _ => None,
+    }
 }
 
 impl Writer<'_> {
@@ -99,14 +124,16 @@ impl Writer<'_> {
     }
 
     /// Creates or takes `run` for a new attempt of this worker, or returns a finished run as it
-    /// is; commits and returns its rows. `Ok(None)` means the refusal turned out stale (the
-    /// lease expired or was released meanwhile): look again.
+    /// is; returns its rows (the caller commits). `Ok(None)` means the refusal turned out stale
+    /// (the lease expired or was released meanwhile): look again.
     pub(super) async fn acquire(
         &self,
         transaction: &Transaction<'_>,
         run: &str,
         fresh: &RunRow,
     ) -> Result<Option<StoredRun>, JournalError> {
+        let operation = fresh.state.operation().map(i64::from);
+        let status = fresh.state.status().map(loopbound::Status::as_str);
         let granted = self
             .query_opt(
                 transaction,
@@ -117,29 +144,48 @@ impl Writer<'_> {
                     &self.lease_micros,
                     &fresh.conversation,
                     &fresh.ledger,
-                    &fresh.state,
+                    &fresh.state.name(),
+                    &operation,
+                    &status,
+                    &fresh.definition,
                 ],
             )
             .await?;
-        if granted.is_none() {
-            let row = self.query_opt(transaction, REFUSAL, &[&run]).await?;
-            let Some(row) = row else { return Ok(None) };
-            let finished: bool = row.get(0);
-            if !finished {
-                let (holder, remaining): (Option<String>, Option<i64>) = (row.get(1), row.get(2));
-                return match (holder, remaining) {
-                    (Some(holder), Some(remaining)) if remaining > 0 => Err(JournalError::LeaseHeld {
-                        holder,
-                        remaining: Duration::from_micros(remaining.unsigned_abs()),
-                    }),
-                    _ => Ok(None),
-                };
+        match granted {
+            Some(row) => {
+                let first: bool = row.get(1);
+                if first {
+                    for label in &fresh.labels {
+                        self.execute(transaction, LABEL, &[&run, &label.key, &label.value]).await?;
+                    }
+                }
+            }
+            None => {
+                let row = self.query_opt(transaction, REFUSAL, &[&run]).await?;
+                let Some(row) = row else { return Ok(None) };
+                let finished: bool = row.get(0);
+                if !finished {
+                    return match held(row.get(1), row.get(2)) {
+                        Some(refusal) => Err(refusal),
+                        None => Ok(None),
+                    };
+                }
             }
         }
         read::stored_run(transaction, self.redactor, run).await?.map_or_else(
             || Err(JournalError::storage("the run vanished inside its transaction")),
             |stored| Ok(Some(stored)),
         )
+    }
+
+    /// Extends the live lease of the attempt with `epoch` (the caller commits).
+    pub(super) async fn renew(
+        &self,
+        transaction: &Transaction<'_>,
+        run: &str,
+        epoch: u64,
+    ) -> Result<(), JournalError> {
+        self.fence(transaction, run, Fence::Epoch(epoch)).await
     }
 
     /// Checks `fence` and locks the run's row for the rest of the transaction.
@@ -162,7 +208,7 @@ impl Writer<'_> {
             }
             Fence::Host => {
                 return match self.query_opt(transaction, LOCK, &[&run]).await? {
-                    Some(_) => Ok(()),
+                    Some(row) => held(row.get(0), row.get(1)).map_or(Ok(()), Err),
                     None => Err(JournalError::UnknownRun),
                 };
             }
@@ -187,13 +233,14 @@ impl Writer<'_> {
             )
             .await?
             .map_or(0, |row| row.get(0));
-        let mut ends_attempt = false;
         for entry in &batch.entries {
-            ends_attempt |= matches!(entry, Entry::State(_));
+            if *entry == Entry::Release {
+                if matches!(fence, Fence::Epoch(_)) {
+                    self.execute(transaction, RELEASE, &[&run]).await?;
+                }
+                continue;
+            }
             self.write(transaction, run, entry, &mut seq).await?;
-        }
-        if ends_attempt && matches!(fence, Fence::Epoch(_)) {
-            self.execute(transaction, RELEASE, &[&run]).await?;
         }
         Ok(())
     }
@@ -307,11 +354,27 @@ impl Writer<'_> {
             Entry::State(state) => {
                 self.execute(
                     transaction,
-                    "UPDATE loopbound_runs SET state = $2 WHERE run_id = $1",
-                    &[&run, state],
+                    "UPDATE loopbound_runs SET state = $2, state_operation = $3, state_status = $4 \
+                     WHERE run_id = $1",
+                    &[
+                        &run,
+                        &state.name(),
+                        &state.operation().map(int),
+                        &state.status().map(loopbound::Status::as_str),
+                    ],
                 )
                 .await
             }
+            Entry::Definition(definition) => {
+                self.execute(
+                    transaction,
+                    "UPDATE loopbound_runs SET definition = $2 WHERE run_id = $1",
+                    &[&run, definition],
+                )
+                .await
+            }
+            // Written by `commit`, which knows the fence.
+            Entry::Release => Ok(0),
         }
         .map(drop)
     }

@@ -5,12 +5,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use loopbound::journal::{
-    self, Batch, Entry, Fence, Journal, JournalError, OperationId, RunId, RunRow, RunState,
-};
+use loopbound::journal::{self, Batch, Entry, Fence, Journal, JournalError, OperationId, RunId, RunState};
 use loopbound::tool::Policy;
 use loopbound::{Outcome, RunError, Runtime, Scope, Status};
 use loopbound_postgres::{PostgresJournal, Store};
+use loopbound_testkit::conformance::fresh_row;
 use loopbound_testkit::postgres::{Cluster, Durability};
 use loopbound_testkit::refund::{self, EffectSink, MemorySink};
 
@@ -20,18 +19,8 @@ fn run() -> RunId {
     RunId::new("order-42").expect("a valid run id")
 }
 
-fn fresh_row() -> RunRow {
-    RunRow {
-        epoch: 1,
-        attempts: 1,
-        conversation: "[]".to_owned(),
-        ledger: r#"{"model_calls":0,"tool_calls":0,"middleware":0,"repetitions":[]}"#.to_owned(),
-        state: "open".to_owned(),
-    }
-}
-
 fn journal_of(store: &Store, name: &str) -> PostgresJournal {
-    PostgresJournal::new(store.clone(), worker(name)).expect("the default lease is valid")
+    PostgresJournal::new(store.clone()).expect("the default lease is valid").with_worker(worker(name))
 }
 
 /// One attempt of the refund task (short script) on `journal`, effects counted in `sink`.
@@ -84,7 +73,7 @@ async fn an_attempt_that_stops_releases_the_lease_and_another_worker_resumes_it(
     let record = journal::inspect(&other, &run()).await.expect("inspect");
     assert_eq!(record.state(), RunState::AwaitingApproval(2));
     let digest = record.operation(2).expect("operation 2").proposal().digest();
-    journal::approve(&other, &operation, &digest, "alice").await.expect("approve");
+    journal::approve(&other, journal::Presented::new(&operation, &digest), "alice").await.expect("approve");
     let second = attempt(&other, &sink, Policy::Ask).await.expect("another worker resumes at once");
     assert_eq!(second.status(), Status::Completed);
     assert_eq!(sink.count("refund"), 1, "the refund ran once across both workers");
@@ -127,7 +116,10 @@ async fn a_journal_whose_server_goes_down_gets_storage_errors_without_the_passwo
     cluster.create_password_role("journal_user", PASSWORD);
     let _ = cluster.execute(&database.name, "GRANT ALL ON SCHEMA public TO journal_user");
     let url = cluster.url_with_password("journal_user", PASSWORD, &database.name);
-    let journal = PostgresJournal::connect(&config(&url), worker("w1")).await.expect("the login is accepted");
+    let journal = PostgresJournal::connect(&config(&url))
+        .await
+        .expect("the login is accepted")
+        .with_worker(worker("w1"));
     let sink = Arc::new(MemorySink::default());
 
     cluster.crash();

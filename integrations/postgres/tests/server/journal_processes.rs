@@ -60,8 +60,9 @@ fn child_journal(
     name: loopbound_postgres::WorkerId,
     lease: Duration,
 ) -> PostgresJournal {
-    rt.block_on(PostgresJournal::connect(&config(url), name))
+    rt.block_on(PostgresJournal::connect(&config(url)))
         .expect("the child connects")
+        .with_worker(name)
         .with_lease(lease)
         .expect("a valid lease")
 }
@@ -150,7 +151,7 @@ fn two_journaled_workers_racing_for_one_run_one_runs_it_and_the_other_is_refused
         cluster.execute(
             &database.name,
             "SELECT count(*), sum(attempts), min(epoch), max(epoch) FROM loopbound_runs \
-             WHERE state = 'finished:Completed'"
+             WHERE state = 'finished' AND state_status = 'Completed'"
         ),
         format!("{ROUNDS}|{ROUNDS}|1|1"),
         "every run completed in one attempt: a refusal writes nothing"
@@ -192,8 +193,9 @@ fn a_journaled_worker_paused_past_its_lease_gets_lease_lost_and_runs_no_effect_a
     let database = cluster.create_database("journal_stale");
     let rt = runtime();
     let taker = rt
-        .block_on(PostgresJournal::connect(&config(&database.url), crate::worker("taker")))
-        .expect("the taker connects");
+        .block_on(PostgresJournal::connect(&config(&database.url)))
+        .expect("the taker connects")
+        .with_worker(crate::worker("taker"));
     let dir = scratch::dir("pg-journal-stale");
     let effects = dir.join("effects");
     let mut child = command(STALE, "journal-paused", &database.url, "paused")
@@ -217,7 +219,7 @@ fn a_journaled_worker_paused_past_its_lease_gets_lease_lost_and_runs_no_effect_a
     assert_eq!(applied, applied_at_takeover, "the resumed worker ran no effect");
     assert_eq!(applied, [("refund".to_owned(), Some("stale-run/op/2".to_owned()))], "the refund ran once");
     assert_eq!(
-        cluster.execute(&database.name, "SELECT epoch, attempts, state FROM loopbound_runs"),
-        "2|2|finished:Completed"
+        cluster.execute(&database.name, "SELECT epoch, attempts, state, state_status FROM loopbound_runs"),
+        "2|2|finished|Completed"
     );
 }

@@ -1,0 +1,294 @@
+//! The HTTP API: routes, request bodies and their checks, and every response's JSON.
+//!
+//! # Invariants
+//!
+//! - Every refusal by a route is a JSON body `{"error":{"kind":…,"message":…}}` with the code
+//!   of the [`status`] table or 400/404/409/413; no handler panics on any input.
+//! - A request body is read up to [`MAX_BODY`] bytes; a prompt, a grant and the number of
+//!   grants are bounded ([`MAX_PROMPT`], [`MAX_GRANT`], [`MAX_GRANTS`]).
+//! - Nothing here logs a request's prompt or a tool call's arguments; an approver sees a
+//!   proposal's arguments in the run's own response, which is theirs.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::{Path, RawQuery, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use futures_util::Stream;
+use loopbound::journal::{Journal, RunId};
+use loopbound::transport::Transport;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::app::{App, DecideError};
+use super::desk::Task;
+use super::durable::{Definition, Verdict};
+use super::log::Reader;
+use super::runs::{Ended, Failure, Phase, RunSlot};
+use super::status;
+
+/// The largest request body read, in bytes.
+pub const MAX_BODY: usize = 64 * 1024;
+/// The longest prompt, in bytes.
+pub const MAX_PROMPT: usize = 16 * 1024;
+/// The longest capability name, in bytes.
+pub const MAX_GRANT: usize = 128;
+/// The most capabilities one request may be granted.
+pub const MAX_GRANTS: usize = 32;
+
+/// The routes, over `app`.
+pub fn router<T: Transport + 'static, J: Journal + 'static>(app: Arc<App<T, J>>) -> Router {
+    Router::new()
+        .route("/runs", post(create::<T, J>))
+        .route("/runs/{id}", get(show::<T, J>))
+        .route("/runs/{id}/events", get(events::<T, J>))
+        .route("/runs/{id}/cancel", post(cancel::<T, J>))
+        .route("/runs/{id}/approve", post(approve::<T, J>))
+        .route("/runs/{id}/deny", post(deny::<T, J>))
+        .with_state(app)
+}
+
+/// A refusal: its code, a kind a client matches on, and a message for people.
+#[derive(Debug)]
+pub struct ApiError {
+    code: StatusCode,
+    kind: &'static str,
+    message: String,
+}
+
+impl ApiError {
+    fn new(code: StatusCode, kind: &'static str, message: impl Into<String>) -> Self {
+        Self { code, kind, message: message.into() }
+    }
+
+    fn bad_request(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, "bad_request", message)
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let body = json!({"error": {"kind": self.kind, "message": self.message}});
+        (self.code, axum::Json(body)).into_response()
+    }
+}
+
+/// `POST /runs`: what to do, on what, under which grants.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NewRun {
+    task: Task,
+    prompt: String,
+    #[serde(default)]
+    grants: Vec<String>,
+}
+
+/// `POST /runs/{id}/approve` and `/deny`: who decides, on the proposal with which digest.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Decision {
+    digest: String,
+    approver: String,
+}
+
+/// Whether `GET /runs/{id}` should wait for the attempt in flight to end: `?wait=true` (or
+/// `1`); `false`, `0` or no `wait` answer at once; other parameters are ignored.
+fn wants_wait(query: Option<&str>) -> Result<bool, ApiError> {
+    let value = query.unwrap_or_default().split('&').find_map(|pair| pair.strip_prefix("wait="));
+    match value {
+        None | Some("false" | "0") => Ok(false),
+        Some("true" | "1") => Ok(true),
+        Some(_) => Err(ApiError::bad_request("wait is true or false")),
+    }
+}
+
+/// The request's body, at most [`MAX_BODY`] bytes.
+async fn read(body: Body) -> Result<Bytes, ApiError> {
+    axum::body::to_bytes(body, MAX_BODY).await.map_err(|_| {
+        let message = format!("the request body could not be read within {MAX_BODY} bytes");
+        ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "too_large", message)
+    })
+}
+
+fn parse<'a, T: Deserialize<'a>>(body: &'a [u8]) -> Result<T, ApiError> {
+    serde_json::from_slice(body).map_err(|error| {
+        // serde_json's message names the line and column and what was expected; with
+        // `deny_unknown_fields` it names an unknown field, never a value.
+        ApiError::bad_request(format!("invalid request body: {error}"))
+    })
+}
+
+fn check(run: &NewRun) -> Result<(), ApiError> {
+    if run.prompt.trim().is_empty() || run.prompt.len() > MAX_PROMPT {
+        return Err(ApiError::bad_request(format!("the prompt must have 1 to {MAX_PROMPT} bytes")));
+    }
+    if run.grants.len() > MAX_GRANTS {
+        return Err(ApiError::bad_request(format!("at most {MAX_GRANTS} grants")));
+    }
+    let valid = |grant: &String| {
+        (1..=MAX_GRANT).contains(&grant.len()) && grant.chars().all(|c| c.is_ascii_graphic())
+    };
+    if !run.grants.iter().all(valid) {
+        return Err(ApiError::bad_request(format!(
+            "a grant must have 1 to {MAX_GRANT} printable ASCII characters"
+        )));
+    }
+    Ok(())
+}
+
+fn links(id: &RunId) -> Value {
+    json!({
+        "self": format!("/runs/{id}"),
+        "events": format!("/runs/{id}/events"),
+        "cancel": format!("/runs/{id}/cancel"),
+    })
+}
+
+fn find<T: Transport + 'static, J: Journal + 'static>(
+    app: &App<T, J>,
+    id: &str,
+) -> Result<Arc<RunSlot>, ApiError> {
+    let id = RunId::new(id).map_err(|error| ApiError::bad_request(error.to_string()))?;
+    app.run(&id).ok_or_else(|| ApiError::new(StatusCode::NOT_FOUND, "unknown_run", "no such run"))
+}
+
+async fn create<T: Transport + 'static, J: Journal + 'static>(
+    State(app): State<Arc<App<T, J>>>,
+    body: Body,
+) -> Result<Response, ApiError> {
+    let run: NewRun = parse(&read(body).await?)?;
+    check(&run)?;
+    let definition = Definition { task: run.task, grants: run.grants };
+    let slot = app
+        .start(definition, run.prompt)
+        .map_err(|full| ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "full", full.to_string()))?;
+    let id = slot.id();
+    let location = HeaderValue::from_str(&format!("/runs/{id}")).ok();
+    let mut response =
+        (StatusCode::ACCEPTED, axum::Json(json!({"id": id.as_str(), "links": links(id)}))).into_response();
+    if let Some(location) = location {
+        response.headers_mut().insert(header::LOCATION, location);
+    }
+    Ok(response)
+}
+
+/// The response for a run in `phase`: its code from the status table, and its JSON.
+fn describe(id: &RunId, phase: &Phase) -> Response {
+    let (code, body) = match phase {
+        Phase::Running => (StatusCode::ACCEPTED, json!({"id": id.as_str(), "state": "running"})),
+        Phase::Ended(ended) => return describe_ended(id, ended),
+    };
+    (code, axum::Json(body)).into_response()
+}
+
+/// The response for a run whose last attempt ended.
+fn describe_ended(id: &RunId, ended: &Ended) -> Response {
+    let (code, body) = match ended {
+        Ended { result: Ok(outcome), pending } => (
+            status::of_outcome(outcome.status()),
+            json!({"id": id.as_str(), "state": "ended", "outcome": outcome, "pending": pending}),
+        ),
+        Ended { result: Err(Failure::Run(error)), .. } => {
+            (status::of_error(error.kind()), json!({"id": id.as_str(), "state": "ended", "error": error}))
+        }
+        Ended { result: Err(Failure::Setup(message)), .. } => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            json!({"id": id.as_str(), "state": "ended", "error": {"kind": "setup", "message": message}}),
+        ),
+    };
+    (code, axum::Json(body)).into_response()
+}
+
+async fn show<T: Transport + 'static, J: Journal + 'static>(
+    State(app): State<Arc<App<T, J>>>,
+    Path(id): Path<String>,
+    RawQuery(query): RawQuery,
+) -> Result<Response, ApiError> {
+    let wait = wants_wait(query.as_deref())?;
+    let slot = find(&app, &id)?;
+    let phase = if wait { slot.settled().await } else { slot.phase() };
+    Ok(describe(slot.id(), &phase))
+}
+
+async fn cancel<T: Transport + 'static, J: Journal + 'static>(
+    State(app): State<Arc<App<T, J>>>,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    let slot = find(&app, &id)?;
+    if app.cancel(slot.id()) {
+        Ok((StatusCode::ACCEPTED, axum::Json(json!({"id": slot.id().as_str(), "cancelled": true})))
+            .into_response())
+    } else {
+        Err(ApiError::new(StatusCode::CONFLICT, "not_running", "no attempt of this run is in flight"))
+    }
+}
+
+async fn decide<T: Transport + 'static, J: Journal + 'static>(
+    app: &Arc<App<T, J>>,
+    id: &str,
+    body: &[u8],
+    verdict: Verdict,
+) -> Result<Response, ApiError> {
+    let slot = find(app, id)?;
+    let decision: Decision = parse(body)?;
+    match app.decide(&slot, &decision.digest, &decision.approver, verdict).await {
+        Ok(()) => Ok((
+            StatusCode::ACCEPTED,
+            axum::Json(json!({"id": slot.id().as_str(), "resumed": true, "links": links(slot.id())})),
+        )
+            .into_response()),
+        Err(DecideError::NotWaiting) => {
+            Err(ApiError::new(StatusCode::CONFLICT, "not_waiting", "the run does not wait for a decision"))
+        }
+        Err(DecideError::Journal(error)) => {
+            Err(ApiError::new(status::of_command(&error), "journal", error.to_string()))
+        }
+    }
+}
+
+async fn approve<T: Transport + 'static, J: Journal + 'static>(
+    State(app): State<Arc<App<T, J>>>,
+    Path(id): Path<String>,
+    body: Body,
+) -> Result<Response, ApiError> {
+    decide(&app, &id, &read(body).await?, Verdict::Approve).await
+}
+
+async fn deny<T: Transport + 'static, J: Journal + 'static>(
+    State(app): State<Arc<App<T, J>>>,
+    Path(id): Path<String>,
+    body: Body,
+) -> Result<Response, ApiError> {
+    decide(&app, &id, &read(body).await?, Verdict::Deny).await
+}
+
+/// How often an idle event stream sends a comment, so that proxies keep it open.
+const KEEP_ALIVE: Duration = Duration::from_secs(15);
+
+async fn events<T: Transport + 'static, J: Journal + 'static>(
+    State(app): State<Arc<App<T, J>>>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
+    let slot = find(&app, &id)?;
+    let after = match headers.get("last-event-id") {
+        None => 0,
+        Some(value) => value
+            .to_str()
+            .ok()
+            .and_then(|text| text.trim().parse::<usize>().ok())
+            .ok_or_else(|| ApiError::bad_request("Last-Event-ID must be an event number"))?,
+    };
+    let reader = slot.log().reader(after);
+    let stream = futures_util::stream::unfold(reader, |mut reader: Reader| async move {
+        let (number, line) = reader.next().await?;
+        Some((Ok(Event::default().id(number.to_string()).data(&*line)), reader))
+    });
+    Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(KEEP_ALIVE)))
+}

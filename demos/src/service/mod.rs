@@ -1,0 +1,52 @@
+//! `service`: an HTTP service that runs bounded agent runs, the shape a product takes around
+//! loopbound.
+//!
+//! Once, at start-up: the tools (a native ticket reader and an MCP `server-filesystem`'s
+//! tools, [`tools`]), an OpenAI-compatible model endpoint, a journal (one SQLite file, or
+//! PostgreSQL by environment), a registry that cancels runs by id. Per request: a scope with
+//! the request's own grants and the service's limits, a journaled run in the background, its
+//! live stream kept for any number of readers.
+//!
+//! | endpoint | what it does | answers |
+//! |---|---|---|
+//! | `POST /runs` `{"task":"answer"\|"save","prompt":…,"grants":[…]}` | starts a run | 202 `{id, links}` |
+//! | `GET /runs/{id}` (`?wait=true` waits for the attempt in flight) | the run's outcome or error, and the proposal it waits on | the [`status`] table |
+//! | `GET /runs/{id}/events` | the run's live stream as Server-Sent Events, from the start or after `Last-Event-ID` | 200, `text/event-stream` |
+//! | `POST /runs/{id}/cancel` | cancels the attempt in flight, as its caller | 202, or 409 if none is |
+//! | `POST /runs/{id}/approve`, `/deny` `{"digest":…,"approver":…}` | decides the pending proposal, then resumes the run | 202, or the [`status`] table's code |
+//!
+//! ```sh
+//! bash testkit/mcp/setup.sh    # once: the pinned MCP servers (needs node and npm)
+//! LOOPBOUND_BASE_URL=http://127.0.0.1:8080/v1 LOOPBOUND_MODEL=smollm2 \
+//!   cargo run -p loopbound-demos --bin service -- --files /tmp/files --mcp-program node \
+//!   --mcp-arg testkit/mcp/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js
+//! curl -s localhost:8330/runs -d '{"task":"save","prompt":"Save a summary of ticket 7.","grants":["tickets.read","mcp.filesystem.write_file"]}'
+//! ```
+//!
+//! Grants come in the request here, to show one scope per request; a real service derives them
+//! from the caller's identity (capabilities are host fixtures, not authenticated roles).
+//!
+//! What it cannot do yet: resume a run that waits for approval after a restart or from another
+//! process (the journal does not keep the run's grants, so they are kept in memory,
+//! [`durable::Definition`]), retry a run whose attempt ended with a provider or journal error,
+//! or abandon a run that waits for a decision.
+//!
+//! # Invariants
+//!
+//! - A request runs only the tools its own grants name, within the service's limits, whatever
+//!   the model asks; a destructive MCP tool (`write_file`) never runs before a person approved
+//!   that exact call (its digest), and never after a denial.
+//! - The journal decides resumes: a run continues from its recorded replies and results, never
+//!   asking the model again for what it already answered, with the logical run's budgets.
+//! - An HTTP code is chosen from the run's typed status or error kind by one table
+//!   ([`status`]), never from a message.
+
+pub mod api;
+pub mod app;
+pub mod desk;
+pub mod durable;
+pub mod log;
+pub mod runs;
+pub mod start;
+pub mod status;
+pub mod tools;

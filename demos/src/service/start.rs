@@ -1,0 +1,160 @@
+//! Start-up: the command line, then the model endpoint, the MCP server, the tools, the journal
+//! (SQLite, or PostgreSQL when `LOOPBOUND_DATABASE_URL` is set) and the listener, in that order;
+//! the first that fails stops the service with a [`StartError`] naming it.
+//!
+//! # Invariants
+//!
+//! - The address printed (`listening on http://…`) is the one bound, after everything else is
+//!   ready: a client that reads it can send requests at once.
+//! - No secret is printed: the API key and the database password stay in their crates' redacted
+//!   forms.
+
+use std::fmt;
+use std::io::Write as _;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::Parser;
+use loopbound::journal::{Journal, JournalError};
+use loopbound::transport::{ChatOptions, Transport};
+use loopbound::{Limits, LimitsError, Runtime};
+use loopbound_mcp::{ConnectError, Connection, StdioServer, Timeouts};
+use loopbound_openai::{ConfigError, OpenAiTransport};
+
+use super::api;
+use super::app::App;
+use super::tools::{self, ToolsError};
+
+/// The pinned filesystem server, fetched by `npx` when no other program is given.
+pub const FILESYSTEM_SERVER: &str = "@modelcontextprotocol/server-filesystem@2026.8.31";
+
+/// `service`: an HTTP service that runs bounded agent runs.
+///
+/// The model endpoint comes from `LOOPBOUND_BASE_URL` and `LOOPBOUND_MODEL` (`LOOPBOUND_API_KEY`,
+/// `LOOPBOUND_TIMEOUT_SECS` optional). The journal is the SQLite file `--journal`, or PostgreSQL
+/// when `LOOPBOUND_DATABASE_URL` is set.
+#[derive(Debug, Parser)]
+#[command(name = "service", version)]
+pub struct Config {
+    /// The address to listen on (port 0: any free port; the bound address is printed).
+    #[arg(long, default_value = "127.0.0.1:8330")]
+    pub listen: SocketAddr,
+    /// The folder the filesystem tools may read and write (it must exist).
+    #[arg(long)]
+    pub files: PathBuf,
+    /// The SQLite journal file (created if missing), unless `LOOPBOUND_DATABASE_URL` is set.
+    #[arg(long, default_value = "service.db")]
+    pub journal: PathBuf,
+    /// The program that starts the MCP filesystem server.
+    #[arg(long, default_value = "npx")]
+    pub mcp_program: String,
+    /// An argument for that program, before the folder; repeat for several (default: `-y` and
+    /// the pinned package).
+    #[arg(long = "mcp-arg", allow_hyphen_values = true)]
+    pub mcp_args: Vec<String>,
+    /// Each run's wall-clock deadline, in seconds.
+    #[arg(long, default_value_t = 60)]
+    pub deadline_secs: u64,
+    /// The most runs kept in memory (in flight, waiting for approval, or ended).
+    #[arg(long, default_value_t = 4096)]
+    pub max_runs: usize,
+}
+
+/// Why the service did not start.
+#[derive(Debug)]
+pub enum StartError {
+    /// The model endpoint's configuration.
+    Model(ConfigError),
+    /// The files folder.
+    Files(std::io::Error),
+    /// The MCP server.
+    Mcp(ConnectError),
+    /// The tools.
+    Tools(ToolsError),
+    /// The limits.
+    Limits(LimitsError),
+    /// The SQLite journal.
+    Journal(JournalError),
+    /// The PostgreSQL journal.
+    Postgres(loopbound_postgres::Error),
+    /// The listener.
+    Listen(std::io::Error),
+}
+
+impl fmt::Display for StartError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Model(error) => write!(f, "the model endpoint: {error}"),
+            Self::Files(error) => write!(f, "the --files folder: {error}"),
+            Self::Mcp(error) => write!(f, "the MCP filesystem server: {error}"),
+            Self::Tools(error) => write!(f, "the tools: {error}"),
+            Self::Limits(error) => write!(f, "the limits: {error}"),
+            Self::Journal(error) => write!(f, "the SQLite journal: {error}"),
+            Self::Postgres(error) => write!(f, "the PostgreSQL journal: {error}"),
+            Self::Listen(error) => write!(f, "the listener: {error}"),
+        }
+    }
+}
+
+impl std::error::Error for StartError {}
+
+/// Starts the service and serves until Ctrl-C.
+///
+/// # Errors
+///
+/// [`StartError`], naming what failed.
+pub async fn serve(config: Config) -> Result<(), StartError> {
+    let transport = OpenAiTransport::from_env().map_err(StartError::Model)?;
+    let files = std::fs::canonicalize(&config.files).map_err(StartError::Files)?;
+    let args = if config.mcp_args.is_empty() {
+        vec!["-y".to_owned(), FILESYSTEM_SERVER.to_owned()]
+    } else {
+        config.mcp_args.clone()
+    };
+    let server = StdioServer::new("filesystem", &config.mcp_program).args(args).arg(&files);
+    let timeouts =
+        Timeouts::default().with_initialize(Duration::from_mins(1)).with_list(Duration::from_secs(30));
+    let connection = Connection::stdio(&server, timeouts).await.map_err(StartError::Mcp)?;
+    let tools = tools::define(&connection).map_err(StartError::Tools)?;
+    let runtime = Runtime::harness(&tools, transport)
+        .options(ChatOptions::default().with_max_output_tokens(800))
+        .streaming(true);
+    let limits = Limits::default().with_deadline(Duration::from_secs(config.deadline_secs));
+    limits.validate().map_err(StartError::Limits)?;
+    let files = files.display().to_string();
+    match std::env::var("LOOPBOUND_DATABASE_URL") {
+        Ok(url) if !url.is_empty() => {
+            let database =
+                loopbound_postgres::Config::from_env().map_err(|error| StartError::Postgres(error.into()))?;
+            let journal = loopbound_postgres::PostgresJournal::connect(&database)
+                .await
+                .map_err(StartError::Postgres)?;
+            listen(&config, App::new(runtime, journal, limits, config.max_runs, files)).await
+        }
+        _ => {
+            let journal =
+                loopbound_sqlite::SqliteJournal::open(&config.journal).map_err(StartError::Journal)?;
+            listen(&config, App::new(runtime, journal, limits, config.max_runs, files)).await
+        }
+    }
+}
+
+async fn listen<T: Transport + 'static, J: Journal + 'static>(
+    config: &Config,
+    app: App<T, J>,
+) -> Result<(), StartError> {
+    let listener = tokio::net::TcpListener::bind(config.listen).await.map_err(StartError::Listen)?;
+    let address = listener.local_addr().map_err(StartError::Listen)?;
+    let mut stdout = std::io::stdout();
+    // The test and a person read this line; a closed stdout must not stop the service.
+    let _ = writeln!(stdout, "listening on http://{address}").and_then(|()| stdout.flush());
+    let shutdown = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    axum::serve(listener, api::router(Arc::new(app)))
+        .with_graceful_shutdown(shutdown)
+        .await
+        .map_err(StartError::Listen)
+}

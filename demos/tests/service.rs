@@ -1,0 +1,509 @@
+//! The `service` binary end to end, over real HTTP on loopback: the OpenAI-compatible transport
+//! against the scripted aimock server, the real MCP `server-filesystem` writing into a temporary
+//! folder, and a SQLite journal.
+//!
+//! 64 concurrent requests of four kinds (one that completes, one that loops into the repetition
+//! limit, one that calls a write it was not granted, one whose destructive write waits for a
+//! person), every status asserted exactly and no file written before an approval; then
+//! approvals and denials recorded concurrently and resumed, and exactly the approved files
+//! present; a run's live stream read in order over Server-Sent Events; a run in flight cancelled
+//! by its id. Without `node` these print SKIPPED and pass, unless LOOPBOUND_REQUIRE_SERVERS=1.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use loopbound_testkit::aimock::Aimock;
+use loopbound_testkit::mcp::{self, TempDir};
+use loopbound_testkit::postgres::{Cluster, Durability};
+use serde_json::{Value, json};
+
+/// Requests of each kind.
+const PER_KIND: usize = 16;
+
+/// The kinds of request, by the request's number.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    Completes,
+    Loops,
+    Forbidden,
+    Write,
+}
+
+impl Kind {
+    fn of(request: usize) -> Self {
+        [Self::Completes, Self::Loops, Self::Forbidden, Self::Write][request % 4]
+    }
+}
+
+/// The file request `n` asks to write.
+fn note(root: &Path, n: usize) -> PathBuf {
+    root.join(format!("note-{n}.txt"))
+}
+
+/// The scripted model: per request, what it answers before and after a tool result.
+fn fixtures(root: &Path) -> Value {
+    let mut fixtures = Vec::new();
+    for n in 0..4 * PER_KIND {
+        let tag = format!("[req:{n}]");
+        let call = |name: &str, arguments: Value| json!({"toolCalls": [{"id": format!("call_{n}"), "name": name, "arguments": arguments}]});
+        match Kind::of(n) {
+            Kind::Completes => {
+                fixtures.push(json!({"match": {"userMessage": tag, "hasToolResult": false}, "response": call("read_ticket", json!({"id": n + 1}))}));
+                fixtures.push(json!({"match": {"userMessage": tag, "hasToolResult": true}, "response": {"content": format!("Ticket {} is about a login.", n + 1)}}));
+            }
+            // The same call forever: the second is refused by the repetition limit.
+            Kind::Loops => fixtures.push(
+                json!({"match": {"userMessage": tag}, "response": call("read_ticket", json!({"id": 7}))}),
+            ),
+            Kind::Forbidden | Kind::Write => {
+                let write = json!({"path": note(root, n).to_str().expect("a UTF-8 path"), "content": format!("note {n}\n")});
+                fixtures.push(json!({"match": {"userMessage": tag, "hasToolResult": false}, "response": call("write_file", write)}));
+                fixtures.push(json!({"match": {"userMessage": tag, "hasToolResult": true}, "response": {"content": format!("Saved note-{n}.txt.")}}));
+            }
+        }
+    }
+    // A model call that takes a minute to answer: what a cancel by id interrupts.
+    fixtures.push(json!({"match": {"userMessage": "[req:slow]"}, "response": {"content": "Too late."}, "streamingProfile": {"ttft": 60_000}}));
+    json!({"fixtures": fixtures})
+}
+
+fn request(n: usize) -> Value {
+    let tag = format!("[req:{n}]");
+    match Kind::of(n) {
+        Kind::Completes => {
+            json!({"task": "answer", "prompt": format!("{tag} What is ticket {} about?", n + 1), "grants": ["tickets.read"]})
+        }
+        Kind::Loops => {
+            json!({"task": "answer", "prompt": format!("{tag} Keep reading ticket 7."), "grants": ["tickets.read"]})
+        }
+        Kind::Forbidden => {
+            json!({"task": "save", "prompt": format!("{tag} Save a note."), "grants": ["tickets.read"]})
+        }
+        Kind::Write => {
+            json!({"task": "save", "prompt": format!("{tag} Save a note."), "grants": ["tickets.read", "mcp.filesystem.write_file"]})
+        }
+    }
+}
+
+/// The service, killed by its PID when dropped.
+struct Service {
+    child: Child,
+    base: String,
+}
+
+impl Service {
+    fn start(model: &Aimock, files: &Path, journal: &Path, database: Option<&str>) -> Self {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_service"));
+        match database {
+            Some(url) => command.env("LOOPBOUND_DATABASE_URL", url),
+            None => command.env_remove("LOOPBOUND_DATABASE_URL"),
+        };
+        let mut child = command
+            .args(["--listen", "127.0.0.1:0", "--deadline-secs", "30", "--mcp-program", "node", "--files"])
+            .arg(files)
+            .arg("--journal")
+            .arg(journal)
+            .arg("--mcp-arg")
+            .arg(mcp::filesystem_js())
+            .env("LOOPBOUND_BASE_URL", model.base_url())
+            .env("LOOPBOUND_MODEL", "aimock")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("the service starts");
+        let stdout = child.stdout.take().expect("piped stdout");
+        let (address, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if let Some(base) = line.strip_prefix("listening on ") {
+                    let _ = address.send(base.to_owned());
+                }
+            }
+        });
+        let base =
+            lines.recv_timeout(Duration::from_secs(60)).expect("the service prints its address within 60 s");
+        Self { child, base }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+}
+
+/// A service with its own scripted model, files folder and journal (fields drop in order: the
+/// service first).
+struct Setup {
+    service: Service,
+    root: TempDir,
+    _model: Aimock,
+    _state: TempDir,
+}
+
+impl Setup {
+    /// Everything started, with the SQLite journal or the PostgreSQL database `database`, or
+    /// `None` where `node` is absent (SKIPPED, unless servers are required).
+    fn start(database: Option<&str>) -> Option<Self> {
+        if !mcp::available() {
+            return None;
+        }
+        let root = TempDir::new("service-files");
+        let state = TempDir::new("service-state");
+        let fixtures_file = state.path().join("fixtures.json");
+        std::fs::write(&fixtures_file, fixtures(root.path()).to_string()).expect("fixtures written");
+        let model = Aimock::start_with_fixtures(&fixtures_file, &[])?;
+        let service = Service::start(&model, root.path(), &state.path().join("service.db"), database);
+        Some(Self { service, root, _model: model, _state: state })
+    }
+}
+
+impl Drop for Service {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A response's code and JSON body.
+async fn answer(response: reqwest::Response) -> (u16, Value) {
+    let code = response.status().as_u16();
+    let text = response.text().await.expect("a body");
+    (code, serde_json::from_str(&text).unwrap_or_else(|error| panic!("JSON ({error}): {text}")))
+}
+
+async fn post(client: &reqwest::Client, url: String, body: &Value) -> (u16, Value) {
+    let response = client
+        .post(url)
+        .header("content-type", "application/json")
+        .body(body.to_string())
+        .send()
+        .await
+        .expect("the service answers");
+    answer(response).await
+}
+
+async fn owned_post(client: reqwest::Client, url: String, body: Value) -> (u16, Value) {
+    post(&client, url, &body).await
+}
+
+async fn get(client: &reqwest::Client, url: String) -> (u16, Value) {
+    answer(client.get(url).send().await.expect("the service answers")).await
+}
+
+/// Runs `requests` concurrently, each on its own task; the answers in their order.
+async fn all<F>(requests: Vec<F>) -> Vec<F::Output>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    let handles: Vec<_> = requests.into_iter().map(tokio::spawn).collect();
+    let mut answers = Vec::with_capacity(handles.len());
+    for handle in handles {
+        answers.push(handle.await.expect("a request task"));
+    }
+    answers
+}
+
+/// The data lines of a run's event stream, with their ids, until it ends or `stop` holds.
+async fn events(
+    client: &reqwest::Client,
+    url: String,
+    after: Option<usize>,
+    stop: impl Fn(&Value) -> bool,
+) -> Vec<(usize, Value)> {
+    let mut request = client.get(url);
+    if let Some(after) = after {
+        request = request.header("last-event-id", after.to_string());
+    }
+    let mut response = request.send().await.expect("the event stream opens");
+    assert_eq!(response.status().as_u16(), 200);
+    let content_type = response.headers().get("content-type").and_then(|value| value.to_str().ok());
+    assert_eq!(content_type, Some("text/event-stream"));
+    let (mut buffer, mut seen, mut id) = (String::new(), Vec::new(), None);
+    while let Some(chunk) = response.chunk().await.expect("the stream reads") {
+        buffer.push_str(std::str::from_utf8(&chunk).expect("UTF-8 events"));
+        while let Some(end) = buffer.find('\n') {
+            let line: String = buffer.drain(..=end).collect();
+            let line = line.trim_end_matches('\n');
+            if let Some(number) = line.strip_prefix("id: ") {
+                id = Some(number.parse::<usize>().expect("a numeric id"));
+            } else if let Some(data) = line.strip_prefix("data: ") {
+                let update: Value = serde_json::from_str(data).expect("JSON data");
+                let done = stop(&update);
+                seen.push((id.take().expect("an id before each data line"), update));
+                if done {
+                    return seen;
+                }
+            }
+        }
+    }
+    seen
+}
+
+/// An update's short form: its type, and for an event its kind and name.
+fn brief(update: &Value) -> String {
+    match update["type"].as_str() {
+        Some("event") => format!(
+            "event {} {}",
+            update["kind"].as_str().unwrap_or("?"),
+            update["name"].as_str().unwrap_or("?")
+        ),
+        Some("outcome") => format!("outcome {}", update["status"].as_str().unwrap_or("?")),
+        Some(other) => other.to_owned(),
+        None => "?".to_owned(),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sixty_four_requests_on_sqlite_end_with_their_statuses_and_only_approved_writes_happen() {
+    let Some(setup) = Setup::start(None) else { return };
+    sixty_four_requests(&setup).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sixty_four_requests_on_postgres_end_with_their_statuses_and_only_approved_writes_happen() {
+    let Some(cluster) = Cluster::shared(Durability::Fast) else { return };
+    let database = cluster.create_database("service");
+    let Some(setup) = Setup::start(Some(&database.url)) else { return };
+    sixty_four_requests(&setup).await;
+}
+
+/// The four kinds at once, their statuses, the decisions and the files; one run's stream.
+async fn sixty_four_requests(setup: &Setup) {
+    let (service, root) = (&setup.service, &setup.root);
+    let client = reqwest::Client::new();
+
+    // 64 requests at once.
+    let posts = (0..4 * PER_KIND)
+        .map(|n| {
+            let (client, url) = (client.clone(), service.url("/runs"));
+            async move { post(&client, url, &request(n)).await }
+        })
+        .collect();
+    let started = all(posts).await;
+    let mut ids = Vec::new();
+    for (n, (code, body)) in started.iter().enumerate() {
+        assert_eq!(*code, 202, "request {n}: {body}");
+        let id = body["id"].as_str().expect("an id").to_owned();
+        assert_eq!(body["links"]["events"], format!("/runs/{id}/events"));
+        ids.push(id);
+    }
+
+    // One run's live stream, in order, to its end.
+    let stream = events(&client, service.url(&format!("/runs/{}/events", ids[0])), None, |_| false).await;
+    let numbers: Vec<usize> = stream.iter().map(|(id, _)| *id).collect();
+    assert_eq!(numbers, (1..=stream.len()).collect::<Vec<_>>());
+    // A streamed reply's text comes in pieces, as many as the watcher saw arrive separately.
+    let mut kinds: Vec<String> = stream.iter().map(|(_, update)| brief(update)).collect();
+    kinds.dedup_by(|next, previous| next == "text" && previous == "text");
+    let text: String = stream
+        .iter()
+        .filter(|(_, update)| update["type"] == "text")
+        .filter_map(|(_, update)| update["text"].as_str())
+        .collect();
+    assert_eq!(text, "Ticket 1 is about a login.");
+    assert_eq!(
+        kinds,
+        [
+            "event ModelCall model",
+            "tool_started",
+            "event Middleware read_ticket",
+            "event ToolCall read_ticket",
+            "event Proposed read_ticket",
+            "event Allowed read_ticket",
+            "tool_result",
+            "event ModelCall model",
+            "text",
+            "outcome Completed",
+        ],
+        "{stream:?}"
+    );
+    assert_eq!(stream[6].1["text"], "Ticket 1: an invoice shows the wrong currency.");
+    // The stream's events are the outcome's audit log, in the same order.
+    let streamed: Vec<Value> = stream
+        .iter()
+        .filter(|(_, update)| update["type"] == "event")
+        .map(|(_, update)| {
+            let mut event = update.clone();
+            event.as_object_mut().map(|object| object.remove("type"));
+            event
+        })
+        .collect();
+    assert_eq!(stream[stream.len() - 1].1["events"], Value::Array(streamed));
+
+    // Every run's outcome, waited for at once.
+    let waits = ids
+        .iter()
+        .map(|id| {
+            let (client, url) = (client.clone(), service.url(&format!("/runs/{id}?wait=true")));
+            async move { get(&client, url).await }
+        })
+        .collect();
+    let ended = all(waits).await;
+    let mut pending = Vec::new();
+    for (n, (code, body)) in ended.iter().enumerate() {
+        let status = body["outcome"]["status"].as_str().unwrap_or("none");
+        match Kind::of(n) {
+            Kind::Completes => {
+                assert_eq!((*code, status), (200, "Completed"), "request {n}: {body}");
+                assert_eq!(body["outcome"]["text"], format!("Ticket {} is about a login.", n + 1));
+            }
+            Kind::Loops => assert_eq!((*code, status), (422, "RepeatedCall"), "request {n}: {body}"),
+            Kind::Forbidden => assert_eq!((*code, status), (403, "PermissionDenied"), "request {n}: {body}"),
+            Kind::Write => {
+                assert_eq!((*code, status), (202, "AwaitingApproval"), "request {n}: {body}");
+                let proposal = &body["pending"];
+                assert_eq!(proposal["operation"], format!("{}/op/1", ids[n]));
+                assert_eq!(proposal["tool"], "write_file");
+                assert_eq!(proposal["capability"], "mcp.filesystem.write_file");
+                let shown: Value =
+                    serde_json::from_str(proposal["arguments"].as_str().expect("arguments")).expect("JSON");
+                assert_eq!(shown["path"], note(root.path(), n).to_str().expect("UTF-8"));
+                let digest = proposal["digest"].as_str().expect("a digest").to_owned();
+                assert_eq!(digest.len(), 64);
+                pending.push((n, ids[n].clone(), digest));
+            }
+        }
+        assert_eq!(body["state"], "ended");
+    }
+    assert_eq!(pending.len(), PER_KIND);
+    assert_eq!(root.files(), Vec::<String>::new(), "nothing is written before an approval");
+
+    // A digest of other arguments is refused, and changes nothing.
+    let (first, first_id, _) = &pending[0];
+    let other = pending[1].2.clone();
+    let refused = post(
+        &client,
+        service.url(&format!("/runs/{first_id}/approve")),
+        &json!({"digest": other, "approver": "mallory"}),
+    )
+    .await;
+    assert_eq!(refused.0, 409, "{}", refused.1);
+    assert_eq!(refused.1["error"]["kind"], "journal");
+    let still = get(&client, service.url(&format!("/runs/{first_id}"))).await;
+    assert_eq!(
+        (still.0, still.1["outcome"]["status"].as_str()),
+        (202, Some("AwaitingApproval")),
+        "request {first}"
+    );
+
+    // Approvals (even requests) and denials (odd) at once, the first run's approval sent twice.
+    let mut decisions: Vec<_> = pending
+        .iter()
+        .map(|(n, id, digest)| {
+            let verb = if n % 8 == 3 { "approve" } else { "deny" };
+            (format!("/runs/{id}/{verb}"), json!({"digest": digest, "approver": "alice"}))
+        })
+        .collect();
+    decisions.push((
+        format!("/runs/{}/approve", pending[0].1),
+        json!({"digest": pending[0].2, "approver": "bob"}),
+    ));
+    let decisions = decisions
+        .into_iter()
+        .map(|(path, body)| owned_post(client.clone(), service.url(&path), body))
+        .collect();
+    let decided = all(decisions).await;
+    let (first_twice, rest) = decided.split_at(1);
+    let twice = [&first_twice[0], &decided[decided.len() - 1]];
+    let mut codes: Vec<u16> = twice.iter().map(|(code, _)| *code).collect();
+    codes.sort_unstable();
+    assert_eq!(codes, [202, 409], "one of two racing approvals wins: {twice:?}");
+    for (code, body) in &rest[..rest.len() - 1] {
+        assert_eq!(*code, 202, "{body}");
+    }
+
+    // The resumed runs: approved ones wrote their file and completed; denied ones wrote nothing.
+    let waits = pending
+        .iter()
+        .map(|(_, id, _)| {
+            let (client, url) = (client.clone(), service.url(&format!("/runs/{id}?wait=true")));
+            async move { get(&client, url).await }
+        })
+        .collect();
+    let resumed = all(waits).await;
+    let mut approved = Vec::new();
+    for ((n, _, _), (code, body)) in pending.iter().zip(&resumed) {
+        let status = body["outcome"]["status"].as_str().unwrap_or("none");
+        if n % 8 == 3 {
+            assert_eq!((*code, status), (200, "Completed"), "request {n}: {body}");
+            assert_eq!(body["outcome"]["text"], format!("Saved note-{n}.txt."));
+            approved.push(format!("note-{n}.txt"));
+            let text = std::fs::read_to_string(note(root.path(), *n)).expect("the approved file");
+            assert_eq!(text, format!("note {n}\n"));
+        } else {
+            assert_eq!((*code, status), (403, "Denied"), "request {n}: {body}");
+            assert_eq!(body["outcome"]["text"], Value::Null);
+        }
+    }
+    approved.sort();
+    assert_eq!(approved.len(), PER_KIND / 2);
+    assert_eq!(root.files(), approved, "exactly the approved files");
+
+    // The first approved run's stream after the approval, from where its first attempt ended.
+    let (_, id, _) = &pending[0];
+    let before = events(&client, service.url(&format!("/runs/{id}/events")), None, |_| false).await;
+    let suspended = before
+        .iter()
+        .position(|(_, update)| update["type"] == "outcome")
+        .expect("the first attempt's outcome");
+    assert_eq!(brief(&before[suspended].1), "outcome AwaitingApproval");
+    let after =
+        events(&client, service.url(&format!("/runs/{id}/events")), Some(before[suspended].0), |_| false)
+            .await;
+    assert_eq!(after.first().map(|(number, _)| *number), Some(before[suspended].0 + 1));
+    assert_eq!(after.last().map(|(_, update)| brief(update)).as_deref(), Some("outcome Completed"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_in_flight_is_cancelled_by_its_id_and_bad_requests_are_refused() {
+    let Some(setup) = Setup::start(None) else { return };
+    let (service, root) = (&setup.service, &setup.root);
+    let client = reqwest::Client::new();
+
+    let slow = json!({"task": "answer", "prompt": "[req:slow] Anything.", "grants": ["tickets.read"]});
+    let (code, body) = post(&client, service.url("/runs"), &slow).await;
+    assert_eq!(code, 202, "{body}");
+    let id = body["id"].as_str().expect("an id").to_owned();
+    // The model call is in flight once its event is in the stream.
+    let first = events(&client, service.url(&format!("/runs/{id}/events")), None, |_| true).await;
+    assert_eq!(first.iter().map(|(_, update)| brief(update)).collect::<Vec<_>>(), ["event ModelCall model"]);
+    assert_eq!(get(&client, service.url(&format!("/runs/{id}"))).await.0, 202, "still running");
+    let (code, body) = post(&client, service.url(&format!("/runs/{id}/cancel")), &json!({})).await;
+    assert_eq!((code, &body["cancelled"]), (202, &json!(true)), "{body}");
+    let (code, body) = get(&client, service.url(&format!("/runs/{id}?wait=true"))).await;
+    assert_eq!((code, &body["error"]["kind"]), (499, &json!("cancelled")), "{body}");
+    let (code, body) = post(&client, service.url(&format!("/runs/{id}/cancel")), &json!({})).await;
+    assert_eq!((code, &body["error"]["kind"]), (409, &json!("not_running")), "{body}");
+    let (code, body) =
+        post(&client, service.url(&format!("/runs/{id}/approve")), &json!({"digest": "0", "approver": "a"}))
+            .await;
+    assert_eq!((code, &body["error"]["kind"]), (409, &json!("not_waiting")), "{body}");
+
+    // Refusals: an unknown run, an invalid id, a body with an unknown field, an empty prompt,
+    // an unknown task.
+    assert_eq!(get(&client, service.url("/runs/run-unknown")).await.0, 404);
+    assert_eq!(get(&client, service.url("/runs/not%20an%20id")).await.0, 400);
+    let refused = [
+        json!({"task": "answer", "prompt": "Hi.", "grants": [], "limits": {}}),
+        json!({"task": "answer", "prompt": " ", "grants": []}),
+        json!({"task": "delete", "prompt": "Hi.", "grants": []}),
+        json!({"task": "answer", "prompt": "Hi.", "grants": ["a\nb"]}),
+    ];
+    let (code, answer) = get(&client, service.url(&format!("/runs/{id}?wait=soon"))).await;
+    assert_eq!((code, &answer["error"]["kind"]), (400, &json!("bad_request")), "{answer}");
+    let huge = json!({"task": "answer", "prompt": "x".repeat(100_000), "grants": []});
+    let (code, answer) = post(&client, service.url("/runs"), &huge).await;
+    assert_eq!((code, &answer["error"]["kind"]), (413, &json!("too_large")), "{answer}");
+    let long = json!({"task": "answer", "prompt": "x".repeat(20_000), "grants": []});
+    let many: Vec<String> = (0..33).map(|n| format!("grant.{n}")).collect();
+    let crowded = json!({"task": "answer", "prompt": "Hi.", "grants": many});
+    for body in refused.into_iter().chain([long, crowded]) {
+        let (code, answer) = post(&client, service.url("/runs"), &body).await;
+        assert_eq!((code, &answer["error"]["kind"]), (400, &json!("bad_request")), "{body}: {answer}");
+    }
+    assert_eq!(root.files(), Vec::<String>::new());
+}

@@ -1,0 +1,126 @@
+//! Leases: one live attempt per run; taken over once released or expired; kept by renewals and
+//! commits; an expired attempt fenced out; host writes only while no lease is live.
+
+use std::time::Duration;
+
+use loopbound::journal::{Entry, Fence, Journal, JournalError, RunState, StoredRun};
+
+use super::rows::{event, reply};
+use super::{Backend, LONG, PAST_SHORT, SHORT, batch, ending, fresh_row, pair, run, two};
+
+pub(crate) async fn check_all<B: Backend>(backend: &B) {
+    let (a, b) = two(backend, LONG).await;
+    a_live_lease_is_refused_to_every_other_attempt_and_nothing_is_written(&a, &b).await;
+    let (a, b) = two(backend, LONG).await;
+    a_released_run_is_taken_at_once_and_the_old_attempt_is_fenced_out(&a, &b).await;
+    // The taker's lease is long: its refusal of the old holder must not race its expiry.
+    let (a, b) = pair(backend, SHORT, LONG).await;
+    an_expired_lease_is_lost_by_its_holder_and_taken_over(&a, &b).await;
+    let (a, b) = two(backend, SHORT).await;
+    renewals_and_commits_keep_a_lease_past_its_first_expiry(&a, &b).await;
+    let (a, b) = two(backend, LONG).await;
+    a_host_write_waits_until_no_lease_is_live(&a, &b).await;
+}
+
+/// The run as `journal` reads it now.
+async fn stored(journal: &impl Journal) -> StoredRun {
+    journal.load(&run()).await.expect("load").expect("the run exists")
+}
+
+/// Asserts `result` is `LeaseHeld` naming `holder` with at most `lease` left.
+fn assert_held<T: std::fmt::Debug>(
+    result: Result<T, JournalError>,
+    holder: &str,
+    lease: Duration,
+    what: &str,
+) {
+    match result {
+        Err(JournalError::LeaseHeld { holder: named, remaining }) => {
+            assert_eq!(named, holder, "{what}: the refusal names the holder");
+            assert!(!remaining.is_zero() && remaining <= lease, "{what}: {remaining:?} left of {lease:?}");
+        }
+        other => panic!("{what}: expected LeaseHeld, got {other:?}"),
+    }
+}
+
+async fn a_live_lease_is_refused_to_every_other_attempt_and_nothing_is_written(
+    a: &impl Journal,
+    b: &impl Journal,
+) {
+    a.acquire(&run(), fresh_row()).await.expect("the run is free");
+    let before = stored(a).await;
+    assert_held(b.acquire(&run(), fresh_row()).await, "attempt-a", LONG, "another process");
+    assert_held(a.acquire(&run(), fresh_row()).await, "attempt-a", LONG, "the same journal value");
+    let after = stored(b).await;
+    assert_eq!((after.run.epoch, after.run.attempts), (1, 1), "the refusals wrote nothing");
+    assert_eq!(after.run, before.run, "not a byte of the run's row");
+    assert_eq!(after.lease.map(|lease| lease.holder), Some("attempt-a".to_owned()), "nor the lease");
+}
+
+async fn a_released_run_is_taken_at_once_and_the_old_attempt_is_fenced_out(
+    a: &impl Journal,
+    b: &impl Journal,
+) {
+    a.acquire(&run(), fresh_row()).await.expect("the run is free");
+    a.commit(&run(), Fence::Epoch(1), ending(RunState::AwaitingApproval(3))).await.expect("a stops");
+    let released = stored(b).await;
+    assert_eq!(released.lease, None, "the last commit released the lease");
+    assert_eq!(a.renew(&run(), 1).await, Err(JournalError::LeaseLost), "a released lease is not renewed");
+    let taken = b.acquire(&run(), fresh_row()).await.expect("a released run is taken at once");
+    assert_eq!((taken.run.epoch, taken.run.attempts), (2, 2));
+    assert_eq!(taken.run.state, RunState::AwaitingApproval(3), "the state is the stopped attempt's");
+    assert_eq!(taken.lease.map(|lease| lease.holder), Some("attempt-b".to_owned()));
+    let late = a.commit(&run(), Fence::Epoch(1), batch(vec![reply(1), event("ModelCall", 1)])).await;
+    assert_eq!(late, Err(JournalError::LeaseLost), "the old epoch writes nothing");
+    assert!(stored(a).await.replies.is_empty(), "not a row");
+    b.commit(&run(), Fence::Epoch(2), batch(vec![reply(1)])).await.expect("the new epoch writes");
+}
+
+async fn an_expired_lease_is_lost_by_its_holder_and_taken_over(a: &impl Journal, b: &impl Journal) {
+    a.acquire(&run(), fresh_row()).await.expect("the run is free");
+    a.commit(&run(), Fence::Epoch(1), batch(vec![Entry::Ledger("before".to_owned())]))
+        .await
+        .expect("a writes");
+    tokio::time::sleep(PAST_SHORT).await;
+    let expired = stored(b).await.lease.expect("an expired lease is still there");
+    assert!(!expired.is_live(), "it is not live: {expired:?}");
+    let late = a.commit(&run(), Fence::Epoch(1), batch(vec![Entry::Ledger("late".to_owned())])).await;
+    assert_eq!(
+        late,
+        Err(JournalError::LeaseLost),
+        "an attempt past its lease writes nothing, taken over or not"
+    );
+    assert_eq!(a.renew(&run(), 1).await, Err(JournalError::LeaseLost), "nor renews it");
+    let taken = b.acquire(&run(), fresh_row()).await.expect("an expired lease is taken over");
+    assert_eq!((taken.run.epoch, taken.run.attempts, taken.run.ledger.as_str()), (2, 2, "before"));
+    assert_held(a.acquire(&run(), fresh_row()).await, "attempt-b", LONG, "the old holder");
+}
+
+async fn renewals_and_commits_keep_a_lease_past_its_first_expiry(a: &impl Journal, b: &impl Journal) {
+    a.acquire(&run(), fresh_row()).await.expect("the run is free");
+    for round in 0..5 {
+        tokio::time::sleep(SHORT / 3).await;
+        if round % 2 == 0 {
+            a.renew(&run(), 1).await.expect("the holder renews");
+        } else {
+            a.commit(&run(), Fence::Epoch(1), batch(vec![])).await.expect("a commit renews");
+        }
+    }
+    assert_held(b.acquire(&run(), fresh_row()).await, "attempt-a", SHORT, "past the first expiry");
+    assert_eq!(b.renew(&run(), 2).await, Err(JournalError::LeaseLost), "another epoch does not renew it");
+    a.commit(&run(), Fence::Epoch(1), batch(vec![reply(1)])).await.expect("the holder still writes");
+}
+
+async fn a_host_write_waits_until_no_lease_is_live(a: &impl Journal, b: &impl Journal) {
+    a.acquire(&run(), fresh_row()).await.expect("the run is free");
+    assert_held(
+        b.commit(&run(), Fence::Host, batch(vec![reply(1)])).await,
+        "attempt-a",
+        LONG,
+        "a host write",
+    );
+    assert!(stored(b).await.replies.is_empty(), "the refused host write wrote nothing");
+    a.commit(&run(), Fence::Epoch(1), ending(RunState::Open)).await.expect("a stops");
+    b.commit(&run(), Fence::Host, batch(vec![reply(1), Entry::Release])).await.expect("the host writes now");
+    assert_eq!(stored(b).await.replies.len(), 1);
+}
