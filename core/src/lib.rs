@@ -129,6 +129,7 @@ pub mod journal;
 mod json;
 mod limits;
 mod outcome;
+pub mod pool;
 mod registry;
 mod runtime;
 mod scope;
@@ -170,6 +171,8 @@ mod docs_doctests {
     struct Limits;
     #[doc = include_str!("../../docs/spend.md")]
     struct Spend;
+    #[doc = include_str!("../../docs/pools.md")]
+    struct Pools;
     #[doc = include_str!("../../docs/outcomes.md")]
     struct Outcomes;
     #[doc = include_str!("../../docs/watch.md")]

@@ -422,6 +422,12 @@ pub enum LimitsError {
     ChildCaller,
     /// A wrap-up needs tokens kept aside and a model call besides the run's own (at least 2).
     WrapUpWithoutRoom,
+    /// A scope that draws from shared pools has tool prices: pools hold model calls only, so a
+    /// priced tool would spend money its pools never saw (refused rather than let through).
+    PricedToolsWithPools,
+    /// A child scope's pools live in another store than its parent's: one transaction could not
+    /// reserve in both.
+    PoolStores,
 }
 
 impl fmt::Display for LimitsError {
@@ -450,6 +456,10 @@ impl fmt::Display for LimitsError {
             Self::WrapUpWithoutRoom => {
                 "invalid limits: a wrap-up keeps a positive number of tokens and one of at least 2 model calls aside"
             }
+            Self::PricedToolsWithPools => {
+                "invalid scope: a scope drawing from shared pools cannot price tools (pools hold model calls only)"
+            }
+            Self::PoolStores => "invalid scope: a child's pools must live in its parent's pool store",
         })
     }
 }

@@ -17,6 +17,7 @@ use serde::{Serialize, Serializer};
 
 use crate::event::{ControlEvent, HaltReason};
 use crate::journal::JournalError;
+use crate::pool::PoolError;
 use crate::spend::Spend;
 use crate::transport::{TransportError, TransportErrorKind, Usage};
 
@@ -375,6 +376,9 @@ pub enum RunError {
     /// The run has a cost budget but no price for what it may spend on (the model, or a tool
     /// of its set): nothing ran.
     Unpriced(String),
+    /// A shared pool's store failed or does not know a pool the scope draws from: the call it
+    /// would have reserved was not sent (fail closed).
+    Pool(PoolError),
 }
 
 /// What kind of failure a [`RunError`] is, for a host that answers with a status code: it
@@ -388,6 +392,7 @@ pub enum RunError {
 /// | `Busy` | another attempt holds the run or took it over | 409, retry later |
 /// | `Finished` | the run already ended | 409 |
 /// | `JournalUnavailable` | the journal's storage failed | 503 |
+/// | `PoolUnavailable` | a shared pool's store failed: the call was not sent | 503 |
 /// | `Internal` | the journal's rows or the host's setup do not fit (a corrupt row, a scope already used, a tool set that changed) | 500 |
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
@@ -405,6 +410,8 @@ pub enum RunErrorKind {
     Finished,
     /// The journal's storage failed: nothing that could not be recorded ran.
     JournalUnavailable,
+    /// A shared pool's store failed: the call it would have reserved was not sent.
+    PoolUnavailable,
     /// The journal's rows, the tools or the scope do not fit together.
     Internal,
     /// The run's configuration was refused before anything ran (a cost budget without prices).
@@ -422,6 +429,7 @@ impl RunErrorKind {
             Self::Busy => "busy",
             Self::Finished => "finished",
             Self::JournalUnavailable => "journal_unavailable",
+            Self::PoolUnavailable => "pool_unavailable",
             Self::Internal => "internal",
             Self::Configuration => "configuration",
         }
@@ -459,6 +467,11 @@ impl RunError {
                 _ => RunErrorKind::Internal,
             },
             Self::Unpriced(_) => RunErrorKind::Configuration,
+            Self::Pool(error) if error.is_storage() => RunErrorKind::PoolUnavailable,
+            Self::Pool(PoolError::UnknownPool | PoolError::InvalidName | PoolError::InvalidBudget) => {
+                RunErrorKind::Configuration
+            }
+            Self::Pool(_) => RunErrorKind::Internal,
         }
     }
 }
@@ -490,6 +503,7 @@ impl fmt::Display for RunError {
             Self::Provider(error) => error.fmt(f),
             Self::Journal(error) => error.fmt(f),
             Self::Unpriced(what) => write!(f, "a cost budget needs a price for {what}; nothing ran"),
+            Self::Pool(error) => error.fmt(f),
         }
     }
 }
@@ -500,6 +514,7 @@ impl std::error::Error for RunError {
             Self::Cancelled | Self::Unpriced(_) => None,
             Self::Provider(error) => error.source(),
             Self::Journal(error) => error.source(),
+            Self::Pool(error) => error.source(),
         }
     }
 }

@@ -26,6 +26,7 @@ use crate::event::{ControlEvent, HaltReason};
 use crate::guard::{Activity, Ancestor, Guard, Stop, Terms};
 use crate::journal::Labels;
 use crate::limits::{Limits, LimitsError};
+use crate::pool::PoolDraw;
 use crate::spend::{Prices, Spend};
 use crate::sync::CancellationToken;
 use crate::watch::Feed;
@@ -70,6 +71,8 @@ pub struct ScopeBuilder<S = ()> {
     caller: Option<CancellationToken>,
     terms: Terms,
     invalid_tool_limit: bool,
+    /// A child named pools of another store than its parent's.
+    foreign_pools: bool,
     feed: Option<Feed>,
     state: S,
     labels: Labels,
@@ -83,6 +86,7 @@ impl Default for ScopeBuilder {
             caller: None,
             terms: Terms::default(),
             invalid_tool_limit: false,
+            foreign_pools: false,
             feed: None,
             state: (),
             labels: Labels::new(),
@@ -172,6 +176,22 @@ impl<S> ScopeBuilder<S> {
         self
     }
 
+    /// Draws every model call of the run from the shared pools of `draw` as well (a tenant's,
+    /// a user's): each call is reserved in all of them, all or nothing, before it is sent, and
+    /// settled from the provider's usage (see [`pool`](crate::pool)). A child scope draws from
+    /// its parent's pools, and from those it adds here, in the same store.
+    pub fn pools(mut self, draw: PoolDraw) -> Self {
+        self.terms.pools = Some(match self.terms.pools.take() {
+            Some(inherited) if inherited.same_store(&draw) => inherited.with(&draw),
+            Some(_) => {
+                self.foreign_pools = true;
+                draw
+            }
+            None => draw,
+        });
+        self
+    }
+
     /// Attaches the request's own state, which tool bodies read through
     /// [`Call::state`](crate::Call::state) and the completion condition receives.
     pub fn state<T>(self, state: T) -> ScopeBuilder<T> {
@@ -181,6 +201,7 @@ impl<S> ScopeBuilder<S> {
             caller: self.caller,
             terms: self.terms,
             invalid_tool_limit: self.invalid_tool_limit,
+            foreign_pools: self.foreign_pools,
             feed: self.feed,
             state,
             labels: self.labels,
@@ -207,6 +228,14 @@ impl<S> ScopeBuilder<S> {
         }
         if self.limits.cost().is_some() && self.terms.prices.is_none() {
             return Err(LimitsError::Unpriced);
+        }
+        if self.foreign_pools {
+            return Err(LimitsError::PoolStores);
+        }
+        if self.terms.pools.is_some()
+            && self.terms.prices.as_ref().is_some_and(|prices| prices.charges_tools())
+        {
+            return Err(LimitsError::PricedToolsWithPools);
         }
         let mut deadline =
             Instant::now().checked_add(self.limits.deadline()).ok_or(LimitsError::DeadlineOutOfRange)?;
@@ -266,6 +295,7 @@ impl<S: Send + Sync + 'static> Scope<S> {
         let mut builder = ScopeBuilder::default();
         builder.terms.parent = Some(Arc::clone(&self.inner) as Arc<dyn Ancestor>);
         builder.terms.prices.clone_from(&self.inner.guard.prices().cloned());
+        builder.terms.pools = self.inner.guard.pools().cloned();
         builder
     }
 }

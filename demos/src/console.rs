@@ -30,6 +30,7 @@ use loopbound_testkit::review;
 use crate::budget::BudgetArgs;
 use crate::durable::{self, Durable};
 use crate::live::print_updates;
+use crate::pool::{self, PoolArgs};
 use crate::provider::Live;
 use crate::report::{Report, render_json};
 use crate::scenario::Scenario;
@@ -138,6 +139,9 @@ pub enum Command {
     /// A tree of agents: a planner's tool runs a reviewer sub-agent; its halt is an error result
     /// for the planner, and the whole tree spends within the planner's budgets.
     Subagent(SpendArgs),
+    /// A tenant's shared pool on SQLite: requests reserve in it before their call is sent; the
+    /// last one does not fit and is refused unsent.
+    Pool(PoolArgs),
 }
 
 /// The journal file.
@@ -256,6 +260,7 @@ pub async fn execute(
         return match command {
             Command::Spend(args) => spend::play(false, *args, caller, out, err).await,
             Command::Subagent(args) => spend::play(true, *args, caller, out, err).await,
+            Command::Pool(args) => pool::play(args, out, err).await,
             durable => durable_command(durable, out, err).await,
         };
     }
@@ -286,7 +291,7 @@ async fn durable_command(command: &Command, out: &mut impl Write, err: &mut impl
         Command::Runs(args) => crate::runs::runs(args, out, err).await,
         Command::Inspect(r) => crate::runs::inspect(&r.journal, &r.run, out, err).await,
         // Played by `execute`, with the caller's cancellation.
-        Command::Spend(_) | Command::Subagent(_) => EXIT_INTERNAL,
+        Command::Spend(_) | Command::Subagent(_) | Command::Pool(_) => EXIT_INTERNAL,
     }
 }
 

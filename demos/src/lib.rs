@@ -18,6 +18,8 @@
 //! - [`budget`]: the spend-budget flags of the review scenarios (tokens, cost, the model's price);
 //! - [`spend`]: the `spend` and `subagent` scenarios: budgets reserved before every call, and a
 //!   tree of agents bounded by its root's budgets;
+//! - [`pool`]: the `pool` scenario: a tenant's shared pool on SQLite, reserved before every call
+//!   of every request, the request that does not fit refused unsent;
 //! - [`durable`]: the durable scenarios (`refund`, `crash`) and the host's commands on a journal
 //!   (`approve`, `deny`, `reconcile`, `resume`);
 //! - [`runs`]: the host's queries on a journal (`runs`, `inspect`);
@@ -50,6 +52,7 @@ pub mod console;
 pub mod durable;
 pub mod live;
 pub mod mcp;
+pub mod pool;
 pub mod provider;
 pub mod report;
 pub mod runs;

@@ -48,6 +48,7 @@ pub mod json_schema_suite;
 pub mod leaks;
 pub mod load;
 pub mod mcp;
+pub mod pool;
 pub mod postgres;
 pub mod refund;
 pub mod release;

@@ -22,9 +22,10 @@
 //!
 //! # What it prints
 //!
-//! For one run per case, and for K runs sharing one budget through a tree (K child scopes of
-//! one parent scope that holds the budget, each child a runaway loop on its own task, provider
-//! latency uniform in 200-600 ms on tokio's paused clock, one seed per repetition): the calls
+//! For one run per case, and for K runs sharing one budget (through a tree: K child scopes of one
+//! parent scope that holds the budget; or through a shared pool: K scopes of their own drawing
+//! from one pool, in memory and in a SQLite file), each run a runaway loop on its own task,
+//! provider latency uniform in 200-600 ms on tokio's paused clock, one seed per repetition): the calls
 //! made, the calls a reserving gate admits (`floor(L / per call)`), tokens and cost billed, the
 //! overshoot past the budget, the calls sent with the budget already billed or fully committed
 //! (billed + in flight, this call included), the peak in flight, and how the run ended. Every
@@ -38,9 +39,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use clap::Parser;
+use loopbound::pool::{MemoryPools, PoolBudget, PoolDraw, PoolName, PoolStore};
 use loopbound::spend::{Micros, Price, Prices, TokenCounter};
 use loopbound::transport::{ChatOptions, ChatRequest, ModelReply, Transport, TransportError, Usage};
 use loopbound::{Call, Limits, Message, Runtime, Scope, Status, ToolSet};
+use loopbound_sqlite::SqlitePools;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -372,6 +375,55 @@ fn shared(k: usize, budget: u64, seed: u64) -> Shared {
     }
 }
 
+/// K runaway runs, each a scope of its own drawing from one shared pool of `budget` tokens in
+/// `store` (a tenant's pool: no parent scope; the runs could be in any process).
+fn pooled(k: usize, budget: u64, seed: u64, store: &Arc<dyn PoolStore>) -> Shared {
+    let ledger = Arc::new(Ledger::default());
+    let tools = tools();
+    let pool = PoolName::new(format!("tenant:peers-{k}-{budget}-{seed}")).expect("a pool name");
+    let prices = Prices::new().model(MODEL, PRICE).other_tools(Micros(0)).shared();
+    let (statuses, state) = paused_runtime().block_on(async {
+        store.define(&pool, PoolBudget::default().with_tokens(budget)).await.expect("the pool is defined");
+        let draw = PoolDraw::new(Arc::clone(store), [pool.clone()])
+            .output_cap(u32::try_from(OUTPUT).unwrap_or(u32::MAX));
+        let mut runs = Vec::with_capacity(k);
+        for run in 0..k {
+            let scope = Scope::builder()
+                .grant("orders.read")
+                .limits(roomy())
+                .prices(Arc::clone(&prices))
+                .pools(draw.clone())
+                .build()
+                .expect("a scope drawing from the pool");
+            let model = Workload::new(
+                Shape::ToolLoop,
+                Arc::clone(&ledger),
+                budget,
+                Some((200, 600)),
+                seed.wrapping_mul(1_000_003).wrapping_add(run as u64),
+            );
+            let runtime = runtime_for(&tools, model);
+            runs.push(async move {
+                runtime
+                    .run(&scope, &mut vec![Message::user("Review the tickets.")], |()| false)
+                    .await
+                    .map(|outcome| outcome.status())
+            });
+        }
+        let statuses = join_all(runs).await;
+        (statuses, store.state(&pool).await.expect("the pool's state"))
+    });
+    Shared {
+        sent: ledger.sent.load(Ordering::SeqCst),
+        billed: ledger.billed.load(Ordering::SeqCst),
+        sent_with_budget_billed: ledger.sent_with_budget_billed.load(Ordering::SeqCst),
+        sent_with_budget_committed: ledger.sent_with_budget_committed.load(Ordering::SeqCst),
+        peak_in_flight: ledger.peak_in_flight.load(Ordering::SeqCst),
+        settled: state.settled.tokens + state.reserved.tokens,
+        statuses: statuses.into_iter().map(|status| status.expect("the runs are priced")).collect(),
+    }
+}
+
 /// Runs every future as its own task and gathers their results in order.
 async fn join_all<F>(futures: Vec<F>) -> Vec<F::Output>
 where
@@ -416,7 +468,7 @@ fn main() {
     }
     println!();
     println!(
-        "### K runaway runs sharing one budget through a tree (children of one parent scope), 200-600 ms a call, {} repetitions (min / median / max)",
+        "### K runaway runs sharing one budget, through a tree (children of one parent scope) or a shared pool (K scopes of their own), 200-600 ms a call, {} repetitions (min / median / max)",
         cli.reps
     );
     println!();
@@ -424,27 +476,49 @@ fn main() {
         "| framework | budget B | K | calls made (a reserving gate: floor(B / per call)) | overshoot beyond B | calls sent with B already billed | calls sent with B fully committed | peak in flight | runs ended with |"
     );
     println!("|---|---|---|---|---|---|---|---|---|");
+    let dir = loopbound_testkit::scratch::dir("spend-peers-pools");
+    let sqlite: Arc<dyn PoolStore> =
+        Arc::new(SqlitePools::open(dir.join("pools.db")).expect("the pools' file opens"));
+    let memory: Arc<dyn PoolStore> = Arc::new(MemoryPools::new());
+    let configurations: [(&str, Option<&Arc<dyn PoolStore>>); 3] = [
+        ("loopbound tree", None),
+        ("loopbound pool, memory", Some(&memory)),
+        ("loopbound pool, SQLite", Some(&sqlite)),
+    ];
     for (budget, k) in [(1_000_000, 1), (1_000_000, 8), (1_000_000, 64), (100_000, 64)] {
-        let runs: Vec<Shared> = (0..cli.reps).map(|seed| shared(k, budget, seed + 1)).collect();
-        for run in &runs {
-            assert_eq!(
-                run.billed, run.settled,
-                "the tree's spend (settled, and reserved for the calls cut in flight) is the provider's bill"
-            );
+        for (label, store) in configurations {
+            let runs: Vec<Shared> = (0..cli.reps)
+                .map(|seed| match store {
+                    None => shared(k, budget, seed + 1),
+                    Some(store) => pooled(k, budget, seed + 1, store),
+                })
+                .collect();
+            row(label, budget, k, &runs);
         }
-        let mut ends: Vec<String> =
-            runs.iter().flat_map(|run| run.statuses.iter().map(|s| format!("{s:?}"))).collect();
-        ends.sort_unstable();
-        ends.dedup();
-        println!(
-            "| loopbound tree | {budget} tokens | {k} | {} ({}) | {} | {} | {} | {} | {} |",
-            min_median_max(runs.iter().map(|run| run.sent).collect()),
-            budget / PER_CALL,
-            min_median_max(runs.iter().map(|run| run.billed.saturating_sub(budget)).collect()),
-            min_median_max(runs.iter().map(|run| run.sent_with_budget_billed).collect()),
-            min_median_max(runs.iter().map(|run| run.sent_with_budget_committed).collect()),
-            min_median_max(runs.iter().map(|run| run.peak_in_flight).collect()),
-            ends.join(", "),
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// One table row of a shared-budget configuration's repetitions.
+fn row(label: &str, budget: u64, k: usize, runs: &[Shared]) {
+    for run in runs {
+        assert_eq!(
+            run.billed, run.settled,
+            "the spend (settled, and reserved for the calls cut in flight) is the provider's bill"
         );
     }
+    let mut ends: Vec<String> =
+        runs.iter().flat_map(|run| run.statuses.iter().map(|s| format!("{s:?}"))).collect();
+    ends.sort_unstable();
+    ends.dedup();
+    println!(
+        "| {label} | {budget} tokens | {k} | {} ({}) | {} | {} | {} | {} | {} |",
+        min_median_max(runs.iter().map(|run| run.sent).collect()),
+        budget / PER_CALL,
+        min_median_max(runs.iter().map(|run| run.billed.saturating_sub(budget)).collect()),
+        min_median_max(runs.iter().map(|run| run.sent_with_budget_billed).collect()),
+        min_median_max(runs.iter().map(|run| run.sent_with_budget_committed).collect()),
+        min_median_max(runs.iter().map(|run| run.peak_in_flight).collect()),
+        ends.join(", "),
+    );
 }

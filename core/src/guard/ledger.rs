@@ -76,6 +76,8 @@ pub(crate) struct Ledger {
     /// `described` instead of being recorded.
     tentative: bool,
     described: Option<(HaltReason, ControlEvent)>,
+    /// What the recorded halt says beyond its reason (the pool that refused a call).
+    detail: Option<String>,
 }
 
 /// Model and tool calls admitted in a scope's descendants (their spend is in its account).
@@ -312,6 +314,60 @@ impl Ledger {
             branch.ledger.account.hold(price, ask.input, output);
         }
         Ok(self.account.hold(price, ask.input, output))
+    }
+
+    /// The largest output a model call may be granted if [`admit_model`](Self::admit_model) ran
+    /// now, or `None` if it would refuse: the same checks, nothing recorded or held. A caller
+    /// that must reserve elsewhere first (a shared pool) asks this, so that a call the run
+    /// would refuse reaches no pool.
+    pub(crate) fn peek_model(
+        &self,
+        gate: Gate,
+        limits: &Limits,
+        ask: Option<SpendAsk>,
+        ancestors: &[Branch<'_>],
+    ) -> Option<u64> {
+        if gate.caller_cancelled || gate.deadline_passed || self.stop.is_some() {
+            return None;
+        }
+        if ancestors.iter().any(|branch| branch.ledger.stop.is_some()) {
+            return None;
+        }
+        let limits = &limits.before_wrap_up(ask.as_ref().and_then(|ask| ask.price.as_ref()));
+        let spent = |ledger: &Ledger| ledger.model_calls + ledger.below.model_calls;
+        if spent(self) >= limits.model_calls()
+            || ancestors.iter().any(|branch| spent(branch.ledger) >= branch.limits.model_calls())
+        {
+            return None;
+        }
+        let Some(ask) = ask else { return Some(u64::MAX) };
+        let price = ask.price.as_ref();
+        let mut output = ask.cap;
+        let own = std::iter::once((limits, &self.account));
+        let chain = ancestors.iter().map(|branch| (branch.limits, &branch.ledger.account));
+        for (limits, account) in own.chain(chain) {
+            let room = account.room(limits, price, ask.input, ask.cap).ok()?;
+            output = output.min(Account::enough(limits, room).ok()?);
+        }
+        Some(output)
+    }
+
+    /// Halts the run for a shared pool's refusal (`reason`, charged to the model at its current
+    /// count), with `detail` naming the pool, unless the caller cancelled or a stop came first.
+    pub(crate) fn refuse_pool(&mut self, gate: Gate, reason: HaltReason, detail: String) -> Stop {
+        if gate.caller_cancelled {
+            return Stop::Cancelled;
+        }
+        if let Some(first) = self.stop {
+            return Stop::Halted(first);
+        }
+        self.detail = Some(detail);
+        self.halt(reason, Subject::Model, self.model_calls)
+    }
+
+    /// What the recorded halt says beyond its reason, if anything.
+    pub(crate) fn detail(&self) -> Option<&str> {
+        self.detail.as_deref()
     }
 
     /// Admits the one call a wrap-up kept aside, after a limit stopped the run: not if the caller

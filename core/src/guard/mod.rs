@@ -41,6 +41,7 @@ pub use stop::Stop;
 use crate::canonical::Signature;
 use crate::event::{ControlEvent, HaltReason};
 use crate::limits::Limits;
+use crate::pool::{PoolDraw, PoolLimit, PoolRefusal};
 use crate::spend::{Price, Prices, Reserved, Spend};
 use crate::sync::{AtomicBool, CancellationToken, Mutex, Ordering};
 use crate::transport::Usage;
@@ -57,6 +58,8 @@ pub(crate) struct Terms {
     /// The parent scope, for a child opened from a tool's call: every admission here is one
     /// there too.
     pub(crate) parent: Option<Arc<dyn Ancestor>>,
+    /// The shared pools the scope draws from, if any.
+    pub(crate) pools: Option<PoolDraw>,
 }
 
 impl std::fmt::Debug for Terms {
@@ -65,6 +68,7 @@ impl std::fmt::Debug for Terms {
             .field("prices", &self.prices)
             .field("tool_limits", &self.tool_limits)
             .field("child", &self.parent.is_some())
+            .field("pools", &self.pools)
             .finish()
     }
 }
@@ -384,6 +388,42 @@ impl Guard {
             None
         };
         self.decide(|ledger, gate, ancestors| ledger.admit_model(gate, &self.limits, ask, ancestors))
+    }
+
+    /// The shared pools the scope draws from, if any.
+    pub(crate) fn pools(&self) -> Option<&PoolDraw> {
+        self.terms.pools.as_ref()
+    }
+
+    /// The largest output a model call would be granted by the run's own checks now, or `None`
+    /// if [`admit_model`](Self::admit_model) would refuse it (see [`Ledger::peek_model`]).
+    pub(crate) fn peek_model(&self, ask: Option<SpendAsk>) -> Option<u64> {
+        let cap = ask.map_or(u64::MAX, |ask| ask.cap);
+        let local = if self.spend_budgeted() {
+            Some(ask.unwrap_or(SpendAsk { input: u64::MAX, cap: 0, price: None }))
+        } else {
+            None
+        };
+        let output =
+            self.decide(|ledger, gate, ancestors| ledger.peek_model(gate, &self.limits, local, ancestors))?;
+        Some(if local.is_some() { output } else { cap })
+    }
+
+    /// Halts the run for a pool's refusal: `ModelBudget` for its call bound, `TokenBudget` or
+    /// `CostBudget` for the others, the pool named in the outcome's detail.
+    pub(crate) fn refuse_pool(&self, refusal: &PoolRefusal) -> Stop {
+        let reason = match refusal.limit {
+            PoolLimit::Calls => HaltReason::ModelBudget,
+            PoolLimit::Cost => HaltReason::CostBudget,
+            _ => HaltReason::TokenBudget,
+        };
+        let detail = format!("pool {} has no room for this call ({})", refusal.pool, refusal.limit.as_str());
+        self.decide(|ledger, gate, _| ledger.refuse_pool(gate, reason, detail))
+    }
+
+    /// What the recorded halt says beyond its reason (the pool that refused a call).
+    pub(crate) fn halt_detail(&self) -> Option<String> {
+        self.ledger.lock().detail().map(str::to_owned)
     }
 
     /// Admits the call a wrap-up kept aside (see [`Ledger::admit_wrap_up`]).

@@ -125,6 +125,8 @@ pub(crate) enum End {
     Journal(crate::journal::JournalError),
     /// A limit stopped the run and the wrap-up call answered with this text.
     WrappedUp(crate::event::HaltReason, Option<String>),
+    /// A shared pool's store failed: the call was not sent.
+    Pool(crate::pool::PoolError),
 }
 
 impl From<CallError> for End {
@@ -132,6 +134,7 @@ impl From<CallError> for End {
         match error {
             CallError::Stopped(stop) => Self::Stopped(stop),
             CallError::Transport(error) => Self::Transport(error),
+            CallError::Pool(error) => Self::Pool(error),
         }
     }
 }
@@ -556,15 +559,17 @@ fn concluded<S>(
 ) -> Result<Outcome, RunError> {
     let events = scope.events();
     // A wrap-up follows a recorded halt: its outcome is that halt's, with the wrap-up's text.
+    // A halt says more than its reason when a shared pool refused the call.
+    let detail = scope.guard().halt_detail();
     if let Some(reason) = scope.stop_reason()
         && !matches!(end, End::WrappedUp(..))
     {
-        return Ok(Outcome::stopped(reason.into(), events, usage, None));
+        return Ok(Outcome::stopped(reason.into(), events, usage, detail));
     }
     match end {
         End::Reply(text) => Ok(Outcome::ended(is_complete(scope.state()), text, events, usage)),
         End::CapReached => Ok(Outcome::ended(is_complete(scope.state()), None, events, usage)),
-        End::Stopped(Stop::Halted(reason)) => Ok(Outcome::stopped(reason.into(), events, usage, None)),
+        End::Stopped(Stop::Halted(reason)) => Ok(Outcome::stopped(reason.into(), events, usage, detail)),
         End::Stopped(Stop::Cancelled) => Err(RunError::Cancelled),
         End::Transport(error) if error.is_unavailable() => {
             Ok(Outcome::stopped(Status::ProviderUnavailable, events, usage, Some(describe(&error))))
@@ -580,8 +585,9 @@ fn concluded<S>(
                 .awaiting(proposal))
         }
         End::Journal(error) => Err(RunError::Journal(error)),
+        End::Pool(error) => Err(RunError::Pool(error)),
         End::WrappedUp(reason, text) => {
-            Ok(Outcome::stopped(reason.into(), events, usage, None).partial(text))
+            Ok(Outcome::stopped(reason.into(), events, usage, detail).partial(text))
         }
     }
 }

@@ -202,6 +202,11 @@ impl Prices {
         self.tools.get(tool).copied().or(self.other_tools)
     }
 
+    /// Whether some tool's call costs money.
+    pub(crate) fn charges_tools(&self) -> bool {
+        self.tools.values().any(|price| price.0 > 0) || self.other_tools.is_some_and(|price| price.0 > 0)
+    }
+
     /// This table, shared.
     #[must_use]
     pub fn shared(self) -> Arc<Self> {

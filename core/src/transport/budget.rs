@@ -27,16 +27,18 @@
 use std::fmt;
 use std::future::poll_fn;
 use std::pin::pin;
+use std::sync::Arc;
 
 use futures_core::Stream;
 
 use super::{
     ChatOptions, ChatRequest, Message, ModelReply, ReplyAssembler, ToolDefinition, Transport, TransportError,
-    TransportErrorKind,
+    TransportErrorKind, Usage,
 };
 use crate::guard::{Activity, Guard, SpendAsk, Stop};
+use crate::pool::{Amount, Grant, PoolAsk, PoolDraw, PoolError, rules};
 use crate::scope::Scope;
-use crate::spend::{ByteCounter, Price, RequestCount, Reserved, TokenCounter};
+use crate::spend::{ByteCounter, Micros, Price, RequestCount, Reserved, TokenCounter};
 use crate::sync::Mutex;
 
 /// A transport whose calls count against one scope's model budget.
@@ -95,6 +97,8 @@ pub enum CallError {
     Stopped(Stop),
     /// The transport failed.
     Transport(TransportError),
+    /// A shared pool's store failed: the call was not sent (fail closed).
+    Pool(PoolError),
 }
 
 impl fmt::Display for CallError {
@@ -104,6 +108,7 @@ impl fmt::Display for CallError {
         match self {
             Self::Stopped(stop) => stop.fmt(f),
             Self::Transport(error) => error.fmt(f),
+            Self::Pool(error) => error.fmt(f),
         }
     }
 }
@@ -113,6 +118,7 @@ impl std::error::Error for CallError {
         match self {
             Self::Stopped(_) => None,
             Self::Transport(error) => error.source(),
+            Self::Pool(error) => error.source(),
         }
     }
 }
@@ -152,10 +158,10 @@ impl<'a, T: Transport> Budgeted<'a, T> {
         tools: &[ToolDefinition],
         options: &ChatOptions,
     ) -> Result<ModelReply, CallError> {
-        let (reserved, options) = self.admit(messages, tools, options)?;
+        let (admitted, options) = self.admit(messages, tools, options).await?;
         let request = self.request(messages, tools, &options);
         let sent = async { self.transport.complete(request).await.map(Received::Reply) };
-        self.conclude(request.bounds, reserved, sent).await
+        self.conclude(request.bounds, admitted, sent).await
     }
 
     /// Counts one model call, then sends it as a stream and assembles the chunks.
@@ -169,11 +175,11 @@ impl<'a, T: Transport> Budgeted<'a, T> {
         tools: &[ToolDefinition],
         options: &ChatOptions,
     ) -> Result<ModelReply, CallError> {
-        let (reserved, options) = self.admit(messages, tools, options)?;
+        let (admitted, options) = self.admit(messages, tools, options).await?;
         let request = self.request(messages, tools, &options);
         let widest = self.counter.max_token_bytes().max(1);
         // The output is watched only when its reservation bounds it.
-        let bound = reserved.map(|r| r.output_tokens).filter(|output| *output != u64::MAX);
+        let bound = admitted.reserved.map(|r| r.output_tokens).filter(|output| *output != u64::MAX);
         let sent = async {
             let mut chunks = pin!(self.transport.stream(request).await?);
             let mut assembler = ReplyAssembler::new(request.bounds);
@@ -199,24 +205,90 @@ impl<'a, T: Transport> Budgeted<'a, T> {
             }
             Ok(Received::Reply(assembler.finish()))
         };
-        self.conclude(request.bounds, reserved, sent).await
+        self.conclude(request.bounds, admitted, sent).await
     }
 
-    /// Counts the request (under a spend budget), admits the call and holds its reservation;
-    /// returns it with the options the request goes out with (its output capped at the
-    /// reservation).
-    fn admit(
+    /// Counts the request (under a spend budget or a pool), reserves it in the scope's pools,
+    /// admits the call and holds its reservation; returns both with the options the request
+    /// goes out with (its output capped at the smallest grant).
+    async fn admit(
         &self,
         messages: &[Message],
         tools: &[ToolDefinition],
         options: &ChatOptions,
-    ) -> Result<(Option<Reserved>, ChatOptions), CallError> {
+    ) -> Result<(Admitted, ChatOptions), CallError> {
         let (ask, mut options) = self.ask(messages, tools, options);
-        let (_, reserved) = self.guard.admit_model(ask).map_err(CallError::Stopped)?;
-        if let Some(cap) = reserved.and_then(|r| u32::try_from(r.output_tokens).ok()) {
-            options.max_output_tokens = Some(cap);
+        let Some(draw) = self.guard.pools() else {
+            let (_, reserved) = self.guard.admit_model(ask).map_err(CallError::Stopped)?;
+            cap_output(&mut options, reserved.map(|r| r.output_tokens));
+            return Ok((Admitted { reserved, hold: None }, options));
+        };
+        // Boxed: a run without pools keeps its futures as small as before.
+        Box::pin(self.admit_pooled(draw, ask, options)).await
+    }
+
+    /// [`admit`](Self::admit) for a scope that draws from pools: the run's own look, the pools'
+    /// hold, the run's admission (or the hold's release), in that order.
+    async fn admit_pooled(
+        &self,
+        draw: &PoolDraw,
+        ask: Option<SpendAsk>,
+        mut options: ChatOptions,
+    ) -> Result<(Admitted, ChatOptions), CallError> {
+        let ask = ask.unwrap_or(SpendAsk { input: 0, cap: u64::MAX, price: self.price });
+        // The run's own checks first: a call they refuse reaches no pool.
+        let mut hold = match self.guard.peek_model(Some(ask)) {
+            Some(room) => Some(self.hold(draw, ask, room).await?),
+            None => None,
+        };
+        let granted = hold.as_ref().map_or(ask.cap, |hold| hold.grant.output);
+        let local = SpendAsk { cap: granted, ..ask };
+        let reserved = match self.guard.admit_model(Some(local)) {
+            Ok((_, reserved)) => reserved,
+            Err(stop) => {
+                if let Some(hold) = hold {
+                    hold.release(draw).await;
+                }
+                return Err(CallError::Stopped(stop));
+            }
+        };
+        let output = reserved.map_or(granted, |r| r.output_tokens.min(granted));
+        if hold.is_none() {
+            // The run's room grew between the look and the admission (another call of the run
+            // settled): the pools are asked now, before anything is sent.
+            match self.hold(draw, ask, output).await {
+                Ok(taken) => hold = Some(taken),
+                Err(error) => {
+                    // Never sent: the reservation is settled at nothing.
+                    let _ = self.guard.settle(self.price.as_ref(), reserved, Some(Usage::default()));
+                    return Err(error);
+                }
+            }
         }
-        Ok((reserved, options))
+        let output = hold.as_ref().map_or(output, |hold| output.min(hold.grant.output));
+        cap_output(&mut options, Some(output));
+        let hold = hold.map(|hold| Held { sent: output, ..hold });
+        Ok((Admitted { reserved, hold }, options))
+    }
+
+    /// Reserves one call of `ask` in every pool of `draw`, its output at most `room` and the
+    /// draw's cap; a pool without room halts the run.
+    async fn hold(&self, draw: &PoolDraw, ask: SpendAsk, room: u64) -> Result<Held, CallError> {
+        let cap = room.min(u64::from(draw.max_output()));
+        let pool_ask = PoolAsk {
+            pools: draw.names().to_vec(),
+            input: ask.input,
+            cap,
+            price: ask.price,
+            min_output: u64::from(self.guard.limits().min_output_tokens()),
+            lease: draw.lease_duration(),
+            holder: Arc::from(draw.holder_name()),
+        };
+        match draw.store().reserve(pool_ask).await {
+            Ok(Ok(grant)) => Ok(Held { grant, input: ask.input, sent: grant.output }),
+            Ok(Err(refusal)) => Err(CallError::Stopped(self.guard.refuse_pool(&refusal))),
+            Err(error) => Err(CallError::Pool(error)),
+        }
     }
 
     /// What a request asks of the spend budgets (under one), and its options with the
@@ -231,7 +303,8 @@ impl<'a, T: Transport> Budgeted<'a, T> {
         if self.disclose {
             options.notice = Some(self.guard.remaining(self.price.as_ref()));
         }
-        let ask = self.guard.spend_budgeted().then(|| {
+        let counted = self.guard.spend_budgeted() || self.guard.pools().is_some();
+        let ask = counted.then(|| {
             let notice = options.notice.as_deref().map_or(0, |notice| {
                 self.counter.count(notice).saturating_add(self.counter.message_overhead())
             });
@@ -253,14 +326,36 @@ impl<'a, T: Transport> Budgeted<'a, T> {
         options: &ChatOptions,
     ) -> Result<ModelReply, CallError> {
         let (ask, mut options) = self.ask(messages, &[], options);
-        let reserved = self.guard.admit_wrap_up(ask).map_err(CallError::Stopped)?;
-        if let Some(cap) = reserved.and_then(|r| u32::try_from(r.output_tokens).ok()) {
-            options.max_output_tokens = Some(cap);
+        let draw = self.guard.pools();
+        let hold = match (draw, ask) {
+            (Some(draw), Some(ask)) => Some(self.hold(draw, ask, ask.cap).await?),
+            _ => None,
+        };
+        let local = ask.map(|ask| SpendAsk { cap: hold.as_ref().map_or(ask.cap, |h| h.grant.output), ..ask });
+        let reserved = match self.guard.admit_wrap_up(local) {
+            Ok(reserved) => reserved,
+            Err(stop) => {
+                if let (Some(draw), Some(hold)) = (draw, hold) {
+                    hold.release(draw).await;
+                }
+                return Err(CallError::Stopped(stop));
+            }
+        };
+        let granted = hold.as_ref().map_or(u64::MAX, |hold| hold.grant.output);
+        let output = reserved.map_or(granted, |r| r.output_tokens.min(granted));
+        if output != u64::MAX {
+            cap_output(&mut options, Some(output));
         }
+        let hold = hold.map(|hold| Held { sent: output, ..hold });
         let request = self.request(messages, &[], &options);
         let sent = self.transport.complete(request);
-        let received = self.guard.bounded_past_halt(sent).await.map_err(CallError::Stopped)?;
-        let usage = received.as_ref().ok().and_then(|reply| reply.usage);
+        let received = self.guard.bounded_past_halt(sent).await;
+        let usage =
+            received.as_ref().ok().and_then(|reply| reply.as_ref().ok()).and_then(|reply| reply.usage);
+        if let (Some(draw), Some(hold)) = (draw, hold) {
+            hold.settle(draw, self.price.as_ref(), usage, None).await;
+        }
+        let received = received.map_err(CallError::Stopped)?;
         // A wrap-up that crosses a budget gets nothing more: the run is stopped already.
         let _ = self.guard.settle(self.price.as_ref(), reserved, usage);
         let mut reply = received.map_err(CallError::Transport)?;
@@ -288,19 +383,44 @@ impl<'a, T: Transport> Budgeted<'a, T> {
             .with_bounds(self.guard.limits().reply_bounds())
     }
 
-    /// The rest of one call once admitted: send it raced against the scope, settle it, check the
-    /// scope again, then the reply's bounds.
+    /// The rest of one call once admitted: send it raced against the scope (renewing its pools'
+    /// hold meanwhile), settle it here and in the pools, check the scope again, then the reply's
+    /// bounds.
     async fn conclude(
         &self,
         bounds: super::ReplyBounds,
-        reserved: Option<Reserved>,
+        admitted: Admitted,
         sent: impl Future<Output = Result<Received, TransportError>>,
     ) -> Result<ModelReply, CallError> {
         let guard = self.guard;
         let model = Activity::Model;
+        let Admitted { reserved, hold } = admitted;
+        let draw = guard.pools().filter(|_| hold.is_some());
+        // A call drawn from pools renews its hold while in flight (boxed: a run without pools
+        // keeps its futures as small as before).
+        let bounded = match (draw, &hold) {
+            (Some(draw), Some(hold)) => guard.bounded(model, Box::pin(hold.renewing(draw, sent))).await,
+            _ => guard.bounded(model, sent).await,
+        };
         // A stop during the call leaves its reservation held: the provider may bill it.
-        let received = guard.bounded(model, sent).await.map_err(CallError::Stopped)?;
+        let received = match bounded {
+            Ok(received) => received,
+            Err(stop) => {
+                if let (Some(draw), Some(hold)) = (draw, hold) {
+                    Box::pin(hold.settle(draw, self.price.as_ref(), None, None)).await;
+                }
+                return Err(CallError::Stopped(stop));
+            }
+        };
         let price = self.price.as_ref();
+        if let (Some(draw), Some(hold)) = (draw, hold) {
+            let (usage, cut) = match &received {
+                Ok(Received::Reply(reply)) => (reply.usage, None),
+                Ok(Received::Cut { output }) => (None, Some(*output)),
+                Err(_) => (None, None),
+            };
+            Box::pin(hold.settle(draw, price, usage, cut)).await;
+        }
         let reply = match received {
             Ok(Received::Reply(reply)) => {
                 guard.settle(price, reserved, reply.usage).map_err(CallError::Stopped)?;
@@ -324,6 +444,76 @@ impl<'a, T: Transport> Budgeted<'a, T> {
             }
             Err(error) => Err(CallError::Transport(error)),
         }
+    }
+}
+
+/// What an admitted call holds: the run's reservation and its pools' hold.
+struct Admitted {
+    reserved: Option<Reserved>,
+    hold: Option<Held>,
+}
+
+/// A call's hold in its scope's pools.
+struct Held {
+    grant: Grant,
+    input: u64,
+    /// The output cap the request went out with.
+    sent: u64,
+}
+
+impl Held {
+    /// Releases the hold of a call that was never sent. A store that fails leaves it to expire,
+    /// charged whole: never less than the truth.
+    async fn release(self, draw: &PoolDraw) {
+        if let Err(error) = draw.store().release(self.grant.hold).await {
+            tracing::warn!(error = %error, "a pool hold was not released; it is charged when its lease expires");
+        }
+    }
+
+    /// Runs `sent`, renewing the hold every third of its lease until it completes.
+    async fn renewing<F: Future>(&self, draw: &PoolDraw, sent: F) -> F::Output {
+        let lease = draw.lease_duration();
+        let every = (lease / 3).max(std::time::Duration::from_millis(1));
+        let renew = async {
+            loop {
+                tokio::time::sleep(every).await;
+                // A failed renewal is tried again; a hold no longer open needs none.
+                if let Ok(false) = draw.store().renew(self.grant.hold, lease).await {
+                    std::future::pending::<()>().await;
+                }
+            }
+        };
+        tokio::select! {
+            biased;
+            output = sent => output,
+            () = renew => unreachable!("the renewal loop never ends"),
+        }
+    }
+
+    /// Settles the hold: the provider's `usage`, priced; without one, what the request could
+    /// have cost (its input and the output cap it was sent with), or for a stream cut past its
+    /// reservation, at least that and the `cut` output counted. A store that fails leaves the
+    /// hold to expire, charged whole.
+    async fn settle(self, draw: &PoolDraw, price: Option<&Price>, usage: Option<Usage>, cut: Option<u64>) {
+        let charge = match (usage, cut) {
+            (Some(usage), None) => Amount {
+                calls: 1,
+                tokens: usage.input_tokens.saturating_add(usage.output_tokens),
+                cost: price.map_or(Micros::ZERO, |price| price.cost(&usage)),
+            },
+            (_, Some(cut)) => rules::held(self.input, cut.max(self.sent), price),
+            (None, None) => rules::held(self.input, self.sent, price),
+        };
+        if let Err(error) = draw.store().settle(self.grant.hold, charge).await {
+            tracing::warn!(error = %error, "a pool hold was not settled; it is charged whole when its lease expires");
+        }
+    }
+}
+
+/// Sets the request's output cap to `output` when it is finite (and fits the option).
+fn cap_output(options: &mut ChatOptions, output: Option<u64>) {
+    if let Some(cap) = output.and_then(|output| u32::try_from(output).ok()) {
+        options.max_output_tokens = Some(cap);
     }
 }
 

@@ -19,6 +19,8 @@
 //!   (versioned, in one transaction, under an advisory lock, so workers may start together);
 //! - leases ([`Store::acquire`], [`Store::renew`], [`Store::release`]) and fenced writes
 //!   ([`Store::fenced`]) for a host's own tables;
+//! - [`PostgresPools`]: shared pools (`loopbound::pool`) in the same database, in tables of their
+//!   own: budgets every worker's runs draw from, reserved before each model call;
 //! - typed [`Error`]s: [`Error::Unavailable`] (server down or gone), [`Error::Refused`] (login
 //!   refused), [`Error::Conflict`], [`Error::LeaseHeld`], [`Error::LeaseLost`]; the journal's
 //!   operations return them as [`JournalError`](loopbound::journal::JournalError)s
@@ -110,6 +112,7 @@ pub mod fence;
 mod id;
 mod journal;
 mod lease;
+mod pool;
 mod schema;
 mod store;
 
@@ -122,6 +125,7 @@ pub use fence::Write;
 pub use id::{MAX_RUN_ID_LEN, MAX_WORKER_ID_LEN, WorkerId};
 pub use journal::PostgresJournal;
 pub use lease::{Lease, LeaseState, MAX_LEASE};
+pub use pool::{ATTEMPTS as POOL_ATTEMPTS, POOL_SCHEMA_VERSION, PostgresPools};
 pub use schema::supported_version;
 pub use store::Store;
 /// The PostgreSQL client, whose [`Transaction`](tokio_postgres::Transaction) a fenced write

@@ -31,6 +31,10 @@
 //! processes of one machine share. An attempt whose lease expired gets `LeaseLost` at its next
 //! commit and runs no further effect.
 //!
+//! The same file (or one of its own) can hold **shared pools** ([`SqlitePools`]): budgets that
+//! every run of every process on the machine draws from, reserved before each model call (see
+//! `loopbound::pool`).
+//!
 //! # Invariants
 //!
 //! - Every call runs on tokio's blocking thread pool (`spawn_blocking`): a commit under
@@ -52,6 +56,7 @@ mod error;
 mod lease;
 mod list;
 mod open;
+mod pool;
 mod read;
 mod schema;
 mod write;
@@ -69,6 +74,7 @@ use loopbound::journal::{
 };
 use rusqlite::Connection;
 
+pub use pool::{POOL_SCHEMA_VERSION, SqlitePools};
 pub use schema::{APPLICATION_ID, SCHEMA_VERSION};
 
 use crate::error::storage;
@@ -88,7 +94,7 @@ pub enum Synchronous {
 }
 
 impl Synchronous {
-    const fn pragma(self) -> &'static str {
+    pub(crate) const fn pragma(self) -> &'static str {
         match self {
             Self::Full => "FULL",
             Self::Normal => "NORMAL",

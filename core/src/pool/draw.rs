@@ -1,0 +1,149 @@
+//! What a scope draws from: pools of one store, and the terms of its holds.
+//!
+//! # Invariants
+//!
+//! - A draw names each pool once, in the order the host gave (the first pool without room is
+//!   the one a refusal names), and all of them live in one store, so one transaction reserves
+//!   in all of them.
+//! - A draw's output cap is positive: a pool bounding tokens or money needs a finite output to
+//!   hold, and a call's own cap, when smaller, wins.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::PoolStore;
+use super::budget::PoolName;
+
+/// How long a hold lives without renewal, by default: a dead holder's hold is charged whole
+/// this long after its last renewal.
+pub const DEFAULT_LEASE: Duration = Duration::from_secs(30);
+
+/// The largest output a call drawn from pools is granted when neither the call nor the run's
+/// budgets set a smaller one.
+pub const DEFAULT_OUTPUT_CAP: u32 = 4_096;
+
+/// The pools a scope draws from, in one store, and the terms of each hold.
+///
+/// ```
+/// use std::sync::Arc;
+/// use std::time::Duration;
+/// use loopbound::pool::{MemoryPools, PoolDraw, PoolName};
+///
+/// let store = Arc::new(MemoryPools::new());
+/// let draw = PoolDraw::new(store, [PoolName::new("tenant:acme")?, PoolName::new("user:7")?])
+///     .lease(Duration::from_secs(10))
+///     .holder("worker-a");
+/// assert_eq!(draw.names().len(), 2);
+/// # Ok::<(), loopbound::pool::PoolError>(())
+/// ```
+#[derive(Clone)]
+pub struct PoolDraw {
+    store: Arc<dyn PoolStore>,
+    names: Vec<PoolName>,
+    lease: Duration,
+    output_cap: u32,
+    holder: Arc<str>,
+}
+
+impl PoolDraw {
+    /// Draws from `names` (each kept once, first occurrence first) in `store`, with the default
+    /// lease and output cap, held by this process (`pid-<id>`).
+    pub fn new(store: Arc<dyn PoolStore>, names: impl IntoIterator<Item = PoolName>) -> Self {
+        let mut unique: Vec<PoolName> = Vec::new();
+        for name in names {
+            if !unique.contains(&name) {
+                unique.push(name);
+            }
+        }
+        Self {
+            store,
+            names: unique,
+            lease: DEFAULT_LEASE,
+            output_cap: DEFAULT_OUTPUT_CAP,
+            holder: Arc::from(format!("pid-{}", std::process::id())),
+        }
+    }
+
+    /// Each hold lives `lease` without renewal (renewed while its call is in flight); at least
+    /// one millisecond.
+    #[must_use]
+    pub fn lease(mut self, lease: Duration) -> Self {
+        self.lease = lease.max(Duration::from_millis(1));
+        self
+    }
+
+    /// A call is granted at most `cap` output tokens (at least 1).
+    #[must_use]
+    pub fn output_cap(mut self, cap: u32) -> Self {
+        self.output_cap = cap.max(1);
+        self
+    }
+
+    /// Names the holder of this draw's holds (a worker's label, at most 128 bytes kept).
+    #[must_use]
+    pub fn holder(mut self, holder: &str) -> Self {
+        let mut end = holder.len().min(128);
+        while !holder.is_char_boundary(end) {
+            end -= 1;
+        }
+        self.holder = Arc::from(&holder[..end]);
+        self
+    }
+
+    /// This draw with `more` pools of the same store added (a child scope's own).
+    #[must_use]
+    pub(crate) fn with(mut self, more: &Self) -> Self {
+        for name in &more.names {
+            if !self.names.contains(name) {
+                self.names.push(name.clone());
+            }
+        }
+        self
+    }
+
+    /// Whether `other` draws from the same store.
+    pub(crate) fn same_store(&self, other: &Self) -> bool {
+        std::ptr::addr_eq(Arc::as_ptr(&self.store), Arc::as_ptr(&other.store))
+    }
+
+    /// The store.
+    #[must_use]
+    pub fn store(&self) -> &Arc<dyn PoolStore> {
+        &self.store
+    }
+
+    /// The pools, in order.
+    #[must_use]
+    pub fn names(&self) -> &[PoolName] {
+        &self.names
+    }
+
+    /// The lease of each hold.
+    #[must_use]
+    pub fn lease_duration(&self) -> Duration {
+        self.lease
+    }
+
+    /// The largest output a call is granted.
+    #[must_use]
+    pub fn max_output(&self) -> u32 {
+        self.output_cap
+    }
+
+    /// The holder's label.
+    #[must_use]
+    pub fn holder_name(&self) -> &str {
+        &self.holder
+    }
+}
+
+impl fmt::Debug for PoolDraw {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PoolDraw")
+            .field("pools", &self.names.len())
+            .field("lease", &self.lease)
+            .field("output_cap", &self.output_cap)
+            .finish_non_exhaustive()
+    }
+}

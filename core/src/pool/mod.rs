@@ -1,0 +1,280 @@
+//! Budgets shared by many runs, in many processes: a tenant's daily tokens and money, reserved
+//! before every model call, never merely checked.
+//!
+//! A **pool** is a named budget ([`PoolBudget`]: model calls, tokens, money) with an optional
+//! fixed UTC window (a day, a month), kept in a [`PoolStore`]: [`MemoryPools`] for one process,
+//! `loopbound-sqlite`'s for the processes of one machine, `loopbound-postgres`'s for many
+//! machines. A scope draws from any number of pools of one store ([`PoolDraw`],
+//! [`ScopeBuilder::pools`](crate::ScopeBuilder::pools)): tenant, user, feature.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use loopbound::pool::{MemoryPools, PoolBudget, PoolDraw, PoolName, PoolStore, Window};
+//! use loopbound::scripted::{sequence, Step};
+//! use loopbound::transport::{ModelReply, Usage};
+//! use loopbound::{HaltReason, Message, Runtime, Scope, Status, ToolSet};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let pools = Arc::new(MemoryPools::new());
+//! let acme = PoolName::new("tenant:acme")?;
+//! // One line per tenant: 1,000 tokens a day.
+//! pools.define(&acme, PoolBudget::default().with_tokens(1_000).per(Window::Day)).await?;
+//!
+//! let draw = PoolDraw::new(pools.clone(), [acme.clone()]).output_cap(400);
+//! let scope = Scope::builder().pools(draw.clone()).build()?;
+//! let reply = ModelReply::text("Done.").with_usage(Usage::new(100, 300));
+//! let runtime = Runtime::harness(&ToolSet::default(), sequence(vec![Step::Reply(reply)]));
+//! let outcome = runtime.run(&scope, &mut vec![Message::user("Hi.")], |()| true).await?;
+//! assert_eq!(outcome.status(), Status::Completed);
+//! assert_eq!(pools.state(&acme).await?.settled.tokens, 400, "the reported usage");
+//!
+//! // A second request finds 600 tokens left, less than its input and minimum output: its call
+//! // is refused before it is sent, and the outcome names the pool.
+//! let scope = Scope::builder().pools(draw).build()?;
+//! let model = sequence(vec![Step::Reply(ModelReply::text("never sent"))]);
+//! let runtime = Runtime::harness(&ToolSet::default(), &model);
+//! let mut conversation = vec![Message::user("x".repeat(600))];
+//! let outcome = runtime.run(&scope, &mut conversation, |()| true).await?;
+//! assert_eq!(outcome.status(), Status::TokenBudget);
+//! assert_eq!(outcome.detail(), Some("pool tenant:acme has no room for this call (tokens)"));
+//! assert_eq!(model.calls(), 0);
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # How a call is admitted
+//!
+//! 1. The run's own checks are looked at first, without holding anything (cancellation, the
+//!    model-call budget, its own spend budgets): a call they would refuse never reaches a pool.
+//! 2. **Every pool** the scope draws from reserves the call, all or nothing, in one transaction
+//!    of the store: one model call, the request's input and an output that fits (the smallest
+//!    of the call's cap, the draw's [`output_cap`](PoolDraw::output_cap), what the run's budgets
+//!    leave, and what each pool leaves), and their cost. A pool without room refuses: the run
+//!    halts `TokenBudget`, `CostBudget` or `ModelBudget` (for calls), the outcome's
+//!    [`detail`](crate::Outcome::detail) names the pool, and the call is not sent.
+//! 3. The run's own admission holds its reservation; if it refuses (another call of the run took
+//!    the room meanwhile), the pools' hold is released, nothing charged.
+//! 4. The request goes out with its output cap set to what was granted. While it is in flight
+//!    the hold's lease is renewed (every third of the lease).
+//! 5. When the reply is in, the pools are charged the provider's reported usage (or the whole
+//!    hold without a report, a failed call, a stop during the call, a stream cut past its
+//!    reservation) and the rest is released.
+//!
+//! # What a pool guarantees when a worker dies
+//!
+//! A hold whose holder stops renewing it (its process was killed, its machine lost, its future
+//! dropped) is **charged whole** once its lease expires, never refunded without a settlement:
+//! the provider may have billed the call. A settlement that arrives after the expiry adds only
+//! what its report exceeds the hold by, so nothing is counted twice. Until the lease expires,
+//! the dead call's hold still counts against the pool, so the pool's settled spend never
+//! exceeds its budget, whatever the number of workers and their crashes, provided the providers
+//! honour the output cap; with one that does not, a settlement may exceed its hold, and the
+//! overshoot is at most one call's excess per concurrent holder.
+//!
+//! # Invariants
+//!
+//! - A pool's settled + reserved figures never exceed any bound it sets, in any window, except
+//!   by settlements reporting more than their hold (a provider past its cap).
+//! - A reservation is all or nothing across the pools of one ask: a store writes a hold in every
+//!   pool or in none, in one transaction.
+//! - A settled unit is never lost: a window's settled figures only grow, by each settlement's
+//!   charge (or an expired hold's whole amount, and what a late settlement adds beyond it).
+//! - Each hold is settled or released at most once ([`PoolError::UnknownHold`] after); an expired
+//!   hold can still be settled once, late.
+//! - A store judges leases and windows by one clock: [`MemoryPools`]' (injectable: [`Clock`]),
+//!   the SQLite store's process clock, PostgreSQL's server clock.
+//! - Priced tools are not drawn from pools: a scope that draws from pools and has tool prices is
+//!   refused when it is built (fail closed) rather than spend money its pools never saw.
+
+mod budget;
+mod draw;
+mod error;
+mod memory;
+pub mod rules;
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, SystemTime};
+
+use serde::Serialize;
+
+pub use budget::{Amount, MAX_POOL_NAME_LEN, PoolBudget, PoolName, Window};
+pub use draw::{DEFAULT_LEASE, DEFAULT_OUTPUT_CAP, PoolDraw};
+pub use error::PoolError;
+pub use memory::MemoryPools;
+pub use rules::{Line, PoolAsk, PoolLimit, PoolRefusal};
+
+/// A pool store's future: `Send`, so a run that awaits it can be spawned.
+pub type PoolFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, PoolError>> + Send + 'a>>;
+
+/// One reservation in a store, across the pools of its ask.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(transparent)]
+pub struct HoldId(pub u64);
+
+/// A reservation a store granted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Grant {
+    /// The hold, to settle, release or renew.
+    pub hold: HoldId,
+    /// The output granted: the request goes out with this cap (`u64::MAX`: no pool bounds spend
+    /// and the call had no cap).
+    pub output: u64,
+    /// What it holds in each pool.
+    pub amount: Amount,
+}
+
+/// What a settlement did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Settled {
+    /// The hold was open: its amount left the reserved figures and the charge was settled.
+    /// `over` says whether the charge exceeded the hold.
+    InTime {
+        /// The charge exceeded the hold.
+        over: bool,
+    },
+    /// The hold had expired and was charged whole: only what the charge adds beyond it was
+    /// settled.
+    Late,
+}
+
+/// A pool's state, as a host reads it: its budget and its current window's figures.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct PoolState {
+    /// The pool.
+    pub name: PoolName,
+    /// Its budget.
+    pub budget: PoolBudget,
+    /// When its current window started (milliseconds since 1970-01-01 UTC; 0 for a whole
+    /// budget).
+    pub window_start: u64,
+    /// When its current window ends (`None`: never).
+    pub window_end: Option<u64>,
+    /// Settled in the current window (expired holds included).
+    pub settled: Amount,
+    /// Held by calls in flight in the current window.
+    pub reserved: Amount,
+    /// How many holds are open in the current window.
+    pub holds: u64,
+}
+
+/// Where pools live: one transaction per operation, every figure behind it.
+///
+/// A store is shared by every run of a process (`Arc<dyn PoolStore>`). Each operation is
+/// atomic: it happens whole, or not at all with an error.
+pub trait PoolStore: Send + Sync + fmt::Debug {
+    /// Creates `pool` with `budget`, or sets an existing pool's bounds to `budget`'s (a host
+    /// raising or lowering a limit): the current window's figures are kept, holds in flight stay
+    /// held, and a bound lowered below what is used refuses the next calls.
+    ///
+    /// # Errors
+    ///
+    /// [`PoolError::InvalidBudget`] for a budget that does not validate or changes an existing
+    /// pool's window; a storage error.
+    fn define<'a>(&'a self, pool: &'a PoolName, budget: PoolBudget) -> PoolFuture<'a, ()>;
+
+    /// The pool's state (holds whose lease expired are charged first).
+    ///
+    /// # Errors
+    ///
+    /// [`PoolError::UnknownPool`]; a storage error.
+    fn state<'a>(&'a self, pool: &'a PoolName) -> PoolFuture<'a, PoolState>;
+
+    /// Every window of the pool that has figures, oldest first: its start and its figures (for
+    /// a host's billing; holds whose lease expired are charged first).
+    ///
+    /// # Errors
+    ///
+    /// [`PoolError::UnknownPool`]; a storage error.
+    fn windows<'a>(&'a self, pool: &'a PoolName) -> PoolFuture<'a, Vec<(u64, Line)>>;
+
+    /// Reserves one call in every pool of `ask`, all or nothing (after charging the holds of
+    /// those pools whose lease expired): a [`Grant`], or the pool that had no room.
+    ///
+    /// # Errors
+    ///
+    /// [`PoolError::UnknownPool`] when a pool of the ask was never defined; a storage error.
+    fn reserve(&self, ask: PoolAsk) -> PoolFuture<'_, Result<Grant, PoolRefusal>>;
+
+    /// Extends an open hold's lease to `lease` from now; `false` when the hold is no longer open
+    /// (it expired, was settled or released).
+    ///
+    /// # Errors
+    ///
+    /// A storage error.
+    fn renew(&self, hold: HoldId, lease: Duration) -> PoolFuture<'_, bool>;
+
+    /// Settles a hold with `charge` (the provider's usage, priced), releasing the rest; a hold
+    /// that expired gets only what `charge` adds beyond it.
+    ///
+    /// # Errors
+    ///
+    /// [`PoolError::UnknownHold`] for a hold settled or released already, or unknown; a
+    /// storage error.
+    fn settle(&self, hold: HoldId, charge: Amount) -> PoolFuture<'_, Settled>;
+
+    /// Releases an open hold whose call was never sent, charging nothing; a hold that expired
+    /// stays charged (nothing says the call was not sent).
+    ///
+    /// # Errors
+    ///
+    /// [`PoolError::UnknownHold`]; a storage error.
+    fn release(&self, hold: HoldId) -> PoolFuture<'_, ()>;
+}
+
+/// The clock a store judges leases and windows by, in milliseconds since 1970-01-01 UTC.
+pub trait Clock: Send + Sync + fmt::Debug {
+    /// Now.
+    fn now(&self) -> u64;
+}
+
+/// The system's clock.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now(&self) -> u64 {
+        let since = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default();
+        u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
+    }
+}
+
+/// A clock that moves only when told: for tests of leases and windows.
+#[derive(Clone, Debug, Default)]
+pub struct ManualClock(Arc<AtomicU64>);
+
+impl ManualClock {
+    /// A clock at `now`.
+    #[must_use]
+    pub fn at(now: u64) -> Self {
+        Self(Arc::new(AtomicU64::new(now)))
+    }
+
+    /// Moves the clock `by` forward.
+    pub fn advance(&self, by: Duration) {
+        let by = u64::try_from(by.as_millis()).unwrap_or(u64::MAX);
+        self.0.fetch_add(by, Ordering::SeqCst);
+    }
+
+    /// Sets the clock to `now`.
+    pub fn set(&self, now: u64) {
+        self.0.store(now, Ordering::SeqCst);
+    }
+}
+
+impl Clock for ManualClock {
+    fn now(&self) -> u64 {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
+/// A lease as milliseconds, saturating.
+#[must_use]
+pub fn lease_millis(lease: Duration) -> u64 {
+    u64::try_from(lease.as_millis()).unwrap_or(u64::MAX)
+}

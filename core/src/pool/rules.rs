@@ -1,0 +1,250 @@
+//! The arithmetic every pool store applies, the same in memory, in SQLite and in PostgreSQL:
+//! whether a call fits its pools and what it holds, and what a settlement charges.
+//!
+//! A store reads the figures of the pools a call asks for (each pool's current window, after
+//! charging the holds whose lease expired), hands them to [`fit`], and writes the hold it
+//! returns into every one of them in the same transaction, or nothing.
+//!
+//! # Invariants
+//!
+//! - A call fits only if, in every pool it asks for and for every bound the pool sets,
+//!   settled + reserved + what the call holds stays within the bound: one model call, its input
+//!   and the output it is granted (tokens), their cost at the input's dearest price (money).
+//! - The output granted is the smallest of the call's cap and what each pool leaves, and never
+//!   below the call's minimum output; one output for all the pools, so each holds the same.
+//! - A call under a pool's cost bound without a price does not fit (fail closed).
+//! - A settlement charges what the provider reported; after its hold expired (charged whole),
+//!   only what the report adds beyond the hold: nothing is counted twice and nothing refunded.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use super::budget::{Amount, PoolBudget, PoolName};
+use crate::spend::{Micros, Price};
+
+/// What one model call asks of the pools it draws from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PoolAsk {
+    /// The pools, each once.
+    pub pools: Vec<PoolName>,
+    /// The request's estimated input tokens (an upper bound with the default counter).
+    pub input: u64,
+    /// The largest output the call may be granted (`u64::MAX`: no cap of its own).
+    pub cap: u64,
+    /// The model's price (needed under a cost bound).
+    pub price: Option<Price>,
+    /// The smallest output worth sending the call for.
+    pub min_output: u64,
+    /// How long the hold lives unless renewed: a hold whose holder died is charged whole when
+    /// it expires.
+    pub lease: Duration,
+    /// Who holds it (a worker's label, kept for a host's inspection only).
+    pub holder: Arc<str>,
+}
+
+/// One pool's figures in one window.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Line {
+    /// Charged by settlements and by expired holds.
+    pub settled: Amount,
+    /// Held by calls in flight.
+    pub reserved: Amount,
+}
+
+impl Line {
+    /// Settled and reserved together.
+    #[must_use]
+    pub const fn used(&self) -> Amount {
+        self.settled.plus(self.reserved)
+    }
+}
+
+/// Which bound of a pool refused a call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[non_exhaustive]
+pub enum PoolLimit {
+    /// Model calls.
+    Calls,
+    /// Tokens.
+    Tokens,
+    /// Money (or no price under a cost bound).
+    Cost,
+}
+
+impl PoolLimit {
+    /// The bound's name: `calls`, `tokens` or `cost`.
+    #[must_use]
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Calls => "calls",
+            Self::Tokens => "tokens",
+            Self::Cost => "cost",
+        }
+    }
+}
+
+/// A pool that had no room for a call: nothing was held anywhere.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PoolRefusal {
+    /// The pool.
+    pub pool: PoolName,
+    /// The bound.
+    pub limit: PoolLimit,
+}
+
+/// What a call that fits holds in each of its pools.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Fit {
+    /// The output granted (`u64::MAX`: the call's cap was none and no pool bounds spend).
+    pub output: u64,
+    /// The amount held in each pool.
+    pub amount: Amount,
+}
+
+/// Whether a call asking `ask` fits every one of `pools` (each pool's budget and its current
+/// window's figures), and what it holds if it does.
+///
+/// # Errors
+///
+/// The first pool, in `pools`' order, whose bound refuses the call.
+pub fn fit(ask: &PoolAsk, pools: &[(&PoolName, &PoolBudget, &Line)]) -> Result<Fit, PoolRefusal> {
+    let mut output = ask.cap;
+    // The pool whose bound set the output so far, and which bound.
+    let mut tightest: Option<(&PoolName, PoolLimit)> = None;
+    for (name, budget, line) in pools {
+        let refuse = |limit| PoolRefusal { pool: (*name).clone(), limit };
+        let used = line.used();
+        if let Some(calls) = budget.calls()
+            && used.calls.saturating_add(1) > calls
+        {
+            return Err(refuse(PoolLimit::Calls));
+        }
+        if let Some(tokens) = budget.tokens() {
+            let left = tokens
+                .checked_sub(used.tokens)
+                .and_then(|left| left.checked_sub(ask.input))
+                .ok_or_else(|| refuse(PoolLimit::Tokens))?;
+            if left < output {
+                output = left;
+                tightest = Some((name, PoolLimit::Tokens));
+            }
+        }
+        if let Some(cost) = budget.cost() {
+            let price = ask.price.as_ref().ok_or_else(|| refuse(PoolLimit::Cost))?;
+            let left = cost
+                .0
+                .checked_sub(used.cost.0)
+                .and_then(|left| left.checked_sub(price.worst_input(ask.input).0))
+                .ok_or_else(|| refuse(PoolLimit::Cost))?;
+            let affordable = price.output_affordable(Micros(left));
+            if affordable < output {
+                output = affordable;
+                tightest = Some((name, PoolLimit::Cost));
+            }
+        }
+    }
+    // A pool refuses only when its own bound took the output below the minimum (a call's own
+    // cap below it is the run's business).
+    if output < ask.min_output
+        && let Some((pool, limit)) = tightest
+    {
+        return Err(PoolRefusal { pool: pool.clone(), limit });
+    }
+    Ok(Fit { output, amount: held(ask.input, output, ask.price.as_ref()) })
+}
+
+/// What a call of `input` tokens with `output` tokens granted holds, at `price`: one call, the
+/// tokens, and their cost at the input's dearest price.
+#[must_use]
+pub fn held(input: u64, output: u64, price: Option<&Price>) -> Amount {
+    let output = if output == u64::MAX { 0 } else { output };
+    let cost =
+        price.map_or(Micros::ZERO, |price| price.worst_input(input).saturating_add(price.output(output)));
+    Amount { calls: 1, tokens: input.saturating_add(output), cost }
+}
+
+/// What a settlement adds to a window's settled figures: `charge` for an open hold (its
+/// `reserved` amount leaves the window's reserved figures), and for a hold that expired (and was
+/// charged `reserved` whole then) only what `charge` adds beyond it.
+#[must_use]
+pub fn settlement(reserved: Amount, charge: Amount, expired: bool) -> Amount {
+    if expired { charge.minus(reserved) } else { charge }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pool::budget::Window;
+
+    fn ask(input: u64, cap: u64) -> PoolAsk {
+        PoolAsk {
+            pools: Vec::new(),
+            input,
+            cap,
+            price: None,
+            min_output: 16,
+            lease: Duration::from_secs(30),
+            holder: Arc::from("test"),
+        }
+    }
+
+    fn name(text: &str) -> PoolName {
+        PoolName::new(text).unwrap()
+    }
+
+    #[test]
+    fn the_output_is_what_the_tightest_pool_leaves() {
+        let (a, b) = (name("a"), name("b"));
+        let wide = PoolBudget::default().with_tokens(10_000);
+        let narrow = PoolBudget::default().with_tokens(1_000).per(Window::Day);
+        let line = Line { settled: Amount { tokens: 200, ..Amount::ZERO }, reserved: Amount::ZERO };
+        let fit = fit(&ask(300, 4_096), &[(&a, &wide, &line), (&b, &narrow, &line)]).unwrap();
+        assert_eq!(fit.output, 500);
+        assert_eq!(fit.amount, Amount { calls: 1, tokens: 800, cost: Micros::ZERO });
+    }
+
+    #[test]
+    fn a_pool_that_leaves_less_than_the_minimum_refuses_by_name() {
+        let (a, b) = (name("a"), name("b"));
+        let wide = PoolBudget::default().with_tokens(10_000);
+        let narrow = PoolBudget::default().with_tokens(1_000);
+        let line = Line { settled: Amount { tokens: 690, ..Amount::ZERO }, reserved: Amount::ZERO };
+        let refused = fit(&ask(300, 4_096), &[(&a, &wide, &line), (&b, &narrow, &line)]);
+        assert_eq!(refused, Err(PoolRefusal { pool: b.clone(), limit: PoolLimit::Tokens }));
+        let calls = PoolBudget::default().with_calls(3);
+        let full = Line {
+            settled: Amount { calls: 2, ..Amount::ZERO },
+            reserved: Amount { calls: 1, ..Amount::ZERO },
+        };
+        assert_eq!(
+            super::fit(&ask(1, 100), &[(&a, &calls, &full)]),
+            Err(PoolRefusal { pool: a, limit: PoolLimit::Calls })
+        );
+    }
+
+    #[test]
+    fn a_cost_bound_needs_a_price_and_prices_the_output() {
+        let a = name("a");
+        let budget = PoolBudget::default().with_cost(Micros(1_000));
+        let line = Line::default();
+        assert_eq!(
+            fit(&ask(10, 100), &[(&a, &budget, &line)]),
+            Err(PoolRefusal { pool: a.clone(), limit: PoolLimit::Cost })
+        );
+        let mut priced = ask(400, u64::MAX);
+        priced.price = Some(Price::per_million(Micros(1_000_000), Micros(2_000_000)));
+        // 400 input tokens cost 400; 600 left buys 300 output tokens.
+        let fit = fit(&priced, &[(&a, &budget, &line)]).unwrap();
+        assert_eq!((fit.output, fit.amount.cost, fit.amount.tokens), (300, Micros(1_000), 700));
+    }
+
+    #[test]
+    fn a_late_settlement_adds_only_what_it_reports_beyond_the_hold() {
+        let hold = Amount { calls: 1, tokens: 800, cost: Micros(50) };
+        let report = Amount { calls: 1, tokens: 900, cost: Micros(40) };
+        assert_eq!(settlement(hold, report, false), report);
+        assert_eq!(settlement(hold, report, true), Amount { calls: 0, tokens: 100, cost: Micros::ZERO });
+    }
+}

@@ -1,0 +1,425 @@
+//! Shared pools under the scope: a call reserved in every pool before it is sent, refused by
+//! name when a pool has no room, released when the run's own admission refuses, settled from
+//! the provider's usage, charged whole when its holder dies, and 64 tasks racing one pool.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+use loopbound::pool::{
+    Amount, ManualClock, MemoryPools, PoolBudget, PoolDraw, PoolLimit, PoolName, PoolStore, Settled, Window,
+};
+use loopbound::scripted::{Scripted, Step, sequence};
+use loopbound::spend::{ByteCounter, Micros, Price, Prices};
+use loopbound::transport::{ModelReply, Usage};
+use loopbound::{Limits, LimitsError, Message, RunError, RunErrorKind, Runtime, Scope, Status, ToolSet};
+use loopbound_testkit::pool::{Billing, CALL_TOKENS, race};
+
+/// 2026-12-01T10:00:00Z.
+const NOW: u64 = 1_796_119_200_000;
+
+fn name(text: &str) -> PoolName {
+    PoolName::new(text).unwrap()
+}
+
+async fn store_with(pools: &[(&PoolName, PoolBudget)]) -> (Arc<MemoryPools>, ManualClock) {
+    let clock = ManualClock::at(NOW);
+    let store = Arc::new(MemoryPools::with_clock(Arc::new(clock.clone())));
+    for (pool, budget) in pools {
+        store.define(pool, *budget).await.unwrap();
+    }
+    (store, clock)
+}
+
+/// The default counter's estimate of a request holding one message of `bytes` bytes.
+fn estimate(bytes: u64) -> u64 {
+    bytes + ByteCounter::MESSAGE_OVERHEAD + ByteCounter::REQUEST_OVERHEAD
+}
+
+fn answer(usage: Usage) -> Step {
+    Step::Reply(ModelReply::text("Done.").with_usage(usage))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sixty_four_tasks_racing_one_pool_settle_within_it_and_use_at_least_95_percent() {
+    let tenant = name("tenant:race");
+    let (tasks, runs) = (64, 25);
+    // The budget covers 60 % of what the runs would bill.
+    let budget = tasks * runs * CALL_TOKENS * 6 / 10;
+    let store = Arc::new(MemoryPools::new());
+    store.define(&tenant, PoolBudget::default().with_tokens(budget)).await.unwrap();
+    let draw = loopbound_testkit::pool::draw(
+        store.clone(),
+        std::slice::from_ref(&tenant),
+        Duration::from_secs(30),
+        "race",
+    );
+    let model = Arc::new(Billing::new(0, 3, 7));
+    let tally = race(&draw, &model, tasks, runs).await;
+    let state = store.state(&tenant).await.unwrap();
+    assert_eq!(state.reserved, Amount::ZERO, "nothing left in flight");
+    assert_eq!(state.settled.tokens, model.billed(), "the pool settled exactly what was billed");
+    assert_eq!(state.settled.calls, model.calls());
+    assert_eq!(tally.completed, model.calls());
+    assert_eq!(tally.completed + tally.refused, tasks * runs);
+    assert!(state.settled.tokens <= budget, "{} > {budget}", state.settled.tokens);
+    assert!(state.settled.tokens * 100 >= budget * 95, "only {} of {budget} used", state.settled.tokens);
+}
+
+#[tokio::test]
+async fn a_pool_without_room_halts_the_run_by_name_before_the_call_is_sent() {
+    let (acme, user) = (name("tenant:acme"), name("user:7"));
+    let (store, _) = store_with(&[
+        (&acme, PoolBudget::default().with_tokens(100_000)),
+        (&user, PoolBudget::default().with_calls(1).per(Window::Day)),
+    ])
+    .await;
+    let draw = PoolDraw::new(store.clone(), [acme.clone(), user.clone()]).output_cap(100);
+    let model = sequence(vec![answer(Usage::new(10, 50)), answer(Usage::new(10, 50))]);
+    let runtime = Runtime::harness(&ToolSet::default(), &model);
+    let first = Scope::builder().pools(draw.clone()).build().unwrap();
+    let outcome = runtime.run(&first, &mut vec![Message::user("Hi.")], |()| true).await.unwrap();
+    assert_eq!(outcome.status(), Status::Completed);
+    let second = Scope::builder().pools(draw).build().unwrap();
+    let outcome = runtime.run(&second, &mut vec![Message::user("Hi.")], |()| true).await.unwrap();
+    assert_eq!(outcome.status(), Status::ModelBudget, "the user's call budget");
+    assert_eq!(outcome.detail(), Some("pool user:7 has no room for this call (calls)"));
+    assert_eq!(model.calls(), 1, "the refused call was never sent");
+    let (acme_state, user_state) = (store.state(&acme).await.unwrap(), store.state(&user).await.unwrap());
+    assert_eq!(acme_state.settled, Amount { calls: 1, tokens: 60, cost: Micros::ZERO });
+    assert_eq!(acme_state.reserved, Amount::ZERO, "all or nothing: the tenant holds nothing for it");
+    assert_eq!(user_state.settled.calls, 1);
+    let events: Vec<String> = outcome.events().iter().map(ToString::to_string).collect();
+    assert_eq!(events, ["ModelBudget model 0"]);
+}
+
+#[tokio::test]
+async fn the_request_goes_out_capped_at_the_grant_and_the_unused_part_is_released() {
+    let acme = name("tenant:acme");
+    let (store, _) = store_with(&[(&acme, PoolBudget::default().with_tokens(1_000))]).await;
+    let seen = Arc::new(AtomicU32::new(0));
+    let cap = Arc::clone(&seen);
+    let model = Scripted::new(move |_, request| {
+        cap.store(request.options.max_output_tokens.unwrap_or(0), Ordering::SeqCst);
+        answer(Usage::new(50, 20))
+    });
+    let draw = PoolDraw::new(store.clone(), [acme.clone()]);
+    let scope = Scope::builder().pools(draw).build().unwrap();
+    let runtime = Runtime::harness(&ToolSet::default(), &model);
+    let mut conversation = vec![Message::user("x".repeat(300))];
+    let outcome = runtime.run(&scope, &mut conversation, |()| true).await.unwrap();
+    assert_eq!(outcome.status(), Status::Completed);
+    // The byte counter's estimate of the request, and what the pool leaves after it.
+    let input = estimate(300);
+    assert_eq!(u64::from(seen.load(Ordering::SeqCst)), 1_000 - input, "capped at what the pool leaves");
+    let state = store.state(&acme).await.unwrap();
+    assert_eq!((state.settled.tokens, state.reserved.tokens, state.holds), (70, 0, 0));
+}
+
+#[tokio::test]
+async fn the_runs_own_budget_narrows_the_pools_hold_and_its_refusal_reaches_no_pool() {
+    let acme = name("tenant:acme");
+    let (store, _) = store_with(&[(&acme, PoolBudget::default().with_tokens(1_000_000))]).await;
+    let seen = Arc::new(AtomicU32::new(0));
+    let cap = Arc::clone(&seen);
+    let model = Scripted::new(move |_, request| {
+        cap.store(request.options.max_output_tokens.unwrap_or(0), Ordering::SeqCst);
+        answer(Usage::new(10, 10))
+    });
+    let draw = PoolDraw::new(store.clone(), [acme.clone()]);
+    let limits = Limits::default().with_total_tokens(500);
+    let scope = Scope::builder().pools(draw.clone()).limits(limits).build().unwrap();
+    let runtime = Runtime::harness(&ToolSet::default(), &model);
+    let outcome = runtime.run(&scope, &mut vec![Message::user("x".repeat(100))], |()| true).await.unwrap();
+    assert_eq!(outcome.status(), Status::Completed);
+    let input = estimate(100);
+    assert_eq!(u64::from(seen.load(Ordering::SeqCst)), 500 - input, "the run's budget is tighter");
+    // A request that does not fit the run's own budget is refused without asking the pool.
+    let scope = Scope::builder().pools(draw).limits(limits).build().unwrap();
+    let outcome = runtime.run(&scope, &mut vec![Message::user("x".repeat(600))], |()| true).await.unwrap();
+    assert_eq!((outcome.status(), outcome.detail()), (Status::TokenBudget, None));
+    let state = store.state(&acme).await.unwrap();
+    assert_eq!((state.settled.calls, state.settled.tokens, state.reserved), (1, 20, Amount::ZERO));
+}
+
+#[tokio::test]
+async fn a_cost_bound_prices_the_call_and_fails_closed_without_a_price() {
+    let acme = name("tenant:acme");
+    let (store, _) = store_with(&[(&acme, PoolBudget::default().with_cost(Micros(1_000)))]).await;
+    let price = Price::per_million(Micros(1_000_000), Micros(2_000_000));
+    let prices = Prices::new().model("m", price).shared();
+    let model = Scripted::new(|_, _| answer(Usage::new(100, 100))).with_model("m");
+    let draw = PoolDraw::new(store.clone(), [acme.clone()]);
+    let scope = Scope::builder().pools(draw.clone()).prices(prices).build().unwrap();
+    let runtime = Runtime::harness(&ToolSet::default(), &model);
+    let outcome = runtime.run(&scope, &mut vec![Message::user("Hi.")], |()| true).await.unwrap();
+    assert_eq!(outcome.status(), Status::Completed);
+    assert_eq!(store.state(&acme).await.unwrap().settled.cost, Micros(300), "100 in at 1, 100 out at 2");
+    let unpriced = Scripted::new(|_, _| answer(Usage::new(1, 1)));
+    let scope = Scope::builder().pools(draw).build().unwrap();
+    let runtime = Runtime::harness(&ToolSet::default(), &unpriced);
+    let outcome = runtime.run(&scope, &mut vec![Message::user("Hi.")], |()| true).await.unwrap();
+    assert_eq!(outcome.status(), Status::CostBudget);
+    assert_eq!(outcome.detail(), Some("pool tenant:acme has no room for this call (cost)"));
+    assert_eq!(unpriced.calls(), 0);
+}
+
+#[tokio::test]
+async fn a_scope_with_priced_tools_or_a_childs_foreign_store_is_refused() {
+    let acme = name("tenant:acme");
+    let (store, _) = store_with(&[(&acme, PoolBudget::default().with_calls(5))]).await;
+    let draw = PoolDraw::new(store.clone(), [acme.clone()]);
+    let prices = Prices::new().tool("refund", Micros(10)).shared();
+    let refused = Scope::builder().pools(draw.clone()).prices(prices).build();
+    assert_eq!(refused.err(), Some(LimitsError::PricedToolsWithPools));
+    let free = Prices::new().other_tools(Micros::ZERO).shared();
+    assert!(Scope::builder().pools(draw.clone()).prices(free).build().is_ok(), "free tools are fine");
+    let parent = Scope::builder().pools(draw).build().unwrap();
+    let elsewhere = PoolDraw::new(Arc::new(MemoryPools::new()), [acme]);
+    assert_eq!(parent.child().pools(elsewhere).build().err(), Some(LimitsError::PoolStores));
+}
+
+#[tokio::test]
+async fn a_child_draws_from_its_parents_pools_and_its_own() {
+    let (acme, search) = (name("tenant:acme"), name("feature:search"));
+    let (store, _) = store_with(&[
+        (&acme, PoolBudget::default().with_calls(10)),
+        (&search, PoolBudget::default().with_calls(1)),
+    ])
+    .await;
+    let parent = Scope::builder().pools(PoolDraw::new(store.clone(), [acme.clone()])).build().unwrap();
+    let child = parent.child().pools(PoolDraw::new(store.clone(), [search.clone()])).build().unwrap();
+    let model = sequence(vec![answer(Usage::new(1, 1)), answer(Usage::new(1, 1))]);
+    let runtime = Runtime::harness(&ToolSet::default(), &model);
+    let outcome = runtime.run(&child, &mut vec![Message::user("Hi.")], |()| true).await.unwrap();
+    assert_eq!(outcome.status(), Status::Completed);
+    assert_eq!(store.state(&acme).await.unwrap().settled.calls, 1);
+    assert_eq!(store.state(&search).await.unwrap().settled.calls, 1);
+    let again = parent.child().pools(PoolDraw::new(store.clone(), [search.clone()])).build().unwrap();
+    let outcome = runtime.run(&again, &mut vec![Message::user("Hi.")], |()| true).await.unwrap();
+    assert_eq!(outcome.detail(), Some("pool feature:search has no room for this call (calls)"));
+    assert_eq!(store.state(&acme).await.unwrap().reserved, Amount::ZERO);
+}
+
+#[tokio::test]
+async fn a_stop_during_the_call_charges_its_hold_whole() {
+    let acme = name("tenant:acme");
+    let (store, _) = store_with(&[(&acme, PoolBudget::default().with_tokens(10_000))]).await;
+    let draw = PoolDraw::new(store.clone(), [acme.clone()]).output_cap(500);
+    let limits = Limits::default().with_deadline(Duration::from_millis(50));
+    let scope = Scope::builder().pools(draw).limits(limits).build().unwrap();
+    let model = sequence(vec![Step::Hang]);
+    let runtime = Runtime::harness(&ToolSet::default(), &model);
+    let outcome = runtime.run(&scope, &mut vec![Message::user("x".repeat(100))], |()| true).await.unwrap();
+    assert_eq!(outcome.status(), Status::DeadlineExceeded);
+    let input = estimate(100);
+    let state = store.state(&acme).await.unwrap();
+    assert_eq!(
+        (state.settled.tokens, state.reserved.tokens),
+        (input + 500, 0),
+        "the provider may have billed it"
+    );
+}
+
+#[tokio::test]
+async fn a_pool_store_that_fails_stops_the_run_before_anything_is_sent() {
+    let model = sequence(vec![answer(Usage::new(1, 1))]);
+    let runtime = Runtime::harness(&ToolSet::default(), &model);
+    // A pool the store does not know: the store refuses, the call is not sent.
+    let store = Arc::new(MemoryPools::new());
+    let scope = Scope::builder().pools(PoolDraw::new(store, [name("tenant:ghost")])).build().unwrap();
+    let error = runtime.run(&scope, &mut vec![Message::user("Hi.")], |()| true).await.unwrap_err();
+    assert!(matches!(error, RunError::Pool(_)), "{error:?}");
+    assert_eq!(error.kind(), RunErrorKind::Configuration);
+    assert_eq!(error.to_string(), "the pool is not defined in this store");
+    assert_eq!(model.calls(), 0);
+}
+
+#[tokio::test]
+async fn a_dead_holders_hold_is_charged_whole_at_expiry_and_a_late_settlement_adds_only_the_excess() {
+    let acme = name("tenant:acme");
+    let (store, clock) = store_with(&[(&acme, PoolBudget::default().with_tokens(1_000))]).await;
+    let ask = |lease| loopbound::pool::PoolAsk {
+        pools: vec![acme.clone()],
+        input: 100,
+        cap: 300,
+        price: None,
+        min_output: 16,
+        lease,
+        holder: Arc::from("w"),
+    };
+    let grant = store.reserve(ask(Duration::from_secs(10))).await.unwrap().unwrap();
+    assert_eq!((grant.output, grant.amount.tokens), (300, 400));
+    clock.advance(Duration::from_secs(9));
+    assert!(store.renew(grant.hold, Duration::from_secs(10)).await.unwrap(), "renewed in time");
+    clock.advance(Duration::from_secs(9));
+    assert_eq!(store.state(&acme).await.unwrap().reserved.tokens, 400, "the renewal kept it");
+    clock.advance(Duration::from_secs(2));
+    let state = store.state(&acme).await.unwrap();
+    assert_eq!((state.settled.tokens, state.reserved.tokens, state.holds), (400, 0, 0), "charged whole");
+    assert!(!store.renew(grant.hold, Duration::from_secs(10)).await.unwrap());
+    let report = Amount { calls: 1, tokens: 450, cost: Micros::ZERO };
+    assert_eq!(store.settle(grant.hold, report).await.unwrap(), Settled::Late);
+    assert_eq!(store.state(&acme).await.unwrap().settled.tokens, 450, "only the excess, once");
+    assert_eq!(store.settle(grant.hold, report).await, Err(loopbound::pool::PoolError::UnknownHold));
+    // A released hold charges nothing; an expired one stays charged when released.
+    let second = store.reserve(ask(Duration::from_secs(10))).await.unwrap().unwrap();
+    store.release(second.hold).await.unwrap();
+    let third = store.reserve(ask(Duration::from_secs(1))).await.unwrap().unwrap();
+    clock.advance(Duration::from_secs(1));
+    store.release(third.hold).await.unwrap();
+    let state = store.state(&acme).await.unwrap();
+    assert_eq!((state.settled.tokens, state.reserved.tokens), (450 + third.amount.tokens, 0));
+    // 150 tokens are left: 100 of input and 50 of output, below a minimum of 51.
+    let mut tight = ask(Duration::from_secs(1));
+    tight.min_output = 51;
+    let refused = store.reserve(tight).await.unwrap().unwrap_err();
+    assert_eq!((refused.pool, refused.limit), (acme, PoolLimit::Tokens));
+}
+
+#[tokio::test]
+async fn each_utc_day_has_its_own_figures_and_a_hold_settles_in_its_own_day() {
+    let acme = name("tenant:acme");
+    let (store, clock) = store_with(&[(&acme, PoolBudget::default().with_calls(1).per(Window::Day))]).await;
+    let ask = loopbound::pool::PoolAsk {
+        pools: vec![acme.clone()],
+        input: 1,
+        cap: 10,
+        price: None,
+        min_output: 1,
+        lease: Duration::from_secs(3_600 * 20),
+        holder: Arc::from("w"),
+    };
+    let today = store.reserve(ask.clone()).await.unwrap().unwrap();
+    assert!(store.reserve(ask.clone()).await.unwrap().is_err(), "one call a day");
+    clock.advance(Duration::from_secs(14 * 3_600));
+    let state = store.state(&acme).await.unwrap();
+    assert_eq!((state.window_start, state.settled.calls, state.reserved.calls), (NOW + 14 * 3_600_000, 0, 0));
+    let tomorrow = store.reserve(ask.clone()).await.unwrap().unwrap();
+    store.settle(today.hold, Amount { calls: 1, tokens: 5, cost: Micros::ZERO }).await.unwrap();
+    store.settle(tomorrow.hold, Amount { calls: 1, tokens: 7, cost: Micros::ZERO }).await.unwrap();
+    let state = store.state(&acme).await.unwrap();
+    assert_eq!(
+        (state.settled.calls, state.settled.tokens),
+        (1, 7),
+        "yesterday's settlement stays yesterday's"
+    );
+    // A host reads and adjusts the limit; the day's figures are kept.
+    store.define(&acme, PoolBudget::default().with_calls(2).per(Window::Day)).await.unwrap();
+    assert!(store.reserve(ask.clone()).await.unwrap().is_ok(), "the raised limit admits one more");
+    assert_eq!(
+        store.define(&acme, PoolBudget::default().with_calls(2)).await,
+        Err(loopbound::pool::PoolError::InvalidBudget),
+        "a pool keeps its window"
+    );
+}
+
+/// A store that runs `during` inside each reservation (between the run's look and its
+/// admission), and can fail every reservation as a server that is down.
+#[derive(Debug)]
+struct Interfering {
+    inner: MemoryPools,
+    during: loopbound::CancellationToken,
+    down: bool,
+}
+
+impl PoolStore for Interfering {
+    fn define<'a>(&'a self, pool: &'a PoolName, budget: PoolBudget) -> loopbound::pool::PoolFuture<'a, ()> {
+        self.inner.define(pool, budget)
+    }
+    fn state<'a>(
+        &'a self,
+        pool: &'a PoolName,
+    ) -> loopbound::pool::PoolFuture<'a, loopbound::pool::PoolState> {
+        self.inner.state(pool)
+    }
+    fn windows<'a>(
+        &'a self,
+        pool: &'a PoolName,
+    ) -> loopbound::pool::PoolFuture<'a, Vec<(u64, loopbound::pool::Line)>> {
+        self.inner.windows(pool)
+    }
+    fn reserve(
+        &self,
+        ask: loopbound::pool::PoolAsk,
+    ) -> loopbound::pool::PoolFuture<'_, Result<loopbound::pool::Grant, loopbound::pool::PoolRefusal>> {
+        self.during.cancel();
+        if self.down {
+            let refused = std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "connection refused");
+            return Box::pin(std::future::ready(Err(loopbound::pool::PoolError::storage(
+                "a reservation",
+                refused,
+            ))));
+        }
+        self.inner.reserve(ask)
+    }
+    fn renew(&self, hold: loopbound::pool::HoldId, lease: Duration) -> loopbound::pool::PoolFuture<'_, bool> {
+        self.inner.renew(hold, lease)
+    }
+    fn settle(
+        &self,
+        hold: loopbound::pool::HoldId,
+        charge: Amount,
+    ) -> loopbound::pool::PoolFuture<'_, Settled> {
+        self.inner.settle(hold, charge)
+    }
+    fn release(&self, hold: loopbound::pool::HoldId) -> loopbound::pool::PoolFuture<'_, ()> {
+        self.inner.release(hold)
+    }
+}
+
+#[tokio::test]
+async fn a_refusal_by_the_run_after_the_pools_grant_releases_the_hold() {
+    let acme = name("tenant:acme");
+    let caller = loopbound::CancellationToken::new();
+    let store = Arc::new(Interfering { inner: MemoryPools::new(), during: caller.clone(), down: false });
+    store.define(&acme, PoolBudget::default().with_tokens(10_000)).await.unwrap();
+    let scope =
+        Scope::builder().caller(caller).pools(PoolDraw::new(store.clone(), [acme.clone()])).build().unwrap();
+    let model = sequence(vec![answer(Usage::new(1, 1))]);
+    let runtime = Runtime::harness(&ToolSet::default(), &model);
+    let error = runtime.run(&scope, &mut vec![Message::user("Hi.")], |()| true).await.unwrap_err();
+    assert_eq!(error, RunError::Cancelled, "the caller cancelled while the pool reserved");
+    assert_eq!(model.calls(), 0);
+    let state = store.state(&acme).await.unwrap();
+    assert_eq!((state.settled, state.reserved, state.holds), (Amount::ZERO, Amount::ZERO, 0), "released");
+}
+
+#[tokio::test]
+async fn a_pool_store_that_is_down_fails_closed_with_its_cause() {
+    let acme = name("tenant:acme");
+    let store = Arc::new(Interfering {
+        inner: MemoryPools::new(),
+        during: loopbound::CancellationToken::new(),
+        down: true,
+    });
+    store.define(&acme, PoolBudget::default().with_tokens(10_000)).await.unwrap();
+    let scope = Scope::builder().pools(PoolDraw::new(store, [acme])).build().unwrap();
+    let model = sequence(vec![answer(Usage::new(1, 1))]);
+    let runtime = Runtime::harness(&ToolSet::default(), &model);
+    let error = runtime.run(&scope, &mut vec![Message::user("Hi.")], |()| true).await.unwrap_err();
+    assert_eq!(error.kind(), RunErrorKind::PoolUnavailable);
+    assert_eq!(error.to_string(), "the pool store failed: a reservation");
+    let source = std::error::Error::source(&error).map(ToString::to_string);
+    assert_eq!(source.as_deref(), Some("connection refused"));
+    assert_eq!(model.calls(), 0);
+}
+
+#[tokio::test]
+async fn a_call_longer_than_the_lease_keeps_its_hold_by_renewing_it() {
+    let acme = name("tenant:acme");
+    let store = Arc::new(MemoryPools::new());
+    store.define(&acme, PoolBudget::default().with_tokens(10_000)).await.unwrap();
+    let draw = loopbound_testkit::pool::draw(
+        store.clone(),
+        std::slice::from_ref(&acme),
+        Duration::from_millis(60),
+        "slow",
+    );
+    // Each answer takes more than three leases.
+    let model = Billing::new(200, 200, 1);
+    let (status, _) = loopbound_testkit::pool::one_run(&draw, &model).await.unwrap();
+    assert_eq!(status, Status::Completed);
+    let state = store.state(&acme).await.unwrap();
+    assert_eq!(state.settled.tokens, CALL_TOKENS, "settled in time, not charged whole at expiry");
+}
