@@ -163,3 +163,32 @@ pub use sync::CancellationToken;
 #[cfg(doctest)]
 #[doc = include_str!("../../README.md")]
 struct ReadmeDoctests;
+
+/// The examples of the pages under `docs/`, compiled and run as doc tests.
+#[cfg(doctest)]
+mod docs_doctests {
+    #[doc = include_str!("../../docs/limits.md")]
+    struct Limits;
+    #[doc = include_str!("../../docs/spend.md")]
+    struct Spend;
+    #[doc = include_str!("../../docs/pools.md")]
+    struct Pools;
+    #[doc = include_str!("../../docs/outcomes.md")]
+    struct Outcomes;
+    #[doc = include_str!("../../docs/watch.md")]
+    struct Watch;
+    #[doc = include_str!("../../docs/durable.md")]
+    struct Durable;
+    #[doc = include_str!("../../docs/live.md")]
+    struct Live;
+    #[doc = include_str!("../../docs/mcp.md")]
+    struct Mcp;
+    #[doc = include_str!("../../docs/testing.md")]
+    struct Testing;
+    #[doc = include_str!("../../docs/demo330.md")]
+    struct Demo330;
+    #[doc = include_str!("../../docs/verify.md")]
+    struct Verify;
+    #[doc = include_str!("../../docs/performance.md")]
+    struct Performance;
+}
