@@ -325,6 +325,32 @@ struct Shared {
     statuses: Vec<Status>,
 }
 
+/// Run `index` of a shared-budget case: a runaway loop in `scope`, its provider's latency drawn
+/// from a seed of its own, billed to `ledger`.
+fn runaway(
+    tools: &ToolSet,
+    ledger: &Arc<Ledger>,
+    budget: u64,
+    seed: u64,
+    index: usize,
+    scope: Scope,
+) -> impl std::future::Future<Output = Result<Status, loopbound::RunError>> + Send + 'static {
+    let model = Workload::new(
+        Shape::ToolLoop,
+        Arc::clone(ledger),
+        budget,
+        Some((200, 600)),
+        seed.wrapping_mul(1_000_003).wrapping_add(index as u64),
+    );
+    let runtime = runtime_for(tools, model);
+    async move {
+        runtime
+            .run(&scope, &mut vec![Message::user("Review the tickets.")], |()| false)
+            .await
+            .map(|outcome| outcome.status())
+    }
+}
+
 /// K runaway runs as children of one parent holding a total budget of `budget` tokens.
 fn shared(k: usize, budget: u64, seed: u64) -> Shared {
     let ledger = Arc::new(Ledger::default());
@@ -344,20 +370,7 @@ fn shared(k: usize, budget: u64, seed: u64) -> Shared {
                 .limits(roomy())
                 .build()
                 .expect("a child within its parent");
-            let model = Workload::new(
-                Shape::ToolLoop,
-                Arc::clone(&ledger),
-                budget,
-                Some((200, 600)),
-                seed.wrapping_mul(1_000_003).wrapping_add(child as u64),
-            );
-            let runtime = runtime_for(&tools, model);
-            runs.push(async move {
-                runtime
-                    .run(&scope, &mut vec![Message::user("Review the tickets.")], |()| false)
-                    .await
-                    .map(|outcome| outcome.status())
-            });
+            runs.push(runaway(&tools, &ledger, budget, seed, child, scope));
         }
         join_all(runs).await
     });
@@ -395,20 +408,7 @@ fn pooled(k: usize, budget: u64, seed: u64, store: &Arc<dyn PoolStore>) -> Share
                 .pools(draw.clone())
                 .build()
                 .expect("a scope drawing from the pool");
-            let model = Workload::new(
-                Shape::ToolLoop,
-                Arc::clone(&ledger),
-                budget,
-                Some((200, 600)),
-                seed.wrapping_mul(1_000_003).wrapping_add(run as u64),
-            );
-            let runtime = runtime_for(&tools, model);
-            runs.push(async move {
-                runtime
-                    .run(&scope, &mut vec![Message::user("Review the tickets.")], |()| false)
-                    .await
-                    .map(|outcome| outcome.status())
-            });
+            runs.push(runaway(&tools, &ledger, budget, seed, run, scope));
         }
         let statuses = join_all(runs).await;
         (statuses, store.state(&pool).await.expect("the pool's state"))
