@@ -132,6 +132,10 @@ pub enum EventKind {
     /// The host widened a journaled run's definition (grants or limits); the name is `run`, the
     /// count the widening's number (1 for the first), and the event names who widened it.
     Widened,
+    /// A host's cancel request through the journal ended a journaled run's attempt (it ends as a
+    /// caller cancellation): the name is `run`, the count the attempt's number (1 for the
+    /// first), and the event names who asked.
+    Cancelled,
     /// The one model call a wrap-up kept aside was admitted after a limit stopped the run; the
     /// name is `model` and the count the model calls so far, this one included.
     WrapUp,
@@ -154,6 +158,7 @@ impl EventKind {
             Self::Reconciled => "Reconciled",
             Self::AwaitingApproval => "AwaitingApproval",
             Self::Widened => "Widened",
+            Self::Cancelled => "Cancelled",
             Self::WrapUp => "WrapUp",
         }
     }
@@ -183,7 +188,7 @@ impl HaltReason {
 
 impl EventKind {
     /// Every kind that is not a halt.
-    const PLAIN: [Self; 12] = [
+    const PLAIN: [Self; 13] = [
         Self::ModelCall,
         Self::Middleware,
         Self::ToolCall,
@@ -195,6 +200,7 @@ impl EventKind {
         Self::Reconciled,
         Self::AwaitingApproval,
         Self::Widened,
+        Self::Cancelled,
         Self::WrapUp,
     ];
 

@@ -79,9 +79,9 @@ impl Journal for Cancellable {
         self.inner.commit(run, fence, batch).await
     }
 
-    async fn cancel_requested(&self, _run: &RunId) -> Result<bool, JournalError> {
+    async fn cancel_requested(&self, _run: &RunId) -> Result<Option<String>, JournalError> {
         self.asked.fetch_add(1, Ordering::SeqCst);
-        Ok(self.requested.load(Ordering::SeqCst))
+        Ok(self.requested.load(Ordering::SeqCst).then(|| "ops".to_owned()))
     }
 }
 
@@ -91,7 +91,7 @@ async fn a_journaled_run_that_waits_honours_a_cancel_request_within_a_second() {
     let requester = {
         let journal = Arc::clone(&journal);
         tokio::spawn(async move {
-            tokio::time::sleep(Duration::from_millis(2500)).await;
+            tokio::time::sleep(Duration::from_millis(2300)).await;
             journal.requested.store(true, Ordering::SeqCst);
         })
     };
@@ -102,7 +102,7 @@ async fn a_journaled_run_that_waits_honours_a_cancel_request_within_a_second() {
     let result =
         runtime.run_journaled(&*journal, &run, &scope, &mut vec![Message::user("Hi.")], |()| true).await;
     assert_eq!(result, Err(RunError::Cancelled));
-    assert_eq!(started.elapsed(), Duration::from_secs(3), "the poll after the request");
+    assert_eq!(started.elapsed(), Duration::from_millis(2500), "the poll after the request");
     requester.await.unwrap();
 }
 
@@ -128,7 +128,43 @@ async fn a_journaled_run_honours_a_cancel_request_at_its_next_admission() {
     assert_eq!(runtime.transport().calls(), 1, "the next model call was never sent");
     assert_eq!(
         journal.asked.load(Ordering::SeqCst),
-        3,
-        "asked before the first model call, before the tool call, and before the second model call"
+        4,
+        "asked before the first model call, before the tool call, before the second model call, and at \
+         the end for who asked"
     );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_cancel_command_ends_the_memory_journals_run_records_who_asked_and_leaves_it_resumable() {
+    let journal = Arc::new(MemoryJournal::default());
+    let run = RunId::new("wait-2").unwrap();
+    let host = {
+        let (journal, run) = (Arc::clone(&journal), run.clone());
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(1200)).await;
+            loopbound::journal::cancel(&*journal, &run, "ops").await
+        })
+    };
+    let runtime = Runtime::harness(&ToolSet::default(), hanging());
+    let scope = Scope::builder().build().unwrap();
+    let started = Instant::now();
+    let result =
+        runtime.run_journaled(&*journal, &run, &scope, &mut vec![Message::user("Hi.")], |()| true).await;
+    assert_eq!(result, Err(RunError::Cancelled));
+    assert_eq!(started.elapsed(), Duration::from_millis(1500), "the first poll after the request");
+    assert_eq!(host.await.unwrap(), Ok(()));
+    let record = loopbound::journal::inspect(&*journal, &run).await.unwrap();
+    let last = record.events().last().unwrap();
+    assert_eq!(
+        (last.to_string(), last.decided_by()),
+        ("Cancelled run 1 by ops".to_owned(), Some("ops")),
+        "the attempt's last commit names who asked"
+    );
+    assert_eq!(record.state(), loopbound::journal::RunState::Open);
+    assert_eq!(journal.cancel_requested(&run).await, Ok(None), "the request was honoured and cleared");
+    assert_eq!(
+        loopbound::journal::cancel(&*journal, &RunId::new("nope").unwrap(), "ops").await,
+        Err(JournalError::UnknownRun)
+    );
+    assert_eq!(loopbound::journal::cancel(&*journal, &run, "").await, Err(JournalError::InvalidActor));
 }

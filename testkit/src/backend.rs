@@ -100,4 +100,12 @@ impl Journal for AnyJournal {
     async fn list(&self, query: &RunQuery) -> Result<Vec<ListedRow>, JournalError> {
         each!(self, journal => journal.list(query).await)
     }
+
+    async fn cancel_requested(&self, run: &RunId) -> Result<Option<String>, JournalError> {
+        each!(self, journal => journal.cancel_requested(run).await)
+    }
+
+    async fn request_cancel(&self, run: &RunId, by: &str) -> Result<(), JournalError> {
+        each!(self, journal => journal.request_cancel(run, by).await)
+    }
 }

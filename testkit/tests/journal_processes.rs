@@ -3,7 +3,8 @@
 //! filesystem server; six processes opening one new SQLite file, or one empty PostgreSQL
 //! database, at the same moment; an attempt killed with SIGKILL taken over once its lease
 //! expired; an attempt paused with SIGSTOP past its lease that gets `LeaseLost` and runs no
-//! further effect. The last two on SQLite (FULL and NORMAL) and PostgreSQL.
+//! further effect; an attempt that a host in another process cancels through the journal. The
+//! last three on SQLite (FULL and NORMAL) and PostgreSQL.
 //!
 //! Counts are kept outside the processes, in files each process appends to and syncs: the
 //! `tools/call` messages written to the MCP server, the model replies asked for, the effects
@@ -16,7 +17,7 @@ use std::process::Child;
 use std::sync::Arc;
 use std::time::Duration;
 
-use loopbound::journal::{self, JournalError, Resolution, RunId, RunQuery, RunState};
+use loopbound::journal::{self, Journal as _, JournalError, Resolution, RunId, RunQuery, RunState};
 use loopbound::tool::Policy;
 use loopbound::transport::ModelReply;
 use loopbound::{Message, RunError, Runtime, Scope, Status, ToolSet};
@@ -611,5 +612,61 @@ fn a_run_killed_after_its_effect_resumes_in_a_fresh_process_from_its_id_alone_on
             record.succeeded().any(|(tool, _)| tool == "refund"),
             "{place}: the record says the refund succeeded"
         );
+    }
+}
+
+// A cancel requested from another process.
+
+const CANCELLED: &str =
+    "a_cancel_requested_from_another_process_ends_the_attempt_within_a_second_on_every_backend";
+
+fn waiting() {
+    let rt = child::runtime();
+    let journal =
+        rt.block_on(backend::open(&env(PLACE), &env(NAME), Duration::from_secs(30))).expect("opens");
+    let model = loopbound::scripted::Scripted::new(|_, _| {
+        report("asking");
+        loopbound::scripted::Step::Hang
+    });
+    let runtime = Runtime::harness(&ToolSet::default(), model);
+    let scope = Scope::builder().build().expect("valid limits");
+    let run = RunId::new("waiting-run").expect("a valid run id");
+    let result =
+        rt.block_on(
+            runtime.run_journaled(&journal, &run, &scope, &mut vec![Message::user("Hi.")], |()| true),
+        );
+    report(&verdict(&result));
+}
+
+#[test]
+fn a_cancel_requested_from_another_process_ends_the_attempt_within_a_second_on_every_backend() {
+    if role().as_deref() == Some("waiting") {
+        waiting();
+        return;
+    }
+    let dir = scratch::dir("cancelled");
+    let rt = child::runtime();
+    let run = RunId::new("waiting-run").expect("a valid run id");
+    for place in places(&dir, "cancelled") {
+        let mut child = spawn(CANCELLED, "waiting", &dir, &place, "waiter");
+        let mut output = child::output(&mut child);
+        assert_eq!(next_report(&mut output).as_deref(), Some("asking"), "{place}");
+        let host = rt.block_on(backend::open(&place, "host", Duration::from_secs(30))).expect("opens");
+        rt.block_on(journal::cancel(&host, &run, "ops")).expect("the request is recorded");
+        let requested = std::time::Instant::now();
+        let ended = next_report(&mut output);
+        let took = requested.elapsed();
+        assert_eq!(ended.as_deref(), Some("error the run was cancelled by its caller"), "{place}");
+        assert!(took < Duration::from_secs(1), "{place}: the attempt ended {took:?} after the request");
+        assert!(child.wait().expect("reaped").success(), "{place}");
+        let record = rt.block_on(journal::inspect(&host, &run)).expect("inspect");
+        let last = record.events().last().expect("events");
+        assert_eq!(
+            (last.to_string(), last.decided_by()),
+            ("Cancelled run 1 by ops".to_owned(), Some("ops")),
+            "{place}"
+        );
+        assert_eq!((record.state(), record.is_running()), (RunState::Open, false), "{place}: resumable");
+        assert_eq!(rt.block_on(host.cancel_requested(&run)), Ok(None), "{place}: honoured and cleared");
     }
 }

@@ -124,6 +124,15 @@ impl<'j, J: Journal> Journaled<'j, J> {
         Ok(())
     }
 
+    /// Records that this attempt ended on `by`'s cancel request: a `Cancelled` event naming
+    /// them, and the request cleared, both in the attempt's last commit.
+    pub(crate) fn honour_cancel<S>(&mut self, scope: &Scope<S>, by: &str) {
+        let event =
+            ControlEvent::new(EventKind::Cancelled, Subject::Run, self.record.attempts).by(Arc::from(by));
+        scope.guard().append(event);
+        self.pending.push(Entry::CancelHonoured);
+    }
+
     /// Buffers the answer to call `index` of the current reply.
     fn record_answer(&mut self, index: u32, operation: Option<u32>, answer: &Message) {
         if let Message::Tool { content, is_error, .. } = answer {
@@ -363,7 +372,7 @@ impl<'j, J: Journal> Journaled<'j, J> {
     /// the scope is cancelled as its caller would cancel it. A journal that cannot tell, or
     /// fails to, changes nothing.
     async fn steer(&self, guard: &Guard) {
-        if let Ok(true) = self.journal.cancel_requested(&self.run).await {
+        if let Ok(Some(_)) = self.journal.cancel_requested(&self.run).await {
             guard.cancel_as_caller();
         }
     }

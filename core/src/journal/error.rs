@@ -34,6 +34,8 @@ pub enum JournalError {
     InvalidLabel,
     /// A lease duration is zero or longer than a day.
     InvalidLease,
+    /// The journal records no cancel requests (a backend that keeps only the default).
+    CancelUnsupported,
     /// A run's limits do not validate.
     InvalidLimits(crate::limits::LimitsError),
     /// A capability's name is empty or has a control character.
@@ -105,6 +107,7 @@ impl fmt::Display for JournalError {
                 "invalid label: keys of 1 to 32 bytes among a-z, 0-9, '_', '.', '-', values of 1 to 128 bytes without control characters, at most 8 labels",
             ),
             Self::InvalidLease => f.write_str("invalid lease: use more than zero and at most a day"),
+            Self::CancelUnsupported => f.write_str("this journal records no cancel requests"),
             Self::InvalidLimits(error) => error.fmt(f),
             Self::InvalidCapability => f.write_str("invalid capability: a name without control characters"),
             Self::Storage(error) => write!(f, "journal storage failed: {error}"),

@@ -1,6 +1,6 @@
 //! The host's commands on a journal: look at a run, list runs, approve or deny a proposal,
-//! reconcile an ambiguous effect. None needs a worker identity; each write is one durable commit
-//! of the host's own, checked against what the journal holds.
+//! reconcile an ambiguous effect, cancel a run. None needs a worker identity; each write is one
+//! durable commit of the host's own, checked against what the journal holds.
 //!
 //! # Invariants
 //!
@@ -164,6 +164,39 @@ pub async fn widen<J: Journal>(
     };
     journal.commit(run, Fence::Host, batch).await?;
     Ok(definition)
+}
+
+/// Asks, as `by`, that `run` be cancelled from whatever process runs it: the attempt running it
+/// ends as a caller cancellation ([`RunError::Cancelled`](crate::RunError::Cancelled)) at its next
+/// admission or within [`CANCEL_POLL`](super::CANCEL_POLL), and its journal records a `Cancelled`
+/// event naming `by`. If no attempt runs it, the next one to take it ends so at once, having run
+/// nothing. The run stays resumable: an attempt that honours the request clears it.
+///
+/// ```
+/// use loopbound::journal::{self, JournalError, MemoryJournal, RunId};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// let journal = MemoryJournal::default();
+/// let run = RunId::new("review-42").unwrap();
+/// assert_eq!(journal::cancel(&journal, &run, "alice").await, Err(JournalError::UnknownRun));
+/// # }
+/// ```
+///
+/// # Errors
+///
+/// [`JournalError::InvalidActor`]; [`JournalError::UnknownRun`]; [`JournalError::Finished`] for a
+/// run that ended; [`JournalError::CancelUnsupported`] for a backend without cancel requests; a
+/// storage error.
+pub async fn cancel<J: Journal>(journal: &J, run: &RunId, by: &str) -> Result<(), JournalError> {
+    if !valid_actor(by) {
+        return Err(JournalError::InvalidActor);
+    }
+    let record = inspect(journal, run).await?;
+    if let RunState::Finished(status) = record.state() {
+        return Err(JournalError::Finished(status));
+    }
+    journal.request_cancel(run, by).await
 }
 
 /// Refuses a command on a run that an attempt holds now.

@@ -53,6 +53,8 @@ impl Default for MemoryJournal {
 #[derive(Debug, Default)]
 struct Held {
     runs: BTreeMap<RunId, StoredRun>,
+    /// Who asked to cancel each run, until an attempt honours it.
+    cancels: BTreeMap<RunId, String>,
     commits: u64,
     renewals: u64,
 }
@@ -213,6 +215,7 @@ impl MemoryJournal {
                     }
                 }
             }
+            let mut honoured = false;
             for entry in batch.entries {
                 if entry == Entry::Release {
                     if matches!(fence, Fence::Epoch(_)) {
@@ -220,10 +223,14 @@ impl MemoryJournal {
                     }
                     continue;
                 }
+                honoured |= entry == Entry::CancelHonoured;
                 apply(&mut next, entry)?;
             }
             sort(&mut next);
             *stored = next;
+            if honoured {
+                held.cancels.remove(run);
+            }
             held.commits += 1;
             Ok(())
         })
@@ -289,6 +296,24 @@ impl Journal for MemoryJournal {
 
     fn list(&self, query: &RunQuery) -> impl Future<Output = Result<Vec<ListedRow>, JournalError>> + Send {
         std::future::ready(Ok(self.list_now(query)))
+    }
+
+    fn cancel_requested(
+        &self,
+        run: &RunId,
+    ) -> impl Future<Output = Result<Option<String>, JournalError>> + Send {
+        std::future::ready(Ok(self.with(|held| held.cancels.get(run).cloned())))
+    }
+
+    fn request_cancel(&self, run: &RunId, by: &str) -> impl Future<Output = Result<(), JournalError>> + Send {
+        std::future::ready(self.with(|held| {
+            if !held.runs.contains_key(run) {
+                return Err(JournalError::UnknownRun);
+            }
+            held.cancels.insert(run.clone(), by.to_owned());
+            held.commits += 1;
+            Ok(())
+        }))
     }
 }
 
@@ -367,6 +392,7 @@ fn apply(stored: &mut StoredRun, entry: Entry) -> Result<(), JournalError> {
             Ok(())
         }
         // Applied by the caller, which knows the fence.
-        Entry::Release => Ok(()),
+        // Applied by the commit, which holds every run's cancel requests.
+        Entry::Release | Entry::CancelHonoured => Ok(()),
     }
 }

@@ -67,7 +67,7 @@ mod store;
 
 pub use definition::RunDefinition;
 pub use error::{JournalError, StorageError};
-pub use host::{Presented, approve, deny, inspect, list, reconcile, scope_of, widen};
+pub use host::{Presented, approve, cancel, deny, inspect, list, reconcile, scope_of, widen};
 pub use id::{Digest, FencingToken, MAX_RUN_ID_LEN, OperationId, RunId};
 pub use label::{Labels, MAX_LABEL_KEY_LEN, MAX_LABEL_VALUE_LEN, MAX_LABELS};
 pub use memory::MemoryJournal;
@@ -80,5 +80,6 @@ pub use row::{
     Batch, CallRow, DecisionRow, Entry, EventRow, Fence, LabelRow, Lease, ListedRow, ProposalRow,
     ReconciliationRow, ReplyRow, RunRow, StartedRow, StoredRun,
 };
+pub use run::CANCEL_POLL;
 pub use run_record::RunRecord;
 pub use store::{DEFAULT_LEASE, Journal, MAX_LEASE, check_lease, process_holder};

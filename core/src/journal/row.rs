@@ -224,6 +224,8 @@ pub enum Entry {
     State(RunState),
     /// Replace the run's definition (a host's widening).
     Definition(String),
+    /// Clear the run's cancel request: the attempt that commits it honoured the request.
+    CancelHonoured,
     /// End the attempt: under [`Fence::Epoch`], release the run's lease once the batch is
     /// written, so that another attempt may take the run at once (the attempt's later commits
     /// are [`LeaseLost`](super::JournalError::LeaseLost)). Under [`Fence::Host`] it does nothing.

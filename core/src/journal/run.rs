@@ -8,8 +8,9 @@
 //! - The scope must be fresh; the journal's counters and audit log become its own, so the
 //!   logical run's budgets never reset on a resume, while the deadline is the new scope's.
 //! - While the attempt runs, it asks the journal for a host's cancel request before each
-//!   admission and at least once a second ([`Journal::cancel_requested`]); a request cancels
-//!   the scope as its caller would.
+//!   admission and every [`CANCEL_POLL`] ([`Journal::cancel_requested`]); a request cancels the
+//!   scope as its caller would, and the attempt's last commit records a `Cancelled` event naming
+//!   who asked and clears the request.
 //! - Per attempt: one commit to take the run (it bumps the epoch that fences every later write),
 //!   two per allowed effect, none of its own per read, one at the end. A finished run is refused
 //!   before anything runs.
@@ -111,6 +112,11 @@ impl<T: Transport, S: Send + Sync + 'static> Runtime<T, S> {
             Ok(outcome) => state_after(outcome),
             Err(_) => RunState::Open,
         };
+        if matches!(result, Err(RunError::Cancelled))
+            && let Ok(Some(by)) = journal.cancel_requested(run).await
+        {
+            course.honour_cancel(scope, &by);
+        }
         course.commit(scope, Some(state)).await.map_err(RunError::Journal)?;
         result
     }
@@ -118,14 +124,15 @@ impl<T: Transport, S: Send + Sync + 'static> Runtime<T, S> {
 
 /// How often an attempt asks its journal for cancel requests while it waits (it also asks
 /// before each admission).
-pub(crate) const CANCEL_POLL: Duration = Duration::from_secs(1);
+/// Half a second, so that a request is honoured within a second whatever the storage's latency.
+pub const CANCEL_POLL: Duration = Duration::from_millis(500);
 
 /// Asks the journal every [`CANCEL_POLL`] whether a host requested to cancel `run`, and cancels
 /// the scope as its caller would when one did. Never returns: the attempt's loop ends first.
 async fn watch_cancel_requests<J: Journal, S>(journal: &J, run: &RunId, scope: &Scope<S>) -> Infallible {
     loop {
         tokio::time::sleep(CANCEL_POLL).await;
-        if let Ok(true) = journal.cancel_requested(run).await {
+        if let Ok(Some(_)) = journal.cancel_requested(run).await {
             scope.cancel();
         }
     }

@@ -113,13 +113,31 @@ pub trait Journal: Send + Sync {
     /// The runs in `query`'s filters, after its cursor, in id order, at most its page size.
     fn list(&self, query: &RunQuery) -> impl Future<Output = Result<Vec<ListedRow>, JournalError>> + Send;
 
-    /// Whether a host asked, from any process, to cancel `run`. An attempt running the run asks
-    /// before each admission it makes (each model call it sends, each tool call it admits) and
-    /// at least once a second while it waits, and ends as a caller cancellation when the answer
-    /// is yes. The default answers no: a backend that records cancel requests overrides it.
-    fn cancel_requested(&self, run: &RunId) -> impl Future<Output = Result<bool, JournalError>> + Send {
+    /// Who asked, from any process, to cancel `run`, if a host did and no attempt honoured it
+    /// yet. An attempt running the run asks before each admission it makes (each model call it
+    /// sends, each tool call it admits) and every [`CANCEL_POLL`](super::CANCEL_POLL) while it
+    /// waits, and ends as a caller cancellation when someone did; its last commit clears the
+    /// request ([`Entry::CancelHonoured`](super::Entry::CancelHonoured)). The default answers
+    /// no one: a backend that records cancel requests overrides it.
+    fn cancel_requested(
+        &self,
+        run: &RunId,
+    ) -> impl Future<Output = Result<Option<String>, JournalError>> + Send {
         let _ = run;
-        std::future::ready(Ok(false))
+        std::future::ready(Ok(None))
+    }
+
+    /// Records that `by` asks to cancel `run`, in one durable write that needs no lease and
+    /// never waits for one: the attempt running the run (or, if none does, the next one to take
+    /// it) ends at its next admission or poll. A second request replaces the first's name.
+    ///
+    /// # Errors
+    ///
+    /// [`UnknownRun`](JournalError::UnknownRun); a storage error. The default records nothing
+    /// and refuses with [`CancelUnsupported`](JournalError::CancelUnsupported).
+    fn request_cancel(&self, run: &RunId, by: &str) -> impl Future<Output = Result<(), JournalError>> + Send {
+        let _ = (run, by);
+        std::future::ready(Err(JournalError::CancelUnsupported))
     }
 }
 
@@ -162,8 +180,19 @@ macro_rules! delegate {
             (**self).list(query)
         }
 
-        fn cancel_requested(&self, run: &RunId) -> impl Future<Output = Result<bool, JournalError>> + Send {
+        fn cancel_requested(
+            &self,
+            run: &RunId,
+        ) -> impl Future<Output = Result<Option<String>, JournalError>> + Send {
             (**self).cancel_requested(run)
+        }
+
+        fn request_cancel(
+            &self,
+            run: &RunId,
+            by: &str,
+        ) -> impl Future<Output = Result<(), JournalError>> + Send {
+            (**self).request_cancel(run, by)
         }
     };
 }

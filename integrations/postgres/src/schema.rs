@@ -43,7 +43,11 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
     },
     Migration { version: 2, sql: JOURNAL },
     Migration { version: 3, sql: DEFINITIONS },
+    Migration { version: 4, sql: CANCELS },
 ];
+
+/// Version 4: who asked to cancel the run, until an attempt honours it.
+const CANCELS: &str = "ALTER TABLE loopbound_runs ADD COLUMN cancel_by text;";
 
 /// Version 3: the run's state as its parts (no text to slice; version 2's `name:detail` states
 /// are split once here), its definition, its labels, and the indexes that listing by state and
@@ -254,7 +258,7 @@ mod tests {
                 .await
                 .unwrap();
         }
-        assert_eq!(migrate(&mut client, super::MIGRATIONS, &redactor).await.unwrap(), [3]);
+        assert_eq!(migrate(&mut client, super::MIGRATIONS, &redactor).await.unwrap(), [3, 4]);
         assert_eq!(
             cluster.execute(
                 &database.name,

@@ -310,4 +310,21 @@ impl Journal for SqliteJournal {
             Ok(page)
         })
     }
+
+    fn cancel_requested(
+        &self,
+        run: &RunId,
+    ) -> impl Future<Output = Result<Option<String>, JournalError>> + Send {
+        let run = run.clone();
+        self.blocking(move |_, connection, _| write::cancel_requested(connection, run.as_str()))
+    }
+
+    fn request_cancel(&self, run: &RunId, by: &str) -> impl Future<Output = Result<(), JournalError>> + Send {
+        let (run, by) = (run.clone(), by.to_owned());
+        self.blocking(move |inner, connection, _| {
+            write::request_cancel(connection, run.as_str(), &by)?;
+            inner.commits.fetch_add(1, Ordering::SeqCst);
+            Ok(())
+        })
+    }
 }

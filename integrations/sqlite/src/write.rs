@@ -15,7 +15,7 @@
 //!   whole transaction rolls back.
 
 use loopbound::journal::{Batch, Entry, Fence, JournalError, RunRow, StoredRun};
-use rusqlite::{Connection, Transaction, TransactionBehavior, params};
+use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
 
 use crate::error::storage;
 use crate::lease::now_micros;
@@ -240,8 +240,30 @@ fn write(transaction: &Transaction<'_>, run: &str, entry: &Entry, seq: &mut i64)
         Entry::Definition(definition) => {
             execute("UPDATE runs SET definition = ?2 WHERE run = ?1", params![run, definition])
         }
+        Entry::CancelHonoured => execute("UPDATE runs SET cancel_by = NULL WHERE run = ?1", params![run]),
         Entry::Release => {
             execute("UPDATE runs SET lease_holder = NULL, lease_until = NULL WHERE run = ?1", params![run])
         }
     }
+}
+
+/// Records that `by` asks to cancel `run`.
+pub(crate) fn request_cancel(connection: &mut Connection, run: &str, by: &str) -> Result<(), JournalError> {
+    let transaction = immediate(connection)?;
+    let changed = transaction
+        .execute("UPDATE runs SET cancel_by = ?2 WHERE run = ?1", params![run, by])
+        .map_err(storage)?;
+    if changed == 0 {
+        return Err(JournalError::UnknownRun);
+    }
+    transaction.commit().map_err(storage)
+}
+
+/// Who asked to cancel `run`, if anyone did and no attempt honoured it.
+pub(crate) fn cancel_requested(connection: &Connection, run: &str) -> Result<Option<String>, JournalError> {
+    let mut statement =
+        connection.prepare_cached("SELECT cancel_by FROM runs WHERE run = ?1").map_err(storage)?;
+    let by: Option<Option<String>> =
+        statement.query_row([run], |row| row.get(0)).optional().map_err(storage)?;
+    Ok(by.flatten())
 }

@@ -11,6 +11,8 @@
 //!   over once released or expired, kept by renewals, fencing an expired attempt out, host
 //!   writes waiting for no live lease;
 //! - [`listing`]: runs listed by state and by label, one page at a time, in id order;
+//! - [`cancels`]: cancel requests recorded without a lease, read by every journal, replaced,
+//!   and cleared by the attempt that honours one;
 //! - [`runs`]: journaled runs of the refund task end to end: approval, a second live attempt
 //!   refused while the first is inside its effect, and a reconciliation after a later attempt
 //!   died too.
@@ -21,6 +23,7 @@
 //!   cannot see each other's runs.
 //! - Expiry is real time: checks that wait for a lease to expire use [`SHORT`] leases.
 
+mod cancels;
 mod leases;
 mod listing;
 mod rows;
@@ -59,6 +62,7 @@ pub async fn check_all<B: Backend>(backend: &B) {
     leases::check_all(backend).await;
     listing::check_all(backend).await;
     runs::check_all(backend).await;
+    cancels::check_all(backend).await;
 }
 
 /// Two journals on one fresh storage, `a` and `b`, with leases of `lease`.

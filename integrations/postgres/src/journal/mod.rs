@@ -196,6 +196,24 @@ impl PostgresJournal {
         }
     }
 
+    async fn cancel_requested_by(&self, run: &RunId) -> Result<Option<String>, JournalError> {
+        let client = self.store.client().await?;
+        let row = client
+            .query_opt("SELECT cancel_by FROM loopbound_runs WHERE run_id = $1", &[&run.as_str()])
+            .await
+            .map_err(|e| self.fail(&e))?;
+        row.map_or(Ok(None), |row| row.try_get(0).map_err(|e| self.fail(&e)))
+    }
+
+    async fn record_cancel(&self, run: &RunId, by: &str) -> Result<(), JournalError> {
+        let client = self.store.client().await?;
+        let changed = client
+            .execute("UPDATE loopbound_runs SET cancel_by = $2 WHERE run_id = $1", &[&run.as_str(), &by])
+            .await
+            .map_err(|e| self.fail(&e))?;
+        if changed == 0 { Err(JournalError::UnknownRun) } else { Ok(()) }
+    }
+
     async fn list_runs(&self, query: &RunQuery) -> Result<Vec<ListedRow>, JournalError> {
         let mut client = self.store.client().await?;
         let transaction = client
@@ -270,5 +288,16 @@ impl Journal for PostgresJournal {
 
     fn list(&self, query: &RunQuery) -> impl Future<Output = Result<Vec<ListedRow>, JournalError>> + Send {
         self.list_runs(query)
+    }
+
+    fn cancel_requested(
+        &self,
+        run: &RunId,
+    ) -> impl Future<Output = Result<Option<String>, JournalError>> + Send {
+        self.cancel_requested_by(run)
+    }
+
+    fn request_cancel(&self, run: &RunId, by: &str) -> impl Future<Output = Result<(), JournalError>> + Send {
+        self.record_cancel(run, by)
     }
 }

@@ -373,6 +373,14 @@ impl Writer<'_> {
                 )
                 .await
             }
+            Entry::CancelHonoured => {
+                self.execute(
+                    transaction,
+                    "UPDATE loopbound_runs SET cancel_by = NULL WHERE run_id = $1",
+                    &[&run],
+                )
+                .await
+            }
             // Written by `commit`, which knows the fence.
             Entry::Release => Ok(0),
         }
