@@ -10,7 +10,7 @@ use loopbound::journal::{
     RunId, RunQuery, RunRow, RunState, StoredRun,
 };
 use loopbound::tool::Policy;
-use loopbound::transport::ModelReply;
+use loopbound::transport::{ModelReply, Usage};
 use loopbound::{Limits, Message, Outcome, RunError, Runtime, Scope, Status};
 use loopbound_testkit::refund::{self, EffectSink, MemorySink};
 
@@ -93,6 +93,38 @@ async fn reads_alone_cost_only_the_runs_own_two_commits() {
     let outcome = attempt(&journal, &sink, Policy::Allow, script, Limits::default(), &asked()).await.unwrap();
     assert_eq!(outcome.status(), Status::Completed);
     assert_eq!(journal.commits(), 2);
+}
+
+#[tokio::test]
+async fn under_a_token_budget_each_model_call_adds_one_commit_that_carries_its_reservation() {
+    let journal = MemoryJournal::default();
+    let sink = Arc::new(MemorySink::default());
+    let tools = refund::tools(Arc::clone(&sink) as Arc<dyn EffectSink>, Policy::Allow);
+    let model = refund::model(refund::metered_script(), |_| {});
+    let runtime = Runtime::harness(&tools.set, model).options(refund::metered_options());
+    let mut conversation = refund::conversation();
+    let metered = scope(refund::metered_limits());
+    let outcome =
+        runtime.run_journaled(&journal, &run_id(), &metered, &mut conversation, |()| true).await.unwrap();
+    assert_eq!(outcome.status(), Status::Completed);
+    // Without the crash of the conformance suite's spend check, the five replies settle 10
+    // output tokens each.
+    assert_eq!(outcome.spend().settled, Usage::new(5 * 20, 5 * 10));
+    // One to take the run, one per model call (5), two per effect (3), one at the end: the
+    // read's records and each reply ride on the next one. Without a budget: 8.
+    assert_eq!(journal.commits(), 1 + 5 + 2 * 3 + 1);
+    let record = journal::inspect(&journal, &run_id()).await.unwrap();
+    assert_eq!((record.replies(), record.model_calls()), (5, 5));
+    assert_eq!(record.spend().settled, outcome.spend().settled);
+    assert_eq!(record.spend().reserved, loopbound::spend::Reserved::default());
+
+    let plain = MemoryJournal::default();
+    let tools = refund::tools(Arc::clone(&sink) as Arc<dyn EffectSink>, Policy::Allow);
+    let runtime = Runtime::harness(&tools.set, refund::model(refund::long_script(), |_| {}));
+    let mut conversation = refund::conversation();
+    let unbudgeted = scope(Limits::default());
+    runtime.run_journaled(&plain, &run_id(), &unbudgeted, &mut conversation, |()| true).await.unwrap();
+    assert_eq!(plain.commits(), 8, "a model call adds no commit without a budget or a pool");
 }
 
 #[tokio::test]

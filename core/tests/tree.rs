@@ -222,3 +222,122 @@ async fn a_child_under_its_parents_cost_budget_needs_a_priced_model() {
     assert!(matches!(&ended, Err(RunError::Unpriced(what)) if what == "the model unlisted"), "{ended:?}");
     assert_eq!(bodies.load(Ordering::SeqCst), 0, "nothing ran");
 }
+
+/// The journaled tree's child: an `apply` effect counted in `applied`, asked for by the child's
+/// first reply; the child's second call hangs once (while `hang` is set), telling `asked`.
+fn journaled_child(
+    applied: &Arc<AtomicU32>,
+    hang: &Arc<std::sync::atomic::AtomicBool>,
+    asked: &Arc<tokio::sync::Notify>,
+) -> SubAgent<impl loopbound::transport::Transport + use<>> {
+    let mut set = ToolSet::builder();
+    let ran = Arc::clone(applied);
+    set.tool("apply", "child.apply")
+        .effect(loopbound::tool::EffectKind::Effect)
+        .build(move |page: Page, _call: Call| {
+            ran.fetch_add(1, Ordering::SeqCst);
+            async move { Ok::<_, String>(format!("applied {}", page.n)) }
+        })
+        .unwrap();
+    let (hang, asked) = (Arc::clone(hang), Arc::clone(asked));
+    let model = Scripted::new(move |_, request| {
+        let usage = Usage::new(20, 10);
+        match loopbound::scripted::turn(request) {
+            1 => Step::Reply(ModelReply::call("k1", "apply", r#"{"n":1}"#).with_usage(usage)),
+            _ if hang.swap(false, Ordering::SeqCst) => {
+                asked.notify_one();
+                Step::Hang
+            }
+            _ => Step::Reply(ModelReply::text("applied").with_usage(usage)),
+        }
+    });
+    let options = loopbound::transport::ChatOptions::default().with_max_output_tokens(50);
+    SubAgent::new(Runtime::harness(&set.build(), model).options(options))
+}
+
+/// One attempt of the journaled parent: its `delegate` tool (idempotent) runs `child` as a
+/// journaled sub-agent in `journal`; its model delegates, then says so.
+async fn journaled_parent(
+    journal: &loopbound::journal::MemoryJournal,
+    child: &SubAgent<impl loopbound::transport::Transport + 'static>,
+) -> Result<loopbound::Outcome, RunError> {
+    let mut set = ToolSet::builder();
+    let (child, in_body) = (child.clone(), journal.clone());
+    set.tool("delegate", "agents.delegate")
+        .effect(loopbound::tool::EffectKind::Idempotent)
+        .build(move |_page: Page, call: Call| {
+            let (child, journal) = (child.clone(), in_body.clone());
+            async move {
+                let start = vec![Message::user("Apply page 1.")];
+                child
+                    .run_journaled(&journal, &call, |builder| builder.grant("child.apply"), start, |()| true)
+                    .await
+            }
+        })
+        .unwrap();
+    let usage = Usage::new(20, 10);
+    let model = sequence(vec![
+        Step::Reply(ModelReply::call("p1", "delegate", r#"{"n":1}"#).with_usage(usage)),
+        Step::Reply(ModelReply::text("delegated").with_usage(usage)),
+    ]);
+    let options = loopbound::transport::ChatOptions::default().with_max_output_tokens(50);
+    let runtime = Runtime::harness(&set.build(), model).options(options);
+    let scope = Scope::builder()
+        .grants(["agents.delegate", "child.apply"])
+        .limits(Limits::default().with_output_tokens(1_000))
+        .build()
+        .unwrap();
+    let run = loopbound::journal::RunId::new("tree-1").unwrap();
+    runtime.run_journaled(journal, &run, &scope, &mut vec![Message::user("Delegate.")], |()| true).await
+}
+
+#[tokio::test]
+async fn a_journaled_child_resumed_by_its_parent_replays_its_effect_and_charges_the_tree_once() {
+    use loopbound::journal::{self, MemoryJournal, OperationId, RunId, RunState};
+    let journal = MemoryJournal::default().with_lease(Duration::from_millis(300)).unwrap();
+    let applied = Arc::new(AtomicU32::new(0));
+    let (hang, asked) =
+        (Arc::new(std::sync::atomic::AtomicBool::new(true)), Arc::new(tokio::sync::Notify::new()));
+    let child = journaled_child(&applied, &hang, &asked);
+
+    // The parent's process dies while the child's second request is out, after the child's
+    // effect was committed: the attempt's future is dropped, nothing more of it is written.
+    tokio::select! {
+        ended = journaled_parent(&journal, &child) => panic!("the first attempt was to hang: {ended:?}"),
+        () = asked.notified() => {}
+    }
+    let child_run = RunId::new("tree-1").unwrap().operation(1).child_run().unwrap();
+    assert_eq!(child_run.as_str(), "tree-1:op:1");
+    let record = journal::inspect(&journal, &child_run).await.unwrap();
+    assert_eq!(record.model_calls(), 2);
+    let effect = record.operation(1).unwrap();
+    assert_eq!(effect.proposal().operation(), &OperationId::parse("tree-1:op:1/op/1").unwrap());
+    assert_eq!(
+        effect.result().map(|result| result.text()),
+        Some("applied 1"),
+        "the child's effect is recorded"
+    );
+    let lost = record.spend().reserved;
+    assert_eq!(lost.output_tokens, 50, "the child's call in flight is reserved in its journal");
+    assert_eq!(applied.load(Ordering::SeqCst), 1);
+
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let resumed = journaled_parent(&journal, &child).await.unwrap();
+    assert_eq!((resumed.status(), resumed.text()), (Status::Completed, Some("delegated")));
+    assert_eq!(applied.load(Ordering::SeqCst), 1, "the resumed child replayed its effect: one body in all");
+    let record = journal::inspect(&journal, &child_run).await.unwrap();
+    assert_eq!(record.state(), RunState::Finished(Status::Completed));
+    assert_eq!(record.model_calls(), 3, "the child's two calls, the lost one, and its second asked again");
+    // The child: its first reply, its lost call charged whole (input `lost`, output 50), its
+    // second reply. The tree's root: that and its own two replies, each charged once.
+    let child_spend = Usage::new(20 + lost.input_tokens + 20, 10 + 50 + 10);
+    assert_eq!(record.spend().settled, child_spend);
+    let tree = Usage::new(child_spend.input_tokens + 40, child_spend.output_tokens + 20);
+    assert_eq!(resumed.spend().settled, tree);
+    let parent = journal::inspect(&journal, &RunId::new("tree-1").unwrap()).await.unwrap();
+    assert_eq!(
+        (parent.model_calls(), parent.spend().settled),
+        (2, tree),
+        "the parent's journal holds the tree's spend"
+    );
+}

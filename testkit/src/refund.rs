@@ -29,8 +29,8 @@ use std::sync::{Arc, Mutex};
 
 use loopbound::scripted::{Scripted, Step};
 use loopbound::tool::{EffectKind, Policy};
-use loopbound::transport::{ChatRequest, Message, ModelReply, ToolCall};
-use loopbound::{Call, GuardedTool, ToolSet};
+use loopbound::transport::{ChatOptions, ChatRequest, Message, ModelReply, ToolCall, Usage};
+use loopbound::{Call, GuardedTool, Limits, ToolSet};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -225,6 +225,34 @@ pub fn batched_script() -> Vec<ModelReply> {
         ModelReply::call("call-d", "send_receipt", r#"{"order":42}"#),
         ModelReply::text(CLOSING),
     ]
+}
+
+/// What every reply of the metered script reports: 20 input tokens, 10 output tokens.
+pub const METERED_USAGE: Usage = Usage::new(20, 10);
+/// The output cap every request of the metered task is sent with, so each reservation's
+/// output is at most this.
+pub const METERED_CAP: u32 = 50;
+/// The metered task's output-token budget: the long script fits it (each call reserves at
+/// most [`METERED_CAP`] and settles 10, so the fifth call reserves 50 over 40 settled), and a
+/// call lost with its whole reservation charged leaves the closing call too little room.
+pub const METERED_OUTPUT_BUDGET: u64 = 100;
+
+/// The long script, each reply reporting [`METERED_USAGE`].
+#[must_use]
+pub fn metered_script() -> Vec<ModelReply> {
+    long_script().into_iter().map(|reply| reply.with_usage(METERED_USAGE)).collect()
+}
+
+/// The metered task's limits: an output-token budget of [`METERED_OUTPUT_BUDGET`].
+#[must_use]
+pub fn metered_limits() -> Limits {
+    Limits::default().with_output_tokens(METERED_OUTPUT_BUDGET)
+}
+
+/// The metered task's options: every request capped at [`METERED_CAP`] output tokens.
+#[must_use]
+pub fn metered_options() -> ChatOptions {
+    ChatOptions::default().with_max_output_tokens(METERED_CAP)
 }
 
 /// Which step of a script a request asks for: 1 + the assistant messages so far.

@@ -11,6 +11,11 @@
 //! run's counters never went down and end where a run without a crash ends; no reply recorded
 //! before the kill was asked for again.
 //!
+//! One more point, on both backends: `during-model-call`, a worker running the task under an
+//! output-token budget killed while its second request is with the model. The reservation it
+//! committed before sending is in the journal, and the resume charges it whole: the spend over
+//! both attempts is exact, replayed replies are not charged again, and the budget holds.
+//!
 //! The same matrix runs a journaled parallel batch (`crash-worker batch`): both refunds in one
 //! reply, run two at a time, their `started` records in one commit and their results in one
 //! commit. A kill after that `started` commit or during a body leaves both refunds `Ambiguous`
@@ -22,11 +27,11 @@ use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use loopbound::journal::{self, RunId};
+use loopbound::journal::{self, RunId, RunRecord};
 use loopbound_postgres::{Config, PostgresJournal};
 use loopbound_sqlite::SqliteJournal;
 use loopbound_testkit::postgres::{Cluster, Durability};
-use loopbound_testkit::scratch;
+use loopbound_testkit::{refund, scratch};
 
 const RUN: &str = "crash-run";
 
@@ -83,8 +88,8 @@ fn asks(dir: &Path) -> Vec<usize> {
     text.lines().map(|line| line.parse().expect("a step")).collect()
 }
 
-/// What the journal holds: (recorded replies, model calls, tool calls).
-fn journal_counts(backend: Backend<'_>, dir: &Path) -> (usize, u32, u32) {
+/// The run as the journal holds it, if the journal knows it.
+fn inspect(backend: Backend<'_>, dir: &Path) -> Option<RunRecord> {
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
     runtime.block_on(async {
         let run = RunId::new(RUN).expect("run id");
@@ -100,11 +105,17 @@ fn journal_counts(backend: Backend<'_>, dir: &Path) -> (usize, u32, u32) {
             }
         };
         match inspected {
-            Ok(record) => (record.replies(), record.model_calls(), record.tool_calls()),
-            Err(journal::JournalError::UnknownRun) => (0, 0, 0),
+            Ok(record) => Some(record),
+            Err(journal::JournalError::UnknownRun) => None,
             Err(error) => panic!("the journal after a kill: {error}"),
         }
     })
+}
+
+/// What the journal holds: (recorded replies, model calls, tool calls).
+fn journal_counts(backend: Backend<'_>, dir: &Path) -> (usize, u32, u32) {
+    inspect(backend, dir)
+        .map_or((0, 0, 0), |record| (record.replies(), record.model_calls(), record.tool_calls()))
 }
 
 struct Point {
@@ -252,4 +263,48 @@ fn every_injection_point_keeps_effects_at_most_once_and_resumes_to_the_end_on_po
     matrix("PostgreSQL", Mode::Sequential, |point| {
         Some(cluster.create_database(&format!("crash_{}", point.replace('-', "_"))).url)
     });
+}
+
+/// The metered task killed during its second model call (the request sent, no reply yet),
+/// under an output-token budget of 100 with every request capped at 50 output tokens and every
+/// reply reporting 20 input and 10 output tokens; then resumed in another process.
+fn kill_during_a_model_call(backend: Backend<'_>, name: &str) {
+    let dir = scratch::dir(name);
+    let d = dir.to_str().expect("utf-8 path");
+    kill_at(backend, &["metered", d, "during-model-call"], "during-model-call");
+    let record = inspect(backend, &dir).expect("the killed attempt journaled the run");
+    assert_eq!(record.model_calls(), 2, "the call in flight was counted before it was sent");
+    assert_eq!(record.spend().settled, refund::METERED_USAGE, "the first reply is settled");
+    let reserved = record.spend().reserved;
+    assert_eq!(reserved.output_tokens, u64::from(refund::METERED_CAP), "the call in flight's reservation");
+    let lost = reserved.input_tokens;
+    assert!(lost > refund::METERED_USAGE.input_tokens, "the request's bound by the byte counter: {lost}");
+
+    // Settled over both attempts: replies 1 to 4 as reported (reply 1 replayed, not charged
+    // again), and the lost call's whole reservation: output 4 x 10 + 50 = 90 of 100; the
+    // closing call needs at least 16 and is refused before it is sent.
+    let report = worker(backend, &["metered", d, "none"]);
+    assert_eq!(report, format!("outcome TokenBudget - spend {} 90", lost + 4 * 20));
+    assert_eq!(asks(&dir), [1, 2, 2, 3, 4], "step 2 asked again, step 1 replayed, step 5 never sent");
+    let ran = effects(&dir);
+    let keys: Vec<&str> = ran.keys().map(|(_, key)| key.as_str()).collect();
+    assert_eq!(keys, ["crash-run/op/2", "crash-run/op/3", "crash-run/op/4"], "{ran:?}");
+    assert!(ran.values().all(|count| *count == 1), "each effect once: {ran:?}");
+    let record = inspect(backend, &dir).expect("the run");
+    assert_eq!(record.model_calls(), 5, "four replies and the lost call");
+    let settled = record.spend().settled;
+    assert_eq!((settled.input_tokens, settled.output_tokens), (lost + 80, 90));
+    assert!(settled.output_tokens <= refund::METERED_OUTPUT_BUDGET, "the budget held over both attempts");
+}
+
+#[test]
+fn a_model_call_cut_by_a_kill_is_charged_its_whole_reservation_on_resume() {
+    kill_during_a_model_call(Backend::Sqlite, "crash-metered");
+}
+
+#[test]
+fn a_model_call_cut_by_a_kill_is_charged_its_whole_reservation_on_resume_on_postgres() {
+    let Some(cluster) = Cluster::shared(Durability::Durable) else { return };
+    let url = cluster.create_database("crash_metered").url;
+    kill_during_a_model_call(Backend::Postgres(&url), "crash-metered-pg");
 }

@@ -171,6 +171,21 @@ pub(crate) struct Counters {
     pub(crate) per_tool: BTreeMap<String, u32>,
     /// Settled tokens and money, reservations in flight, calls over their reservation.
     pub(crate) spend: (Usage, Micros, Reserved, u32),
+    /// Model and tool calls admitted by descendants (child scopes) and charged here.
+    pub(crate) below: Below,
+}
+
+impl Counters {
+    /// What the logical run these counters persist charged each of its ancestors: its model and
+    /// tool calls with its descendants', and its spend (reservations in flight included).
+    pub(crate) fn charged_above(&self) -> (Below, Account) {
+        let calls = Below {
+            model_calls: self.model_calls.saturating_add(self.below.model_calls),
+            tool_calls: self.tool_calls.saturating_add(self.below.tool_calls),
+        };
+        let (settled, cost, reserved, over) = self.spend;
+        (calls, Account::from_parts(settled, cost, reserved, over))
+    }
 }
 
 /// What a deadline expiry is charged to: the model call or the tool in flight.
@@ -692,6 +707,7 @@ impl Ledger {
             repetitions: self.repetitions.clone(),
             per_tool: self.per_tool.iter().map(|(tool, count)| (tool.to_string(), *count)).collect(),
             spend: self.account.parts(),
+            below: self.below,
         }
     }
 
@@ -715,8 +731,20 @@ impl Ledger {
         // A reservation still held was a call in flight when its attempt ended: its provider may
         // have billed it.
         self.account.charge_in_flight();
+        self.below = counters.below;
         self.events = events;
         self.stop = None;
+    }
+
+    /// Charges here what a descendant's logical run charged in attempts this ledger's journal
+    /// does not hold: its `calls` and `spend`. A spend that takes this scope past a budget
+    /// halts it, as a settlement would.
+    pub(crate) fn absorb(&mut self, limits: &Limits, (calls, spend): (Below, &Account)) {
+        self.below.model_calls = self.below.model_calls.saturating_add(calls.model_calls);
+        self.below.tool_calls = self.below.tool_calls.saturating_add(calls.tool_calls);
+        if let Err(refusal) = self.account.absorb(limits, spend) {
+            self.halt(refusal_reason(refusal), Subject::Model, self.model_calls);
+        }
     }
 
     /// Appends a journal's event (a proposal, a decision, an effect's start or result, a resume,

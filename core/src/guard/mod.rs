@@ -34,7 +34,7 @@ use std::task::Poll;
 
 use tokio::time::Instant;
 
-pub(crate) use ledger::{Activity, Counters, SpendAsk};
+pub(crate) use ledger::{Activity, Below, Counters, SpendAsk};
 use ledger::{Branch, Gate, Ledger, ToolPrice, ToolTerms};
 pub use stop::Stop;
 
@@ -42,7 +42,7 @@ use crate::canonical::Signature;
 use crate::event::{ControlEvent, HaltReason};
 use crate::limits::Limits;
 use crate::pool::{PoolDraw, PoolLimit, PoolRefusal};
-use crate::spend::{Price, Prices, Reserved, Spend};
+use crate::spend::{Account, Price, Prices, Reserved, Spend};
 use crate::sync::{AtomicBool, CancellationToken, Mutex, Ordering};
 use crate::transport::Usage;
 use crate::watch::Feed;
@@ -540,13 +540,34 @@ impl Guard {
         if !ledger.is_fresh() || ledger.stop().is_some() {
             return false;
         }
-        let closed = counters.tool_calls >= self.limits.tool_calls();
+        let closed = counters.tool_calls + counters.below.tool_calls >= self.limits.tool_calls();
+        let above = self.terms.parent.as_ref().map(|parent| (Arc::clone(parent), counters.charged_above()));
         ledger.restore(counters, events);
         self.tell(&ledger, 0);
         if closed {
             self.tools_closed.store(true, Ordering::Relaxed);
         }
+        drop(ledger);
+        // A child's journal holds what its earlier attempts charged its ancestors; theirs do not
+        // (a parent commits nothing while a body of its runs, and the call whose body this is
+        // has no result yet): charged again here.
+        if let Some((parent, charged)) = above {
+            parent.guard().absorb(&charged);
+        }
         true
+    }
+
+    /// Charges this scope and each of its ancestors what a descendant's logical run charged in
+    /// attempts their journals do not hold (`charged`: its calls and its spend); a budget that
+    /// it takes past its limit halts that scope.
+    pub(crate) fn absorb(&self, charged: &(Below, Account)) {
+        self.decide(|ledger, _, ancestors| {
+            let (calls, account) = charged;
+            ledger.absorb(&self.limits, (*calls, account));
+            for branch in ancestors.iter_mut() {
+                branch.ledger.absorb(branch.limits, (*calls, account));
+            }
+        });
     }
 
     /// The counters a journal persists, and the events from `from` on.

@@ -18,7 +18,7 @@ use super::label::Labels;
 use super::record::{Decider, MAX_ACTOR_LEN, Resolution, Verdict, valid_actor};
 use super::row::EventRow;
 use crate::event::{ControlEvent, EventKind};
-use crate::guard::Counters;
+use crate::guard::{Below, Counters};
 use crate::limits::Limits;
 use crate::spend::{Micros, Reserved};
 use crate::tool::EffectKind;
@@ -71,6 +71,17 @@ struct StoredCounters {
     per_tool: Vec<(String, u32)>,
     #[serde(default, skip_serializing_if = "StoredSpend::is_empty")]
     spend: StoredSpend,
+    /// Model calls admitted by child scopes (sub-agents) and charged to this run.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    below_model_calls: u32,
+    /// Tool calls admitted by child scopes and charged to this run.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    below_tool_calls: u32,
+}
+
+#[allow(clippy::trivially_copy_pass_by_ref, reason = "serde's `skip_serializing_if` hands over a reference")]
+fn is_zero(count: &u32) -> bool {
+    *count == 0
 }
 
 /// The spend as stored: settled tokens and money, reservations in flight, calls over.
@@ -115,6 +126,8 @@ pub(crate) fn encode_counters(counters: &Counters) -> String {
                 over,
             }
         },
+        below_model_calls: counters.below.model_calls,
+        below_tool_calls: counters.below.tool_calls,
     };
     serde_json::to_string(&stored).unwrap_or_default()
 }
@@ -148,6 +161,7 @@ pub(crate) fn decode_counters(text: &str) -> Result<Counters, JournalError> {
         repetitions,
         per_tool,
         spend: (settled, Micros(spend.cost), reserved, spend.over),
+        below: Below { model_calls: stored.below_model_calls, tool_calls: stored.below_tool_calls },
     })
 }
 
@@ -399,6 +413,9 @@ mod tests {
     fn counters_round_trip_and_refuse_duplicates() {
         let mut counters = Counters { model_calls: 2, tool_calls: 3, middleware: 3, ..Counters::default() };
         counters.repetitions.insert("t:{}".to_owned(), 2);
+        assert_eq!(decode_counters(&encode_counters(&counters)), Ok(counters.clone()));
+        assert!(!encode_counters(&counters).contains("below"), "a run without children stores no below");
+        counters.below = Below { model_calls: 4, tool_calls: 1 };
         assert_eq!(decode_counters(&encode_counters(&counters)), Ok(counters));
         let duplicated = r#"{"model_calls":0,"tool_calls":0,"middleware":0,"repetitions":[["a",1],["a",1]]}"#;
         assert!(decode_counters(duplicated).is_err());

@@ -15,6 +15,13 @@
 //!   and a read lost in a crash runs again.
 //! - On resume, an `effect` started without a result and not reconciled is never run again: the
 //!   run stops `Ambiguous` on it. An `idempotent` one is started again with the same key.
+//! - Under a spend budget or a pool, a model call's reservation is committed after its
+//!   admission and before its request is sent, with everything buffered before it (the reply
+//!   before, read results): one commit per model call, none without a budget or a pool. A
+//!   crash during the call leaves the reservation in the journal, and the resume charges it
+//!   whole (its provider may have billed it). A reply is committed with the counters that
+//!   settle it, so a replayed reply is never charged again. A commit that fails withdraws the
+//!   call unsent.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -98,7 +105,12 @@ impl<'j, J: Journal> Journaled<'j, J> {
         scope: &Scope<S>,
         end: Option<RunState>,
     ) -> Result<(), JournalError> {
-        let (counters, events) = scope.guard().counters_and_events(self.persisted);
+        self.commit_guard(scope.guard(), end).await
+    }
+
+    /// [`commit`](Self::commit), from the scope's guard.
+    async fn commit_guard(&mut self, guard: &Guard, end: Option<RunState>) -> Result<(), JournalError> {
+        let (counters, events) = guard.counters_and_events(self.persisted);
         self.persisted += events.len();
         for event in &events {
             self.pending.push(Entry::Event(codec::encode_event(event)));
@@ -573,7 +585,16 @@ where
             return Ok(recorded.clone());
         }
         self.steer(model.guard()).await;
-        let call = runtime.call_model(model, conversation, tools);
+        let admitted = runtime.admit_model_call(model, conversation, tools).await?;
+        if admitted.is_reserved() {
+            // The reservation is durable before the request leaves: a crash during the call
+            // leaves it in the journal, charged whole on resume.
+            if let Err(error) = self.commit_guard(model.guard(), None).await {
+                admitted.withdraw(model).await;
+                return Err(End::Journal(error));
+            }
+        }
+        let call = runtime.send_model_call(model, admitted, conversation, tools);
         let reply = self.beating(call).await.map_err(End::Journal)??;
         self.pending.push(Entry::Reply(super::row::ReplyRow {
             ordinal: self.reply,

@@ -8,6 +8,8 @@
 //! - An [`OperationId`] is `<run>/op/<ordinal>`, where the ordinal is the admitted call's tool
 //!   count in the logical run (1 for the first). It never derives from a provider's call id,
 //!   which providers mint anew on every turn.
+//! - A child run's id (a sub-agent run inside an operation's body) is `<run>:op:<ordinal>`,
+//!   derived from its operation, so every attempt of the parent finds the same child.
 //! - A [`Digest`] is the lowercase hex SHA-256 of a call's signature (tool name + canonical
 //!   arguments): two calls share it only if they share the signature.
 
@@ -127,6 +129,28 @@ impl OperationId {
     #[must_use]
     pub fn ordinal(&self) -> u32 {
         self.ordinal
+    }
+
+    /// The id of the child run (a sub-agent's own logical run) that this operation's body
+    /// runs: `<run>:op:<ordinal>`. The same in every attempt that drives the operation, so a
+    /// resumed parent that runs the body again finds the child's journal and resumes it; a
+    /// child's own operations are `<run>:op:<ordinal>/op/<n>`, and its children nest the same
+    /// way. Hosts should not give their own runs ids of this form.
+    ///
+    /// ```
+    /// use loopbound::journal::{OperationId, RunId};
+    ///
+    /// let child = RunId::new("refund-42")?.operation(3).child_run()?;
+    /// assert_eq!(child.as_str(), "refund-42:op:3");
+    /// assert_eq!(OperationId::parse("refund-42:op:3/op/1")?.run(), &child);
+    /// # Ok::<(), loopbound::journal::JournalError>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`JournalError::InvalidRunId`] if the derived id is longer than [`MAX_RUN_ID_LEN`].
+    pub fn child_run(&self) -> Result<RunId, JournalError> {
+        RunId::new(format!("{}:op:{}", self.run, self.ordinal))
     }
 
     /// The id as shared text, as events carry it.

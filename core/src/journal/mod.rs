@@ -16,7 +16,14 @@
 //! 4. a resume replays recorded replies and results instead of asking or running again, keeps
 //!    the logical run's counters, and stops `Ambiguous` on an `effect` that a crash left between
 //!    its two commits until the host [`reconcile`]s it; an `idempotent` one is driven again with
-//!    the same key.
+//!    the same key;
+//! 5. under a spend budget or a pool, each model call's reservation is committed before the
+//!    request is sent (one commit per model call), so a call cut by a crash is charged its
+//!    whole reservation on resume, and a replayed reply is never charged again;
+//! 6. a sub-agent run by a tool's body ([`SubAgent::run_journaled`](crate::SubAgent::run_journaled))
+//!    is its own logical run in the same journal, under an id derived from the operation
+//!    ([`OperationId::child_run`]), so a resumed parent resumes it and its effects stay at most
+//!    once too.
 //!
 //! # Guarantees
 //!

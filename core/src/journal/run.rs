@@ -12,8 +12,9 @@
 //!   scope as its caller would, and the attempt's last commit records a `Cancelled` event naming
 //!   who asked and clears the request.
 //! - Per attempt: one commit to take the run (it bumps the epoch that fences every later write),
-//!   two per allowed effect, none of its own per read, one at the end. A finished run is refused
-//!   before anything runs.
+//!   two per allowed effect, none of its own per read, one per model call under a spend budget
+//!   or a pool (its reservation, before the request is sent), one at the end. A finished run is
+//!   refused before anything runs.
 
 use super::codec;
 use super::driver::Journaled;

@@ -23,6 +23,7 @@ use super::record::{
 use super::row::{Lease, StoredRun};
 use crate::event::ControlEvent;
 use crate::guard::Counters;
+use crate::spend::{Account, Spend};
 use crate::tool::EffectKind;
 use crate::transport::{Message, ModelReply};
 
@@ -204,6 +205,17 @@ impl RunRecord {
     #[must_use]
     pub fn tool_calls(&self) -> u32 {
         self.counters.tool_calls
+    }
+
+    /// What the logical run spent as its last commit recorded it: settled tokens and money,
+    /// and, in [`Spend::reserved`], the reservations of model calls that were in flight then.
+    /// A run whose attempt died during a call shows that call's reservation here; the next
+    /// attempt charges it whole (its provider may have billed it).
+    #[must_use]
+    pub fn spend(&self) -> Spend {
+        let (settled, cost, reserved, over) = self.counters.spend;
+        let limits = self.definition.as_ref().map(|definition| definition.limits).unwrap_or_default();
+        Account::from_parts(settled, cost, reserved, over).report(&limits)
     }
 
     /// Every call that succeeded in the logical run, in every attempt, by operation: the tool's

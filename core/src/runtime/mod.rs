@@ -48,7 +48,7 @@ use crate::scope::Scope;
 use crate::spend::{ByteCounter, TokenCounter};
 use crate::tool::{ToolError, ToolSet};
 use crate::transport::{
-    Budgeted, CallError, ChatOptions, Message, ModelReply, ToolCall, ToolDefinition, Transport,
+    Budgeted, CallError, ChatOptions, Message, ModelReply, Prepared, ToolCall, ToolDefinition, Transport,
     TransportError, Usage,
 };
 
@@ -108,6 +108,24 @@ impl<T: fmt::Debug, S> fmt::Debug for Runtime<T, S> {
             .field("concurrency", &self.concurrency)
             .field("observers", &self.observers.len())
             .finish_non_exhaustive()
+    }
+}
+
+/// A model call admitted and not sent yet, with its telemetry span.
+pub(crate) struct ModelCall {
+    prepared: Prepared,
+    span: tracing::Span,
+}
+
+impl ModelCall {
+    /// Whether the call holds a reservation (a spend budget or a pool is set).
+    pub(crate) fn is_reserved(&self) -> bool {
+        self.prepared.is_reserved()
+    }
+
+    /// Gives back what the call holds: it is never sent.
+    pub(crate) async fn withdraw<T: Transport>(self, model: &Budgeted<'_, T>) {
+        model.withdraw(self.prepared).await;
     }
 }
 
@@ -444,21 +462,41 @@ impl<T: Transport, S: Send + Sync + 'static> Runtime<T, S> {
         }
     }
 
+    /// One model call: admitted, then sent.
     pub(crate) async fn call_model(
         &self,
         model: &Budgeted<'_, T>,
         conversation: &[Message],
         tools: &[ToolDefinition],
     ) -> Result<ModelReply, CallError> {
+        let call = self.admit_model_call(model, conversation, tools).await?;
+        self.send_model_call(model, call, conversation, tools).await
+    }
+
+    /// Admits one model call (counted, and reserved under a spend budget or a pool) without
+    /// sending it.
+    pub(crate) async fn admit_model_call(
+        &self,
+        model: &Budgeted<'_, T>,
+        conversation: &[Message],
+        tools: &[ToolDefinition],
+    ) -> Result<ModelCall, CallError> {
         let span = self.chat_span();
-        let call = async {
-            if self.streaming {
-                model.stream(conversation, tools, &self.options).await
-            } else {
-                model.complete(conversation, tools, &self.options).await
-            }
-        };
-        let reply = call.instrument(span.clone()).await;
+        let prepared = model.prepare(conversation, tools, &self.options).instrument(span.clone()).await?;
+        Ok(ModelCall { prepared, span })
+    }
+
+    /// Sends a model call admitted by [`admit_model_call`](Self::admit_model_call).
+    pub(crate) async fn send_model_call(
+        &self,
+        model: &Budgeted<'_, T>,
+        call: ModelCall,
+        conversation: &[Message],
+        tools: &[ToolDefinition],
+    ) -> Result<ModelReply, CallError> {
+        let ModelCall { prepared, span } = call;
+        let sent = model.send(prepared, conversation, tools, self.streaming);
+        let reply = sent.instrument(span.clone()).await;
         match &reply {
             Ok(reply) => {
                 if let Some(usage) = reply.usage {

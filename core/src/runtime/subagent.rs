@@ -8,11 +8,18 @@
 //! - Its own halt ends it only: the parent's tool gets an error that names the status, and the
 //!   parent's model gets that as an error result, unless the sub-agent's admission exhausted a
 //!   budget of the parent, which halts the parent too.
+//! - Journaled ([`SubAgent::run_journaled`]), it is its own logical run in the parent's
+//!   journal, under an id derived from the call's operation: every attempt of the parent that
+//!   drives the call finds the same child run and resumes it, and what the child's journal
+//!   holds of earlier attempts is charged to its ancestors once more (their journals hold none
+//!   of it: a parent commits nothing while its bodies run).
 
 use std::fmt;
 use std::sync::Arc;
+use std::time::Duration;
 
 use super::Runtime;
+use crate::journal::{Journal, JournalError, OperationId, RunId};
 use crate::limits::LimitsError;
 use crate::outcome::{RunError, Status};
 use crate::scope::ScopeBuilder;
@@ -108,6 +115,89 @@ impl<T: Transport, C: Send + Sync + 'static> SubAgent<T, C> {
     }
 }
 
+impl<T: Transport, C: Send + Sync + 'static> SubAgent<T, C> {
+    /// As [`run`](Self::run), as its own journaled run in `journal`, for a tool of a journaled
+    /// parent run: the child's run id derives from the call's operation
+    /// ([`OperationId::child_run`]: `<parent run>:op:<ordinal>`), so a resumed parent that runs
+    /// the body again resumes the child where its journal left it. Its recorded replies and
+    /// results are replayed, so an effect inside it stays at most once; a child that had
+    /// finished hands back its recorded answer without running. Declare the parent's tool
+    /// `idempotent`: driving it again after a crash is what resumes the child.
+    ///
+    /// What the child's journal holds of earlier attempts (its calls and spend) is charged to
+    /// every ancestor again when it resumes: a parent commits nothing while its bodies run, so
+    /// after a crash its own journal holds none of it. A parent attempt that ended by itself
+    /// while the child ran (its deadline, a cancellation) recorded what the child had charged
+    /// it by then, and the resume charges that part twice: never less than was spent. A child
+    /// attempt that finds its run still held by an
+    /// attempt that died (its process was killed with the parent) waits for that lease to
+    /// expire, within the parent's deadline.
+    ///
+    /// # Errors
+    ///
+    /// As [`run`](Self::run); [`SubAgentError::NotJournaled`] for a call outside a journaled
+    /// run; [`SubAgentError::Run`] with the journal's error when it failed or refused.
+    pub async fn run_journaled<S: Send + Sync + 'static, J: Journal>(
+        &self,
+        journal: &J,
+        call: &Call<S>,
+        child: impl FnOnce(ScopeBuilder) -> ScopeBuilder<C>,
+        mut conversation: Vec<Message>,
+        is_complete: impl FnOnce(&C) -> bool,
+    ) -> Result<String, SubAgentError> {
+        let operation = call.operation().ok_or(SubAgentError::NotJournaled)?;
+        let journaled = |error| SubAgentError::Run(RunError::Journal(error));
+        let run =
+            OperationId::parse(operation).and_then(|operation| operation.child_run()).map_err(journaled)?;
+        let scope = child(call.child()).build().map_err(SubAgentError::Open)?;
+        let mut is_complete = Some(is_complete);
+        loop {
+            let complete = &mut is_complete;
+            let attempt = self.runtime.run_journaled(journal, &run, &scope, &mut conversation, |state| {
+                complete.take().is_some_and(|is_complete| is_complete(state))
+            });
+            match attempt.await {
+                Ok(outcome) if outcome.status() == Status::Completed => {
+                    return Ok(outcome.text().unwrap_or_default().to_owned());
+                }
+                Ok(outcome) => return Err(SubAgentError::Stopped(outcome.status())),
+                Err(RunError::Journal(JournalError::LeaseHeld { remaining, .. })) => {
+                    // Nothing started: the scope is still fresh for the next try.
+                    let wait = remaining + LEASE_MARGIN;
+                    tokio::select! {
+                        () = tokio::time::sleep(wait) => {}
+                        () = call.cancellation().cancelled() => return Err(SubAgentError::Run(RunError::Cancelled)),
+                    }
+                }
+                Err(RunError::Journal(JournalError::Finished(status))) => {
+                    return finished(journal, &run, call, status).await;
+                }
+                Err(error) => return Err(SubAgentError::Run(error)),
+            }
+        }
+    }
+}
+
+/// How long past a held lease's remaining time a child attempt tries again.
+const LEASE_MARGIN: Duration = Duration::from_millis(50);
+
+/// A child run that finished in an earlier attempt of its parent: its calls and spend are
+/// charged to the parent's chain, and its recorded answer handed back.
+async fn finished<J: Journal, S>(
+    journal: &J,
+    run: &RunId,
+    call: &Call<S>,
+    status: Status,
+) -> Result<String, SubAgentError> {
+    let record =
+        crate::journal::inspect(journal, run).await.map_err(|e| SubAgentError::Run(RunError::Journal(e)))?;
+    call.scope().guard().absorb(&record.counters.charged_above());
+    if status != Status::Completed {
+        return Err(SubAgentError::Stopped(status));
+    }
+    Ok(record.replies.last().and_then(|reply| reply.content.clone()).unwrap_or_default())
+}
+
 /// Why a sub-agent returned no answer.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
@@ -116,8 +206,12 @@ pub enum SubAgentError {
     Open(LimitsError),
     /// It ended with this status: a halt, or `Incomplete`.
     Stopped(Status),
-    /// Its run produced no outcome (the caller cancelled, the provider failed).
+    /// Its run produced no outcome (the caller cancelled, the provider failed, its journal
+    /// failed or refused).
     Run(RunError),
+    /// A journaled sub-agent was asked for outside a journaled run: its call has no operation
+    /// to derive the child's run id from.
+    NotJournaled,
 }
 
 impl fmt::Display for SubAgentError {
@@ -126,6 +220,7 @@ impl fmt::Display for SubAgentError {
             Self::Open(_) => f.write_str("the sub-agent's scope could not be opened"),
             Self::Stopped(status) => write!(f, "the sub-agent ended with {status}"),
             Self::Run(_) => f.write_str("the sub-agent's run failed"),
+            Self::NotJournaled => f.write_str("a journaled sub-agent runs only inside a journaled run"),
         }
     }
 }
@@ -135,7 +230,7 @@ impl std::error::Error for SubAgentError {
         match self {
             Self::Open(error) => Some(error),
             Self::Run(error) => Some(error),
-            Self::Stopped(_) => None,
+            Self::Stopped(_) | Self::NotJournaled => None,
         }
     }
 }

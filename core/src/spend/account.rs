@@ -207,6 +207,17 @@ impl Account {
         self.settled_cost = self.settled_cost.saturating_add(held.cost);
     }
 
+    /// Adds `other`'s spend (a descendant's, restored from its journal), its reservations
+    /// charged whole. Returns the budget the settled spend now exceeds, if any.
+    pub(crate) fn absorb(&mut self, limits: &Limits, other: &Self) -> Result<(), Refusal> {
+        let mut other = other.clone();
+        other.charge_in_flight();
+        self.settled += other.settled;
+        self.settled_cost = self.settled_cost.saturating_add(other.settled_cost);
+        self.over = self.over.saturating_add(other.over);
+        self.exceeded(limits)
+    }
+
     /// The budget the settled spend exceeds, if any.
     fn exceeded(&self, limits: &Limits) -> Result<(), Refusal> {
         let past = |limit: Option<u64>, spent: u64| limit.is_some_and(|limit| spent > limit);

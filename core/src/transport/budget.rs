@@ -23,6 +23,9 @@
 //!   its whole reservation when it has none or failed. A streamed reply whose output passes its
 //!   reservation (by the provider's own running count, or by its bytes over the counter's
 //!   longest token) is cut at that chunk and halts the run `TokenBudget`.
+//! - A call can be admitted and sent in two steps (a journaled run records the reservation in
+//!   between): a call admitted and never sent is withdrawn, its reservation settled at nothing
+//!   and its pools' hold released; it stays counted as a model call.
 
 use std::fmt;
 use std::future::poll_fn;
@@ -158,10 +161,8 @@ impl<'a, T: Transport> Budgeted<'a, T> {
         tools: &[ToolDefinition],
         options: &ChatOptions,
     ) -> Result<ModelReply, CallError> {
-        let (admitted, options) = self.admit(messages, tools, options).await?;
-        let request = self.request(messages, tools, &options);
-        let sent = async { self.transport.complete(request).await.map(Received::Reply) };
-        self.conclude(request.bounds, admitted, sent).await
+        let prepared = self.prepare(messages, tools, options).await?;
+        self.send(prepared, messages, tools, false).await
     }
 
     /// Counts one model call, then sends it as a stream and assembles the chunks.
@@ -175,8 +176,16 @@ impl<'a, T: Transport> Budgeted<'a, T> {
         tools: &[ToolDefinition],
         options: &ChatOptions,
     ) -> Result<ModelReply, CallError> {
-        let (admitted, options) = self.admit(messages, tools, options).await?;
-        let request = self.request(messages, tools, &options);
+        let prepared = self.prepare(messages, tools, options).await?;
+        self.send(prepared, messages, tools, true).await
+    }
+
+    /// Sends `request` as a stream and assembles the chunks.
+    async fn send_stream(
+        &self,
+        admitted: Admitted,
+        request: ChatRequest<'_>,
+    ) -> Result<ModelReply, CallError> {
         let widest = self.counter.max_token_bytes().max(1);
         // The output is watched only when its reservation bounds it.
         let bound = admitted.reserved.map(|r| r.output_tokens).filter(|output| *output != u64::MAX);
@@ -206,6 +215,47 @@ impl<'a, T: Transport> Budgeted<'a, T> {
             Ok(Received::Reply(assembler.finish()))
         };
         self.conclude(request.bounds, admitted, sent).await
+    }
+
+    /// Admits one call (counted, and under a spend budget or a pool, reserved), without sending
+    /// it: [`send`](Self::send) sends it, [`withdraw`](Self::withdraw) gives back what a call
+    /// never sent holds. A journaled run makes the reservation durable in between.
+    pub(crate) async fn prepare(
+        &self,
+        messages: &[Message],
+        tools: &[ToolDefinition],
+        options: &ChatOptions,
+    ) -> Result<Prepared, CallError> {
+        let (admitted, options) = self.admit(messages, tools, options).await?;
+        Ok(Prepared { admitted, options })
+    }
+
+    /// Sends a prepared call, whole or as a stream, and settles it.
+    pub(crate) async fn send(
+        &self,
+        prepared: Prepared,
+        messages: &[Message],
+        tools: &[ToolDefinition],
+        streaming: bool,
+    ) -> Result<ModelReply, CallError> {
+        let Prepared { admitted, options } = prepared;
+        let request = self.request(messages, tools, &options);
+        if streaming {
+            return self.send_stream(admitted, request).await;
+        }
+        let sent = async { self.transport.complete(request).await.map(Received::Reply) };
+        self.conclude(request.bounds, admitted, sent).await
+    }
+
+    /// Gives back what a prepared call that is never sent holds: its reservation is settled at
+    /// nothing, its pools' hold released. It stays counted as an admitted call.
+    pub(crate) async fn withdraw(&self, prepared: Prepared) {
+        let Admitted { reserved, hold } = prepared.admitted;
+        if let (Some(draw), Some(hold)) = (self.guard.pools(), hold) {
+            hold.release(draw).await;
+        }
+        // Settled at nothing, no budget can be crossed.
+        let _ = self.guard.settle(self.price.as_ref(), reserved, Some(Usage::default()));
     }
 
     /// Counts the request (under a spend budget or a pool), reserves it in the scope's pools,
@@ -444,6 +494,20 @@ impl<'a, T: Transport> Budgeted<'a, T> {
             }
             Err(error) => Err(CallError::Transport(error)),
         }
+    }
+}
+
+/// A call admitted and not sent yet: what it holds, and the options it goes out with.
+pub(crate) struct Prepared {
+    admitted: Admitted,
+    options: ChatOptions,
+}
+
+impl Prepared {
+    /// Whether the call holds a reservation (a spend budget or a pool is set): what a crash
+    /// during the call must not lose.
+    pub(crate) fn is_reserved(&self) -> bool {
+        self.admitted.reserved.is_some() || self.admitted.hold.is_some()
     }
 }
 

@@ -19,6 +19,7 @@ use futures_core::Stream;
 
 pub use bounds::ReplyBounds;
 pub use boxed::BoxTransport;
+pub(crate) use budget::Prepared;
 pub use budget::{Budgeted, CallError};
 pub use error::{TransportError, TransportErrorKind};
 pub use message::{ChatOptions, ChatRequest, Message, ModelReply, ToolCall, ToolDefinition, Usage};

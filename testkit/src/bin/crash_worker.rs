@@ -6,6 +6,7 @@
 //!                                                            run as a parallel batch
 //! crash-worker approve <dir> <operation> <point|none>        approve an operation
 //! crash-worker reconcile <dir> <operation> <ran|not-run>     reconcile an ambiguous effect
+//! crash-worker metered <dir> <during-model-call|none>        one attempt of the metered task
 //! ```
 //!
 //! `<dir>` holds `runs.db` (the SQLite journal), `effects` (one fsynced line per effect body
@@ -22,6 +23,9 @@
 //! `after-started` (after op 2's `started` commit), `during-body` (op 2's body applied its
 //! effect), `after-result` (after op 2's result commit), `between-effects` (op 2 recorded, op 3's
 //! `started` commit not yet written), `receipt-during-body` (op 4's body applied its effect).
+//! The metered task (the long script with usage, under an output-token budget) has one:
+//! `during-model-call` (the request for step 2 was sent, its reply not received). Its attempts
+//! print `outcome <status> <operation or -> spend <settled input> <settled output>`.
 
 use std::fs::OpenOptions;
 use std::future::Future;
@@ -85,6 +89,7 @@ async fn dispatch(args: &[String]) -> String {
     match (mode.as_str(), rest) {
         ("run", [policy, point]) => run(&dir, journal, policy, point, false).await,
         ("batch", [policy, point]) => run(&dir, journal, policy, point, true).await,
+        ("metered", [point]) => metered(&dir, journal, point).await,
         ("approve", [operation, point]) => approve(journal, operation, point).await,
         ("reconcile", [operation, resolution]) => reconcile(&dir, journal, operation, resolution).await,
         _ => fail("usage: crash-worker run|approve|reconcile DIR ..."),
@@ -129,6 +134,48 @@ async fn run(dir: &Path, journal: AnyJournal, policy: &str, point: &str, batch: 
         match runtime.run_journaled(&journal, &run_id(), &scope, &mut conversation, |()| true).await {
             Ok(outcome) => {
                 return format!("outcome {} {}", outcome.status(), outcome.operation().unwrap_or("-"));
+            }
+            Err(loopbound::RunError::Journal(JournalError::LeaseHeld { remaining, .. })) => {
+                tokio::time::sleep(remaining + Duration::from_millis(50)).await;
+            }
+            Err(error) => return format!("error {error}"),
+        }
+    }
+    "error the run's lease stayed held".to_owned()
+}
+
+/// One attempt of the metered refund task (the long script, each reply reporting its usage,
+/// under an output-token budget); at `during-model-call`, the process stops while its first
+/// request for step 2 is with the model.
+async fn metered(dir: &Path, journal: AnyJournal, point: &str) -> String {
+    let sink = Arc::new(FileSink::new(dir.join("effects")));
+    let tools = refund::tools(sink as Arc<dyn EffectSink>, Policy::Allow);
+    let asks = dir.join("asks");
+    let stop = point == "during-model-call";
+    let model = refund::model(refund::metered_script(), move |step| {
+        append(&asks, &step.to_string());
+        if stop && step == 2 {
+            reached("during-model-call");
+        }
+    });
+    let runtime = Runtime::harness(&tools.set, model).options(refund::metered_options());
+    for _ in 0..10 {
+        let scope = Scope::builder()
+            .grants(refund::CAPABILITIES)
+            .limits(refund::metered_limits())
+            .build()
+            .unwrap_or_else(|error| fail(&error.to_string()));
+        let mut conversation = refund::conversation();
+        match runtime.run_journaled(&journal, &run_id(), &scope, &mut conversation, |()| true).await {
+            Ok(outcome) => {
+                let settled = outcome.spend().settled;
+                return format!(
+                    "outcome {} {} spend {} {}",
+                    outcome.status(),
+                    outcome.operation().unwrap_or("-"),
+                    settled.input_tokens,
+                    settled.output_tokens
+                );
             }
             Err(loopbound::RunError::Journal(JournalError::LeaseHeld { remaining, .. })) => {
                 tokio::time::sleep(remaining + Duration::from_millis(50)).await;

@@ -15,7 +15,9 @@
 //!   and cleared by the attempt that honours one;
 //! - [`runs`]: journaled runs of the refund task end to end: approval, a second live attempt
 //!   refused while the first is inside its effect, and a reconciliation after a later attempt
-//!   died too.
+//!   died too;
+//! - [`spend`]: a model call's reservation in flight when its attempt died is charged whole on
+//!   resume, and replayed replies are not charged again.
 //!
 //! # Invariants
 //!
@@ -28,6 +30,7 @@ mod leases;
 mod listing;
 mod rows;
 mod runs;
+mod spend;
 
 use std::future::Future;
 use std::time::Duration;
@@ -63,6 +66,7 @@ pub async fn check_all<B: Backend>(backend: &B) {
     listing::check_all(backend).await;
     runs::check_all(backend).await;
     cancels::check_all(backend).await;
+    spend::check_all(backend).await;
 }
 
 /// Two journals on one fresh storage, `a` and `b`, with leases of `lease`.
