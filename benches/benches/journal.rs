@@ -42,7 +42,7 @@ async fn one_run(journal: &TimedJournal<SqliteJournal>, run: &RunId, reads: bool
     let scope = Scope::builder().grants(refund::CAPABILITIES).limits(limits).build().expect("valid limits");
     let before = journal.inner().commits();
     let outcome = runtime
-        .run_journaled(journal, run, &scope, &mut refund::conversation(), |()| true)
+        .run_journaled(journal, run, &scope, &mut refund::conversation(), |_| true)
         .await
         .expect("a journaled run");
     assert_eq!(outcome.status(), Status::Completed);

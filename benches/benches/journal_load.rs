@@ -57,7 +57,7 @@ async fn load<J: Journal + 'static>(journals: Vec<J>, runs: usize, sink: Arc<Mem
                     let scope = Scope::builder().grants(refund::CAPABILITIES).build().expect("valid limits");
                     let runtime = Runtime::harness(&tools.set, refund::model(refund::short_script(), |_| {}));
                     let outcome = runtime
-                        .run_journaled(&journal, &run, &scope, &mut refund::conversation(), |()| true)
+                        .run_journaled(&journal, &run, &scope, &mut refund::conversation(), |_| true)
                         .await
                         .unwrap_or_else(|error| panic!("run {n}: {error}"));
                     assert_eq!(outcome.status(), Status::Completed, "run {n}");

@@ -398,6 +398,17 @@ impl<S> Scope<S> {
         self.inner.guard.prices()
     }
 
+    /// The per-tool limit on admitted attempts of `tool` in this run, if the scope sets one.
+    #[must_use]
+    pub fn tool_limit(&self, tool: &str) -> Option<u32> {
+        self.inner.guard.tool_limits().get(tool).copied()
+    }
+
+    /// Every per-tool limit of the scope, by tool name.
+    pub fn tool_limits(&self) -> impl Iterator<Item = (&str, u32)> {
+        self.inner.guard.tool_limits().iter().map(|(tool, limit)| (&**tool, *limit))
+    }
+
     /// Checks, without counting anything, whether the run may go on.
     ///
     /// # Errors

@@ -152,7 +152,7 @@ async fn a_journaled_run_checks_the_input_before_the_guard_and_proposes_nothing(
     let scope = Scope::builder().grant("payments.refund").build().unwrap();
     let mut conversation = vec![Message::user("Refund 1000.")];
     let outcome = Runtime::harness(&tools, model)
-        .run_journaled(&journal, &RunId::new("big-refund").unwrap(), &scope, &mut conversation, |()| false)
+        .run_journaled(&journal, &RunId::new("big-refund").unwrap(), &scope, &mut conversation, |_| false)
         .await
         .unwrap();
 
@@ -181,7 +181,7 @@ async fn a_journaled_run_runs_an_input_that_passes_its_check() {
     let scope = Scope::builder().grant("payments.refund").build().unwrap();
     let mut conversation = vec![Message::user("Refund 40.")];
     let outcome = Runtime::harness(&tools, model)
-        .run_journaled(&journal, &RunId::new("small-refund").unwrap(), &scope, &mut conversation, |()| true)
+        .run_journaled(&journal, &RunId::new("small-refund").unwrap(), &scope, &mut conversation, |_| true)
         .await
         .unwrap();
     assert_eq!(outcome.status(), loopbound::Status::Completed);

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use loopbound::journal::{
     self, Batch, Digest, Fence, Journal, JournalError, ListedRow, MemoryJournal, OperationId, Resolution,
-    RunId, RunQuery, RunRow, RunState, StoredRun,
+    RunId, RunQuery, RunRow, RunState, StoredRun, Widening,
 };
 use loopbound::tool::Policy;
 use loopbound::transport::{ModelReply, Usage};
@@ -41,7 +41,7 @@ async fn attempt(
     let model = refund::model(script, move |step| log.lock().unwrap().push(step));
     let runtime = Runtime::harness(&tools.set, model);
     let mut conversation = refund::conversation();
-    runtime.run_journaled(journal, &run_id(), &scope(limits), &mut conversation, |()| true).await
+    runtime.run_journaled(journal, &run_id(), &scope(limits), &mut conversation, |_| true).await
 }
 
 fn asked() -> Arc<Mutex<Vec<usize>>> {
@@ -105,7 +105,7 @@ async fn under_a_token_budget_each_model_call_adds_one_commit_that_carries_its_r
     let mut conversation = refund::conversation();
     let metered = scope(refund::metered_limits());
     let outcome =
-        runtime.run_journaled(&journal, &run_id(), &metered, &mut conversation, |()| true).await.unwrap();
+        runtime.run_journaled(&journal, &run_id(), &metered, &mut conversation, |_| true).await.unwrap();
     assert_eq!(outcome.status(), Status::Completed);
     // Without the crash of the conformance suite's spend check, the five replies settle 10
     // output tokens each.
@@ -123,7 +123,7 @@ async fn under_a_token_budget_each_model_call_adds_one_commit_that_carries_its_r
     let runtime = Runtime::harness(&tools.set, refund::model(refund::long_script(), |_| {}));
     let mut conversation = refund::conversation();
     let unbudgeted = scope(Limits::default());
-    runtime.run_journaled(&plain, &run_id(), &unbudgeted, &mut conversation, |()| true).await.unwrap();
+    runtime.run_journaled(&plain, &run_id(), &unbudgeted, &mut conversation, |_| true).await.unwrap();
     assert_eq!(plain.commits(), 8, "a model call adds no commit without a budget or a pool");
 }
 
@@ -252,7 +252,7 @@ async fn hanging_attempt(journal: &MemoryJournal, tools: &loopbound::ToolSet) ->
     let script = vec![refund::short_script()[1].clone(), ModelReply::text(refund::CLOSING)];
     let runtime = Runtime::harness(tools, refund::model(script, |_| {}));
     let limits = Limits::default().with_deadline(Duration::from_secs(5));
-    runtime.run_journaled(journal, &run_id(), &scope(limits), &mut refund::conversation(), |()| true).await
+    runtime.run_journaled(journal, &run_id(), &scope(limits), &mut refund::conversation(), |_| true).await
 }
 
 #[tokio::test(start_paused = true)]
@@ -287,7 +287,7 @@ async fn an_effect_cut_between_started_and_its_result_is_ambiguous_until_reconci
         refund::model(vec![refund::short_script()[1].clone(), ModelReply::text("ok")], |_| {}),
     );
     let fourth = runtime
-        .run_journaled(&journal, &run_id(), &scope(Limits::default()), &mut conversation, |()| true)
+        .run_journaled(&journal, &run_id(), &scope(Limits::default()), &mut conversation, |_| true)
         .await
         .unwrap();
     assert_eq!(fourth.status(), Status::Completed);
@@ -361,7 +361,7 @@ async fn a_journaled_run_needs_a_fresh_scope_and_a_finished_run_is_not_resumed()
     let used = scope(Limits::default());
     used.admit_model().unwrap();
     let runtime = Runtime::harness(&tools.set, refund::model(refund::short_script(), |_| {}));
-    let refused = runtime.run_journaled(&journal, &run_id(), &used, &mut Vec::new(), |()| true).await;
+    let refused = runtime.run_journaled(&journal, &run_id(), &used, &mut Vec::new(), |_| true).await;
     assert_eq!(refused, Err(RunError::Journal(JournalError::ScopeInUse)));
     assert_eq!(journal.commits(), 0, "nothing was written");
 
@@ -514,7 +514,7 @@ async fn a_body_whose_lease_cannot_be_renewed_is_dropped_and_the_attempt_stops_l
         let limits = Limits::default().with_deadline(Duration::from_secs(7200));
         let started = tokio::time::Instant::now();
         let result = runtime
-            .run_journaled(&journal, &run_id(), &scope(limits), &mut refund::conversation(), |()| true)
+            .run_journaled(&journal, &run_id(), &scope(limits), &mut refund::conversation(), |_| true)
             .await;
         assert_eq!(result, Err(RunError::Journal(JournalError::LeaseLost)), "lost {lost}");
         assert_eq!(sink.count("refund"), 0, "the body was dropped before it applied anything");
@@ -538,7 +538,7 @@ async fn an_hour_long_body_keeps_its_run_by_renewing_the_lease() {
     let runtime = Runtime::harness(&tools, refund::model(script, |_| {}));
     let limits = Limits::default().with_deadline(Duration::from_secs(7200));
     let outcome = runtime
-        .run_journaled(&journal, &run_id(), &scope(limits), &mut refund::conversation(), |()| true)
+        .run_journaled(&journal, &run_id(), &scope(limits), &mut refund::conversation(), |_| true)
         .await
         .unwrap();
     assert_eq!(outcome.status(), Status::Completed);
@@ -594,7 +594,7 @@ async fn a_resume_rebuilds_the_runs_scope_from_the_journal_and_may_narrow_it_nev
     let tools = refund::tools(Arc::clone(&sink) as Arc<dyn EffectSink>, Policy::Ask);
     let runtime = Runtime::harness(&tools.set, refund::model(refund::short_script(), |_| {}));
     let first = runtime
-        .run_journaled(&journal, &run_id(), &first_scope, &mut refund::conversation(), |()| true)
+        .run_journaled(&journal, &run_id(), &first_scope, &mut refund::conversation(), |_| true)
         .await
         .unwrap();
     assert_eq!(first.status(), Status::AwaitingApproval);
@@ -616,7 +616,7 @@ async fn a_resume_rebuilds_the_runs_scope_from_the_journal_and_may_narrow_it_nev
         Scope::builder().grants(refund::CAPABILITIES).limits(limits.with_tool_calls(4)).build().unwrap(),
     ] {
         let refused =
-            runtime.run_journaled(&journal, &run_id(), &wider, &mut refund::conversation(), |()| true).await;
+            runtime.run_journaled(&journal, &run_id(), &wider, &mut refund::conversation(), |_| true).await;
         assert_eq!(refused, Err(RunError::Journal(JournalError::Widened)));
     }
     assert_eq!(sink.count("refund"), 0, "nothing ran");
@@ -630,7 +630,7 @@ async fn a_resume_rebuilds_the_runs_scope_from_the_journal_and_may_narrow_it_nev
         .build()
         .unwrap();
     let done = runtime
-        .run_journaled(&journal, &run_id(), &narrower, &mut refund::conversation(), |()| true)
+        .run_journaled(&journal, &run_id(), &narrower, &mut refund::conversation(), |_| true)
         .await
         .unwrap();
     assert_eq!(done.status(), Status::Completed);
@@ -655,7 +655,7 @@ async fn widening_a_run_is_an_explicit_audited_command_and_the_next_attempt_may_
     let tools = refund::tools(Arc::clone(&sink) as Arc<dyn EffectSink>, Policy::Ask);
     let runtime = Runtime::harness(&tools.set, refund::model(refund::short_script(), |_| {}));
     let first = runtime
-        .run_journaled(&journal, &run_id(), &narrow, &mut refund::conversation(), |()| true)
+        .run_journaled(&journal, &run_id(), &narrow, &mut refund::conversation(), |_| true)
         .await
         .unwrap();
     assert_eq!(first.status(), Status::PermissionDenied, "the refund was not granted");
@@ -667,16 +667,18 @@ async fn widening_a_run_is_an_explicit_audited_command_and_the_next_attempt_may_
     let cut = Scope::builder().grant(refund::READ_CAPABILITY).limits(limits).build().unwrap();
     tokio::time::sleep(Duration::from_millis(5)).await;
     let stopped = runtime
-        .run_journaled(&journal, &run_id(), &cut, &mut refund::conversation(), |()| true)
+        .run_journaled(&journal, &run_id(), &cut, &mut refund::conversation(), |_| true)
         .await
         .unwrap();
     assert_eq!(stopped.status(), Status::DeadlineExceeded, "an open run, to widen");
     assert_eq!(
-        journal::widen(&journal, &run_id(), &[refund::REFUND_CAPABILITY], None, "").await.err(),
+        journal::widen(&journal, &run_id(), &Widening::new().grant(refund::REFUND_CAPABILITY), "")
+            .await
+            .err(),
         Some(JournalError::InvalidActor)
     );
-    let widened =
-        journal::widen(&journal, &run_id(), &[refund::REFUND_CAPABILITY], None, "ops-lead").await.unwrap();
+    let widening = Widening::new().grant(refund::REFUND_CAPABILITY);
+    let widened = journal::widen(&journal, &run_id(), &widening, "ops-lead").await.unwrap();
     assert!(widened.is_granted(refund::REFUND_CAPABILITY) && widened.is_granted(refund::READ_CAPABILITY));
     let scope = journal::scope_of(&journal, &run_id()).await.unwrap().build().unwrap();
     assert!(scope.is_granted(refund::REFUND_CAPABILITY), "the next attempt's scope has it");
@@ -684,6 +686,6 @@ async fn widening_a_run_is_an_explicit_audited_command_and_the_next_attempt_may_
     let audit: Vec<String> = record.events().iter().map(ToString::to_string).collect();
     assert_eq!(audit.last().map(String::as_str), Some("Widened run 1 by ops-lead"));
     let resumed =
-        runtime.run_journaled(&journal, &run_id(), &scope, &mut refund::conversation(), |()| true).await;
+        runtime.run_journaled(&journal, &run_id(), &scope, &mut refund::conversation(), |_| true).await;
     assert_eq!(resumed.map(|o| o.status()), Ok(Status::Completed));
 }

@@ -221,7 +221,7 @@ async fn a_journaled_batch_commits_its_started_records_before_its_bodies() {
         Runtime::harness(&tools.set, refund::model(script, |_| {})).parallel(Concurrency::new(2).unwrap());
     let scope = Scope::builder().grants(refund::CAPABILITIES).build().unwrap();
     let run = RunId::new("refund-42").unwrap();
-    let outcome = runtime.run_journaled(&journal, &run, &scope, &mut refund::conversation(), |()| true).await;
+    let outcome = runtime.run_journaled(&journal, &run, &scope, &mut refund::conversation(), |_| true).await;
     assert_eq!(outcome.map(|o| o.status()), Ok(Status::Completed));
     assert_eq!(
         log.lock().unwrap().clone(),

@@ -100,7 +100,7 @@ async fn a_journaled_run_that_waits_honours_a_cancel_request_within_a_second() {
     let run = RunId::new("wait-1").unwrap();
     let started = Instant::now();
     let result =
-        runtime.run_journaled(&*journal, &run, &scope, &mut vec![Message::user("Hi.")], |()| true).await;
+        runtime.run_journaled(&*journal, &run, &scope, &mut vec![Message::user("Hi.")], |_| true).await;
     assert_eq!(result, Err(RunError::Cancelled));
     assert_eq!(started.elapsed(), Duration::from_millis(2500), "the poll after the request");
     requester.await.unwrap();
@@ -122,7 +122,7 @@ async fn a_journaled_run_honours_a_cancel_request_at_its_next_admission() {
     let run = RunId::new("busy-1").unwrap();
     let started = Instant::now();
     let result =
-        runtime.run_journaled(&*journal, &run, &scope, &mut vec![Message::user("Hi.")], |()| true).await;
+        runtime.run_journaled(&*journal, &run, &scope, &mut vec![Message::user("Hi.")], |_| true).await;
     assert_eq!(result, Err(RunError::Cancelled));
     assert_eq!(started.elapsed(), Duration::ZERO, "no wait for the periodic poll");
     assert_eq!(runtime.transport().calls(), 1, "the next model call was never sent");
@@ -149,7 +149,7 @@ async fn a_cancel_command_ends_the_memory_journals_run_records_who_asked_and_lea
     let scope = Scope::builder().build().unwrap();
     let started = Instant::now();
     let result =
-        runtime.run_journaled(&*journal, &run, &scope, &mut vec![Message::user("Hi.")], |()| true).await;
+        runtime.run_journaled(&*journal, &run, &scope, &mut vec![Message::user("Hi.")], |_| true).await;
     assert_eq!(result, Err(RunError::Cancelled));
     assert_eq!(started.elapsed(), Duration::from_millis(1500), "the first poll after the request");
     assert_eq!(host.await.unwrap(), Ok(()));

@@ -60,7 +60,9 @@ async fn run_and_capture(composition: Composition, journaled: bool) -> Vec<Strin
     let outcome = if journaled {
         let journal = MemoryJournal::default();
         let run = RunId::new("review-42").expect("a run id");
-        runtime.run_journaled(&journal, &run, &scope, &mut Vec::new(), |review| review.completed()).await
+        runtime
+            .run_journaled(&journal, &run, &scope, &mut Vec::new(), |ended| ended.state().completed())
+            .await
     } else {
         runtime.run(&scope, &mut Vec::new(), |review| review.completed()).await
     };

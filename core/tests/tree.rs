@@ -270,7 +270,7 @@ async fn journaled_parent(
             async move {
                 let start = vec![Message::user("Apply page 1.")];
                 child
-                    .run_journaled(&journal, &call, |builder| builder.grant("child.apply"), start, |()| true)
+                    .run_journaled(&journal, &call, |builder| builder.grant("child.apply"), start, |_| true)
                     .await
             }
         })
@@ -288,7 +288,7 @@ async fn journaled_parent(
         .build()
         .unwrap();
     let run = loopbound::journal::RunId::new("tree-1").unwrap();
-    runtime.run_journaled(journal, &run, &scope, &mut vec![Message::user("Delegate.")], |()| true).await
+    runtime.run_journaled(journal, &run, &scope, &mut vec![Message::user("Delegate.")], |_| true).await
 }
 
 #[tokio::test]

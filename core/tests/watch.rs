@@ -212,7 +212,7 @@ async fn a_journaled_suspension_comes_before_its_outcome_and_a_resume_replays_th
         let runtime = Runtime::harness(&tools.set, refund::model(refund::short_script(), |_| {}));
         let journal = &journal;
         let run = &run;
-        async move { runtime.run_journaled(journal, run, &scope, &mut refund::conversation(), |()| true).await }
+        async move { runtime.run_journaled(journal, run, &scope, &mut refund::conversation(), |_| true).await }
     };
     let (feed, mut updates) = watch::channel();
     let outcome = attempt(feed).await.expect("an outcome");

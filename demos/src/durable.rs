@@ -27,7 +27,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use loopbound::journal::{
-    self, Batch, Digest, Entry, Fence, Journal, JournalError, ListedRow, OperationId, RunId, RunQuery,
+    self, Batch, Digest, Ended, Entry, Fence, Journal, JournalError, ListedRow, OperationId, RunId, RunQuery,
     RunRecord, RunRow, StoredRun,
 };
 use loopbound::tool::Policy;
@@ -169,7 +169,7 @@ pub async fn play(
     let journal = Dying { inner: journal, dies: scenario == Durable::Crash };
     let mut conversation = refund::conversation();
     let run_id = run.clone();
-    let completed = move |(): &()| {
+    let completed = move |_: Ended<'_, ()>| {
         sink.applied().iter().any(|(tool, key)| {
             tool == "refund" && key.as_deref().is_some_and(|k| k.starts_with(&format!("{run_id}/")))
         })

@@ -60,7 +60,9 @@ async fn watched_run(scenario: Scenario, way: Way) -> (Result<Outcome, RunError>
     let result = if way.journaled {
         let journal = MemoryJournal::default();
         let run = RunId::new(format!("watch-{}", scenario.name())).expect("a run id");
-        runtime.run_journaled(&journal, &run, &scope, &mut conversation, Review::completed).await
+        runtime
+            .run_journaled(&journal, &run, &scope, &mut conversation, |ended| ended.state().completed())
+            .await
     } else {
         runtime.run(&scope, &mut conversation, Review::completed).await
     };

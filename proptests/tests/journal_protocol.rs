@@ -271,7 +271,7 @@ impl Sut {
             let limits = Limits::default().with_deadline(Duration::from_secs(10));
             let scope = Scope::builder().grants(refund::CAPABILITIES).limits(limits).build().unwrap();
             let result = runtime
-                .run_journaled(&self.journal, &run_id(), &scope, &mut refund::conversation(), |()| true)
+                .run_journaled(&self.journal, &run_id(), &scope, &mut refund::conversation(), |_| true)
                 .await;
             let asked_now = self.asked.lock().unwrap()[asked_before..].to_vec();
             assert!(

@@ -161,7 +161,9 @@ impl ReviewLoad {
             Some(journal) => match RunId::new(format!("load-{id}")) {
                 Ok(id) => {
                     self.runtime
-                        .run_journaled(journal, &id, &scope, &mut conversation, Review::completed)
+                        .run_journaled(journal, &id, &scope, &mut conversation, |ended| {
+                            ended.state().completed()
+                        })
                         .await
                 }
                 Err(error) => {

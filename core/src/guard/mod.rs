@@ -190,6 +190,11 @@ impl Guard {
         self.terms.prices.as_ref()
     }
 
+    /// The per-tool limits on admitted attempts, by tool.
+    pub(crate) fn tool_limits(&self) -> &std::collections::BTreeMap<Box<str>, u32> {
+        &self.terms.tool_limits
+    }
+
     /// What a call of `tool` is subject to besides the limits; nothing is looked up for a scope
     /// without per-tool limits or prices.
     fn tool_terms(&self, tool: &str, granted: bool) -> ToolTerms {

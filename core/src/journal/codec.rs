@@ -12,6 +12,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+use super::codec_terms;
 use super::definition::RunDefinition;
 use super::error::JournalError;
 use super::label::Labels;
@@ -188,6 +189,10 @@ struct StoredDefinition {
     min_output_tokens: u32,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     wrap_up_tokens: Option<u64>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    tool_limits: BTreeMap<String, u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    prices: Option<codec_terms::StoredPrices>,
 }
 
 fn default_min_output() -> u32 {
@@ -199,9 +204,10 @@ fn is_default_min_output(tokens: &u32) -> bool {
     *tokens == Limits::DEFAULT_MIN_OUTPUT_TOKENS
 }
 
-pub(crate) fn encode_definition(grants: &BTreeSet<String>, limits: &Limits) -> String {
+pub(crate) fn encode_definition(definition: &RunDefinition) -> String {
+    let limits = &definition.limits;
     let stored = StoredDefinition {
-        grants: grants.iter().cloned().collect(),
+        grants: definition.grants.iter().cloned().collect(),
         model_calls: limits.model_calls(),
         tool_calls: limits.tool_calls(),
         repetitions: limits.repetitions(),
@@ -214,6 +220,8 @@ pub(crate) fn encode_definition(grants: &BTreeSet<String>, limits: &Limits) -> S
         cost: limits.cost().map(|cost| cost.0),
         min_output_tokens: limits.min_output_tokens(),
         wrap_up_tokens: limits.wrap_up_tokens(),
+        tool_limits: definition.tool_limits.clone(),
+        prices: definition.prices.as_deref().map(codec_terms::encode_prices),
     };
     serde_json::to_string(&stored).unwrap_or_default()
 }
@@ -257,7 +265,14 @@ pub(crate) fn decode_definition(text: &str, labels: Labels) -> Result<Option<Run
     {
         return Err(bad());
     }
-    Ok(Some(RunDefinition { grants, limits, labels }))
+    if !codec_terms::valid_tool_limits(&stored.tool_limits) {
+        return Err(bad());
+    }
+    let prices = match stored.prices {
+        Some(stored) => Some(Arc::new(codec_terms::decode_prices(stored).ok_or_else(bad)?)),
+        None => None,
+    };
+    Ok(Some(RunDefinition { grants, limits, tool_limits: stored.tool_limits, prices, labels }))
 }
 
 pub(crate) fn decode_effect(text: &str) -> Result<EffectKind, JournalError> {
@@ -373,15 +388,51 @@ mod tests {
         }
     }
 
+    fn defined(grants: &BTreeSet<String>, limits: Limits) -> RunDefinition {
+        RunDefinition {
+            grants: grants.clone(),
+            limits,
+            tool_limits: BTreeMap::new(),
+            prices: None,
+            labels: Labels::new(),
+        }
+    }
+
+    #[test]
+    fn a_definitions_tool_limits_and_prices_round_trip_and_one_without_them_decodes_as_having_none() {
+        let grants: BTreeSet<String> = ["payments.refund"].into_iter().map(str::to_owned).collect();
+        let prices = crate::spend::Prices::new()
+            .model("m", crate::spend::Price::per_million(Micros(3), Micros(15)).with_cached_input(Micros(1)))
+            .tool("refund", Micros(20_000))
+            .other_tools(Micros::ZERO);
+        let definition = RunDefinition {
+            tool_limits: [("refund".to_owned(), 1), ("mail".to_owned(), 0)].into_iter().collect(),
+            prices: Some(Arc::new(prices)),
+            ..defined(&grants, Limits::default().with_cost(Micros(90_000)))
+        };
+        let text = encode_definition(&definition);
+        assert_eq!(decode_definition(&text, Labels::new()), Ok(Some(definition)));
+        let plain = encode_definition(&defined(&grants, Limits::default()));
+        assert!(!plain.contains("tool_limits") && !plain.contains("prices"), "{plain}");
+        let decoded = decode_definition(&plain, Labels::new()).unwrap().unwrap();
+        assert_eq!((decoded.tool_limits().count(), decoded.prices()), (0, None));
+        let bad_tool = text.replace(r#""refund":1"#, r#""re fund":1"#);
+        assert_ne!(bad_tool, text);
+        assert_eq!(decode_definition(&bad_tool, Labels::new()), Err(corrupt("the run's definition")));
+        let bad_price = text.replace(r#""refund":20000"#, r#""re fund":20000"#);
+        assert_ne!(bad_price, text);
+        assert_eq!(decode_definition(&bad_price, Labels::new()), Err(corrupt("the run's definition")));
+    }
+
     #[test]
     fn definitions_round_trip_and_refuse_invalid_limits() {
         let grants: BTreeSet<String> = ["b.x", "a.y"].into_iter().map(str::to_owned).collect();
         let limits =
             Limits::default().with_tool_calls(0).with_deadline(std::time::Duration::from_millis(1500));
         let labels = Labels::new().with("tenant", "acme").unwrap();
-        let text = encode_definition(&grants, &limits);
+        let text = encode_definition(&defined(&grants, limits));
         let decoded = decode_definition(&text, labels.clone()).unwrap().unwrap();
-        assert_eq!(decoded, RunDefinition { grants, limits, labels });
+        assert_eq!(decoded, RunDefinition { labels, ..defined(&grants, limits) });
         assert_eq!(decode_definition("", Labels::new()), Ok(None));
         let zero = text.replace(r#""model_calls":6"#, r#""model_calls":0"#);
         assert_ne!(zero, text);
@@ -401,10 +452,10 @@ mod tests {
             .with_cost(Micros(2_500))
             .with_min_output_tokens(32)
             .with_wrap_up(64);
-        let text = encode_definition(&grants, &limits);
+        let text = encode_definition(&defined(&grants, limits));
         let decoded = decode_definition(&text, Labels::new()).unwrap().unwrap();
         assert_eq!(decoded.limits, limits);
-        let plain = encode_definition(&grants, &Limits::default());
+        let plain = encode_definition(&defined(&grants, Limits::default()));
         assert!(!plain.contains("tokens") && !plain.contains("cost"), "{plain}");
         assert_eq!(decode_definition(&plain, Labels::new()).unwrap().unwrap().limits, Limits::default());
     }

@@ -1,6 +1,6 @@
-//! The run's definition as its journal keeps it: the grants, the limits and the host's labels of
-//! its first attempt, so that a resume in any process rebuilds the same scope from the run id
-//! alone.
+//! The run's definition as its journal keeps it: the grants, the limits, the per-tool limits, the
+//! price table and the host's labels of its first attempt, so that a resume in any process
+//! rebuilds the same scope from the run id alone.
 //!
 //! # Invariants
 //!
@@ -8,26 +8,44 @@
 //!   audited [`widen`](super::widen) changes it.
 //! - An attempt runs with no more than its run's definition: a scope granting a capability the
 //!   definition lacks, or allowing more of any limit (the deadline aside; a token or cost budget
-//!   the definition sets and the scope lacks or sets higher), is refused with
-//!   [`Widened`](super::JournalError::Widened) before anything runs. Narrower is allowed.
+//!   the definition sets and the scope lacks or sets higher; a per-tool limit the definition sets
+//!   and the scope lacks or sets higher), or charging less than the definition's price table (a
+//!   model or a tool priced lower or not at all, a model the table does not price), is refused
+//!   with [`Widened`](super::JournalError::Widened) before anything runs. Narrower is allowed.
 //! - Decoding never panics: a stored definition that does not decode, or whose limits do not
 //!   validate, is [`Corrupt`](super::JournalError::Corrupt).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use super::label::Labels;
 use crate::limits::Limits;
 use crate::scope::{Scope, ScopeBuilder};
+use crate::spend::Prices;
 
-/// What a run was started with: its granted capabilities, its limits, its labels.
+/// What a run was started with: its granted capabilities, its limits, its per-tool limits, its
+/// price table, its labels.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RunDefinition {
     pub(crate) grants: BTreeSet<String>,
     pub(crate) limits: Limits,
+    pub(crate) tool_limits: BTreeMap<String, u32>,
+    pub(crate) prices: Option<Arc<Prices>>,
     pub(crate) labels: Labels,
 }
 
 impl RunDefinition {
+    /// The definition of a run started with `scope`.
+    pub(crate) fn of<S>(scope: &Scope<S>) -> Self {
+        Self {
+            grants: scope.capabilities().map(str::to_owned).collect(),
+            limits: scope.limits(),
+            tool_limits: scope.tool_limits().map(|(tool, limit)| (tool.to_owned(), limit)).collect(),
+            prices: scope.prices().cloned(),
+            labels: scope.labels().clone(),
+        }
+    }
+
     /// The granted capabilities, in code-point order.
     pub fn grants(&self) -> impl Iterator<Item = &str> {
         self.grants.iter().map(String::as_str)
@@ -45,25 +63,66 @@ impl RunDefinition {
         self.limits
     }
 
+    /// The per-tool limit on admitted attempts of `tool`, if the run sets one.
+    #[must_use]
+    pub fn tool_limit(&self, tool: &str) -> Option<u32> {
+        self.tool_limits.get(tool).copied()
+    }
+
+    /// Every per-tool limit, by tool name.
+    pub fn tool_limits(&self) -> impl Iterator<Item = (&str, u32)> {
+        self.tool_limits.iter().map(|(tool, limit)| (tool.as_str(), *limit))
+    }
+
+    /// The run's price table (models' tokens, tools' calls), if it was started with one.
+    #[must_use]
+    pub fn prices(&self) -> Option<&Arc<Prices>> {
+        self.prices.as_ref()
+    }
+
     /// The host's labels.
     #[must_use]
     pub fn labels(&self) -> &Labels {
         &self.labels
     }
 
-    /// A scope builder with this definition's grants, limits and labels, for the run's next
-    /// attempt in any process: add the request's state and the caller's token, narrow the grants
-    /// or set another deadline if need be, and build.
+    /// A scope builder with this definition's grants, limits, per-tool limits, price table and
+    /// labels, for the run's next attempt in any process: add the request's state and the
+    /// caller's token, narrow the grants or set another deadline if need be, and build.
     pub fn scope_builder(&self) -> ScopeBuilder {
-        Scope::builder().grants(self.grants.iter().cloned()).limits(self.limits).labels(self.labels.clone())
+        let mut builder = Scope::builder()
+            .grants(self.grants.iter().cloned())
+            .limits(self.limits)
+            .labels(self.labels.clone());
+        for (tool, limit) in &self.tool_limits {
+            builder = builder.tool_limit(tool.clone(), *limit);
+        }
+        match &self.prices {
+            Some(prices) => builder.prices(Arc::clone(prices)),
+            None => builder,
+        }
     }
 
-    /// Whether a scope with `grants` and `limits` asks for no more than this definition: its
-    /// grants a subset of these, each of its limits at most this one's (the deadline aside: it
-    /// is each attempt's own).
-    pub(crate) fn covers<'a>(&self, mut grants: impl Iterator<Item = &'a str>, limits: &Limits) -> bool {
+    /// Whether `scope` asks for no more than this definition: its grants a subset of these,
+    /// each of its limits at most this one's (the deadline aside: it is each attempt's own), a
+    /// per-tool limit at most this one's for each tool this definition limits, and, when this
+    /// definition has a price table, one that charges at least as much.
+    pub(crate) fn covers<S>(&self, scope: &Scope<S>) -> bool {
+        let tool_limits = self
+            .tool_limits
+            .iter()
+            .all(|(tool, mine)| scope.tool_limit(tool).is_some_and(|asked| asked <= *mine));
+        let prices = match (&self.prices, scope.prices()) {
+            (None, _) => true,
+            (Some(mine), Some(asked)) => asked.charges_at_least(mine),
+            (Some(_), None) => false,
+        };
+        let mut grants = scope.capabilities();
+        let limits = scope.limits();
         let mine = &self.limits;
-        grants.all(|grant| self.grants.contains(grant))
+        tool_limits
+            && prices
+            && grants.all(|grant| self.grants.contains(grant))
             && limits.model_calls() <= mine.model_calls()
             && limits.tool_calls() <= mine.tool_calls()
             && limits.repetitions() <= mine.repetitions()
@@ -89,25 +148,103 @@ fn within<T: Ord>(asked: Option<T>, mine: Option<T>) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::spend::Micros;
+    use crate::spend::{Micros, Price};
 
-    fn budgeted(limits: Limits) -> RunDefinition {
-        RunDefinition { grants: BTreeSet::new(), limits, labels: Labels::new() }
+    fn stored(limits: Limits) -> RunDefinition {
+        RunDefinition {
+            grants: BTreeSet::new(),
+            limits,
+            tool_limits: BTreeMap::new(),
+            prices: None,
+            labels: Labels::new(),
+        }
+    }
+
+    fn priced(limits: Limits) -> Scope {
+        let prices = Prices::new().other_tools(Micros::ZERO).shared();
+        Scope::builder().limits(limits).prices(prices).build().unwrap()
     }
 
     #[test]
     fn a_spend_budget_the_definition_sets_may_be_narrowed_never_dropped_or_raised() {
-        let stored = budgeted(Limits::default().with_total_tokens(1000).with_cost(Micros(500)));
+        let stored = stored(Limits::default().with_total_tokens(1000).with_cost(Micros(500)));
         let same = Limits::default().with_total_tokens(1000).with_cost(Micros(500));
         let narrower = Limits::default().with_total_tokens(10).with_cost(Micros(1));
         let dropped = Limits::default().with_cost(Micros(500));
         let raised = Limits::default().with_total_tokens(1000).with_cost(Micros(501));
-        let covered = |limits: &Limits| stored.covers(std::iter::empty(), limits);
+        let covered = |limits: Limits| stored.covers(&priced(limits));
         assert_eq!(
-            [covered(&same), covered(&narrower), covered(&dropped), covered(&raised)],
+            [covered(same), covered(narrower), covered(dropped), covered(raised)],
             [true, true, false, false]
         );
-        let unbudgeted = budgeted(Limits::default());
-        assert!(unbudgeted.covers(std::iter::empty(), &narrower), "a budget narrows an unbudgeted run");
+        let unbudgeted = super::tests::stored(Limits::default());
+        assert!(unbudgeted.covers(&priced(narrower)), "a budget narrows an unbudgeted run");
+    }
+
+    #[test]
+    fn a_per_tool_limit_the_definition_sets_may_be_narrowed_never_dropped_or_raised() {
+        let definition = RunDefinition {
+            tool_limits: [("refund".to_owned(), 2)].into_iter().collect(),
+            ..stored(Limits::default())
+        };
+        let scope = |limits: &[(&str, u32)]| {
+            let builder =
+                limits.iter().fold(Scope::builder(), |b, (tool, limit)| b.tool_limit(*tool, *limit));
+            builder.build().unwrap()
+        };
+        let covered = |limits: &[(&str, u32)]| definition.covers(&scope(limits));
+        assert_eq!(
+            [
+                covered(&[("refund", 2)]),
+                covered(&[("refund", 0)]),
+                covered(&[("refund", 2), ("mail", 1)]),
+                covered(&[("refund", 3)]),
+                covered(&[]),
+                covered(&[("mail", 1)]),
+            ],
+            [true, true, true, false, false, false]
+        );
+        assert!(stored(Limits::default()).covers(&scope(&[("refund", 5)])), "a per-tool limit narrows");
+        let rebuilt = definition.scope_builder().build().unwrap();
+        assert_eq!(rebuilt.tool_limits().collect::<Vec<_>>(), [("refund", 2)]);
+    }
+
+    #[test]
+    fn a_price_table_the_definition_sets_may_charge_more_never_less_nor_be_dropped() {
+        let model = Price::per_million(Micros(3), Micros(15));
+        let table = Prices::new().model("m", model).tool("refund", Micros(20)).other_tools(Micros(1));
+        let definition = RunDefinition { prices: Some(table.clone().shared()), ..stored(Limits::default()) };
+        let covered = |prices: Option<Prices>| {
+            let builder = Scope::builder();
+            let builder = match prices {
+                Some(prices) => builder.prices(prices.shared()),
+                None => builder,
+            };
+            definition.covers(&builder.build().unwrap())
+        };
+        let dearer = Prices::new()
+            .model("m", Price::per_million(Micros(4), Micros(15)))
+            .tool("refund", Micros(21))
+            .other_tools(Micros(1));
+        let cheaper_model = table.clone().model("m", model.with_cached_input(Micros(2)));
+        let cheaper_tool = table.clone().tool("refund", Micros(19));
+        let cheaper_other = table.clone().tool("mail", Micros(0));
+        let new_model = table.clone().model("n", model);
+        let unpriced_others = Prices::new().model("m", model).tool("refund", Micros(20));
+        assert_eq!(
+            [
+                covered(Some(table.clone())),
+                covered(Some(dearer)),
+                covered(Some(cheaper_model)),
+                covered(Some(cheaper_tool)),
+                covered(Some(cheaper_other)),
+                covered(Some(new_model)),
+                covered(Some(unpriced_others)),
+                covered(None),
+            ],
+            [true, true, false, false, false, false, false, false]
+        );
+        let rebuilt = definition.scope_builder().build().unwrap();
+        assert_eq!(rebuilt.prices().map(|prices| &**prices), Some(&table));
     }
 }

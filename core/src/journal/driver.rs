@@ -165,10 +165,6 @@ impl<'j, J: Journal> Journaled<'j, J> {
 
     /// The logical run's record as this attempt knows it: the journal's, with this attempt's
     /// proposals, decisions, starts and results, committed or not yet.
-    #[allow(
-        dead_code,
-        reason = "the completion condition's input, once `run_journaled` hands the record to it"
-    )]
     pub(crate) fn record(&self) -> &RunRecord {
         &self.record
     }

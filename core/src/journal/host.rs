@@ -27,8 +27,8 @@ use super::record::{Decider, OperationStatus, Proposal, Resolution, RunState, Ve
 use super::row::{Batch, DecisionRow, Entry, Fence, Lease, ReconciliationRow};
 use super::run_record::RunRecord;
 use super::store::Journal;
+use super::widening::Widening;
 use crate::event::{ControlEvent, EventKind, Subject};
-use crate::limits::Limits;
 use crate::scope::ScopeBuilder;
 use crate::tool::EffectKind;
 
@@ -116,30 +116,34 @@ pub async fn scope_of<J: Journal>(journal: &J, run: &RunId) -> Result<ScopeBuild
     record.definition().map(RunDefinition::scope_builder).ok_or(JournalError::NoDefinition)
 }
 
-/// Widens `run`'s definition, as `by`: grants it `grants` too, and, when `limits` is given,
-/// replaces its limits with them. The run's audit log records a `Widened` event naming `by`; the
-/// next attempt may then use the wider scope ([`scope_of`] builds it). Returns the new
-/// definition.
+/// Widens `run`'s definition by `widening`, as `by`: grants its capabilities too, and replaces
+/// the limits, sets or drops each per-tool limit, and replaces the price table that it gives.
+/// The run's audit log records a `Widened` event naming `by`; the next attempt may then use the
+/// wider scope ([`scope_of`] builds it). Returns the new definition.
 ///
 /// # Errors
 ///
-/// [`JournalError::UnknownRun`]; [`JournalError::NoDefinition`]; [`JournalError::InvalidLimits`];
-/// [`JournalError::InvalidActor`]; [`JournalError::Finished`] for a run that ended;
-/// [`JournalError::LeaseHeld`] while an attempt holds the run; a storage error.
+/// [`JournalError::UnknownRun`]; [`JournalError::NoDefinition`]; [`JournalError::InvalidLimits`]
+/// (invalid limits, or a per-tool limit on an invalid tool name);
+/// [`JournalError::InvalidCapability`]; [`JournalError::InvalidActor`];
+/// [`JournalError::Finished`] for a run that ended; [`JournalError::LeaseHeld`] while an attempt
+/// holds the run; a storage error. Nothing is written on an error.
 pub async fn widen<J: Journal>(
     journal: &J,
     run: &RunId,
-    grants: &[&str],
-    limits: Option<Limits>,
+    widening: &Widening,
     by: &str,
 ) -> Result<RunDefinition, JournalError> {
     if !valid_actor(by) {
         return Err(JournalError::InvalidActor);
     }
-    if let Some(limits) = &limits {
+    if let Some(limits) = &widening.limits {
         limits.validate().map_err(JournalError::InvalidLimits)?;
     }
-    if grants.iter().any(|grant| grant.is_empty() || grant.chars().any(char::is_control)) {
+    if widening.tool_limits.keys().any(|tool| crate::tool::check_name(tool).is_err()) {
+        return Err(JournalError::InvalidLimits(crate::limits::LimitsError::InvalidToolLimit));
+    }
+    if widening.grants.iter().any(|grant| grant.is_empty() || grant.chars().any(char::is_control)) {
         return Err(JournalError::InvalidCapability);
     }
     let record = inspect(journal, run).await?;
@@ -148,9 +152,18 @@ pub async fn widen<J: Journal>(
     }
     idle(&record)?;
     let mut definition = record.definition().cloned().ok_or(JournalError::NoDefinition)?;
-    definition.grants.extend(grants.iter().map(|grant| (*grant).to_owned()));
-    if let Some(limits) = limits {
+    definition.grants.extend(widening.grants.iter().cloned());
+    if let Some(limits) = widening.limits {
         definition.limits = limits;
+    }
+    for (tool, limit) in &widening.tool_limits {
+        match limit {
+            Some(limit) => definition.tool_limits.insert(tool.clone(), *limit),
+            None => definition.tool_limits.remove(tool),
+        };
+    }
+    if let Some(prices) = &widening.prices {
+        definition.prices = Some(Arc::clone(prices));
     }
     let widenings = record.events().iter().filter(|event| event.kind() == EventKind::Widened).count();
     let count =
@@ -158,7 +171,7 @@ pub async fn widen<J: Journal>(
     let event = ControlEvent::new(EventKind::Widened, Subject::Run, count).by(Arc::from(by));
     let batch = Batch {
         entries: vec![
-            Entry::Definition(codec::encode_definition(&definition.grants, &definition.limits)),
+            Entry::Definition(codec::encode_definition(&definition)),
             Entry::Event(codec::encode_event(&event)),
         ],
     };

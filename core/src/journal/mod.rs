@@ -57,8 +57,10 @@
 //!   operation ids and never argument values.
 
 mod codec;
+mod codec_terms;
 mod definition;
 mod driver;
+mod ended;
 mod error;
 mod heartbeat;
 mod host;
@@ -71,8 +73,10 @@ mod row;
 mod run;
 mod run_record;
 mod store;
+mod widening;
 
 pub use definition::RunDefinition;
+pub use ended::Ended;
 pub use error::{JournalError, StorageError};
 pub use host::{Presented, approve, cancel, deny, inspect, list, reconcile, scope_of, widen};
 pub use id::{Digest, FencingToken, MAX_RUN_ID_LEN, OperationId, RunId};
@@ -90,3 +94,4 @@ pub use row::{
 pub use run::CANCEL_POLL;
 pub use run_record::RunRecord;
 pub use store::{DEFAULT_LEASE, Journal, MAX_LEASE, check_lease, process_holder};
+pub use widening::Widening;

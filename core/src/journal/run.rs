@@ -17,7 +17,9 @@
 //!   refused before anything runs.
 
 use super::codec;
+use super::definition::RunDefinition;
 use super::driver::Journaled;
+use super::ended::Ended;
 use super::error::JournalError;
 use super::id::RunId;
 use super::record::RunState;
@@ -61,8 +63,33 @@ impl<T: Transport, S: Send + Sync + 'static> Runtime<T, S> {
     /// no longer holds the run has no result: [`reconcile`](super::reconcile) it); each names
     /// the operation ([`Outcome::operation`]). Run it again with the same id to resume.
     ///
-    /// State that the completion condition reads must survive the process too (an effect's
-    /// system, say): a replayed result does not run the body that set host memory.
+    /// An ended run is `Completed` when `is_complete` says so. It gets the run as it ends
+    /// ([`Ended`]): the request's state and the logical run's record of every call in every
+    /// attempt. A resume replays recorded results without running their bodies, so host memory
+    /// holds only what this attempt ran; a condition that must hold after a resume in another
+    /// process reads the record ([`Ended::has_succeeded`]).
+    ///
+    /// ```
+    /// # use loopbound::journal::{MemoryJournal, RunId};
+    /// # use loopbound::{Runtime, Scope, Status, ToolSet};
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let tools = ToolSet::default();
+    /// # let model = loopbound::scripted::sequence(vec![loopbound::scripted::Step::Reply(
+    /// #     loopbound::transport::ModelReply::text("Done."),
+    /// # )]);
+    /// # let runtime = Runtime::harness(&tools, model);
+    /// # let journal = MemoryJournal::default();
+    /// # let run = RunId::new("refund-42")?;
+    /// # let scope = Scope::builder().build()?;
+    /// # let mut conversation = vec![loopbound::Message::user("Refund order 42.")];
+    /// // Completed once the refund succeeded, in this attempt or an earlier one.
+    /// let outcome =
+    ///     runtime.run_journaled(&journal, &run, &scope, &mut conversation, |ended| ended.has_succeeded("refund")).await?;
+    /// assert_eq!(outcome.status(), Status::Incomplete, "no refund was asked for");
+    /// # Ok(())
+    /// # }
+    /// ```
     ///
     /// # Errors
     ///
@@ -77,7 +104,7 @@ impl<T: Transport, S: Send + Sync + 'static> Runtime<T, S> {
         run: &RunId,
         scope: &Scope<S>,
         conversation: &mut Vec<Message>,
-        is_complete: impl FnOnce(&S) -> bool,
+        is_complete: impl FnOnce(Ended<'_, S>) -> bool,
     ) -> Result<Outcome, RunError> {
         let span = self.agent_span(Some(run));
         let result =
@@ -94,7 +121,7 @@ impl<T: Transport, S: Send + Sync + 'static> Runtime<T, S> {
         run: &RunId,
         scope: &Scope<S>,
         conversation: &mut Vec<Message>,
-        is_complete: impl FnOnce(&S) -> bool,
+        is_complete: impl FnOnce(Ended<'_, S>) -> bool,
     ) -> Result<Outcome, RunError> {
         self.check_prices(scope)?;
         let mut course = begin(journal, run, scope, conversation).await.map_err(RunError::Journal)?;
@@ -107,7 +134,9 @@ impl<T: Transport, S: Send + Sync + 'static> Runtime<T, S> {
             end = drive => end,
             never = watch_cancel_requests(journal, run, scope) => match never {},
         };
-        let result = conclude(scope, end, usage, is_complete).map(|outcome| name_denial(scope, outcome));
+        let record = course.record();
+        let result = conclude(scope, end, usage, |state| is_complete(Ended::new(state, record)))
+            .map(|outcome| name_denial(scope, outcome));
         let state = match &result {
             Err(RunError::Journal(_)) => return result,
             Ok(outcome) => state_after(outcome),
@@ -150,14 +179,13 @@ async fn begin<'j, J: Journal, S>(
     if scope.model_calls() > 0 || scope.tool_calls() > 0 || !scope.events().is_empty() {
         return Err(JournalError::ScopeInUse);
     }
-    let grants = scope.capabilities().map(str::to_owned).collect();
     let fresh = RunRow {
         epoch: 1,
         attempts: 1,
         conversation: codec::encode_conversation(conversation),
         ledger: codec::encode_counters(&Counters::default()),
         state: RunState::Open,
-        definition: codec::encode_definition(&grants, &scope.limits()),
+        definition: codec::encode_definition(&RunDefinition::of(scope)),
         labels: scope.labels().to_rows(),
     };
     let acquiring = tokio::time::Instant::now();
@@ -167,7 +195,7 @@ async fn begin<'j, J: Journal, S>(
         return Err(JournalError::Finished(status));
     }
     if let Some(definition) = &record.definition
-        && !definition.covers(scope.capabilities(), &scope.limits())
+        && !definition.covers(scope)
     {
         // Nothing ran: end the attempt at once so that another may take the run.
         let end = Batch { entries: vec![Entry::Release] };

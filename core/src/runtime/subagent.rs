@@ -19,7 +19,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::Runtime;
-use crate::journal::{Journal, JournalError, OperationId, RunId};
+use crate::journal::{Ended, Journal, JournalError, OperationId, RunId};
 use crate::limits::LimitsError;
 use crate::outcome::{RunError, Status};
 use crate::scope::ScopeBuilder;
@@ -116,7 +116,8 @@ impl<T: Transport, C: Send + Sync + 'static> SubAgent<T, C> {
 }
 
 impl<T: Transport, C: Send + Sync + 'static> SubAgent<T, C> {
-    /// As [`run`](Self::run), as its own journaled run in `journal`, for a tool of a journaled
+    /// As [`run`](Self::run), as its own journaled run in `journal`, complete by a condition
+    /// over its state and its record ([`Ended`], as for `run_journaled`), for a tool of a journaled
     /// parent run: the child's run id derives from the call's operation
     /// ([`OperationId::child_run`]: `<parent run>:op:<ordinal>`), so a resumed parent that runs
     /// the body again resumes the child where its journal left it. Its recorded replies and
@@ -143,7 +144,7 @@ impl<T: Transport, C: Send + Sync + 'static> SubAgent<T, C> {
         call: &Call<S>,
         child: impl FnOnce(ScopeBuilder) -> ScopeBuilder<C>,
         mut conversation: Vec<Message>,
-        is_complete: impl FnOnce(&C) -> bool,
+        is_complete: impl FnOnce(Ended<'_, C>) -> bool,
     ) -> Result<String, SubAgentError> {
         let operation = call.operation().ok_or(SubAgentError::NotJournaled)?;
         let journaled = |error| SubAgentError::Run(RunError::Journal(error));
@@ -153,8 +154,8 @@ impl<T: Transport, C: Send + Sync + 'static> SubAgent<T, C> {
         let mut is_complete = Some(is_complete);
         loop {
             let complete = &mut is_complete;
-            let attempt = self.runtime.run_journaled(journal, &run, &scope, &mut conversation, |state| {
-                complete.take().is_some_and(|is_complete| is_complete(state))
+            let attempt = self.runtime.run_journaled(journal, &run, &scope, &mut conversation, |ended| {
+                complete.take().is_some_and(|is_complete| is_complete(ended))
             });
             match attempt.await {
                 Ok(outcome) if outcome.status() == Status::Completed => {

@@ -85,6 +85,16 @@ impl Price {
         self
     }
 
+    /// Its parts, per million tokens: plain input, cached input, cache writes, output.
+    pub(crate) const fn parts(&self) -> [u64; 4] {
+        [self.input, self.cached_input, self.cache_write, self.output]
+    }
+
+    /// The price of `parts` (as [`parts`](Self::parts) lists them).
+    pub(crate) const fn from_parts([input, cached_input, cache_write, output]: [u64; 4]) -> Self {
+        Self { input, cached_input, cache_write, output }
+    }
+
     /// What `usage` costs, rounded up to a whole micro-unit.
     #[must_use]
     pub fn cost(&self, usage: &Usage) -> Micros {
@@ -200,6 +210,43 @@ impl Prices {
     #[must_use]
     pub fn tool_price(&self, tool: &str) -> Option<Micros> {
         self.tools.get(tool).copied().or(self.other_tools)
+    }
+
+    /// Every model's price, by model id.
+    pub(crate) fn models(&self) -> impl Iterator<Item = (&str, Price)> {
+        self.models.iter().map(|(model, price)| (&**model, *price))
+    }
+
+    /// Every named tool's price per call, by tool name.
+    pub(crate) fn tools(&self) -> impl Iterator<Item = (&str, Micros)> {
+        self.tools.iter().map(|(tool, price)| (&**tool, *price))
+    }
+
+    /// The price of a call of a tool the table does not name, if it sets one.
+    pub(crate) fn others(&self) -> Option<Micros> {
+        self.other_tools
+    }
+
+    /// Whether this table charges at least what `floor` charges for everything `floor` prices:
+    /// each of its models at least as dear in every part and no model `floor` lacks, each tool
+    /// `floor` prices (by name, or as one of its other tools) at least as dear. A table that
+    /// charges less lets a cost budget buy more.
+    pub(crate) fn charges_at_least(&self, floor: &Self) -> bool {
+        let models = self.models.keys().all(|model| floor.models.contains_key(model))
+            && floor.models.iter().all(|(model, price)| {
+                self.models.get(model).is_some_and(|mine| {
+                    mine.parts().iter().zip(price.parts()).all(|(mine, floor)| *mine >= floor)
+                })
+            });
+        let at_least = |mine: Option<Micros>, theirs: Option<Micros>| match (mine, theirs) {
+            (_, None) => true,
+            (Some(mine), Some(theirs)) => mine >= theirs,
+            (None, Some(_)) => false,
+        };
+        let named = self.tools.keys().chain(floor.tools.keys());
+        models
+            && named.into_iter().all(|tool| at_least(self.tool_price(tool), floor.tool_price(tool)))
+            && at_least(self.other_tools, floor.other_tools)
     }
 
     /// Whether some tool's call costs money.

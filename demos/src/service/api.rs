@@ -27,11 +27,11 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::app::{App, DecideError};
-use super::desk::Task;
 use super::durable::{Definition, Verdict};
 use super::log::Reader;
 use super::runs::{Ended, Failure, Phase, RunSlot};
 use super::status;
+use super::task::Task;
 
 /// The largest request body read, in bytes.
 pub const MAX_BODY: usize = 64 * 1024;

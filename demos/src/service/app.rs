@@ -16,14 +16,13 @@ use loopbound::journal::{Journal, JournalError, RunId};
 use loopbound::transport::{Message, Transport};
 use loopbound::{Limits, RunError, RunRegistry, Runtime, watch};
 
-use super::desk::Desk;
 use super::durable::{self, Definition, Verdict};
 use super::runs::{Ended, Failure, Full, RunSlot, Runs};
 
 /// What the service holds for its whole life.
 #[derive(Debug)]
 pub struct App<T, J> {
-    runtime: Runtime<T, Desk>,
+    runtime: Runtime<T>,
     journal: J,
     registry: RunRegistry,
     runs: Runs,
@@ -48,13 +47,7 @@ where
     /// The service over `runtime` and `journal`, with `limits` for every attempt, keeping at
     /// most `capacity` runs; `files` is the folder the file tools work in (told to the model).
     #[must_use]
-    pub fn new(
-        runtime: Runtime<T, Desk>,
-        journal: J,
-        limits: Limits,
-        capacity: usize,
-        files: String,
-    ) -> Self {
+    pub fn new(runtime: Runtime<T>, journal: J, limits: Limits, capacity: usize, files: String) -> Self {
         Self { runtime, journal, registry: RunRegistry::new(), runs: Runs::new(capacity), limits, files }
     }
 

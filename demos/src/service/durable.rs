@@ -20,7 +20,7 @@ use loopbound::{Limits, LimitsError, Outcome, RunError, Runtime, Scope};
 use serde::Serialize;
 use serde::ser::SerializeStruct;
 
-use super::desk::{Desk, Task};
+use super::task::Task;
 
 /// What a run was asked to do, under which grants: what each attempt's scope is rebuilt from.
 ///
@@ -40,13 +40,8 @@ impl Definition {
     /// # Errors
     ///
     /// [`LimitsError`] if `limits` are invalid.
-    pub fn scope(&self, limits: Limits, feed: Feed) -> Result<Scope<Desk>, LimitsError> {
-        Scope::builder()
-            .grants(self.grants.iter().cloned())
-            .limits(limits)
-            .watch(feed)
-            .state(Desk::default())
-            .build()
+    pub fn scope(&self, limits: Limits, feed: Feed) -> Result<Scope, LimitsError> {
+        Scope::builder().grants(self.grants.iter().cloned()).limits(limits).watch(feed).build()
     }
 }
 
@@ -57,14 +52,14 @@ impl Definition {
 ///
 /// As [`Runtime::run_journaled`].
 pub async fn attempt<T: Transport, J: Journal>(
-    runtime: &Runtime<T, Desk>,
+    runtime: &Runtime<T>,
     journal: &J,
     run: &RunId,
-    scope: &Scope<Desk>,
+    scope: &Scope,
     mut conversation: Vec<Message>,
     task: Task,
 ) -> Result<Outcome, RunError> {
-    runtime.run_journaled(journal, run, scope, &mut conversation, move |desk| task.is_done(desk)).await
+    runtime.run_journaled(journal, run, scope, &mut conversation, move |ended| task.is_done(ended)).await
 }
 
 /// The proposal an `AwaitingApproval` run waits on: what an approver is shown.

@@ -43,10 +43,10 @@
 
 pub mod api;
 pub mod app;
-pub mod desk;
 pub mod durable;
 pub mod log;
 pub mod runs;
 pub mod start;
 pub mod status;
+pub mod task;
 pub mod tools;

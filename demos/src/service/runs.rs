@@ -205,7 +205,7 @@ impl Runs {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::service::desk::Task;
+    use crate::service::task::Task;
 
     fn slot(name: &str) -> Arc<RunSlot> {
         let id = RunId::new(name).expect("a valid id");

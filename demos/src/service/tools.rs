@@ -22,8 +22,6 @@ use loopbound_mcp::{Connection, Mapping, Skipped};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::desk::Desk;
-
 /// The MCP server's tools this service offers.
 pub const MCP_TOOLS: [&str; 3] = ["read_text_file", "list_directory", "write_file"];
 
@@ -73,25 +71,18 @@ impl std::error::Error for ToolsError {}
 /// # Errors
 ///
 /// [`ToolsError`] if a tool cannot be registered or the server lacks one of [`MCP_TOOLS`].
-pub fn define(filesystem: &Connection) -> Result<ToolSet<Desk>, ToolsError> {
+pub fn define(filesystem: &Connection) -> Result<ToolSet, ToolsError> {
     let mut tools = ToolSet::builder();
     tools
         .tool("read_ticket", READ_TICKET)
         .description("Read one support ticket by its number.")
         .effect(EffectKind::Read)
-        .build(|input: TicketId, call: Call<Desk>| {
+        .build(|input: TicketId, _call: Call| {
             let found = ticket(input.id);
-            if found.is_some() {
-                call.state().note_read(input.id);
-            }
             async move { found.ok_or_else(|| format!("no ticket {}", input.id)) }
         })
         .map_err(ToolsError::Registration)?;
-    let mapping = Mapping::new().only(MCP_TOOLS).on_success(|name: &str, _text: &str, desk: &Desk| {
-        if name == "write_file" {
-            desk.note_written();
-        }
-    });
+    let mapping = Mapping::new().only(MCP_TOOLS);
     let registered = filesystem.register(&mut tools, &mapping);
     let mut missing: Vec<String> = MCP_TOOLS
         .iter()

@@ -17,7 +17,7 @@
 //! let run = RunId::new("refund-42")?;
 //! let mut conversation = vec![loopbound::Message::user("Refund order 42.")];
 //! // The same call starts the run, and resumes it after a crash, an approval or a reconciliation.
-//! let outcome = runtime.run_journaled(&journal, &run, &scope, &mut conversation, |()| true).await?;
+//! let outcome = runtime.run_journaled(&journal, &run, &scope, &mut conversation, |ended| ended.has_succeeded("refund")).await?;
 //! println!("{}", outcome.status());
 //! # Ok(())
 //! # }

@@ -22,7 +22,7 @@ async fn sixteen_spawned_runs_share_one_journal_and_each_refund_runs_once() {
         tasks.push(tokio::spawn(async move {
             let run = RunId::new(format!("run-{n}")).unwrap();
             let scope = Scope::builder().grants(refund::CAPABILITIES).build().unwrap();
-            runtime.run_journaled(&journal, &run, &scope, &mut refund::conversation(), |()| true).await
+            runtime.run_journaled(&journal, &run, &scope, &mut refund::conversation(), |_| true).await
         }));
     }
     for task in tasks {

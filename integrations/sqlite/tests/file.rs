@@ -24,7 +24,7 @@ async fn attempt(
     let tools = refund::tools(Arc::clone(sink) as Arc<dyn EffectSink>, Policy::Allow);
     let scope = Scope::builder().grants(refund::CAPABILITIES).limits(Limits::default()).build().unwrap();
     let runtime = Runtime::harness(&tools.set, refund::model(script, |_| {}));
-    runtime.run_journaled(journal, &run_id(), &scope, &mut refund::conversation(), |()| true).await
+    runtime.run_journaled(journal, &run_id(), &scope, &mut refund::conversation(), |_| true).await
 }
 
 fn pragma(path: &std::path::Path, name: &str) -> String {

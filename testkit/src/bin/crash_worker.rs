@@ -131,7 +131,7 @@ async fn run(dir: &Path, journal: AnyJournal, policy: &str, point: &str, batch: 
             .build()
             .unwrap_or_else(|error| fail(&error.to_string()));
         let mut conversation = refund::conversation();
-        match runtime.run_journaled(&journal, &run_id(), &scope, &mut conversation, |()| true).await {
+        match runtime.run_journaled(&journal, &run_id(), &scope, &mut conversation, |_| true).await {
             Ok(outcome) => {
                 return format!("outcome {} {}", outcome.status(), outcome.operation().unwrap_or("-"));
             }
@@ -166,7 +166,7 @@ async fn metered(dir: &Path, journal: AnyJournal, point: &str) -> String {
             .build()
             .unwrap_or_else(|error| fail(&error.to_string()));
         let mut conversation = refund::conversation();
-        match runtime.run_journaled(&journal, &run_id(), &scope, &mut conversation, |()| true).await {
+        match runtime.run_journaled(&journal, &run_id(), &scope, &mut conversation, |_| true).await {
             Ok(outcome) => {
                 let settled = outcome.spend().settled;
                 return format!(

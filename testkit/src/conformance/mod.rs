@@ -13,6 +13,8 @@
 //! - [`listing`]: runs listed by state and by label, one page at a time, in id order;
 //! - [`cancels`]: cancel requests recorded without a lease, read by every journal, replaced,
 //!   and cleared by the attempt that honours one;
+//! - [`definitions`]: a run's grants, limits, per-tool limits, price table and labels rebuilt
+//!   by another journal from the run id alone, a wider resume refused, an explicit widening;
 //! - [`runs`]: journaled runs of the refund task end to end: approval, a second live attempt
 //!   refused while the first is inside its effect, and a reconciliation after a later attempt
 //!   died too;
@@ -26,6 +28,7 @@
 //! - Expiry is real time: checks that wait for a lease to expire use [`SHORT`] leases.
 
 mod cancels;
+mod definitions;
 mod leases;
 mod listing;
 mod rows;
@@ -67,6 +70,7 @@ pub async fn check_all<B: Backend>(backend: &B) {
     runs::check_all(backend).await;
     cancels::check_all(backend).await;
     spend::check_all(backend).await;
+    definitions::check_all(backend).await;
 }
 
 /// Two journals on one fresh storage, `a` and `b`, with leases of `lease`.

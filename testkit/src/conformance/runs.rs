@@ -32,7 +32,7 @@ pub(crate) async fn check_all<B: Backend>(backend: &B) {
 async fn attempt(journal: &impl Journal, tools: &ToolSet) -> Result<Outcome, RunError> {
     let scope = Scope::builder().grants(refund::CAPABILITIES).build().expect("valid limits");
     let runtime = Runtime::harness(tools, refund::model(refund::short_script(), |_| {}));
-    runtime.run_journaled(journal, &run(), &scope, &mut refund::conversation(), |()| true).await
+    runtime.run_journaled(journal, &run(), &scope, &mut refund::conversation(), |_| true).await
 }
 
 fn tools(sink: &Arc<MemorySink>, policy: Policy) -> ToolSet {

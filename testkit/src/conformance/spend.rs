@@ -50,7 +50,7 @@ async fn attempt(
         .limits(refund::metered_limits())
         .build()
         .expect("limits");
-    runtime.run_journaled(journal, &run(), &scope, &mut refund::conversation(), |()| true).await
+    runtime.run_journaled(journal, &run(), &scope, &mut refund::conversation(), |_| true).await
 }
 
 async fn a_reservation_in_flight_at_a_crash_is_charged_whole_on_resume<J: Journal>(a: &J, b: &J) {

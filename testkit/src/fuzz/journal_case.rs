@@ -151,7 +151,7 @@ async fn attempt(journal: &impl Journal, sink: &Arc<MemorySink>, policy: Policy,
         .limits(limits)
         .build()
         .unwrap_or_else(|error| panic!("valid limits: {error}"));
-    let _ = runtime.run_journaled(journal, &run_id(), &scope, &mut refund::conversation(), |()| true).await;
+    let _ = runtime.run_journaled(journal, &run_id(), &scope, &mut refund::conversation(), |_| true).await;
 }
 
 fn hanging_tools(sink: &Arc<MemorySink>, policy: Policy, hangs: &Arc<AtomicU32>) -> loopbound::ToolSet {
@@ -348,5 +348,5 @@ async fn resume(
         .limits(limits)
         .build()
         .unwrap_or_else(|error| panic!("valid limits: {error}"));
-    runtime.run_journaled(journal, &run_id(), &scope, &mut refund::conversation(), |()| true).await
+    runtime.run_journaled(journal, &run_id(), &scope, &mut refund::conversation(), |_| true).await
 }

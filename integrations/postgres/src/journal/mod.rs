@@ -88,7 +88,7 @@ impl PostgresJournal {
     /// let journal = PostgresJournal::connect(&Config::from_env()?).await?;
     /// let run = RunId::new("refund-42")?;
     /// let mut conversation = vec![loopbound::Message::user("Refund order 42.")];
-    /// match runtime.run_journaled(&journal, &run, &scope, &mut conversation, |()| true).await {
+    /// match runtime.run_journaled(&journal, &run, &scope, &mut conversation, |ended| ended.has_succeeded("refund")).await {
     ///     Ok(outcome) => println!("{}", outcome.status()),
     ///     // Another attempt runs it now; nothing started here.
     ///     Err(loopbound::RunError::Journal(loopbound::journal::JournalError::LeaseHeld { remaining, .. })) => {

@@ -38,8 +38,7 @@ async fn attempt(
     let scope = Scope::builder().grants(refund::CAPABILITIES).build().expect("valid limits");
     let runtime = Runtime::harness(&tools.set, refund::model(refund::short_script(), observe));
     let run = RunId::new(run).expect("a valid run id");
-    let outcome =
-        runtime.run_journaled(journal, &run, &scope, &mut refund::conversation(), |()| true).await?;
+    let outcome = runtime.run_journaled(journal, &run, &scope, &mut refund::conversation(), |_| true).await?;
     Ok(outcome.status())
 }
 

@@ -1,0 +1,56 @@
+//! The stored form of a run definition's per-tool limits and price table, inside the
+//! definition's JSON text (no column of its own: a definition stored before them reads as
+//! having none).
+//!
+//! # Invariants
+//!
+//! - Decoding never panics: a tool name that is not a valid tool name is refused, so a stored
+//!   definition rebuilds only scopes that would build.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::spend::{Micros, Price, Prices};
+
+/// A price table as stored: each model's parts per million tokens (plain input, cached input,
+/// cache writes, output), each named tool's price per call, and the other tools' price.
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct StoredPrices {
+    models: BTreeMap<String, [u64; 4]>,
+    tools: BTreeMap<String, u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    other_tools: Option<u64>,
+}
+
+pub(crate) fn encode_prices(prices: &Prices) -> StoredPrices {
+    StoredPrices {
+        models: prices.models().map(|(model, price)| (model.to_owned(), price.parts())).collect(),
+        tools: prices.tools().map(|(tool, price)| (tool.to_owned(), price.0)).collect(),
+        other_tools: prices.others().map(|price| price.0),
+    }
+}
+
+/// The table `stored` holds, or `None` if a tool's name is not a valid tool name.
+pub(crate) fn decode_prices(stored: StoredPrices) -> Option<Prices> {
+    if stored.tools.keys().any(|tool| crate::tool::check_name(tool).is_err()) {
+        return None;
+    }
+    let mut prices = Prices::new();
+    for (model, parts) in stored.models {
+        prices = prices.model(model, Price::from_parts(parts));
+    }
+    for (tool, price) in stored.tools {
+        prices = prices.tool(tool, Micros(price));
+    }
+    if let Some(price) = stored.other_tools {
+        prices = prices.other_tools(Micros(price));
+    }
+    Some(prices)
+}
+
+/// Whether every tool named by stored per-tool limits is a valid tool name.
+pub(crate) fn valid_tool_limits(limits: &BTreeMap<String, u32>) -> bool {
+    limits.keys().all(|tool| crate::tool::check_name(tool).is_ok())
+}
