@@ -185,6 +185,8 @@ mod docs_doctests {
     struct Mcp;
     #[doc = include_str!("../../docs/testing.md")]
     struct Testing;
+    #[doc = include_str!("../../docs/service.md")]
+    struct Service;
     #[doc = include_str!("../../docs/demo330.md")]
     struct Demo330;
     #[doc = include_str!("../../docs/verify.md")]

@@ -88,10 +88,13 @@ fn request(n: usize) -> Value {
     }
 }
 
-/// The service, killed by its PID when dropped.
+/// The service (or the script that starts it), stopped by its PID when dropped: SIGTERM, which
+/// the offline script turns into stopping its own servers, then SIGKILL after 10 s.
 struct Service {
     child: Child,
     base: String,
+    /// What it printed before its address.
+    before: Vec<String>,
 }
 
 impl Service {
@@ -101,7 +104,7 @@ impl Service {
             Some(url) => command.env("LOOPBOUND_DATABASE_URL", url),
             None => command.env_remove("LOOPBOUND_DATABASE_URL"),
         };
-        let mut child = command
+        command
             .args(["--listen", "127.0.0.1:0", "--deadline-secs", "30", "--mcp-program", "node", "--files"])
             .arg(files)
             .arg("--journal")
@@ -109,24 +112,54 @@ impl Service {
             .arg("--mcp-arg")
             .arg(mcp::filesystem_js())
             .env("LOOPBOUND_BASE_URL", model.base_url())
-            .env("LOOPBOUND_MODEL", "aimock")
+            .env("LOOPBOUND_MODEL", "aimock");
+        Self::spawn(command, Duration::from_secs(60))
+    }
+
+    /// Starts `command` and waits up to `patience` for its `listening on` line.
+    fn spawn(mut command: Command, patience: Duration) -> Self {
+        let mut child = command
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
             .expect("the service starts");
         let stdout = child.stdout.take().expect("piped stdout");
-        let (address, lines) = mpsc::channel();
+        let (sender, lines) = mpsc::channel();
         std::thread::spawn(move || {
             for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                if let Some(base) = line.strip_prefix("listening on ") {
-                    let _ = address.send(base.to_owned());
-                }
+                let _ = sender.send(line);
             }
         });
-        let base =
-            lines.recv_timeout(Duration::from_secs(60)).expect("the service prints its address within 60 s");
-        Self { child, base }
+        // Built first, so that a panic below stops the process (`Drop`).
+        let mut service = Self { child, base: String::new(), before: Vec::new() };
+        loop {
+            let line = lines.recv_timeout(patience).unwrap_or_else(|error| {
+                panic!("no address within {patience:?} ({error}); printed {:?}", service.before)
+            });
+            if let Some(base) = line.strip_prefix("listening on ") {
+                service.base = base.to_owned();
+                return service;
+            }
+            service.before.push(line);
+        }
+    }
+
+    /// Sends SIGTERM and waits up to `patience` for the process to exit; its status, or `None`
+    /// if it did not exit in time.
+    fn terminate(&mut self, patience: Duration) -> Option<std::process::ExitStatus> {
+        if let Ok(Some(status)) = self.child.try_wait() {
+            return Some(status);
+        }
+        let _ = Command::new("kill").arg("-TERM").arg(self.child.id().to_string()).status();
+        let deadline = std::time::Instant::now() + patience;
+        while std::time::Instant::now() < deadline {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Some(status);
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        None
     }
 
     fn url(&self, path: &str) -> String {
@@ -162,9 +195,21 @@ impl Setup {
 
 impl Drop for Service {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        if self.terminate(Duration::from_secs(10)).is_none() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
     }
+}
+
+/// The links of run `id`: `self` and `events`, and the actions `next` (`cancel`, `approve`,
+/// `deny`) that its phase allows.
+fn links(id: &str, next: &[&str]) -> Value {
+    let mut links = json!({"self": format!("/runs/{id}"), "events": format!("/runs/{id}/events")});
+    for action in next {
+        links[*action] = json!(format!("/runs/{id}/{action}"));
+    }
+    links
 }
 
 /// A response's code and JSON body.
@@ -288,7 +333,7 @@ async fn sixty_four_requests(setup: &Setup) {
     for (n, (code, body)) in started.iter().enumerate() {
         assert_eq!(*code, 202, "request {n}: {body}");
         let id = body["id"].as_str().expect("an id").to_owned();
-        assert_eq!(body["links"]["events"], format!("/runs/{id}/events"));
+        assert_eq!(body["links"], links(&id, &["cancel"]), "request {n}");
         ids.push(id);
     }
 
@@ -367,6 +412,8 @@ async fn sixty_four_requests(setup: &Setup) {
                 pending.push((n, ids[n].clone(), digest));
             }
         }
+        let next: &[&str] = if Kind::of(n) == Kind::Write { &["approve", "deny"] } else { &[] };
+        assert_eq!(body["links"], links(&ids[n], next), "request {n}");
         assert_eq!(body["state"], "ended");
     }
     assert_eq!(pending.len(), PER_KIND);
@@ -414,6 +461,8 @@ async fn sixty_four_requests(setup: &Setup) {
     assert_eq!(codes, [202, 409], "one of two racing approvals wins: {twice:?}");
     for (code, body) in &rest[..rest.len() - 1] {
         assert_eq!(*code, 202, "{body}");
+        let id = body["id"].as_str().expect("an id");
+        assert_eq!(body["links"], links(id, &["cancel"]), "a resumed run is in flight");
     }
 
     // The resumed runs: approved ones wrote their file and completed; denied ones wrote nothing.
@@ -438,6 +487,8 @@ async fn sixty_four_requests(setup: &Setup) {
             assert_eq!((*code, status), (403, "Denied"), "request {n}: {body}");
             assert_eq!(body["outcome"]["text"], Value::Null);
         }
+        let id = body["id"].as_str().expect("an id");
+        assert_eq!(body["links"], links(id, &[]), "a decided run offers no decision: {body}");
     }
     approved.sort();
     assert_eq!(approved.len(), PER_KIND / 2);
@@ -471,17 +522,32 @@ async fn a_run_in_flight_is_cancelled_by_its_id_and_bad_requests_are_refused() {
     // The model call is in flight once its event is in the stream.
     let first = events(&client, service.url(&format!("/runs/{id}/events")), None, |_| true).await;
     assert_eq!(first.iter().map(|(_, update)| brief(update)).collect::<Vec<_>>(), ["event ModelCall model"]);
-    assert_eq!(get(&client, service.url(&format!("/runs/{id}"))).await.0, 202, "still running");
+    let (code, body) = get(&client, service.url(&format!("/runs/{id}"))).await;
+    assert_eq!((code, &body["state"]), (202, &json!("running")), "{body}");
+    assert_eq!(body["links"], links(&id, &["cancel"]));
     let (code, body) = post(&client, service.url(&format!("/runs/{id}/cancel")), &json!({})).await;
     assert_eq!((code, &body["cancelled"]), (202, &json!(true)), "{body}");
     let (code, body) = get(&client, service.url(&format!("/runs/{id}?wait=true"))).await;
     assert_eq!((code, &body["error"]["kind"]), (499, &json!("cancelled")), "{body}");
+    assert_eq!(body["links"], links(&id, &[]), "nothing left to cancel");
     let (code, body) = post(&client, service.url(&format!("/runs/{id}/cancel")), &json!({})).await;
     assert_eq!((code, &body["error"]["kind"]), (409, &json!("not_running")), "{body}");
     let (code, body) =
         post(&client, service.url(&format!("/runs/{id}/approve")), &json!({"digest": "0", "approver": "a"}))
             .await;
     assert_eq!((code, &body["error"]["kind"]), (409, &json!("not_waiting")), "{body}");
+
+    // A cancel sent as soon as the run's id is known reaches its attempt: it is registered
+    // before `POST /runs` answers.
+    for _ in 0..8 {
+        let (code, body) = post(&client, service.url("/runs"), &slow).await;
+        assert_eq!(code, 202, "{body}");
+        let id = body["id"].as_str().expect("an id").to_owned();
+        let (code, body) = post(&client, service.url(&format!("/runs/{id}/cancel")), &json!({})).await;
+        assert_eq!((code, &body["cancelled"]), (202, &json!(true)), "{body}");
+        let (code, body) = get(&client, service.url(&format!("/runs/{id}?wait=true"))).await;
+        assert_eq!((code, &body["error"]["kind"]), (499, &json!("cancelled")), "{body}");
+    }
 
     // Refusals: an unknown run, an invalid id, a body with an unknown field, an empty prompt,
     // an unknown task.
@@ -506,4 +572,118 @@ async fn a_run_in_flight_is_cancelled_by_its_id_and_bad_requests_are_refused() {
         assert_eq!((code, &answer["error"]["kind"]), (400, &json!("bad_request")), "{body}: {answer}");
     }
     assert_eq!(root.files(), Vec::<String>::new());
+}
+
+/// Starts run `request` and waits for its attempt to end: its id and the ended run's answer.
+async fn run_to_end(client: &reqwest::Client, service: &Service, request: &Value) -> (String, u16, Value) {
+    let (code, body) = post(client, service.url("/runs"), request).await;
+    assert_eq!(code, 202, "{request}: {body}");
+    let id = body["id"].as_str().expect("an id").to_owned();
+    assert_eq!(body["links"], links(&id, &["cancel"]));
+    let (code, body) = get(client, service.url(&format!("/runs/{id}?wait=true"))).await;
+    (id, code, body)
+}
+
+/// What docs/service.md tells a newcomer to run: `demos/service/run-offline.sh` starts aimock
+/// with the shipped `demos/service/fixtures.json`, then the service; the page's session gets the
+/// answers it shows (both tasks to their ends, a missing grant, a loop, a denial, a cancel), and
+/// SIGTERM to the script stops both servers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_offline_script_and_its_fixtures_give_the_documented_session() {
+    if !mcp::available() {
+        return;
+    }
+    let state = TempDir::new("service-offline");
+    let mut script = Command::new("bash");
+    script
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("service/run-offline.sh"))
+        .env("LOOPBOUND_SERVICE_BIN", env!("CARGO_BIN_EXE_service"))
+        .env("LOOPBOUND_SERVICE_LISTEN", "127.0.0.1:0")
+        .env("LOOPBOUND_SERVICE_DIR", state.path())
+        .env_remove("LOOPBOUND_DATABASE_URL")
+        .env_remove("AIMOCK_PORT");
+    // The script may install the pinned npm packages first.
+    let mut service = Service::spawn(script, Duration::from_secs(300));
+    let model = service
+        .before
+        .iter()
+        .find_map(|line| line.split_once(" serves 7 fixtures at ").map(|(_, url)| url.to_owned()))
+        .unwrap_or_else(|| panic!("aimock's line, with all 7 fixtures: {:?}", service.before));
+    let model = model.split_whitespace().next().expect("aimock's URL").to_owned();
+    let files = state.path().join("files");
+    let summary = files.join("summary-7.txt");
+    let client = reqwest::Client::new();
+
+    // The answer task: read the ticket, answer.
+    let answer = json!({"task": "answer", "prompt": "What is ticket 7 about?", "grants": ["tickets.read"]});
+    let (id, code, body) = run_to_end(&client, &service, &answer).await;
+    assert_eq!((code, &body["outcome"]["status"]), (200, &json!("Completed")), "{body}");
+    assert_eq!(body["outcome"]["text"], "Ticket 7 is about an invoice that shows the wrong currency.");
+    assert_eq!(body["links"], links(&id, &[]));
+
+    // The save task: it reads the ticket, proposes the write, and waits; approved, it writes.
+    let grants = json!(["tickets.read", "mcp.filesystem.write_file"]);
+    let save = json!({"task": "save", "prompt": "Save a summary of ticket 7.", "grants": grants});
+    let (id, code, body) = run_to_end(&client, &service, &save).await;
+    assert_eq!((code, &body["outcome"]["status"]), (202, &json!("AwaitingApproval")), "{body}");
+    assert_eq!(body["links"], links(&id, &["approve", "deny"]));
+    assert_eq!(
+        (&body["pending"]["tool"], &body["pending"]["operation"]),
+        (&json!("write_file"), &json!(format!("{id}/op/2")))
+    );
+    assert!(!summary.exists(), "nothing written before the approval");
+    let digest = body["pending"]["digest"].clone();
+    let approve = json!({"digest": digest, "approver": "alice"});
+    let (code, body) = post(&client, service.url(&format!("/runs/{id}/approve")), &approve).await;
+    assert_eq!((code, &body["resumed"]), (202, &json!(true)), "{body}");
+    let (code, body) = get(&client, service.url(&format!("/runs/{id}?wait=true"))).await;
+    assert_eq!((code, &body["outcome"]["status"]), (200, &json!("Completed")), "{body}");
+    assert_eq!(body["outcome"]["text"], "I wrote summary-7.txt.");
+    let written = std::fs::read_to_string(&summary).expect("the approved file");
+    assert_eq!(written, "Ticket 7: an invoice shows the wrong currency.\n");
+    std::fs::remove_file(&summary).expect("removed");
+
+    // The same request denied: nothing written.
+    let (id, code, body) = run_to_end(&client, &service, &save).await;
+    assert_eq!((code, &body["outcome"]["status"]), (202, &json!("AwaitingApproval")), "{body}");
+    let deny = json!({"digest": body["pending"]["digest"], "approver": "alice"});
+    let (code, _) = post(&client, service.url(&format!("/runs/{id}/deny")), &deny).await;
+    assert_eq!(code, 202);
+    let (code, body) = get(&client, service.url(&format!("/runs/{id}?wait=true"))).await;
+    assert_eq!((code, &body["outcome"]["status"]), (403, &json!("Denied")), "{body}");
+
+    // Without the write grant, the write is refused; the same call forever hits the limit.
+    let forbidden =
+        json!({"task": "save", "prompt": "Save a summary of ticket 7.", "grants": ["tickets.read"]});
+    let (_, code, body) = run_to_end(&client, &service, &forbidden).await;
+    assert_eq!((code, &body["outcome"]["status"]), (403, &json!("PermissionDenied")), "{body}");
+    let loops = json!({"task": "answer", "prompt": "Keep reading ticket 7.", "grants": ["tickets.read"]});
+    let (_, code, body) = run_to_end(&client, &service, &loops).await;
+    assert_eq!((code, &body["outcome"]["status"]), (422, &json!("RepeatedCall")), "{body}");
+    assert_eq!(
+        std::fs::read_dir(&files).expect("the files folder").count(),
+        0,
+        "only the approved write happened"
+    );
+
+    // A slow model call, cancelled by the run's id.
+    let slow = json!({"task": "answer", "prompt": "Take your time.", "grants": []});
+    let (code, body) = post(&client, service.url("/runs"), &slow).await;
+    assert_eq!(code, 202, "{body}");
+    let id = body["id"].as_str().expect("an id").to_owned();
+    let first = events(&client, service.url(&format!("/runs/{id}/events")), None, |_| true).await;
+    assert_eq!(first.iter().map(|(_, update)| brief(update)).collect::<Vec<_>>(), ["event ModelCall model"]);
+    let (code, _) = post(&client, service.url(&format!("/runs/{id}/cancel")), &json!({})).await;
+    assert_eq!(code, 202);
+    let (code, body) = get(&client, service.url(&format!("/runs/{id}?wait=true"))).await;
+    assert_eq!((code, &body["error"]["kind"]), (499, &json!("cancelled")), "{body}");
+
+    // SIGTERM to the script stops the service and aimock.
+    let status = service.terminate(Duration::from_secs(20)).expect("the script exits within 20 s");
+    assert_eq!(status.code(), Some(143), "the script's own exit on SIGTERM");
+    for url in [service.base.clone(), model] {
+        let address = url.trim_start_matches("http://").trim_end_matches("/v1").to_owned();
+        let refused = std::net::TcpStream::connect(&address);
+        assert!(refused.is_err(), "{address} still accepts connections after the script stopped");
+    }
 }

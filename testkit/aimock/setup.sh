@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the pinned scripted mock server (@copilotkit/aimock 1.43.0, MIT, no dependencies)
-# into openai/aimock/node_modules, where the loopbound-openai tests look for it.
+# into testkit/aimock/node_modules, where the tests (through the testkit) look for it.
 # Idempotent: does nothing when the pinned version is already installed.
 set -euo pipefail
 cd "$(dirname "$0")"

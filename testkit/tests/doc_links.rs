@@ -1,7 +1,8 @@
-//! Every relative link of the README and of the pages under `docs/` resolves: the file or folder
-//! exists, and an anchor names a heading of the page it points to (GitHub's rule: lower case,
-//! punctuation dropped, spaces to hyphens). Links inside code blocks and to other sites are left
-//! alone.
+//! Every relative link of every `README.md` of the repository (the root's, each crate's, each
+//! folder's) and of the pages under `docs/` resolves: the file or folder exists, and an anchor
+//! names a heading of the page it points to (GitHub's rule: lower case, punctuation dropped,
+//! spaces to hyphens). Links inside code blocks and to other sites are left alone; inside a
+//! shell block, every script it runs (a word ending in `.sh` with a folder in it) exists.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -64,21 +65,85 @@ fn links(prose: &str) -> Vec<(String, String)> {
     out
 }
 
+/// Every `README.md` under `folder`, outside build output, installed packages and hidden folders.
+fn readmes(folder: &Path, found: &mut Vec<PathBuf>) {
+    let entries = std::fs::read_dir(folder).unwrap_or_else(|error| panic!("{}: {error}", folder.display()));
+    for entry in entries {
+        let path = entry.expect("a directory entry").path();
+        let name = path.file_name().and_then(|name| name.to_str()).unwrap_or_default();
+        if path.is_dir() {
+            if !(name.starts_with('.') || name == "target" || name == "node_modules") {
+                readmes(&path, found);
+            }
+        } else if name == "README.md" {
+            found.push(path);
+        }
+    }
+}
+
 fn pages(root: &Path) -> Vec<PathBuf> {
-    let mut pages = vec![root.join("README.md")];
+    let mut pages = Vec::new();
+    readmes(root, &mut pages);
     let docs = root.join("docs");
-    let mut found: Vec<PathBuf> = std::fs::read_dir(&docs)
-        .unwrap_or_else(|error| panic!("{}: {error}", docs.display()))
-        .map(|entry| entry.expect("a directory entry").path())
-        .filter(|path| path.extension().is_some_and(|ext| ext == "md"))
-        .collect();
-    found.sort();
-    pages.extend(found);
+    pages.extend(
+        std::fs::read_dir(&docs)
+            .unwrap_or_else(|error| panic!("{}: {error}", docs.display()))
+            .map(|entry| entry.expect("a directory entry").path())
+            .filter(|path| path.extension().is_some_and(|ext| ext == "md")),
+    );
+    pages.sort();
+    pages.dedup();
     pages
 }
 
+/// Where a line of markdown is: outside a fenced block, in a shell block (with the folders an
+/// earlier `cd` of the block moved to), or in another language's block.
+enum Fence {
+    Outside,
+    Shell(Vec<String>),
+    Other,
+}
+
+/// Each line of the shell blocks (` ```sh `, ` ```bash `) of `markdown`, with the folders that
+/// an earlier `cd` of its block moved to.
+fn shell_lines(markdown: &str) -> Vec<(String, Vec<String>)> {
+    let mut out = Vec::new();
+    let mut fence = Fence::Outside;
+    for line in markdown.lines() {
+        let trimmed = line.trim_start();
+        if let Some(info) = trimmed.strip_prefix("```") {
+            fence = match fence {
+                Fence::Outside if matches!(info.trim(), "sh" | "bash" | "shell") => Fence::Shell(Vec::new()),
+                Fence::Outside => Fence::Other,
+                Fence::Shell(_) | Fence::Other => Fence::Outside,
+            };
+            continue;
+        }
+        if let Fence::Shell(folders) = &mut fence {
+            out.push((trimmed.to_owned(), folders.clone()));
+            if let Some(folder) = trimmed.strip_prefix("cd ") {
+                folders.push(folder.split([' ', ';', '&']).next().unwrap_or_default().to_owned());
+            }
+        }
+    }
+    out
+}
+
+/// The scripts a shell line runs or names: its words that end in `.sh` and name a folder.
+fn scripts(line: &str) -> Vec<String> {
+    let code = line.split(" #").next().unwrap_or_default();
+    code.split(|c: char| {
+        c.is_whitespace() || matches!(c, '"' | '\'' | '(' | ')' | ';' | '&' | '|' | '<' | '>')
+    })
+    .filter(|word| {
+        word.ends_with(".sh") && word.contains('/') && !word.contains("://") && !word.contains('$')
+    })
+    .map(str::to_owned)
+    .collect()
+}
+
 #[test]
-fn every_relative_link_of_the_readme_and_the_docs_resolves() {
+fn every_relative_link_of_every_readme_and_the_docs_resolves() {
     let root = repository();
     let mut broken = Vec::new();
     let mut checked = 0;
@@ -106,6 +171,67 @@ fn every_relative_link_of_the_readme_and_the_docs_resolves() {
     }
     assert!(checked > 40, "the pages link to the rest of the repository: {checked} links");
     assert!(broken.is_empty(), "{} broken links:\n{}", broken.len(), broken.join("\n"));
+}
+
+#[test]
+fn every_script_a_shell_block_runs_exists() {
+    let root = repository();
+    let (mut missing, mut checked) = (Vec::new(), 0);
+    for page in pages(&root) {
+        let text = std::fs::read_to_string(&page).expect("a page");
+        let folder = page.parent().expect("a folder");
+        for (line, moved) in shell_lines(&text) {
+            for script in scripts(&line) {
+                checked += 1;
+                let bases = [root.clone(), folder.to_path_buf()]
+                    .into_iter()
+                    .chain(moved.iter().map(|cd| root.join(cd)))
+                    .chain(moved.iter().map(|cd| folder.join(cd)));
+                if !bases.map(|base| base.join(&script)).any(|path| path.is_file()) {
+                    missing.push(format!("{}: `{line}`: no script {script}", page.display()));
+                }
+            }
+        }
+    }
+    assert!(checked > 10, "the pages run the repository's scripts: {checked} named");
+    assert!(missing.is_empty(), "{} missing scripts:\n{}", missing.len(), missing.join("\n"));
+}
+
+#[test]
+fn every_readme_of_the_repository_is_checked() {
+    let names: Vec<String> = pages(&repository())
+        .iter()
+        .map(|page| page.strip_prefix(repository()).expect("inside").display().to_string())
+        .collect();
+    for expected in [
+        "README.md",
+        "docs/README.md",
+        "docs/service.md",
+        "integrations/openai/README.md",
+        "benches/README.md",
+    ] {
+        assert!(names.iter().any(|name| name == expected), "{expected} is not checked: {names:?}");
+    }
+    assert!(
+        !names.iter().any(|name| name.contains("node_modules") || name.starts_with("target")),
+        "{names:?}"
+    );
+}
+
+#[test]
+fn the_script_reader_follows_cd_and_skips_other_blocks() {
+    let page = "```sh\nbash testkit/aimock/setup.sh   # once\ncd fuzz\n./smoke.sh 30\n```\n```rust\nlet x = \"a/b.sh\";\n```\n";
+    let lines = shell_lines(page);
+    let found: Vec<(Vec<String>, Vec<String>)> =
+        lines.iter().map(|(line, moved)| (scripts(line), moved.clone())).collect();
+    assert_eq!(
+        found,
+        [
+            (vec!["testkit/aimock/setup.sh".to_owned()], vec![]),
+            (vec![], vec![]),
+            (vec!["./smoke.sh".to_owned()], vec!["fuzz".to_owned()]),
+        ]
+    );
 }
 
 #[test]

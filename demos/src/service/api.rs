@@ -6,6 +6,9 @@
 //!   of the [`status`] table or 400/404/409/413; no handler panics on any input.
 //! - A request body is read up to [`MAX_BODY`] bytes; a prompt, a grant and the number of
 //!   grants are bounded ([`MAX_PROMPT`], [`MAX_GRANT`], [`MAX_GRANTS`]).
+//! - Every run's response carries the links of what a client may do next in the run's phase,
+//!   and only those: `cancel` while an attempt is in flight, `approve` and `deny` while a
+//!   proposal waits.
 //! - Nothing here logs a request's prompt or a tool call's arguments; an approver sees a
 //!   proposal's arguments in the run's own response, which is theirs.
 
@@ -142,12 +145,23 @@ fn check(run: &NewRun) -> Result<(), ApiError> {
     Ok(())
 }
 
-fn links(id: &RunId) -> Value {
-    json!({
-        "self": format!("/runs/{id}"),
-        "events": format!("/runs/{id}/events"),
-        "cancel": format!("/runs/{id}/cancel"),
-    })
+/// What a client may do next with a run, as links: `self` and `events` always; `cancel` while
+/// an attempt is in flight; `approve` and `deny` while a proposal waits for a decision.
+fn links(id: &RunId, phase: &Phase) -> Value {
+    let mut links = serde_json::Map::new();
+    links.insert("self".to_owned(), json!(format!("/runs/{id}")));
+    links.insert("events".to_owned(), json!(format!("/runs/{id}/events")));
+    match phase {
+        Phase::Running => {
+            links.insert("cancel".to_owned(), json!(format!("/runs/{id}/cancel")));
+        }
+        Phase::Ended(ended) if ended.pending.is_some() => {
+            links.insert("approve".to_owned(), json!(format!("/runs/{id}/approve")));
+            links.insert("deny".to_owned(), json!(format!("/runs/{id}/deny")));
+        }
+        Phase::Ended(_) => {}
+    }
+    Value::Object(links)
 }
 
 fn find<T: Transport + 'static, J: Journal + 'static>(
@@ -171,25 +185,30 @@ async fn create<T: Transport + 'static, J: Journal + 'static>(
     let id = slot.id();
     let location = HeaderValue::from_str(&format!("/runs/{id}")).ok();
     let mut response =
-        (StatusCode::ACCEPTED, axum::Json(json!({"id": id.as_str(), "links": links(id)}))).into_response();
+        (StatusCode::ACCEPTED, axum::Json(json!({"id": id.as_str(), "links": links(id, &Phase::Running)})))
+            .into_response();
     if let Some(location) = location {
         response.headers_mut().insert(header::LOCATION, location);
     }
     Ok(response)
 }
 
-/// The response for a run in `phase`: its code from the status table, and its JSON.
+/// The response for a run in `phase`: its code from the status table, and its JSON with the
+/// links that apply in that phase.
 fn describe(id: &RunId, phase: &Phase) -> Response {
-    let (code, body) = match phase {
+    let (code, mut body) = match phase {
         Phase::Running => (StatusCode::ACCEPTED, json!({"id": id.as_str(), "state": "running"})),
-        Phase::Ended(ended) => return describe_ended(id, ended),
+        Phase::Ended(ended) => describe_ended(id, ended),
     };
+    if let Some(object) = body.as_object_mut() {
+        object.insert("links".to_owned(), links(id, phase));
+    }
     (code, axum::Json(body)).into_response()
 }
 
-/// The response for a run whose last attempt ended.
-fn describe_ended(id: &RunId, ended: &Ended) -> Response {
-    let (code, body) = match ended {
+/// The code and JSON for a run whose last attempt ended.
+fn describe_ended(id: &RunId, ended: &Ended) -> (StatusCode, Value) {
+    match ended {
         Ended { result: Ok(outcome), pending } => (
             status::of_outcome(outcome.status()),
             json!({"id": id.as_str(), "state": "ended", "outcome": outcome, "pending": pending}),
@@ -201,8 +220,7 @@ fn describe_ended(id: &RunId, ended: &Ended) -> Response {
             StatusCode::INTERNAL_SERVER_ERROR,
             json!({"id": id.as_str(), "state": "ended", "error": {"kind": "setup", "message": message}}),
         ),
-    };
-    (code, axum::Json(body)).into_response()
+    }
 }
 
 async fn show<T: Transport + 'static, J: Journal + 'static>(
@@ -240,7 +258,11 @@ async fn decide<T: Transport + 'static, J: Journal + 'static>(
     match app.decide(&slot, &decision.digest, &decision.approver, verdict).await {
         Ok(()) => Ok((
             StatusCode::ACCEPTED,
-            axum::Json(json!({"id": slot.id().as_str(), "resumed": true, "links": links(slot.id())})),
+            axum::Json(json!({
+                "id": slot.id().as_str(),
+                "resumed": true,
+                "links": links(slot.id(), &Phase::Running),
+            })),
         )
             .into_response()),
         Err(DecideError::NotWaiting) => {

@@ -4,8 +4,8 @@
 //!
 //! # Invariants
 //!
-//! - Every attempt is registered under its run's id for as long as it runs, so a cancel by id
-//!   reaches it; its live stream goes to the run's log; its end is recorded in the run's slot
+//! - Every attempt is registered under its run's id from before the request that started it
+//!   is answered until it ends, so a cancel by id reaches it; its live stream goes to the run's log; its end is recorded in the run's slot
 //!   only after the log holds its last update.
 //! - A decision is recorded only by the caller that claimed the waiting run; if the journal
 //!   refuses it, the run is handed back as it was, and nothing is resumed.
@@ -14,7 +14,8 @@ use std::sync::Arc;
 
 use loopbound::journal::{Journal, JournalError, RunId};
 use loopbound::transport::{Message, Transport};
-use loopbound::{Limits, RunError, RunRegistry, Runtime, watch};
+use loopbound::watch::Updates;
+use loopbound::{Limits, Registration, RunError, RunRegistry, Runtime, Scope, watch};
 
 use super::durable::{self, Definition, Verdict};
 use super::runs::{Ended, Failure, Full, RunSlot, Runs};
@@ -110,31 +111,40 @@ where
         Ok(())
     }
 
-    /// Runs one attempt of `slot` in its own task.
+    /// Opens one attempt of `slot` and runs it in its own task. The attempt is registered
+    /// under the run's id before this returns, so a cancel sent as soon as the caller has the
+    /// answer to its request reaches it.
     fn spawn_attempt(self: &Arc<Self>, slot: Arc<RunSlot>, conversation: Vec<Message>) {
-        let app = Arc::clone(self);
-        tokio::spawn(async move {
-            let ended = app.attempt(&slot, conversation).await;
-            slot.end(ended);
-        });
-    }
-
-    async fn attempt(&self, slot: &RunSlot, conversation: Vec<Message>) -> Ended {
         let (feed, updates) = watch::channel();
         let scope = match slot.definition().scope(self.limits, feed) {
             Ok(scope) => scope,
             Err(error) => {
-                return Ended {
-                    result: Err(Failure::Setup(format!("invalid limits: {error}"))),
-                    pending: None,
-                };
+                let failure = Failure::Setup(format!("invalid limits: {error}"));
+                slot.end(Ended { result: Err(failure), pending: None });
+                return;
             }
         };
         let Ok(registration) = self.registry.register(slot.id().clone(), &scope) else {
             let reason = "another attempt of this run is registered in this process".to_owned();
-            return Ended { result: Err(Failure::Setup(reason)), pending: None };
+            slot.end(Ended { result: Err(Failure::Setup(reason)), pending: None });
+            return;
         };
         slot.log().open();
+        let app = Arc::clone(self);
+        tokio::spawn(async move {
+            let ended = app.attempt(&slot, scope, registration, updates, conversation).await;
+            slot.end(ended);
+        });
+    }
+
+    async fn attempt(
+        &self,
+        slot: &RunSlot,
+        scope: Scope<Desk>,
+        registration: Registration,
+        updates: Updates,
+        conversation: Vec<Message>,
+    ) -> Ended {
         let drain = tokio::spawn(Arc::clone(slot.log()).drain(updates));
         let task = slot.definition().task;
         let result = durable::attempt(&self.runtime, &self.journal, slot.id(), &scope, conversation, task)

@@ -15,13 +15,12 @@
 //! | `POST /runs/{id}/cancel` | cancels the attempt in flight, as its caller | 202, or 409 if none is |
 //! | `POST /runs/{id}/approve`, `/deny` `{"digest":…,"approver":…}` | decides the pending proposal, then resumes the run | 202, or the [`status`] table's code |
 //!
-//! ```sh
-//! bash testkit/mcp/setup.sh    # once: the pinned MCP servers (needs node and npm)
-//! LOOPBOUND_BASE_URL=http://127.0.0.1:8080/v1 LOOPBOUND_MODEL=smollm2 \
-//!   cargo run -p loopbound-demos --bin service -- --files /tmp/files --mcp-program node \
-//!   --mcp-arg testkit/mcp/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js
-//! curl -s localhost:8330/runs -d '{"task":"save","prompt":"Save a summary of ticket 7.","grants":["tickets.read","mcp.filesystem.write_file"]}'
-//! ```
+//! Every run's response carries `links`: `self` and `events` always, `cancel` while an attempt
+//! is in flight, `approve` and `deny` while a proposal waits for a decision.
+//!
+//! `docs/service.md` shows how to start it (offline: `bash demos/service/run-offline.sh`, which
+//! starts aimock with `demos/service/fixtures.json`, then this service), every body, and a curl
+//! session.
 //!
 //! Grants come in the request here, to show one scope per request; a real service derives them
 //! from the caller's identity (capabilities are host fixtures, not authenticated roles).

@@ -47,11 +47,15 @@ pub struct Config {
     /// The SQLite journal file (created if missing), unless `LOOPBOUND_DATABASE_URL` is set.
     #[arg(long, default_value = "service.db")]
     pub journal: PathBuf,
-    /// The program that starts the MCP filesystem server.
+    /// The program that starts the MCP filesystem server. The default, `npx`, downloads the
+    /// pinned package at start-up; to run the copy that `testkit/mcp/setup.sh` installs, pass
+    /// `--mcp-program node --mcp-arg
+    /// testkit/mcp/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js`.
     #[arg(long, default_value = "npx")]
     pub mcp_program: String,
-    /// An argument for that program, before the folder; repeat for several (default: `-y` and
-    /// the pinned package).
+    /// An argument for that program, placed before the folder; repeat for several. Any
+    /// `--mcp-arg` replaces all the default arguments (`-y` and the pinned package), which
+    /// apply only when none is given.
     #[arg(long = "mcp-arg", allow_hyphen_values = true)]
     pub mcp_args: Vec<String>,
     /// Each run's wall-clock deadline, in seconds.
