@@ -18,8 +18,8 @@ use nix::time::{ClockId, clock_gettime};
 #[must_use]
 pub fn monotonic_ns() -> u64 {
     let now = clock_gettime(ClockId::CLOCK_MONOTONIC).expect("CLOCK_MONOTONIC is always readable");
-    let seconds = u64::try_from(now.tv_sec).unwrap_or(0);
-    let nanos = u64::try_from(now.tv_nsec).unwrap_or(0);
+    let seconds = u64::try_from(now.tv_sec()).unwrap_or(0);
+    let nanos = u64::try_from(now.tv_nsec()).unwrap_or(0);
     seconds.saturating_mul(1_000_000_000).saturating_add(nanos)
 }
 
