@@ -25,7 +25,7 @@ use loopbound::transport::Transport;
 use loopbound::watch;
 use tokio_util::sync::CancellationToken;
 
-use loopbound_testkit::review;
+use loopbound_fixtures::review;
 
 use crate::budget::BudgetArgs;
 use crate::durable::{self, Durable};

@@ -32,8 +32,8 @@ use loopbound::journal::{
 };
 use loopbound::tool::Policy;
 use loopbound::{Composition, Limits, Outcome, RunError, Runtime, Scope, Status};
+use loopbound_fixtures::refund::{self, EffectSink, FileSink};
 use loopbound_sqlite::SqliteJournal;
-use loopbound_testkit::refund::{self, EffectSink, FileSink};
 
 use crate::text::render_outcome;
 use crate::vocabulary::{Agent, EXIT_JOURNAL, chained, error_exit_code, status_exit_code};

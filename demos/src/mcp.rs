@@ -26,8 +26,8 @@ use clap::{CommandFactory, Parser, ValueEnum};
 use loopbound::scripted::{Step, sequence};
 use loopbound::transport::{ModelReply, Transport};
 use loopbound::{Composition, Limits, Message, Outcome, Runtime, Scope, ToolSet};
+use loopbound_fixtures::mcp_servers as servers;
 use loopbound_mcp::{Connection, Mapping, Timeouts};
-use loopbound_testkit::mcp as servers;
 use tokio_util::sync::CancellationToken;
 
 use crate::provider::Live;

@@ -19,7 +19,7 @@ use loopbound::scripted::{Scripted, Step};
 use loopbound::transport::{ChatRequest, ModelReply, TransportError};
 use loopbound::{Limits, Status};
 
-use loopbound_testkit::review::{CLOSING, FINISH_CAPABILITY, READ_CAPABILITY, TICKET_ID};
+use loopbound_fixtures::review::{CLOSING, FINISH_CAPABILITY, READ_CAPABILITY, TICKET_ID};
 
 /// The model's closing sentence, which is never proof that the review was done.
 pub const FINAL_SENTENCE: &str = CLOSING;

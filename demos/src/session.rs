@@ -18,7 +18,7 @@ use std::fmt;
 use loopbound::transport::Transport;
 use loopbound::watch::Feed;
 use loopbound::{Composition, Limits, LimitsError, Message, Outcome, RunError, Runtime, Scope, ToolSet};
-use loopbound_testkit::review::{self, Review};
+use loopbound_fixtures::review::{self, Review};
 use tokio_util::sync::CancellationToken;
 
 use crate::budget::{self, ModelPrice};

@@ -11,7 +11,7 @@ use loopbound::{Composition, EventKind, Message, Outcome, RunError, Status};
 use loopbound_demos::scenario::{Expected, Scenario};
 use loopbound_demos::session::{DemoError, Session, run_scenario};
 use loopbound_demos::vocabulary::{error_exit_code, status_exit_code};
-use loopbound_testkit::review::{
+use loopbound_fixtures::review::{
     self, COMPLETE_EVENTS, FINISH_CAPABILITY, INSTRUCTIONS, PROMPT, READ_CAPABILITY, REVIEW_DONE, TICKET_TEXT,
 };
 use tokio_util::sync::CancellationToken;

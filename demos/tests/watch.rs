@@ -12,8 +12,8 @@ use loopbound::watch::{self, Update, Updates};
 use loopbound::{Composition, Concurrency, Outcome, RunError, Runtime, Scope};
 use loopbound_demos::console::{self, Cli};
 use loopbound_demos::scenario::Scenario;
+use loopbound_fixtures::review::{self, Review};
 use loopbound_testkit::golden;
-use loopbound_testkit::review::{self, Review};
 use tokio_util::sync::CancellationToken;
 
 const COMPOSITIONS: [Composition; 2] = [Composition::Harness, Composition::Simple];

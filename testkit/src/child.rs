@@ -1,6 +1,7 @@
 //! Test binaries that run themselves again as child processes: the parent starts the test it is
 //! in with a role in the environment, talks to the child through its stdin, and reads the
-//! lines it reports on stdout (marked, apart from what libtest prints there).
+//! lines it reports on stdout (marked, apart from what libtest prints there); it can pause and
+//! resume a child (SIGSTOP, SIGCONT) to play a stalled process.
 //!
 //! # Invariants
 //!
@@ -8,7 +9,10 @@
 //!   [`ROLE`]; the parent's own run of that test has no role.
 
 use std::io::{BufRead, BufReader, Lines};
-use std::process::{ChildStdout, Command, Stdio};
+use std::process::{Child, ChildStdout, Command, Stdio};
+
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
 
 /// The variable naming a child's role.
 pub const ROLE: &str = "LOOPBOUND_TEST_CHILD_ROLE";
@@ -69,4 +73,29 @@ pub fn next_report(lines: &mut Output) -> Option<String> {
 #[must_use]
 pub fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a runtime")
+}
+
+/// Pauses `child` with SIGSTOP, as a stalled process (a long GC pause, a frozen VM) would be:
+/// it keeps its files and sockets but runs no code until [`resume`].
+///
+/// # Panics
+///
+/// If the signal cannot be sent (the child is gone, or its id does not fit a PID).
+pub fn pause(child: &Child) {
+    send(child, Signal::SIGSTOP);
+}
+
+/// Resumes a child [`pause`] stopped, with SIGCONT.
+///
+/// # Panics
+///
+/// If the signal cannot be sent.
+pub fn resume(child: &Child) {
+    send(child, Signal::SIGCONT);
+}
+
+fn send(child: &Child, signal: Signal) {
+    let pid = i32::try_from(child.id()).expect("a child's id fits a PID");
+    kill(Pid::from_raw(pid), signal)
+        .unwrap_or_else(|error| panic!("{signal} to child {pid} failed: {error}"));
 }

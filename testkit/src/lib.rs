@@ -1,13 +1,12 @@
 //! Test support shared by loopbound's crates, as a normal dependency (no `#[path]` includes):
 //!
-//! - [`review`]: the review task of SPEC §11, the one copy of its tools, texts and state;
+//! - [`review`] and [`refund`]: the tasks the consoles run, re-exported from
+//!   `loopbound-fixtures` (their one copy, which a release console links without this crate);
 //! - [`conformance`]: the journal conformance suite every backend runs;
 //! - [`backend`]: one journal type over SQLite and PostgreSQL, opened from a short text, for
 //!   test processes told where their journal is;
 //! - [`child`]: test binaries that run themselves again as child processes;
 //! - [`scratch`]: fresh scratch directories for tests that write files;
-//! - [`refund`]: the refund task of the journaled runs (a read, an effect, an idempotent call),
-//!   with its effects counted outside the run;
 //! - [`aimock`]: the pinned scripted mock server, started per test on loopback;
 //! - [`scenarios`]: the review scenarios as the aimock fixtures script them, and one run over any
 //!   transport, for every provider transport's HTTP tests;
@@ -50,10 +49,10 @@ pub mod load;
 pub mod mcp;
 pub mod pool;
 pub mod postgres;
-pub mod refund;
 pub mod release;
-pub mod review;
 pub mod scenarios;
 pub mod scratch;
 pub mod skip;
 pub mod telemetry;
+
+pub use loopbound_fixtures::{refund, review};

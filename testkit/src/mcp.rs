@@ -1,7 +1,8 @@
 //! The two pinned reference MCP servers (`@modelcontextprotocol/server-everything` and
 //! `server-filesystem`, 2026.8.31), installed by `testkit/mcp/setup.sh` and started by the tests
 //! as child processes; a recording transport that proves what reached a server; temporary
-//! folders for the filesystem server.
+//! folders for the filesystem server. Where the servers are and how they start is
+//! `loopbound_fixtures::mcp_servers`, which the consoles use too; this module re-exports it.
 //!
 //! Where `node` is absent, [`available`] prints `SKIPPED` and the calling test passes, unless
 //! `LOOPBOUND_REQUIRE_SERVERS=1` is set (as `.ci/run` does): then it fails (see [`crate::skip`]).
@@ -14,31 +15,13 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
+use loopbound_fixtures::mcp_servers::install_dir as package_dir;
+pub use loopbound_fixtures::mcp_servers::{everything, everything_js, filesystem, filesystem_js};
 use loopbound_mcp::rmcp::RoleClient;
 use loopbound_mcp::rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use loopbound_mcp::rmcp::transport::{TokioChildProcess, Transport};
 use loopbound_mcp::{ConnectError, Connection, StdioServer, Timeouts};
 use serde_json::Value;
-
-fn package_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("mcp")
-}
-
-fn server_js(package: &str) -> PathBuf {
-    package_dir().join("node_modules/@modelcontextprotocol").join(package).join("dist/index.js")
-}
-
-/// The entry point of `server-everything`.
-#[must_use]
-pub fn everything_js() -> PathBuf {
-    server_js("server-everything")
-}
-
-/// The entry point of `server-filesystem`.
-#[must_use]
-pub fn filesystem_js() -> PathBuf {
-    server_js("server-filesystem")
-}
 
 /// The preload script that corrupts a server's stdout (`LOOPBOUND_GARBAGE` = `lines`,
 /// `call-text` or `call-shape`).
@@ -87,18 +70,6 @@ fn ensure_installed() {
         String::from_utf8_lossy(&output.stdout),
         String::from_utf8_lossy(&output.stderr)
     );
-}
-
-/// `server-everything` over stdio.
-#[must_use]
-pub fn everything() -> StdioServer {
-    StdioServer::new("everything", "node").arg(everything_js()).arg("stdio")
-}
-
-/// `server-filesystem` over stdio, with access to `root` only.
-#[must_use]
-pub fn filesystem(root: &Path) -> StdioServer {
-    StdioServer::new("filesystem", "node").arg(filesystem_js()).arg(root)
 }
 
 /// `server` with the garbage preload in `mode` (see [`garbage_js`]). The server must be a node

@@ -47,7 +47,7 @@ use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
-use rustix::process::Signal;
+use nix::sys::signal::Signal;
 
 use account::Account;
 use binaries::Binaries;
@@ -329,7 +329,7 @@ impl Cluster {
     /// on the port meanwhile.
     pub fn crash(&mut self) {
         if let Some(mut server) = self.server.take() {
-            server.stop(Signal::QUIT);
+            server.stop(Signal::SIGQUIT);
         }
     }
 

@@ -29,7 +29,6 @@ use loopbound_testkit::mcp::{self, TempDir, WireLog};
 use loopbound_testkit::postgres::{Cluster, Durability};
 use loopbound_testkit::refund::{self, EffectSink, FileSink};
 use loopbound_testkit::scratch;
-use rustix::process::{Pid, Signal, kill_process};
 
 /// The folder a child shares with its parent.
 const DIR: &str = "LOOPBOUND_TEST_DIR";
@@ -466,14 +465,13 @@ fn a_sigstopped_attempt_past_its_lease_gets_lease_lost_and_runs_no_further_effec
         let mut child = spawn(PAUSED, "paused", &effects, &place, "paused");
         let mut output = child::output(&mut child);
         assert_eq!(next_report(&mut output).as_deref(), Some("asking"), "{place}");
-        let pid = Pid::from_raw(i32::try_from(child.id()).expect("a PID fits")).expect("a positive PID");
-        kill_process(pid, Signal::STOP).expect("the child can be paused");
+        child::pause(&child);
         std::thread::sleep(LEASE + Duration::from_millis(500));
         let taker = rt.block_on(backend::open(&place, "taker", Duration::from_secs(30))).expect("opens");
         let sink: Arc<dyn EffectSink> = Arc::new(FileSink::new(effects.join("effects")));
         let taken = rt.block_on(refund_attempt(&taker, "paused-run", Arc::clone(&sink), |_| {}));
         let applied_at_takeover = sink.applied();
-        kill_process(pid, Signal::CONT).expect("the child can be resumed");
+        child::resume(&child);
         assert_eq!(verdict(&taken), "outcome Completed", "{place}: the taker finishes the run");
         assert_eq!(
             next_report(&mut output).as_deref(),

@@ -16,7 +16,7 @@ use loopbound::scripted::{Scripted, Step};
 use loopbound::transport::{ModelReply, ToolCall};
 use loopbound::watch;
 use loopbound::{Limits, Message, Runtime, Scope};
-use loopbound_testkit::review::{self, Review};
+use loopbound_fixtures::review::{self, Review};
 
 /// Text pieces per reply.
 const PIECES: usize = 10_000;

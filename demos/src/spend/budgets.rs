@@ -18,7 +18,7 @@
 use loopbound::spend::{Micros, Price};
 use loopbound::transport::ModelReply;
 use loopbound::{Limits, Runtime, Scope};
-use loopbound_testkit::review::{self, BOTH_CAPABILITIES, Review};
+use loopbound_fixtures::review::{self, BOTH_CAPABILITIES, Review};
 use tokio_util::sync::CancellationToken;
 
 use super::provider::{self, Bills};

@@ -118,23 +118,23 @@ mod tests {
     #[tokio::test]
     async fn its_reports_never_exceed_the_default_counters_reservation() {
         let bills = Bills::default();
-        let review = loopbound_testkit::review::tools();
+        let review = loopbound_fixtures::review::tools();
         let model = honest("m", "reviewer", &bills, |n| {
             ModelReply::call(format!("c{n}"), "read_ticket", format!(r#"{{"input":{n}}}"#))
         });
         let scope = Scope::builder()
-            .grants(loopbound_testkit::review::BOTH_CAPABILITIES)
+            .grants(loopbound_fixtures::review::BOTH_CAPABILITIES)
             .limits(
                 loopbound::Limits::default()
                     .with_total_tokens(20_000)
                     .with_tool_calls(20)
                     .with_model_calls(8),
             )
-            .state(loopbound_testkit::review::Review::default())
+            .state(loopbound_fixtures::review::Review::default())
             .build()
             .unwrap();
         let outcome = Runtime::harness(&review.set, &model)
-            .run(&scope, &mut loopbound_testkit::review::conversation(), |_| false)
+            .run(&scope, &mut loopbound_fixtures::review::conversation(), |_| false)
             .await
             .unwrap();
         assert_eq!(outcome.status(), loopbound::Status::ModelBudget);

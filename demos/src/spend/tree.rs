@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use loopbound::spend::{Micros, Price};
 use loopbound::transport::ModelReply;
 use loopbound::{Call, Composition, Limits, Message, Runtime, Scope, SubAgent, ToolSet};
-use loopbound_testkit::review::{self, BOTH_CAPABILITIES, CLOSING, Review, TICKET_ID, TicketInput};
+use loopbound_fixtures::review::{self, BOTH_CAPABILITIES, CLOSING, Review, TICKET_ID, TicketInput};
 use tokio_util::sync::CancellationToken;
 
 use super::provider::{self, Bills};

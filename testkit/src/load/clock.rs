@@ -8,14 +8,18 @@
 //!   first request.
 //! - It never goes backwards and does not jump with the wall clock.
 
-use rustix::time::{ClockId, clock_gettime};
+use nix::time::{ClockId, clock_gettime};
 
 /// Now, in nanoseconds of `CLOCK_MONOTONIC`.
+///
+/// # Panics
+///
+/// If `CLOCK_MONOTONIC` cannot be read, which POSIX and Linux rule out.
 #[must_use]
 pub fn monotonic_ns() -> u64 {
-    let now = clock_gettime(ClockId::Monotonic);
-    let seconds = u64::try_from(now.tv_sec).unwrap_or(0);
-    let nanos = u64::try_from(now.tv_nsec).unwrap_or(0);
+    let now = clock_gettime(ClockId::CLOCK_MONOTONIC).expect("CLOCK_MONOTONIC is always readable");
+    let seconds = u64::try_from(now.tv_sec()).unwrap_or(0);
+    let nanos = u64::try_from(now.tv_nsec()).unwrap_or(0);
     seconds.saturating_mul(1_000_000_000).saturating_add(nanos)
 }
 

@@ -26,7 +26,7 @@ pub(crate) enum Account {
 impl Account {
     /// The account for this process: the caller, or `nobody` when the caller is root.
     pub(crate) fn for_this_process() -> Result<Self, String> {
-        if rustix::process::geteuid().as_raw() != 0 {
+        if !nix::unistd::geteuid().is_root() {
             return Ok(Self::Caller);
         }
         let passwd = std::fs::read_to_string("/etc/passwd")

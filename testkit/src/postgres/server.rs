@@ -18,7 +18,8 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use rustix::process::{Pid, Signal};
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
 
 /// How long a fast shutdown may take before the server is killed.
 pub(crate) const GRACE: Duration = Duration::from_secs(10);
@@ -98,7 +99,7 @@ impl Server {
                 return Ok(server);
             }
             if Instant::now() >= deadline {
-                server.stop(Signal::INT);
+                server.stop(Signal::SIGINT);
                 return Err(StartError::TimedOut(within));
             }
             std::thread::sleep(POLL);
@@ -127,7 +128,7 @@ impl Server {
             |signals| {
                 let _ = signals.send(first);
                 exited.recv_timeout(GRACE).ok().or_else(|| {
-                    let _ = signals.send(Signal::KILL);
+                    let _ = signals.send(Signal::SIGKILL);
                     exited.recv().ok()
                 })
             },
@@ -144,7 +145,7 @@ impl Server {
 
 impl Drop for Server {
     fn drop(&mut self) {
-        self.stop(Signal::INT);
+        self.stop(Signal::SIGINT);
     }
 }
 
@@ -179,10 +180,10 @@ fn keep(
             Err(RecvTimeoutError::Timeout) => {}
             Err(RecvTimeoutError::Disconnected) => match orphaned_since {
                 None => {
-                    signal(child.id(), Signal::INT);
+                    signal(child.id(), Signal::SIGINT);
                     orphaned_since = Some(Instant::now());
                 }
-                Some(since) if since.elapsed() > GRACE => signal(child.id(), Signal::KILL),
+                Some(since) if since.elapsed() > GRACE => signal(child.id(), Signal::SIGKILL),
                 Some(_) => std::thread::sleep(POLL),
             },
         }
@@ -191,8 +192,9 @@ fn keep(
 
 /// Sends `sig` to process `pid`, ignoring a process that has already gone.
 pub(crate) fn signal(pid: u32, sig: Signal) {
-    let Some(pid) = i32::try_from(pid).ok().and_then(Pid::from_raw) else { return };
-    let _ = rustix::process::kill_process(pid, sig);
+    // Zero or a negative number would signal a whole process group.
+    let Some(pid) = i32::try_from(pid).ok().filter(|&pid| pid > 0).map(Pid::from_raw) else { return };
+    let _ = kill(pid, sig);
 }
 
 /// The postmaster's PID, from the first line of `data/postmaster.pid`.

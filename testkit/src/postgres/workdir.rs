@@ -19,6 +19,8 @@ use std::sync::Once;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
+use nix::sys::signal::Signal;
+
 use super::account::Account;
 use super::server::{postmaster_pid, signal};
 
@@ -76,7 +78,7 @@ impl Drop for Workdir {
 pub(crate) fn root() -> PathBuf {
     let temporary = std::env::temp_dir();
     let base = if open_to_others(&temporary) { temporary } else { PathBuf::from("/tmp") };
-    base.join(format!("loopbound-postgres-{}", rustix::process::geteuid().as_raw()))
+    base.join(format!("loopbound-postgres-{}", nix::unistd::geteuid().as_raw()))
 }
 
 /// Whether every folder from `/` down to `path` lets other users through.
@@ -119,12 +121,12 @@ pub(crate) fn sweep(root: &Path) -> std::io::Result<usize> {
         let folder = entry.path();
         if let Some(server) = postmaster_pid(&folder.join("data")).filter(|&pid| alive(pid)) {
             eprintln!("warning: stopping the leftover PostgreSQL server {server} in {}", folder.display());
-            signal(server, rustix::process::Signal::QUIT);
+            signal(server, Signal::SIGQUIT);
             let deadline = std::time::Instant::now() + Duration::from_secs(10);
             while alive(server) && std::time::Instant::now() < deadline {
                 std::thread::sleep(Duration::from_millis(20));
             }
-            signal(server, rustix::process::Signal::KILL);
+            signal(server, Signal::SIGKILL);
         }
         remove(&folder);
         removed += 1;

@@ -17,7 +17,6 @@ use loopbound::{RunError, Runtime, Scope, Status};
 use loopbound_postgres::PostgresJournal;
 use loopbound_testkit::refund::{self, EffectSink, FileSink};
 use loopbound_testkit::scratch;
-use rustix::process::{Pid, Signal, kill_process};
 
 use crate::config;
 use crate::processes::{child_start, command, next_report, report, role, runtime};
@@ -204,12 +203,11 @@ fn a_journaled_worker_paused_past_its_lease_gets_lease_lost_and_runs_no_effect_a
     let mut output = BufReader::new(child.stdout.take().expect("piped")).lines();
     assert_eq!(next_report(&mut output).as_deref(), Some("asking"));
 
-    let pid = Pid::from_raw(i32::try_from(child.id()).expect("a PID fits")).expect("a positive PID");
-    kill_process(pid, Signal::STOP).expect("the child can be paused");
+    loopbound_testkit::child::pause(&child);
     std::thread::sleep(STALE_LEASE + Duration::from_millis(500));
     let taken = rt.block_on(attempt(&taker, "stale-run", &effects, |_| {}));
     let applied_at_takeover = FileSink::new(&effects).applied();
-    kill_process(pid, Signal::CONT).expect("the child can be resumed");
+    loopbound_testkit::child::resume(&child);
 
     assert_eq!(verdict(&taken), "outcome Completed", "the taker finishes the run");
     assert_eq!(next_report(&mut output).as_deref(), Some("lost"), "the resumed worker's next write fails");

@@ -7,7 +7,6 @@ use std::process::{Child, ChildStdout, Command, Stdio};
 use std::time::Duration;
 
 use loopbound_postgres::{Error, Store};
-use rustix::process::{Pid, Signal, kill_process};
 
 use crate::{config, worker};
 
@@ -200,15 +199,14 @@ fn a_worker_paused_past_its_lease_gets_lease_lost_and_runs_no_further_effect() {
     }
     assert_eq!(before, ["effect 1", "effect 2", "effect 3"]);
 
-    let pid = Pid::from_raw(i32::try_from(child.id()).expect("a PID fits")).expect("a positive PID");
-    kill_process(pid, Signal::STOP).expect("the child can be paused");
+    loopbound_testkit::child::pause(&child);
     std::thread::sleep(STALE_LEASE + Duration::from_millis(500));
     let runtime = runtime();
     let store = runtime.block_on(Store::connect(&config(&database.url))).unwrap();
     let taken = runtime.block_on(store.acquire("stale-run", &worker("taker"), Duration::from_secs(60)));
     let recorded_at_takeover =
         cluster.execute(&database.name, "SELECT count(*) FROM steps WHERE worker = 'paused'");
-    kill_process(pid, Signal::CONT).expect("the child can be resumed");
+    loopbound_testkit::child::resume(&child);
     let taken = taken.expect("the expired lease is taken over");
     assert_eq!(taken.epoch(), 2);
 
