@@ -37,6 +37,24 @@ fn every_run_completes_the_review_and_every_call_is_measured() {
 }
 
 #[test]
+fn over_http2_every_run_shares_the_connections_the_warm_up_opened() {
+    for args in [
+        &["--runs", "30", "--latency-ms", "10", "--json", "--http2", "2"][..],
+        &["--runs", "30", "--latency-ms", "10", "--json", "--http2", "2", "--stream"],
+    ] {
+        let report = report(args);
+        assert_eq!((report.completed, report.http2_connections), (30, Some(2)), "{:?}", report.failures);
+        assert_eq!(report.added_latency_us.count, 60, "two gaps per run");
+        // The warm-up opened both connections; 90 calls later the server has accepted no other,
+        // and what was open is those two and the control client's one.
+        assert_eq!((report.connections, report.peak_open_connections), (0, 3), "{args:?}");
+    }
+    let report = report(&["--runs", "30", "--latency-ms", "10", "--json"]);
+    assert_eq!(report.http2_connections, None);
+    assert!(report.peak_open_connections >= 30, "HTTP/1.1: one connection per call in flight");
+}
+
+#[test]
 fn journaled_runs_complete_and_time_each_effect() {
     let report = report(&["--runs", "10", "--latency-ms", "10", "--json", "--journal", "sqlite"]);
     assert_eq!((report.completed, report.journal.as_deref()), (10, Some("sqlite")));

@@ -37,6 +37,7 @@ use loopbound_benches::load::drive::{ReviewLoad, RunEnd};
 use loopbound_benches::load::process::cpu_time;
 use loopbound_benches::load::report::Report;
 use loopbound_benches::timing::{peak_rss_mib, rss_kib};
+use loopbound_openai::HttpVersion;
 use loopbound_testkit::load::clock::monotonic_ns;
 use loopbound_testkit::load::stats::RunFigures;
 use loopbound_testkit::load::{self as server, Mode, ServerConfig, Snapshot, Summary};
@@ -64,6 +65,10 @@ struct Cli {
     /// Journal every run on one file of this backend.
     #[arg(long, value_enum)]
     journal: Option<Journal>,
+    /// Send the model calls over HTTP/2 spread over this many connections (default: HTTP/1.1,
+    /// one connection per call in flight).
+    #[arg(long, value_name = "CONNECTIONS")]
+    http2: Option<std::num::NonZeroUsize>,
     /// Use the load server at this base URL instead of starting one.
     #[arg(long, value_name = "URL")]
     server: Option<String>,
@@ -203,9 +208,16 @@ fn load(cli: &Cli) -> Result<Report, String> {
 async fn measure(cli: &Cli, base_url: &str, journal: Option<&std::path::Path>) -> Result<Report, String> {
     let runs = cli.runs;
     let control = Control::new(base_url);
-    let load =
-        ReviewLoad::new(base_url, cli.stream, journal, Duration::from_secs(cli.deadline_secs), cli.watch)
-            .map_err(|error| error.to_string())?;
+    let http = cli.http2.map_or(HttpVersion::Http1, |connections| HttpVersion::Http2 { connections });
+    let load = ReviewLoad::new(
+        base_url,
+        cli.stream,
+        journal,
+        Duration::from_secs(cli.deadline_secs),
+        cli.watch,
+        http,
+    )
+    .map_err(|error| error.to_string())?;
     // A server left holding by a client that stopped would hold the warm-up too.
     control.reset(false).await.map_err(|error| error.to_string())?;
     let warmup: Vec<_> = (0..cli.warmup)
@@ -272,6 +284,7 @@ async fn measure(cli: &Cli, base_url: &str, journal: Option<&std::path::Path>) -
         stream: cli.stream,
         watched: cli.watch,
         journal: cli.journal.map(|_| "sqlite".to_owned()),
+        http2_connections: cli.http2.map(|n| n.get() as u64),
         completed,
         failures,
         wall_s: wall.as_secs_f64(),

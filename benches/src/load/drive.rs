@@ -19,7 +19,7 @@ use std::time::Duration;
 use loopbound::journal::RunId;
 use loopbound::watch::{self, Update, Updates};
 use loopbound::{Limits, Message, Runtime, Scope, Status};
-use loopbound_openai::{Config, ConfigError, OpenAiTransport};
+use loopbound_openai::{Config, ConfigError, HttpVersion, OpenAiTransport};
 use loopbound_sqlite::SqliteJournal;
 use loopbound_testkit::load::script::prompt;
 use loopbound_testkit::review::{self, BOTH_CAPABILITIES, CLOSING, INSTRUCTIONS, Review};
@@ -107,8 +107,8 @@ pub struct ReviewLoad {
 }
 
 impl ReviewLoad {
-    /// The review against the server at `base_url`, streamed or whole; journaled on the SQLite
-    /// file `journal` when given. Each run's deadline is `deadline`.
+    /// The review against the server at `base_url`, streamed or whole, over `http`; journaled
+    /// on the SQLite file `journal` when given. Each run's deadline is `deadline`.
     ///
     /// # Errors
     ///
@@ -119,8 +119,9 @@ impl ReviewLoad {
         journal: Option<&std::path::Path>,
         deadline: Duration,
         watch: bool,
+        http: HttpVersion,
     ) -> Result<Arc<Self>, SetupError> {
-        let config = Config::new(base_url, MODEL).map_err(SetupError::Transport)?;
+        let config = Config::new(base_url, MODEL).map_err(SetupError::Transport)?.with_http(http);
         let transport = OpenAiTransport::new(config).map_err(SetupError::Transport)?;
         let runtime =
             Runtime::harness(&review::tools().set, transport).options(review::options()).streaming(streaming);

@@ -34,6 +34,10 @@ pub struct Report {
     pub watched: bool,
     /// The journal, if the runs were journaled (`sqlite`).
     pub journal: Option<String>,
+    /// The HTTP version of the model calls: `1.1`, or `2` over `http2_connections`
+    /// connections. The peers' scripts leave it out (their clients speak HTTP/1.1).
+    #[serde(default)]
+    pub http2_connections: Option<u64>,
     /// Runs that did exactly the review.
     pub completed: u64,
     /// Up to ten descriptions of runs that did not.
@@ -86,12 +90,14 @@ impl Report {
         };
         let journal =
             self.journal.as_deref().map_or_else(String::new, |name| format!(", journaled on {name}"));
+        let http =
+            self.http2_connections.map_or_else(String::new, |n| format!(", HTTP/2 over {n} connections"));
         let summary =
             |s: &Summary| format!("p50 {:.0} µs, p99 {:.0} µs, max {:.0} µs", s.p50_us, s.p99_us, s.max_us);
         let mut out = String::new();
         let _ = writeln!(
             out,
-            "{}: {} concurrent runs, {} ms per reply, {mode}{journal}",
+            "{}: {} concurrent runs, {} ms per reply, {mode}{journal}{http}",
             self.peer, self.runs, self.latency_ms
         );
         let _ = writeln!(out, "  completed as the review must:  {} of {}", self.completed, self.runs);

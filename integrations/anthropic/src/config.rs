@@ -17,7 +17,7 @@ use std::fmt;
 use std::time::Duration;
 
 use loopbound_provider::config::{Connection, Names};
-use loopbound_provider::{ApiKey, ConfigError, Variables};
+use loopbound_provider::{ApiKey, ConfigError, HttpVersion, Variables};
 use reqwest::Url;
 
 /// Environment variable holding the endpoint's base URL, e.g. `http://127.0.0.1:8080/v1`
@@ -178,6 +178,14 @@ impl Config {
     #[must_use]
     pub fn with_timeout(mut self, timeout: Duration) -> Self {
         self.connection.set_timeout(timeout);
+        self
+    }
+
+    /// This configuration over HTTP/2 (`HttpVersion::Http2 { connections }`: many calls in
+    /// flight on few connections) or HTTP/1.1 (the default: one connection per call in flight).
+    #[must_use]
+    pub fn with_http(mut self, http: HttpVersion) -> Self {
+        self.connection.set_http(http);
         self
     }
 

@@ -107,5 +107,5 @@ pub use config::{
     ENV_TIMEOUT_SECS, ENV_TOOL_CHOICE, ENV_VERSION, ToolChoice,
 };
 /// The key, its redaction and the configuration errors are the shared provider crate's.
-pub use loopbound_provider::{ApiKey, ConfigError, REDACTED, Redactor};
+pub use loopbound_provider::{ApiKey, ConfigError, HttpVersion, REDACTED, Redactor};
 pub use transport::{Anthropic, AnthropicTransport};

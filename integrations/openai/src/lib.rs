@@ -95,5 +95,5 @@ pub use config::{
     OutputCapField,
 };
 /// The key, its redaction and the configuration errors are the shared provider crate's.
-pub use loopbound_provider::{ApiKey, ConfigError, REDACTED, Redactor};
+pub use loopbound_provider::{ApiKey, ConfigError, HttpVersion, REDACTED, Redactor};
 pub use transport::{OpenAi, OpenAiTransport};

@@ -287,6 +287,31 @@ pub struct Connection {
     model: String,
     api_key: Option<ApiKey>,
     timeout: Option<Duration>,
+    http: HttpVersion,
+}
+
+/// The HTTP version a connection speaks, and over how many connections its requests spread.
+///
+/// HTTP/1.1 (the default) holds one connection per request in flight, each with its own
+/// buffers and task: a service with thousands of calls waiting holds thousands of sockets.
+/// HTTP/2 carries many requests on one connection. A server limits the requests in flight on
+/// one HTTP/2 connection (`SETTINGS_MAX_CONCURRENT_STREAMS`, often 100 to 256), and the client
+/// never opens a second connection to get past that limit: requests beyond it wait. So
+/// `Http2 { connections }` opens that many connections and sends each request on the next one
+/// in turn; choose `connections` ≥ the calls you expect in flight ÷ the provider's limit.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum HttpVersion {
+    /// HTTP/1.1 only: one connection for each request in flight, reused once it ends.
+    #[default]
+    Http1,
+    /// HTTP/2 over `connections` connections, requests spread over them in turn: negotiated
+    /// by TLS (ALPN) for `https://`, spoken without negotiation ("prior knowledge") for
+    /// `http://`, so a cleartext server must speak HTTP/2.
+    Http2 {
+        /// How many connections the requests spread over.
+        connections: std::num::NonZeroUsize,
+    },
 }
 
 impl Connection {
@@ -302,7 +327,7 @@ impl Connection {
             return Err(ConfigError::Missing { variable: names.model });
         }
         let base_url = self::base_url(base_url, names.base_url, names.api_key)?;
-        Ok(Self { base_url, model, api_key: None, timeout: None })
+        Ok(Self { base_url, model, api_key: None, timeout: None, http: HttpVersion::Http1 })
     }
 
     /// The connection the variables `names` hold in `settings`: the base URL and the model are
@@ -328,6 +353,17 @@ impl Connection {
     /// Sets the per-request timeout (connection, then whole response).
     pub fn set_timeout(&mut self, timeout: Duration) {
         self.timeout = Some(timeout);
+    }
+
+    /// Sets the HTTP version and how many connections requests spread over.
+    pub fn set_http(&mut self, http: HttpVersion) {
+        self.http = http;
+    }
+
+    /// The HTTP version requests are sent with.
+    #[must_use]
+    pub fn http(&self) -> HttpVersion {
+        self.http
     }
 
     /// The base URL.
@@ -368,6 +404,7 @@ impl fmt::Debug for Connection {
             .field("model", &self.model)
             .field("api_key", &self.api_key)
             .field("timeout", &self.timeout)
+            .field("http", &self.http)
             .finish()
     }
 }

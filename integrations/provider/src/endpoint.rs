@@ -6,6 +6,9 @@
 //! - One call, one HTTP request: no retry, no redirect followed, no second endpoint. Every
 //!   attempt the runtime admits is exactly one request, so the model budget counts what the
 //!   provider sees.
+//! - HTTP/1.1 unless the connection asks for HTTP/2 ([`HttpVersion`]); then the endpoint holds
+//!   one client per connection asked for and sends each request on the next in turn, so the
+//!   requests in flight spread evenly over that many connections.
 //! - The headers are fixed when the endpoint is built (an API key among them, marked sensitive);
 //!   the endpoint's `Debug` shows its URL and nothing of the client or the headers.
 //! - Everything the provider sends back passes through the [`Redactor`] before it leaves: error
@@ -19,6 +22,7 @@
 //!   error body is read up to [`MAX_ERROR_BODY`] only.
 
 use std::fmt;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use futures_core::Stream;
@@ -27,7 +31,7 @@ use reqwest::Url;
 use reqwest::header::{self, HeaderMap, HeaderName, HeaderValue};
 
 use crate::body::{read_body, read_reply};
-use crate::config::{ConfigError, Connection};
+use crate::config::{ConfigError, Connection, HttpVersion};
 use crate::errors::{send_error, status_error};
 use crate::events::Protocol;
 use crate::redact::Redactor;
@@ -53,7 +57,8 @@ pub enum KeyHeader {
 /// decoders.
 pub struct Endpoint {
     url: Url,
-    client: reqwest::Client,
+    clients: Box<[reqwest::Client]>,
+    next: AtomicUsize,
     headers: HeaderMap,
     redactor: Redactor,
 }
@@ -67,7 +72,8 @@ impl fmt::Debug for Endpoint {
 impl Endpoint {
     /// An endpoint at `url` that sends `headers` with every request (besides the content type
     /// and what it accepts), gives up after `timeout` when one is set (to connect, then for the
-    /// whole response), and redacts with `redactor` everything the provider sends back.
+    /// whole response), speaks `http`, and redacts with `redactor` everything the provider
+    /// sends back.
     ///
     /// # Errors
     ///
@@ -76,14 +82,29 @@ impl Endpoint {
         url: Url,
         headers: HeaderMap,
         timeout: Option<Duration>,
+        http: HttpVersion,
         redactor: Redactor,
     ) -> Result<Self, ConfigError> {
-        let mut builder = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none());
-        if let Some(timeout) = timeout {
-            builder = builder.timeout(timeout).connect_timeout(timeout);
-        }
-        let client = builder.build().map_err(|error| ConfigError::Client(error.without_url().to_string()))?;
-        Ok(Self { url, client, headers, redactor })
+        let client = |http2: bool| {
+            let mut builder = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none());
+            if let Some(timeout) = timeout {
+                builder = builder.timeout(timeout).connect_timeout(timeout);
+            }
+            builder = match (http2, url.scheme()) {
+                (false, _) => builder.http1_only(),
+                (true, "http") => builder.http2_prior_knowledge(),
+                // TLS negotiates the version; a server that offers only HTTP/1.1 gets it.
+                (true, _) => builder,
+            };
+            builder.build().map_err(|error| ConfigError::Client(error.without_url().to_string()))
+        };
+        let clients = match http {
+            HttpVersion::Http1 => vec![client(false)?],
+            HttpVersion::Http2 { connections } => {
+                (0..connections.get()).map(|_| client(true)).collect::<Result<_, _>>()?
+            }
+        };
+        Ok(Self { url, clients: clients.into_boxed_slice(), next: AtomicUsize::new(0), headers, redactor })
     }
 
     /// The endpoint at `path` below `connection`'s base URL, with its timeout, its key sent as
@@ -107,7 +128,7 @@ impl Endpoint {
             headers.insert(name, value);
         }
         let redactor = Redactor::new(connection.api_key().cloned());
-        Self::new(connection.endpoint(path), headers, connection.timeout(), redactor)
+        Self::new(connection.endpoint(path), headers, connection.timeout(), connection.http(), redactor)
     }
 
     /// The URL requests are posted to.
@@ -151,10 +172,16 @@ impl Endpoint {
         Ok(chunk_stream::<P>(response, request.cancel.clone(), request.bounds, self.redactor.clone()))
     }
 
+    /// The client of the next request: the connections take requests in turn.
+    fn client(&self) -> &reqwest::Client {
+        let turn = self.next.fetch_add(1, Ordering::Relaxed);
+        &self.clients[turn % self.clients.len()]
+    }
+
     /// Sends one request and returns the response if its status is a success.
     async fn send(&self, body: Vec<u8>, accept: &'static str) -> Result<reqwest::Response, TransportError> {
         let response = self
-            .client
+            .client()
             .post(self.url.clone())
             .headers(self.headers.clone())
             .header(header::CONTENT_TYPE, "application/json")

@@ -50,7 +50,7 @@ mod stream;
 mod transport;
 pub mod work;
 
-pub use config::{ConfigError, Connection, Variables};
+pub use config::{ConfigError, Connection, HttpVersion, Variables};
 pub use endpoint::{Endpoint, KeyHeader, MAX_ERROR_BODY};
 pub use events::{Protocol, Step, StreamDecoder};
 pub use key::{ApiKey, REDACTED};

@@ -8,6 +8,8 @@
 //!   that returns nothing stamps nothing.
 //! - The stamp is taken when the server's task reads the bytes, so a busy server can only make
 //!   a gap look longer, never shorter.
+//! - An HTTP/2 connection carries many requests at once, so its stamps mean nothing: the
+//!   server stamps each of its requests itself when the request's handler starts.
 //! - Writes, flushes and shutdowns pass through unchanged.
 
 use std::io;

@@ -1,5 +1,5 @@
-//! The server: a loopback listener, one task per connection (hyper's HTTP/1.1), the routes, the
-//! latency and the hold.
+//! The server: a loopback listener, one task per connection (hyper's HTTP/1.1, or HTTP/2 when
+//! the client opens with its preface), the routes, the latency and the hold.
 //!
 //! # Invariants
 //!
@@ -9,7 +9,10 @@
 //! - Every connection task lives in the accept task's `JoinSet`: dropping the [`LoadServer`]
 //!   aborts the accept task, whose set aborts every connection, so nothing outlives it.
 //! - A reply waits only on tokio's timer, never on a thread: it is sent `latency` after the
-//!   first byte of its request arrived (or as soon as possible past that).
+//!   first byte of its request arrived (or as soon as possible past that). Over HTTP/2, where
+//!   one connection carries many requests, a request's arrival is stamped when its handler
+//!   starts, after its headers were read: later than its first byte, so a gap measured from it
+//!   can only look longer.
 //! - Under a hold, the first request of every run waits until the hold is released; then every
 //!   first call since the reset waits the same `D = max(latency, release − first arrival)` from
 //!   its own arrival, so the replies come back spaced as their requests arrived.
@@ -29,7 +32,7 @@ use hyper::body::Incoming;
 use hyper::header::{CONTENT_TYPE, HeaderValue};
 use hyper::service::service_fn;
 use hyper::{Method, Request, Response, StatusCode};
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioExecutor, TokioIo};
 use serde::Deserialize;
 use tokio::net::{TcpListener, TcpSocket, TcpStream};
 use tokio::sync::watch;
@@ -317,6 +320,12 @@ async fn accept(listener: TcpListener, shared: Arc<Shared>) {
     }
 }
 
+/// The HTTP/2 flow-control window of a whole connection: 10,000 requests of 6 KiB in flight.
+const H2_CONNECTION_WINDOW: u32 = 64 << 20;
+
+/// The HTTP/2 flow-control window of one request: a whole request body, up to the largest.
+const H2_STREAM_WINDOW: u32 = 1 << 20;
+
 /// Counts an open connection for as long as it lives.
 struct Open(Arc<Shared>);
 
@@ -339,12 +348,22 @@ async fn connection(stream: TcpStream, shared: Arc<Shared>) {
         let (shared, conn) = (Arc::clone(&shared), Arc::clone(&conn));
         async move { Ok::<_, Infallible>(route(shared, conn, request).await) }
     });
-    // A connection that fails (the client went away) only ends its own task.
-    let _ = hyper::server::conn::http1::Builder::new().serve_connection(io, service).await;
+    // A connection that fails (the client went away) only ends its own task. One connection of
+    // HTTP/2 carries every request a client has in flight: no limit on its streams, and a window
+    // wide enough for every request body in flight at once, so that flow control never holds a
+    // client back.
+    let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+    builder
+        .http2()
+        .max_concurrent_streams(None)
+        .initial_connection_window_size(H2_CONNECTION_WINDOW)
+        .initial_stream_window_size(H2_STREAM_WINDOW);
+    let _ = builder.serve_connection(io, service).await;
 }
 
 async fn route(shared: Arc<Shared>, conn: Arc<Conn>, request: Request<Incoming>) -> Response<ReplyBody> {
-    let first_byte_ns = conn.first_byte_ns();
+    let first_byte_ns =
+        if request.version() == hyper::Version::HTTP_2 { monotonic_ns() } else { conn.first_byte_ns() };
     match (request.method(), request.uri().path()) {
         (&Method::POST, CHAT_PATH) => chat(&shared, conn, request, first_byte_ns).await,
         (&Method::GET, "/__load/stats") => json(StatusCode::OK, &shared.snapshot(), conn),
