@@ -140,7 +140,7 @@ where
     async fn attempt(
         &self,
         slot: &RunSlot,
-        scope: Scope<Desk>,
+        scope: Scope,
         registration: Registration,
         updates: Updates,
         conversation: Vec<Message>,
