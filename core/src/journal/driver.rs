@@ -591,7 +591,8 @@ where
             }
         }
         let call = runtime.send_model_call(model, admitted, conversation, tools);
-        let reply = self.beating(call).await.map_err(End::Journal)??;
+        // Boxed: the heartbeat's layers hold a pointer, not copies of the call's future.
+        let reply = self.beating(Box::pin(call)).await.map_err(End::Journal)??;
         self.pending.push(Entry::Reply(super::row::ReplyRow {
             ordinal: self.reply,
             reply: codec::encode_reply(&reply),
@@ -645,7 +646,8 @@ where
         F: std::future::Future + Send,
         F::Output: Send,
     {
-        self.beating(work).await.map_err(End::Journal)
+        // Boxed: the heartbeat's layers hold a pointer, not copies of the body's future.
+        self.beating(Box::pin(work)).await.map_err(End::Journal)
     }
 
     async fn settle(&mut self, scope: &Scope<S>) -> Result<(), End> {

@@ -118,8 +118,9 @@ impl<T: Transport, S: Send + Sync + 'static> Course<T, S> for Live {
         conversation: &[Message],
         tools: &[ToolDefinition],
     ) -> impl Future<Output = Result<ModelReply, End>> + Send {
-        let call = runtime.call_model(model, conversation, tools);
-        async move { call.await.map_err(End::from) }
+        // The call is made inside the block: a future made outside and awaited inside would be
+        // stored twice (once captured, once awaited).
+        async move { runtime.call_model(model, conversation, tools).await.map_err(End::from) }
     }
 
     async fn admit<'t>(

@@ -214,7 +214,8 @@ impl<'a, T: Transport> Budgeted<'a, T> {
             }
             Ok(Received::Reply(assembler.finish()))
         };
-        self.conclude(request.bounds, admitted, sent).await
+        // Boxed: every layer above holds a pointer, not one more copy of the transport's future.
+        self.conclude(request.bounds, admitted, Box::pin(sent)).await
     }
 
     /// Admits one call (counted, and under a spend budget or a pool, reserved), without sending
@@ -244,7 +245,8 @@ impl<'a, T: Transport> Budgeted<'a, T> {
             return self.send_stream(admitted, request).await;
         }
         let sent = async { self.transport.complete(request).await.map(Received::Reply) };
-        self.conclude(request.bounds, admitted, sent).await
+        // Boxed: every layer above holds a pointer, not one more copy of the transport's future.
+        self.conclude(request.bounds, admitted, Box::pin(sent)).await
     }
 
     /// Gives back what a prepared call that is never sent holds: its reservation is settled at
@@ -398,7 +400,7 @@ impl<'a, T: Transport> Budgeted<'a, T> {
         }
         let hold = hold.map(|hold| Held { sent: output, ..hold });
         let request = self.request(messages, &[], &options);
-        let sent = self.transport.complete(request);
+        let sent = Box::pin(self.transport.complete(request));
         let received = self.guard.bounded_past_halt(sent).await;
         let usage =
             received.as_ref().ok().and_then(|reply| reply.as_ref().ok()).and_then(|reply| reply.usage);
