@@ -65,20 +65,18 @@ fn links(prose: &str) -> Vec<(String, String)> {
     out
 }
 
-/// Every `README.md` under `folder`, outside build output, installed packages and hidden folders.
+/// Every `README.md` under `folder` that the repository tracks: `git ls-files`, so that build
+/// output, installed packages and downloaded suites (each ignored by a `.gitignore`) are not
+/// checked as the project's pages.
 fn readmes(folder: &Path, found: &mut Vec<PathBuf>) {
-    let entries = std::fs::read_dir(folder).unwrap_or_else(|error| panic!("{}: {error}", folder.display()));
-    for entry in entries {
-        let path = entry.expect("a directory entry").path();
-        let name = path.file_name().and_then(|name| name.to_str()).unwrap_or_default();
-        if path.is_dir() {
-            if !(name.starts_with('.') || name == "target" || name == "node_modules") {
-                readmes(&path, found);
-            }
-        } else if name == "README.md" {
-            found.push(path);
-        }
-    }
+    let listed = std::process::Command::new("git")
+        .args(["ls-files", "--cached", "--", ":(glob)**/README.md"])
+        .current_dir(folder)
+        .output()
+        .unwrap_or_else(|error| panic!("git ls-files in {}: {error}", folder.display()));
+    assert!(listed.status.success(), "git ls-files: {}", String::from_utf8_lossy(&listed.stderr));
+    let listed = String::from_utf8(listed.stdout).expect("git lists UTF-8 paths");
+    found.extend(listed.lines().map(|line| folder.join(line)));
 }
 
 fn pages(root: &Path) -> Vec<PathBuf> {
