@@ -86,6 +86,8 @@ enum Command {
 enum Spin {
     /// Admission of {"input":42} on a scope with room.
     Admit,
+    /// Admission of {"input":42} on a scope with room under a token and a cost budget.
+    AdmitBudgeted,
     /// Admission as the first call of a fresh default scope (scopes built before the loop).
     AdmitFirst,
     /// Refusal at the permission check.
@@ -234,8 +236,11 @@ fn spin(op: Spin, iterations: u32) -> Result<(), Failure> {
     let n = usize::try_from(iterations).unwrap_or(usize::MAX);
     let mut checksum = 0_usize;
     match op {
-        Spin::Admit => {
-            let fixture = Fixture::roomy(iterations);
+        Spin::Admit | Spin::AdmitBudgeted => {
+            let fixture = match op {
+                Spin::AdmitBudgeted => Fixture::roomy_with_budgets(iterations),
+                _ => Fixture::roomy(iterations),
+            };
             for _ in 0..n {
                 checksum += usize::from(admit(black_box(fixture.read_ticket())).is_ok());
             }

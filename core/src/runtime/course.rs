@@ -111,16 +111,16 @@ pub(crate) struct Live;
 impl<T: Transport, S: Send + Sync + 'static> Course<T, S> for Live {
     type Plan = ();
 
-    fn reply(
+    // An `async fn`, so the call's future is made where it is awaited: one made before an
+    // `async` block and awaited inside it would be stored twice (captured, then awaited).
+    async fn reply(
         &mut self,
         runtime: &Runtime<T, S>,
         model: &Budgeted<'_, T>,
         conversation: &[Message],
         tools: &[ToolDefinition],
-    ) -> impl Future<Output = Result<ModelReply, End>> + Send {
-        // The call is made inside the block: a future made outside and awaited inside would be
-        // stored twice (once captured, once awaited).
-        async move { runtime.call_model(model, conversation, tools).await.map_err(End::from) }
+    ) -> Result<ModelReply, End> {
+        runtime.call_model(model, conversation, tools).await.map_err(End::from)
     }
 
     async fn admit<'t>(
