@@ -164,7 +164,8 @@ pub use sync::CancellationToken;
 #[doc = include_str!("../../README.md")]
 struct ReadmeDoctests;
 
-/// The examples of the pages under `docs/`, compiled and run as doc tests.
+/// The examples of the pages under `docs/`, compiled and run as doc tests (`docs/mcp.md`'s, which
+/// need the MCP adapter, in `loopbound-mcp`).
 #[cfg(doctest)]
 mod docs_doctests {
     #[doc = include_str!("../../docs/limits.md")]
@@ -181,8 +182,6 @@ mod docs_doctests {
     struct Durable;
     #[doc = include_str!("../../docs/live.md")]
     struct Live;
-    #[doc = include_str!("../../docs/mcp.md")]
-    struct Mcp;
     #[doc = include_str!("../../docs/testing.md")]
     struct Testing;
     #[doc = include_str!("../../docs/service.md")]

@@ -16,7 +16,7 @@
 //! | `RunError::kind()` | `Cancelled` | 499 Client Closed Request | cancelled by its id |
 //! | `RunError::kind()` | `Provider`, `ProviderAuthentication` | 502 Bad Gateway | the endpoint answered unusably |
 //! | `RunError::kind()` | `Busy`, `Finished` | 409 Conflict | another attempt holds the run, or it already ended |
-//! | `RunError::kind()` | `JournalUnavailable` | 503 Service Unavailable | the journal's storage failed (nothing unrecorded ran) |
+//! | `RunError::kind()` | `JournalUnavailable`, `PoolUnavailable` | 503 Service Unavailable | the journal's or a shared pool's storage failed (nothing unrecorded ran, no call was sent unreserved) |
 //! | `RunError::kind()` | `Internal`, `Configuration` | 500 Internal Server Error | the host's setup or rows do not fit |
 //! | host command's `JournalError` | `InvalidDigest`, `InvalidActor`, `InvalidOperationId`, `InvalidRunId` | 400 Bad Request | the request is malformed |
 //! | host command's `JournalError` | `UnknownRun`, `UnknownOperation` | 404 Not Found | |
@@ -70,7 +70,7 @@ pub fn of_error(kind: RunErrorKind) -> StatusCode {
         }
         RunErrorKind::Provider | RunErrorKind::ProviderAuthentication => StatusCode::BAD_GATEWAY,
         RunErrorKind::Busy | RunErrorKind::Finished => StatusCode::CONFLICT,
-        RunErrorKind::JournalUnavailable => StatusCode::SERVICE_UNAVAILABLE,
+        RunErrorKind::JournalUnavailable | RunErrorKind::PoolUnavailable => StatusCode::SERVICE_UNAVAILABLE,
         _ => StatusCode::INTERNAL_SERVER_ERROR,
     }
 }
@@ -134,6 +134,7 @@ mod tests {
             (RunErrorKind::Busy, 409),
             (RunErrorKind::Finished, 409),
             (RunErrorKind::JournalUnavailable, 503),
+            (RunErrorKind::PoolUnavailable, 503),
             (RunErrorKind::Internal, 500),
             (RunErrorKind::Configuration, 500),
         ];

@@ -84,3 +84,8 @@ pub use register::{MAX_DESCRIPTION, McpTool, Registered, Skipped};
 pub use rmcp;
 pub use schema::Unsupported;
 pub use server::{HttpServer, StdioServer, Timeouts};
+
+/// The examples of `docs/mcp.md`, compiled as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/mcp.md")]
+struct McpPageDoctests;
