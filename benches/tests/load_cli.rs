@@ -45,9 +45,11 @@ fn over_http2_every_run_shares_the_connections_the_warm_up_opened() {
         let report = report(args);
         assert_eq!((report.completed, report.http2_connections), (30, Some(2)), "{:?}", report.failures);
         assert_eq!(report.added_latency_us.count, 60, "two gaps per run");
-        // The warm-up opened both connections; 90 calls later the server has accepted no other,
-        // and what was open is those two and the control client's one.
-        assert_eq!((report.connections, report.peak_open_connections), (0, 3), "{args:?}");
+        // The warm-up opened both connections, and the 90 calls of the runs went over them: the
+        // server accepted at most one more connection, the control client's (which may open a
+        // new one for its own requests), against one per call in flight over HTTP/1.1 below.
+        assert!(report.connections <= 1, "{args:?}: {} connections accepted", report.connections);
+        assert!(report.peak_open_connections <= 4, "{args:?}: {} open at once", report.peak_open_connections);
     }
     let report = report(&["--runs", "30", "--latency-ms", "10", "--json"]);
     assert_eq!(report.http2_connections, None);
