@@ -15,7 +15,7 @@ use std::sync::Arc;
 use loopbound::journal::{Journal, JournalError, RunId};
 use loopbound::transport::{Message, Transport};
 use loopbound::watch::Updates;
-use loopbound::{Limits, Registration, RunError, RunRegistry, Runtime, Scope, watch};
+use loopbound::{Limits, Registration, RunRegistry, Runtime, Scope, watch};
 
 use super::durable::{self, Definition, Verdict};
 use super::runs::{Ended, Failure, Full, RunSlot, Runs};
@@ -154,15 +154,7 @@ where
         drop(scope);
         // The feed closed with the scope: the log now holds the attempt's last update.
         let _ = drain.await;
-        let pending = match &result {
-            Ok(outcome) => match durable::pending(&self.journal, outcome).await {
-                Ok(pending) => pending,
-                Err(error) => {
-                    return Ended { result: Err(Failure::Run(RunError::Journal(error))), pending: None };
-                }
-            },
-            Err(_) => None,
-        };
+        let pending = result.as_ref().ok().and_then(durable::pending);
         Ended { result, pending }
     }
 }

@@ -111,26 +111,17 @@ impl Serialize for Pending {
     }
 }
 
-/// The proposal `outcome` stopped on, read back from the journal, if it awaits approval.
-///
-/// # Errors
-///
-/// A journal error; [`JournalError::UnknownOperation`] if the journal lacks the operation the
-/// outcome names.
-pub async fn pending<J: Journal>(journal: &J, outcome: &Outcome) -> Result<Option<Pending>, JournalError> {
-    if outcome.status() != loopbound::Status::AwaitingApproval {
-        return Ok(None);
-    }
-    let operation = OperationId::parse(outcome.operation().ok_or(JournalError::UnknownOperation)?)?;
-    let record = journal::inspect(journal, operation.run()).await?;
-    let proposal = record.operation(operation.ordinal()).ok_or(JournalError::UnknownOperation)?.proposal();
-    Ok(Some(Pending {
+/// The proposal `outcome` stopped on, if it awaits approval: the outcome carries it
+/// ([`Outcome::pending`]), so the journal is not read again.
+#[must_use]
+pub fn pending(outcome: &Outcome) -> Option<Pending> {
+    outcome.pending().map(|proposal| Pending {
+        operation: proposal.operation().clone(),
         tool: proposal.tool().to_owned(),
         capability: proposal.capability().to_owned(),
         arguments: proposal.arguments().to_owned(),
         digest: proposal.digest(),
-        operation,
-    }))
+    })
 }
 
 /// A person's decision on a pending proposal.
