@@ -55,8 +55,12 @@ pub(crate) struct Gate {
     pub(crate) deadline_passed: bool,
 }
 
+/// Events a scope has room for before its log first grows: a short run's whole log (a review
+/// records about ten), so most runs allocate it once, when the scope is built.
+const EVENTS_AT_FIRST: usize = 8;
+
 /// Counters, repetition map, events and stop reason of one scope.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct Ledger {
     model_calls: u32,
     tool_calls: u32,
@@ -78,6 +82,27 @@ pub(crate) struct Ledger {
     described: Option<(HaltReason, ControlEvent)>,
     /// What the recorded halt says beyond its reason (the pool that refused a call).
     detail: Option<String>,
+}
+
+impl Default for Ledger {
+    fn default() -> Self {
+        Self {
+            model_calls: 0,
+            tool_calls: 0,
+            middleware: 0,
+            repetitions: BTreeMap::new(),
+            events: Vec::with_capacity(EVENTS_AT_FIRST),
+            names: Names::default(),
+            stop: None,
+            account: Account::default(),
+            per_tool: BTreeMap::new(),
+            below: Below::default(),
+            wrapped: false,
+            tentative: false,
+            described: None,
+            detail: None,
+        }
+    }
 }
 
 /// Model and tool calls admitted in a scope's descendants (their spend is in its account).
@@ -545,8 +570,11 @@ impl Ledger {
         ancestors: &mut [Branch<'_>],
     ) -> Result<(), Stop> {
         self.check(gate, Activity::Tool(tool))?;
-        let subject = self.tool(tool);
-        self.inherit(ancestors, subject, self.tool_calls)?;
+        // The subject is looked up only when a halt records it.
+        if let Some(reason) = ancestors_stop(ancestors) {
+            let subject = self.tool(tool);
+            return Err(self.halt(reason, subject, self.tool_calls));
+        }
         if !granted {
             let subject = self.tool(tool);
             return Err(self.halt(HaltReason::PermissionDenied, subject, self.tool_calls));
