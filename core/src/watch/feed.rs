@@ -12,6 +12,8 @@
 //!   reply, so between two other updates at most one text update waits.
 //! - Nothing else is merged or dropped while the watcher holds its end: memory grows with what
 //!   the run does, which its limits bound, never with how long the watcher takes.
+//! - A watcher that waits on an empty queue frees its buffer: a run waiting on its model with
+//!   its watcher waiting too holds no queued-update memory, only the shared state.
 //! - Once the final update is pushed, or the run's end is dropped, the stream ends after what is
 //!   queued; later pushes are dropped. Once the watcher's end is dropped, the queue is freed and
 //!   every push is dropped.
@@ -241,6 +243,9 @@ impl Stream for Updates {
         if state.closed {
             return Poll::Ready(None);
         }
+        // The watcher waits, most often for a model reply: the drained queue gives its buffer
+        // back, so a waiting run keeps none (the next burst of updates allocates one again).
+        state.queue = VecDeque::new();
         state.waker = Some(cx.waker().clone());
         Poll::Pending
     }
@@ -302,6 +307,31 @@ mod tests {
         let waker = Waker::noop();
         let mut cx = Context::from_waker(waker);
         assert_eq!(Pin::new(&mut updates).poll_next(&mut cx), Poll::Ready(None));
+    }
+
+    #[test]
+    fn a_watcher_that_waits_on_an_empty_queue_frees_its_buffer() {
+        let (feed, mut updates) = channel();
+        feed.begin_reply(1);
+        feed.end_reply(Some("a reply"));
+        feed.tool_result(1, 0, "call-1", "a result", false);
+        assert!(feed.shared.state.lock().queue.capacity() >= 2);
+        let waker = Waker::noop();
+        let mut cx = Context::from_waker(waker);
+        assert!(matches!(Pin::new(&mut updates).poll_next(&mut cx), Poll::Ready(Some(Update::Text(_)))));
+        assert!(matches!(
+            Pin::new(&mut updates).poll_next(&mut cx),
+            Poll::Ready(Some(Update::ToolResult(_)))
+        ));
+        assert!(feed.shared.state.lock().queue.capacity() >= 2, "a queue being read keeps its buffer");
+        assert_eq!(Pin::new(&mut updates).poll_next(&mut cx), Poll::Pending);
+        assert_eq!(feed.shared.state.lock().queue.capacity(), 0);
+        feed.begin_reply(2);
+        feed.end_reply(Some("the next reply"));
+        assert_eq!(
+            updates.try_next(),
+            Some(Update::Text(Text { reply: 2, text: "the next reply".to_owned() }))
+        );
     }
 
     #[test]
