@@ -350,6 +350,27 @@ mod tests {
     }
 
     #[test]
+    fn http2_over_more_connections_than_the_cap_is_refused_before_any_client_is_built() {
+        let over = std::num::NonZeroUsize::new(HttpVersion::MAX_CONNECTIONS + 1).unwrap();
+        let config =
+            Config::new("http://h/v1", "m").unwrap().with_http(HttpVersion::Http2 { connections: over });
+        let error = crate::OpenAiTransport::new(config).unwrap_err();
+        assert_eq!(error, ConfigError::TooManyConnections { requested: 65, max: 64 });
+        assert_eq!(error.to_string(), "HTTP/2 over 65 connections asks for more than the 64 allowed");
+        let huge = std::num::NonZeroUsize::new(usize::MAX).unwrap();
+        let config =
+            Config::new("http://h/v1", "m").unwrap().with_http(HttpVersion::Http2 { connections: huge });
+        assert_eq!(
+            crate::OpenAiTransport::new(config).unwrap_err(),
+            ConfigError::TooManyConnections { requested: usize::MAX, max: 64 }
+        );
+        let most = std::num::NonZeroUsize::new(HttpVersion::MAX_CONNECTIONS).unwrap();
+        let config =
+            Config::new("http://h/v1", "m").unwrap().with_http(HttpVersion::Http2 { connections: most });
+        assert!(crate::OpenAiTransport::new(config).is_ok());
+    }
+
+    #[test]
     fn an_unconfigured_endpoint_is_an_unavailable_provider() {
         let error: loopbound::transport::TransportError =
             ConfigError::Missing { variable: ENV_BASE_URL }.into();

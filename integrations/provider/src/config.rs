@@ -57,6 +57,15 @@ pub enum ConfigError {
     },
     /// The HTTP client could not be built.
     Client(String),
+    /// `HttpVersion::Http2 { connections }` asks for more connections than
+    /// [`HttpVersion::MAX_CONNECTIONS`]: each one is a client built up front, so a mistyped
+    /// count is refused before any is built.
+    TooManyConnections {
+        /// The count asked for.
+        requested: usize,
+        /// The most allowed.
+        max: usize,
+    },
 }
 
 impl fmt::Display for ConfigError {
@@ -75,6 +84,9 @@ impl fmt::Display for ConfigError {
                 write!(f, "{variable} must be {expected}, not {value:?}")
             }
             Self::Client(message) => write!(f, "the HTTP client could not be built: {message}"),
+            Self::TooManyConnections { requested, max } => {
+                write!(f, "HTTP/2 over {requested} connections asks for more than the {max} allowed")
+            }
         }
     }
 }
@@ -298,7 +310,8 @@ pub struct Connection {
 /// one HTTP/2 connection (`SETTINGS_MAX_CONCURRENT_STREAMS`, often 100 to 256), and the client
 /// never opens a second connection to get past that limit: requests beyond it wait. So
 /// `Http2 { connections }` opens that many connections and sends each request on the next one
-/// in turn; choose `connections` ≥ the calls you expect in flight ÷ the provider's limit.
+/// in turn; choose `connections` ≥ the calls you expect in flight ÷ the provider's limit, at
+/// most [`HttpVersion::MAX_CONNECTIONS`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum HttpVersion {
@@ -312,6 +325,14 @@ pub enum HttpVersion {
         /// How many connections the requests spread over.
         connections: std::num::NonZeroUsize,
     },
+}
+
+impl HttpVersion {
+    /// The most connections `Http2 { connections }` may ask for. Each carries many calls at
+    /// once (a provider typically allows 100 or more streams on one), so this is room for
+    /// thousands of calls in flight; a count above it is a [`ConfigError::TooManyConnections`]
+    /// when the transport is built.
+    pub const MAX_CONNECTIONS: usize = 64;
 }
 
 impl Connection {

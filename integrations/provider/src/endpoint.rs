@@ -77,6 +77,8 @@ impl Endpoint {
     ///
     /// # Errors
     ///
+    /// [`ConfigError::TooManyConnections`] for HTTP/2 over more than
+    /// [`HttpVersion::MAX_CONNECTIONS`] connections (nothing is built then);
     /// [`ConfigError::Client`] if the HTTP client cannot be built (no TLS backend).
     pub fn new(
         url: Url,
@@ -91,7 +93,11 @@ impl Endpoint {
                 builder = builder.timeout(timeout).connect_timeout(timeout);
             }
             builder = match (http2, url.scheme()) {
-                (false, _) => builder.http1_only(),
+                // The client's only automatic retries are of HTTP/2's refusals (a stream the
+                // server refused, a graceful GOAWAY): over HTTP/1.1 there is nothing to retry,
+                // yet it would keep a copy of every request (its headers, its body) for as long
+                // as the call waits on its reply. No retries, no copy.
+                (false, _) => builder.http1_only().retry(reqwest::retry::never().max_retries_per_request(0)),
                 (true, "http") => builder.http2_prior_knowledge(),
                 // TLS negotiates the version; a server that offers only HTTP/1.1 gets it.
                 (true, _) => builder,
@@ -100,6 +106,12 @@ impl Endpoint {
         };
         let clients = match http {
             HttpVersion::Http1 => vec![client(false)?],
+            HttpVersion::Http2 { connections } if connections.get() > HttpVersion::MAX_CONNECTIONS => {
+                return Err(ConfigError::TooManyConnections {
+                    requested: connections.get(),
+                    max: HttpVersion::MAX_CONNECTIONS,
+                });
+            }
             HttpVersion::Http2 { connections } => {
                 (0..connections.get()).map(|_| client(true)).collect::<Result<_, _>>()?
             }
@@ -179,7 +191,14 @@ impl Endpoint {
     }
 
     /// Sends one request and returns the response if its status is a success.
-    async fn send(&self, body: Vec<u8>, accept: &'static str) -> Result<reqwest::Response, TransportError> {
+    async fn send(
+        &self,
+        mut body: Vec<u8>,
+        accept: &'static str,
+    ) -> Result<reqwest::Response, TransportError> {
+        // The body lives until the reply comes (it goes out as it is, without a copy): give
+        // back what its serialiser reserved beyond its length, often a third of it.
+        body.shrink_to_fit();
         let response = self
             .client()
             .post(self.url.clone())

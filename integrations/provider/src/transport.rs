@@ -73,6 +73,8 @@ impl<A: Api> HttpTransport<A> {
     ///
     /// # Errors
     ///
+    /// [`ConfigError::TooManyConnections`] for HTTP/2 over more than
+    /// [`HttpVersion::MAX_CONNECTIONS`](crate::HttpVersion::MAX_CONNECTIONS) connections;
     /// [`ConfigError::Client`] if the HTTP client cannot be built (no TLS backend).
     pub fn new(config: A::Config) -> Result<Self, ConfigError> {
         let endpoint = A::endpoint(&config)?;
