@@ -57,6 +57,19 @@ fn over_http2_every_run_shares_the_connections_the_warm_up_opened() {
 }
 
 #[test]
+fn a_spread_release_paces_the_runs_over_its_window() {
+    let report = report(&["--runs", "20", "--latency-ms", "10", "--json", "--release-over-ms", "600"]);
+    assert_eq!((report.completed, report.release_over_ms), (20, 600.0), "{:?}", report.failures);
+    assert_eq!(report.added_latency_us.count, 40, "two gaps per run");
+    // The first calls are answered over 600 ms: the load lasts that long at least.
+    assert!(report.wall_s >= 0.6, "{} s", report.wall_s);
+    let too_many = load(&["--runs", "2", "--http2", "65", "--latency-ms", "10"]);
+    assert!(!too_many.status.success());
+    let stderr = String::from_utf8_lossy(&too_many.stderr);
+    assert!(stderr.contains("HTTP/2 over 65 connections asks for more than the 64 allowed"), "{stderr}");
+}
+
+#[test]
 fn journaled_runs_complete_and_time_each_effect() {
     let report = report(&["--runs", "10", "--latency-ms", "10", "--json", "--journal", "sqlite"]);
     assert_eq!((report.completed, report.journal.as_deref()), (10, Some("sqlite")));

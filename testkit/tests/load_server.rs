@@ -109,12 +109,59 @@ async fn a_hold_keeps_every_first_call_waiting_until_released() {
     tokio::time::sleep(LATENCY * 3).await;
     let held = server.stats();
     assert_eq!((held.held, held.in_flight, held.replies, held.requests), (25, 25, 0, 25), "{held:?}");
-    server.release();
+    server.release(Duration::ZERO);
     let ends = runs.await.expect("the runs");
     assert!(ends.iter().all(|end| end.0 == Status::Completed && end.1 == 3), "{ends:?}");
     let stats = server.stats();
     assert_eq!((stats.held, stats.replies, stats.gaps.count), (0, 75, 50), "{stats:?}");
     assert!(stats.hold_extra_ms > 0.0, "the first calls waited past the latency: {stats:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_release_spread_over_a_window_answers_the_held_calls_evenly_over_it() {
+    const RUNS: usize = 20;
+    const SPREAD: Duration = Duration::from_millis(400);
+    let server = Arc::new(server(Mode::Any));
+    server.reset(true);
+    let runtime = runtime(&server, false);
+    let tasks: Vec<_> = (0..RUNS)
+        .map(|n| {
+            let runtime = Arc::clone(&runtime);
+            tokio::spawn(async move {
+                let scope = review::scope(BOTH_CAPABILITIES, Limits::default()).expect("valid limits");
+                let mut conversation = vec![Message::system(INSTRUCTIONS), Message::user(prompt(n))];
+                let outcome = runtime.run(&scope, &mut conversation, Review::completed).await.expect("a run");
+                (outcome.status(), scope.model_calls(), monotonic_ns())
+            })
+        })
+        .collect();
+    let waited = std::time::Instant::now();
+    while server.stats().held < RUNS as u64 {
+        assert!(waited.elapsed() < Duration::from_secs(20), "first calls held: {:?}", server.stats());
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let released = monotonic_ns();
+    server.release(SPREAD);
+    let mut ends = Vec::new();
+    for task in tasks {
+        ends.push(task.await.expect("a run task"));
+    }
+    assert!(ends.iter().all(|end| end.0 == Status::Completed && end.1 == 3), "{ends:?}");
+    // The k-th held call is answered at release + k·SPREAD/RUNS, its run's two later calls a
+    // latency each after that: the runs end spread over (RUNS − 1)/RUNS of the window (380 ms),
+    // less what a busy machine delays the first ones by; released at once, they end within a
+    // few milliseconds of each other. None ends before the release plus its own two calls.
+    let first = ends.iter().map(|end| end.2).min().expect("runs");
+    let last = ends.iter().map(|end| end.2).max().expect("runs");
+    let half_ns = u64::try_from((SPREAD / 2).as_nanos()).unwrap();
+    assert!(last - first >= half_ns, "the runs ended within {} ms", (last - first) / 1_000_000);
+    assert!(first >= released + 2 * u64::try_from(LATENCY.as_nanos()).unwrap());
+    let stats = server.stats();
+    assert_eq!(
+        (stats.held, stats.replies, stats.gaps.count, stats.bad_requests),
+        (0, 60, 40, 0),
+        "{stats:?}"
+    );
 }
 
 fn post(path: &str, body: &str) -> Vec<u8> {
@@ -146,6 +193,7 @@ async fn bad_requests_are_refused_counted_and_leave_nothing_in_flight() {
                 server.raw(huge.as_bytes()),
                 server.raw(&post("/v2/elsewhere", "{}")),
                 server.raw(&post("/__load/reset", r#"{"hold":"yes"}"#)),
+                server.raw(&post("/__load/release", r#"{"over_ms":-1}"#)),
             ]
         }
     })
@@ -153,7 +201,7 @@ async fn bad_requests_are_refused_counted_and_leave_nothing_in_flight() {
     .expect("the raw requests");
     assert_eq!(
         bad.iter().map(|line| line.split(' ').nth(1).unwrap_or_default()).collect::<Vec<_>>(),
-        ["400", "400", "400", "413", "404", "400"],
+        ["400", "400", "400", "413", "404", "400", "400"],
         "{bad:?}"
     );
     let stats = server.stats();

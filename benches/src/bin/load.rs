@@ -4,13 +4,15 @@
 //!
 //! ```text
 //! cargo run --release -p loopbound-benches --bin load -- --runs 1000 [--latency-ms 200] [--stream] [--watch]
-//!     [--journal sqlite] [--server http://127.0.0.1:PORT/v1] [--out report.json]
+//!     [--journal sqlite] [--http2 CONNECTIONS] [--release-over-ms MS] [--server http://127.0.0.1:PORT/v1]
+//!     [--out report.json]
 //! ```
 //!
 //! 1. A few warm-up runs (`--warmup`, 20) run at once and are left out; then the server is
 //!    reset with a hold: every run's first model call waits there.
 //! 2. The N runs start at once; when the server holds all N first calls, the resident set is
-//!    sampled (memory per waiting run = its growth / N) and the hold is released.
+//!    sampled (memory per waiting run = its growth / N) and the hold is released: all at once,
+//!    or with `--release-over-ms W` evenly over W, so that the calls arrive spread.
 //! 3. When every run has ended: throughput, the added latency per model call (measured by the
 //!    server: end of a reply to the first byte of the run's next request), run start to first
 //!    request (this process's start times against the server's arrival times, one clock), peak
@@ -69,6 +71,12 @@ struct Cli {
     /// one connection per call in flight).
     #[arg(long, value_name = "CONNECTIONS")]
     http2: Option<std::num::NonZeroUsize>,
+    /// Answer the held first calls evenly over this window, in milliseconds, instead of all at
+    /// once: the runs' later calls then arrive spread, as a service's would. With a window of
+    /// three latencies, about all N runs are in flight at once and the calls arrive at N ÷ the
+    /// window per second.
+    #[arg(long, default_value_t = 0, value_name = "MS")]
+    release_over_ms: u64,
     /// Use the load server at this base URL instead of starting one.
     #[arg(long, value_name = "URL")]
     server: Option<String>,
@@ -255,7 +263,7 @@ async fn measure(cli: &Cli, base_url: &str, journal: Option<&std::path::Path>) -
     let mut failures: Vec<String> =
         wait_for_hold(&control, &ended, runs, cli.hold_timeout_secs).await?.into_iter().collect();
     let rss_waiting = rss_kib().unwrap_or(0);
-    control.release().await.map_err(|error| error.to_string())?;
+    control.release(Duration::from_millis(cli.release_over_ms)).await.map_err(|error| error.to_string())?;
 
     let mut ends: Vec<(u64, RunEnd)> = Vec::with_capacity(runs);
     for (n, task) in tasks.into_iter().enumerate() {
@@ -289,6 +297,7 @@ async fn measure(cli: &Cli, base_url: &str, journal: Option<&std::path::Path>) -
         failures,
         wall_s: wall.as_secs_f64(),
         hold_extra_ms: stats.hold_extra_ms,
+        release_over_ms: cli.release_over_ms as f64,
         throughput_runs_per_s: runs as f64 / measured_s,
         added_latency_us: stats.gaps,
         start_to_first_request_us: Summary::of_ns(&mut first_requests),

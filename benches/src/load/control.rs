@@ -7,6 +7,7 @@
 //! - A non-success answer or an unreadable body is an error naming the route, never a default.
 
 use std::fmt;
+use std::time::Duration;
 
 use loopbound_testkit::load::Snapshot;
 use loopbound_testkit::load::stats::Runs;
@@ -53,13 +54,14 @@ impl Control {
         self.post("/__load/reset", body).await
     }
 
-    /// Releases the hold.
+    /// Releases the hold: the held calls are answered evenly over `over` (all at once for
+    /// zero).
     ///
     /// # Errors
     ///
     /// A [`ControlError`] if the server did not accept it.
-    pub async fn release(&self) -> Result<(), ControlError> {
-        self.post("/__load/release", "").await
+    pub async fn release(&self, over: Duration) -> Result<(), ControlError> {
+        self.post("/__load/release", format!(r#"{{"over_ms":{}}}"#, over.as_millis())).await
     }
 
     /// The server's figures since the reset.
@@ -80,13 +82,13 @@ impl Control {
         self.get("/__load/runs").await
     }
 
-    async fn post(&self, route: &'static str, body: &'static str) -> Result<(), ControlError> {
+    async fn post(&self, route: &'static str, body: impl Into<String>) -> Result<(), ControlError> {
         let fail = |reason: String| ControlError { route, reason };
         let response = self
             .client
             .post(format!("{}{route}", self.root))
             .header(reqwest::header::CONTENT_TYPE, "application/json")
-            .body(body)
+            .body(body.into())
             .send()
             .await
             .map_err(|error| fail(error.to_string()))?;

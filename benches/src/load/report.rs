@@ -9,6 +9,8 @@
 //!   divided by the number of runs.
 //! - Throughput leaves out the time the hold added to every first call (`hold_extra_ms`, the
 //!   same for every run), so it is the rate the runs would have had without the memory sample.
+//!   With the release spread over a window (`release_over_ms`), the runs are paced by it: the
+//!   throughput is then the arrival rate the window set, not the most the process can do.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -46,6 +48,10 @@ pub struct Report {
     pub wall_s: f64,
     /// The extra wait the hold gave every first call, in milliseconds.
     pub hold_extra_ms: f64,
+    /// The window the held first calls were answered evenly over, in milliseconds (0: all at
+    /// once). The peers' scripts leave it out (they release at once).
+    #[serde(default)]
+    pub release_over_ms: f64,
     /// Runs per second, with the hold's extra wait left out.
     pub throughput_runs_per_s: f64,
     /// The client's added latency per model call, measured by the server.
@@ -92,12 +98,17 @@ impl Report {
             self.journal.as_deref().map_or_else(String::new, |name| format!(", journaled on {name}"));
         let http =
             self.http2_connections.map_or_else(String::new, |n| format!(", HTTP/2 over {n} connections"));
+        let release = if self.release_over_ms > 0.0 {
+            format!(", first calls answered over {:.0} ms", self.release_over_ms)
+        } else {
+            String::new()
+        };
         let summary =
             |s: &Summary| format!("p50 {:.0} µs, p99 {:.0} µs, max {:.0} µs", s.p50_us, s.p99_us, s.max_us);
         let mut out = String::new();
         let _ = writeln!(
             out,
-            "{}: {} concurrent runs, {} ms per reply, {mode}{journal}{http}",
+            "{}: {} concurrent runs, {} ms per reply, {mode}{journal}{http}{release}",
             self.peer, self.runs, self.latency_ms
         );
         let _ = writeln!(out, "  completed as the review must:  {} of {}", self.completed, self.runs);

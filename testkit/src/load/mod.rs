@@ -20,10 +20,12 @@
 //!   from here: the client measures it with these arrival times.
 //! - **The hold**: reset with a hold, the server keeps every run's first call waiting until it is
 //!   released, so that a client can measure its memory while all its runs wait on the model.
+//!   Released over a window, the held calls are answered evenly over it, so that the runs'
+//!   later calls arrive spread as a service's would rather than all at once.
 //!
 //! Control routes, all JSON: `GET /__load/stats` ([`Snapshot`]), `GET /__load/runs`
 //! ([`stats::Runs`]), `POST /__load/reset` (body `{"hold": true}` optional), `POST
-//! /__load/release`. `cargo run -p loopbound-testkit --bin load-server -- --latency-ms 200`
+//! /__load/release` (body `{"over_ms": 2000}` optional). `cargo run -p loopbound-testkit --bin load-server -- --latency-ms 200`
 //! runs it alone and prints its base URL.
 //!
 //! # Invariants

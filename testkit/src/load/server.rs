@@ -15,7 +15,10 @@
 //!   can only look longer.
 //! - Under a hold, the first request of every run waits until the hold is released; then every
 //!   first call since the reset waits the same `D = max(latency, release − first arrival)` from
-//!   its own arrival, so the replies come back spaced as their requests arrived.
+//!   its own arrival, so the replies come back spaced as their requests arrived. A release
+//!   spread over `W` instead answers the k-th of the n held calls it wakes at
+//!   `max(arrival + latency, release + k·W/n)`: their replies, and so every later call of their
+//!   runs, come evenly spaced over `W`, as a service's arrivals would be.
 //! - A request body over [`MAX_REQUEST_BODY`] is refused with 413, a body that is not a chat
 //!   request with 400, a request in the mode the server does not answer with 400: nothing a
 //!   client sends panics a task.
@@ -94,9 +97,13 @@ impl Default for ServerConfig {
 enum Hold {
     Off,
     Holding,
-    /// Released: every first call waits `delay_ns` from its arrival.
+    /// Released: every first call waits `delay_ns` from its arrival, or with `spread_ns > 0`,
+    /// the k-th of the `held` calls woken is answered at `at_ns + k·spread_ns/held`.
     Released {
         delay_ns: u64,
+        at_ns: u64,
+        spread_ns: u64,
+        held: u64,
     },
 }
 
@@ -132,6 +139,8 @@ pub(crate) struct Shared {
     in_flight: AtomicU64,
     peak_in_flight: AtomicU64,
     held: AtomicU64,
+    /// Held calls woken since the release, each taking the next place in a spread release.
+    woken: AtomicU64,
     connections: AtomicU64,
     open: AtomicU64,
     peak_open: AtomicU64,
@@ -151,6 +160,7 @@ impl Shared {
             in_flight: AtomicU64::new(0),
             peak_in_flight: AtomicU64::new(0),
             held: AtomicU64::new(0),
+            woken: AtomicU64::new(0),
             connections: AtomicU64::new(0),
             open: AtomicU64::new(0),
             peak_open: AtomicU64::new(0),
@@ -167,7 +177,7 @@ impl Shared {
     fn snapshot(&self) -> Snapshot {
         let latency_ns = u64::try_from(self.config.latency.as_nanos()).unwrap_or(u64::MAX);
         let extra_ns = match *self.hold.borrow() {
-            Hold::Released { delay_ns } => delay_ns.saturating_sub(latency_ns),
+            Hold::Released { delay_ns, .. } => delay_ns.saturating_sub(latency_ns),
             Hold::Off | Hold::Holding => 0,
         };
         let load = |counter: &AtomicU64| counter.load(Ordering::Acquire);
@@ -191,7 +201,7 @@ impl Shared {
     /// Forgets every figure; with `hold`, first requests wait for [`Self::release`].
     fn reset(&self, hold: bool) {
         self.tracker.reset();
-        for counter in [&self.requests, &self.replies, &self.bad_requests, &self.connections] {
+        for counter in [&self.requests, &self.replies, &self.bad_requests, &self.connections, &self.woken] {
             counter.store(0, Ordering::Release);
         }
         self.peak_in_flight.store(self.in_flight.load(Ordering::Acquire), Ordering::Release);
@@ -201,40 +211,58 @@ impl Shared {
     }
 
     /// Releases a hold: every first call since the reset waits `max(latency, now − first
-    /// arrival)` from its own arrival. Without a hold, nothing changes.
-    fn release(&self) {
+    /// arrival)` from its own arrival, or with a `spread`, the held calls are answered evenly
+    /// over it. Without a hold, nothing changes.
+    fn release(&self, spread: Duration) {
         let latency_ns = u64::try_from(self.config.latency.as_nanos()).unwrap_or(u64::MAX);
         let first = self.first_arrival_ns.load(Ordering::Acquire);
-        let waited = if first == 0 { 0 } else { monotonic_ns().saturating_sub(first) };
+        let now = monotonic_ns();
+        let waited = if first == 0 { 0 } else { now.saturating_sub(first) };
+        let held = self.held.load(Ordering::Acquire).max(1);
+        self.woken.store(0, Ordering::Release);
         self.hold.send_if_modified(|hold| {
             if *hold != Hold::Holding {
                 return false;
             }
-            *hold = Hold::Released { delay_ns: latency_ns.max(waited) };
+            *hold = Hold::Released {
+                delay_ns: latency_ns.max(waited),
+                at_ns: now,
+                spread_ns: u64::try_from(spread.as_nanos()).unwrap_or(u64::MAX),
+                held,
+            };
             true
         });
     }
 
-    /// The delay from its arrival of a request carrying `tool_results` tool results, after
-    /// waiting for a hold to be released.
-    async fn delay(self: &Arc<Self>, tool_results: u32) -> u64 {
+    /// When to answer a request that arrived at `arrival_ns` carrying `tool_results` tool
+    /// results, after waiting for a hold to be released.
+    async fn due(self: &Arc<Self>, tool_results: u32, arrival_ns: u64) -> u64 {
         let latency_ns = u64::try_from(self.config.latency.as_nanos()).unwrap_or(u64::MAX);
+        let plain = arrival_ns.saturating_add(latency_ns);
         if tool_results > 0 {
-            return latency_ns;
+            return plain;
         }
         let mut hold = self.hold.subscribe();
-        if *hold.borrow_and_update() == Hold::Holding {
+        let released = if *hold.borrow_and_update() == Hold::Holding {
             self.held.fetch_add(1, Ordering::AcqRel);
             let _held = Held(&self.held);
-            let waited = hold.wait_for(|hold| *hold != Hold::Holding).await.map(|hold| *hold);
-            return match waited {
-                Ok(Hold::Released { delay_ns }) => delay_ns,
-                _ => latency_ns,
-            };
-        }
-        match *hold.borrow() {
-            Hold::Released { delay_ns } => delay_ns,
-            Hold::Off | Hold::Holding => latency_ns,
+            match hold.wait_for(|hold| *hold != Hold::Holding).await.map(|hold| *hold) {
+                Ok(Hold::Released { at_ns, spread_ns, held, .. }) if spread_ns > 0 => {
+                    let place = self.woken.fetch_add(1, Ordering::AcqRel).min(held);
+                    let offset = u128::from(spread_ns) * u128::from(place) / u128::from(held);
+                    let offset = u64::try_from(offset).unwrap_or(u64::MAX);
+                    return plain.max(at_ns.saturating_add(offset));
+                }
+                Ok(released) => released,
+                Err(_) => return plain,
+            }
+        } else {
+            *hold.borrow()
+        };
+        match released {
+            // A first call that came after the release: as every first call since the reset.
+            Hold::Released { delay_ns, .. } => arrival_ns.saturating_add(delay_ns),
+            Hold::Off | Hold::Holding => plain,
         }
     }
 }
@@ -293,9 +321,10 @@ impl LoadServer {
         self.shared.reset(hold);
     }
 
-    /// Releases the hold, as `POST /__load/release` does.
-    pub fn release(&self) {
-        self.shared.release();
+    /// Releases the hold, as `POST /__load/release` does: the held calls are answered evenly
+    /// over `spread` (at once for a zero spread, each `latency` after its arrival or now).
+    pub fn release(&self, spread: Duration) {
+        self.shared.release(spread);
     }
 }
 
@@ -374,28 +403,28 @@ async fn route(shared: Arc<Shared>, conn: Arc<Conn>, request: Request<Incoming>)
                 #[serde(default)]
                 hold: bool,
             }
-            let body = match read_body(request).await {
-                Ok(body) => body,
-                Err(status) => return error(status, "the reset body could not be read", conn),
-            };
-            let reset = if body.is_empty() {
-                Ok(ResetBody::default())
-            } else {
-                serde_json::from_slice::<ResetBody>(&body)
-            };
-            match reset {
-                Ok(reset) => {
+            match control_body::<ResetBody>(request).await {
+                Some(reset) => {
                     shared.reset(reset.hold);
                     json(StatusCode::OK, &serde_json::json!({"reset": true, "hold": reset.hold}), conn)
                 }
-                Err(_) => {
-                    error(StatusCode::BAD_REQUEST, "the reset body must be {\"hold\": true|false}", conn)
-                }
+                None => error(StatusCode::BAD_REQUEST, "the reset body must be {\"hold\": true|false}", conn),
             }
         }
         (&Method::POST, "/__load/release") => {
-            shared.release();
-            json(StatusCode::OK, &serde_json::json!({"released": true}), conn)
+            #[derive(Default, Deserialize)]
+            struct ReleaseBody {
+                #[serde(default)]
+                over_ms: u64,
+            }
+            match control_body::<ReleaseBody>(request).await {
+                Some(release) => {
+                    shared.release(Duration::from_millis(release.over_ms));
+                    let released = serde_json::json!({"released": true, "over_ms": release.over_ms});
+                    json(StatusCode::OK, &released, conn)
+                }
+                None => error(StatusCode::BAD_REQUEST, "the release body must be {\"over_ms\": <ms>}", conn),
+            }
         }
         _ => error(StatusCode::NOT_FOUND, "no such route on the load server", conn),
     }
@@ -429,8 +458,7 @@ async fn chat(
     shared.peak_in_flight.fetch_max(in_flight, Ordering::AcqRel);
     let in_flight = InFlight { shared: Arc::clone(shared) };
 
-    let delay_ns = shared.delay(chat.tool_results).await;
-    let due = first_byte_ns.saturating_add(delay_ns);
+    let due = shared.due(chat.tool_results, first_byte_ns).await;
     let wait = due.saturating_sub(monotonic_ns());
     if wait > 0 {
         tokio::time::sleep(Duration::from_nanos(wait)).await;
@@ -455,6 +483,15 @@ async fn chat(
     let mut response = Response::new(body.reply(followed, in_flight));
     response.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
     response
+}
+
+/// A control route's JSON body, its defaults when empty; `None` if it cannot be read or parsed.
+async fn control_body<T: Default + serde::de::DeserializeOwned>(request: Request<Incoming>) -> Option<T> {
+    let body = read_body(request).await.ok()?;
+    if body.is_empty() {
+        return Some(T::default());
+    }
+    serde_json::from_slice(&body).ok()
 }
 
 /// Reads a request body of at most [`MAX_REQUEST_BODY`] bytes.
