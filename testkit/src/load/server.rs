@@ -16,18 +16,20 @@
 //! - Under a hold, the first request of every run waits until the hold is released; then every
 //!   first call since the reset waits the same `D = max(latency, release − first arrival)` from
 //!   its own arrival, so the replies come back spaced as their requests arrived. A release
-//!   spread over `W` instead answers the k-th of the n held calls it wakes at
-//!   `max(arrival + latency, release + k·W/n)`: their replies, and so every later call of their
-//!   runs, come evenly spaced over `W`, as a service's arrivals would be.
+//!   spread over `W` instead has a pacer wake the k-th of the n held calls (in arrival order) at
+//!   `release + k·W/n`, answered then (a latency after its arrival at the soonest): their
+//!   replies, and so every later call of their runs, come evenly spaced over `W`, as a service's
+//!   arrivals would be, and the server's own work of waking them is spread the same way.
 //! - A request body over [`MAX_REQUEST_BODY`] is refused with 413, a body that is not a chat
 //!   request with 400, a request in the mode the server does not answer with 400: nothing a
 //!   client sends panics a task.
 
+use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::io;
 use std::net::{Ipv4Addr, SocketAddr};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use http_body_util::{BodyExt, Limited};
@@ -38,7 +40,7 @@ use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use serde::Deserialize;
 use tokio::net::{TcpListener, TcpSocket, TcpStream};
-use tokio::sync::watch;
+use tokio::sync::oneshot;
 use tokio::task::{JoinHandle, JoinSet};
 
 use super::body::{Followed, ReplyBody};
@@ -97,14 +99,23 @@ impl Default for ServerConfig {
 enum Hold {
     Off,
     Holding,
-    /// Released: every first call waits `delay_ns` from its arrival, or with `spread_ns > 0`,
-    /// the k-th of the `held` calls woken is answered at `at_ns + k·spread_ns/held`.
+    /// Released: every first call waits `delay_ns` from its arrival; with `spread`, a held call
+    /// is answered when the release's pacer wakes it (first calls that came after the release
+    /// wait `delay_ns` still).
     Released {
         delay_ns: u64,
-        at_ns: u64,
-        spread_ns: u64,
-        held: u64,
+        spread: bool,
     },
+}
+
+/// The hold and the first calls it holds, under one lock: a call is queued only while the hold
+/// holds, and the release takes the whole queue, so no call is left waiting.
+#[derive(Debug)]
+struct HoldState {
+    hold: Hold,
+    /// One waker per held call, in arrival order; dropped unsent, a held call is answered as
+    /// if there were no hold.
+    waiting: VecDeque<oneshot::Sender<()>>,
 }
 
 /// A count taken for as long as the value lives.
@@ -139,14 +150,14 @@ pub(crate) struct Shared {
     in_flight: AtomicU64,
     peak_in_flight: AtomicU64,
     held: AtomicU64,
-    /// Held calls woken since the release, each taking the next place in a spread release.
-    woken: AtomicU64,
     connections: AtomicU64,
     open: AtomicU64,
     peak_open: AtomicU64,
     /// The first byte of the first chat request since the reset (0: none yet).
     first_arrival_ns: AtomicU64,
-    hold: watch::Sender<Hold>,
+    hold: Mutex<HoldState>,
+    /// The runtime the server was started on, where a spread release's pacer runs.
+    runtime: tokio::runtime::Handle,
 }
 
 impl Shared {
@@ -160,12 +171,12 @@ impl Shared {
             in_flight: AtomicU64::new(0),
             peak_in_flight: AtomicU64::new(0),
             held: AtomicU64::new(0),
-            woken: AtomicU64::new(0),
             connections: AtomicU64::new(0),
             open: AtomicU64::new(0),
             peak_open: AtomicU64::new(0),
             first_arrival_ns: AtomicU64::new(0),
-            hold: watch::Sender::new(Hold::Off),
+            hold: Mutex::new(HoldState { hold: Hold::Off, waiting: VecDeque::new() }),
+            runtime: tokio::runtime::Handle::current(),
         }
     }
 
@@ -176,7 +187,7 @@ impl Shared {
 
     fn snapshot(&self) -> Snapshot {
         let latency_ns = u64::try_from(self.config.latency.as_nanos()).unwrap_or(u64::MAX);
-        let extra_ns = match *self.hold.borrow() {
+        let extra_ns = match self.hold_state() {
             Hold::Released { delay_ns, .. } => delay_ns.saturating_sub(latency_ns),
             Hold::Off | Hold::Holding => 0,
         };
@@ -201,36 +212,58 @@ impl Shared {
     /// Forgets every figure; with `hold`, first requests wait for [`Self::release`].
     fn reset(&self, hold: bool) {
         self.tracker.reset();
-        for counter in [&self.requests, &self.replies, &self.bad_requests, &self.connections, &self.woken] {
+        for counter in [&self.requests, &self.replies, &self.bad_requests, &self.connections] {
             counter.store(0, Ordering::Release);
         }
         self.peak_in_flight.store(self.in_flight.load(Ordering::Acquire), Ordering::Release);
         self.peak_open.store(self.open.load(Ordering::Acquire), Ordering::Release);
         self.first_arrival_ns.store(0, Ordering::Release);
-        self.hold.send_replace(if hold { Hold::Holding } else { Hold::Off });
+        let mut state = self.hold_lock();
+        state.hold = if hold { Hold::Holding } else { Hold::Off };
+        // Calls held by an earlier hold are answered as if there were none.
+        state.waiting.clear();
+    }
+
+    fn hold_lock(&self) -> std::sync::MutexGuard<'_, HoldState> {
+        // A panic under this lock leaves its state whole (each change is one assignment).
+        self.hold.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn hold_state(&self) -> Hold {
+        self.hold_lock().hold
     }
 
     /// Releases a hold: every first call since the reset waits `max(latency, now − first
-    /// arrival)` from its own arrival, or with a `spread`, the held calls are answered evenly
-    /// over it. Without a hold, nothing changes.
+    /// arrival)` from its own arrival, or with a `spread`, a pacer task wakes the held calls one
+    /// by one, the k-th of n at `now + k·spread/n`, and each is answered when woken (a latency
+    /// after its arrival at the soonest). Without a hold, nothing changes.
     fn release(&self, spread: Duration) {
         let latency_ns = u64::try_from(self.config.latency.as_nanos()).unwrap_or(u64::MAX);
         let first = self.first_arrival_ns.load(Ordering::Acquire);
-        let now = monotonic_ns();
-        let waited = if first == 0 { 0 } else { now.saturating_sub(first) };
-        let held = self.held.load(Ordering::Acquire).max(1);
-        self.woken.store(0, Ordering::Release);
-        self.hold.send_if_modified(|hold| {
-            if *hold != Hold::Holding {
-                return false;
+        let released = tokio::time::Instant::now();
+        let waited = if first == 0 { 0 } else { monotonic_ns().saturating_sub(first) };
+        let waiting = {
+            let mut state = self.hold_lock();
+            if state.hold != Hold::Holding {
+                return;
             }
-            *hold = Hold::Released {
-                delay_ns: latency_ns.max(waited),
-                at_ns: now,
-                spread_ns: u64::try_from(spread.as_nanos()).unwrap_or(u64::MAX),
-                held,
-            };
-            true
+            state.hold = Hold::Released { delay_ns: latency_ns.max(waited), spread: !spread.is_zero() };
+            std::mem::take(&mut state.waiting)
+        };
+        if spread.is_zero() {
+            for waker in waiting {
+                let _ = waker.send(());
+            }
+            return;
+        }
+        // Waking every held call at once would be a burst of work on this machine's cores at the
+        // very moment the spread is meant to avoid one: the pacer wakes them as their turn comes.
+        self.runtime.spawn(async move {
+            let count = u32::try_from(waiting.len()).unwrap_or(u32::MAX).max(1);
+            for (place, waker) in (0_u32..).zip(waiting) {
+                tokio::time::sleep_until(released + spread * place / count).await;
+                let _ = waker.send(());
+            }
         });
     }
 
@@ -242,26 +275,28 @@ impl Shared {
         if tool_results > 0 {
             return plain;
         }
-        let mut hold = self.hold.subscribe();
-        let released = if *hold.borrow_and_update() == Hold::Holding {
-            self.held.fetch_add(1, Ordering::AcqRel);
-            let _held = Held(&self.held);
-            match hold.wait_for(|hold| *hold != Hold::Holding).await.map(|hold| *hold) {
-                Ok(Hold::Released { at_ns, spread_ns, held, .. }) if spread_ns > 0 => {
-                    let place = self.woken.fetch_add(1, Ordering::AcqRel).min(held);
-                    let offset = u128::from(spread_ns) * u128::from(place) / u128::from(held);
-                    let offset = u64::try_from(offset).unwrap_or(u64::MAX);
-                    return plain.max(at_ns.saturating_add(offset));
+        let woken = {
+            let mut state = self.hold_lock();
+            match state.hold {
+                Hold::Holding => {
+                    let (waker, woken) = oneshot::channel();
+                    state.waiting.push_back(waker);
+                    self.held.fetch_add(1, Ordering::AcqRel);
+                    woken
                 }
-                Ok(released) => released,
-                Err(_) => return plain,
+                // A first call that came after the release: as every first call since the reset.
+                Hold::Released { delay_ns, .. } => return arrival_ns.saturating_add(delay_ns),
+                Hold::Off => return plain,
             }
-        } else {
-            *hold.borrow()
         };
-        match released {
-            // A first call that came after the release: as every first call since the reset.
-            Hold::Released { delay_ns, .. } => arrival_ns.saturating_add(delay_ns),
+        let _held = Held(&self.held);
+        if woken.await.is_err() {
+            // A reset dropped the hold: no hold.
+            return plain;
+        }
+        match self.hold_state() {
+            Hold::Released { spread: true, .. } => plain.max(monotonic_ns()),
+            Hold::Released { delay_ns, spread: false } => arrival_ns.saturating_add(delay_ns),
             Hold::Off | Hold::Holding => plain,
         }
     }
