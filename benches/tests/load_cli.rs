@@ -70,6 +70,15 @@ fn a_spread_release_paces_the_runs_over_its_window() {
 }
 
 #[test]
+fn a_spread_start_begins_the_runs_over_its_window() {
+    let report = report(&["--runs", "20", "--latency-ms", "10", "--json", "--start-over-ms", "400"]);
+    assert_eq!((report.completed, report.start_over_ms), (20, 400.0), "{:?}", report.failures);
+    assert_eq!(report.added_latency_us.count, 40, "two gaps per run");
+    // The last run starts 380 ms after the first, and every first call is held until it does.
+    assert!(report.wall_s >= 0.38, "{} s", report.wall_s);
+}
+
+#[test]
 fn journaled_runs_complete_and_time_each_effect() {
     let report = report(&["--runs", "10", "--latency-ms", "10", "--json", "--journal", "sqlite"]);
     assert_eq!((report.completed, report.journal.as_deref()), (10, Some("sqlite")));

@@ -430,6 +430,14 @@ async fn sixty_four_requests(setup: &Setup) {
     .await;
     assert_eq!(refused.0, 409, "{}", refused.1);
     assert_eq!(refused.1["error"]["kind"], "journal");
+    // A digest that is not one (not 64 hexadecimal digits) is the client's mistake: 400.
+    let malformed = post(
+        &client,
+        service.url(&format!("/runs/{first_id}/approve")),
+        &json!({"digest": "0000", "approver": "mallory"}),
+    )
+    .await;
+    assert_eq!((malformed.0, &malformed.1["error"]["kind"]), (400, &json!("bad_request")), "{}", malformed.1);
     let still = get(&client, service.url(&format!("/runs/{first_id}"))).await;
     assert_eq!(
         (still.0, still.1["outcome"]["status"].as_str()),
@@ -647,8 +655,8 @@ async fn the_offline_script_and_its_fixtures_give_the_documented_session() {
     let (id, code, body) = run_to_end(&client, &service, &save).await;
     assert_eq!((code, &body["outcome"]["status"]), (202, &json!("AwaitingApproval")), "{body}");
     let deny = json!({"digest": body["pending"]["digest"], "approver": "alice"});
-    let (code, _) = post(&client, service.url(&format!("/runs/{id}/deny")), &deny).await;
-    assert_eq!(code, 202);
+    let (code, body) = post(&client, service.url(&format!("/runs/{id}/deny")), &deny).await;
+    assert_eq!((code, &body["resumed"]), (202, &json!(true)), "{body}");
     let (code, body) = get(&client, service.url(&format!("/runs/{id}?wait=true"))).await;
     assert_eq!((code, &body["outcome"]["status"]), (403, &json!("Denied")), "{body}");
 

@@ -77,6 +77,11 @@ struct Cli {
     /// window per second.
     #[arg(long, default_value_t = 0, value_name = "MS")]
     release_over_ms: u64,
+    /// Start the runs evenly over this window, in milliseconds, instead of all at once: the
+    /// memory per waiting run is then what a waiting run keeps, without the transient peak of N
+    /// requests built and sent in the same instant.
+    #[arg(long, default_value_t = 0, value_name = "MS")]
+    start_over_ms: u64,
     /// Use the load server at this base URL instead of starting one.
     #[arg(long, value_name = "URL")]
     server: Option<String>,
@@ -247,10 +252,16 @@ async fn measure(cli: &Cli, base_url: &str, journal: Option<&std::path::Path>) -
     let cpu_before = cpu_time();
     let began = Instant::now();
     let ended = Arc::new(AtomicUsize::new(0));
+    let spacing = Duration::from_millis(cli.start_over_ms) / u32::try_from(runs.max(1)).unwrap_or(u32::MAX);
+    let origin = tokio::time::Instant::now();
     let tasks: Vec<_> = (0..runs)
         .map(|n| {
             let (load, ended) = (Arc::clone(&load), Arc::clone(&ended));
+            let turn = origin + spacing.saturating_mul(u32::try_from(n).unwrap_or(u32::MAX));
             tokio::spawn(async move {
+                if !spacing.is_zero() {
+                    tokio::time::sleep_until(turn).await;
+                }
                 let start = monotonic_ns();
                 let end = load.run(&n.to_string()).await;
                 ended.fetch_add(1, Ordering::Release);
@@ -298,6 +309,7 @@ async fn measure(cli: &Cli, base_url: &str, journal: Option<&std::path::Path>) -
         wall_s: wall.as_secs_f64(),
         hold_extra_ms: stats.hold_extra_ms,
         release_over_ms: cli.release_over_ms as f64,
+        start_over_ms: cli.start_over_ms as f64,
         throughput_runs_per_s: runs as f64 / measured_s,
         added_latency_us: stats.gaps,
         start_to_first_request_us: Summary::of_ns(&mut first_requests),

@@ -52,6 +52,10 @@ pub struct Report {
     /// once). The peers' scripts leave it out (they release at once).
     #[serde(default)]
     pub release_over_ms: f64,
+    /// The window the runs were started evenly over, in milliseconds (0: all at once). The
+    /// peers' scripts leave it out (they start every run at once).
+    #[serde(default)]
+    pub start_over_ms: f64,
     /// Runs per second, with the hold's extra wait left out.
     pub throughput_runs_per_s: f64,
     /// The client's added latency per model call, measured by the server.
@@ -103,12 +107,17 @@ impl Report {
         } else {
             String::new()
         };
+        let start = if self.start_over_ms > 0.0 {
+            format!(", started over {:.0} ms", self.start_over_ms)
+        } else {
+            String::new()
+        };
         let summary =
             |s: &Summary| format!("p50 {:.0} µs, p99 {:.0} µs, max {:.0} µs", s.p50_us, s.p99_us, s.max_us);
         let mut out = String::new();
         let _ = writeln!(
             out,
-            "{}: {} concurrent runs, {} ms per reply, {mode}{journal}{http}{release}",
+            "{}: {} concurrent runs, {} ms per reply, {mode}{journal}{http}{start}{release}",
             self.peer, self.runs, self.latency_ms
         );
         let _ = writeln!(out, "  completed as the review must:  {} of {}", self.completed, self.runs);

@@ -269,7 +269,10 @@ async fn decide<T: Transport + 'static, J: Journal + 'static>(
             Err(ApiError::new(StatusCode::CONFLICT, "not_waiting", "the run does not wait for a decision"))
         }
         Err(DecideError::Journal(error)) => {
-            Err(ApiError::new(status::of_command(&error), "journal", error.to_string()))
+            // A malformed digest or approver is the request's fault, like a malformed body.
+            let code = status::of_command(&error);
+            let kind = if code == StatusCode::BAD_REQUEST { "bad_request" } else { "journal" };
+            Err(ApiError::new(code, kind, error.to_string()))
         }
     }
 }
