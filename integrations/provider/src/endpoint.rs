@@ -7,8 +7,10 @@
 //!   attempt the runtime admits is exactly one request, so the model budget counts what the
 //!   provider sees.
 //! - HTTP/1.1 unless the connection asks for HTTP/2 ([`HttpVersion`]); then the endpoint holds
-//!   one client per connection asked for and sends each request on the next in turn, so the
-//!   requests in flight spread evenly over that many connections.
+//!   one connection per connection asked for and sends each request on the next in turn, so the
+//!   requests in flight spread evenly over that many connections: for `https://`, a pooled
+//!   client each (TLS negotiates the version), for `http://`, hyper's HTTP/2 connection driven
+//!   directly (the `h2c` module), which keeps less per request in flight.
 //! - The headers are fixed when the endpoint is built (an API key among them, marked sensitive);
 //!   the endpoint's `Debug` shows its URL and nothing of the client or the headers.
 //! - Everything the provider sends back passes through the [`Redactor`] before it leaves: error
@@ -25,7 +27,9 @@ use std::fmt;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use bytes::Bytes;
 use futures_core::Stream;
+use http_body_util::Full;
 use loopbound::transport::{ChatRequest, ModelReply, ReplyChunk, TransportError};
 use reqwest::Url;
 use reqwest::header::{self, HeaderMap, HeaderName, HeaderValue};
@@ -34,6 +38,7 @@ use crate::body::{read_body, read_reply};
 use crate::config::{ConfigError, Connection, HttpVersion};
 use crate::errors::{send_error, status_error};
 use crate::events::Protocol;
+use crate::h2c::H2c;
 use crate::redact::Redactor;
 use crate::stream::{chunk_stream, parse_whole};
 use crate::work::until_cancelled;
@@ -57,10 +62,18 @@ pub enum KeyHeader {
 /// decoders.
 pub struct Endpoint {
     url: Url,
-    clients: Box<[reqwest::Client]>,
+    connections: Connections,
     next: AtomicUsize,
     headers: HeaderMap,
     redactor: Redactor,
+}
+
+/// What the requests go out on.
+enum Connections {
+    /// `reqwest` clients, each with its own pool: HTTP/1.1, or HTTP/2 over TLS.
+    Pooled(Box<[reqwest::Client]>),
+    /// Cleartext HTTP/2 connections on hyper directly, and the URI every request names.
+    H2c(Box<[H2c]>, http::Uri),
 }
 
 impl fmt::Debug for Endpoint {
@@ -98,25 +111,39 @@ impl Endpoint {
                 // yet it would keep a copy of every request (its headers, its body) for as long
                 // as the call waits on its reply. No retries, no copy.
                 (false, _) => builder.http1_only().retry(reqwest::retry::never().max_retries_per_request(0)),
-                (true, "http") => builder.http2_prior_knowledge(),
-                // TLS negotiates the version; a server that offers only HTTP/1.1 gets it.
+                // Over TLS (cleartext HTTP/2 does not come here: it is `H2c`'s), TLS
+                // negotiates the version; a server that offers only HTTP/1.1 gets it.
                 (true, _) => builder,
             };
             builder.build().map_err(|error| ConfigError::Client(error.without_url().to_string()))
         };
-        let clients = match http {
-            HttpVersion::Http1 => vec![client(false)?],
+        let connections = match http {
+            HttpVersion::Http1 => Connections::Pooled(Box::new([client(false)?])),
             HttpVersion::Http2 { connections } if connections.get() > HttpVersion::MAX_CONNECTIONS => {
                 return Err(ConfigError::TooManyConnections {
                     requested: connections.get(),
                     max: HttpVersion::MAX_CONNECTIONS,
                 });
             }
+            HttpVersion::Http2 { connections } if url.scheme() == "http" => {
+                let (Some(host), Some(port)) = (url.host_str(), url.port_or_known_default()) else {
+                    return Err(ConfigError::Client("the endpoint's URL names no host".to_owned()));
+                };
+                let uri = url
+                    .as_str()
+                    .parse::<http::Uri>()
+                    .map_err(|error| ConfigError::Client(format!("the endpoint's URL: {error}")))?;
+                let authority = format!("{host}:{port}");
+                Connections::H2c(
+                    (0..connections.get()).map(|_| H2c::new(authority.clone(), timeout)).collect(),
+                    uri,
+                )
+            }
             HttpVersion::Http2 { connections } => {
-                (0..connections.get()).map(|_| client(true)).collect::<Result<_, _>>()?
+                Connections::Pooled((0..connections.get()).map(|_| client(true)).collect::<Result<_, _>>()?)
             }
         };
-        Ok(Self { url, clients: clients.into_boxed_slice(), next: AtomicUsize::new(0), headers, redactor })
+        Ok(Self { url, connections, next: AtomicUsize::new(0), headers, redactor })
     }
 
     /// The endpoint at `path` below `connection`'s base URL, with its timeout, its key sent as
@@ -184,12 +211,6 @@ impl Endpoint {
         Ok(chunk_stream::<P>(response, request.cancel.clone(), request.bounds, self.redactor.clone()))
     }
 
-    /// The client of the next request: the connections take requests in turn.
-    fn client(&self) -> &reqwest::Client {
-        let turn = self.next.fetch_add(1, Ordering::Relaxed);
-        &self.clients[turn % self.clients.len()]
-    }
-
     /// Sends one request and returns the response if its status is a success.
     async fn send(
         &self,
@@ -199,16 +220,29 @@ impl Endpoint {
         // The body lives until the reply comes (it goes out as it is, without a copy): give
         // back what its serialiser reserved beyond its length, often a third of it.
         body.shrink_to_fit();
-        let response = self
-            .client()
-            .post(self.url.clone())
-            .headers(self.headers.clone())
-            .header(header::CONTENT_TYPE, "application/json")
-            .header(header::ACCEPT, HeaderValue::from_static(accept))
-            .body(body)
-            .send()
-            .await
-            .map_err(send_error)?;
+        // The connections take requests in turn.
+        let turn = self.next.fetch_add(1, Ordering::Relaxed);
+        let response = match &self.connections {
+            Connections::Pooled(clients) => clients[turn % clients.len()]
+                .post(self.url.clone())
+                .headers(self.headers.clone())
+                .header(header::CONTENT_TYPE, "application/json")
+                .header(header::ACCEPT, HeaderValue::from_static(accept))
+                .body(body)
+                .send()
+                .await
+                .map_err(send_error)?,
+            Connections::H2c(connections, uri) => {
+                let mut request = http::Request::new(Full::new(Bytes::from(body)));
+                *request.method_mut() = http::Method::POST;
+                *request.uri_mut() = uri.clone();
+                let headers = request.headers_mut();
+                headers.clone_from(&self.headers);
+                headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+                headers.insert(header::ACCEPT, HeaderValue::from_static(accept));
+                connections[turn % connections.len()].send(request).await?
+            }
+        };
         let status = response.status();
         if status.is_success() {
             return Ok(response);

@@ -40,6 +40,7 @@ pub mod config;
 mod endpoint;
 pub mod errors;
 pub mod events;
+mod h2c;
 pub mod json;
 mod key;
 #[cfg(test)]
