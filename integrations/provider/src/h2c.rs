@@ -11,7 +11,9 @@
 //!   at most one connect in flight: the others wait for it, then share it. A request that finds
 //!   the connection open takes its sender under a lock held for a clone, never across an await.
 //! - One call, one request: a request is never retried, on this connection or another, so the
-//!   model budget counts what the server sees.
+//!   model budget counts what the server sees. A request the server refused unprocessed (a
+//!   stream reset with `REFUSED_STREAM`, or sent as a `GOAWAY` arrived) fails `Unavailable`
+//!   like any other; the pooled client would have sent it again.
 //! - The configured timeout bounds the connect and the handshake, then the response from its
 //!   request's send to its body's last byte (the same bound as the pooled client's).
 //! - The response comes out as a `reqwest::Response`, so the body bounds, the stream decoders
