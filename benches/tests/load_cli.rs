@@ -63,6 +63,10 @@ fn a_spread_release_paces_the_runs_over_its_window() {
     assert_eq!(report.added_latency_us.count, 40, "two gaps per run");
     // The first calls are answered over 600 ms: the load lasts that long at least.
     assert!(report.wall_s >= 0.6, "{} s", report.wall_s);
+}
+
+#[test]
+fn http2_over_more_connections_than_allowed_is_refused_before_any_run() {
     let too_many = load(&["--runs", "2", "--http2", "65", "--latency-ms", "10"]);
     assert!(!too_many.status.success());
     let stderr = String::from_utf8_lossy(&too_many.stderr);

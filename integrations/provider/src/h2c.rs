@@ -193,6 +193,8 @@ mod tests {
         Never,
         /// 200, then a body that never ends.
         EndlessBody,
+        /// 200, then 1 KiB pieces of a body, without end.
+        Flood,
     }
 
     /// An HTTP/2 server on loopback: its address, the connections it accepted, and their tasks.
@@ -218,6 +220,10 @@ mod tests {
                         Answer::EndlessBody => {
                             StreamBody::new(futures_util::stream::pending()).boxed_unsync()
                         }
+                        Answer::Flood => StreamBody::new(futures_util::stream::repeat_with(|| {
+                            Ok(Frame::data(Bytes::from_static(&[b'x'; 1 << 10])))
+                        }))
+                        .boxed_unsync(),
                     };
                     Ok::<_, Infallible>(hyper::Response::new(body))
                 });
@@ -294,6 +300,20 @@ mod tests {
         let response = connection.send(request(&server.authority)).await.expect("its head");
         assert_eq!(response.status(), 200);
         assert_eq!(body_of(response).await, Err("provider unavailable: the response timed out".to_owned()));
+    }
+
+    #[tokio::test]
+    async fn a_body_that_floods_without_end_is_refused_at_its_byte_bound() {
+        // No timeout: the byte bound alone ends the read, after one piece past it at most.
+        let server = serve(Answer::Flood).await;
+        let connection = H2c::new(server.authority.clone(), None);
+        let response = connection.send(request(&server.authority)).await.expect("its head");
+        assert_eq!(response.status(), 200);
+        assert_eq!(body_of(response).await, Err("too long".to_owned()));
+        // The connection carries the next request as before.
+        let response = connection.send(request(&server.authority)).await.expect("its head");
+        assert_eq!(body_of(response).await, Err("too long".to_owned()));
+        assert_eq!(server.accepted.load(Ordering::SeqCst), 1);
     }
 
     #[tokio::test]
