@@ -17,9 +17,11 @@
 //!   first call since the reset waits the same `D = max(latency, release − first arrival)` from
 //!   its own arrival, so the replies come back spaced as their requests arrived. A release
 //!   spread over `W` instead has a pacer wake the k-th of the n held calls (in arrival order) at
-//!   `release + k·W/n`, answered then (a latency after its arrival at the soonest): their
-//!   replies, and so every later call of their runs, come evenly spaced over `W`, as a service's
-//!   arrivals would be, and the server's own work of waking them is spread the same way.
+//!   `S + k·W/n`, answered then, where `S = max(release, last held arrival + latency)`: every
+//!   held call has waited a latency by its turn, so their replies, and every later call of their
+//!   runs, come evenly spaced over `W`, as a service's arrivals would be, and the server's own
+//!   work of waking them is spread the same way. (Starting at the release would answer together
+//!   every call whose latency ran out after its turn: a burst at the window's start.)
 //! - A request body over [`MAX_REQUEST_BODY`] is refused with 413, a body that is not a chat
 //!   request with 400, a request in the mode the server does not answer with 400: nothing a
 //!   client sends panics a task.
@@ -115,7 +117,7 @@ struct HoldState {
     hold: Hold,
     /// One waker per held call, in arrival order; dropped unsent, a held call is answered as
     /// if there were no hold.
-    waiting: VecDeque<oneshot::Sender<()>>,
+    waiting: VecDeque<(oneshot::Sender<()>, u64)>,
 }
 
 /// A count taken for as long as the value lives.
@@ -235,8 +237,8 @@ impl Shared {
 
     /// Releases a hold: every first call since the reset waits `max(latency, now − first
     /// arrival)` from its own arrival, or with a `spread`, a pacer task wakes the held calls one
-    /// by one, the k-th of n at `now + k·spread/n`, and each is answered when woken (a latency
-    /// after its arrival at the soonest). Without a hold, nothing changes.
+    /// by one, the k-th of n at `max(now, last held arrival + latency) + k·spread/n`, and each
+    /// is answered when woken. Without a hold, nothing changes.
     fn release(&self, spread: Duration) {
         let latency_ns = u64::try_from(self.config.latency.as_nanos()).unwrap_or(u64::MAX);
         let first = self.first_arrival_ns.load(Ordering::Acquire);
@@ -251,17 +253,22 @@ impl Shared {
             std::mem::take(&mut state.waiting)
         };
         if spread.is_zero() {
-            for waker in waiting {
+            for (waker, _) in waiting {
                 let _ = waker.send(());
             }
             return;
         }
         // Waking every held call at once would be a burst of work on this machine's cores at the
         // very moment the spread is meant to avoid one: the pacer wakes them as their turn comes.
+        // The pacer starts once the last held call has waited a latency, so each is answered
+        // at its turn and none sooner: the turns, not the arrivals, space the replies.
+        let last_arrival = waiting.iter().map(|&(_, arrival)| arrival).max().unwrap_or(0);
+        let start = released
+            + Duration::from_nanos(last_arrival.saturating_add(latency_ns).saturating_sub(monotonic_ns()));
         self.runtime.spawn(async move {
             let count = u32::try_from(waiting.len()).unwrap_or(u32::MAX).max(1);
-            for (place, waker) in (0_u32..).zip(waiting) {
-                tokio::time::sleep_until(released + spread * place / count).await;
+            for (place, (waker, _)) in (0_u32..).zip(waiting) {
+                tokio::time::sleep_until(start + spread * place / count).await;
                 let _ = waker.send(());
             }
         });
@@ -280,7 +287,7 @@ impl Shared {
             match state.hold {
                 Hold::Holding => {
                     let (waker, woken) = oneshot::channel();
-                    state.waiting.push_back(waker);
+                    state.waiting.push_back((waker, arrival_ns));
                     self.held.fetch_add(1, Ordering::AcqRel);
                     woken
                 }
