@@ -9,7 +9,7 @@
 //! - HTTP/1.1 unless the connection asks for HTTP/2 ([`HttpVersion`]); then the endpoint holds
 //!   one connection per connection asked for and sends each request on the next in turn, so the
 //!   requests in flight spread evenly over that many connections: for `https://`, a pooled
-//!   client each (TLS negotiates the version), for `http://`, hyper's HTTP/2 connection driven
+//!   client each (TLS negotiates the version), for `http://`, an HTTP/2 connection driven
 //!   directly (the `h2c` module), which keeps less per request in flight.
 //! - The headers are fixed when the endpoint is built (an API key among them, marked sensitive);
 //!   the endpoint's `Debug` shows its URL and nothing of the client or the headers.
@@ -29,7 +29,6 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use futures_core::Stream;
-use http_body_util::Full;
 use loopbound::transport::{ChatRequest, ModelReply, ReplyChunk, TransportError};
 use reqwest::Url;
 use reqwest::header::{self, HeaderMap, HeaderName, HeaderValue};
@@ -72,7 +71,7 @@ pub struct Endpoint {
 enum Connections {
     /// `reqwest` clients, each with its own pool: HTTP/1.1, or HTTP/2 over TLS.
     Pooled(Box<[reqwest::Client]>),
-    /// Cleartext HTTP/2 connections on hyper directly, and the URI every request names.
+    /// Cleartext HTTP/2 connections driven directly, and the URI every request names.
     H2c(Box<[H2c]>, http::Uri),
 }
 
@@ -233,14 +232,14 @@ impl Endpoint {
                 .await
                 .map_err(send_error)?,
             Connections::H2c(connections, uri) => {
-                let mut request = http::Request::new(Full::new(Bytes::from(body)));
+                let mut request = http::Request::new(());
                 *request.method_mut() = http::Method::POST;
                 *request.uri_mut() = uri.clone();
                 let headers = request.headers_mut();
                 headers.clone_from(&self.headers);
                 headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
                 headers.insert(header::ACCEPT, HeaderValue::from_static(accept));
-                connections[turn % connections.len()].send(request).await?
+                connections[turn % connections.len()].send(request, Bytes::from(body)).await?
             }
         };
         let status = response.status();

@@ -1,8 +1,9 @@
-//! HTTP/2 over cleartext TCP ("prior knowledge") on hyper's own connection, for an `http://`
-//! endpoint asked to speak HTTP/2: a request in flight keeps hyper's response future and
-//! nothing else of the client, where a pooled `reqwest` client keeps its pool's request future,
-//! its retry and redirect layers and its own request future for every call in flight (about
-//! 6 KB per call; docs/performance.md has the heap profile).
+//! HTTP/2 over cleartext TCP ("prior knowledge") on the `h2` crate's connection directly, for
+//! an `http://` endpoint asked to speak HTTP/2: a request in flight keeps its stream's response
+//! future inside the caller's own future and nothing else. A pooled `reqwest` client keeps its
+//! pool's request future, its retry and redirect layers and its own request future for every
+//! call in flight (about 6 KB), and hyper's HTTP/2 client one task per request that waits on its
+//! response (about 2.3 KB); docs/performance.md has the heap profiles.
 //!
 //! # Invariants
 //!
@@ -14,6 +15,12 @@
 //!   model budget counts what the server sees. A request the server refused unprocessed (a
 //!   stream reset with `REFUSED_STREAM`, or sent as a `GOAWAY` arrived) fails `Unavailable`
 //!   like any other; the pooled client would have sent it again.
+//! - A request waits for a stream the server allows (its `MAX_CONCURRENT_STREAMS`; one until
+//!   the server's settings arrive, so no stream is opened past a limit not known yet) within
+//!   its timeout; the body goes out as the flow-control windows open, buffered by `h2`
+//!   meanwhile.
+//! - The response body gives its bytes' flow-control capacity back as each piece is read, so
+//!   the server can send the rest; a body dropped unread resets its stream.
 //! - The configured timeout bounds the connect and the handshake, then the response from its
 //!   request's send to its body's last byte (the same bound as the pooled client's).
 //! - The response comes out as a `reqwest::Response`, so the body bounds, the stream decoders
@@ -23,25 +30,40 @@ use std::error::Error as StdError;
 use std::fmt;
 use std::io;
 use std::pin::Pin;
-use std::task::{Context, Poll};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
 use bytes::Bytes;
-use http_body_util::Full;
-use hyper::body::{Body, Frame, Incoming, SizeHint};
-use hyper::client::conn::http2::{Builder, SendRequest};
-use hyper_util::rt::{TokioExecutor, TokioIo};
+use h2::RecvStream;
+use h2::client::{Builder, SendRequest};
+use http_body::{Body, Frame, SizeHint};
 use loopbound::transport::TransportError;
 use tokio::net::TcpStream;
 use tokio::sync::Mutex;
 use tokio::time::{Instant, Sleep};
 
+/// The receive windows the client offers, as hyper's HTTP/2 client does: a stream may send 2
+/// MiB before it waits for the client to read, the connection 5 MiB.
+const STREAM_WINDOW: u32 = 2 << 20;
+const CONNECTION_WINDOW: u32 = 5 << 20;
+/// The most request body `h2` buffers for one stream while the server's window is shut.
+const MAX_SEND_BUFFER: usize = 1 << 20;
+
+/// An open connection: its request sender, and whether its task has ended.
+#[derive(Clone)]
+struct Open {
+    sender: SendRequest<Bytes>,
+    closed: Arc<AtomicBool>,
+}
+
 /// One HTTP/2 connection to a cleartext endpoint, opened when first needed.
 pub(crate) struct H2c {
     authority: String,
     timeout: Option<Duration>,
-    /// The open connection's sender; taken under a lock held for a clone only.
-    sender: std::sync::Mutex<Option<SendRequest<Full<Bytes>>>>,
+    /// The open connection; taken under a lock held for a clone only.
+    open: std::sync::Mutex<Option<Open>>,
     /// Held while a connection opens, so that one opens at a time.
     connecting: Mutex<()>,
 }
@@ -56,11 +78,11 @@ impl H2c {
     /// A connection to `authority` (`host:port`), bounded by `timeout` when one is set.
     #[must_use]
     pub(crate) fn new(authority: String, timeout: Option<Duration>) -> Self {
-        Self { authority, timeout, sender: std::sync::Mutex::new(None), connecting: Mutex::new(()) }
+        Self { authority, timeout, open: std::sync::Mutex::new(None), connecting: Mutex::new(()) }
     }
 
-    /// Sends `request` and returns its response (any status), its body bounded in time by the
-    /// timeout.
+    /// Sends `request` with `body` and returns its response (any status), its body bounded in
+    /// time by the timeout. The request's URI must be absolute (`http://host/path`).
     ///
     /// # Errors
     ///
@@ -68,50 +90,66 @@ impl H2c {
     /// response's head, or the timeout passes; the cause is the error's source.
     pub(crate) async fn send(
         &self,
-        request: http::Request<Full<Bytes>>,
+        request: http::Request<()>,
+        body: Bytes,
     ) -> Result<reqwest::Response, TransportError> {
         let deadline = self.timeout.map(|timeout| Instant::now() + timeout);
-        let mut sender = match self.open() {
-            Some(sender) => sender,
+        let sender = match self.current() {
+            Some(open) => open.sender,
             // Opening is boxed: its state (the connect, the handshake) is not part of every
             // request's future, which a waiting call keeps for as long as it waits.
-            None => Box::pin(within(deadline, "the request timed out", self.connect())).await??,
+            None => Box::pin(within(deadline, "the request timed out", self.connect())).await??.sender,
         };
-        let response = within(deadline, "the request timed out", sender.send_request(request))
-            .await?
-            .map_err(|error| TransportError::unavailable("the request failed").with_source(error))?;
+        let failed = |error: h2::Error| TransportError::unavailable("the request failed").with_source(error);
+        let mut sender = within(deadline, "the request timed out", sender.ready()).await?.map_err(failed)?;
+        let (response, mut stream) = sender.send_request(request, body.is_empty()).map_err(failed)?;
+        drop(sender);
+        if !body.is_empty() {
+            stream.send_data(body, true).map_err(failed)?;
+        }
+        let response = within(deadline, "the request timed out", response).await?.map_err(failed)?;
         let response = response.map(|body| reqwest::Body::wrap(Bounded::new(body, deadline)));
         Ok(reqwest::Response::from(response))
     }
 
-    /// The open connection's sender, if it is open.
-    fn open(&self) -> Option<SendRequest<Full<Bytes>>> {
-        let slot = self.sender.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        slot.as_ref().filter(|sender| !sender.is_closed()).cloned()
+    /// The open connection, if it is open.
+    fn current(&self) -> Option<Open> {
+        let slot = self.open.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        slot.as_ref().filter(|open| !open.closed.load(Ordering::Acquire)).cloned()
     }
 
     /// Opens a connection, unless another caller opened one while this one waited its turn.
-    async fn connect(&self) -> Result<SendRequest<Full<Bytes>>, TransportError> {
+    async fn connect(&self) -> Result<Open, TransportError> {
         let _turn = self.connecting.lock().await;
-        if let Some(sender) = self.open() {
-            return Ok(sender);
+        if let Some(open) = self.current() {
+            return Ok(open);
         }
-        let stream = TcpStream::connect(self.authority.as_str())
-            .await
-            .map_err(|error| TransportError::unavailable("cannot connect").with_source(error))?;
+        let cannot = |error| TransportError::unavailable("cannot connect").with_source(error);
+        let stream = TcpStream::connect(self.authority.as_str()).await.map_err(cannot)?;
         // Requests are small and answered as a whole: no waiting to coalesce them.
         let _ = stream.set_nodelay(true);
-        let (sender, connection) = Builder::new(TokioExecutor::new())
-            .handshake::<_, Full<Bytes>>(TokioIo::new(stream))
+        let (sender, connection) = Builder::new()
+            .initial_window_size(STREAM_WINDOW)
+            .initial_connection_window_size(CONNECTION_WINDOW)
+            .max_send_buffer_size(MAX_SEND_BUFFER)
+            // Until the server's settings say how many streams it takes at once, one: a stream
+            // opened past its limit would be refused, and a refused call is not sent again.
+            .initial_max_send_streams(1)
+            .enable_push(false)
+            .handshake::<_, Bytes>(stream)
             .await
             .map_err(|error| TransportError::unavailable("cannot connect").with_source(error))?;
-        // The connection's task reads and writes every request it carries; it ends when the
+        let closed = Arc::new(AtomicBool::new(false));
+        // The connection's task reads and writes every stream it carries; it ends when the
         // connection closes, and the next request then opens another.
+        let ended = Arc::clone(&closed);
         tokio::spawn(async move {
             let _ = connection.await;
+            ended.store(true, Ordering::Release);
         });
-        *self.sender.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(sender.clone());
-        Ok(sender)
+        let open = Open { sender, closed };
+        *self.open.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(open.clone());
+        Ok(open)
     }
 }
 
@@ -129,15 +167,18 @@ async fn within<F: Future>(
     }
 }
 
-/// A response body that fails with `TimedOut` once its deadline passes.
+/// A response body read off its stream, giving back each piece's window as it is read, that
+/// fails with `TimedOut` once its deadline passes.
 struct Bounded {
-    body: Incoming,
+    body: RecvStream,
     deadline: Option<Pin<Box<Sleep>>>,
+    /// The data is over: the trailers (if any) come next.
+    data_done: bool,
 }
 
 impl Bounded {
-    fn new(body: Incoming, deadline: Option<Instant>) -> Self {
-        Self { body, deadline: deadline.map(|at| Box::pin(tokio::time::sleep_until(at))) }
+    fn new(body: RecvStream, deadline: Option<Instant>) -> Self {
+        Self { body, deadline: deadline.map(|at| Box::pin(tokio::time::sleep_until(at))), data_done: false }
     }
 }
 
@@ -157,7 +198,22 @@ impl Body for Bounded {
                 "the response timed out",
             )))));
         }
-        Pin::new(&mut self.body).poll_frame(cx).map_err(Into::into)
+        if !self.data_done {
+            match ready!(self.body.poll_data(cx)) {
+                Some(Ok(data)) => {
+                    // The piece is the reader's now: the server may send that much more.
+                    let _ = self.body.flow_control().release_capacity(data.len());
+                    return Poll::Ready(Some(Ok(Frame::data(data))));
+                }
+                Some(Err(error)) => return Poll::Ready(Some(Err(Box::new(error)))),
+                None => self.data_done = true,
+            }
+        }
+        match ready!(self.body.poll_trailers(cx)) {
+            Ok(Some(trailers)) => Poll::Ready(Some(Ok(Frame::trailers(trailers)))),
+            Ok(None) => Poll::Ready(None),
+            Err(error) => Poll::Ready(Some(Err(Box::new(error)))),
+        }
     }
 
     fn is_end_stream(&self) -> bool {
@@ -165,7 +221,7 @@ impl Body for Bounded {
     }
 
     fn size_hint(&self) -> SizeHint {
-        self.body.size_hint()
+        SizeHint::default()
     }
 }
 
@@ -176,8 +232,9 @@ mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     use http_body_util::combinators::UnsyncBoxBody;
-    use http_body_util::{BodyExt, StreamBody};
+    use http_body_util::{BodyExt, Full, StreamBody};
     use hyper::service::service_fn;
+    use hyper_util::rt::{TokioExecutor, TokioIo};
     use tokio::net::TcpListener;
     use tokio::task::JoinHandle;
 
@@ -195,6 +252,19 @@ mod tests {
         EndlessBody,
         /// 200, then 1 KiB pieces of a body, without end.
         Flood,
+        /// 200 with `ok`, 100 ms after the request.
+        Slow,
+        /// 200 with the length of the request's body, once read whole.
+        Echo,
+        /// 200, then 6 MiB in 64 KiB pieces: three times the client's stream window.
+        Big,
+    }
+
+    /// What the test server allows a connection: streams at once, and its receive window.
+    #[derive(Clone, Copy, Default)]
+    struct Allow {
+        streams: Option<u32>,
+        window: Option<u32>,
     }
 
     /// An HTTP/2 server on loopback: its address, the connections it accepted, and their tasks.
@@ -205,6 +275,10 @@ mod tests {
     }
 
     async fn serve(answer: Answer) -> Server {
+        serve_allowing(answer, Allow::default()).await
+    }
+
+    async fn serve_allowing(answer: Answer, allow: Allow) -> Server {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("a port");
         let authority = listener.local_addr().expect("an address").to_string();
         let accepted = Arc::new(AtomicUsize::new(0));
@@ -213,9 +287,25 @@ mod tests {
         tokio::spawn(async move {
             while let Ok((stream, _)) = listener.accept().await {
                 count.fetch_add(1, Ordering::SeqCst);
-                let service = service_fn(move |_request| async move {
+                let service = service_fn(move |request: hyper::Request<hyper::body::Incoming>| async move {
                     let body: UnsyncBoxBody<Bytes, Infallible> = match answer {
                         Answer::Whole => Full::new(Bytes::from_static(b"ok")).boxed_unsync(),
+                        Answer::Slow => {
+                            tokio::time::sleep(Duration::from_millis(100)).await;
+                            Full::new(Bytes::from_static(b"ok")).boxed_unsync()
+                        }
+                        Answer::Echo => {
+                            let read = request.into_body().collect().await.map(|body| body.to_bytes().len());
+                            let text = read.map_or_else(|error| format!("error: {error}"), |n| n.to_string());
+                            Full::new(Bytes::from(text)).boxed_unsync()
+                        }
+                        Answer::Big => {
+                            let piece = Bytes::from(vec![b'y'; 64 << 10]);
+                            StreamBody::new(futures_util::stream::iter(
+                                (0..96).map(move |_| Ok(Frame::data(piece.clone()))),
+                            ))
+                            .boxed_unsync()
+                        }
                         Answer::Never => std::future::pending().await,
                         Answer::EndlessBody => {
                             StreamBody::new(futures_util::stream::pending()).boxed_unsync()
@@ -227,8 +317,12 @@ mod tests {
                     };
                     Ok::<_, Infallible>(hyper::Response::new(body))
                 });
-                let connection = hyper::server::conn::http2::Builder::new(TokioExecutor::new())
-                    .serve_connection(TokioIo::new(stream), service);
+                let mut builder = hyper::server::conn::http2::Builder::new(TokioExecutor::new());
+                builder.max_concurrent_streams(allow.streams);
+                if let Some(window) = allow.window {
+                    builder.initial_stream_window_size(window).initial_connection_window_size(window);
+                }
+                let connection = builder.serve_connection(TokioIo::new(stream), service);
                 let task = tokio::spawn(async move {
                     let _ = connection.await;
                 });
@@ -238,12 +332,14 @@ mod tests {
         Server { authority, accepted, connections }
     }
 
-    fn request(authority: &str) -> http::Request<Full<Bytes>> {
-        let mut request = http::Request::new(Full::new(Bytes::from_static(b"{}")));
+    fn request(authority: &str) -> http::Request<()> {
+        let mut request = http::Request::new(());
         *request.method_mut() = http::Method::POST;
         *request.uri_mut() = format!("http://{authority}/v1/chat/completions").parse().expect("a URI");
         request
     }
+
+    const BODY: Bytes = Bytes::from_static(b"{}");
 
     async fn body_of(response: reqwest::Response) -> Result<Vec<u8>, String> {
         read_body(response, 1 << 10).await.map_err(|error| match error {
@@ -257,7 +353,7 @@ mod tests {
         let server = serve(Answer::Whole).await;
         let connection = H2c::new(server.authority.clone(), None);
         for _ in 0..3 {
-            let response = connection.send(request(&server.authority)).await.expect("a response");
+            let response = connection.send(request(&server.authority), BODY).await.expect("a response");
             assert_eq!(response.status(), 200);
             assert_eq!(body_of(response).await.as_deref(), Ok(&b"ok"[..]));
         }
@@ -269,7 +365,7 @@ mod tests {
         let mut answered = 0;
         for _ in 0..100 {
             // A request sent before the client saw the close fails, unretried; the next opens.
-            if let Ok(response) = connection.send(request(&server.authority)).await {
+            if let Ok(response) = connection.send(request(&server.authority), BODY).await {
                 assert_eq!(body_of(response).await.as_deref(), Ok(&b"ok"[..]));
                 answered += 1;
                 if answered == 2 {
@@ -288,7 +384,7 @@ mod tests {
         let server = serve(Answer::Never).await;
         let connection = H2c::new(server.authority.clone(), Some(Duration::from_millis(300)));
         let started = std::time::Instant::now();
-        let error = connection.send(request(&server.authority)).await.expect_err("no answer");
+        let error = connection.send(request(&server.authority), BODY).await.expect_err("no answer");
         assert!(started.elapsed() >= Duration::from_millis(300));
         assert_eq!(error.to_string(), "provider unavailable: the request timed out");
     }
@@ -297,7 +393,7 @@ mod tests {
     async fn a_body_that_never_ends_is_cut_at_the_timeout() {
         let server = serve(Answer::EndlessBody).await;
         let connection = H2c::new(server.authority.clone(), Some(Duration::from_millis(300)));
-        let response = connection.send(request(&server.authority)).await.expect("its head");
+        let response = connection.send(request(&server.authority), BODY).await.expect("its head");
         assert_eq!(response.status(), 200);
         assert_eq!(body_of(response).await, Err("provider unavailable: the response timed out".to_owned()));
     }
@@ -307,11 +403,11 @@ mod tests {
         // No timeout: the byte bound alone ends the read, after one piece past it at most.
         let server = serve(Answer::Flood).await;
         let connection = H2c::new(server.authority.clone(), None);
-        let response = connection.send(request(&server.authority)).await.expect("its head");
+        let response = connection.send(request(&server.authority), BODY).await.expect("its head");
         assert_eq!(response.status(), 200);
         assert_eq!(body_of(response).await, Err("too long".to_owned()));
         // The connection carries the next request as before.
-        let response = connection.send(request(&server.authority)).await.expect("its head");
+        let response = connection.send(request(&server.authority), BODY).await.expect("its head");
         assert_eq!(body_of(response).await, Err("too long".to_owned()));
         assert_eq!(server.accepted.load(Ordering::SeqCst), 1);
     }
@@ -321,7 +417,80 @@ mod tests {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("a port");
         let authority = listener.local_addr().expect("an address").to_string();
         drop(listener);
-        let error = H2c::new(authority.clone(), None).send(request(&authority)).await.expect_err("refused");
+        let error =
+            H2c::new(authority.clone(), None).send(request(&authority), BODY).await.expect_err("refused");
         assert_eq!(error.to_string(), "provider unavailable: cannot connect");
+    }
+
+    #[tokio::test]
+    async fn requests_past_the_servers_stream_limit_wait_for_a_stream_on_the_same_connection() {
+        // Two streams at once, 100 ms each: eight requests go out two by two, all answered,
+        // none refused, on one connection; so at least four rounds of 100 ms.
+        let server = serve_allowing(Answer::Slow, Allow { streams: Some(2), window: None }).await;
+        let connection = Arc::new(H2c::new(server.authority.clone(), Some(Duration::from_secs(10))));
+        let started = std::time::Instant::now();
+        let calls: Vec<_> = (0..8)
+            .map(|_| {
+                let (connection, authority) = (Arc::clone(&connection), server.authority.clone());
+                tokio::spawn(async move {
+                    let response = connection.send(request(&authority), BODY).await?;
+                    Ok::<_, TransportError>(body_of(response).await)
+                })
+            })
+            .collect();
+        for call in calls {
+            let body = call.await.expect("a call").expect("an answer, not a refusal");
+            assert_eq!(body.as_deref(), Ok(&b"ok"[..]));
+        }
+        assert!(started.elapsed() >= Duration::from_millis(400), "{:?}", started.elapsed());
+        assert_eq!(server.accepted.load(Ordering::SeqCst), 1);
+    }
+
+    #[tokio::test]
+    async fn a_request_waiting_for_a_stream_gives_up_at_the_timeout() {
+        // One stream, held by a request the server never answers: the next waits for a stream
+        // that never frees, and gives up at its timeout.
+        let server = serve_allowing(Answer::Never, Allow { streams: Some(1), window: None }).await;
+        let connection = Arc::new(H2c::new(server.authority.clone(), Some(Duration::from_millis(300))));
+        let first = tokio::spawn({
+            let (connection, authority) = (Arc::clone(&connection), server.authority.clone());
+            async move { connection.send(request(&authority), BODY).await.map(|_| ()) }
+        });
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let started = std::time::Instant::now();
+        let error = connection.send(request(&server.authority), BODY).await.expect_err("no stream");
+        assert!(started.elapsed() >= Duration::from_millis(200), "{:?}", started.elapsed());
+        assert_eq!(error.to_string(), "provider unavailable: the request timed out");
+        let first = first.await.expect("the first call").expect_err("never answered");
+        assert_eq!(first.to_string(), "provider unavailable: the request timed out");
+    }
+
+    #[tokio::test]
+    async fn a_request_body_far_past_the_servers_window_goes_out_whole() {
+        // 3 MiB against a window of 64 KiB: the body waits for each window update, and the
+        // server reads every byte.
+        let server = serve_allowing(Answer::Echo, Allow { streams: None, window: Some(65_535) }).await;
+        let connection = H2c::new(server.authority.clone(), Some(Duration::from_secs(10)));
+        let body = Bytes::from(vec![b'z'; 3 << 20]);
+        let response = connection.send(request(&server.authority), body).await.expect("an answer");
+        assert_eq!(body_of(response).await.as_deref(), Ok((3 << 20).to_string().as_bytes()));
+    }
+
+    #[tokio::test]
+    async fn a_response_body_past_the_clients_windows_is_read_whole() {
+        // 6 MiB: three stream windows, more than the connection's. Unless each piece read gives
+        // its window back, the server stops at 2 MiB and the read times out.
+        let server = serve(Answer::Big).await;
+        let connection = H2c::new(server.authority.clone(), Some(Duration::from_secs(10)));
+        let response = connection.send(request(&server.authority), BODY).await.expect("its head");
+        let body = read_body(response, 8 << 20).await.map_err(|_| "not read whole").expect("the body");
+        assert_eq!(body.len(), 6 << 20);
+        assert!(body.iter().all(|&byte| byte == b'y'));
+        // Twice on one connection: the connection's window was given back too.
+        let response = connection.send(request(&server.authority), BODY).await.expect("its head");
+        assert_eq!(
+            read_body(response, 8 << 20).await.map_err(|_| "not read whole").expect("the body").len(),
+            6 << 20
+        );
     }
 }
