@@ -15,6 +15,10 @@
 #   NS           the concurrent runs to try (default "1000 10000")
 #   PEERS        subset of: agent_framework pydantic_ai (default both)
 #   LATENCY_MS   the server's latency per reply (default 200)
+#   RELEASE_OVER_MS  answer the held first calls evenly over this window, so that the calls
+#                arrive spread (default 0: all at once, a burst); e.g. LATENCY_MS=3000
+#                RELEASE_OVER_MS=9000 keeps every run in flight for 6 s at N / 9 calls a second
+#   HTTP2        loopbound also over HTTP/2 on this many connections (default 8; 0: not)
 #   MAX_RSS_MIB  a peer that passes this resident set stops and counts as failed (default 8192)
 #   MAX_SECONDS  a peer load still running then stops and counts as failed (default 900)
 #   JOURNAL=0    skip the journaled loopbound run
@@ -29,6 +33,9 @@ root=$(cd "$here/../.." && pwd)
 NS=${NS:-"1000 10000"}
 PEERS=${PEERS:-"agent_framework pydantic_ai"}
 LATENCY_MS=${LATENCY_MS:-200}
+RELEASE_OVER_MS=${RELEASE_OVER_MS:-0}
+HTTP2=${HTTP2:-8}
+export LOAD_RELEASE_OVER_MS=$RELEASE_OVER_MS
 export LOAD_MAX_RSS_MIB=${MAX_RSS_MIB:-8192} LOAD_MAX_SECONDS=${MAX_SECONDS:-900}
 VENV=${VENV:-/tmp/peers-load-venv}
 PEERS_DIR=${PEERS_DIR:-$root/../shared/bench/peers}
@@ -64,17 +71,24 @@ log "load server at $LOAD_URL (pid $server_pid), $LATENCY_MS ms per reply"
 {
   bash "$root/benches/machine.sh" "$PY"
   echo "open files: $(ulimit -Hn) (hard limit; each client raises its soft limit to it)"
-  echo "latency per reply: $LATENCY_MS ms; N: $NS"
+  echo "latency per reply: $LATENCY_MS ms; first calls released over: $RELEASE_OVER_MS ms; N: $NS"
 } > "$OUT/machine.txt"
 
 first_n=${NS%% *}
+# Every loopbound run is watched: a task per run reads its live stream to the outcome.
+lb=(--server "$LOAD_URL" --latency-ms "$LATENCY_MS" --release-over-ms "$RELEASE_OVER_MS" --watch)
 for n in $NS; do
   log "loopbound, N = $n"
-  "$load" --runs "$n" --server "$LOAD_URL" --latency-ms "$LATENCY_MS" --out "$OUT/loopbound.n$n.json" \
+  "$load" --runs "$n" "${lb[@]}" --out "$OUT/loopbound.n$n.json" \
     > "$OUT/loopbound.n$n.txt" || log "loopbound failed at N = $n; see $OUT/loopbound.n$n.txt"
+  if [ "$HTTP2" != 0 ]; then
+    log "loopbound over HTTP/2 x $HTTP2, N = $n"
+    "$load" --runs "$n" "${lb[@]}" --http2 "$HTTP2" --out "$OUT/loopbound-h2.n$n.json" \
+      > "$OUT/loopbound-h2.n$n.txt" || log "loopbound over HTTP/2 failed at N = $n"
+  fi
   if [ "$n" = "$first_n" ] && [ "${JOURNAL:-1}" != 0 ]; then
     log "loopbound journaled on SQLite, N = $n"
-    "$load" --runs "$n" --server "$LOAD_URL" --latency-ms "$LATENCY_MS" --journal sqlite \
+    "$load" --runs "$n" "${lb[@]}" --journal sqlite \
       --out "$OUT/loopbound-sqlite.n$n.json" > "$OUT/loopbound-sqlite.n$n.txt" \
       || log "journaled loopbound failed at N = $n"
   fi

@@ -6,7 +6,8 @@ OpenAI-compatible client:
 
 1. run LOAD_WARMUP reviews at once, left out of every figure; reset the server with a hold (every run's first model call waits there);
 2. start the N runs at once; when the server holds all N first calls, sample VmRSS (memory per
-   waiting run = its growth / N) and release the hold;
+   waiting run = its growth / N) and release the hold: all at once, or with LOAD_RELEASE_OVER_MS
+   = W, evenly over W, so that the calls arrive spread (loopbound's `--release-over-ms W`);
 3. when every run has ended: throughput, the added latency per model call (measured by the
    server), run start to first request (start times on CLOCK_MONOTONIC against the server's
    arrival times on the same clock), peak RSS (VmHWM), CPU time per run (process_time / N).
@@ -17,7 +18,8 @@ passes LOAD_MAX_RSS_MIB (default 8192) stops at once and reports that.
 
 Environment: LOAD_URL, LOAD_RUNS (default 1000), LOAD_LATENCY_MS (reported only: the server
 decides), LOAD_MAX_SECONDS (a load still running then stops and reports what it measured, default
-900), LOAD_WARMUP (runs done at once first and left out, default 20), LOAD_OUT (a folder: also write <peer>.n<N>.json there), LOAD_MAX_RSS_MIB.
+900), LOAD_WARMUP (runs done at once first and left out, default 20), LOAD_RELEASE_OVER_MS (default 0:
+the held first calls answered at once), LOAD_OUT (a folder: also write <peer>.n<N>.json there), LOAD_MAX_RSS_MIB.
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ WARMUP = int(os.environ.get("LOAD_WARMUP", "20"))
 LATENCY_MS = float(os.environ.get("LOAD_LATENCY_MS", "200"))
 MAX_RSS_MIB = float(os.environ.get("LOAD_MAX_RSS_MIB", "8192"))
 MAX_SECONDS = float(os.environ.get("LOAD_MAX_SECONDS", "900"))
+RELEASE_OVER_MS = int(os.environ.get("LOAD_RELEASE_OVER_MS", "0"))
 
 
 def prompt(n: object) -> str:
@@ -185,7 +188,8 @@ async def run_load(peer: str, dists: list[str], run_one) -> None:
         raise SystemExit("LOAD_URL is not set")
     raise_open_files()
     report = {"peer": peer, "versions": versions(*dists), "runs": RUNS, "latency_ms": LATENCY_MS,
-              "stream": False, "journal": None, "completed": 0, "failures": []}
+              "stream": False, "journal": None, "release_over_ms": float(RELEASE_OVER_MS),
+              "completed": 0, "failures": []}
     watcher = asyncio.create_task(watch(report))
     # A server left holding by a client that stopped would hold the warm-up too.
     await control("POST", "/__load/reset", b'{"hold": false}')
@@ -232,7 +236,7 @@ async def run_load(peer: str, dists: list[str], run_one) -> None:
     report.update({"hold_s": time.perf_counter() - began, "rss_before_mib": rss_before / 1024,
                    "rss_waiting_mib": rss_waiting / 1024,
                    "memory_per_waiting_run_kib": max(0, rss_waiting - rss_before) / RUNS})
-    await control("POST", "/__load/release")
+    await control("POST", "/__load/release", json.dumps({"over_ms": RELEASE_OVER_MS}).encode())
     ends = await asyncio.gather(*tasks)
     wall = time.perf_counter() - began
     cpu = time.process_time() - cpu_before
