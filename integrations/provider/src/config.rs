@@ -315,14 +315,17 @@ pub struct Connection {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum HttpVersion {
-    /// HTTP/1.1 only: one connection for each request in flight, reused once it ends.
+    /// HTTP/1.1 only: one connection for each request in flight, reused once its response has
+    /// been read to its end. For `http://`, hyper's connections are driven directly, without
+    /// the pooled client's per-request layers (unless the environment names a proxy).
     #[default]
     Http1,
     /// HTTP/2 over `connections` connections, requests spread over them in turn: negotiated
     /// by TLS (ALPN) for `https://`, spoken without negotiation ("prior knowledge") for
     /// `http://`, so a cleartext server must speak HTTP/2. Cleartext connections are driven
-    /// directly, without the pooled client's per-request layers: a call in flight keeps about
-    /// 8 KB less (a connection that closes is opened again by the next request).
+    /// directly, without the pooled client's per-request layers (unless the environment names
+    /// a proxy): a call in flight keeps about 8 KB less (a connection that closes is opened
+    /// again by the next request).
     Http2 {
         /// How many connections the requests spread over.
         connections: std::num::NonZeroUsize,

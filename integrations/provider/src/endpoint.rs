@@ -8,9 +8,13 @@
 //!   provider sees.
 //! - HTTP/1.1 unless the connection asks for HTTP/2 ([`HttpVersion`]); then the endpoint holds
 //!   one connection per connection asked for and sends each request on the next in turn, so the
-//!   requests in flight spread evenly over that many connections: for `https://`, a pooled
-//!   client each (TLS negotiates the version), for `http://`, an HTTP/2 connection driven
-//!   directly (the `h2c` module), which keeps less per request in flight.
+//!   requests in flight spread evenly over that many connections.
+//! - `https://` goes through `reqwest`'s pooled client (TLS, and ALPN for HTTP/2). `http://`
+//!   goes on connections driven directly, which keep less per request in flight: hyper's
+//!   HTTP/1.1 connections (the `h1` module) or one `h2` connection per connection asked for
+//!   (the `h2c` module). When the environment names a proxy (`HTTP_PROXY`, `ALL_PROXY`, or
+//!   their lower-case forms), `http://` goes through `reqwest` too, which applies it (and
+//!   `NO_PROXY`).
 //! - The headers are fixed when the endpoint is built (an API key among them, marked sensitive);
 //!   the endpoint's `Debug` shows its URL and nothing of the client or the headers.
 //! - Everything the provider sends back passes through the [`Redactor`] before it leaves: error
@@ -29,6 +33,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use futures_core::Stream;
+use http_body_util::Full;
 use loopbound::transport::{ChatRequest, ModelReply, ReplyChunk, TransportError};
 use reqwest::Url;
 use reqwest::header::{self, HeaderMap, HeaderName, HeaderValue};
@@ -37,6 +42,7 @@ use crate::body::{read_body, read_reply};
 use crate::config::{ConfigError, Connection, HttpVersion};
 use crate::errors::{send_error, status_error};
 use crate::events::Protocol;
+use crate::h1::H1;
 use crate::h2c::H2c;
 use crate::redact::Redactor;
 use crate::stream::{chunk_stream, parse_whole};
@@ -69,8 +75,12 @@ pub struct Endpoint {
 
 /// What the requests go out on.
 enum Connections {
-    /// `reqwest` clients, each with its own pool: HTTP/1.1, or HTTP/2 over TLS.
+    /// `reqwest` clients, each with its own pool: HTTPS, or any endpoint when a proxy is set
+    /// in the environment.
     Pooled(Box<[reqwest::Client]>),
+    /// Cleartext HTTP/1.1 connections driven directly, the target every request names (origin
+    /// form) and its `Host`.
+    H1(H1, http::Uri, HeaderValue),
     /// Cleartext HTTP/2 connections driven directly, and the URI every request names.
     H2c(Box<[H2c]>, http::Uri),
 }
@@ -99,6 +109,18 @@ impl Endpoint {
         http: HttpVersion,
         redactor: Redactor,
     ) -> Result<Self, ConfigError> {
+        Self::build(url, headers, timeout, http, redactor, proxy_in_environment())
+    }
+
+    /// [`Self::new`], told whether the environment names a proxy.
+    fn build(
+        url: Url,
+        headers: HeaderMap,
+        timeout: Option<Duration>,
+        http: HttpVersion,
+        redactor: Redactor,
+        proxied: bool,
+    ) -> Result<Self, ConfigError> {
         let client = |http2: bool| {
             let mut builder = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none());
             if let Some(timeout) = timeout {
@@ -116,7 +138,30 @@ impl Endpoint {
             };
             builder.build().map_err(|error| ConfigError::Client(error.without_url().to_string()))
         };
+        // `reqwest` applies the proxy the environment names; the connections driven directly
+        // do not, so with one set every request goes through `reqwest`.
+        let direct = url.scheme() == "http" && !proxied;
+        let authority = match (url.host_str(), url.port_or_known_default()) {
+            (Some(host), Some(port)) => format!("{host}:{port}"),
+            _ => String::new(),
+        };
         let connections = match http {
+            HttpVersion::Http1 if direct && !authority.is_empty() => {
+                let target = match url.query() {
+                    Some(query) => format!("{}?{query}", url.path()),
+                    None => url.path().to_owned(),
+                };
+                let target = target
+                    .parse::<http::Uri>()
+                    .map_err(|error| ConfigError::Client(format!("the endpoint's URL: {error}")))?;
+                let host = match url.port() {
+                    Some(port) => format!("{}:{port}", url.host_str().unwrap_or_default()),
+                    None => url.host_str().unwrap_or_default().to_owned(),
+                };
+                let host = HeaderValue::from_str(&host)
+                    .map_err(|error| ConfigError::Client(format!("the endpoint's host: {error}")))?;
+                Connections::H1(H1::new(authority, timeout), target, host)
+            }
             HttpVersion::Http1 => Connections::Pooled(Box::new([client(false)?])),
             HttpVersion::Http2 { connections } if connections.get() > HttpVersion::MAX_CONNECTIONS => {
                 return Err(ConfigError::TooManyConnections {
@@ -124,15 +169,14 @@ impl Endpoint {
                     max: HttpVersion::MAX_CONNECTIONS,
                 });
             }
-            HttpVersion::Http2 { connections } if url.scheme() == "http" => {
-                let (Some(host), Some(port)) = (url.host_str(), url.port_or_known_default()) else {
+            HttpVersion::Http2 { connections } if direct => {
+                if authority.is_empty() {
                     return Err(ConfigError::Client("the endpoint's URL names no host".to_owned()));
-                };
+                }
                 let uri = url
                     .as_str()
                     .parse::<http::Uri>()
                     .map_err(|error| ConfigError::Client(format!("the endpoint's URL: {error}")))?;
-                let authority = format!("{host}:{port}");
                 Connections::H2c(
                     (0..connections.get()).map(|_| H2c::new(authority.clone(), timeout)).collect(),
                     uri,
@@ -231,6 +275,17 @@ impl Endpoint {
                 .send()
                 .await
                 .map_err(send_error)?,
+            Connections::H1(connections, target, host) => {
+                let mut request = http::Request::new(Full::new(Bytes::from(body)));
+                *request.method_mut() = http::Method::POST;
+                *request.uri_mut() = target.clone();
+                let headers = request.headers_mut();
+                headers.clone_from(&self.headers);
+                headers.insert(header::HOST, host.clone());
+                headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+                headers.insert(header::ACCEPT, HeaderValue::from_static(accept));
+                connections.send(request).await?
+            }
             Connections::H2c(connections, uri) => {
                 let mut request = http::Request::new(());
                 *request.method_mut() = http::Method::POST;
@@ -254,5 +309,74 @@ impl Endpoint {
         // The body only explains the failure: a read error leaves the explanation empty.
         let body = read_body(response, MAX_ERROR_BODY).await.unwrap_or_default();
         Err(status_error(status.as_u16(), retry_after.as_deref(), &body, &self.redactor))
+    }
+}
+
+/// Whether the environment names a proxy for `http://` requests, as `reqwest` reads it.
+fn proxy_in_environment() -> bool {
+    ["HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"]
+        .iter()
+        .any(|name| std::env::var_os(name).is_some_and(|value| !value.is_empty()))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::num::NonZeroUsize;
+
+    use super::*;
+
+    fn connections(url: &str, http: HttpVersion, proxied: bool) -> &'static str {
+        let endpoint = Endpoint::build(
+            url.parse().expect("a URL"),
+            HeaderMap::new(),
+            None,
+            http,
+            Redactor::new(None),
+            proxied,
+        )
+        .expect("an endpoint");
+        match endpoint.connections {
+            Connections::Pooled(_) => "pooled",
+            Connections::H1(..) => "h1",
+            Connections::H2c(..) => "h2c",
+        }
+    }
+
+    #[test]
+    fn cleartext_goes_direct_unless_a_proxy_is_named_and_tls_always_goes_through_reqwest() {
+        let http2 = HttpVersion::Http2 { connections: NonZeroUsize::new(2).expect("two") };
+        assert_eq!(connections("http://127.0.0.1:8080/v1/chat", HttpVersion::Http1, false), "h1");
+        assert_eq!(connections("http://127.0.0.1:8080/v1/chat", http2, false), "h2c");
+        assert_eq!(connections("http://127.0.0.1:8080/v1/chat", HttpVersion::Http1, true), "pooled");
+        assert_eq!(connections("http://127.0.0.1:8080/v1/chat", http2, true), "pooled");
+        assert_eq!(connections("https://api.example.com/v1/chat", HttpVersion::Http1, false), "pooled");
+        assert_eq!(connections("https://api.example.com/v1/chat", http2, false), "pooled");
+    }
+
+    #[test]
+    fn a_direct_http1_request_names_its_target_in_origin_form_and_its_host() {
+        let endpoint = |url: &str| {
+            Endpoint::build(
+                url.parse().expect("a URL"),
+                HeaderMap::new(),
+                None,
+                HttpVersion::Http1,
+                Redactor::new(None),
+                false,
+            )
+            .expect("an endpoint")
+        };
+        let Connections::H1(_, target, host) = endpoint("http://localhost:8080/v1/chat?x=1").connections
+        else {
+            panic!("not direct");
+        };
+        assert_eq!(
+            (target.to_string(), host.to_str().ok()),
+            ("/v1/chat?x=1".to_owned(), Some("localhost:8080"))
+        );
+        let Connections::H1(_, target, host) = endpoint("http://models.internal/v1").connections else {
+            panic!("not direct");
+        };
+        assert_eq!((target.to_string(), host.to_str().ok()), ("/v1".to_owned(), Some("models.internal")));
     }
 }

@@ -28,7 +28,6 @@
 
 use std::error::Error as StdError;
 use std::fmt;
-use std::io;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -42,7 +41,9 @@ use http_body::{Body, Frame, SizeHint};
 use loopbound::transport::TransportError;
 use tokio::net::TcpStream;
 use tokio::sync::Mutex;
-use tokio::time::{Instant, Sleep};
+use tokio::time::Instant;
+
+use crate::deadline::{BodyDeadline, within};
 
 /// The receive windows the client offers, as hyper's HTTP/2 client does: a stream may send 2
 /// MiB before it waits for the client to read, the connection 5 MiB.
@@ -153,32 +154,18 @@ impl H2c {
     }
 }
 
-/// `work`, or an `Unavailable` error saying `what` if `deadline` passes first.
-async fn within<F: Future>(
-    deadline: Option<Instant>,
-    what: &'static str,
-    work: F,
-) -> Result<F::Output, TransportError> {
-    match deadline {
-        None => Ok(work.await),
-        Some(deadline) => tokio::time::timeout_at(deadline, work).await.map_err(|elapsed| {
-            TransportError::unavailable(what).with_source(io::Error::new(io::ErrorKind::TimedOut, elapsed))
-        }),
-    }
-}
-
 /// A response body read off its stream, giving back each piece's window as it is read, that
 /// fails with `TimedOut` once its deadline passes.
 struct Bounded {
     body: RecvStream,
-    deadline: Option<Pin<Box<Sleep>>>,
+    deadline: BodyDeadline,
     /// The data is over: the trailers (if any) come next.
     data_done: bool,
 }
 
 impl Bounded {
     fn new(body: RecvStream, deadline: Option<Instant>) -> Self {
-        Self { body, deadline: deadline.map(|at| Box::pin(tokio::time::sleep_until(at))), data_done: false }
+        Self { body, deadline: BodyDeadline::new(deadline), data_done: false }
     }
 }
 
@@ -190,13 +177,8 @@ impl Body for Bounded {
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
-        if let Some(deadline) = self.deadline.as_mut()
-            && deadline.as_mut().poll(cx).is_ready()
-        {
-            return Poll::Ready(Some(Err(Box::new(io::Error::new(
-                io::ErrorKind::TimedOut,
-                "the response timed out",
-            )))));
+        if let Some(passed) = self.deadline.passed(cx) {
+            return Poll::Ready(Some(Err(Box::new(passed))));
         }
         if !self.data_done {
             match ready!(self.body.poll_data(cx)) {
@@ -227,110 +209,13 @@ impl Body for Bounded {
 
 #[cfg(test)]
 mod tests {
-    use std::convert::Infallible;
-    use std::sync::Arc;
-    use std::sync::atomic::{AtomicUsize, Ordering};
-
-    use http_body_util::combinators::UnsyncBoxBody;
-    use http_body_util::{BodyExt, Full, StreamBody};
-    use hyper::service::service_fn;
-    use hyper_util::rt::{TokioExecutor, TokioIo};
     use tokio::net::TcpListener;
-    use tokio::task::JoinHandle;
 
     use super::*;
-    use crate::body::{BodyError, read_body};
+    use crate::body::read_body;
+    use crate::test_server::{Answer, Protocol, body_of, serve};
 
-    /// How the test server answers.
-    #[derive(Clone, Copy)]
-    enum Answer {
-        /// 200 with `ok`.
-        Whole,
-        /// Never.
-        Never,
-        /// 200, then a body that never ends.
-        EndlessBody,
-        /// 200, then 1 KiB pieces of a body, without end.
-        Flood,
-        /// 200 with `ok`, 100 ms after the request.
-        Slow,
-        /// 200 with the length of the request's body, once read whole.
-        Echo,
-        /// 200, then 6 MiB in 64 KiB pieces: three times the client's stream window.
-        Big,
-    }
-
-    /// What the test server allows a connection: streams at once, and its receive window.
-    #[derive(Clone, Copy, Default)]
-    struct Allow {
-        streams: Option<u32>,
-        window: Option<u32>,
-    }
-
-    /// An HTTP/2 server on loopback: its address, the connections it accepted, and their tasks.
-    struct Server {
-        authority: String,
-        accepted: Arc<AtomicUsize>,
-        connections: Arc<std::sync::Mutex<Vec<JoinHandle<()>>>>,
-    }
-
-    async fn serve(answer: Answer) -> Server {
-        serve_allowing(answer, Allow::default()).await
-    }
-
-    async fn serve_allowing(answer: Answer, allow: Allow) -> Server {
-        let listener = TcpListener::bind("127.0.0.1:0").await.expect("a port");
-        let authority = listener.local_addr().expect("an address").to_string();
-        let accepted = Arc::new(AtomicUsize::new(0));
-        let connections = Arc::new(std::sync::Mutex::new(Vec::new()));
-        let (count, tasks) = (Arc::clone(&accepted), Arc::clone(&connections));
-        tokio::spawn(async move {
-            while let Ok((stream, _)) = listener.accept().await {
-                count.fetch_add(1, Ordering::SeqCst);
-                let service = service_fn(move |request: hyper::Request<hyper::body::Incoming>| async move {
-                    let body: UnsyncBoxBody<Bytes, Infallible> = match answer {
-                        Answer::Whole => Full::new(Bytes::from_static(b"ok")).boxed_unsync(),
-                        Answer::Slow => {
-                            tokio::time::sleep(Duration::from_millis(100)).await;
-                            Full::new(Bytes::from_static(b"ok")).boxed_unsync()
-                        }
-                        Answer::Echo => {
-                            let read = request.into_body().collect().await.map(|body| body.to_bytes().len());
-                            let text = read.map_or_else(|error| format!("error: {error}"), |n| n.to_string());
-                            Full::new(Bytes::from(text)).boxed_unsync()
-                        }
-                        Answer::Big => {
-                            let piece = Bytes::from(vec![b'y'; 64 << 10]);
-                            StreamBody::new(futures_util::stream::iter(
-                                (0..96).map(move |_| Ok(Frame::data(piece.clone()))),
-                            ))
-                            .boxed_unsync()
-                        }
-                        Answer::Never => std::future::pending().await,
-                        Answer::EndlessBody => {
-                            StreamBody::new(futures_util::stream::pending()).boxed_unsync()
-                        }
-                        Answer::Flood => StreamBody::new(futures_util::stream::repeat_with(|| {
-                            Ok(Frame::data(Bytes::from_static(&[b'x'; 1 << 10])))
-                        }))
-                        .boxed_unsync(),
-                    };
-                    Ok::<_, Infallible>(hyper::Response::new(body))
-                });
-                let mut builder = hyper::server::conn::http2::Builder::new(TokioExecutor::new());
-                builder.max_concurrent_streams(allow.streams);
-                if let Some(window) = allow.window {
-                    builder.initial_stream_window_size(window).initial_connection_window_size(window);
-                }
-                let connection = builder.serve_connection(TokioIo::new(stream), service);
-                let task = tokio::spawn(async move {
-                    let _ = connection.await;
-                });
-                tasks.lock().expect("the tasks").push(task);
-            }
-        });
-        Server { authority, accepted, connections }
-    }
+    const PLAIN: Protocol = Protocol::Http2 { streams: None, window: None };
 
     fn request(authority: &str) -> http::Request<()> {
         let mut request = http::Request::new(());
@@ -341,27 +226,18 @@ mod tests {
 
     const BODY: Bytes = Bytes::from_static(b"{}");
 
-    async fn body_of(response: reqwest::Response) -> Result<Vec<u8>, String> {
-        read_body(response, 1 << 10).await.map_err(|error| match error {
-            BodyError::TooLong => "too long".to_owned(),
-            BodyError::Read(error) => error.to_string(),
-        })
-    }
-
     #[tokio::test]
     async fn requests_share_one_connection_and_a_closed_one_is_opened_again() {
-        let server = serve(Answer::Whole).await;
+        let server = serve(PLAIN, Answer::Whole).await;
         let connection = H2c::new(server.authority.clone(), None);
         for _ in 0..3 {
             let response = connection.send(request(&server.authority), BODY).await.expect("a response");
             assert_eq!(response.status(), 200);
             assert_eq!(body_of(response).await.as_deref(), Ok(&b"ok"[..]));
         }
-        assert_eq!(server.accepted.load(Ordering::SeqCst), 1, "three requests, one connection");
+        assert_eq!(server.accepted(), 1, "three requests, one connection");
         // The server drops the connection: the next request opens a new one, once.
-        for task in server.connections.lock().expect("the tasks").drain(..) {
-            task.abort();
-        }
+        server.drop_connections();
         let mut answered = 0;
         for _ in 0..100 {
             // A request sent before the client saw the close fails, unretried; the next opens.
@@ -376,12 +252,12 @@ mod tests {
             }
         }
         assert_eq!(answered, 2);
-        assert_eq!(server.accepted.load(Ordering::SeqCst), 2, "one new connection for both");
+        assert_eq!(server.accepted(), 2, "one new connection for both");
     }
 
     #[tokio::test]
     async fn a_server_that_never_answers_is_given_up_on_at_the_timeout() {
-        let server = serve(Answer::Never).await;
+        let server = serve(PLAIN, Answer::Never).await;
         let connection = H2c::new(server.authority.clone(), Some(Duration::from_millis(300)));
         let started = std::time::Instant::now();
         let error = connection.send(request(&server.authority), BODY).await.expect_err("no answer");
@@ -391,7 +267,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_body_that_never_ends_is_cut_at_the_timeout() {
-        let server = serve(Answer::EndlessBody).await;
+        let server = serve(PLAIN, Answer::EndlessBody).await;
         let connection = H2c::new(server.authority.clone(), Some(Duration::from_millis(300)));
         let response = connection.send(request(&server.authority), BODY).await.expect("its head");
         assert_eq!(response.status(), 200);
@@ -401,7 +277,7 @@ mod tests {
     #[tokio::test]
     async fn a_body_that_floods_without_end_is_refused_at_its_byte_bound() {
         // No timeout: the byte bound alone ends the read, after one piece past it at most.
-        let server = serve(Answer::Flood).await;
+        let server = serve(PLAIN, Answer::Flood).await;
         let connection = H2c::new(server.authority.clone(), None);
         let response = connection.send(request(&server.authority), BODY).await.expect("its head");
         assert_eq!(response.status(), 200);
@@ -409,7 +285,7 @@ mod tests {
         // The connection carries the next request as before.
         let response = connection.send(request(&server.authority), BODY).await.expect("its head");
         assert_eq!(body_of(response).await, Err("too long".to_owned()));
-        assert_eq!(server.accepted.load(Ordering::SeqCst), 1);
+        assert_eq!(server.accepted(), 1);
     }
 
     #[tokio::test]
@@ -426,7 +302,7 @@ mod tests {
     async fn requests_past_the_servers_stream_limit_wait_for_a_stream_on_the_same_connection() {
         // Two streams at once, 100 ms each: eight requests go out two by two, all answered,
         // none refused, on one connection; so at least four rounds of 100 ms.
-        let server = serve_allowing(Answer::Slow, Allow { streams: Some(2), window: None }).await;
+        let server = serve(Protocol::Http2 { streams: Some(2), window: None }, Answer::Slow).await;
         let connection = Arc::new(H2c::new(server.authority.clone(), Some(Duration::from_secs(10))));
         let started = std::time::Instant::now();
         let calls: Vec<_> = (0..8)
@@ -443,14 +319,14 @@ mod tests {
             assert_eq!(body.as_deref(), Ok(&b"ok"[..]));
         }
         assert!(started.elapsed() >= Duration::from_millis(400), "{:?}", started.elapsed());
-        assert_eq!(server.accepted.load(Ordering::SeqCst), 1);
+        assert_eq!(server.accepted(), 1);
     }
 
     #[tokio::test]
     async fn a_request_waiting_for_a_stream_gives_up_at_the_timeout() {
         // One stream, held by a request the server never answers: the next waits for a stream
         // that never frees, and gives up at its timeout.
-        let server = serve_allowing(Answer::Never, Allow { streams: Some(1), window: None }).await;
+        let server = serve(Protocol::Http2 { streams: Some(1), window: None }, Answer::Never).await;
         let connection = Arc::new(H2c::new(server.authority.clone(), Some(Duration::from_millis(300))));
         let first = tokio::spawn({
             let (connection, authority) = (Arc::clone(&connection), server.authority.clone());
@@ -469,7 +345,7 @@ mod tests {
     async fn a_request_body_far_past_the_servers_window_goes_out_whole() {
         // 3 MiB against a window of 64 KiB: the body waits for each window update, and the
         // server reads every byte.
-        let server = serve_allowing(Answer::Echo, Allow { streams: None, window: Some(65_535) }).await;
+        let server = serve(Protocol::Http2 { streams: None, window: Some(65_535) }, Answer::Echo).await;
         let connection = H2c::new(server.authority.clone(), Some(Duration::from_secs(10)));
         let body = Bytes::from(vec![b'z'; 3 << 20]);
         let response = connection.send(request(&server.authority), body).await.expect("an answer");
@@ -480,7 +356,7 @@ mod tests {
     async fn a_response_body_past_the_clients_windows_is_read_whole() {
         // 6 MiB: three stream windows, more than the connection's. Unless each piece read gives
         // its window back, the server stops at 2 MiB and the read times out.
-        let server = serve(Answer::Big).await;
+        let server = serve(PLAIN, Answer::Big).await;
         let connection = H2c::new(server.authority.clone(), Some(Duration::from_secs(10)));
         let response = connection.send(request(&server.authority), BODY).await.expect("its head");
         let body = read_body(response, 8 << 20).await.map_err(|_| "not read whole").expect("the body");

@@ -37,9 +37,11 @@
 
 pub mod body;
 pub mod config;
+mod deadline;
 mod endpoint;
 pub mod errors;
 pub mod events;
+mod h1;
 mod h2c;
 pub mod json;
 mod key;
@@ -48,6 +50,8 @@ mod properties;
 pub mod redact;
 pub mod sse;
 mod stream;
+#[cfg(test)]
+mod test_server;
 mod transport;
 pub mod work;
 
