@@ -284,7 +284,9 @@ impl Endpoint {
                 headers.insert(header::HOST, host.clone());
                 headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
                 headers.insert(header::ACCEPT, HeaderValue::from_static(accept));
-                connections.send(request).await?
+                // Boxed: this future is the largest of the three, and a future that matched on
+                // the connections inline would keep its size for every call, whichever it sent on.
+                Box::pin(connections.send(request)).await?
             }
             Connections::H2c(connections, uri) => {
                 let mut request = http::Request::new(());
