@@ -132,21 +132,22 @@ impl Endpoint {
                 // yet it would keep a copy of every request (its headers, its body) for as long
                 // as the call waits on its reply. No retries, no copy.
                 (false, _) => builder.http1_only().retry(reqwest::retry::never().max_retries_per_request(0)),
-                // Over TLS (cleartext HTTP/2 does not come here: it is `H2c`'s), TLS
-                // negotiates the version; a server that offers only HTTP/1.1 gets it.
+                // Over TLS, TLS negotiates the version; a server that offers only HTTP/1.1
+                // gets it. (Cleartext HTTP/2 comes here only through a proxy, which gets
+                // HTTP/1.1; otherwise it is `H2c`'s.)
                 (true, _) => builder,
             };
             builder.build().map_err(|error| ConfigError::Client(error.without_url().to_string()))
         };
         // `reqwest` applies the proxy the environment names; the connections driven directly
         // do not, so with one set every request goes through `reqwest`.
-        let direct = url.scheme() == "http" && !proxied;
-        let authority = match (url.host_str(), url.port_or_known_default()) {
-            (Some(host), Some(port)) => format!("{host}:{port}"),
-            _ => String::new(),
+        // The host and port a direct connection dials, when the requests go direct.
+        let direct = match (url.scheme(), proxied, url.host_str(), url.port_or_known_default()) {
+            ("http", false, Some(host), Some(port)) => Some(format!("{host}:{port}")),
+            _ => None,
         };
-        let connections = match http {
-            HttpVersion::Http1 if direct && !authority.is_empty() => {
+        let connections = match (http, direct) {
+            (HttpVersion::Http1, Some(authority)) => {
                 let target = match url.query() {
                     Some(query) => format!("{}?{query}", url.path()),
                     None => url.path().to_owned(),
@@ -162,17 +163,14 @@ impl Endpoint {
                     .map_err(|error| ConfigError::Client(format!("the endpoint's host: {error}")))?;
                 Connections::H1(H1::new(authority, timeout), target, host)
             }
-            HttpVersion::Http1 => Connections::Pooled(Box::new([client(false)?])),
-            HttpVersion::Http2 { connections } if connections.get() > HttpVersion::MAX_CONNECTIONS => {
+            (HttpVersion::Http1, None) => Connections::Pooled(Box::new([client(false)?])),
+            (HttpVersion::Http2 { connections }, _) if connections.get() > HttpVersion::MAX_CONNECTIONS => {
                 return Err(ConfigError::TooManyConnections {
                     requested: connections.get(),
                     max: HttpVersion::MAX_CONNECTIONS,
                 });
             }
-            HttpVersion::Http2 { connections } if direct => {
-                if authority.is_empty() {
-                    return Err(ConfigError::Client("the endpoint's URL names no host".to_owned()));
-                }
+            (HttpVersion::Http2 { connections }, Some(authority)) => {
                 let uri = url
                     .as_str()
                     .parse::<http::Uri>()
@@ -182,7 +180,7 @@ impl Endpoint {
                     uri,
                 )
             }
-            HttpVersion::Http2 { connections } => {
+            (HttpVersion::Http2 { connections }, None) => {
                 Connections::Pooled((0..connections.get()).map(|_| client(true)).collect::<Result<_, _>>()?)
             }
         };

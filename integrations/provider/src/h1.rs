@@ -15,7 +15,7 @@
 //!   hyper then hands the request back unsent, and it goes out on the next idle connection or a
 //!   new one. A new connection's failure is the call's.
 //! - The configured timeout bounds the whole call: the connect, the response's head and its
-//!   body's last byte, from the moment the request is sent (the `deadline` module).
+//!   body's last byte, from the moment the request is sent (the `direct` module).
 //! - The response comes out as a `reqwest::Response`, so the body bounds, the stream decoders
 //!   and the error mapping are the same code for every connection.
 
@@ -34,10 +34,9 @@ use hyper::body::Incoming;
 use hyper::client::conn::http1::{self, SendRequest};
 use hyper_util::rt::TokioIo;
 use loopbound::transport::TransportError;
-use tokio::net::TcpStream;
 use tokio::time::Instant;
 
-use crate::deadline::{BodyDeadline, within};
+use crate::direct::{BodyDeadline, connect_tcp, within};
 
 /// How long a kept connection may sit idle before it is closed: `reqwest`'s default.
 pub(crate) const IDLE_TIMEOUT: Duration = Duration::from_secs(90);
@@ -151,10 +150,7 @@ impl H1 {
 
     /// Opens a new connection.
     async fn connect(&self) -> Result<Sender, TransportError> {
-        let cannot = |error| TransportError::unavailable("cannot connect").with_source(error);
-        let stream = TcpStream::connect(self.authority.as_str()).await.map_err(cannot)?;
-        // Requests are small and answered as a whole: no waiting to coalesce them.
-        let _ = stream.set_nodelay(true);
+        let stream = connect_tcp(&self.authority).await?;
         let (sender, connection) = http1::handshake(TokioIo::new(stream))
             .await
             .map_err(|error| TransportError::unavailable("cannot connect").with_source(error))?;

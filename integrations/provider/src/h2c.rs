@@ -39,11 +39,10 @@ use h2::RecvStream;
 use h2::client::{Builder, SendRequest};
 use http_body::{Body, Frame, SizeHint};
 use loopbound::transport::TransportError;
-use tokio::net::TcpStream;
 use tokio::sync::Mutex;
 use tokio::time::Instant;
 
-use crate::deadline::{BodyDeadline, within};
+use crate::direct::{BodyDeadline, connect_tcp, within};
 
 /// The receive windows the client offers, as hyper's HTTP/2 client does: a stream may send 2
 /// MiB before it waits for the client to read, the connection 5 MiB.
@@ -125,10 +124,7 @@ impl H2c {
         if let Some(open) = self.current() {
             return Ok(open);
         }
-        let cannot = |error| TransportError::unavailable("cannot connect").with_source(error);
-        let stream = TcpStream::connect(self.authority.as_str()).await.map_err(cannot)?;
-        // Requests are small and answered as a whole: no waiting to coalesce them.
-        let _ = stream.set_nodelay(true);
+        let stream = connect_tcp(&self.authority).await?;
         let (sender, connection) = Builder::new()
             .initial_window_size(STREAM_WINDOW)
             .initial_connection_window_size(CONNECTION_WINDOW)

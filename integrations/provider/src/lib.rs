@@ -37,7 +37,7 @@
 
 pub mod body;
 pub mod config;
-mod deadline;
+mod direct;
 mod endpoint;
 pub mod errors;
 pub mod events;

@@ -1,5 +1,6 @@
-//! A call's timeout on the connections this crate drives itself (`h1`, `h2c`): one instant,
-//! fixed when the request is sent, bounding every await of the call, then its body's reading.
+//! What the connections this crate drives itself (`h1`, `h2c`) share: the TCP connect, and a
+//! call's timeout, one instant fixed when the request is sent, bounding every await of the call,
+//! then its body's reading.
 //!
 //! # Invariants
 //!
@@ -8,13 +9,29 @@
 //!   started, however its time was spent.
 //! - A passed deadline is an `io::ErrorKind::TimedOut` error, which `reqwest` and the error
 //!   mapping read as a timeout.
+//! - Every connection is opened with `TCP_NODELAY`: requests are small and answered as a whole,
+//!   so nothing waits to coalesce them.
 
 use std::io;
 use std::pin::Pin;
 use std::task::Context;
 
 use loopbound::transport::TransportError;
+use tokio::net::TcpStream;
 use tokio::time::{Instant, Sleep};
+
+/// A TCP connection to `authority` (`host:port`), `TCP_NODELAY` set.
+///
+/// # Errors
+///
+/// `Unavailable` ("cannot connect") with the connect's error as its source.
+pub(crate) async fn connect_tcp(authority: &str) -> Result<TcpStream, TransportError> {
+    let stream = TcpStream::connect(authority)
+        .await
+        .map_err(|error| TransportError::unavailable("cannot connect").with_source(error))?;
+    let _ = stream.set_nodelay(true);
+    Ok(stream)
+}
 
 /// `work`, or an `Unavailable` error saying `what` if `deadline` passes first.
 pub(crate) async fn within<F: Future>(
