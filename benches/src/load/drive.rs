@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use loopbound::journal::RunId;
 use loopbound::watch::{self, Update, Updates};
-use loopbound::{Limits, Message, Runtime, Scope, Status};
+use loopbound::{Limits, Message, Outcome, RunError, Runtime, Scope, Status};
 use loopbound_openai::{Config, ConfigError, HttpVersion, OpenAiTransport};
 use loopbound_sqlite::SqliteJournal;
 use loopbound_testkit::load::script::prompt;
@@ -157,16 +157,19 @@ impl ReviewLoad {
         // The live-stream watcher of each run attaches here, on `scope`, before the run starts,
         // once the runtime offers one; its events are then in the measured path.
         let watcher = self.watch.then(|| tokio::spawn(read_to_the_end(updates)));
-        let outcome = match &self.journal {
-            None => self.runtime.run(&scope, &mut conversation, Review::completed).await,
+        // Each run's end is reduced to what it records as the run's future returns: a whole
+        // outcome kept in this future would be kept beside the run's own while it waits.
+        let (ended, closed) = match &self.journal {
+            None => ended(self.runtime.run(&scope, &mut conversation, Review::completed).await),
             Some(journal) => match RunId::new(format!("load-{id}")) {
-                Ok(id) => {
-                    self.runtime
-                        .run_journaled(journal, &id, &scope, &mut conversation, |ended| {
-                            ended.state().completed()
-                        })
-                        .await
-                }
+                // Boxed: a plain run's task is then as large as a plain run needs, not as the
+                // journaled run's larger future.
+                Ok(id) => ended(
+                    Box::pin(self.runtime.run_journaled(journal, &id, &scope, &mut conversation, |ended| {
+                        ended.state().completed()
+                    }))
+                    .await,
+                ),
                 Err(error) => {
                     let ended = Err(error.to_string());
                     return RunEnd {
@@ -185,8 +188,8 @@ impl ReviewLoad {
         };
         RunEnd {
             watched_to_the_end,
-            closed: outcome.as_ref().is_ok_and(|outcome| outcome.text() == Some(CLOSING)),
-            ended: outcome.map(|outcome| outcome.status()).map_err(|error| error.to_string()),
+            closed,
+            ended,
             model_calls: scope.model_calls(),
             tool_calls: scope.tool_calls(),
         }
@@ -198,6 +201,12 @@ impl ReviewLoad {
     pub fn effect_times(&self) -> Option<Vec<Duration>> {
         self.journal.as_ref().map(TimedJournal::effects)
     }
+}
+
+/// A run's status (or error) and whether its reply was the closing text.
+fn ended(outcome: Result<Outcome, RunError>) -> (Result<Status, String>, bool) {
+    let closed = outcome.as_ref().is_ok_and(|outcome| outcome.text() == Some(CLOSING));
+    (outcome.map(|outcome| outcome.status()).map_err(|error| error.to_string()), closed)
 }
 
 /// Reads a run's live stream as a service's client would, to its end: whether its last update

@@ -58,6 +58,24 @@ struct Queued<'t, S, P> {
 }
 
 impl<T: Transport, S: Send + Sync + 'static> Runtime<T, S> {
+    /// The calls of reply `reply`, one after another or as a parallel batch, as the runtime
+    /// runs them. Returns the answers handed on, and the end of the run if a call ended it.
+    ///
+    /// One await for the loop whichever way they run: the reply the loop keeps meanwhile is
+    /// then kept in that step's room only, not beside the model call's too.
+    pub(crate) async fn answer<C: Course<T, S>>(
+        &self,
+        scope: &Scope<S>,
+        course: &mut C,
+        reply: u32,
+        calls: &[ToolCall],
+    ) -> (Vec<Message>, Option<End>) {
+        match self.concurrency {
+            Some(cap) => self.batch(scope, course, reply, calls, cap.get()).await,
+            None => self.one_after_another(scope, course, reply, calls).await,
+        }
+    }
+
     /// The calls of reply `reply`, one after another. Returns the answers handed on, and the
     /// end of the run if a call ended it.
     pub(crate) async fn one_after_another<C: Course<T, S>>(

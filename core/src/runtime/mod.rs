@@ -430,10 +430,10 @@ impl<T: Transport, S: Send + Sync + 'static> Runtime<T, S> {
             if reply.tool_calls.is_empty() {
                 return End::Reply(reply.content);
             }
-            let (results, stopped) = match self.concurrency {
-                Some(cap) => self.batch(scope, course, iteration, &reply.tool_calls, cap.get()).await,
-                None => self.one_after_another(scope, course, iteration, &reply.tool_calls).await,
-            };
+            // Boxed: a run waits on its model far longer than on its tools, and the run's own
+            // future is then as large as a model call needs; a reply's tool calls get their
+            // room when the reply asks for them.
+            let (results, stopped) = Box::pin(self.answer(scope, course, iteration, &reply.tool_calls)).await;
             conversation.push(Message::assistant_parts(reply.content, reply.tool_calls));
             conversation.extend(results);
             if let Some(end) = stopped {
@@ -487,28 +487,33 @@ impl<T: Transport, S: Send + Sync + 'static> Runtime<T, S> {
     }
 
     /// Sends a model call admitted by [`admit_model_call`](Self::admit_model_call).
-    pub(crate) async fn send_model_call(
-        &self,
-        model: &Budgeted<'_, T>,
+    ///
+    /// An `async` block, not an `async fn`: the call is kept once, in place, for as long as it
+    /// waits (an `async fn` would keep its argument and the local it moves it into).
+    #[allow(clippy::manual_async_fn, reason = "an `async fn` would keep its by-value argument twice")]
+    pub(crate) fn send_model_call<'s>(
+        &'s self,
+        model: &'s Budgeted<'_, T>,
         call: ModelCall,
-        conversation: &[Message],
-        tools: &[ToolDefinition],
-    ) -> Result<ModelReply, CallError> {
-        let ModelCall { prepared, span } = call;
-        let sent = model.send(prepared, conversation, tools, self.streaming);
-        let reply = sent.instrument(span.clone()).await;
-        match &reply {
-            Ok(reply) => {
-                if let Some(usage) = reply.usage {
-                    telemetry::record_usage(&span, usage);
+        conversation: &'s [Message],
+        tools: &'s [ToolDefinition],
+    ) -> impl Future<Output = Result<ModelReply, CallError>> + Send + 's {
+        async move {
+            let sent = model.send(&call.prepared, conversation, tools, self.streaming);
+            let reply = sent.instrument(call.span.clone()).await;
+            match &reply {
+                Ok(reply) => {
+                    if let Some(usage) = reply.usage {
+                        telemetry::record_usage(&call.span, usage);
+                    }
                 }
+                Err(CallError::Transport(error)) => {
+                    call.span.record("error.type", transport_error_type(error));
+                }
+                Err(_) => {}
             }
-            Err(CallError::Transport(error)) => {
-                span.record("error.type", transport_error_type(error));
-            }
-            Err(_) => {}
+            reply
         }
-        reply
     }
 
     /// The built-in middleware, then the host's observers, for one call to `tool`.

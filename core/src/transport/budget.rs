@@ -77,6 +77,10 @@ pub struct Budgeted<'a, T> {
     disclose: bool,
 }
 
+/// A call on its way, whole or streamed, boxed: every layer above it holds a pointer, not one
+/// more copy of the transport's future, and both kinds are concluded by the same code.
+type Sent<'s> = std::pin::Pin<Box<dyn Future<Output = Result<Received, TransportError>> + Send + 's>>;
+
 /// What a sent call brought back: a reply, or a stream cut where it passed its reservation.
 enum Received {
     Reply(ModelReply),
@@ -162,7 +166,7 @@ impl<'a, T: Transport> Budgeted<'a, T> {
         options: &ChatOptions,
     ) -> Result<ModelReply, CallError> {
         let prepared = self.prepare(messages, tools, options).await?;
-        self.send(prepared, messages, tools, false).await
+        self.send(&prepared, messages, tools, false).await
     }
 
     /// Counts one model call, then sends it as a stream and assembles the chunks.
@@ -177,19 +181,14 @@ impl<'a, T: Transport> Budgeted<'a, T> {
         options: &ChatOptions,
     ) -> Result<ModelReply, CallError> {
         let prepared = self.prepare(messages, tools, options).await?;
-        self.send(prepared, messages, tools, true).await
+        self.send(&prepared, messages, tools, true).await
     }
 
-    /// Sends `request` as a stream and assembles the chunks.
-    async fn send_stream(
-        &self,
-        admitted: Admitted,
-        request: ChatRequest<'_>,
-    ) -> Result<ModelReply, CallError> {
+    /// The call that sends `request` as a stream and assembles the chunks, its output watched
+    /// against `bound` (the reservation's output, when it bounds it).
+    fn streamed<'s>(&'s self, bound: Option<u64>, request: ChatRequest<'s>) -> Sent<'s> {
         let widest = self.counter.max_token_bytes().max(1);
-        // The output is watched only when its reservation bounds it.
-        let bound = admitted.reserved.map(|r| r.output_tokens).filter(|output| *output != u64::MAX);
-        let sent = async {
+        Box::pin(async move {
             let mut chunks = pin!(self.transport.stream(request).await?);
             let mut assembler = ReplyAssembler::new(request.bounds);
             let mut bytes = 0_u64;
@@ -213,9 +212,7 @@ impl<'a, T: Transport> Budgeted<'a, T> {
                 }
             }
             Ok(Received::Reply(assembler.finish()))
-        };
-        // Boxed: every layer above holds a pointer, not one more copy of the transport's future.
-        self.conclude(request.bounds, admitted, Box::pin(sent)).await
+        })
     }
 
     /// Admits one call (counted, and under a spend budget or a pool, reserved), without sending
@@ -231,22 +228,25 @@ impl<'a, T: Transport> Budgeted<'a, T> {
         Ok(Prepared { admitted, options })
     }
 
-    /// Sends a prepared call, whole or as a stream, and settles it.
+    /// Sends a prepared call, whole or as a stream, and settles it. A prepared call is sent
+    /// once: it is dropped once this returns.
     pub(crate) async fn send(
         &self,
-        prepared: Prepared,
+        prepared: &Prepared,
         messages: &[Message],
         tools: &[ToolDefinition],
         streaming: bool,
     ) -> Result<ModelReply, CallError> {
-        let Prepared { admitted, options } = prepared;
-        let request = self.request(messages, tools, &options);
-        if streaming {
-            return self.send_stream(admitted, request).await;
-        }
-        let sent = async { self.transport.complete(request).await.map(Received::Reply) };
-        // Boxed: every layer above holds a pointer, not one more copy of the transport's future.
-        self.conclude(request.bounds, admitted, Box::pin(sent)).await
+        let request = self.request(messages, tools, &prepared.options);
+        let sent: Sent<'_> = if streaming {
+            // The output is watched only when its reservation bounds it.
+            let bound =
+                prepared.admitted.reserved.map(|r| r.output_tokens).filter(|output| *output != u64::MAX);
+            self.streamed(bound, request)
+        } else {
+            Box::pin(async move { self.transport.complete(request).await.map(Received::Reply) })
+        };
+        self.conclude(request.bounds, &prepared.admitted, sent).await
     }
 
     /// Gives back what a prepared call that is never sent holds: its reservation is settled at
@@ -438,63 +438,85 @@ impl<'a, T: Transport> Budgeted<'a, T> {
     /// The rest of one call once admitted: send it raced against the scope (renewing its pools'
     /// hold meanwhile), settle it here and in the pools, check the scope again, then the reply's
     /// bounds.
+    ///
+    /// What the call holds is borrowed, not moved: each layer that took it by value would keep
+    /// one more copy of it for as long as the call waits.
     async fn conclude(
         &self,
         bounds: super::ReplyBounds,
-        admitted: Admitted,
-        sent: impl Future<Output = Result<Received, TransportError>>,
+        admitted: &Admitted,
+        sent: Sent<'_>,
     ) -> Result<ModelReply, CallError> {
         let guard = self.guard;
-        let model = Activity::Model;
-        let Admitted { reserved, hold } = admitted;
-        let draw = guard.pools().filter(|_| hold.is_some());
+        let draw = guard.pools().filter(|_| admitted.hold.is_some());
         // A call drawn from pools renews its hold while in flight (boxed: a run without pools
-        // keeps its futures as small as before).
-        let bounded = match (draw, &hold) {
-            (Some(draw), Some(hold)) => guard.bounded(model, Box::pin(hold.renewing(draw, sent))).await,
-            _ => guard.bounded(model, sent).await,
+        // keeps its futures as small as before). What comes back goes straight to its
+        // settlement: a local bound to it here would take room beside the call while it waits.
+        let bounded = match (draw, &admitted.hold) {
+            (Some(draw), Some(hold)) => {
+                guard.bounded(Activity::Model, Box::pin(hold.renewing(draw, sent))).await
+            }
+            _ => guard.bounded(Activity::Model, sent).await,
         };
-        // A stop during the call leaves its reservation held: the provider may bill it.
-        let received = match bounded {
-            Ok(received) => received,
-            Err(stop) => {
-                if let (Some(draw), Some(hold)) = (draw, hold) {
-                    Box::pin(hold.settle(draw, self.price.as_ref(), None, None)).await;
+        self.settle_call(bounds, admitted, draw, bounded).await
+    }
+
+    /// Settles a call that came back, or was stopped ([`conclude`](Self::conclude)'s rest): an
+    /// `async` block, which keeps what came back once (an `async fn` would keep it twice).
+    #[allow(clippy::manual_async_fn, reason = "an `async fn` would keep its by-value argument twice")]
+    fn settle_call<'s>(
+        &'s self,
+        bounds: super::ReplyBounds,
+        admitted: &'s Admitted,
+        draw: Option<&'s PoolDraw>,
+        bounded: Result<Result<Received, TransportError>, Stop>,
+    ) -> impl Future<Output = Result<ModelReply, CallError>> + Send + 's {
+        async move {
+            let guard = self.guard;
+            let model = Activity::Model;
+            // A stop during the call leaves its reservation held: the provider may bill it.
+            let received = match bounded {
+                Ok(received) => received,
+                Err(stop) => {
+                    if let (Some(draw), Some(hold)) = (draw, &admitted.hold) {
+                        Box::pin(hold.settle(draw, self.price.as_ref(), None, None)).await;
+                    }
+                    return Err(CallError::Stopped(stop));
                 }
-                return Err(CallError::Stopped(stop));
-            }
-        };
-        let price = self.price.as_ref();
-        if let (Some(draw), Some(hold)) = (draw, hold) {
-            let (usage, cut) = match &received {
-                Ok(Received::Reply(reply)) => (reply.usage, None),
-                Ok(Received::Cut { output }) => (None, Some(*output)),
-                Err(_) => (None, None),
             };
-            Box::pin(hold.settle(draw, price, usage, cut)).await;
-        }
-        let reply = match received {
-            Ok(Received::Reply(reply)) => {
-                guard.settle(price, reserved, reply.usage).map_err(CallError::Stopped)?;
-                Ok(reply)
+            let price = self.price.as_ref();
+            if let (Some(draw), Some(hold)) = (draw, &admitted.hold) {
+                let (usage, cut) = match &received {
+                    Ok(Received::Reply(reply)) => (reply.usage, None),
+                    Ok(Received::Cut { output }) => (None, Some(*output)),
+                    Err(_) => (None, None),
+                };
+                Box::pin(hold.settle(draw, price, usage, cut)).await;
             }
-            Ok(Received::Cut { output }) => {
-                let reserved = reserved.unwrap_or_default();
-                return Err(CallError::Stopped(guard.settle_cut(price, reserved, output)));
+            let reserved = admitted.reserved;
+            let reply = match received {
+                Ok(Received::Reply(reply)) => {
+                    guard.settle(price, reserved, reply.usage).map_err(CallError::Stopped)?;
+                    Ok(reply)
+                }
+                Ok(Received::Cut { output }) => {
+                    let reserved = reserved.unwrap_or_default();
+                    return Err(CallError::Stopped(guard.settle_cut(price, reserved, output)));
+                }
+                Err(error) => {
+                    // A failed call may still have been billed: charged its whole reservation.
+                    guard.settle(price, reserved, None).map_err(CallError::Stopped)?;
+                    Err(error)
+                }
+            };
+            guard.check(model).map_err(CallError::Stopped)?;
+            match reply.and_then(|reply| bounds.check(&reply).map(|()| reply)) {
+                Ok(reply) => Ok(reply),
+                Err(error) if matches!(error.kind(), TransportErrorKind::TooManyCalls { .. }) => {
+                    Err(CallError::Stopped(guard.refuse_reply()))
+                }
+                Err(error) => Err(CallError::Transport(error)),
             }
-            Err(error) => {
-                // A failed call may still have been billed: charged its whole reservation.
-                guard.settle(price, reserved, None).map_err(CallError::Stopped)?;
-                Err(error)
-            }
-        };
-        guard.check(model).map_err(CallError::Stopped)?;
-        match reply.and_then(|reply| bounds.check(&reply).map(|()| reply)) {
-            Ok(reply) => Ok(reply),
-            Err(error) if matches!(error.kind(), TransportErrorKind::TooManyCalls { .. }) => {
-                Err(CallError::Stopped(guard.refuse_reply()))
-            }
-            Err(error) => Err(CallError::Transport(error)),
         }
     }
 }
@@ -560,7 +582,7 @@ impl Held {
     /// have cost (its input and the output cap it was sent with), or for a stream cut past its
     /// reservation, at least that and the `cut` output counted. A store that fails leaves the
     /// hold to expire, charged whole.
-    async fn settle(self, draw: &PoolDraw, price: Option<&Price>, usage: Option<Usage>, cut: Option<u64>) {
+    async fn settle(&self, draw: &PoolDraw, price: Option<&Price>, usage: Option<Usage>, cut: Option<u64>) {
         let charge = match (usage, cut) {
             (Some(usage), None) => Amount {
                 calls: 1,

@@ -28,11 +28,13 @@
 //!   error body is read up to [`MAX_ERROR_BODY`] only.
 
 use std::fmt;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use bytes::Bytes;
 use futures_core::Stream;
+use futures_util::TryFutureExt;
 use http_body_util::Full;
 use loopbound::transport::{ChatRequest, ModelReply, ReplyChunk, TransportError};
 use reqwest::Url;
@@ -222,17 +224,20 @@ impl Endpoint {
     /// # Errors
     ///
     /// The mapped [`TransportError`] (see [`crate::errors`]), redacted.
-    pub async fn complete<P: Protocol>(
-        &self,
-        request: ChatRequest<'_>,
+    pub fn complete<'s, P: Protocol>(
+        &'s self,
+        request: ChatRequest<'s>,
         body: Vec<u8>,
-    ) -> Result<ModelReply, TransportError> {
-        let call = async {
+    ) -> impl Future<Output = Result<ModelReply, TransportError>> + Send + 's {
+        // Built of combinators, not an `async fn`: a waiting call keeps this future, and an
+        // `async fn` keeps each argument twice and the future it awaits beside them.
+        let bounds = request.bounds;
+        let call = async move {
             let response = self.send(body, "application/json").await?;
-            let body = read_reply(response, request.bounds).await?;
-            parse_whole::<P>(body, request.bounds, &self.redactor).await
+            let body = read_reply(response, bounds).await?;
+            parse_whole::<P>(body, bounds, &self.redactor).await
         };
-        until_cancelled(request.cancel, call).await.map_err(|error| self.redactor.scrub(error))
+        until_cancelled(request.cancel, call).map_err(|error| self.redactor.scrub(error))
     }
 
     /// Sends `body` for `request` and returns the reply's chunks as protocol `P` decodes them.
@@ -253,54 +258,92 @@ impl Endpoint {
     }
 
     /// Sends one request and returns the response if its status is a success.
-    async fn send(
+    ///
+    /// An `async` block, not an `async fn` (which would keep the body twice), whose own state
+    /// is one of the connections' futures at a time: the pooled client's and HTTP/1.1's are
+    /// boxed where they are made, HTTP/2's is the smallest and kept in place.
+    #[allow(clippy::manual_async_fn, reason = "an `async fn` would keep its by-value arguments twice")]
+    fn send(
         &self,
         mut body: Vec<u8>,
         accept: &'static str,
-    ) -> Result<reqwest::Response, TransportError> {
-        // The body lives until the reply comes (it goes out as it is, without a copy): give
-        // back what its serialiser reserved beyond its length, often a third of it.
-        body.shrink_to_fit();
-        // The connections take requests in turn.
-        let turn = self.next.fetch_add(1, Ordering::Relaxed);
-        let response = match &self.connections {
-            Connections::Pooled(clients) => clients[turn % clients.len()]
-                .post(self.url.clone())
-                .headers(self.headers.clone())
-                .header(header::CONTENT_TYPE, "application/json")
-                .header(header::ACCEPT, HeaderValue::from_static(accept))
-                .body(body)
-                .send()
-                .await
-                .map_err(send_error)?,
-            Connections::H1(connections, target, host) => {
-                let mut request = http::Request::new(Full::new(Bytes::from(body)));
-                *request.method_mut() = http::Method::POST;
-                *request.uri_mut() = target.clone();
-                let headers = request.headers_mut();
-                headers.clone_from(&self.headers);
-                headers.insert(header::HOST, host.clone());
-                headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
-                headers.insert(header::ACCEPT, HeaderValue::from_static(accept));
-                // Boxed: this future is the largest of the three, and a future that matched on
-                // the connections inline would keep its size for every call, whichever it sent on.
-                Box::pin(connections.send(request)).await?
+    ) -> impl Future<Output = Result<reqwest::Response, TransportError>> + Send + '_ {
+        async move {
+            // The body lives until the reply comes (it goes out as it is, without a copy): give
+            // back what its serialiser reserved beyond its length, often a third of it.
+            body.shrink_to_fit();
+            // The connections take requests in turn.
+            let turn = self.next.fetch_add(1, Ordering::Relaxed);
+            let response = match &self.connections {
+                Connections::Pooled(clients) => {
+                    self.pooled(&clients[turn % clients.len()], body, accept).await.map_err(send_error)?
+                }
+                Connections::H1(connections, target, host) => {
+                    self.h1(connections, target, host, body, accept).await?
+                }
+                Connections::H2c(connections, uri) => {
+                    let request = || {
+                        let mut request = http::Request::new(());
+                        *request.method_mut() = http::Method::POST;
+                        *request.uri_mut() = uri.clone();
+                        let headers = request.headers_mut();
+                        headers.clone_from(&self.headers);
+                        headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+                        headers.insert(header::ACCEPT, HeaderValue::from_static(accept));
+                        request
+                    };
+                    connections[turn % connections.len()].send(request, Bytes::from(body)).await?
+                }
+            };
+            if response.status().is_success() {
+                return Ok(response);
             }
-            Connections::H2c(connections, uri) => {
-                let mut request = http::Request::new(());
-                *request.method_mut() = http::Method::POST;
-                *request.uri_mut() = uri.clone();
-                let headers = request.headers_mut();
-                headers.clone_from(&self.headers);
-                headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
-                headers.insert(header::ACCEPT, HeaderValue::from_static(accept));
-                connections[turn % connections.len()].send(request, Bytes::from(body)).await?
-            }
-        };
-        let status = response.status();
-        if status.is_success() {
-            return Ok(response);
+            // Boxed: a call waiting on its reply keeps this future, and reading a failure's
+            // body is the largest part of it.
+            Err(Box::pin(self.failure(response)).await)
         }
+    }
+
+    /// The request on `client`, through its pool.
+    fn pooled(
+        &self,
+        client: &reqwest::Client,
+        body: Vec<u8>,
+        accept: &'static str,
+    ) -> impl Future<Output = reqwest::Result<reqwest::Response>> + Send + use<> {
+        client
+            .post(self.url.clone())
+            .headers(self.headers.clone())
+            .header(header::CONTENT_TYPE, "application/json")
+            .header(header::ACCEPT, HeaderValue::from_static(accept))
+            .body(body)
+            .send()
+    }
+
+    /// The request on a direct HTTP/1.1 connection, boxed: it is the largest of the three, and
+    /// made here its head is not part of the caller's state either.
+    fn h1<'s>(
+        &'s self,
+        connections: &'s H1,
+        target: &http::Uri,
+        host: &HeaderValue,
+        body: Vec<u8>,
+        accept: &'static str,
+    ) -> Pin<Box<dyn Future<Output = Result<reqwest::Response, TransportError>> + Send + 's>> {
+        let mut request = http::Request::new(Full::new(Bytes::from(body)));
+        *request.method_mut() = http::Method::POST;
+        *request.uri_mut() = target.clone();
+        let headers = request.headers_mut();
+        headers.clone_from(&self.headers);
+        headers.insert(header::HOST, host.clone());
+        headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        headers.insert(header::ACCEPT, HeaderValue::from_static(accept));
+        Box::pin(connections.send(request))
+    }
+
+    /// The error a response with a failure status is mapped to, its body read to explain it.
+    async fn failure(&self, response: reqwest::Response) -> TransportError {
+        let status = response.status();
         let retry_after = response
             .headers()
             .get(header::RETRY_AFTER)
@@ -308,7 +351,7 @@ impl Endpoint {
             .map(str::to_owned);
         // The body only explains the failure: a read error leaves the explanation empty.
         let body = read_body(response, MAX_ERROR_BODY).await.unwrap_or_default();
-        Err(status_error(status.as_u16(), retry_after.as_deref(), &body, &self.redactor))
+        status_error(status.as_u16(), retry_after.as_deref(), &body, &self.redactor)
     }
 }
 

@@ -81,35 +81,44 @@ impl H2c {
         Self { authority, timeout, open: std::sync::Mutex::new(None), connecting: Mutex::new(()) }
     }
 
-    /// Sends `request` with `body` and returns its response (any status), its body bounded in
-    /// time by the timeout. The request's URI must be absolute (`http://host/path`).
+    /// Sends the request `request` makes, with `body`, and returns its response (any status),
+    /// its body bounded in time by the timeout. The request's URI must be absolute
+    /// (`http://host/path`).
     ///
     /// # Errors
     ///
     /// `Unavailable` when the endpoint cannot be reached, the connection fails before the
     /// response's head, or the timeout passes; the cause is the error's source.
-    pub(crate) async fn send(
-        &self,
-        request: http::Request<()>,
+    #[allow(clippy::manual_async_fn, reason = "an `async fn` would keep its by-value arguments twice")]
+    pub(crate) fn send<'s>(
+        &'s self,
+        request: impl FnOnce() -> http::Request<()> + Send + 's,
         body: Bytes,
-    ) -> Result<reqwest::Response, TransportError> {
-        let deadline = self.timeout.map(|timeout| Instant::now() + timeout);
-        let sender = match self.current() {
-            Some(open) => open.sender,
-            // Opening is boxed: its state (the connect, the handshake) is not part of every
-            // request's future, which a waiting call keeps for as long as it waits.
-            None => Box::pin(within(deadline, "the request timed out", self.connect())).await??.sender,
-        };
-        let failed = |error: h2::Error| TransportError::unavailable("the request failed").with_source(error);
-        let mut sender = within(deadline, "the request timed out", sender.ready()).await?.map_err(failed)?;
-        let (response, mut stream) = sender.send_request(request, body.is_empty()).map_err(failed)?;
-        drop(sender);
-        if !body.is_empty() {
-            stream.send_data(body, true).map_err(failed)?;
+    ) -> impl Future<Output = Result<reqwest::Response, TransportError>> + Send + 's {
+        // An `async` block, not an `async fn`, which would keep its arguments twice.
+        async move {
+            let deadline = self.timeout.map(|timeout| Instant::now() + timeout);
+            let sender = match self.current() {
+                Some(open) => open.sender,
+                // Opening is boxed: its state (the connect, the handshake) is not part of every
+                // request's future, which a waiting call keeps for as long as it waits.
+                None => Box::pin(within(deadline, "the request timed out", self.connect())).await??.sender,
+            };
+            let failed =
+                |error: h2::Error| TransportError::unavailable("the request failed").with_source(error);
+            let mut sender =
+                within(deadline, "the request timed out", sender.ready()).await?.map_err(failed)?;
+            // The request's head is made only now, as it goes out: a call waiting for a
+            // connection or a stream keeps its few references, not the head.
+            let (response, mut stream) = sender.send_request(request(), body.is_empty()).map_err(failed)?;
+            drop(sender);
+            if !body.is_empty() {
+                stream.send_data(body, true).map_err(failed)?;
+            }
+            let response = within(deadline, "the request timed out", response).await?.map_err(failed)?;
+            let response = response.map(|body| reqwest::Body::wrap(Bounded::new(body, deadline)));
+            Ok(reqwest::Response::from(response))
         }
-        let response = within(deadline, "the request timed out", response).await?.map_err(failed)?;
-        let response = response.map(|body| reqwest::Body::wrap(Bounded::new(body, deadline)));
-        Ok(reqwest::Response::from(response))
     }
 
     /// The open connection, if it is open.
@@ -213,11 +222,15 @@ mod tests {
 
     const PLAIN: Protocol = Protocol::Http2 { streams: None, window: None };
 
-    fn request(authority: &str) -> http::Request<()> {
-        let mut request = http::Request::new(());
-        *request.method_mut() = http::Method::POST;
-        *request.uri_mut() = format!("http://{authority}/v1/chat/completions").parse().expect("a URI");
-        request
+    /// What makes a request to the server at `authority`.
+    fn request(authority: &str) -> impl FnOnce() -> http::Request<()> + use<> {
+        let uri: http::Uri = format!("http://{authority}/v1/chat/completions").parse().expect("a URI");
+        move || {
+            let mut request = http::Request::new(());
+            *request.method_mut() = http::Method::POST;
+            *request.uri_mut() = uri;
+            request
+        }
     }
 
     const BODY: Bytes = Bytes::from_static(b"{}");

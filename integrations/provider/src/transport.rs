@@ -103,9 +103,14 @@ impl<A: Api> Transport for HttpTransport<A> {
         Some(A::connection(&self.config).model())
     }
 
-    async fn complete<'a>(&'a self, request: ChatRequest<'a>) -> Result<ModelReply, TransportError> {
+    // The endpoint's future itself, not one more `async` layer around it (which would keep the
+    // request a second time while the call waits).
+    fn complete<'a>(
+        &'a self,
+        request: ChatRequest<'a>,
+    ) -> impl Future<Output = Result<ModelReply, TransportError>> + Send + 'a {
         let body = A::body(&self.config, &request, false);
-        self.endpoint.complete::<A::Protocol>(request, body).await
+        self.endpoint.complete::<A::Protocol>(request, body)
     }
 
     async fn stream<'a>(
