@@ -52,6 +52,11 @@ LATENCY_MS = float(os.environ.get("LOAD_LATENCY_MS", "200"))
 MAX_RSS_MIB = float(os.environ.get("LOAD_MAX_RSS_MIB", "8192"))
 MAX_SECONDS = float(os.environ.get("LOAD_MAX_SECONDS", "900"))
 RELEASE_OVER_MS = int(os.environ.get("LOAD_RELEASE_OVER_MS", "0"))
+# 1: the framework's client speaks HTTP/2 with prior knowledge, as loopbound's HTTP/2 rows do (it
+# needs the `h2` package). httpx carries at most 100 requests at once on its one HTTP/2
+# connection to the server and opens no second one, so past N = 100 the held load cannot start.
+# 0 (the default): HTTP/1.1, the SDK's default.
+HTTP2 = os.environ.get("LOAD_HTTP2", "0") == "1"
 
 
 def prompt(n: object) -> str:
@@ -112,7 +117,7 @@ def unlimited_http_client():
     import httpx2
     from openai import DefaultAsyncHttpxClient
     return DefaultAsyncHttpxClient(limits=httpx2.Limits(max_connections=None, max_keepalive_connections=None),
-                                   timeout=httpx2.Timeout(None))
+                                   timeout=httpx2.Timeout(None), http1=not HTTP2, http2=HTTP2)
 
 
 def openai_client():

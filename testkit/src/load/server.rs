@@ -420,13 +420,14 @@ async fn connection(stream: TcpStream, shared: Arc<Shared>) {
         async move { Ok::<_, Infallible>(route(shared, conn, request).await) }
     });
     // A connection that fails (the client went away) only ends its own task. One connection of
-    // HTTP/2 carries every request a client has in flight: no limit on its streams, and a window
-    // wide enough for every request body in flight at once, so that flow control never holds a
-    // client back.
+    // HTTP/2 carries every request a client has in flight: a limit on its streams no client
+    // reaches, announced (httpx sends one stream at a time until the server names a limit), and
+    // a window wide enough for every request body in flight at once, so that flow control never
+    // holds a client back.
     let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
     builder
         .http2()
-        .max_concurrent_streams(None)
+        .max_concurrent_streams(Some(1 << 20))
         .initial_connection_window_size(H2_CONNECTION_WINDOW)
         .initial_stream_window_size(H2_STREAM_WINDOW);
     let _ = builder.serve_connection(io, service).await;
