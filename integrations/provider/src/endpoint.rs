@@ -260,8 +260,8 @@ impl Endpoint {
     /// Sends one request and returns the response if its status is a success.
     ///
     /// An `async` block, not an `async fn` (which would keep the body twice), whose own state
-    /// is one of the connections' futures at a time: the pooled client's and HTTP/1.1's are
-    /// boxed where they are made, HTTP/2's is the smallest and kept in place.
+    /// is one of the connections' futures at a time: the pooled client's (`reqwest`'s own box)
+    /// and HTTP/1.1's (boxed where it is made) are a pointer, HTTP/2's is kept in place.
     #[allow(clippy::manual_async_fn, reason = "an `async fn` would keep its by-value arguments twice")]
     fn send(
         &self,
@@ -282,16 +282,7 @@ impl Endpoint {
                     self.h1(connections, target, host, body, accept).await?
                 }
                 Connections::H2c(connections, uri) => {
-                    let request = || {
-                        let mut request = http::Request::new(());
-                        *request.method_mut() = http::Method::POST;
-                        *request.uri_mut() = uri.clone();
-                        let headers = request.headers_mut();
-                        headers.clone_from(&self.headers);
-                        headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
-                        headers.insert(header::ACCEPT, HeaderValue::from_static(accept));
-                        request
-                    };
+                    let request = || self.request((), uri, accept);
                     connections[turn % connections.len()].send(request, Bytes::from(body)).await?
                 }
             };
@@ -330,15 +321,22 @@ impl Endpoint {
         body: Vec<u8>,
         accept: &'static str,
     ) -> Pin<Box<dyn Future<Output = Result<reqwest::Response, TransportError>> + Send + 's>> {
-        let mut request = http::Request::new(Full::new(Bytes::from(body)));
+        let mut request = self.request(Full::new(Bytes::from(body)), target, accept);
+        request.headers_mut().insert(header::HOST, host.clone());
+        Box::pin(connections.send(request))
+    }
+
+    /// A request on a direct connection: `POST` to `uri` with `body`, the endpoint's headers,
+    /// the JSON content type and `accept`.
+    fn request<B>(&self, body: B, uri: &http::Uri, accept: &'static str) -> http::Request<B> {
+        let mut request = http::Request::new(body);
         *request.method_mut() = http::Method::POST;
-        *request.uri_mut() = target.clone();
+        *request.uri_mut() = uri.clone();
         let headers = request.headers_mut();
         headers.clone_from(&self.headers);
-        headers.insert(header::HOST, host.clone());
         headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
         headers.insert(header::ACCEPT, HeaderValue::from_static(accept));
-        Box::pin(connections.send(request))
+        request
     }
 
     /// The error a response with a failure status is mapped to, its body read to explain it.
