@@ -119,6 +119,26 @@ impl Fixture {
         Self { scope, tools: tools() }
     }
 
+    /// Both capabilities, room for `calls` admissions of the same signature, and the run
+    /// streamed to a watcher through `feed` ([`ScopeBuilder::watch`](loopbound::ScopeBuilder::watch)):
+    /// every admission hands its event to the feed, and wakes the watcher if it waits.
+    ///
+    /// # Panics
+    ///
+    /// Never: these limits are valid.
+    #[must_use]
+    pub fn roomy_watched(calls: u32, feed: loopbound::watch::Feed) -> Self {
+        let limits = Limits::default().with_tool_calls(calls).with_repetitions(calls.max(1));
+        let scope = Scope::builder()
+            .grants([READ_CAPABILITY, FINISH_CAPABILITY])
+            .limits(limits)
+            .watch(feed)
+            .state(Review::default())
+            .build()
+            .expect("the fixtures' limits are valid");
+        Self { scope, tools: tools() }
+    }
+
     /// Both capabilities, room for `calls` admissions of the same signature, and a token and a
     /// cost budget with a price table (both tools free), so that every admission also checks
     /// the tools' prices.
@@ -241,6 +261,22 @@ mod tests {
         }
         let refused = admit(fixture.read_ticket());
         assert!(Check::Budget.refused(&refused), "{refused:?}");
+    }
+
+    #[test]
+    fn a_watched_scope_streams_each_admission_as_it_is_recorded() {
+        let (feed, mut updates) = loopbound::watch::channel();
+        let fixture = Fixture::roomy_watched(2, feed);
+        assert_eq!(admit(fixture.read_ticket()).ok(), Some(1));
+        assert_eq!(admit(fixture.read_ticket()).ok(), Some(2));
+        let streamed: Vec<String> = std::iter::from_fn(|| updates.try_next())
+            .map(|update| match update {
+                loopbound::watch::Update::Event(event) => event.to_string(),
+                other => format!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(streamed, ["ToolCall read_ticket 1", "ToolCall read_ticket 2"]);
+        assert_eq!(streamed, log(&fixture));
     }
 
     #[test]

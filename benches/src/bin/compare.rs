@@ -90,6 +90,10 @@ enum Spin {
     AdmitBudgeted,
     /// Admission as the first call of a fresh default scope (scopes built before the loop).
     AdmitFirst,
+    /// Admission of {"input":42} on a watched scope with room, its watcher a task of the same
+    /// current-thread runtime that waits for each event: every admission queues its event and
+    /// wakes the watcher.
+    AdmitWatched,
     /// Refusal at the permission check.
     RefusePermission,
     /// Refusal at the budget check.
@@ -245,6 +249,7 @@ fn spin(op: Spin, iterations: u32) -> Result<(), Failure> {
                 checksum += usize::from(admit(black_box(fixture.read_ticket())).is_ok());
             }
         }
+        Spin::AdmitWatched => checksum = admit_watched(n)?,
         Spin::AdmitFirst | Spin::RefusePermission | Spin::RefuseBudget | Spin::RefuseRepetition => {
             let fixtures: Vec<Fixture> = (0..n)
                 .map(|_| match op {
@@ -288,6 +293,33 @@ fn spin(op: Spin, iterations: u32) -> Result<(), Failure> {
     }
     println!("{op:?}: {iterations} iterations, checksum {checksum}");
     Ok(())
+}
+
+/// `n` admissions on a watched scope whose watcher, a task of the same runtime, reads each
+/// event and waits for the next: the task yields before each admission so that the watcher has
+/// read the last event and waits again. Returns the events the watcher saw, `n` when every
+/// admission was streamed.
+fn admit_watched(n: usize) -> Result<usize, Failure> {
+    let (feed, mut updates) = loopbound::watch::channel();
+    let fixture = Fixture::roomy_watched(u32::try_from(n).unwrap_or(u32::MAX), feed);
+    let runtime = runs::runtime();
+    let seen = runtime.block_on(async move {
+        let watcher = tokio::spawn(async move {
+            let mut seen = 0_usize;
+            while updates.next().await.is_some() {
+                seen += 1;
+            }
+            seen
+        });
+        for _ in 0..n {
+            tokio::task::yield_now().await;
+            black_box(admit(black_box(fixture.read_ticket())).ok());
+        }
+        // The scope's feed goes with it: the stream ends after what is queued.
+        drop(fixture);
+        watcher.await
+    });
+    seen.map_err(|error| Failure::Io(io::Error::other(error)))
 }
 
 /// The 1, 5 and 15 minute load averages, as `/proc/loadavg` gives them.

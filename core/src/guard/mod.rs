@@ -319,51 +319,67 @@ impl Guard {
     /// scope that a halt is in force in.
     fn decide<T>(&self, section: impl FnOnce(&mut Ledger, Gate, &mut [Branch<'_>]) -> T) -> T {
         let Some(parent) = &self.terms.parent else {
-            let (decision, halted) = {
-                let mut ledger = self.ledger.lock();
-                let before = ledger.events().len();
-                let decision = section(&mut ledger, self.gate(), &mut []);
-                self.tell(&ledger, before);
-                (decision, self.settle_flags(&ledger))
-            };
+            let (decision, halted) = self.locked(section);
             if halted {
                 self.token.cancel();
             }
             return decision;
         };
+        let (decision, halted) = self.locked_chain(parent, section);
+        for guard in halted {
+            guard.token.cancel();
+        }
+        decision
+    }
+
+    /// The critical section of a root scope's decision: everything between taking the ledger's
+    /// lock and releasing it, and nothing else. It is a function of its own, never inlined, so
+    /// that a profiler counts exactly what runs under the lock (`benches/README.md`, "The
+    /// ledger's lock"). Returns the decision and whether a halt is in force.
+    #[inline(never)]
+    fn locked<T>(&self, section: impl FnOnce(&mut Ledger, Gate, &mut [Branch<'_>]) -> T) -> (T, bool) {
+        let mut ledger = self.ledger.lock();
+        let before = ledger.events().len();
+        let decision = section(&mut ledger, self.gate(), &mut []);
+        self.tell(&ledger, before);
+        (decision, self.settle_flags(&ledger))
+    }
+
+    /// As [`locked`](Self::locked) for a child scope: its ancestors' ledgers are locked first,
+    /// root first. Returns the decision and the scopes of the chain that a halt is in force in.
+    #[inline(never)]
+    fn locked_chain<'a, T>(
+        &'a self,
+        parent: &'a Arc<dyn Ancestor>,
+        section: impl FnOnce(&mut Ledger, Gate, &mut [Branch<'_>]) -> T,
+    ) -> (T, Vec<&'a Self>) {
         let mut chain = vec![parent.guard()];
         while let Some(up) = &chain[chain.len() - 1].terms.parent {
             chain.push(up.guard());
         }
         chain.reverse();
         let mut halted = Vec::with_capacity(chain.len() + 1);
-        let decision = {
-            let mut locked: Vec<_> = chain.iter().map(|guard| guard.ledger.lock()).collect();
-            let mut ledger = self.ledger.lock();
-            let befores: Vec<usize> = locked.iter().map(|ledger| ledger.events().len()).collect();
-            let before = ledger.events().len();
-            let mut branches: Vec<Branch<'_>> = chain
-                .iter()
-                .zip(locked.iter_mut())
-                .map(|(guard, ledger)| Branch { limits: &guard.limits, ledger })
-                .collect();
-            let decision = section(&mut ledger, self.gate(), &mut branches);
-            self.tell(&ledger, before);
-            for ((guard, branch), before) in chain.iter().zip(&branches).zip(befores) {
-                guard.tell(branch.ledger, before);
-                if guard.settle_flags(branch.ledger) {
-                    halted.push(*guard);
-                }
+        let mut locked: Vec<_> = chain.iter().map(|guard| guard.ledger.lock()).collect();
+        let mut ledger = self.ledger.lock();
+        let befores: Vec<usize> = locked.iter().map(|ledger| ledger.events().len()).collect();
+        let before = ledger.events().len();
+        let mut branches: Vec<Branch<'_>> = chain
+            .iter()
+            .zip(locked.iter_mut())
+            .map(|(guard, ledger)| Branch { limits: &guard.limits, ledger })
+            .collect();
+        let decision = section(&mut ledger, self.gate(), &mut branches);
+        self.tell(&ledger, before);
+        for ((guard, branch), before) in chain.iter().zip(&branches).zip(befores) {
+            guard.tell(branch.ledger, before);
+            if guard.settle_flags(branch.ledger) {
+                halted.push(*guard);
             }
-            if self.settle_flags(&ledger) {
-                halted.push(self);
-            }
-            decision
-        };
-        for guard in halted {
-            guard.token.cancel();
         }
-        decision
+        if self.settle_flags(&ledger) {
+            halted.push(self);
+        }
+        (decision, halted)
     }
 
     /// Sets the "no tool can be admitted" hint from `ledger` (this guard's own); returns whether
