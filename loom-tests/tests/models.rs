@@ -2,9 +2,16 @@
 
 #![cfg(loopbound_loom)]
 
+use std::future::Future;
+use std::pin::pin;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::task::{Context, Poll, Wake, Waker};
+
+use loom::sync::atomic::AtomicU32;
 use loom::thread;
-use loopbound::{EventKind, HaltReason, Limits, Stop, ToolError};
-use loopbound_loom::fixtures::{admit, lines, scope_and_tool};
+use loopbound::{EventKind, HaltReason, Limits, Scope, Stop, ToolError};
+use loopbound_loom::fixtures::{Started, admit, lines, scope_and_tool, watched_scope_and_tool};
 
 #[test]
 fn the_tool_budget_is_never_oversubscribed() {
@@ -151,8 +158,7 @@ fn model_and_tool_reservations_keep_counters_and_events_consistent() {
 #[test]
 fn a_watcher_sees_the_events_in_the_order_the_scope_recorded_them() {
     loom::model(|| {
-        let (scope, tool, mut updates) =
-            loopbound_loom::fixtures::watched_scope_and_tool(Limits::default().with_tool_calls(1));
+        let (scope, tool, mut updates) = watched_scope_and_tool(Limits::default().with_tool_calls(1));
         let models = scope.clone();
         let a = thread::spawn(move || models.admit_model().is_ok());
         let tools = tool.clone();
@@ -169,5 +175,47 @@ fn a_watcher_sees_the_events_in_the_order_the_scope_recorded_them() {
         assert_eq!(streamed, lines(&scope), "the stream's order is the log's");
         // A tool call and the budget's halt, and the model call unless the halt came first.
         assert_eq!(streamed.len(), 2 + usize::from(model_admitted));
+    });
+}
+
+/// A watcher's waker that reads the scope's tool-call count when woken: run inside the ledger's
+/// lock, that read would take the lock its own thread holds, a deadlock that loom reports.
+struct Reader {
+    scope: Scope<Started>,
+    read: AtomicU32,
+}
+
+impl Wake for Reader {
+    fn wake(self: Arc<Self>) {
+        self.read.store(self.scope.tool_calls(), Ordering::SeqCst);
+    }
+}
+
+#[test]
+fn a_watchers_waker_runs_once_the_ledgers_lock_is_released() {
+    loom::model(|| {
+        let (scope, tool, mut updates) = watched_scope_and_tool(Limits::default());
+        let reader = Arc::new(Reader { scope, read: AtomicU32::new(u32::MAX) });
+        let admitting = thread::spawn(move || admit(&tool, 1));
+        // The watcher looks while the call is admitted: before its event is queued (it waits,
+        // and is woken) or after (it reads the event at once).
+        let waker = Waker::from(Arc::clone(&reader));
+        let polled = pin!(updates.next()).poll(&mut Context::from_waker(&waker));
+        assert!(admitting.join().unwrap());
+        match polled {
+            Poll::Pending => {
+                assert_eq!(reader.read.load(Ordering::SeqCst), 1, "woken after the admission, the lock free");
+                let event = updates.try_next();
+                assert!(
+                    matches!(&event, Some(loopbound::watch::Update::Event(e)) if e.to_string() == "ToolCall t 1")
+                );
+            }
+            Poll::Ready(update) => {
+                assert!(
+                    matches!(&update, Some(loopbound::watch::Update::Event(e)) if e.to_string() == "ToolCall t 1")
+                );
+                assert_eq!(reader.read.load(Ordering::SeqCst), u32::MAX, "never waited, never woken");
+            }
+        }
     });
 }

@@ -30,13 +30,17 @@
 //!   recorded: the decision is the same, nothing about the stop changes, and the caller records
 //!   the described halt later ([`Ledger::halt_with`]) or not at all. A parallel batch uses it to
 //!   let the calls admitted before a refusal run, as they would have one after another.
+//! - Everything here runs under the ledger's lock, so nothing here wakes a task or formats
+//!   text: what the model is told of the budgets left is read out as numbers ([`Remaining`])
+//!   and put into words by the guard after the lock is released, and a halt's detail comes in
+//!   made and leaves shared (an `Arc<str>`), never copied here.
 //! - Events name tools with the scope's own copy of each name ([`Names`]), never with the tool
 //!   set's shared `Arc`: tools are shared by every request on every thread, and a reference count
 //!   bumped by each event would be one cache line that all of them write. Journal events may hold
 //!   the shared name: they come with a durable commit anyway.
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
+use std::fmt;
 use std::sync::Arc;
 
 use super::stop::Stop;
@@ -80,8 +84,9 @@ pub(crate) struct Ledger {
     /// `described` instead of being recorded.
     tentative: bool,
     described: Option<(HaltReason, ControlEvent)>,
-    /// What the recorded halt says beyond its reason (the pool that refused a call).
-    detail: Option<String>,
+    /// What the recorded halt says beyond its reason (the pool that refused a call), made
+    /// before the lock was taken; shared, so that reading it under the lock copies no text.
+    detail: Option<Arc<str>>,
 }
 
 impl Default for Ledger {
@@ -102,6 +107,40 @@ impl Default for Ledger {
             described: None,
             detail: None,
         }
+    }
+}
+
+/// What a run has left of each of its budgets: the numbers of the notice the model is told
+/// when the host discloses them, copied out of the ledger under its lock and formatted after.
+/// Token and cost budgets that are not set are `None`, and left out of the notice.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Remaining {
+    pub(crate) model_calls: u32,
+    pub(crate) tool_calls: u32,
+    pub(crate) input_tokens: Option<u64>,
+    pub(crate) output_tokens: Option<u64>,
+    pub(crate) total_tokens: Option<u64>,
+    pub(crate) cost: Option<Micros>,
+}
+
+impl fmt::Display for Remaining {
+    /// `Remaining budget: 3 model calls, 2 tool calls, 1200 total tokens, 400µ.` (only the
+    /// token and cost budgets that are set).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Remaining budget: {} model calls, {} tool calls", self.model_calls, self.tool_calls)?;
+        for (name, left) in [
+            ("input tokens", self.input_tokens),
+            ("output tokens", self.output_tokens),
+            ("total tokens", self.total_tokens),
+        ] {
+            if let Some(left) = left {
+                write!(f, ", {left} {name}")?;
+            }
+        }
+        if let Some(cost) = self.cost {
+            write!(f, ", {cost}")?;
+        }
+        f.write_str(".")
     }
 }
 
@@ -394,7 +433,7 @@ impl Ledger {
 
     /// Halts the run for a shared pool's refusal (`reason`, charged to the model at its current
     /// count), with `detail` naming the pool, unless the caller cancelled or a stop came first.
-    pub(crate) fn refuse_pool(&mut self, gate: Gate, reason: HaltReason, detail: String) -> Stop {
+    pub(crate) fn refuse_pool(&mut self, gate: Gate, reason: HaltReason, detail: Arc<str>) -> Stop {
         if gate.caller_cancelled {
             return Stop::Cancelled;
         }
@@ -406,8 +445,8 @@ impl Ledger {
     }
 
     /// What the recorded halt says beyond its reason, if anything.
-    pub(crate) fn detail(&self) -> Option<&str> {
-        self.detail.as_deref()
+    pub(crate) fn detail(&self) -> Option<Arc<str>> {
+        self.detail.clone()
     }
 
     /// Admits the one call a wrap-up kept aside, after a limit stopped the run: not if the caller
@@ -458,37 +497,25 @@ impl Ledger {
         Ok(reserved)
     }
 
-    /// What the run has left, in the words the model is told when the host discloses it:
-    /// `Remaining budget: 3 model calls, 2 tool calls, 1200 total tokens, 400µ.` (only the
-    /// token and cost budgets that are set).
-    pub(crate) fn remaining(&self, limits: &Limits, price: Option<&Price>) -> String {
+    /// What the run has left, as plain numbers: read under the lock, put into the words the
+    /// model is told ([`Remaining`]'s `Display`) once it is released.
+    pub(crate) fn remaining(&self, limits: &Limits, price: Option<&Price>) -> Remaining {
         let limits = limits.before_wrap_up(price);
         let spend = self.account.report(&limits);
         let held = |settled: u64, reserved: u64| settled.saturating_add(reserved);
-        let mut text = format!(
-            "Remaining budget: {} model calls, {} tool calls",
-            limits.model_calls().saturating_sub(self.model_calls + self.below.model_calls),
-            limits.tool_calls().saturating_sub(self.tool_calls + self.below.tool_calls),
-        );
         let (settled, reserved) = (spend.settled, spend.reserved);
-        for (name, budget, used) in [
-            ("input tokens", limits.input_tokens(), held(settled.input_tokens, reserved.input_tokens)),
-            ("output tokens", limits.output_tokens(), held(settled.output_tokens, reserved.output_tokens)),
-            (
-                "total tokens",
+        let left = |budget: Option<u64>, used: u64| budget.map(|budget| budget.saturating_sub(used));
+        Remaining {
+            model_calls: limits.model_calls().saturating_sub(self.model_calls + self.below.model_calls),
+            tool_calls: limits.tool_calls().saturating_sub(self.tool_calls + self.below.tool_calls),
+            input_tokens: left(limits.input_tokens(), held(settled.input_tokens, reserved.input_tokens)),
+            output_tokens: left(limits.output_tokens(), held(settled.output_tokens, reserved.output_tokens)),
+            total_tokens: left(
                 limits.total_tokens(),
                 held(settled.total_tokens(), reserved.input_tokens.saturating_add(reserved.output_tokens)),
             ),
-        ] {
-            if let Some(budget) = budget {
-                let _ = write!(text, ", {} {name}", budget.saturating_sub(used));
-            }
+            cost: limits.cost().map(|cost| cost.saturating_sub(spend.cost.saturating_add(reserved.cost))),
         }
-        if let Some(cost) = limits.cost() {
-            let _ = write!(text, ", {}", cost.saturating_sub(spend.cost.saturating_add(reserved.cost)));
-        }
-        text.push('.');
-        text
     }
 
     /// Halts for a spend refusal, charged to the model at its current count.
@@ -979,6 +1006,38 @@ mod tests {
             Err(Stop::Halted(HaltReason::ToolBudget))
         );
         assert_eq!(ledger.tool_calls(), 0);
+    }
+
+    #[test]
+    fn what_is_left_is_read_as_numbers_and_put_into_words_apart() {
+        let tool = tool();
+        let mut ledger = Ledger::default();
+        let limits = Limits::default().with_total_tokens(1000).with_cost(Micros(400));
+        assert_eq!(ledger.admit_model(OPEN, &limits, None, &mut []), Ok((1, None)));
+        assert_eq!(ledger.admit_tool(OPEN, &limits, &tool, terms(true), signed("{}"), &mut []), Ok(1));
+        let left = ledger.remaining(&limits, None);
+        assert_eq!(
+            left,
+            Remaining {
+                model_calls: 5,
+                tool_calls: 3,
+                input_tokens: None,
+                output_tokens: None,
+                total_tokens: Some(1000),
+                cost: Some(Micros(400)),
+            }
+        );
+        assert_eq!(
+            left.to_string(),
+            "Remaining budget: 5 model calls, 3 tool calls, 1000 total tokens, 400µ."
+        );
+        let every = Remaining { input_tokens: Some(7), output_tokens: Some(0), cost: None, ..left };
+        assert_eq!(
+            every.to_string(),
+            "Remaining budget: 5 model calls, 3 tool calls, 7 input tokens, 0 output tokens, 1000 total tokens."
+        );
+        let plain = ledger.remaining(&Limits::default(), None);
+        assert_eq!(plain.to_string(), "Remaining budget: 5 model calls, 3 tool calls.");
     }
 
     #[test]

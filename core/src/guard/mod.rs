@@ -7,21 +7,36 @@
 //! # Invariants
 //!
 //! - Every decision goes through one critical section ([`Guard::decide`]): the ledger's mutex,
-//!   held for one synchronous check-and-reserve and never across an `.await`.
+//!   held for one synchronous check-and-reserve and never across an `.await`. A decision's
+//!   critical section is exactly [`Guard::locked`] (a child scope: [`Guard::locked_chain`]), a
+//!   function of its own so that a profiler can count it.
+//! - Under the lock: reading the gate (the caller's token, the clock), the ledger's decision,
+//!   queueing the events it recorded in the feed, and setting the "no tool can be admitted"
+//!   hint; the other holders only copy plain data out (reads, the journal's counters) or in
+//!   (a restore, a journal's append, which queue their events too). Not under it: waking
+//!   anything (a watcher's waker, a token's waiters) and formatting text (the remaining-budget
+//!   notice is made after the lock from numbers copied out under it; a pool's refusal detail
+//!   is made before the lock is taken and shared, not copied, under it).
 //! - The caller's token and the deadline are read *inside* that critical section, so a call that
 //!   waited for the lock is judged on what holds when it gets it. Reading a tokio-util token
 //!   takes that token's own lock: the guard reads its own child of the caller's token, so the
 //!   only locks on the admission path belong to this scope (a service that hands one token to
 //!   every request does not make them queue on it; making the child locks the caller's once,
 //!   when the scope is built, and dropping it once more).
-//! - Cancelling the guard's token happens after the lock is released; stickiness does not depend
-//!   on the token, because every check reads the stop reason under the lock first.
+//! - Cancelling the guard's token happens after the lock is released (it wakes the tasks that
+//!   wait on it); stickiness does not depend on the token, because every check reads the stop
+//!   reason under the lock first.
 //! - The guard's token is a child of the caller's token: it fires when the caller cancels, when a
 //!   halt is recorded, and when a bounded wait sees the deadline pass.
 //! - Capabilities and limits never change after the guard is built: nothing a model or a tool
 //!   returns can grant a capability or raise a limit.
 //! - A watched scope's [`Feed`] is handed every event the ledger records, inside the critical
-//!   section that recorded it, so a watcher sees the log's own order whatever the threads.
+//!   section that recorded it: the events are queued there, under the ledger's lock, so a
+//!   watcher sees the log's own order whatever the threads. The watcher's waker is taken there
+//!   too and woken only once every ledger lock is released ([`Released`]): a wake that comes
+//!   late finds the events queued, and one that comes after the watcher read them is spurious,
+//!   never lost (a watcher that waits again registers a new waker, which the next queueing
+//!   takes).
 
 pub(crate) mod ledger;
 mod stop;
@@ -30,7 +45,7 @@ use std::collections::BTreeSet;
 use std::future::{Future, poll_fn};
 use std::pin::pin;
 use std::sync::Arc;
-use std::task::Poll;
+use std::task::{Poll, Waker};
 
 use tokio::time::Instant;
 
@@ -103,6 +118,33 @@ impl Refused {
 pub(crate) struct Deferred {
     reason: HaltReason,
     event: ControlEvent,
+}
+
+/// What a critical section leaves for after the ledger's lock is released: the watcher to wake
+/// (the events it is woken for are queued already, in the log's order) and whether a halt is in
+/// force (the guard's token to cancel).
+#[derive(Debug)]
+struct Released {
+    waker: Option<Waker>,
+    halted: bool,
+}
+
+impl Released {
+    /// Whether anything is left to do.
+    fn is_some(&self) -> bool {
+        self.waker.is_some() || self.halted
+    }
+
+    /// Does it, on `guard`, once every ledger lock is released: wakes the watcher, then cancels
+    /// the token if a halt is in force.
+    fn finish(self, guard: &Guard) {
+        if let Some(waker) = self.waker {
+            waker.wake();
+        }
+        if self.halted {
+            guard.token.cancel();
+        }
+    }
 }
 
 /// The non-generic part of a scope: everything the guard decides with.
@@ -178,11 +220,11 @@ impl Guard {
         self.feed.as_ref()
     }
 
-    /// Hands the events recorded since `before` to the feed, under the ledger's lock.
-    fn tell(&self, ledger: &Ledger, before: usize) {
-        if let Some(feed) = &self.feed {
-            feed.events(ledger.events().get(before..).unwrap_or_default());
-        }
+    /// Queues the events recorded since `before` in the feed, under the ledger's lock; returns
+    /// the watcher's waker, for the caller to wake once the lock is released.
+    fn tell(&self, ledger: &Ledger, before: usize) -> Option<Waker> {
+        let feed = self.feed.as_ref()?;
+        feed.queue_events(ledger.events().get(before..).unwrap_or_default())
     }
 
     /// The host's price table, if the scope has one.
@@ -315,19 +357,18 @@ impl Guard {
 
     /// The one way into the ledger for a decision: takes the lock (a child scope takes its
     /// ancestors' first, root first, so that every path locks in one order), reads the gate
-    /// under it, runs `section`, then, once every lock is released, cancels the token of each
-    /// scope that a halt is in force in.
+    /// under it, runs `section` and queues the events it recorded in each scope's feed, then,
+    /// once every lock is released, wakes the watchers and cancels the token of each scope that
+    /// a halt is in force in.
     fn decide<T>(&self, section: impl FnOnce(&mut Ledger, Gate, &mut [Branch<'_>]) -> T) -> T {
         let Some(parent) = &self.terms.parent else {
-            let (decision, halted) = self.locked(section);
-            if halted {
-                self.token.cancel();
-            }
+            let (decision, released) = self.locked(section);
+            released.finish(self);
             return decision;
         };
-        let (decision, halted) = self.locked_chain(parent, section);
-        for guard in halted {
-            guard.token.cancel();
+        let (decision, released) = self.locked_chain(parent, section);
+        for (guard, released) in released {
+            released.finish(guard);
         }
         decision
     }
@@ -335,30 +376,30 @@ impl Guard {
     /// The critical section of a root scope's decision: everything between taking the ledger's
     /// lock and releasing it, and nothing else. It is a function of its own, never inlined, so
     /// that a profiler counts exactly what runs under the lock (`benches/README.md`, "The
-    /// ledger's lock"). Returns the decision and whether a halt is in force.
+    /// ledger's lock"). Returns the decision and what is left to do once the lock is released.
     #[inline(never)]
-    fn locked<T>(&self, section: impl FnOnce(&mut Ledger, Gate, &mut [Branch<'_>]) -> T) -> (T, bool) {
+    fn locked<T>(&self, section: impl FnOnce(&mut Ledger, Gate, &mut [Branch<'_>]) -> T) -> (T, Released) {
         let mut ledger = self.ledger.lock();
         let before = ledger.events().len();
         let decision = section(&mut ledger, self.gate(), &mut []);
-        self.tell(&ledger, before);
-        (decision, self.settle_flags(&ledger))
+        (decision, self.release(&ledger, before))
     }
 
     /// As [`locked`](Self::locked) for a child scope: its ancestors' ledgers are locked first,
-    /// root first. Returns the decision and the scopes of the chain that a halt is in force in.
+    /// root first. Returns the decision and, for each scope of the chain that has something
+    /// left to do once the locks are released, what it is.
     #[inline(never)]
     fn locked_chain<'a, T>(
         &'a self,
         parent: &'a Arc<dyn Ancestor>,
         section: impl FnOnce(&mut Ledger, Gate, &mut [Branch<'_>]) -> T,
-    ) -> (T, Vec<&'a Self>) {
+    ) -> (T, Vec<(&'a Self, Released)>) {
         let mut chain = vec![parent.guard()];
         while let Some(up) = &chain[chain.len() - 1].terms.parent {
             chain.push(up.guard());
         }
         chain.reverse();
-        let mut halted = Vec::with_capacity(chain.len() + 1);
+        let mut released = Vec::with_capacity(chain.len() + 1);
         let mut locked: Vec<_> = chain.iter().map(|guard| guard.ledger.lock()).collect();
         let mut ledger = self.ledger.lock();
         let befores: Vec<usize> = locked.iter().map(|ledger| ledger.events().len()).collect();
@@ -369,17 +410,25 @@ impl Guard {
             .map(|(guard, ledger)| Branch { limits: &guard.limits, ledger })
             .collect();
         let decision = section(&mut ledger, self.gate(), &mut branches);
-        self.tell(&ledger, before);
+        let own = self.release(&ledger, before);
         for ((guard, branch), before) in chain.iter().zip(&branches).zip(befores) {
-            guard.tell(branch.ledger, before);
-            if guard.settle_flags(branch.ledger) {
-                halted.push(*guard);
+            let left = guard.release(branch.ledger, before);
+            if left.is_some() {
+                released.push((*guard, left));
             }
         }
-        if self.settle_flags(&ledger) {
-            halted.push(self);
+        if own.is_some() {
+            released.push((self, own));
         }
-        (decision, halted)
+        (decision, released)
+    }
+
+    /// The end of a critical section on this guard's own `ledger`: queues the events recorded
+    /// since `before` in the feed and sets the "no tool can be admitted" hint; returns what is
+    /// left for after the lock.
+    fn release(&self, ledger: &Ledger, before: usize) -> Released {
+        let waker = self.tell(ledger, before);
+        Released { waker, halted: self.settle_flags(ledger) }
     }
 
     /// Sets the "no tool can be admitted" hint from `ledger` (this guard's own); returns whether
@@ -438,13 +487,17 @@ impl Guard {
             PoolLimit::Cost => HaltReason::CostBudget,
             _ => HaltReason::TokenBudget,
         };
-        let detail = format!("pool {} has no room for this call ({})", refusal.pool, refusal.limit.as_str());
+        // Made before the lock is taken, moved into the ledger under it.
+        let detail: Arc<str> =
+            format!("pool {} has no room for this call ({})", refusal.pool, refusal.limit.as_str()).into();
         self.decide(|ledger, gate, _| ledger.refuse_pool(gate, reason, detail))
     }
 
-    /// What the recorded halt says beyond its reason (the pool that refused a call).
+    /// What the recorded halt says beyond its reason (the pool that refused a call): shared
+    /// under the lock, copied into a `String` after it is released.
     pub(crate) fn halt_detail(&self) -> Option<String> {
-        self.ledger.lock().detail().map(str::to_owned)
+        let detail = self.ledger.lock().detail();
+        detail.map(|detail| String::from(&*detail))
     }
 
     /// Admits the call a wrap-up kept aside (see [`Ledger::admit_wrap_up`]).
@@ -453,9 +506,11 @@ impl Guard {
         self.decide(|ledger, gate, ancestors| ledger.admit_wrap_up(gate, &self.limits, ask, ancestors))
     }
 
-    /// What the run has left, as the model is told when the host discloses it.
+    /// What the run has left, as the model is told when the host discloses it: the numbers are
+    /// read under the lock, the text is made after it is released.
     pub(crate) fn remaining(&self, price: Option<&Price>) -> String {
-        self.ledger.lock().remaining(&self.limits, price)
+        let left = self.ledger.lock().remaining(&self.limits, price);
+        left.to_string()
     }
 
     /// Races `future` against the caller's cancellation and the deadline only: the wrap-up's
@@ -564,11 +619,14 @@ impl Guard {
         let closed = counters.tool_calls + counters.below.tool_calls >= self.limits.tool_calls();
         let above = self.terms.parent.as_ref().map(|parent| (Arc::clone(parent), counters.charged_above()));
         ledger.restore(counters, events);
-        self.tell(&ledger, 0);
+        let waker = self.tell(&ledger, 0);
         if closed {
             self.tools_closed.store(true, Ordering::Relaxed);
         }
         drop(ledger);
+        if let Some(waker) = waker {
+            waker.wake();
+        }
         // A child's journal holds what its earlier attempts charged its ancestors; theirs do not
         // (a parent commits nothing while a body of its runs, and the call whose body this is
         // has no result yet): charged again here.
@@ -606,10 +664,15 @@ impl Guard {
     /// Appends a journal's event whatever stopped the run: what it records (an effect's
     /// committed result) happened.
     pub(crate) fn append(&self, event: ControlEvent) {
-        let mut ledger = self.ledger.lock();
-        let before = ledger.events().len();
-        ledger.append(event);
-        self.tell(&ledger, before);
+        let waker = {
+            let mut ledger = self.ledger.lock();
+            let before = ledger.events().len();
+            ledger.append(event);
+            self.tell(&ledger, before)
+        };
+        if let Some(waker) = waker {
+            waker.wake();
+        }
     }
 
     /// Records `event` as the halt for `reason` (the first halt wins) and cancels the token.
@@ -650,5 +713,143 @@ impl Guard {
             () = tokio::time::sleep_until(self.deadline) => Err(self.expire(activity)),
             output = &mut future => Ok(output),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::pin::Pin;
+    use std::sync::Weak;
+    use std::sync::atomic::AtomicU32;
+    use std::task::{Context, Wake};
+    use std::time::Duration;
+
+    use futures_core::Stream;
+
+    use super::*;
+    use crate::event::{EventKind, Subject};
+    use crate::watch::{self, Update, Updates};
+
+    /// A guard that others may be opened from.
+    struct Node(Guard);
+
+    impl Ancestor for Node {
+        fn guard(&self) -> &Guard {
+            &self.0
+        }
+    }
+
+    fn node(limits: Limits, parent: Option<&Arc<Node>>, feed: Option<Feed>) -> Arc<Node> {
+        let terms = Terms {
+            parent: parent.map(|parent| Arc::clone(parent) as Arc<dyn Ancestor>),
+            ..Terms::default()
+        };
+        let deadline = Instant::now() + Duration::from_hours(1);
+        Arc::new(Node(Guard::new(limits, BTreeSet::new(), CancellationToken::new(), deadline, terms, feed)))
+    }
+
+    /// A watcher's waker that records, when it is woken, whether any of `guards`' ledgers was
+    /// locked.
+    #[derive(Default)]
+    struct Probe {
+        guards: Vec<Weak<Node>>,
+        woken: AtomicU32,
+        locked_at_wake: AtomicU32,
+    }
+
+    impl Wake for Probe {
+        fn wake(self: Arc<Self>) {
+            let locked = self.guards.iter().filter_map(Weak::upgrade).any(|node| node.0.ledger.is_locked());
+            self.woken.fetch_add(1, Ordering::SeqCst);
+            self.locked_at_wake.fetch_add(u32::from(locked), Ordering::SeqCst);
+        }
+    }
+
+    /// Makes the watcher wait on an empty stream with `probe` as its waker.
+    fn wait(updates: &mut Updates, probe: &Arc<Probe>) {
+        let waker = Waker::from(Arc::clone(probe));
+        let polled = Pin::new(updates).poll_next(&mut Context::from_waker(&waker));
+        assert_eq!(polled, Poll::Pending, "nothing queued yet");
+    }
+
+    fn events(updates: &mut Updates) -> Vec<String> {
+        std::iter::from_fn(|| updates.try_next())
+            .map(|update| match update {
+                Update::Event(event) => event.to_string(),
+                other => format!("{other:?}"),
+            })
+            .collect()
+    }
+
+    fn woken(probe: &Probe) -> (u32, u32) {
+        (probe.woken.load(Ordering::SeqCst), probe.locked_at_wake.load(Ordering::SeqCst))
+    }
+
+    #[test]
+    fn a_watcher_is_woken_once_the_lock_is_released() {
+        let (feed, mut updates) = watch::channel();
+        let root = node(Limits::default().with_model_calls(1), None, Some(feed));
+        let guard = &root.0;
+        let probe = Arc::new(Probe { guards: vec![Arc::downgrade(&root)], ..Probe::default() });
+
+        wait(&mut updates, &probe);
+        assert_eq!(guard.admit_model(None), Ok((1, None)));
+        assert_eq!(woken(&probe), (1, 0), "woken once, with the lock released");
+        assert_eq!(events(&mut updates), ["ModelCall model 1"]);
+
+        wait(&mut updates, &probe);
+        assert_eq!(guard.admit_model(None), Err(Stop::Halted(HaltReason::ModelBudget)));
+        assert_eq!(woken(&probe), (2, 0), "a refusal's halt too");
+        assert!(guard.token().is_cancelled(), "the halt cancelled the token, after the lock too");
+        assert_eq!(events(&mut updates), ["ModelBudget model 1"]);
+
+        wait(&mut updates, &probe);
+        guard.append(ControlEvent::new(EventKind::Resumed, Subject::Run, 1));
+        assert_eq!(woken(&probe), (3, 0), "a journal's append too");
+        assert_eq!(events(&mut updates), ["Resumed run 1"]);
+
+        wait(&mut updates, &probe);
+        assert_eq!(guard.check(Activity::Model), Err(Stop::Halted(HaltReason::ModelBudget)));
+        assert_eq!(woken(&probe), (3, 0), "nothing recorded, nobody woken");
+    }
+
+    #[test]
+    fn a_restored_log_wakes_the_watcher_once_the_lock_is_released() {
+        let (feed, mut updates) = watch::channel();
+        let root = node(Limits::default(), None, Some(feed));
+        let probe = Arc::new(Probe { guards: vec![Arc::downgrade(&root)], ..Probe::default() });
+        wait(&mut updates, &probe);
+        let counters = Counters { model_calls: 1, ..Counters::default() };
+        let log = vec![ControlEvent::new(EventKind::ModelCall, Subject::Model, 1)];
+        assert!(root.0.restore(counters, log));
+        assert_eq!(woken(&probe), (1, 0));
+        assert_eq!(events(&mut updates), ["ModelCall model 1"]);
+    }
+
+    #[test]
+    fn a_childs_decision_wakes_its_ancestors_watchers_once_every_lock_is_released() {
+        let (parent_feed, mut parent_updates) = watch::channel();
+        let (child_feed, mut child_updates) = watch::channel();
+        let parent = node(Limits::default().with_model_calls(1), None, Some(parent_feed));
+        let child = node(Limits::default(), Some(&parent), Some(child_feed));
+        let both = || vec![Arc::downgrade(&parent), Arc::downgrade(&child)];
+        let (to_parent, to_child) = (
+            Arc::new(Probe { guards: both(), ..Probe::default() }),
+            Arc::new(Probe { guards: both(), ..Probe::default() }),
+        );
+
+        wait(&mut child_updates, &to_child);
+        assert_eq!(child.0.admit_model(None), Ok((1, None)));
+        assert_eq!(woken(&to_child), (1, 0));
+        assert_eq!(events(&mut child_updates), ["ModelCall model 1"]);
+
+        wait(&mut parent_updates, &to_parent);
+        wait(&mut child_updates, &to_child);
+        assert_eq!(child.0.admit_model(None), Err(Stop::Halted(HaltReason::ModelBudget)));
+        assert_eq!(woken(&to_parent), (1, 0), "the parent's halt, with both locks released");
+        assert_eq!(woken(&to_child), (2, 0), "the child's halt, with both locks released");
+        assert_eq!(events(&mut parent_updates), ["ModelBudget model 0"]);
+        assert_eq!(events(&mut child_updates), ["ModelBudget model 1"]);
+        assert!(parent.0.token().is_cancelled() && child.0.token().is_cancelled());
     }
 }

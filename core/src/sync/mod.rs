@@ -61,6 +61,12 @@ impl<T> Mutex<T> {
         Self(imp::Mutex::new(value))
     }
 
+    /// Whether someone holds the lock now: for tests that check what runs outside it.
+    #[cfg(all(test, not(loopbound_loom)))]
+    pub(crate) fn is_locked(&self) -> bool {
+        matches!(self.0.try_lock(), Err(std::sync::TryLockError::WouldBlock))
+    }
+
     /// Locks the mutex, recovering the guard if a previous holder panicked.
     pub(crate) fn lock(&self) -> MutexGuard<'_, T> {
         match self.0.lock() {

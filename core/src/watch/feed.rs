@@ -5,9 +5,11 @@
 //!
 //! - Pushing never blocks and never fails: the run goes on at its own pace whatever the
 //!   watcher does, so a watcher cannot change the run's outcome.
-//! - Updates come out in the order they were pushed. Pushes from the guard happen inside its
-//!   critical section, so events come out in the order the scope recorded them, whatever the
-//!   threads.
+//! - Updates come out in the order they were pushed. The guard queues events inside its
+//!   critical section, under the ledger's lock ([`Feed::queue_events`]), so events come out in
+//!   the order the scope recorded them, whatever the threads; it wakes the watcher only after
+//!   that lock is released, so a watcher's waker never runs inside the ledger's lock. Every
+//!   other push wakes the watcher itself, after the feed's own lock is released.
 //! - A text piece is merged into the update before it when that one is unread text of the same
 //!   reply, so between two other updates at most one text update waits.
 //! - Nothing else is merged or dropped while the watcher holds its end: memory grows with what
@@ -105,11 +107,21 @@ impl Feed {
         }
     }
 
-    /// Audit events just recorded, in order.
-    pub(crate) fn events(&self, events: &[ControlEvent]) {
-        for event in events {
-            self.push(Update::Event(event.clone()));
+    /// Queues audit events just recorded, in order, and returns the watcher's waker instead of
+    /// waking it: the guard calls this under the ledger's lock, so that events are queued in the
+    /// log's order, and wakes the watcher once the lock is released. Nothing is locked for no
+    /// events.
+    #[must_use = "the watcher waits until the returned waker is woken"]
+    pub(crate) fn queue_events(&self, events: &[ControlEvent]) -> Option<Waker> {
+        if events.is_empty() {
+            return None;
         }
+        let mut state = self.shared.state.lock();
+        if state.closed || state.abandoned {
+            return None;
+        }
+        state.queue.extend(events.iter().cloned().map(Update::Event));
+        state.waker.take()
     }
 
     /// The loop asks for reply `reply`.

@@ -42,10 +42,11 @@
 //! the deadline hits. Here the run goes on at its own pace in its own task, and the watcher
 //! reads when it likes. Not a callback either: a callback runs on the run's task, so a slow one
 //! is the same problem. The feed sits in the scope because the scope is what every path of a
-//! run shares: the guard pushes each event inside the critical section that records it (so the
-//! stream's events are in the log's order, whatever the threads), the model budget pushes the
-//! text as it arrives, and `run`, `run_journaled`, both compositions and every transport are
-//! covered without an extra entry point.
+//! run shares: the guard queues each event inside the critical section that records it (so the
+//! stream's events are in the log's order, whatever the threads) and wakes the watcher once that
+//! section's lock is released, the model budget pushes the text as it arrives, and `run`,
+//! `run_journaled`, both compositions and every transport are covered without an extra entry
+//! point.
 //!
 //! # Bounded, whatever the watcher does
 //!
