@@ -17,7 +17,9 @@
 #   VENV         the peers' virtualenv (default /tmp/peers-venv; created from their
 #                requirements.txt if missing)
 #   OUT          where raw outputs go (default target/compare/<UTC time>)
-#   TARGETS=0    skip the in-process targets; FOOTPRINT=0 skip the memory footprint
+#   TARGETS=0    skip the in-process targets; FOOTPRINT=0 skip the memory footprint;
+#   LOCK=0       skip what an admission runs under the ledger's lock (lock.sh, callgrind;
+#                skipped without valgrind)
 #
 # The peers' scripts have no switch to skip their default-limit `repeat` runs: the two
 # LangGraph-based peers spend about a minute each there (about 5000 model calls each). Leave
@@ -80,13 +82,17 @@ if [ "${TARGETS:-1}" != 0 ]; then
   log "speed targets, measured in one process"
   "$compare" targets > "$OUT/targets.md"
 fi
+if [ "${LOCK:-1}" != 0 ] && command -v valgrind > /dev/null; then
+  log "instructions under the ledger's lock (callgrind)"
+  bash "$root/benches/lock.sh" "$compare" > "$OUT/lock.md"
+fi
 echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)" >> "$OUT/machine.txt"
 "$compare" table "$OUT" --tools "$PEER_TOOLS" > "$OUT/table.md"
 
 cat "$OUT/machine.txt"
 echo
 cat "$OUT/table.md"
-for part in targets footprint; do
+for part in targets lock footprint; do
   if [ -s "$OUT/$part.md" ]; then
     echo "### $part"
     echo
