@@ -141,9 +141,9 @@ pub mod transport;
 pub mod watch;
 
 pub use event::{ControlEvent, EventKind, HaltReason, Subject};
-pub use guard::Stop;
+pub use guard::{STORE_GRACE, Stop};
 pub use limits::{Limits, LimitsError};
-pub use outcome::{Outcome, RunError, RunErrorKind, Status};
+pub use outcome::{EndRecord, Outcome, RunError, RunErrorKind, Status};
 pub use registry::{AlreadyRegistered, Registration, RunRegistry};
 pub use runtime::{
     Composition, Concurrency, ConcurrencyError, Observation, Observer, Offer, Runtime, SubAgent,

@@ -113,6 +113,11 @@ impl Limits {
     }
 
     /// Returns these limits with the run's wall-clock `deadline`.
+    ///
+    /// It bounds everything the run waits on: the provider, the tools' bodies (dropped when it
+    /// passes), and in a journaled or pooled run its store (a store call in flight gets
+    /// [`STORE_GRACE`](crate::STORE_GRACE) more, then is given up: see
+    /// [`EndRecord`](crate::EndRecord)). Not a host's own awaits outside the run.
     #[must_use]
     pub const fn with_deadline(mut self, deadline: Duration) -> Self {
         self.deadline = deadline;

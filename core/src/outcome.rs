@@ -49,8 +49,10 @@ pub enum Status {
     /// The host's policy or an approver refused a proposal: a halt.
     Denied,
     /// An effect's `started` record is committed and it has no result, and the attempt that
-    /// started it no longer holds the run (it crashed, or stopped inside the body, and its lease
-    /// is gone): the effect may or may not have happened. The outcome names the operation; the
+    /// started it no longer holds the run (it crashed, or stopped inside the body, or its store
+    /// did not confirm the result's commit before the deadline or the caller's cancellation
+    /// ([`EndRecord::Unconfirmed`]), and its lease is gone): the effect may or may not have
+    /// happened. The outcome names the operation; the
     /// host finds out in the effect's own system, reconciles it, then resumes.
     ///
     /// The journal reports this only once that attempt's lease has expired or been released, so
@@ -194,6 +196,34 @@ pub struct Outcome {
     spend: Spend,
     partial: Option<String>,
     pending: Option<Box<crate::journal::Proposal>>,
+    end: EndRecord,
+}
+
+/// Whether a journaled attempt's end is in its journal: what a host reads to know if the run's
+/// state there is how this attempt ended, or what an earlier write left.
+///
+/// A store that stops answering cannot keep an attempt past its deadline, nor past its
+/// caller's cancellation, by more than [`STORE_GRACE`](crate::STORE_GRACE): the store call in
+/// flight is given up, and whether its write was committed is then unknown. Safety does not
+/// depend on it: an `effect` whose `started` record may or may not have been committed is
+/// [`Ambiguous`](Status::Ambiguous) for the next attempt, exactly as after a crash, and the
+/// next attempt takes the run once this one's lease expires.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum EndRecord {
+    /// The run was not journaled ([`Runtime::run`](crate::Runtime::run)).
+    #[default]
+    NotJournaled,
+    /// The attempt's last commit (how it ended) is durable, and it released the run's lease:
+    /// another attempt may take the run at once.
+    Recorded,
+    /// A write of the attempt could not be confirmed before the deadline or the caller's
+    /// cancellation ended it (the store did not answer in time): the journal holds the run as
+    /// the attempt's last confirmed write left it, or as the unconfirmed one did if it landed
+    /// after all. Nothing further ran once a write went unconfirmed. The run's lease is not
+    /// released: the next attempt takes it once it expires.
+    Unconfirmed,
 }
 
 impl Outcome {
@@ -215,6 +245,7 @@ impl Outcome {
             spend: Spend::default(),
             partial: None,
             pending: None,
+            end: EndRecord::NotJournaled,
         }
     }
 
@@ -236,6 +267,7 @@ impl Outcome {
             spend: Spend::default(),
             partial: None,
             pending: None,
+            end: EndRecord::NotJournaled,
         }
     }
 
@@ -255,6 +287,12 @@ impl Outcome {
     /// `Ambiguous`).
     pub(crate) fn on(mut self, operation: Option<Arc<str>>) -> Self {
         self.operation = operation;
+        self
+    }
+
+    /// This outcome of a journaled attempt, saying whether its end was recorded.
+    pub(crate) fn recorded(mut self, end: EndRecord) -> Self {
+        self.end = end;
         self
     }
 
@@ -325,11 +363,20 @@ impl Outcome {
     pub fn pending(&self) -> Option<&crate::journal::Proposal> {
         self.pending.as_deref()
     }
+
+    /// For a journaled run, whether this attempt's end is recorded in its journal
+    /// ([`EndRecord`]); [`EndRecord::NotJournaled`] otherwise. Serialised as `end_record`
+    /// (`"recorded"` or `"unconfirmed"`) in a journaled run's outcome only.
+    #[must_use]
+    pub fn end_record(&self) -> EndRecord {
+        self.end
+    }
 }
 
 impl Serialize for Outcome {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut outcome = serializer.serialize_struct("Outcome", 9)?;
+        let journaled = self.end != EndRecord::NotJournaled;
+        let mut outcome = serializer.serialize_struct("Outcome", 9 + usize::from(journaled))?;
         outcome.serialize_field("status", &self.status)?;
         outcome.serialize_field("text", &self.text)?;
         outcome.serialize_field("partial_text", &self.partial)?;
@@ -339,6 +386,11 @@ impl Serialize for Outcome {
         outcome.serialize_field("detail", &self.detail)?;
         outcome.serialize_field("operation", &self.operation.as_deref())?;
         outcome.serialize_field("pending", &self.pending.as_deref().map(PendingForm))?;
+        if journaled {
+            outcome.serialize_field("end_record", &self.end)?;
+        } else {
+            outcome.skip_field("end_record")?;
+        }
         outcome.end()
     }
 }
@@ -365,8 +417,14 @@ impl Serialize for PendingForm<'_> {
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum RunError {
-    /// The caller cancelled. This wins every race with a halt or the deadline.
+    /// The caller cancelled. This wins every race with a halt or the deadline. In a journaled
+    /// run, the attempt's end is recorded (see [`CancelledUnrecorded`](Self::CancelledUnrecorded)).
     Cancelled,
+    /// The caller cancelled a journaled run, and the attempt's end could not be recorded: its
+    /// store did not confirm a write within [`STORE_GRACE`](crate::STORE_GRACE) of the
+    /// cancellation (the journal holds the run as its last confirmed write left it, its lease
+    /// not released; see [`EndRecord::Unconfirmed`]). Of kind `Cancelled`.
+    CancelledUnrecorded,
     /// The provider answered, but not usably (authentication refused, malformed or truncated
     /// reply, its own cancellation).
     Provider(TransportError),
@@ -455,7 +513,7 @@ impl RunError {
     #[must_use]
     pub fn kind(&self) -> RunErrorKind {
         match self {
-            Self::Cancelled => RunErrorKind::Cancelled,
+            Self::Cancelled | Self::CancelledUnrecorded => RunErrorKind::Cancelled,
             Self::Provider(error) if error.kind() == TransportErrorKind::Authentication => {
                 RunErrorKind::ProviderAuthentication
             }
@@ -500,6 +558,9 @@ impl fmt::Display for RunError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Cancelled => f.write_str("the run was cancelled by its caller"),
+            Self::CancelledUnrecorded => f.write_str(
+                "the run was cancelled by its caller, and its journal did not confirm the attempt's end in time",
+            ),
             Self::Provider(error) => error.fmt(f),
             Self::Journal(error) => error.fmt(f),
             Self::Unpriced(what) => write!(f, "a cost budget needs a price for {what}; nothing ran"),
@@ -511,7 +572,7 @@ impl fmt::Display for RunError {
 impl std::error::Error for RunError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            Self::Cancelled | Self::Unpriced(_) => None,
+            Self::Cancelled | Self::CancelledUnrecorded | Self::Unpriced(_) => None,
             Self::Provider(error) => error.source(),
             Self::Journal(error) => error.source(),
             Self::Pool(error) => error.source(),

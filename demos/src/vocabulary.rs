@@ -56,7 +56,7 @@ pub fn status_exit_code(status: Status) -> i32 {
 #[must_use]
 pub fn error_exit_code(error: &RunError) -> i32 {
     match error {
-        RunError::Cancelled => EXIT_CANCELLED,
+        RunError::Cancelled | RunError::CancelledUnrecorded => EXIT_CANCELLED,
         RunError::Journal(_) => EXIT_JOURNAL,
         // A cost budget without the prices it needs: the console's configuration, refused
         // before anything ran.
@@ -136,6 +136,7 @@ mod tests {
         let codes: Vec<i32> = Status::ALL.iter().copied().map(status_exit_code).collect();
         assert_eq!(codes, [0, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2]);
         assert_eq!(error_exit_code(&RunError::Cancelled), 130);
+        assert_eq!(error_exit_code(&RunError::CancelledUnrecorded), 130);
         let finished = loopbound::journal::JournalError::Finished(Status::Completed);
         assert_eq!(error_exit_code(&RunError::Journal(finished)), 74);
         let held = loopbound::journal::JournalError::LeaseHeld {

@@ -252,11 +252,13 @@ impl Counters {
     }
 }
 
-/// What a deadline expiry is charged to: the model call or the tool in flight.
+/// What a deadline expiry is charged to: the model call or the tool in flight, or the run as a
+/// whole while it waited on its store (a journal's commit, a pool's reservation).
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Activity<'a> {
     Model,
     Tool(&'a Arc<str>),
+    Store,
 }
 
 impl Ledger {
@@ -284,6 +286,7 @@ impl Ledger {
                 let subject = self.tool(name);
                 self.halt(reason, subject, self.tool_calls)
             }
+            Activity::Store => self.halt(reason, Subject::Run, self.model_calls),
         }
     }
 

@@ -40,6 +40,7 @@
 
 pub(crate) mod ledger;
 mod stop;
+mod waiting;
 
 use std::collections::BTreeSet;
 use std::future::{Future, poll_fn};
@@ -52,6 +53,7 @@ use tokio::time::Instant;
 pub(crate) use ledger::{Activity, Below, Counters, SpendAsk};
 use ledger::{Branch, Gate, Ledger, ToolPrice, ToolTerms};
 pub use stop::Stop;
+pub use waiting::STORE_GRACE;
 
 use crate::canonical::Signature;
 use crate::event::{ControlEvent, HaltReason};
@@ -174,6 +176,9 @@ pub(crate) struct Guard {
     /// In a journaled run, the attempt's epoch (its fencing token), set once when the attempt
     /// takes the run.
     epoch: Mutex<Option<u64>>,
+    /// When a store call first saw the caller's cancellation: with the deadline, the stop
+    /// instant that bounds every later store call ([`waiting`]).
+    cancel_seen: Mutex<Option<Instant>>,
 }
 
 impl Guard {
@@ -202,6 +207,7 @@ impl Guard {
             feed,
             cancelled_by_id: AtomicBool::new(false),
             epoch: Mutex::new(None),
+            cancel_seen: Mutex::new(None),
         }
     }
 

@@ -28,6 +28,7 @@ use std::sync::Arc;
 
 use tokio::time::Instant;
 
+use super::bound::{Canceller, Failed, Store};
 use super::codec;
 use super::error::JournalError;
 use super::heartbeat;
@@ -48,7 +49,7 @@ use crate::transport::{Budgeted, Message, ModelReply, ToolCall, ToolDefinition, 
 
 /// One attempt of a journaled run.
 pub(crate) struct Journaled<'j, J> {
-    journal: &'j J,
+    store: Store<'j, J>,
     run: RunId,
     epoch: u64,
     record: RunRecord,
@@ -72,9 +73,9 @@ pub(crate) struct Journaled<'j, J> {
 }
 
 impl<'j, J: Journal> Journaled<'j, J> {
-    pub(crate) fn new(journal: &'j J, record: RunRecord, persisted: usize, acquired: Instant) -> Self {
+    pub(crate) fn new(store: Store<'j, J>, record: RunRecord, persisted: usize, acquired: Instant) -> Self {
         Self {
-            journal,
+            store,
             run: record.run.clone(),
             epoch: record.epoch,
             stored: record.state,
@@ -92,7 +93,7 @@ impl<'j, J: Journal> Journaled<'j, J> {
     /// Runs `work` under the heartbeat ([`heartbeat::beating`]).
     async fn beating<F: std::future::Future>(&mut self, work: F) -> Result<F::Output, JournalError> {
         let mut renewed = self.renewed;
-        let result = heartbeat::beating(self.journal, &self.run, self.epoch, &mut renewed, work).await;
+        let result = heartbeat::beating(&self.store, &self.run, self.epoch, &mut renewed, work).await;
         self.renewed = renewed;
         result
     }
@@ -100,16 +101,27 @@ impl<'j, J: Journal> Journaled<'j, J> {
     /// Commits everything buffered, with the scope's new events and counters and the run's
     /// state, under this attempt's epoch. With `end`, the commit records how the attempt ended
     /// and releases the run's lease: it is the attempt's last.
-    pub(crate) async fn commit<S>(
-        &mut self,
-        scope: &Scope<S>,
-        end: Option<RunState>,
-    ) -> Result<(), JournalError> {
+    pub(crate) async fn commit<S>(&mut self, scope: &Scope<S>, end: Option<RunState>) -> Result<(), Failed> {
         self.commit_guard(scope.guard(), end).await
     }
 
+    /// Whether a write of this attempt was given up unconfirmed (see [`Store`]).
+    pub(crate) fn is_unconfirmed(&self) -> bool {
+        self.store.is_unconfirmed()
+    }
+
+    /// A handle that asks this attempt's journal for cancel requests beside its course.
+    pub(crate) fn canceller(&self) -> Canceller<'j, J> {
+        self.store.canceller()
+    }
+
+    /// Asks the journal, bounded, who requested to cancel this run, if someone did.
+    pub(crate) async fn cancel_requested(&self, guard: &Guard) -> Option<String> {
+        self.store.cancel_requested(guard, &self.run).await
+    }
+
     /// [`commit`](Self::commit), from the scope's guard.
-    async fn commit_guard(&mut self, guard: &Guard, end: Option<RunState>) -> Result<(), JournalError> {
+    async fn commit_guard(&mut self, guard: &Guard, end: Option<RunState>) -> Result<(), Failed> {
         let (counters, events) = guard.counters_and_events(self.persisted);
         self.persisted += events.len();
         for event in &events {
@@ -130,7 +142,7 @@ impl<'j, J: Journal> Journaled<'j, J> {
         }
         let batch = std::mem::take(&mut self.pending);
         let started = Instant::now();
-        self.journal.commit(&self.run, Fence::Epoch(self.epoch), batch).await?;
+        self.store.commit(guard, &self.run, Fence::Epoch(self.epoch), batch).await?;
         self.stored = self.state;
         self.renewed = started;
         Ok(())
@@ -338,7 +350,7 @@ impl<'j, J: Journal> Journaled<'j, J> {
             scope.guard().record(started).map_err(End::Stopped)?;
         }
         if durable {
-            self.commit(scope, None).await.map_err(End::Journal)?;
+            self.commit(scope, None).await.map_err(ended)?;
         }
         Ok(())
     }
@@ -371,7 +383,7 @@ impl<'j, J: Journal> Journaled<'j, J> {
     /// Commits the effects' results buffered since the last commit.
     async fn settle_results<S>(&mut self, scope: &Scope<S>) -> Result<(), End> {
         if std::mem::take(&mut self.unsettled) {
-            self.commit(scope, None).await.map_err(End::Journal)?;
+            self.commit(scope, None).await.map_err(ended)?;
         }
         Ok(())
     }
@@ -380,7 +392,7 @@ impl<'j, J: Journal> Journaled<'j, J> {
     /// the scope is cancelled as its caller would cancel it. A journal that cannot tell, or
     /// fails to, changes nothing.
     async fn steer(&self, guard: &Guard) {
-        if let Ok(Some(_)) = self.journal.cancel_requested(&self.run).await {
+        if self.cancel_requested(guard).await.is_some() {
             guard.cancel_as_caller();
         }
     }
@@ -504,6 +516,15 @@ impl<'j, J: Journal> Journaled<'j, J> {
     }
 }
 
+/// How a write that did not go through ends the loop: a journal's failure as itself, a write
+/// given up at the deadline or the caller's cancellation as that stop.
+fn ended(failed: Failed) -> End {
+    match failed {
+        Failed::Journal(error) => End::Journal(error),
+        Failed::Unconfirmed(stop) => End::Stopped(stop),
+    }
+}
+
 /// The run stops on `proposal`, which waits for the host's decision: its `AwaitingApproval`
 /// event, then the end that hands the proposal out.
 fn awaiting<S>(scope: &Scope<S>, tool: &Arc<str>, proposal: Proposal) -> Turn {
@@ -585,9 +606,9 @@ where
         if admitted.is_reserved() {
             // The reservation is durable before the request leaves: a crash during the call
             // leaves it in the journal, charged whole on resume.
-            if let Err(error) = self.commit_guard(model.guard(), None).await {
+            if let Err(failed) = self.commit_guard(model.guard(), None).await {
                 admitted.withdraw(model).await;
-                return Err(End::Journal(error));
+                return Err(ended(failed));
             }
         }
         let call = runtime.send_model_call(model, admitted, conversation, tools);

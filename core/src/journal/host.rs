@@ -355,7 +355,9 @@ async fn decide<J: Journal>(
 ///
 /// An effect is ambiguous once its `started` record is committed without a result and the
 /// attempt that started it holds the run no more (it stopped `Ambiguous`, or its process died
-/// and its lease expired, whether or not a later attempt took the run since). While that
+/// and its lease expired, or its store did not confirm a write before its deadline or its
+/// caller's cancellation ([`EndRecord::Unconfirmed`](crate::EndRecord::Unconfirmed)) and its
+/// lease expired, whether or not a later attempt took the run since). While that
 /// attempt's lease is live, the body may be running: the command is refused with
 /// [`JournalError::LeaseHeld`].
 ///

@@ -13,6 +13,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
+use super::cancel_watch::CancelWatch;
 use super::error::JournalError;
 use super::id::RunId;
 use super::query::RunQuery;
@@ -41,11 +42,17 @@ pub struct MemoryJournal {
     inner: Arc<Mutex<Held>>,
     holder: Arc<str>,
     lease: Duration,
+    watch: CancelWatch,
 }
 
 impl Default for MemoryJournal {
     fn default() -> Self {
-        Self { inner: Arc::default(), holder: Arc::from("memory"), lease: DEFAULT_LEASE }
+        Self {
+            inner: Arc::default(),
+            holder: Arc::from("memory"),
+            lease: DEFAULT_LEASE,
+            watch: CancelWatch::default(),
+        }
     }
 }
 
@@ -303,6 +310,19 @@ impl Journal for MemoryJournal {
         run: &RunId,
     ) -> impl Future<Output = Result<Option<String>, JournalError>> + Send {
         std::future::ready(Ok(self.with(|held| held.cancels.get(run).cloned())))
+    }
+
+    fn cancel_requests(
+        &self,
+        runs: &[RunId],
+    ) -> impl Future<Output = Result<Vec<RunId>, JournalError>> + Send {
+        let requested =
+            self.with(|held| runs.iter().filter(|run| held.cancels.contains_key(*run)).cloned().collect());
+        std::future::ready(Ok(requested))
+    }
+
+    fn cancel_watch(&self) -> Option<&CancelWatch> {
+        Some(&self.watch)
     }
 
     fn request_cancel(&self, run: &RunId, by: &str) -> impl Future<Output = Result<(), JournalError>> + Send {

@@ -48,6 +48,11 @@
 //! # Invariants
 //!
 //! - Nothing that could not be recorded runs: a failed commit ends the run (fail closed).
+//! - Every store call of an attempt goes through one place (`bound.rs`), which bounds it by the
+//!   run's deadline and its caller's cancellation: a store that stops answering cannot keep an
+//!   attempt more than [`STORE_GRACE`](crate::STORE_GRACE) past either, and the outcome says
+//!   whether the attempt's end was recorded ([`EndRecord`](crate::EndRecord)). A write given up
+//!   unconfirmed is the attempt's last: nothing runs after it.
 //! - Every write of an attempt is fenced by its epoch and its live lease: an attempt whose lease
 //!   expired or was taken over gets [`JournalError::LeaseLost`] at its next write.
 //! - `Ambiguous` is only ever reported by an attempt that holds the run: the attempt that
@@ -56,6 +61,8 @@
 //!   resumes, reconciliations) is in the outcome's events and in the journal, in order, with
 //!   operation ids and never argument values.
 
+mod bound;
+mod cancel_watch;
 mod codec;
 mod codec_terms;
 mod definition;
@@ -75,6 +82,7 @@ mod run_record;
 mod store;
 mod widening;
 
+pub use cancel_watch::{CancelWatch, WeakCancelWatch};
 pub use definition::RunDefinition;
 pub use ended::Ended;
 pub use error::{JournalError, StorageError};

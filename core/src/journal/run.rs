@@ -11,11 +11,15 @@
 //!   admission and every [`CANCEL_POLL`] ([`Journal::cancel_requested`]); a request cancels the
 //!   scope as its caller would, and the attempt's last commit records a `Cancelled` event naming
 //!   who asked and clears the request.
+//! - Every store call of the attempt is bounded by its deadline and its caller's cancellation
+//!   (`bound.rs`); when one is given up, the attempt ends with its end
+//!   [`Unconfirmed`](crate::EndRecord::Unconfirmed) and its lease left to expire.
 //! - Per attempt: one commit to take the run (it bumps the epoch that fences every later write),
 //!   two per allowed effect, none of its own per read, one per model call under a spend budget
 //!   or a pool (its reservation, before the request is sent), one at the end. A finished run is
 //!   refused before anything runs.
 
+use super::bound::{Canceller, Failed, Store};
 use super::codec;
 use super::definition::RunDefinition;
 use super::driver::Journaled;
@@ -28,13 +32,13 @@ use super::run_record::RunRecord;
 use super::store::Journal;
 use crate::event::{ControlEvent, EventKind, HaltReason};
 use crate::guard::Counters;
-use crate::outcome::{Outcome, RunError, Status};
+use crate::outcome::{EndRecord, Outcome, RunError, Status};
 use std::convert::Infallible;
 use std::time::Duration;
 
 use tracing::Instrument;
 
-use crate::runtime::{Runtime, conclude, finished};
+use crate::runtime::{End, Runtime, conclude, finished};
 use crate::scope::Scope;
 use crate::transport::{Message, Transport};
 
@@ -98,6 +102,12 @@ impl<T: Transport, S: Send + Sync + 'static> Runtime<T, S> {
     /// live lease ([`JournalError::LeaseHeld`]: nothing started), a lease this attempt lost
     /// ([`JournalError::LeaseLost`]: nothing further ran)): what could not be recorded did not
     /// run. An attempt that ends on a journal error leaves its lease to expire.
+    ///
+    /// The deadline and the caller's cancellation bound the store as they bound the provider
+    /// and the tools: a store call in flight when either comes gets
+    /// [`STORE_GRACE`](crate::STORE_GRACE) more, then is given up, and the attempt returns.
+    /// [`Outcome::end_record`] says whether its end is in the journal; a caller's cancellation
+    /// whose end could not be recorded is [`RunError::CancelledUnrecorded`].
     pub async fn run_journaled<J: Journal>(
         &self,
         journal: &J,
@@ -124,15 +134,25 @@ impl<T: Transport, S: Send + Sync + 'static> Runtime<T, S> {
         is_complete: impl FnOnce(Ended<'_, S>) -> bool,
     ) -> Result<Outcome, RunError> {
         self.check_prices(scope)?;
-        let mut course = begin(journal, run, scope, conversation).await.map_err(RunError::Journal)?;
+        let mut course = match begin(journal, run, scope, conversation).await {
+            Ok(course) => course,
+            Err(Failed::Journal(error)) => return Err(RunError::Journal(error)),
+            // Taking the run was given up at the deadline or the caller's cancellation: nothing
+            // ran, and whether this attempt holds the run's lease is unknown.
+            Err(Failed::Unconfirmed(stop)) => {
+                let result = conclude(scope, End::Stopped(stop), None, |_| false);
+                return with_end(result, EndRecord::Unconfirmed);
+            }
+        };
         let mut usage = None;
+        let canceller = course.canceller();
         // Boxed: the loop's future, with the journal's heartbeat in it, is large, and a host
         // awaits many runs at once.
         let drive = Box::pin(self.drive(scope, conversation, &mut usage, &mut course));
         let end = tokio::select! {
             biased;
             end = drive => end,
-            never = watch_cancel_requests(journal, run, scope) => match never {},
+            never = watch_cancel_requests(canceller, run, scope) => match never {},
         };
         let record = course.record();
         let result = conclude(scope, end, usage, |state| is_complete(Ended::new(state, record)))
@@ -143,12 +163,17 @@ impl<T: Transport, S: Send + Sync + 'static> Runtime<T, S> {
             Err(_) => RunState::Open,
         };
         if matches!(result, Err(RunError::Cancelled))
-            && let Ok(Some(by)) = journal.cancel_requested(run).await
+            && !course.is_unconfirmed()
+            && let Some(by) = course.cancel_requested(scope.guard()).await
         {
             course.honour_cancel(scope, &by);
         }
-        course.commit(scope, Some(state)).await.map_err(RunError::Journal)?;
-        result
+        let end = match course.commit(scope, Some(state)).await {
+            Ok(()) => EndRecord::Recorded,
+            Err(Failed::Journal(error)) => return Err(RunError::Journal(error)),
+            Err(Failed::Unconfirmed(_)) => EndRecord::Unconfirmed,
+        };
+        with_end(result, end)
     }
 }
 
@@ -157,14 +182,36 @@ impl<T: Transport, S: Send + Sync + 'static> Runtime<T, S> {
 /// Half a second, so that a request is honoured within a second whatever the storage's latency.
 pub const CANCEL_POLL: Duration = Duration::from_millis(500);
 
-/// Asks the journal every [`CANCEL_POLL`] whether a host requested to cancel `run`, and cancels
-/// the scope as its caller would when one did. Never returns: the attempt's loop ends first.
-async fn watch_cancel_requests<J: Journal, S>(journal: &J, run: &RunId, scope: &Scope<S>) -> Infallible {
+/// Asks the journal every [`CANCEL_POLL`] whether a host requested to cancel `run` (through the
+/// handle's shared [`CancelWatch`](super::CancelWatch) when it keeps one: one query per period
+/// for all its waiting runs), and cancels the scope as its caller would when one did. Never
+/// returns: the attempt's loop ends first.
+async fn watch_cancel_requests<J: Journal, S>(
+    canceller: Canceller<'_, J>,
+    run: &RunId,
+    scope: &Scope<S>,
+) -> Infallible {
+    if let Some(watch) = canceller.watch() {
+        let guard = scope.guard();
+        watch.until_requested(run, |runs| async move { canceller.cancel_requests(guard, &runs).await }).await;
+        scope.cancel();
+        return std::future::pending().await;
+    }
     loop {
         tokio::time::sleep(CANCEL_POLL).await;
-        if let Ok(Some(_)) = journal.cancel_requested(run).await {
+        if canceller.cancel_requested(scope.guard(), run).await.is_some() {
             scope.cancel();
         }
+    }
+}
+
+/// An attempt's result, saying whether its end was recorded: on its outcome, or, for a caller's
+/// cancellation whose end went unconfirmed, as [`RunError::CancelledUnrecorded`].
+fn with_end(result: Result<Outcome, RunError>, end: EndRecord) -> Result<Outcome, RunError> {
+    match result {
+        Ok(outcome) => Ok(outcome.recorded(end)),
+        Err(RunError::Cancelled) if end == EndRecord::Unconfirmed => Err(RunError::CancelledUnrecorded),
+        other => other,
     }
 }
 
@@ -175,9 +222,9 @@ async fn begin<'j, J: Journal, S>(
     run: &RunId,
     scope: &Scope<S>,
     conversation: &mut Vec<Message>,
-) -> Result<Journaled<'j, J>, JournalError> {
+) -> Result<Journaled<'j, J>, Failed> {
     if scope.model_calls() > 0 || scope.tool_calls() > 0 || !scope.events().is_empty() {
-        return Err(JournalError::ScopeInUse);
+        return Err(Failed::Journal(JournalError::ScopeInUse));
     }
     let fresh = RunRow {
         epoch: 1,
@@ -188,22 +235,23 @@ async fn begin<'j, J: Journal, S>(
         definition: codec::encode_definition(&RunDefinition::of(scope)),
         labels: scope.labels().to_rows(),
     };
+    let mut store = Store::new(journal);
     let acquiring = tokio::time::Instant::now();
-    let stored = journal.acquire(run, fresh).await?;
-    let record = RunRecord::decode(run, &stored)?;
+    let stored = store.acquire(scope.guard(), run, fresh).await?;
+    let record = RunRecord::decode(run, &stored).map_err(Failed::Journal)?;
     if let RunState::Finished(status) = record.state {
-        return Err(JournalError::Finished(status));
+        return Err(Failed::Journal(JournalError::Finished(status)));
     }
     if let Some(definition) = &record.definition
         && !definition.covers(scope)
     {
         // Nothing ran: end the attempt at once so that another may take the run.
         let end = Batch { entries: vec![Entry::Release] };
-        journal.commit(run, Fence::Epoch(record.epoch), end).await?;
-        return Err(JournalError::Widened);
+        store.commit(scope.guard(), run, Fence::Epoch(record.epoch), end).await?;
+        return Err(Failed::Journal(JournalError::Widened));
     }
     if !scope.guard().restore(record.counters.clone(), record.events.clone()) {
-        return Err(JournalError::ScopeInUse);
+        return Err(Failed::Journal(JournalError::ScopeInUse));
     }
     scope.guard().set_epoch(record.epoch);
     conversation.clone_from(&record.conversation);
@@ -212,7 +260,7 @@ async fn begin<'j, J: Journal, S>(
         let resumed = ControlEvent::new(EventKind::Resumed, crate::event::Subject::Run, record.attempts);
         scope.guard().append(resumed);
     }
-    Ok(Journaled::new(journal, record, persisted, acquiring))
+    Ok(Journaled::new(store, record, persisted, acquiring))
 }
 
 /// A `Denied` outcome names the operation its halt event names.

@@ -26,6 +26,11 @@
 //!   returned as it is, without a write: a finished run never gets a new attempt.
 //! - The futures are `Send`: a backend may run its blocking work on a blocking thread pool, and a
 //!   run that holds them can be spawned.
+//! - A future may be dropped at any await: an attempt gives a store call up at its deadline or
+//!   its caller's cancellation (plus [`STORE_GRACE`](crate::STORE_GRACE)). Dropped, a call
+//!   commits whole or not at all, as when it fails; its caller treats it as unknown. A backend
+//!   should stop waiting for its storage soon after (SQLite stops waiting for a lock; a
+//!   PostgreSQL transaction whose client went away is rolled back by the server).
 
 use std::future::Future;
 use std::time::Duration;
@@ -127,6 +132,36 @@ pub trait Journal: Send + Sync {
         std::future::ready(Ok(None))
     }
 
+    /// Which of `runs` a host asked, from any process, to cancel and no attempt honoured yet: one
+    /// store call for all of them, which the attempts waiting on one handle share
+    /// ([`cancel_watch`](Self::cancel_watch)). The default asks
+    /// [`cancel_requested`](Self::cancel_requested) for each run in turn: a backend that keeps a
+    /// watcher overrides it with one query.
+    fn cancel_requests(
+        &self,
+        runs: &[RunId],
+    ) -> impl Future<Output = Result<Vec<RunId>, JournalError>> + Send {
+        async move {
+            let mut requested = Vec::new();
+            for run in runs {
+                if self.cancel_requested(run).await?.is_some() {
+                    requested.push(run.clone());
+                }
+            }
+            Ok(requested)
+        }
+    }
+
+    /// The watcher of cancel requests that this handle's attempts share while they wait, if the
+    /// backend keeps one: one [`cancel_requests`](Self::cancel_requests) call per
+    /// [`CANCEL_POLL`](super::CANCEL_POLL) for all of them, instead of one
+    /// [`cancel_requested`](Self::cancel_requested) per run. The default keeps none: each waiting
+    /// attempt then asks for its own run. A journal that wraps another forwards this and
+    /// [`cancel_requests`](Self::cancel_requests), or its attempts poll one by one.
+    fn cancel_watch(&self) -> Option<&super::CancelWatch> {
+        None
+    }
+
     /// Records that `by` asks to cancel `run`, in one durable write that needs no lease and
     /// never waits for one: the attempt running the run (or, if none does, the next one to take
     /// it) ends at its next admission or poll. A second request replaces the first's name.
@@ -193,6 +228,17 @@ macro_rules! delegate {
             by: &str,
         ) -> impl Future<Output = Result<(), JournalError>> + Send {
             (**self).request_cancel(run, by)
+        }
+
+        fn cancel_requests(
+            &self,
+            runs: &[RunId],
+        ) -> impl Future<Output = Result<Vec<RunId>, JournalError>> + Send {
+            (**self).cancel_requests(runs)
+        }
+
+        fn cancel_watch(&self) -> Option<&super::CancelWatch> {
+            (**self).cancel_watch()
         }
     };
 }

@@ -254,7 +254,7 @@ impl<'a, T: Transport> Budgeted<'a, T> {
     pub(crate) async fn withdraw(&self, prepared: Prepared) {
         let Admitted { reserved, hold } = prepared.admitted;
         if let (Some(draw), Some(hold)) = (self.guard.pools(), hold) {
-            hold.release(draw).await;
+            hold.release(draw, self.guard).await;
         }
         // Settled at nothing, no budget can be crossed.
         let _ = self.guard.settle(self.price.as_ref(), reserved, Some(Usage::default()));
@@ -299,7 +299,7 @@ impl<'a, T: Transport> Budgeted<'a, T> {
             Ok((_, reserved)) => reserved,
             Err(stop) => {
                 if let Some(hold) = hold {
-                    hold.release(draw).await;
+                    hold.release(draw, self.guard).await;
                 }
                 return Err(CallError::Stopped(stop));
             }
@@ -336,10 +336,13 @@ impl<'a, T: Transport> Budgeted<'a, T> {
             lease: draw.lease_duration(),
             holder: Arc::from(draw.holder_name()),
         };
-        match draw.store().reserve(pool_ask).await {
-            Ok(Ok(grant)) => Ok(Held { grant, input: ask.input, sent: grant.output }),
-            Ok(Err(refusal)) => Err(CallError::Stopped(self.guard.refuse_pool(&refusal))),
-            Err(error) => Err(CallError::Pool(error)),
+        // Bounded by the deadline and the caller: a reservation given up may have been taken,
+        // and is then charged whole when its lease expires.
+        match self.guard.on_store(draw.store().reserve(pool_ask)).await {
+            Ok(Ok(Ok(grant))) => Ok(Held { grant, input: ask.input, sent: grant.output }),
+            Ok(Ok(Err(refusal))) => Err(CallError::Stopped(self.guard.refuse_pool(&refusal))),
+            Ok(Err(error)) => Err(CallError::Pool(error)),
+            Err(stop) => Err(CallError::Stopped(stop)),
         }
     }
 
@@ -388,7 +391,7 @@ impl<'a, T: Transport> Budgeted<'a, T> {
             Ok(reserved) => reserved,
             Err(stop) => {
                 if let (Some(draw), Some(hold)) = (draw, hold) {
-                    hold.release(draw).await;
+                    hold.release(draw, self.guard).await;
                 }
                 return Err(CallError::Stopped(stop));
             }
@@ -405,7 +408,7 @@ impl<'a, T: Transport> Budgeted<'a, T> {
         let usage =
             received.as_ref().ok().and_then(|reply| reply.as_ref().ok()).and_then(|reply| reply.usage);
         if let (Some(draw), Some(hold)) = (draw, hold) {
-            hold.settle(draw, self.price.as_ref(), usage, None).await;
+            hold.settle(draw, self.guard, self.price.as_ref(), usage, None).await;
         }
         let received = received.map_err(CallError::Stopped)?;
         // A wrap-up that crosses a budget gets nothing more: the run is stopped already.
@@ -479,7 +482,7 @@ impl<'a, T: Transport> Budgeted<'a, T> {
                 Ok(received) => received,
                 Err(stop) => {
                     if let (Some(draw), Some(hold)) = (draw, &admitted.hold) {
-                        Box::pin(hold.settle(draw, self.price.as_ref(), None, None)).await;
+                        Box::pin(hold.settle(draw, guard, self.price.as_ref(), None, None)).await;
                     }
                     return Err(CallError::Stopped(stop));
                 }
@@ -491,7 +494,7 @@ impl<'a, T: Transport> Budgeted<'a, T> {
                     Ok(Received::Cut { output }) => (None, Some(*output)),
                     Err(_) => (None, None),
                 };
-                Box::pin(hold.settle(draw, price, usage, cut)).await;
+                Box::pin(hold.settle(draw, guard, price, usage, cut)).await;
             }
             let reserved = admitted.reserved;
             let reply = match received {
@@ -550,11 +553,18 @@ struct Held {
 }
 
 impl Held {
-    /// Releases the hold of a call that was never sent. A store that fails leaves it to expire,
-    /// charged whole: never less than the truth.
-    async fn release(self, draw: &PoolDraw) {
-        if let Err(error) = draw.store().release(self.grant.hold).await {
-            tracing::warn!(error = %error, "a pool hold was not released; it is charged when its lease expires");
+    /// Releases the hold of a call that was never sent. A store that fails, or does not answer
+    /// within the run's bounds ([`Guard::on_store`]), leaves it to expire, charged whole: never
+    /// less than the truth.
+    async fn release(self, draw: &PoolDraw, guard: &Guard) {
+        match guard.on_store(draw.store().release(self.grant.hold)).await {
+            Ok(Ok(())) => {}
+            Ok(Err(error)) => {
+                tracing::warn!(error = %error, "a pool hold was not released; it is charged when its lease expires");
+            }
+            Err(_) => tracing::warn!(
+                "a pool hold's release was given up at the run's end; it is charged when its lease expires"
+            ),
         }
     }
 
@@ -582,7 +592,14 @@ impl Held {
     /// have cost (its input and the output cap it was sent with), or for a stream cut past its
     /// reservation, at least that and the `cut` output counted. A store that fails leaves the
     /// hold to expire, charged whole.
-    async fn settle(&self, draw: &PoolDraw, price: Option<&Price>, usage: Option<Usage>, cut: Option<u64>) {
+    async fn settle(
+        &self,
+        draw: &PoolDraw,
+        guard: &Guard,
+        price: Option<&Price>,
+        usage: Option<Usage>,
+        cut: Option<u64>,
+    ) {
         let charge = match (usage, cut) {
             (Some(usage), None) => Amount {
                 calls: 1,
@@ -592,8 +609,14 @@ impl Held {
             (_, Some(cut)) => rules::held(self.input, cut.max(self.sent), price),
             (None, None) => rules::held(self.input, self.sent, price),
         };
-        if let Err(error) = draw.store().settle(self.grant.hold, charge).await {
-            tracing::warn!(error = %error, "a pool hold was not settled; it is charged whole when its lease expires");
+        match guard.on_store(draw.store().settle(self.grant.hold, charge)).await {
+            Ok(Ok(_)) => {}
+            Ok(Err(error)) => {
+                tracing::warn!(error = %error, "a pool hold was not settled; it is charged whole when its lease expires");
+            }
+            Err(_) => tracing::warn!(
+                "a pool hold's settlement was given up at the run's end; it is charged whole when its lease expires"
+            ),
         }
     }
 }
