@@ -35,6 +35,9 @@ pub const DEFAULT_POOL_SIZE: usize = 16;
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// The default time a caller waits for a free pooled connection.
 pub const DEFAULT_WAIT_TIMEOUT: Duration = Duration::from_secs(30);
+/// The default time one operation (a journal's commit, a pool's reservation, a host's listing)
+/// may take from asking for a connection to its answer.
+pub const DEFAULT_QUERY_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// How to reach the database and use it.
 #[derive(Clone)]
@@ -43,6 +46,7 @@ pub struct Config {
     lease: Duration,
     pool_size: usize,
     wait_timeout: Duration,
+    query_timeout: Duration,
 }
 
 /// Why a configuration was refused. No variant quotes the refused text.
@@ -159,6 +163,7 @@ impl Config {
             lease: DEFAULT_LEASE,
             pool_size: DEFAULT_POOL_SIZE,
             wait_timeout: DEFAULT_WAIT_TIMEOUT,
+            query_timeout: DEFAULT_QUERY_TIMEOUT,
         })
     }
 
@@ -239,6 +244,29 @@ impl Config {
         Ok(self)
     }
 
+    /// Sets how long one operation may take, from asking for a pooled connection to its
+    /// answer: past it, the operation is given up with a storage error (its transaction, if the
+    /// server ever sees it through, is rolled back with the connection's). A run's deadline
+    /// bounds its own operations sooner (`loopbound::STORE_GRACE`); this bounds every caller,
+    /// the host's commands included, against a server that stops answering.
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError::InvalidNumber`] for a zero duration.
+    pub fn with_query_timeout(mut self, timeout: Duration) -> Result<Self, ConfigError> {
+        if timeout.is_zero() {
+            return Err(ConfigError::InvalidNumber { setting: "the query timeout" });
+        }
+        self.query_timeout = timeout;
+        Ok(self)
+    }
+
+    /// How long one operation may take ([`with_query_timeout`](Self::with_query_timeout)).
+    #[must_use]
+    pub fn query_timeout(&self) -> Duration {
+        self.query_timeout
+    }
+
     /// The default lease duration.
     #[must_use]
     pub fn lease(&self) -> Duration {
@@ -316,6 +344,7 @@ impl fmt::Debug for Config {
             .field("pool_size", &self.pool_size)
             .field("connect_timeout", &self.connect_timeout())
             .field("wait_timeout", &self.wait_timeout)
+            .field("query_timeout", &self.query_timeout)
             .finish()
     }
 }

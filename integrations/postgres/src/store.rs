@@ -8,6 +8,9 @@
 //! - A broken pooled connection is discarded when it is next taken (the pool checks that it is
 //!   not closed), so after the server comes back a store recovers without being rebuilt.
 //! - Connections are plain TCP or a Unix socket, without TLS.
+//! - Every operation of the journal and the pools is given up after the configured query timeout
+//!   ([`Config::query_timeout`], 30 s by default), taking a connection from the pool included: a
+//!   server that stops answering yields a storage error, not a caller that waits forever.
 //! - A transaction left idle for longer than the lease (its worker paused or stuck between two
 //!   statements) is ended by the server (`idle_in_transaction_session_timeout`), so it cannot
 //!   keep a run's row locked, and with it the run, from the worker that takes the run over.
@@ -65,6 +68,12 @@ impl Store {
     /// A pooled connection.
     pub(crate) async fn client(&self) -> Result<Client, Error> {
         self.pool.get().await.map_err(|error| self.redactor.pool(&error))
+    }
+
+    /// `operation`'s output, or `None` once the configured query timeout
+    /// ([`Config::query_timeout`]) has passed without one (the operation is dropped).
+    pub(crate) async fn within<F: std::future::Future>(&self, operation: F) -> Option<F::Output> {
+        tokio::time::timeout(self.config.query_timeout(), operation).await.ok()
     }
 
     /// The password-free classifier of this store's errors.

@@ -40,9 +40,13 @@
 //! - Every call runs on tokio's blocking thread pool (`spawn_blocking`): a commit under
 //!   `synchronous = FULL` waits for `fsync`, milliseconds during which the caller's runtime
 //!   thread stays free for other requests.
-//! - One connection per journal value, behind a mutex: calls on one value are serialised; other
-//!   processes on the same file wait for SQLite's write lock (a busy timeout of 5 s), and the
-//!   epoch check inside each write transaction fences a process whose attempt was taken over.
+//! - Two connections per journal value, each behind a mutex: the writer's, whose writes go in
+//!   groups (`group.rs`: one transaction and one sync for the writes that arrive together), and
+//!   a reader's for loads, lists and cancel checks, which WAL lets run beside the writer; other
+//!   processes on the same file wait for SQLite's write lock (at most 5 s, and no longer than
+//!   the caller waits: a call whose future is dropped, at a run's deadline or its caller's
+//!   cancellation, stops waiting and frees the connection), and the epoch check inside each
+//!   write transaction fences a process whose attempt was taken over.
 //! - The schema is versioned and migrated on open ([`SCHEMA_VERSION`]), inside one exclusive
 //!   transaction that reads the version first: any number of processes may open one new file at
 //!   once. A file that is not a loopbound journal, is damaged, or is newer than this build is
@@ -52,7 +56,9 @@
 #![warn(missing_docs)]
 #![warn(clippy::pedantic)]
 
+mod busy;
 mod error;
+mod group;
 mod lease;
 mod list;
 mod open;
@@ -69,8 +75,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use loopbound::journal::{
-    Batch, DEFAULT_LEASE, Fence, Journal, JournalError, ListedRow, RunId, RunQuery, RunRow, StoredRun,
-    check_lease, process_holder, valid_actor,
+    Batch, CancelWatch, DEFAULT_LEASE, Fence, Journal, JournalError, ListedRow, RunId, RunQuery, RunRow,
+    StoredRun, check_lease, process_holder, valid_actor,
 };
 use rusqlite::Connection;
 
@@ -116,10 +122,34 @@ pub struct SqliteJournal {
 
 struct Inner {
     connection: Mutex<Connection>,
+    /// A second connection, for reads (loads, lists, cancel checks): WAL lets them run beside
+    /// the writer's transactions instead of queueing behind their syncs.
+    reader: Mutex<Connection>,
+    /// The watcher of cancel requests that every attempt driven through this connection
+    /// shares while it waits.
+    watch: CancelWatch,
     path: PathBuf,
     synchronous: Synchronous,
     commits: AtomicU64,
     renewals: AtomicU64,
+    /// The writes (acquisitions, commits, renewals) waiting for the next group.
+    group: group::Group,
+    /// How many write transactions groups committed.
+    groups: AtomicU64,
+}
+
+impl group::Writer for Inner {
+    fn group(&self) -> &group::Group {
+        &self.group
+    }
+
+    fn connection(&self) -> &Mutex<Connection> {
+        &self.connection
+    }
+
+    fn committed(&self, tally: group::Tally) {
+        self.groups.fetch_add(tally.groups, Ordering::SeqCst);
+    }
 }
 
 impl fmt::Debug for SqliteJournal {
@@ -153,12 +183,17 @@ impl SqliteJournal {
     pub fn open_with(path: impl AsRef<Path>, synchronous: Synchronous) -> Result<Self, JournalError> {
         let path = path.as_ref().to_path_buf();
         let connection = open::connection(&path, synchronous.pragma())?;
+        let reader = open::reader(&path)?;
         let inner = Inner {
             connection: Mutex::new(connection),
+            reader: Mutex::new(reader),
+            watch: CancelWatch::new(),
             path,
             synchronous,
             commits: AtomicU64::new(0),
             renewals: AtomicU64::new(0),
+            group: group::Group::default(),
+            groups: AtomicU64::new(0),
         };
         Ok(Self { inner: Arc::new(inner), holder: Arc::from(process_holder()), lease: DEFAULT_LEASE })
     }
@@ -221,31 +256,79 @@ impl SqliteJournal {
         self.inner.renewals.load(Ordering::SeqCst)
     }
 
-    /// Runs `work` on the connection, on the blocking thread pool, with this value's holder.
+    /// How many write transactions (each one sync) the connection's grouped writes took so far:
+    /// acquisitions, commits and renewals that arrive together share one
+    /// ([`commits`](Self::commits) and [`renewals`](Self::renewals) count them one by one).
+    #[must_use]
+    pub fn groups(&self) -> u64 {
+        self.inner.groups.load(Ordering::SeqCst)
+    }
+
+    /// Runs `work` in the connection's next group of writes, with this value's holder.
+    fn grouped<T, F>(&self, work: F) -> impl Future<Output = Result<T, JournalError>> + Send + 'static
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection, &Holder<'_>) -> Result<T, JournalError> + Send + 'static,
+    {
+        group::write(Arc::clone(&self.inner), Arc::clone(&self.holder), lease::micros(self.lease), work)
+    }
+
+    /// Runs `work` on the writer's connection, on the blocking thread pool, with this value's
+    /// holder.
     fn blocking<T, F>(&self, work: F) -> impl Future<Output = Result<T, JournalError>> + Send + 'static
     where
         T: Send + 'static,
         F: FnOnce(&Inner, &mut Connection, &Holder<'_>) -> Result<T, JournalError> + Send + 'static,
     {
-        on_blocking_thread(Arc::clone(&self.inner), Arc::clone(&self.holder), lease::micros(self.lease), work)
+        let holder = (Arc::clone(&self.holder), lease::micros(self.lease));
+        on_blocking_thread(Arc::clone(&self.inner), |inner| &inner.connection, holder, work)
+    }
+
+    /// Runs `work`, a read, on the reader's connection, on the blocking thread pool.
+    fn reading<T, F>(&self, work: F) -> impl Future<Output = Result<T, JournalError>> + Send + 'static
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Connection) -> Result<T, JournalError> + Send + 'static,
+    {
+        let holder = (Arc::clone(&self.holder), lease::micros(self.lease));
+        on_blocking_thread(
+            Arc::clone(&self.inner),
+            |inner| &inner.reader,
+            holder,
+            |_, connection, _| work(connection),
+        )
     }
 }
 
 async fn on_blocking_thread<T, F>(
     inner: Arc<Inner>,
-    holder: Arc<str>,
-    lease: i64,
+    which: fn(&Inner) -> &Mutex<Connection>,
+    (holder, lease): (Arc<str>, i64),
     work: F,
 ) -> Result<T, JournalError>
 where
     T: Send + 'static,
     F: FnOnce(&Inner, &mut Connection, &Holder<'_>) -> Result<T, JournalError> + Send + 'static,
 {
+    // Dropped with this future, the flag tells the blocking thread that no one waits any more.
+    let abandon = busy::Abandon::default();
+    let flag = abandon.flag();
     let task = tokio::task::spawn_blocking(move || {
-        let mut connection = inner.connection.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        work(&inner, &mut connection, &Holder { name: &holder, lease })
+        let given_up = || JournalError::storage("the call was given up before it ran");
+        if busy::given_up(&flag) {
+            return Err(given_up());
+        }
+        let mut connection = which(&inner).lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if busy::given_up(&flag) {
+            return Err(given_up());
+        }
+        busy::under(flag, busy::BUSY_TIMEOUT, || {
+            work(&inner, &mut connection, &Holder { name: &holder, lease })
+        })
     });
-    task.await.map_err(|_| JournalError::storage("the journal's worker thread failed"))?
+    let done = task.await.map_err(|_| JournalError::storage("the journal's worker thread failed"))?;
+    drop(abandon);
+    done
 }
 
 impl Journal for SqliteJournal {
@@ -259,27 +342,33 @@ impl Journal for SqliteJournal {
         fresh: RunRow,
     ) -> impl Future<Output = Result<StoredRun, JournalError>> + Send {
         let run = run.clone();
-        self.blocking(move |inner, connection, holder| {
-            let (stored, wrote) = write::acquire(connection, run.as_str(), &fresh, holder)?;
+        let inner = Arc::clone(&self.inner);
+        let acquired =
+            self.grouped(move |connection, holder| write::acquire(connection, run.as_str(), &fresh, holder));
+        async move {
+            let (stored, wrote) = acquired.await?;
             if wrote {
                 inner.commits.fetch_add(1, Ordering::SeqCst);
             }
             Ok(stored)
-        })
+        }
     }
 
     fn renew(&self, run: &RunId, epoch: u64) -> impl Future<Output = Result<(), JournalError>> + Send {
         let run = run.clone();
-        self.blocking(move |inner, connection, holder| {
-            write::renew(connection, run.as_str(), epoch, holder)?;
+        let inner = Arc::clone(&self.inner);
+        let renewed =
+            self.grouped(move |connection, holder| write::renew(connection, run.as_str(), epoch, holder));
+        async move {
+            renewed.await?;
             inner.renewals.fetch_add(1, Ordering::SeqCst);
             Ok(())
-        })
+        }
     }
 
     fn load(&self, run: &RunId) -> impl Future<Output = Result<Option<StoredRun>, JournalError>> + Send {
         let run = run.clone();
-        self.blocking(move |_, connection, _| {
+        self.reading(move |connection| {
             let transaction = connection.transaction().map_err(storage)?;
             let stored = read::stored_run(&transaction, run.as_str(), lease::now_micros()?)?;
             transaction.commit().map_err(storage)?;
@@ -294,16 +383,20 @@ impl Journal for SqliteJournal {
         batch: Batch,
     ) -> impl Future<Output = Result<(), JournalError>> + Send {
         let run = run.clone();
-        self.blocking(move |inner, connection, holder| {
-            write::commit(connection, run.as_str(), fence, &batch, holder)?;
+        let inner = Arc::clone(&self.inner);
+        let committed = self.grouped(move |connection, holder| {
+            write::commit(connection, run.as_str(), fence, &batch, holder)
+        });
+        async move {
+            committed.await?;
             inner.commits.fetch_add(1, Ordering::SeqCst);
             Ok(())
-        })
+        }
     }
 
     fn list(&self, query: &RunQuery) -> impl Future<Output = Result<Vec<ListedRow>, JournalError>> + Send {
         let query = query.clone();
-        self.blocking(move |_, connection, _| {
+        self.reading(move |connection| {
             let transaction = connection.transaction().map_err(storage)?;
             let page = list::page(&transaction, &query, lease::now_micros()?)?;
             transaction.commit().map_err(storage)?;
@@ -316,7 +409,19 @@ impl Journal for SqliteJournal {
         run: &RunId,
     ) -> impl Future<Output = Result<Option<String>, JournalError>> + Send {
         let run = run.clone();
-        self.blocking(move |_, connection, _| write::cancel_requested(connection, run.as_str()))
+        self.reading(move |connection| write::cancel_requested(connection, run.as_str()))
+    }
+
+    fn cancel_requests(
+        &self,
+        runs: &[RunId],
+    ) -> impl Future<Output = Result<Vec<RunId>, JournalError>> + Send {
+        let runs = runs.to_vec();
+        self.reading(move |connection| write::cancel_requests(connection, &runs))
+    }
+
+    fn cancel_watch(&self) -> Option<&CancelWatch> {
+        Some(&self.inner.watch)
     }
 
     fn request_cancel(&self, run: &RunId, by: &str) -> impl Future<Output = Result<(), JournalError>> + Send {

@@ -14,11 +14,9 @@ use std::time::{Duration, Instant};
 use loopbound::journal::JournalError;
 use rusqlite::{Connection, ErrorCode};
 
+use crate::busy::{self, BUSY_TIMEOUT};
 use crate::error::storage;
 use crate::schema;
-
-/// How long one statement waits for another connection's lock.
-pub(crate) const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Whether `error` is another connection holding a lock this one needs.
 fn busy(error: &rusqlite::Error) -> bool {
@@ -50,10 +48,19 @@ fn wal(connection: &Connection) -> Result<(), JournalError> {
 /// Opens `path` (creating it if absent) as a journal with `synchronous` (`FULL` or `NORMAL`).
 pub(crate) fn connection(path: &Path, synchronous: &str) -> Result<Connection, JournalError> {
     let mut connection = Connection::open(path).map_err(storage)?;
-    connection.busy_timeout(BUSY_TIMEOUT).map_err(storage)?;
+    connection.busy_handler(Some(busy::handler)).map_err(storage)?;
     wal(&connection)?;
     connection.pragma_update(None, "synchronous", synchronous).map_err(storage)?;
     connection.pragma_update(None, "foreign_keys", "ON").map_err(storage)?;
     schema::migrate(&mut connection)?;
+    Ok(connection)
+}
+
+/// A second connection to `path`, an opened journal, for reads only: in WAL mode its reads wait
+/// neither for the writer's transactions nor for their syncs.
+pub(crate) fn reader(path: &Path) -> Result<Connection, JournalError> {
+    let mut connection = Connection::open(path).map_err(storage)?;
+    connection.busy_handler(Some(busy::handler)).map_err(storage)?;
+    connection.pragma_update(None, "query_only", "ON").map_err(storage)?;
     Ok(connection)
 }

@@ -1,11 +1,12 @@
-//! Writing: taking a run for an attempt, renewing its lease, and one batch of rows, each in one
-//! transaction.
+//! Writing: taking a run for an attempt, renewing its lease, and one batch of rows, each inside
+//! a write transaction that the caller opens and commits (one of its own, or a group's, see
+//! [`group`](crate::group)).
 //!
 //! # Invariants
 //!
-//! - Every write is one `BEGIN IMMEDIATE` transaction: the lease and the epoch are read, and
-//!   every row written, under SQLite's write lock, so no other writer (thread or process) can
-//!   take the run over in between. Of attempts racing for one run, the first to take the lock is
+//! - Every write runs inside a `BEGIN IMMEDIATE` transaction: the lease and the epoch are read,
+//!   and every row written, under SQLite's write lock, so no other writer (thread or process)
+//!   can take the run over in between. Of attempts racing for one run, the first to take the lock is
 //!   granted; the others find its live lease and are refused
 //!   ([`LeaseHeld`](JournalError::LeaseHeld)) without a write.
 //! - A batch under [`Fence::Epoch`] writes only while the epoch is the run's and its lease live
@@ -14,7 +15,7 @@
 //! - Inserts never replace: a key that exists fails the statement (the tables' keys), and the
 //!   whole transaction rolls back.
 
-use loopbound::journal::{Batch, Entry, Fence, JournalError, RunRow, StoredRun};
+use loopbound::journal::{Batch, Entry, Fence, JournalError, RunId, RunRow, StoredRun};
 use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
 
 use crate::error::storage;
@@ -37,20 +38,20 @@ impl Holder<'_> {
     }
 }
 
-fn immediate(connection: &mut Connection) -> Result<Transaction<'_>, JournalError> {
+pub(crate) fn immediate(connection: &mut Connection) -> Result<Transaction<'_>, JournalError> {
     connection.transaction_with_behavior(TransactionBehavior::Immediate).map_err(storage)
 }
 
-/// Creates or takes `run` for a new attempt; returns its rows afterwards and whether it wrote.
+/// Creates or takes `run` for a new attempt, inside the caller's write transaction; returns its
+/// rows afterwards and whether it wrote.
 pub(crate) fn acquire(
-    connection: &mut Connection,
+    transaction: &Connection,
     run: &str,
     fresh: &RunRow,
     holder: &Holder<'_>,
 ) -> Result<(StoredRun, bool), JournalError> {
-    let transaction = immediate(connection)?;
     let now = now_micros()?;
-    let wrote = match read::run_row(&transaction, run, now)? {
+    let wrote = match read::run_row(transaction, run, now)? {
         None => {
             transaction
                 .execute(
@@ -97,15 +98,14 @@ pub(crate) fn acquire(
             true
         }
     };
-    let stored = read::stored_run(&transaction, run, now)?
+    let stored = read::stored_run(transaction, run, now)?
         .ok_or_else(|| JournalError::storage("the run vanished inside its transaction"))?;
-    transaction.commit().map_err(storage)?;
     Ok((stored, wrote))
 }
 
 /// Checks that `epoch` holds `run`'s live lease and extends it; `LeaseLost` otherwise.
 fn extend(
-    transaction: &Transaction<'_>,
+    transaction: &Connection,
     run: &str,
     epoch: u64,
     holder: &Holder<'_>,
@@ -126,32 +126,29 @@ fn extend(
     Err(if exists { JournalError::LeaseLost } else { JournalError::UnknownRun })
 }
 
-/// Extends the lease of the attempt with `epoch`.
+/// Extends the lease of the attempt with `epoch`, inside the caller's write transaction.
 pub(crate) fn renew(
-    connection: &mut Connection,
+    transaction: &Connection,
     run: &str,
     epoch: u64,
     holder: &Holder<'_>,
 ) -> Result<(), JournalError> {
-    let transaction = immediate(connection)?;
-    extend(&transaction, run, epoch, holder, now_micros()?)?;
-    transaction.commit().map_err(storage)
+    extend(transaction, run, epoch, holder, now_micros()?)
 }
 
-/// Writes `batch` if `fence` holds.
+/// Writes `batch` if `fence` holds, inside the caller's write transaction.
 pub(crate) fn commit(
-    connection: &mut Connection,
+    transaction: &Connection,
     run: &str,
     fence: Fence,
     batch: &Batch,
     holder: &Holder<'_>,
 ) -> Result<(), JournalError> {
-    let transaction = immediate(connection)?;
     let now = now_micros()?;
     match fence {
-        Fence::Epoch(epoch) => extend(&transaction, run, epoch, holder, now)?,
+        Fence::Epoch(epoch) => extend(transaction, run, epoch, holder, now)?,
         Fence::Host => {
-            let (_, lease) = read::run_row(&transaction, run, now)?.ok_or(JournalError::UnknownRun)?;
+            let (_, lease) = read::run_row(transaction, run, now)?.ok_or(JournalError::UnknownRun)?;
             if let Some(lease) = lease.filter(loopbound::journal::Lease::is_live) {
                 return Err(JournalError::LeaseHeld { holder: lease.holder, remaining: lease.remaining });
             }
@@ -164,12 +161,12 @@ pub(crate) fn commit(
         if *entry == Entry::Release && matches!(fence, Fence::Host) {
             continue;
         }
-        write(&transaction, run, entry, &mut seq)?;
+        write(transaction, run, entry, &mut seq)?;
     }
-    transaction.commit().map_err(storage)
+    Ok(())
 }
 
-fn write(transaction: &Transaction<'_>, run: &str, entry: &Entry, seq: &mut i64) -> Result<(), JournalError> {
+fn write(transaction: &Connection, run: &str, entry: &Entry, seq: &mut i64) -> Result<(), JournalError> {
     let execute = |sql: &str, values: &[&dyn rusqlite::ToSql]| {
         let mut statement = transaction.prepare_cached(sql).map_err(storage)?;
         statement.execute(values).map(drop).map_err(storage)
@@ -260,6 +257,35 @@ pub(crate) fn request_cancel(connection: &mut Connection, run: &str, by: &str) -
 }
 
 /// Who asked to cancel `run`, if anyone did and no attempt honoured it.
+/// How many run ids one statement of [`cancel_requests`] names.
+const CANCEL_CHUNK: usize = 256;
+
+/// Which of `runs` have a cancel request, in one read transaction (a statement per
+/// [`CANCEL_CHUNK`] runs, each looking them up by primary key).
+pub(crate) fn cancel_requests(
+    connection: &mut Connection,
+    runs: &[RunId],
+) -> Result<Vec<RunId>, JournalError> {
+    let transaction = connection.transaction().map_err(storage)?;
+    let mut requested = Vec::new();
+    for chunk in runs.chunks(CANCEL_CHUNK) {
+        let marks = vec!["?"; chunk.len()].join(",");
+        let sql = format!("SELECT run FROM runs WHERE cancel_by IS NOT NULL AND run IN ({marks})");
+        let mut statement = transaction.prepare_cached(&sql).map_err(storage)?;
+        let ids = chunk.iter().map(RunId::as_str);
+        let found = statement
+            .query_map(rusqlite::params_from_iter(ids), |row| row.get::<_, String>(0))
+            .map_err(storage)?
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(storage)?;
+        for id in found {
+            requested.push(RunId::new(&id).map_err(|_| JournalError::Corrupt(format!("run id {id:?}")))?);
+        }
+    }
+    transaction.commit().map_err(storage)?;
+    Ok(requested)
+}
+
 pub(crate) fn cancel_requested(connection: &Connection, run: &str) -> Result<Option<String>, JournalError> {
     let mut statement =
         connection.prepare_cached("SELECT cancel_by FROM runs WHERE run = ?1").map_err(storage)?;

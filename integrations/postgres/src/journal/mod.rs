@@ -26,6 +26,7 @@
 
 mod convert;
 mod list;
+mod listen;
 mod read;
 mod write;
 
@@ -34,7 +35,8 @@ use std::future::Future;
 use std::time::Duration;
 
 use loopbound::journal::{
-    Batch, Fence, Journal, JournalError, ListedRow, RunId, RunQuery, RunRow, StoredRun, process_holder,
+    Batch, CancelWatch, Fence, Journal, JournalError, ListedRow, RunId, RunQuery, RunRow, StoredRun,
+    process_holder,
 };
 use tokio_postgres::IsolationLevel;
 
@@ -52,6 +54,8 @@ pub struct PostgresJournal {
     worker: WorkerId,
     lease: Duration,
     lease_micros: i64,
+    /// The watcher of cancel requests this value's attempts, and its clones', share.
+    watch: CancelWatch,
 }
 
 impl fmt::Debug for PostgresJournal {
@@ -73,7 +77,7 @@ impl PostgresJournal {
     pub fn new(store: Store) -> Result<Self, Error> {
         let lease = store.config().lease();
         let worker = WorkerId::new(process_holder())?;
-        Self { store, worker, lease, lease_micros: 1 }.with_lease(lease)
+        Self { store, worker, lease, lease_micros: 1, watch: CancelWatch::new() }.with_lease(lease)
     }
 
     /// Connects to the database of `config` (migrating it) and returns its journal, as this
@@ -205,13 +209,39 @@ impl PostgresJournal {
         row.map_or(Ok(None), |row| row.try_get(0).map_err(|e| self.fail(&e)))
     }
 
+    async fn cancel_requests_of(&self, runs: &[RunId]) -> Result<Vec<RunId>, JournalError> {
+        let client = self.store.client().await?;
+        let ids: Vec<&str> = runs.iter().map(RunId::as_str).collect();
+        let rows = client
+            .query(
+                "SELECT run_id FROM loopbound_runs WHERE run_id = ANY($1) AND cancel_by IS NOT NULL",
+                &[&ids],
+            )
+            .await
+            .map_err(|e| self.fail(&e))?;
+        rows.iter()
+            .map(|row| {
+                let id: String = row.try_get(0).map_err(|e| self.fail(&e))?;
+                RunId::new(&id).map_err(|_| JournalError::Corrupt(format!("run id {id:?}")))
+            })
+            .collect()
+    }
+
     async fn record_cancel(&self, run: &RunId, by: &str) -> Result<(), JournalError> {
         let client = self.store.client().await?;
         let changed = client
             .execute("UPDATE loopbound_runs SET cancel_by = $2 WHERE run_id = $1", &[&run.as_str(), &by])
             .await
             .map_err(|e| self.fail(&e))?;
-        if changed == 0 { Err(JournalError::UnknownRun) } else { Ok(()) }
+        if changed == 0 {
+            return Err(JournalError::UnknownRun);
+        }
+        // After the request is committed: a listener that hears it reads it back committed.
+        client
+            .execute("SELECT pg_notify($1, $2)", &[&listen::CHANNEL, &run.as_str()])
+            .await
+            .map(drop)
+            .map_err(|e| self.fail(&e))
     }
 
     async fn list_runs(&self, query: &RunQuery) -> Result<Vec<ListedRow>, JournalError> {
@@ -241,6 +271,19 @@ impl PostgresJournal {
         }
     }
 
+    /// `operation`, given up with a storage error after the store's query timeout.
+    async fn bounded<T>(
+        &self,
+        operation: impl Future<Output = Result<T, JournalError>>,
+    ) -> Result<T, JournalError> {
+        self.store.within(operation).await.unwrap_or_else(|| {
+            Err(JournalError::storage(format!(
+                "the database did not answer within {} ms",
+                self.store.config().query_timeout().as_millis()
+            )))
+        })
+    }
+
     fn fail(&self, error: &tokio_postgres::Error) -> JournalError {
         JournalError::from(self.store.redactor().postgres(error))
     }
@@ -266,15 +309,15 @@ impl Journal for PostgresJournal {
         run: &RunId,
         fresh: RunRow,
     ) -> impl Future<Output = Result<StoredRun, JournalError>> + Send {
-        self.acquire_run(run, fresh)
+        self.bounded(self.acquire_run(run, fresh))
     }
 
     fn renew(&self, run: &RunId, epoch: u64) -> impl Future<Output = Result<(), JournalError>> + Send {
-        self.renew_lease(run, epoch)
+        self.bounded(self.renew_lease(run, epoch))
     }
 
     fn load(&self, run: &RunId) -> impl Future<Output = Result<Option<StoredRun>, JournalError>> + Send {
-        self.load_run(run)
+        self.bounded(self.load_run(run))
     }
 
     fn commit(
@@ -283,21 +326,39 @@ impl Journal for PostgresJournal {
         fence: Fence,
         batch: Batch,
     ) -> impl Future<Output = Result<(), JournalError>> + Send {
-        self.commit_batch(run, fence, batch)
+        self.bounded(self.commit_batch(run, fence, batch))
     }
 
     fn list(&self, query: &RunQuery) -> impl Future<Output = Result<Vec<ListedRow>, JournalError>> + Send {
-        self.list_runs(query)
+        self.bounded(self.list_runs(query))
     }
 
     fn cancel_requested(
         &self,
         run: &RunId,
     ) -> impl Future<Output = Result<Option<String>, JournalError>> + Send {
-        self.cancel_requested_by(run)
+        self.bounded(self.cancel_requested_by(run))
     }
 
     fn request_cancel(&self, run: &RunId, by: &str) -> impl Future<Output = Result<(), JournalError>> + Send {
-        self.record_cancel(run, by)
+        self.bounded(self.record_cancel(run, by))
+    }
+
+    fn cancel_requests(
+        &self,
+        runs: &[RunId],
+    ) -> impl Future<Output = Result<Vec<RunId>, JournalError>> + Send {
+        self.bounded(self.cancel_requests_of(runs))
+    }
+
+    fn cancel_watch(&self) -> Option<&CancelWatch> {
+        // The first attempt that waits starts the handle's listener (where a runtime runs it;
+        // elsewhere the watcher polls).
+        if self.watch.claim_listener()
+            && let Ok(runtime) = tokio::runtime::Handle::try_current()
+        {
+            runtime.spawn(listen::listen(self.store.config().postgres().clone(), self.watch.downgrade()));
+        }
+        Some(&self.watch)
     }
 }

@@ -16,6 +16,10 @@
 //!   nothing: [`LeaseLost`](JournalError::LeaseLost)) or wholly after it. A [`Fence::Host`]
 //!   batch locks the row and is refused while a lease is live. Either way the events' sequence
 //!   is read under the lock.
+//! - A batch's statements go to the server as one pipeline after the transaction's `BEGIN`:
+//!   the fence first, then each row in the batch's order, each statement run in that order;
+//!   the fence's outcome is judged first, and any failure rolls the whole transaction back.
+//!   A commit costs about three round trips (begin, the pipeline, commit), not one per row.
 //! - [`Entry::Release`] releases the lease in the batch's transaction, so another worker may
 //!   take the run at once.
 //! - Inserts never replace: a key that exists fails the statement (a unique violation, which is
@@ -24,6 +28,7 @@
 use std::time::Duration;
 
 use deadpool_postgres::Transaction;
+use futures_util::future::{join, join_all};
 use loopbound::journal::{Batch, Entry, Fence, JournalError, RunRow, StoredRun};
 use tokio_postgres::types::ToSql;
 
@@ -65,11 +70,16 @@ const REFUSAL: &str = "
            greatest(0, (extract(epoch FROM lease_until - now()) * 1000000))::bigint
       FROM loopbound_runs WHERE run_id = $1";
 
+/// The fence of an attempt's batch, in one statement (so that its answer does not depend on what
+/// the statements sent after it do): whether the attempt's live lease was renewed, and whether
+/// the run exists.
 const FENCE: &str = "
-    UPDATE loopbound_runs
-       SET lease_until = now() + $4::bigint * interval '1 microsecond', updated_at = now()
-     WHERE run_id = $1 AND epoch = $2 AND lease_holder = $3 AND lease_until > now()
-    RETURNING epoch";
+    WITH fenced AS (
+        UPDATE loopbound_runs
+           SET lease_until = now() + $4::bigint * interval '1 microsecond', updated_at = now()
+         WHERE run_id = $1 AND epoch = $2 AND lease_holder = $3 AND lease_until > now()
+        RETURNING epoch)
+    SELECT EXISTS (SELECT 1 FROM fenced), EXISTS (SELECT 1 FROM loopbound_runs WHERE run_id = $1)";
 
 const LOCK: &str = "
     SELECT lease_holder,
@@ -78,6 +88,46 @@ const LOCK: &str = "
 
 const RELEASE: &str =
     "UPDATE loopbound_runs SET lease_holder = NULL, lease_until = NULL, updated_at = now() WHERE run_id = $1";
+
+// The statements that write each kind of entry, one row each.
+const REPLY: &str = "INSERT INTO loopbound_replies (run_id, ordinal, reply) VALUES ($1, $2, $3)";
+const CALL: &str = "INSERT INTO loopbound_calls (run_id, reply, idx, operation, is_error, text) \
+                     VALUES ($1, $2, $3, $4, $5, $6)";
+const PROPOSAL: &str = "INSERT INTO loopbound_proposals \
+                     (run_id, ordinal, reply, idx, tool, capability, effect, arguments) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)";
+const DECISION: &str = "INSERT INTO loopbound_decisions (run_id, ordinal, verdict, decided_by) \
+                     VALUES ($1, $2, $3, $4)";
+const STARTED: &str = "INSERT INTO loopbound_started (run_id, ordinal, start) VALUES ($1, $2, $3)";
+const RECONCILIATION: &str = "INSERT INTO loopbound_reconciliations \
+                     (run_id, ordinal, start, resolution, result, reconciled_by) \
+                     VALUES ($1, $2, $3, $4, $5, $6)";
+const EVENT: &str = "INSERT INTO loopbound_events (run_id, seq, kind, name, count, operation, decided_by) \
+                     VALUES ($1, (SELECT coalesce(max(seq), 0) + 1 FROM loopbound_events WHERE run_id = $1), \
+                             $2, $3, $4, $5, $6)";
+const LEDGER: &str = "UPDATE loopbound_runs SET ledger = $2 WHERE run_id = $1";
+const STATE: &str = "UPDATE loopbound_runs SET state = $2, state_operation = $3, state_status = $4 \
+                     WHERE run_id = $1";
+const DEFINITION: &str = "UPDATE loopbound_runs SET definition = $2 WHERE run_id = $1";
+const CANCEL_HONOURED: &str = "UPDATE loopbound_runs SET cancel_by = NULL WHERE run_id = $1";
+
+/// The statement that writes `entry`.
+fn statement(entry: &Entry) -> &'static str {
+    match entry {
+        Entry::Reply(_) => REPLY,
+        Entry::Call(_) => CALL,
+        Entry::Proposal(_) => PROPOSAL,
+        Entry::Decision(_) => DECISION,
+        Entry::Started(_) => STARTED,
+        Entry::Reconciliation(_) => RECONCILIATION,
+        Entry::Event(_) => EVENT,
+        Entry::Ledger(_) => LEDGER,
+        Entry::State(_) => STATE,
+        Entry::Definition(_) => DEFINITION,
+        Entry::CancelHonoured => CANCEL_HONOURED,
+        Entry::Release => RELEASE,
+    }
+}
 
 /// Who writes, and how to classify the database's errors.
 pub(super) struct Writer<'a> {
@@ -195,25 +245,23 @@ impl Writer<'_> {
         run: &str,
         fence: Fence,
     ) -> Result<(), JournalError> {
-        let locked = match fence {
+        match fence {
             Fence::Epoch(epoch) => {
                 let epoch = epoch_param(epoch).map_err(JournalError::from)?;
                 let row = self
                     .query_opt(transaction, FENCE, &[&run, &epoch, &self.worker.as_str(), &self.lease_micros])
                     .await?;
-                if row.is_some() {
-                    return Ok(());
+                match row.map(|row| (row.get::<_, bool>(0), row.get::<_, bool>(1))) {
+                    Some((true, _)) => Ok(()),
+                    Some((false, true)) => Err(JournalError::LeaseLost),
+                    _ => Err(JournalError::UnknownRun),
                 }
-                self.query_opt(transaction, LOCK, &[&run]).await?.map(|_| JournalError::LeaseLost)
             }
-            Fence::Host => {
-                return match self.query_opt(transaction, LOCK, &[&run]).await? {
-                    Some(row) => held(row.get(0), row.get(1)).map_or(Ok(()), Err),
-                    None => Err(JournalError::UnknownRun),
-                };
-            }
-        };
-        Err(locked.unwrap_or(JournalError::UnknownRun))
+            Fence::Host => match self.query_opt(transaction, LOCK, &[&run]).await? {
+                Some(row) => held(row.get(0), row.get(1)).map_or(Ok(()), Err),
+                None => Err(JournalError::UnknownRun),
+            },
+        }
     }
 
     /// Writes `batch` if `fence` holds (the caller commits the transaction).
@@ -224,25 +272,24 @@ impl Writer<'_> {
         fence: Fence,
         batch: &Batch,
     ) -> Result<(), JournalError> {
-        self.fence(transaction, run, fence).await?;
-        let mut seq: i64 = self
-            .query_opt(
-                transaction,
-                "SELECT coalesce(max(seq), 0) FROM loopbound_events WHERE run_id = $1",
-                &[&run],
-            )
-            .await?
-            .map_or(0, |row| row.get(0));
-        for entry in &batch.entries {
-            if *entry == Entry::Release {
-                if matches!(fence, Fence::Epoch(_)) {
-                    self.execute(transaction, RELEASE, &[&run]).await?;
-                }
-                continue;
-            }
-            self.write(transaction, run, entry, &mut seq).await?;
+        // One pipeline: the fence, then every row, sent together and executed in order by the
+        // server; whatever the rows did is rolled back with the transaction if the fence fails.
+        // Every statement prepared first (a cached one costs nothing), so that the pipeline's
+        // statements leave in the batch's order: one waiting for its preparation would run after
+        // the ones behind it.
+        let fence_sql = if matches!(fence, Fence::Epoch(_)) { FENCE } else { LOCK };
+        let sqls = std::iter::once(fence_sql).chain(batch.entries.iter().map(statement));
+        for prepared in join_all(sqls.map(|sql| transaction.prepare_cached(sql))).await {
+            prepared.map_err(|e| self.fail(&e))?;
         }
-        Ok(())
+        let fenced = self.fence(transaction, run, fence);
+        let writes = batch.entries.iter().filter_map(|entry| match entry {
+            Entry::Release if matches!(fence, Fence::Host) => None,
+            entry => Some(self.write(transaction, run, entry)),
+        });
+        let (fenced, written) = join(fenced, join_all(writes)).await;
+        fenced?;
+        written.into_iter().collect::<Result<(), JournalError>>()
     }
 
     async fn write(
@@ -250,23 +297,16 @@ impl Writer<'_> {
         transaction: &Transaction<'_>,
         run: &str,
         entry: &Entry,
-        seq: &mut i64,
     ) -> Result<(), JournalError> {
         let int = i64::from;
         match entry {
             Entry::Reply(row) => {
-                self.execute(
-                    transaction,
-                    "INSERT INTO loopbound_replies (run_id, ordinal, reply) VALUES ($1, $2, $3)",
-                    &[&run, &int(row.ordinal), &row.reply],
-                )
-                .await
+                self.execute(transaction, REPLY, &[&run, &int(row.ordinal), &row.reply]).await
             }
             Entry::Call(row) => {
                 self.execute(
                     transaction,
-                    "INSERT INTO loopbound_calls (run_id, reply, idx, operation, is_error, text) \
-                     VALUES ($1, $2, $3, $4, $5, $6)",
+                    CALL,
                     &[
                         &run,
                         &int(row.reply),
@@ -281,9 +321,7 @@ impl Writer<'_> {
             Entry::Proposal(row) => {
                 self.execute(
                     transaction,
-                    "INSERT INTO loopbound_proposals \
-                     (run_id, ordinal, reply, idx, tool, capability, effect, arguments) \
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+                    PROPOSAL,
                     &[
                         &run,
                         &int(row.ordinal),
@@ -298,28 +336,15 @@ impl Writer<'_> {
                 .await
             }
             Entry::Decision(row) => {
-                self.execute(
-                    transaction,
-                    "INSERT INTO loopbound_decisions (run_id, ordinal, verdict, decided_by) \
-                     VALUES ($1, $2, $3, $4)",
-                    &[&run, &int(row.ordinal), &row.verdict, &row.by],
-                )
-                .await
+                self.execute(transaction, DECISION, &[&run, &int(row.ordinal), &row.verdict, &row.by]).await
             }
             Entry::Started(row) => {
-                self.execute(
-                    transaction,
-                    "INSERT INTO loopbound_started (run_id, ordinal, start) VALUES ($1, $2, $3)",
-                    &[&run, &int(row.ordinal), &int(row.start)],
-                )
-                .await
+                self.execute(transaction, STARTED, &[&run, &int(row.ordinal), &int(row.start)]).await
             }
             Entry::Reconciliation(row) => {
                 self.execute(
                     transaction,
-                    "INSERT INTO loopbound_reconciliations \
-                     (run_id, ordinal, start, resolution, result, reconciled_by) \
-                     VALUES ($1, $2, $3, $4, $5, $6)",
+                    RECONCILIATION,
                     &[
                         &run,
                         &int(row.ordinal),
@@ -331,31 +356,21 @@ impl Writer<'_> {
                 )
                 .await
             }
+            // The next number of the run's sequence, read under the fence's lock by the statement
+            // itself: the events of one batch are numbered in the order the server runs them.
             Entry::Event(row) => {
-                *seq = seq
-                    .checked_add(1)
-                    .ok_or_else(|| JournalError::Corrupt("the events' sequence out of range".into()))?;
                 self.execute(
                     transaction,
-                    "INSERT INTO loopbound_events (run_id, seq, kind, name, count, operation, decided_by) \
-                     VALUES ($1, $2, $3, $4, $5, $6, $7)",
-                    &[&run, &*seq, &row.kind, &row.name, &int(row.count), &row.operation, &row.by],
+                    EVENT,
+                    &[&run, &row.kind, &row.name, &int(row.count), &row.operation, &row.by],
                 )
                 .await
             }
-            Entry::Ledger(ledger) => {
-                self.execute(
-                    transaction,
-                    "UPDATE loopbound_runs SET ledger = $2 WHERE run_id = $1",
-                    &[&run, ledger],
-                )
-                .await
-            }
+            Entry::Ledger(ledger) => self.execute(transaction, LEDGER, &[&run, ledger]).await,
             Entry::State(state) => {
                 self.execute(
                     transaction,
-                    "UPDATE loopbound_runs SET state = $2, state_operation = $3, state_status = $4 \
-                     WHERE run_id = $1",
+                    STATE,
                     &[
                         &run,
                         &state.name(),
@@ -365,24 +380,9 @@ impl Writer<'_> {
                 )
                 .await
             }
-            Entry::Definition(definition) => {
-                self.execute(
-                    transaction,
-                    "UPDATE loopbound_runs SET definition = $2 WHERE run_id = $1",
-                    &[&run, definition],
-                )
-                .await
-            }
-            Entry::CancelHonoured => {
-                self.execute(
-                    transaction,
-                    "UPDATE loopbound_runs SET cancel_by = NULL WHERE run_id = $1",
-                    &[&run],
-                )
-                .await
-            }
-            // Written by `commit`, which knows the fence.
-            Entry::Release => Ok(0),
+            Entry::Definition(definition) => self.execute(transaction, DEFINITION, &[&run, definition]).await,
+            Entry::CancelHonoured => self.execute(transaction, CANCEL_HONOURED, &[&run]).await,
+            Entry::Release => self.execute(transaction, RELEASE, &[&run]).await,
         }
         .map(drop)
     }

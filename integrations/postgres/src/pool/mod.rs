@@ -30,6 +30,7 @@
 mod schema;
 
 use std::fmt;
+use std::future::Future;
 use std::time::Duration;
 
 use deadpool_postgres::Transaction;
@@ -186,6 +187,22 @@ impl PostgresPools {
     }
 }
 
+impl PostgresPools {
+    /// `operation` as a pool future, given up with a storage error after the store's query
+    /// timeout.
+    fn bounded<'a, T: Send + 'a>(
+        &'a self,
+        operation: impl Future<Output = Result<T, PoolError>> + Send + 'a,
+    ) -> PoolFuture<'a, T> {
+        Box::pin(async move {
+            self.store.within(operation).await.unwrap_or(Err(PoolError::Storage {
+                what: "the database did not answer within the query timeout",
+                source: None,
+            }))
+        })
+    }
+}
+
 async fn now(tx: &Transaction<'_>) -> Result<u64, Fail> {
     let row = tx.query_one(NOW, &[]).await?;
     Ok(figure(row.get(0))?)
@@ -316,7 +333,7 @@ async fn conclude(tx: &Transaction<'_>, id: i64, charge: Option<Amount>) -> Resu
 
 impl PoolStore for PostgresPools {
     fn define<'a>(&'a self, pool: &'a PoolName, budget: PoolBudget) -> PoolFuture<'a, ()> {
-        Box::pin(async move {
+        self.bounded(async move {
             budget.validate()?;
             transact!(self, "writing a pool", |tx| {
                 let existing = tx
@@ -348,7 +365,7 @@ impl PoolStore for PostgresPools {
     }
 
     fn state<'a>(&'a self, pool: &'a PoolName) -> PoolFuture<'a, PoolState> {
-        Box::pin(async move {
+        self.bounded(async move {
             transact!(self, "reading a pool", |tx| {
                 let (budgets, now) = open(&tx, &[pool.as_str()]).await?;
                 let budget = budgets[0].1;
@@ -376,7 +393,7 @@ impl PoolStore for PostgresPools {
     }
 
     fn windows<'a>(&'a self, pool: &'a PoolName) -> PoolFuture<'a, Vec<(u64, Line)>> {
-        Box::pin(async move {
+        self.bounded(async move {
             transact!(self, "reading a pool's windows", |tx| {
                 open(&tx, &[pool.as_str()]).await?;
                 let rows = tx
@@ -401,7 +418,7 @@ impl PoolStore for PostgresPools {
     }
 
     fn reserve(&self, ask: PoolAsk) -> PoolFuture<'_, Result<Grant, PoolRefusal>> {
-        Box::pin(async move {
+        self.bounded(async move {
             transact!(self, "reserving", |tx| {
                 let names: Vec<&str> = ask.pools.iter().map(PoolName::as_str).collect();
                 let (budgets, now) = open(&tx, &names).await?;
@@ -446,7 +463,7 @@ impl PoolStore for PostgresPools {
     }
 
     fn renew(&self, hold: HoldId, lease: Duration) -> PoolFuture<'_, bool> {
-        Box::pin(async move {
+        self.bounded(async move {
             let Ok(id) = i64::try_from(hold.0) else { return Ok(false) };
             let lease = int(lease_millis(lease));
             transact!(self, "renewing a hold", |tx| {
@@ -466,14 +483,14 @@ impl PoolStore for PostgresPools {
     }
 
     fn settle(&self, hold: HoldId, charge: Amount) -> PoolFuture<'_, Settled> {
-        Box::pin(async move {
+        self.bounded(async move {
             let id = i64::try_from(hold.0).map_err(|_| PoolError::UnknownHold)?;
             transact!(self, "settling a hold", |tx| conclude(&tx, id, Some(charge)).await)
         })
     }
 
     fn release(&self, hold: HoldId) -> PoolFuture<'_, ()> {
-        Box::pin(async move {
+        self.bounded(async move {
             let id = i64::try_from(hold.0).map_err(|_| PoolError::UnknownHold)?;
             transact!(self, "releasing a hold", |tx| conclude(&tx, id, None).await.map(|_| ()))
         })

@@ -7,6 +7,7 @@ mod fencing;
 mod journal;
 mod journal_processes;
 mod leases;
+mod notify;
 mod processes;
 mod schema;
 

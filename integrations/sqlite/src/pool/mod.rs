@@ -104,7 +104,7 @@ impl SqlitePools {
         clock: Arc<dyn Clock>,
     ) -> Result<Self, PoolError> {
         let mut connection = Connection::open(path).map_err(fail("opening the file"))?;
-        connection.busy_timeout(Duration::from_secs(30)).map_err(fail("opening the file"))?;
+        connection.busy_handler(Some(crate::busy::handler)).map_err(fail("opening the file"))?;
         let mode: String = connection
             .pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0))
             .map_err(fail("switching the file to WAL"))?;
@@ -128,25 +128,50 @@ impl SqlitePools {
     {
         let inner = Arc::clone(&self.inner);
         Box::pin(async move {
+            // Dropped with this future, the flag tells the blocking thread that no one waits.
+            let abandon = crate::busy::Abandon::default();
+            let flag = abandon.flag();
             let task = tokio::task::spawn_blocking(move || {
+                let given_up =
+                    PoolError::Storage { what: "the call was given up before it ran", source: None };
+                if crate::busy::given_up(&flag) {
+                    return Err(given_up);
+                }
                 let mut connection =
                     inner.connection.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-                let transaction = connection
-                    .transaction_with_behavior(TransactionBehavior::Immediate)
-                    .map_err(fail("taking the file's write lock"))?;
-                let now = inner.clock.now();
-                expire(&transaction, now)?;
-                let done = work(&transaction, now)?;
-                transaction.commit().map_err(fail("committing"))?;
-                Ok(done)
+                if crate::busy::given_up(&flag) {
+                    return Err(given_up);
+                }
+                crate::busy::under(flag, LOCK_WAIT, || Self::transact(&inner, &mut connection, work))
             });
-            task.await.map_err(|_| PoolError::Storage {
+            let done = task.await.map_err(|_| PoolError::Storage {
                 what: "the pool store's worker thread failed",
                 source: None,
-            })?
+            })?;
+            drop(abandon);
+            done
         })
     }
+
+    /// [`write`](Self::write)'s transaction, on the blocking thread.
+    fn transact<T, F>(inner: &Inner, connection: &mut Connection, work: F) -> Result<T, PoolError>
+    where
+        F: FnOnce(&Transaction<'_>, u64) -> Result<T, PoolError>,
+    {
+        let transaction = connection
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(fail("taking the file's write lock"))?;
+        let now = inner.clock.now();
+        expire(&transaction, now)?;
+        let done = work(&transaction, now)?;
+        transaction.commit().map_err(fail("committing"))?;
+        Ok(done)
+    }
 }
+
+/// How long a pool's statement waits for another process's write lock, unless its caller gives
+/// it up first.
+const LOCK_WAIT: Duration = Duration::from_secs(30);
 
 /// Charges whole every open hold whose lease expired by `now`.
 fn expire(transaction: &Transaction<'_>, now: u64) -> Result<(), PoolError> {
