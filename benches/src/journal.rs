@@ -1,5 +1,5 @@
-//! What the journal benches share: a journal that times each effect between its two commits,
-//! and the nearest-rank percentile of those times.
+//! What the journal benches share: a journal that times each effect between its two commits and
+//! counts the calls that reach its store, and the nearest-rank percentile of those times.
 //!
 //! # Invariants
 //!
@@ -9,11 +9,12 @@
 //! - The wrapper changes nothing it forwards: same calls, same order, same errors.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use loopbound::journal::{
-    Batch, Entry, Fence, Journal, JournalError, ListedRow, RunId, RunQuery, RunRow, StoredRun,
+    Batch, CancelWatch, Entry, Fence, Journal, JournalError, ListedRow, RunId, RunQuery, RunRow, StoredRun,
 };
 
 /// A journal that times each effect from its `started` commit to its result commit.
@@ -22,6 +23,7 @@ pub struct TimedJournal<J> {
     inner: J,
     started: Mutex<HashMap<(String, u32), Instant>>,
     effects: Arc<Mutex<Vec<Duration>>>,
+    calls: AtomicU64,
 }
 
 impl<J> TimedJournal<J> {
@@ -32,7 +34,17 @@ impl<J> TimedJournal<J> {
 
     /// Times `inner`'s effects into `effects`, which other journals may share.
     pub fn sharing(inner: J, effects: Arc<Mutex<Vec<Duration>>>) -> Self {
-        Self { inner, started: Mutex::new(HashMap::new()), effects }
+        Self { inner, started: Mutex::new(HashMap::new()), effects, calls: AtomicU64::new(0) }
+    }
+
+    /// How many calls reached the store so far: every acquisition, commit, renewal, read and
+    /// cancel query (one for many runs counts one).
+    pub fn store_calls(&self) -> u64 {
+        self.calls.load(Ordering::Relaxed)
+    }
+
+    fn count(&self) {
+        self.calls.fetch_add(1, Ordering::Relaxed);
     }
 
     /// The journal underneath.
@@ -52,22 +64,46 @@ impl<J: Journal> Journal for TimedJournal<J> {
     }
 
     async fn renew(&self, run: &RunId, epoch: u64) -> Result<(), JournalError> {
+        self.count();
         self.inner.renew(run, epoch).await
     }
 
     async fn list(&self, query: &RunQuery) -> Result<Vec<ListedRow>, JournalError> {
+        self.count();
         self.inner.list(query).await
     }
 
     async fn acquire(&self, run: &RunId, fresh: RunRow) -> Result<StoredRun, JournalError> {
+        self.count();
         self.inner.acquire(run, fresh).await
     }
 
     async fn load(&self, run: &RunId) -> Result<Option<StoredRun>, JournalError> {
+        self.count();
         self.inner.load(run).await
     }
 
+    async fn cancel_requested(&self, run: &RunId) -> Result<Option<String>, JournalError> {
+        self.count();
+        self.inner.cancel_requested(run).await
+    }
+
+    async fn cancel_requests(&self, runs: &[RunId]) -> Result<Vec<RunId>, JournalError> {
+        self.count();
+        self.inner.cancel_requests(runs).await
+    }
+
+    fn cancel_watch(&self) -> Option<&CancelWatch> {
+        self.inner.cancel_watch()
+    }
+
+    async fn request_cancel(&self, run: &RunId, by: &str) -> Result<(), JournalError> {
+        self.count();
+        self.inner.request_cancel(run, by).await
+    }
+
     async fn commit(&self, run: &RunId, fence: Fence, batch: Batch) -> Result<(), JournalError> {
+        self.count();
         let at = Instant::now();
         let starts: Vec<u32> = batch
             .entries

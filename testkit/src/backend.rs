@@ -11,7 +11,7 @@
 use std::time::Duration;
 
 use loopbound::journal::{
-    Batch, Fence, Journal, JournalError, ListedRow, RunId, RunQuery, RunRow, StoredRun,
+    Batch, CancelWatch, Fence, Journal, JournalError, ListedRow, RunId, RunQuery, RunRow, StoredRun,
 };
 use loopbound_postgres::{Config, PostgresJournal, WorkerId};
 use loopbound_sqlite::{SqliteJournal, Synchronous};
@@ -107,5 +107,13 @@ impl Journal for AnyJournal {
 
     async fn request_cancel(&self, run: &RunId, by: &str) -> Result<(), JournalError> {
         each!(self, journal => journal.request_cancel(run, by).await)
+    }
+
+    async fn cancel_requests(&self, runs: &[RunId]) -> Result<Vec<RunId>, JournalError> {
+        each!(self, journal => journal.cancel_requests(runs).await)
+    }
+
+    fn cancel_watch(&self) -> Option<&CancelWatch> {
+        each!(self, journal => journal.cancel_watch())
     }
 }

@@ -344,11 +344,51 @@ impl Cluster {
         self.launch(Some(self.port))
     }
 
+    /// Freezes the server as a stalled machine would: SIGSTOP to the postmaster, then to every
+    /// process it started (the backends behind open connections among them). Its sockets stay
+    /// open and nothing answers on them until [`thaw`](Self::thaw): a connection's queries wait,
+    /// and a new connection is accepted by the kernel and never greeted.
+    pub fn freeze(&self) {
+        self.signal_server(Signal::SIGSTOP);
+    }
+
+    /// Resumes a server [`freeze`](Self::freeze) stopped: SIGCONT to its processes.
+    pub fn thaw(&self) {
+        self.signal_server(Signal::SIGCONT);
+    }
+
+    /// Sends `signal` to the postmaster and then to each of its children.
+    fn signal_server(&self, signal: Signal) {
+        let Some(postmaster) = self.pid() else { return };
+        for pid in std::iter::once(postmaster).chain(children(postmaster)) {
+            if let Ok(pid) = i32::try_from(pid) {
+                // A child that exited meanwhile needs nothing.
+                let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), signal);
+            }
+        }
+    }
+
     /// Everything the server has logged so far.
     #[must_use]
     pub fn log(&self) -> String {
         std::fs::read_to_string(self.workdir.log()).unwrap_or_default()
     }
+}
+
+/// The processes whose parent is `parent`, read from `/proc`.
+fn children(parent: u32) -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
+    entries
+        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            // `pid (comm) state ppid ...`: the comm may hold spaces and parentheses.
+            std::fs::read_to_string(format!("/proc/{pid}/stat")).ok().is_some_and(|stat| {
+                stat.rsplit_once(')')
+                    .and_then(|(_, rest)| rest.split_whitespace().nth(1)?.parse::<u32>().ok())
+                    == Some(parent)
+            })
+        })
+        .collect()
 }
 
 /// Removes the folders that test processes which no longer run left behind (after stopping any

@@ -4,7 +4,7 @@
 //!
 //! ```text
 //! cargo run --release -p loopbound-benches --bin load -- --runs 1000 [--latency-ms 200] [--stream] [--watch]
-//!     [--journal sqlite] [--http2 CONNECTIONS] [--release-over-ms MS] [--server http://127.0.0.1:PORT/v1]
+//!     [--journal sqlite|postgres] [--http2 CONNECTIONS] [--release-over-ms MS] [--server http://127.0.0.1:PORT/v1]
 //!     [--out report.json]
 //! ```
 //!
@@ -16,7 +16,10 @@
 //! 3. When every run has ended: throughput, the added latency per model call (measured by the
 //!    server: end of a reply to the first byte of the run's next request), run start to first
 //!    request (this process's start times against the server's arrival times, one clock), peak
-//!    RSS, CPU time per run, and with `--journal sqlite` each effect's two commits.
+//!    RSS, CPU time per run, and with `--journal` each effect's two commits and the store calls
+//!    per second (every acquisition, commit, renewal, read and cancel query that reached the
+//!    journal's store, over the measured run). `--journal postgres` starts a throwaway
+//!    PostgreSQL cluster of its own (its defaults: `fsync` and `synchronous_commit` on).
 //!
 //! Every run must end Completed with exactly 3 model calls and 2 tool calls, and the server
 //! must have seen exactly that; otherwise the figures print with `FAILED` lines and the command
@@ -110,6 +113,17 @@ struct Cli {
 enum Journal {
     /// One SQLite file, `synchronous = FULL`.
     Sqlite,
+    /// One PostgreSQL database, on a throwaway cluster this command starts.
+    Postgres,
+}
+
+impl Journal {
+    fn name(self) -> &'static str {
+        match self {
+            Self::Sqlite => "sqlite",
+            Self::Postgres => "postgres",
+        }
+    }
 }
 
 fn main() -> ExitCode {
@@ -197,13 +211,38 @@ fn load(cli: &Cli) -> Result<Report, String> {
     let base_url =
         cli.server.clone().or_else(|| child.as_ref().map(|child| child.url.clone())).unwrap_or_default();
     let scratch = cli.journal.map(|_| loopbound_testkit::scratch::dir("load"));
-    let journal = scratch.as_ref().map(|dir| dir.join("journal.db"));
+    let cluster = match cli.journal {
+        Some(Journal::Postgres) => Some(
+            loopbound_testkit::postgres::Cluster::start(loopbound_testkit::postgres::Durability::Durable)
+                .ok_or("PostgreSQL is not installed")?,
+        ),
+        _ => None,
+    };
+    let place = match (cli.journal, &scratch, &cluster) {
+        (Some(Journal::Sqlite), Some(dir), _) => Some(loopbound_testkit::backend::sqlite_place(
+            &dir.join("journal.db"),
+            loopbound_sqlite::Synchronous::Full,
+        )),
+        (Some(Journal::Postgres), _, Some(cluster)) => {
+            Some(loopbound_testkit::backend::postgres_place(&cluster.create_database("load").url))
+        }
+        _ => None,
+    };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(cli.workers.max(1))
         .enable_all()
         .build()
         .map_err(|error| format!("cannot build the runtime: {error}"))?;
-    let report = runtime.block_on(measure(cli, &base_url, journal.as_deref()));
+    let journal = match &place {
+        Some(place) => Some(runtime.block_on(loopbound_testkit::backend::open(
+            place,
+            "load",
+            loopbound::journal::DEFAULT_LEASE,
+        ))?),
+        None => None,
+    };
+    let report = runtime.block_on(measure(cli, &base_url, journal));
+    drop(cluster);
     drop(child);
     if let Some(dir) = scratch {
         let _ = std::fs::remove_dir_all(dir);
@@ -218,7 +257,11 @@ fn load(cli: &Cli) -> Result<Report, String> {
 }
 
 #[allow(clippy::cast_precision_loss, reason = "counts and times far below 2^52")]
-async fn measure(cli: &Cli, base_url: &str, journal: Option<&std::path::Path>) -> Result<Report, String> {
+async fn measure(
+    cli: &Cli,
+    base_url: &str,
+    journal: Option<loopbound_testkit::backend::AnyJournal>,
+) -> Result<Report, String> {
     let runs = cli.runs;
     let control = Control::new(base_url);
     let http = cli.http2.map_or(HttpVersion::Http1, |connections| HttpVersion::Http2 { connections });
@@ -231,25 +274,12 @@ async fn measure(cli: &Cli, base_url: &str, journal: Option<&std::path::Path>) -
         http,
     )
     .map_err(|error| error.to_string())?;
-    // A server left holding by a client that stopped would hold the warm-up too.
-    control.reset(false).await.map_err(|error| error.to_string())?;
-    let warmup: Vec<_> = (0..cli.warmup)
-        .map(|n| {
-            let load = Arc::clone(&load);
-            tokio::spawn(async move { load.run(&format!("w{n}")).await })
-        })
-        .collect();
-    for (n, task) in warmup.into_iter().enumerate() {
-        let end = task.await.map_err(|error| format!("warm-up run {n} panicked: {error}"))?;
-        if !end.is_review() {
-            return Err(format!("warm-up run {n}: {end}"));
-        }
-    }
-    control.reset(true).await.map_err(|error| error.to_string())?;
+    warm_up(&load, &control, cli.warmup).await?;
     let warmup_effects = load.effect_times().map_or(0, |times| times.len());
 
     let rss_before = rss_kib().unwrap_or(0);
     let cpu_before = cpu_time();
+    let calls_before = load.store_calls();
     let began = Instant::now();
     let ended = Arc::new(AtomicUsize::new(0));
     let spacing = Duration::from_millis(cli.start_over_ms) / u32::try_from(runs.max(1)).unwrap_or(u32::MAX);
@@ -282,6 +312,7 @@ async fn measure(cli: &Cli, base_url: &str, journal: Option<&std::path::Path>) -
     }
     let wall = began.elapsed();
     let cpu = cpu_time().saturating_sub(cpu_before);
+    let store_calls = load.store_calls().zip(calls_before).map(|(after, before)| after - before);
     let stats = control.stats().await.map_err(|error| error.to_string())?;
     let seen = control.runs().await.map_err(|error| error.to_string())?.runs;
 
@@ -302,7 +333,9 @@ async fn measure(cli: &Cli, base_url: &str, journal: Option<&std::path::Path>) -
         latency_ms: cli.latency_ms as f64,
         stream: cli.stream,
         watched: cli.watch,
-        journal: cli.journal.map(|_| "sqlite".to_owned()),
+        journal: cli.journal.map(|journal| journal.name().to_owned()),
+        store_calls,
+        store_calls_per_s: store_calls.map(|calls| calls as f64 / wall.as_secs_f64().max(f64::MIN_POSITIVE)),
         http2_connections: cli.http2.map(|n| n.get() as u64),
         completed,
         failures,
@@ -323,6 +356,26 @@ async fn measure(cli: &Cli, base_url: &str, journal: Option<&std::path::Path>) -
         connections: stats.connections,
         peak_open_connections: stats.peak_open_connections,
     })
+}
+
+/// Runs `runs` warm-up runs at once (left out of every figure), then resets the server with a
+/// hold for the measured runs.
+async fn warm_up(load: &Arc<ReviewLoad>, control: &Control, runs: usize) -> Result<(), String> {
+    // A server left holding by a client that stopped would hold the warm-up too.
+    control.reset(false).await.map_err(|error| error.to_string())?;
+    let warmup: Vec<_> = (0..runs)
+        .map(|n| {
+            let load = Arc::clone(load);
+            tokio::spawn(async move { load.run(&format!("w{n}")).await })
+        })
+        .collect();
+    for (n, task) in warmup.into_iter().enumerate() {
+        let end = task.await.map_err(|error| format!("warm-up run {n} panicked: {error}"))?;
+        if !end.is_review() {
+            return Err(format!("warm-up run {n}: {end}"));
+        }
+    }
+    control.reset(true).await.map_err(|error| error.to_string())
 }
 
 /// Waits until the server holds every run's first call (or every other run has ended); returns

@@ -7,9 +7,9 @@
 //!
 //! - The runtime, the tools and the transport (one HTTP connection pool) are built once and
 //!   shared by every run; each run builds only its own scope and conversation.
-//! - A journaled run uses one SQLite file shared by every run, each run under its own id, and
-//!   the journal is wrapped in a timer of each effect's two commits that forwards everything
-//!   unchanged.
+//! - A journaled run uses one journal (a SQLite file or a PostgreSQL database) shared by every
+//!   run, each run under its own id, and the journal is wrapped in a timer of each effect's two
+//!   commits and a count of its store calls that forwards everything unchanged.
 //! - A run's end records only counts and the status: never an argument value.
 
 use std::fmt;
@@ -20,7 +20,7 @@ use loopbound::journal::RunId;
 use loopbound::watch::{self, Update, Updates};
 use loopbound::{Limits, Message, Outcome, RunError, Runtime, Scope, Status};
 use loopbound_openai::{Config, ConfigError, HttpVersion, OpenAiTransport};
-use loopbound_sqlite::SqliteJournal;
+use loopbound_testkit::backend::AnyJournal;
 use loopbound_testkit::load::script::prompt;
 use loopbound_testkit::review::{self, BOTH_CAPABILITIES, CLOSING, INSTRUCTIONS, Review};
 
@@ -82,15 +82,12 @@ impl fmt::Display for RunEnd {
 pub enum SetupError {
     /// The transport could not be configured.
     Transport(ConfigError),
-    /// The journal could not be opened.
-    Journal(loopbound::journal::JournalError),
 }
 
 impl fmt::Display for SetupError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Transport(error) => write!(f, "the OpenAI transport: {error}"),
-            Self::Journal(error) => write!(f, "the SQLite journal: {error}"),
         }
     }
 }
@@ -101,14 +98,15 @@ impl std::error::Error for SetupError {}
 #[derive(Debug)]
 pub struct ReviewLoad {
     runtime: Runtime<OpenAiTransport, Review>,
-    journal: Option<TimedJournal<SqliteJournal>>,
+    journal: Option<TimedJournal<AnyJournal>>,
     deadline: Duration,
     watch: bool,
 }
 
 impl ReviewLoad {
     /// The review against the server at `base_url`, streamed or whole, over `http`; journaled
-    /// on the SQLite file `journal` when given. Each run's deadline is `deadline`.
+    /// on `journal` (a SQLite file or a PostgreSQL database) when given. Each run's deadline is
+    /// `deadline`.
     ///
     /// # Errors
     ///
@@ -116,7 +114,7 @@ impl ReviewLoad {
     pub fn new(
         base_url: &str,
         streaming: bool,
-        journal: Option<&std::path::Path>,
+        journal: Option<AnyJournal>,
         deadline: Duration,
         watch: bool,
         http: HttpVersion,
@@ -125,10 +123,7 @@ impl ReviewLoad {
         let transport = OpenAiTransport::new(config).map_err(SetupError::Transport)?;
         let runtime =
             Runtime::harness(&review::tools().set, transport).options(review::options()).streaming(streaming);
-        let journal = journal
-            .map(|path| SqliteJournal::open(path).map(TimedJournal::new))
-            .transpose()
-            .map_err(SetupError::Journal)?;
+        let journal = journal.map(TimedJournal::new);
         Ok(Arc::new(Self { runtime, journal, deadline, watch }))
     }
 
@@ -193,6 +188,12 @@ impl ReviewLoad {
             model_calls: scope.model_calls(),
             tool_calls: scope.tool_calls(),
         }
+    }
+
+    /// How many calls reached the journal's store so far; `None` without a journal.
+    #[must_use]
+    pub fn store_calls(&self) -> Option<u64> {
+        self.journal.as_ref().map(TimedJournal::store_calls)
     }
 
     /// The time of each journaled effect from its `started` commit to its result commit; `None`

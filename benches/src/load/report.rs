@@ -76,6 +76,13 @@ pub struct Report {
     pub cpu_per_run_us: f64,
     /// The time per journaled effect, from its `started` commit to its result commit.
     pub journal_effect_us: Option<Summary>,
+    /// The calls that reached the journal's store during the measured runs (acquisitions,
+    /// commits, renewals, reads, cancel queries; one query for many runs counts one).
+    #[serde(default)]
+    pub store_calls: Option<u64>,
+    /// Those calls per second of the measured runs' wall time.
+    #[serde(default)]
+    pub store_calls_per_s: Option<f64>,
     /// Connections the server accepted.
     pub connections: u64,
     /// The most connections open at once on the server.
@@ -148,6 +155,9 @@ impl Report {
                 effects.count
             );
         }
+        if let (Some(calls), Some(per_s)) = (self.store_calls, self.store_calls_per_s) {
+            let _ = writeln!(out, "  journal store calls:           {per_s:.0} per second ({calls} in all)");
+        }
         let _ = writeln!(
             out,
             "  server connections:            {} accepted, at most {} open",
@@ -182,6 +192,8 @@ mod tests {
             runs: 3,
             journal: Some("sqlite".to_owned()),
             journal_effect_us: Some(Summary { count: 6, p99_us: 1.5, ..Summary::default() }),
+            store_calls: Some(40),
+            store_calls_per_s: Some(20.0),
             ..Report::default()
         };
         let text = serde_json::to_string(&report).unwrap();

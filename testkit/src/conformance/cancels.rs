@@ -1,7 +1,8 @@
-//! Cancel requests: recorded without a lease, read back by any journal on the storage, replaced
-//! by a later request, and cleared by the attempt that honours one.
+//! Cancel requests: recorded without a lease, read back by any journal on the storage (one run
+//! at a time, or many in one call), replaced by a later request, and cleared by the attempt that
+//! honours one.
 
-use loopbound::journal::{Entry, Fence, Journal, JournalError, RunState};
+use loopbound::journal::{Entry, Fence, Journal, JournalError, RunId, RunState};
 
 use super::{Backend, LONG, batch, ending, fresh_row, run, two};
 
@@ -18,12 +19,19 @@ async fn a_request_needs_no_lease_and_every_journal_reads_it_until_an_attempt_ho
     assert_eq!(b.cancel_requested(&run()).await, Ok(None), "no request for an unknown run");
     a.acquire(&run(), fresh_row()).await.expect("a new run");
     assert_eq!(a.cancel_requested(&run()).await, Ok(None), "no request yet");
+    let unknown = RunId::new("nobody-runs-this").expect("a run id");
+    let both = [unknown.clone(), run()];
+    assert_eq!(a.cancel_requests(&both).await, Ok(Vec::new()), "no request among many runs");
     b.request_cancel(&run(), "ops").await.expect("recorded while another attempt holds the run");
     assert_eq!(a.cancel_requested(&run()).await, Ok(Some("ops".to_owned())), "the attempt reads it");
+    assert_eq!(a.cancel_requests(&both).await, Ok(vec![run()]), "the run asked for, among many");
+    assert_eq!(a.cancel_requests(&[]).await, Ok(Vec::new()), "no run, no request");
+    assert!(a.cancel_watch().is_some(), "every backend of the suite shares one watcher per handle");
     b.request_cancel(&run(), "alice").await.expect("a second request");
     assert_eq!(a.cancel_requested(&run()).await, Ok(Some("alice".to_owned())), "the later name");
     a.commit(&run(), Fence::Epoch(1), batch(vec![Entry::CancelHonoured])).await.expect("honoured");
     assert_eq!(b.cancel_requested(&run()).await, Ok(None), "cleared for every journal");
+    assert_eq!(b.cancel_requests(&both).await, Ok(Vec::new()), "cleared among many too");
     a.commit(&run(), Fence::Epoch(1), ending(RunState::Open)).await.expect("the attempt ends");
     b.request_cancel(&run(), "ops").await.expect("recorded while no attempt runs");
     assert_eq!(b.cancel_requested(&run()).await, Ok(Some("ops".to_owned())), "kept for the next attempt");
