@@ -12,6 +12,7 @@ use loopbound::journal::{
 use loopbound::scripted::{Scripted, Step};
 use loopbound::transport::ModelReply;
 use loopbound::{Message, RunError, RunErrorKind, RunRegistry, Runtime, Scope, ToolSet};
+use loopbound_testkit::hooked::{Call, Hook, Hooked};
 use tokio::time::Instant;
 
 fn hanging() -> Scripted<impl Fn(u32, &loopbound::transport::ChatRequest<'_>) -> Step + Send + Sync> {
@@ -169,62 +170,28 @@ async fn a_cancel_command_ends_the_memory_journals_run_records_who_asked_and_lea
     assert_eq!(loopbound::journal::cancel(&*journal, &run, "").await, Err(JournalError::InvalidActor));
 }
 
-/// A journal that counts its cancel queries: per run, and for many runs at once through the
-/// watcher its attempts share.
+/// A hook that counts a journal's cancel queries: per run, and for many runs at once through
+/// the watcher its attempts share.
 #[derive(Default)]
 struct Counting {
-    inner: MemoryJournal,
     one_run: std::sync::atomic::AtomicU32,
     many_runs: std::sync::atomic::AtomicU32,
 }
 
-impl Journal for Counting {
-    fn lease(&self) -> Duration {
-        self.inner.lease()
-    }
-
-    async fn acquire(&self, run: &RunId, fresh: RunRow) -> Result<StoredRun, JournalError> {
-        self.inner.acquire(run, fresh).await
-    }
-
-    async fn renew(&self, run: &RunId, epoch: u64) -> Result<(), JournalError> {
-        self.inner.renew(run, epoch).await
-    }
-
-    async fn list(&self, query: &RunQuery) -> Result<Vec<ListedRow>, JournalError> {
-        self.inner.list(query).await
-    }
-
-    async fn load(&self, run: &RunId) -> Result<Option<StoredRun>, JournalError> {
-        self.inner.load(run).await
-    }
-
-    async fn commit(&self, run: &RunId, fence: Fence, batch: Batch) -> Result<(), JournalError> {
-        self.inner.commit(run, fence, batch).await
-    }
-
-    async fn cancel_requested(&self, run: &RunId) -> Result<Option<String>, JournalError> {
-        self.one_run.fetch_add(1, Ordering::SeqCst);
-        self.inner.cancel_requested(run).await
-    }
-
-    async fn cancel_requests(&self, runs: &[RunId]) -> Result<Vec<RunId>, JournalError> {
-        self.many_runs.fetch_add(1, Ordering::SeqCst);
-        self.inner.cancel_requests(runs).await
-    }
-
-    fn cancel_watch(&self) -> Option<&loopbound::journal::CancelWatch> {
-        self.inner.cancel_watch()
-    }
-
-    async fn request_cancel(&self, run: &RunId, by: &str) -> Result<(), JournalError> {
-        self.inner.request_cancel(run, by).await
+impl Hook for Counting {
+    async fn before(&self, call: Call<'_>) -> Result<(), JournalError> {
+        match call {
+            Call::CancelRequested { .. } => self.one_run.fetch_add(1, Ordering::SeqCst),
+            Call::CancelRequests { .. } => self.many_runs.fetch_add(1, Ordering::SeqCst),
+            _ => 0,
+        };
+        Ok(())
     }
 }
 
 #[tokio::test(start_paused = true)]
 async fn a_thousand_waiting_runs_on_one_handle_share_one_cancel_query_per_period() {
-    let journal = Arc::new(Counting::default());
+    let journal = Arc::new(Hooked::new(MemoryJournal::default(), Counting::default()));
     let runtime = Arc::new(Runtime::harness(&ToolSet::default(), hanging()));
     let started = Instant::now();
     let mut runs = Vec::new();
@@ -241,7 +208,7 @@ async fn a_thousand_waiting_runs_on_one_handle_share_one_cancel_query_per_period
     }
     tokio::time::sleep(Duration::from_millis(5_100)).await;
     assert_eq!(
-        (journal.one_run.load(Ordering::SeqCst), journal.many_runs.load(Ordering::SeqCst)),
+        (journal.hook.one_run.load(Ordering::SeqCst), journal.hook.many_runs.load(Ordering::SeqCst)),
         (1000, 10),
         "one check per run before its model call, then one query per 500 ms for all thousand"
     );

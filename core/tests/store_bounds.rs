@@ -8,15 +8,13 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
-use loopbound::journal::{
-    Batch, Fence, Journal, JournalError, ListedRow, MemoryJournal, RunId, RunQuery, RunRow, RunState,
-    StoredRun,
-};
+use loopbound::journal::{Journal, JournalError, MemoryJournal, RunId, RunState};
 use loopbound::tool::Policy;
 use loopbound::transport::ModelReply;
 use loopbound::{
     CancellationToken, EndRecord, Limits, Outcome, RunError, Runtime, STORE_GRACE, Scope, Status, ToolSet,
 };
+use loopbound_testkit::hooked::{Call, Hook, Hooked};
 use loopbound_testkit::refund::{self, EffectSink, MemorySink};
 use tokio::time::Instant;
 
@@ -31,53 +29,36 @@ enum Stall {
     Renewals,
 }
 
-/// A journal whose `stall` calls never return (a frozen server, a lock never released).
-struct Stalling {
-    inner: MemoryJournal,
+/// What a stalled journal's hook holds: its `stall` calls never return (a frozen server, a lock
+/// never released); commits are counted.
+struct Stalls {
     stall: Stall,
     commits: AtomicU32,
 }
 
-impl Stalling {
-    fn new(stall: Stall) -> Self {
-        Self { inner: MemoryJournal::default(), stall, commits: AtomicU32::new(0) }
+impl Hook for Stalls {
+    async fn before(&self, call: Call<'_>) -> Result<(), JournalError> {
+        if matches!(call, Call::Commit { .. }) {
+            self.commits.fetch_add(1, Ordering::SeqCst);
+        }
+        let stalls = matches!(
+            (self.stall, call),
+            (Stall::Acquire, Call::Acquire { .. })
+                | (Stall::Commits, Call::Commit { .. })
+                | (Stall::Renewals, Call::Renew { .. })
+        );
+        if stalls {
+            std::future::pending::<()>().await;
+        }
+        Ok(())
     }
 }
 
-impl Journal for Stalling {
-    fn lease(&self) -> Duration {
-        self.inner.lease()
-    }
+/// A memory journal whose `stall` calls never return.
+type Stalling = Hooked<MemoryJournal, Stalls>;
 
-    async fn acquire(&self, run: &RunId, fresh: RunRow) -> Result<StoredRun, JournalError> {
-        if matches!(self.stall, Stall::Acquire) {
-            std::future::pending::<()>().await;
-        }
-        self.inner.acquire(run, fresh).await
-    }
-
-    async fn renew(&self, run: &RunId, epoch: u64) -> Result<(), JournalError> {
-        if matches!(self.stall, Stall::Renewals) {
-            std::future::pending::<()>().await;
-        }
-        self.inner.renew(run, epoch).await
-    }
-
-    async fn list(&self, query: &RunQuery) -> Result<Vec<ListedRow>, JournalError> {
-        self.inner.list(query).await
-    }
-
-    async fn load(&self, run: &RunId) -> Result<Option<StoredRun>, JournalError> {
-        self.inner.load(run).await
-    }
-
-    async fn commit(&self, run: &RunId, fence: Fence, batch: Batch) -> Result<(), JournalError> {
-        self.commits.fetch_add(1, Ordering::SeqCst);
-        if matches!(self.stall, Stall::Commits) {
-            std::future::pending::<()>().await;
-        }
-        self.inner.commit(run, fence, batch).await
-    }
+fn stalling(stall: Stall) -> Stalling {
+    Hooked::new(MemoryJournal::default(), Stalls { stall, commits: AtomicU32::new(0) })
 }
 
 fn run_id() -> RunId {
@@ -134,7 +115,7 @@ async fn attempt(
 
 #[tokio::test(start_paused = true)]
 async fn an_acquisition_that_never_returns_ends_the_attempt_at_its_deadline_plus_the_grace() {
-    let journal = Stalling::new(Stall::Acquire);
+    let journal = stalling(Stall::Acquire);
     let sink = Arc::new(MemorySink::default());
     let deadline = Duration::from_secs(3);
     let (result, elapsed) =
@@ -144,12 +125,12 @@ async fn an_acquisition_that_never_returns_ends_the_attempt_at_its_deadline_plus
     assert_eq!(elapsed, deadline + STORE_GRACE);
     let lines: Vec<String> = outcome.events().iter().map(ToString::to_string).collect();
     assert_eq!(lines, ["DeadlineExceeded run 0"], "the deadline passed while the run waited on its store");
-    assert_eq!((sink.count("refund"), journal.commits.load(Ordering::SeqCst)), (0, 0));
+    assert_eq!((sink.count("refund"), journal.hook.commits.load(Ordering::SeqCst)), (0, 0));
 }
 
 #[tokio::test(start_paused = true)]
 async fn a_commit_that_never_returns_ends_the_attempt_at_its_deadline_and_nothing_runs_after_it() {
-    let journal = Stalling::new(Stall::Commits);
+    let journal = stalling(Stall::Commits);
     let sink = Arc::new(MemorySink::default());
     let deadline = Duration::from_secs(3);
     let (result, elapsed) =
@@ -158,12 +139,12 @@ async fn a_commit_that_never_returns_ends_the_attempt_at_its_deadline_and_nothin
     assert_eq!((outcome.status(), outcome.end_record()), (Status::DeadlineExceeded, EndRecord::Unconfirmed));
     assert_eq!(elapsed, deadline + STORE_GRACE);
     assert_eq!(sink.count("refund"), 0, "the body never starts before its `started` record is confirmed");
-    assert_eq!(journal.commits.load(Ordering::SeqCst), 1, "no write follows one that was given up");
+    assert_eq!(journal.hook.commits.load(Ordering::SeqCst), 1, "no write follows one that was given up");
 }
 
 #[tokio::test(start_paused = true)]
 async fn a_caller_cancellation_under_a_commit_that_never_returns_ends_the_attempt_within_the_grace() {
-    let journal = Stalling::new(Stall::Commits);
+    let journal = stalling(Stall::Commits);
     let sink = Arc::new(MemorySink::default());
     let token = CancellationToken::new();
     let cancelling = token.clone();
@@ -180,7 +161,7 @@ async fn a_caller_cancellation_under_a_commit_that_never_returns_ends_the_attemp
 
 #[tokio::test(start_paused = true)]
 async fn a_renewal_that_never_returns_does_not_hold_the_body_up() {
-    let journal = Stalling::new(Stall::Renewals);
+    let journal = stalling(Stall::Renewals);
     let sink = Arc::new(MemorySink::default());
     // Renewals start every 10 s (a third of the 30 s lease) and never return; the body ends
     // at 25 s, before the lease would expire.
@@ -197,7 +178,7 @@ async fn a_renewal_that_never_returns_does_not_hold_the_body_up() {
 
 #[tokio::test(start_paused = true)]
 async fn a_renewal_that_never_returns_loses_the_run_when_the_lease_would_expire() {
-    let journal = Stalling::new(Stall::Renewals);
+    let journal = stalling(Stall::Renewals);
     let sink = Arc::new(MemorySink::default());
     let (result, elapsed) = attempt(
         &journal,
@@ -215,8 +196,7 @@ async fn a_renewal_that_never_returns_loses_the_run_when_the_lease_would_expire(
 
 #[tokio::test]
 async fn a_healthy_journals_attempt_says_its_end_was_recorded_and_serialises_it() {
-    let journal =
-        Stalling { inner: MemoryJournal::default(), stall: Stall::Renewals, commits: AtomicU32::new(0) };
+    let journal = stalling(Stall::Renewals);
     let sink = Arc::new(MemorySink::default());
     let (result, _) =
         attempt(&journal, &sink, Duration::ZERO, Duration::from_secs(60), CancellationToken::new()).await;

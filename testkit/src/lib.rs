@@ -42,6 +42,7 @@ pub mod child;
 pub mod conformance;
 pub mod fuzz;
 pub mod golden;
+pub mod hooked;
 pub mod hostile;
 pub mod json_schema_suite;
 pub mod leaks;

@@ -31,13 +31,11 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use loopbound::journal::{
-    self, Batch, Entry, Fence, Journal, JournalError, ListedRow, OperationId, Resolution, RunId, RunQuery,
-    RunRow, StoredRun,
-};
+use loopbound::journal::{self, Batch, Entry, JournalError, OperationId, Resolution, RunId};
 use loopbound::tool::{EffectKind, Policy};
 use loopbound::{Call, CancellationToken, Limits, RunError, Runtime, Scope, Status, ToolSet};
 use loopbound_testkit::backend::{self, AnyJournal};
+use loopbound_testkit::hooked::{self, Hook, Hooked};
 use loopbound_testkit::refund::{self, OrderInput, RefundInput};
 use tokio::time::Instant;
 
@@ -151,7 +149,7 @@ fn append(path: &Path, line: &str) {
 async fn attempt(dir: &Path, journal: AnyJournal, point: &str, cancel: bool) -> String {
     let tools = tools(dir.join("effects"), point);
     let runtime = Runtime::harness(&tools, refund::model(refund::short_script(), |_| {}));
-    let journal = Freezing { inner: journal, point: point.to_owned() };
+    let journal = Hooked::new(journal, Freezing { point: point.to_owned() });
     if point == "before-acquire" {
         reached(point).await;
     }
@@ -232,50 +230,21 @@ async fn finish(dir: &Path, journal: AnyJournal) -> String {
     "error the run did not end".to_owned()
 }
 
-/// The journal, which waits at `during-commit` before op 2's `started` commit is sent.
+/// The hook that waits at `during-commit` before op 2's `started` commit is sent.
 struct Freezing {
-    inner: AnyJournal,
     point: String,
 }
 
-impl Journal for Freezing {
-    fn lease(&self) -> Duration {
-        self.inner.lease()
-    }
-
-    async fn acquire(&self, run: &RunId, fresh: RunRow) -> Result<StoredRun, JournalError> {
-        self.inner.acquire(run, fresh).await
-    }
-
-    async fn renew(&self, run: &RunId, epoch: u64) -> Result<(), JournalError> {
-        self.inner.renew(run, epoch).await
-    }
-
-    async fn list(&self, query: &RunQuery) -> Result<Vec<ListedRow>, JournalError> {
-        self.inner.list(query).await
-    }
-
-    async fn load(&self, run: &RunId) -> Result<Option<StoredRun>, JournalError> {
-        self.inner.load(run).await
-    }
-
-    async fn commit(&self, run: &RunId, fence: Fence, batch: Batch) -> Result<(), JournalError> {
-        if self.point == "during-commit" && starts_refund(&batch) && !WENT.load(Ordering::SeqCst) {
+impl Hook for Freezing {
+    async fn before(&self, call: hooked::Call<'_>) -> Result<(), JournalError> {
+        if let hooked::Call::Commit { batch, .. } = call
+            && self.point == "during-commit"
+            && starts_refund(batch)
+            && !WENT.load(Ordering::SeqCst)
+        {
             reached(&self.point).await;
         }
-        self.inner.commit(run, fence, batch).await
-    }
-
-    async fn cancel_requested(&self, run: &RunId) -> Result<Option<String>, JournalError> {
-        self.inner.cancel_requested(run).await
-    }
-
-    async fn cancel_requests(&self, runs: &[RunId]) -> Result<Vec<RunId>, JournalError> {
-        self.inner.cancel_requests(runs).await
-    }
-
-    fn cancel_watch(&self) -> Option<&journal::CancelWatch> {
-        self.inner.cancel_watch()
+        Ok(())
     }
 }
 
