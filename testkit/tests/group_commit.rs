@@ -60,13 +60,23 @@ async fn commits_that_arrive_together_share_a_sync_and_a_refused_one_fails_alone
     let lock = rusqlite::Connection::open(&path).expect("a second connection");
     lock.execute_batch("BEGIN IMMEDIATE").expect("the write lock");
     let mut tasks = Vec::new();
+    let started = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     for n in 0..100 {
-        let journal = Arc::clone(&journal);
+        let (journal, started) = (Arc::clone(&journal), Arc::clone(&started));
         // Run 50's commit is under a stale epoch: refused, alone.
         let epoch = if n == 50 { 7 } else { 1 };
-        tasks.push(tokio::spawn(async move { journal.commit(&run(n), Fence::Epoch(epoch), batch(n)).await }));
+        tasks.push(tokio::spawn(async move {
+            let id = run(n);
+            let commit = journal.commit(&id, Fence::Epoch(epoch), batch(n));
+            // Counted in the poll that queues the commit: once all are counted, all are queued.
+            started.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            commit.await
+        }));
     }
-    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    while started.load(std::sync::atomic::Ordering::SeqCst) < 100 {
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     assert!(tasks.iter().all(|task| !task.is_finished()), "no commit is told before it is durable");
     lock.execute_batch("ROLLBACK").expect("the lock released");
     for (n, task) in tasks.into_iter().enumerate() {
