@@ -326,7 +326,8 @@ impl Journal for PostgresJournal {
         fence: Fence,
         batch: Batch,
     ) -> impl Future<Output = Result<(), JournalError>> + Send {
-        self.bounded(self.commit_batch(run, fence, batch))
+        // Boxed: a commit's pipeline holds a future per row; its caller's stack keeps a pointer.
+        self.bounded(Box::pin(self.commit_batch(run, fence, batch)))
     }
 
     fn list(&self, query: &RunQuery) -> impl Future<Output = Result<Vec<ListedRow>, JournalError>> + Send {

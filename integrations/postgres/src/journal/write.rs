@@ -29,7 +29,7 @@ use std::time::Duration;
 
 use deadpool_postgres::Transaction;
 use futures_util::future::{join, join_all};
-use loopbound::journal::{Batch, Entry, Fence, JournalError, RunRow, StoredRun};
+use loopbound::journal::{Batch, Entry, EventRow, Fence, JournalError, RunRow, StoredRun};
 use tokio_postgres::types::ToSql;
 
 use super::read;
@@ -102,9 +102,13 @@ const STARTED: &str = "INSERT INTO loopbound_started (run_id, ordinal, start) VA
 const RECONCILIATION: &str = "INSERT INTO loopbound_reconciliations \
                      (run_id, ordinal, start, resolution, result, reconciled_by) \
                      VALUES ($1, $2, $3, $4, $5, $6)";
-const EVENT: &str = "INSERT INTO loopbound_events (run_id, seq, kind, name, count, operation, decided_by) \
-                     VALUES ($1, (SELECT coalesce(max(seq), 0) + 1 FROM loopbound_events WHERE run_id = $1), \
-                             $2, $3, $4, $5, $6)";
+/// A batch's events in one statement, numbered after the run's last one (read under the
+/// fence's lock) in the batch's order.
+const EVENTS: &str = "INSERT INTO loopbound_events (run_id, seq, kind, name, count, operation, decided_by) \
+                      SELECT $1, last.seq + e.ord, e.kind, e.name, e.count, e.operation, e.decided_by \
+                        FROM (SELECT coalesce(max(seq), 0) AS seq FROM loopbound_events WHERE run_id = $1) AS last, \
+                             unnest($2::text[], $3::text[], $4::bigint[], $5::text[], $6::text[]) \
+                             WITH ORDINALITY AS e(kind, name, count, operation, decided_by, ord)";
 const LEDGER: &str = "UPDATE loopbound_runs SET ledger = $2 WHERE run_id = $1";
 const STATE: &str = "UPDATE loopbound_runs SET state = $2, state_operation = $3, state_status = $4 \
                      WHERE run_id = $1";
@@ -120,7 +124,7 @@ fn statement(entry: &Entry) -> &'static str {
         Entry::Decision(_) => DECISION,
         Entry::Started(_) => STARTED,
         Entry::Reconciliation(_) => RECONCILIATION,
-        Entry::Event(_) => EVENT,
+        Entry::Event(_) => EVENTS,
         Entry::Ledger(_) => LEDGER,
         Entry::State(_) => STATE,
         Entry::Definition(_) => DEFINITION,
@@ -282,14 +286,46 @@ impl Writer<'_> {
         for prepared in join_all(sqls.map(|sql| transaction.prepare_cached(sql))).await {
             prepared.map_err(|e| self.fail(&e))?;
         }
+        // The events go in one statement: most of a batch's rows are events.
+        let events: Vec<&EventRow> = batch
+            .entries
+            .iter()
+            .filter_map(|entry| if let Entry::Event(row) = entry { Some(row) } else { None })
+            .collect();
         let fenced = self.fence(transaction, run, fence);
-        let writes = batch.entries.iter().filter_map(|entry| match entry {
+        let rows = batch.entries.iter().filter_map(|entry| match entry {
             Entry::Release if matches!(fence, Fence::Host) => None,
+            Entry::Event(_) => None,
             entry => Some(self.write(transaction, run, entry)),
         });
-        let (fenced, written) = join(fenced, join_all(writes)).await;
+        let numbered = async {
+            if events.is_empty() {
+                Ok(())
+            } else {
+                Box::pin(self.write_events(transaction, run, &events)).await
+            }
+        };
+        let (fenced, (written, numbered)) = join(fenced, join(join_all(rows), numbered)).await;
         fenced?;
-        written.into_iter().collect::<Result<(), JournalError>>()
+        written.into_iter().collect::<Result<(), JournalError>>()?;
+        numbered
+    }
+
+    /// Writes `events`, in their order, after the run's last event, in one statement.
+    async fn write_events(
+        &self,
+        transaction: &Transaction<'_>,
+        run: &str,
+        events: &[&EventRow],
+    ) -> Result<(), JournalError> {
+        let kinds: Vec<&str> = events.iter().map(|event| event.kind.as_str()).collect();
+        let names: Vec<&str> = events.iter().map(|event| event.name.as_str()).collect();
+        let counts: Vec<i64> = events.iter().map(|event| i64::from(event.count)).collect();
+        let operations: Vec<Option<&str>> = events.iter().map(|event| event.operation.as_deref()).collect();
+        let deciders: Vec<Option<&str>> = events.iter().map(|event| event.by.as_deref()).collect();
+        self.execute(transaction, EVENTS, &[&run, &kinds, &names, &counts, &operations, &deciders])
+            .await
+            .map(drop)
     }
 
     async fn write(
@@ -356,16 +392,8 @@ impl Writer<'_> {
                 )
                 .await
             }
-            // The next number of the run's sequence, read under the fence's lock by the statement
-            // itself: the events of one batch are numbered in the order the server runs them.
-            Entry::Event(row) => {
-                self.execute(
-                    transaction,
-                    EVENT,
-                    &[&run, &row.kind, &row.name, &int(row.count), &row.operation, &row.by],
-                )
-                .await
-            }
+            // Boxed: each row's future is as large as its largest arm.
+            Entry::Event(row) => Box::pin(self.write_events(transaction, run, &[row])).await.map(|()| 1),
             Entry::Ledger(ledger) => self.execute(transaction, LEDGER, &[&run, ledger]).await,
             Entry::State(state) => {
                 self.execute(
