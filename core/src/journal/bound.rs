@@ -87,20 +87,12 @@ impl<'j, J: Journal> Store<'j, J> {
     /// Who asked to cancel `run`, if someone did ([`Journal::cancel_requested`]), bounded; a
     /// check that fails or is given up answers no one.
     pub(crate) async fn cancel_requested(&self, guard: &Guard, run: &RunId) -> Option<String> {
-        Self::cancel_request(self.journal, guard, run).await
+        self.canceller().cancel_requested(guard, run).await
     }
 
     /// A handle for asking about cancel requests beside the attempt's course.
     pub(crate) fn canceller(&self) -> Canceller<'j, J> {
         Canceller { journal: self.journal }
-    }
-
-    /// [`cancel_requested`](Self::cancel_requested) on `journal`.
-    async fn cancel_request(journal: &J, guard: &Guard, run: &RunId) -> Option<String> {
-        match guard.on_store(journal.cancel_requested(run)).await {
-            Ok(Ok(by)) => by,
-            Ok(Err(_)) | Err(_) => None,
-        }
     }
 
     /// One renewal of the lease of `run`'s attempt `epoch` ([`Journal::renew`]), for the
@@ -150,7 +142,7 @@ impl<J> Copy for Canceller<'_, J> {}
 impl<'j, J: Journal> Canceller<'j, J> {
     /// Who asked to cancel `run`, if someone did; bounded as every store call is.
     pub(crate) async fn cancel_requested(&self, guard: &Guard, run: &RunId) -> Option<String> {
-        Store::cancel_request(self.journal, guard, run).await
+        guard.on_store(self.journal.cancel_requested(run)).await.ok()?.ok()?
     }
 
     /// Which of `runs` someone asked to cancel, in one call, bounded as every store call is;

@@ -25,9 +25,8 @@
 //! `finish` runs attempts until the run ends, waiting out leases and reconciling an ambiguous
 //! refund by the effects file (ran if its line is there), and prints `finished <status>`.
 
-use std::fs::OpenOptions;
 use std::io::{BufRead, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
@@ -36,7 +35,7 @@ use loopbound::tool::{EffectKind, Policy};
 use loopbound::{Call, CancellationToken, Limits, RunError, Runtime, Scope, Status, ToolSet};
 use loopbound_testkit::backend::{self, AnyJournal};
 use loopbound_testkit::hooked::{self, Hook, Hooked};
-use loopbound_testkit::refund::{self, OrderInput, RefundInput};
+use loopbound_testkit::refund::{self, EffectSink, FileSink, OrderInput, RefundInput};
 use tokio::time::Instant;
 
 /// The run every worker of one directory works on.
@@ -105,7 +104,7 @@ async fn reached(point: &str) {
 static WENT: AtomicBool = AtomicBool::new(false);
 
 /// The refund task's tools, `refund` pausing at `point` after it applied its effect.
-fn tools(effects: PathBuf, point: &str) -> ToolSet {
+fn tools(effects: FileSink, point: &str) -> ToolSet {
     let mut set = ToolSet::builder();
     set.tool("lookup_order", refund::READ_CAPABILITY)
         .effect(EffectKind::Read)
@@ -118,7 +117,7 @@ fn tools(effects: PathBuf, point: &str) -> ToolSet {
         .effect(EffectKind::Effect)
         .policy(Policy::Allow)
         .build(move |input: RefundInput, call: Call| {
-            append(&effects, &format!("refund {}", call.idempotency_key().unwrap_or("-")));
+            effects.apply("refund", call.idempotency_key());
             let point = point.clone();
             async move {
                 if point == "during-body" || point == "during-renewal" {
@@ -135,19 +134,8 @@ fn tools(effects: PathBuf, point: &str) -> ToolSet {
     set.build()
 }
 
-/// Appends `line` to `path` and syncs it before going on.
-fn append(path: &Path, line: &str) {
-    let written =
-        OpenOptions::new().create(true).append(true).open(path).and_then(|mut file| {
-            file.write_all(format!("{line}\n").as_bytes()).and_then(|()| file.sync_all())
-        });
-    if let Err(error) = written {
-        fail(&format!("{}: {error}", path.display()));
-    }
-}
-
 async fn attempt(dir: &Path, journal: AnyJournal, point: &str, cancel: bool) -> String {
-    let tools = tools(dir.join("effects"), point);
+    let tools = tools(FileSink::new(dir.join("effects")), point);
     let runtime = Runtime::harness(&tools, refund::model(refund::short_script(), |_| {}));
     let journal = Hooked::new(journal, Freezing { point: point.to_owned() });
     if point == "before-acquire" {
@@ -194,7 +182,8 @@ async fn attempt(dir: &Path, journal: AnyJournal, point: &str, cancel: bool) -> 
 }
 
 async fn finish(dir: &Path, journal: AnyJournal) -> String {
-    let tools = tools(dir.join("effects"), "none");
+    let effects = FileSink::new(dir.join("effects"));
+    let tools = tools(effects.clone(), "none");
     let runtime = Runtime::harness(&tools, refund::model(refund::short_script(), |_| {}));
     for _ in 0..20 {
         let scope = Scope::builder()
@@ -206,10 +195,11 @@ async fn finish(dir: &Path, journal: AnyJournal) -> String {
             Ok(outcome) if outcome.status() == Status::Ambiguous => {
                 let operation = outcome.operation().map(OperationId::parse);
                 let Some(Ok(operation)) = operation else { fail("an ambiguous outcome names no operation") };
-                let ran = std::fs::read_to_string(dir.join("effects"))
-                    .unwrap_or_default()
-                    .lines()
-                    .any(|line| line == format!("refund {operation}"));
+                let key = operation.to_string();
+                let ran = effects
+                    .applied()
+                    .iter()
+                    .any(|(tool, applied)| tool == "refund" && applied.as_deref() == Some(&key));
                 let resolution = if ran {
                     Resolution::Ran { result: "Refunded 1500 cents on order 42.".to_owned() }
                 } else {

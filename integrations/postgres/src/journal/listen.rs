@@ -9,7 +9,8 @@
 //!   [`CHECK_EVERY`] ago. Otherwise (a lost connection, a server that stopped answering) it is
 //!   not, and the watcher's rounds poll the store again: the slow path is the fallback.
 //! - The listener is started once per watcher, by the first attempt that waits, and ends once
-//!   no journal handle shares the watcher any more; it reconnects after a loss, pausing up to
+//!   no journal handle shares the watcher any more (seen within [`CHECK_EVERY`]); it reconnects
+//!   after a loss (a `LISTEN` or a check unanswered in time counts as one), pausing up to
 //!   [`MAX_PAUSE`] between tries.
 //! - A notification names a run id; one that does not parse is ignored (a request is still
 //!   found at the run's next admission).
@@ -57,6 +58,7 @@ async fn session(config: &tokio_postgres::Config, watch: &WeakCancelWatch) -> st
     let statement = format!("LISTEN {CHANNEL}");
     let mut listening = pin!(client.batch_execute(&statement));
     let mut listened = false;
+    let opened = tokio::time::Instant::now();
     let mut checks = tokio::time::interval(CHECK_EVERY);
     loop {
         tokio::select! {
@@ -78,8 +80,16 @@ async fn session(config: &tokio_postgres::Config, watch: &WeakCancelWatch) -> st
                 let Some(watch) = watch.upgrade() else { return Break(()) };
                 watch.set_pushed(true);
             }
-            _ = checks.tick(), if listened => {
+            _ = checks.tick() => {
                 let Some(live) = watch.upgrade() else { return Break(()) };
+                if !listened {
+                    // A `LISTEN` unanswered for a whole check's period: the connection is
+                    // taken as lost, and another one tries.
+                    if opened.elapsed() >= CHECK_EVERY {
+                        return Continue(());
+                    }
+                    continue;
+                }
                 // The check needs the connection driven: it is polled here, beside the query.
                 let check = async {
                     matches!(tokio::time::timeout(ALIVE_WITHIN, client.simple_query("")).await, Ok(Ok(_)))
