@@ -18,7 +18,8 @@
 //! - A cancel check that fails or is given up answers "no request": it changes nothing.
 //! - Cancel checks are reads: a waiting attempt makes them through its handle's shared
 //!   [`CancelWatch`](super::CancelWatch) when the backend keeps one (one call per period for
-//!   every run the handle drives), else one per run.
+//!   every run the handle drives, and one call for the checks before admissions that arrive
+//!   together), else one per run.
 
 use std::future::Future;
 use std::time::Duration;
@@ -90,6 +91,12 @@ impl<'j, J: Journal> Store<'j, J> {
         self.canceller().cancel_requested(guard, run).await
     }
 
+    /// Whether someone asked to cancel `run` ([`Canceller::is_requested`]): the check before
+    /// each admission.
+    pub(crate) async fn is_requested(&self, guard: &Guard, run: &RunId) -> bool {
+        self.canceller().is_requested(guard, run).await
+    }
+
     /// A handle for asking about cancel requests beside the attempt's course.
     pub(crate) fn canceller(&self) -> Canceller<'j, J> {
         Canceller { journal: self.journal }
@@ -143,6 +150,19 @@ impl<'j, J: Journal> Canceller<'j, J> {
     /// Who asked to cancel `run`, if someone did; bounded as every store call is.
     pub(crate) async fn cancel_requested(&self, guard: &Guard, run: &RunId) -> Option<String> {
         guard.on_store(self.journal.cancel_requested(run)).await.ok()?.ok()?
+    }
+
+    /// Whether someone asked to cancel `run`, bounded as every store call is: through the
+    /// handle's shared watcher when the backend keeps one (the checks of the handle's attempts
+    /// that arrive together share one call), else one call of its own. A check that fails or
+    /// is given up answers `false`.
+    pub(crate) async fn is_requested(&self, guard: &Guard, run: &RunId) -> bool {
+        let Some(watch) = self.watch() else {
+            return self.cancel_requested(guard, run).await.is_some();
+        };
+        let journal = self.journal;
+        let ask = |runs: Vec<RunId>| async move { journal.cancel_requests(&runs).await.ok() };
+        guard.on_store(watch.check(run, ask)).await.unwrap_or(false)
     }
 
     /// Which of `runs` someone asked to cancel, in one call, bounded as every store call is;

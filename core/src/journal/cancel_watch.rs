@@ -1,6 +1,8 @@
 //! One watcher of cancel requests per journal handle: the attempts a process drives through one
 //! handle (and its clones) wait for cancel requests together, and one of them asks the store
-//! for all of them at once, every [`CANCEL_POLL`](super::CANCEL_POLL).
+//! for all of them at once, every [`CANCEL_POLL`](super::CANCEL_POLL). The checks they make
+//! before each admission are shared too: the checks that arrive while one is in flight go to
+//! the store together in the next one ([`check`](CancelWatch::check)).
 //!
 //! # Invariants
 //!
@@ -15,6 +17,12 @@
 //!   run that is waiting when a round starts is in it, and the round tells it before the next
 //!   one starts.
 //! - A run waits under one registration at a time; the registration ends with its wait.
+//! - A check sees every request recorded before it was made: the store call that answers it
+//!   starts after it was queued (a check queued while a call is in flight waits for the next
+//!   one). At most one check call is in flight per handle, so check calls per second are
+//!   bounded by the store's latency, not by the number of runs. A check whose caller gives up
+//!   is answered no more; when the attempt that makes a call gives up, the checks it carried
+//!   are queued again for the next one.
 //! - A backend that is told of requests as they are made (PostgreSQL's `LISTEN`) tells the
 //!   watcher ([`tell`](CancelWatch::tell)) and marks it pushed while it listens: rounds then
 //!   ask the store only to catch up (once after the backend starts listening, once after a run
@@ -27,7 +35,7 @@ use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
 
-use tokio::sync::Notify;
+use tokio::sync::{Notify, oneshot};
 use tokio::time::Instant;
 
 use super::id::RunId;
@@ -53,6 +61,10 @@ struct Shared {
     catch_up: AtomicBool,
     /// Whether a backend's listener was started for this watcher.
     listener: AtomicBool,
+    /// The checks queued for the next check call, each with where to answer it.
+    checks: std::sync::Mutex<Vec<(RunId, oneshot::Sender<bool>)>>,
+    /// The turn to make a check call.
+    check_turn: tokio::sync::Mutex<()>,
 }
 
 /// Where a round tells one run that someone asked to cancel it.
@@ -104,6 +116,50 @@ impl CancelWatch {
                 }
             }
         }
+    }
+
+    /// Whether someone asked to cancel `run`, as a store call made after this check was queued
+    /// tells; the checks queued together share one call. `ask` makes the call for the runs it
+    /// is given and returns those with a request (`None` when the store could not tell, which
+    /// answers "no request").
+    pub(crate) async fn check<F, Fut>(&self, run: &RunId, ask: F) -> bool
+    where
+        F: Fn(Vec<RunId>) -> Fut,
+        Fut: Future<Output = Option<Vec<RunId>>>,
+    {
+        loop {
+            let (answer, mut answered) = oneshot::channel();
+            self.checks().push((run.clone(), answer));
+            loop {
+                tokio::select! {
+                    biased;
+                    told = &mut answered => match told {
+                        Ok(requested) => return requested,
+                        // The attempt making the call that carried this check gave up: queue it
+                        // again.
+                        Err(_) => break,
+                    },
+                    _turn = self.shared.check_turn.lock() => {
+                        // Every check queued now goes in this call, this one included unless an
+                        // earlier call answered it (then `answered` is ready).
+                        let taken = std::mem::take(&mut *self.checks());
+                        if taken.is_empty() {
+                            continue;
+                        }
+                        let runs = taken.iter().map(|(run, _)| run.clone()).collect();
+                        let found: std::collections::BTreeSet<RunId> =
+                            ask(runs).await.unwrap_or_default().into_iter().collect();
+                        for (run, answer) in taken {
+                            let _ = answer.send(found.contains(&run));
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    fn checks(&self) -> std::sync::MutexGuard<'_, Vec<(RunId, oneshot::Sender<bool>)>> {
+        self.shared.checks.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// The runs waiting now, in id order.
@@ -285,5 +341,74 @@ mod tests {
         }
         drop(watch);
         assert!(weak.upgrade().is_none(), "the listener's handle keeps nothing alive");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn checks_that_arrive_together_share_a_call_that_starts_after_each_was_queued() {
+        let watch = CancelWatch::new();
+        // Each call: the runs it asked about; a host asked to cancel run-3 before the first.
+        let calls = Arc::new(std::sync::Mutex::new(Vec::<Vec<String>>::new()));
+        let ask = |calls: Arc<std::sync::Mutex<Vec<Vec<String>>>>| {
+            move |runs: Vec<RunId>| {
+                calls.lock().unwrap().push(runs.iter().map(ToString::to_string).collect());
+                let found: Vec<RunId> = runs.into_iter().filter(|run| run.as_str() == "run-3").collect();
+                async move {
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                    Some(found)
+                }
+            }
+        };
+        let check = |n: u32| {
+            let (watch, calls) = (watch.clone(), Arc::clone(&calls));
+            tokio::spawn(async move {
+                let run = RunId::new(format!("run-{n}")).unwrap();
+                watch.check(&run, ask(calls)).await
+            })
+        };
+        let first = check(0);
+        tokio::task::yield_now().await;
+        // Queued while the first call is in flight: they wait for the next one, together.
+        let later: Vec<_> = (1..5).map(check).collect();
+        assert!(!first.await.unwrap());
+        let answers: Vec<bool> = answers_of(later).await;
+        assert_eq!(answers, [false, false, true, false]);
+        assert_eq!(
+            *calls.lock().unwrap(),
+            [vec!["run-0".to_owned()], ["run-1", "run-2", "run-3", "run-4"].map(String::from).to_vec()],
+            "two calls for five checks, the second made after the four were queued"
+        );
+
+        // The attempt making a call gives up (its future dropped): the other check it carried
+        // is queued again, and answered by the next call.
+        let stuck_calls = Arc::clone(&calls);
+        let stuck = move |runs: Vec<RunId>| {
+            stuck_calls.lock().unwrap().push(runs.iter().map(ToString::to_string).collect());
+            async { std::future::pending::<Option<Vec<RunId>>>().await }
+        };
+        // Both are queued while the turn is taken, so that one call carries both.
+        let turn = watch.shared.check_turn.lock().await;
+        let leader = {
+            let watch = watch.clone();
+            tokio::spawn(async move { watch.check(&RunId::new("run-8").unwrap(), stuck).await })
+        };
+        let follower = check(3);
+        tokio::task::yield_now().await;
+        drop(turn);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(!follower.is_finished(), "its check waits for the call in flight to end");
+        leader.abort();
+        assert!(follower.await.unwrap(), "answered by the next call");
+        let calls = calls.lock().unwrap();
+        assert_eq!(calls[2..], [vec!["run-8".to_owned(), "run-3".to_owned()], vec!["run-3".to_owned()]]);
+        assert!(watch.checks().is_empty(), "nothing left queued");
+    }
+
+    /// Each task's result, in order.
+    async fn answers_of(tasks: Vec<tokio::task::JoinHandle<bool>>) -> Vec<bool> {
+        let mut answers = Vec::new();
+        for task in tasks {
+            answers.push(task.await.unwrap());
+        }
+        answers
     }
 }

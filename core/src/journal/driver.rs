@@ -392,7 +392,7 @@ impl<'j, J: Journal> Journaled<'j, J> {
     /// the scope is cancelled as its caller would cancel it. A journal that cannot tell, or
     /// fails to, changes nothing.
     async fn steer(&self, guard: &Guard) {
-        if self.cancel_requested(guard).await.is_some() {
+        if self.store.is_requested(guard, &self.run).await {
             guard.cancel_as_caller();
         }
     }
