@@ -433,6 +433,10 @@ pub enum LimitsError {
     /// A child scope's pools live in another store than its parent's: one transaction could not
     /// reserve in both.
     PoolStores,
+    /// A resumed run draws from pools, and its scope was given neither their store
+    /// ([`ScopeBuilder::pool_store`](crate::ScopeBuilder::pool_store)) nor a draw: built, it
+    /// would spend outside them.
+    PoolStoreMissing,
 }
 
 impl fmt::Display for LimitsError {
@@ -465,6 +469,9 @@ impl fmt::Display for LimitsError {
                 "invalid scope: a scope drawing from shared pools cannot price tools (pools hold model calls only)"
             }
             Self::PoolStores => "invalid scope: a child's pools must live in its parent's pool store",
+            Self::PoolStoreMissing => {
+                "invalid scope: the resumed run draws from pools; give their store with `ScopeBuilder::pool_store`"
+            }
         })
     }
 }

@@ -26,7 +26,7 @@ use crate::event::{ControlEvent, HaltReason};
 use crate::guard::{Activity, Ancestor, Guard, Stop, Terms};
 use crate::journal::Labels;
 use crate::limits::{Limits, LimitsError};
-use crate::pool::PoolDraw;
+use crate::pool::{PoolDraw, PoolStore, PoolTerms};
 use crate::spend::{Prices, Spend};
 use crate::sync::CancellationToken;
 use crate::watch::Feed;
@@ -73,6 +73,9 @@ pub struct ScopeBuilder<S = ()> {
     invalid_tool_limit: bool,
     /// A child named pools of another store than its parent's.
     foreign_pools: bool,
+    /// The pools a journaled run's definition draws from, for a resume: the build needs their
+    /// store ([`pool_store`](ScopeBuilder::pool_store)) or a draw of its own.
+    resumed_pools: Option<PoolTerms>,
     feed: Option<Feed>,
     state: S,
     labels: Labels,
@@ -87,6 +90,7 @@ impl Default for ScopeBuilder {
             terms: Terms::default(),
             invalid_tool_limit: false,
             foreign_pools: false,
+            resumed_pools: None,
             feed: None,
             state: (),
             labels: Labels::new(),
@@ -192,6 +196,23 @@ impl<S> ScopeBuilder<S> {
         self
     }
 
+    /// Draws from the pools a resumed run's definition names, kept in `store` (the host's pool
+    /// store handle, in this process), on the terms the run started with: what a scope from
+    /// [`journal::scope_of`](crate::journal::scope_of) for a run that draws from pools needs
+    /// before it builds. On a builder that names no such pools, it does nothing.
+    pub fn pool_store(self, store: Arc<dyn PoolStore>) -> Self {
+        match self.resumed_pools.clone() {
+            Some(terms) => self.pools(terms.draw_from(store)),
+            None => self,
+        }
+    }
+
+    /// This builder, noting that the run it resumes draws from the pools of `terms`.
+    pub(crate) fn resuming_pools(mut self, terms: PoolTerms) -> Self {
+        self.resumed_pools = Some(terms);
+        self
+    }
+
     /// Attaches the request's own state, which tool bodies read through
     /// [`Call::state`](crate::Call::state) and the completion condition receives.
     pub fn state<T>(self, state: T) -> ScopeBuilder<T> {
@@ -202,6 +223,7 @@ impl<S> ScopeBuilder<S> {
             terms: self.terms,
             invalid_tool_limit: self.invalid_tool_limit,
             foreign_pools: self.foreign_pools,
+            resumed_pools: self.resumed_pools,
             feed: self.feed,
             state,
             labels: self.labels,
@@ -231,6 +253,9 @@ impl<S> ScopeBuilder<S> {
         }
         if self.foreign_pools {
             return Err(LimitsError::PoolStores);
+        }
+        if self.resumed_pools.is_some() && self.terms.pools.is_none() {
+            return Err(LimitsError::PoolStoreMissing);
         }
         if self.terms.pools.is_some()
             && self.terms.prices.as_ref().is_some_and(|prices| prices.charges_tools())
@@ -396,6 +421,12 @@ impl<S> Scope<S> {
     #[must_use]
     pub fn prices(&self) -> Option<&Arc<Prices>> {
         self.inner.guard.prices()
+    }
+
+    /// The shared pools the scope draws from, if any.
+    #[must_use]
+    pub fn pools(&self) -> Option<&PoolDraw> {
+        self.inner.guard.pools()
     }
 
     /// The per-tool limit on admitted attempts of `tool` in this run, if the scope sets one.

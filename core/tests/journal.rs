@@ -648,6 +648,88 @@ async fn a_resume_rebuilds_the_runs_scope_from_the_journal_and_may_narrow_it_nev
 }
 
 #[tokio::test]
+async fn a_resumed_run_draws_from_the_pools_it_started_with_and_a_resume_outside_them_is_refused() {
+    use loopbound::LimitsError;
+    use loopbound::pool::{DEFAULT_LEASE, MemoryPools, PoolBudget, PoolDraw, PoolName, PoolStore, PoolTerms};
+
+    let journal = MemoryJournal::default();
+    let sink = Arc::new(MemorySink::default());
+    let tenant = PoolName::new("tenant:acme").unwrap();
+    let store = Arc::new(MemoryPools::new());
+    store.define(&tenant, PoolBudget::default().with_tokens(100_000)).await.unwrap();
+    let draw = PoolDraw::new(store.clone(), [tenant.clone()]).output_cap(200);
+    let first_scope = Scope::builder().grants(refund::CAPABILITIES).pools(draw).build().unwrap();
+    let tools = refund::tools(Arc::clone(&sink) as Arc<dyn EffectSink>, Policy::Ask);
+    let script: Vec<ModelReply> =
+        refund::short_script().into_iter().map(|reply| reply.with_usage(Usage::new(20, 10))).collect();
+    let sent = Arc::new(AtomicU32::new(0));
+    let counted = Arc::clone(&sent);
+    let runtime = Runtime::harness(
+        &tools.set,
+        refund::model(script, move |_| {
+            counted.fetch_add(1, Ordering::SeqCst);
+        }),
+    );
+    let first = runtime
+        .run_journaled(&journal, &run_id(), &first_scope, &mut refund::conversation(), |_| true)
+        .await
+        .unwrap();
+    assert_eq!(first.status(), Status::AwaitingApproval);
+    journal::approve(&journal, first.pending().unwrap(), "alice").await.unwrap();
+    let terms = PoolTerms::new([tenant.clone()], DEFAULT_LEASE, 200);
+    let record = journal::inspect(&journal, &run_id()).await.unwrap();
+    assert_eq!(record.definition().unwrap().pools(), Some(&terms), "the definition keeps the draw");
+
+    // From the run id alone, the builder will not build without the pools' store.
+    let bare = journal::scope_of(&journal, &run_id()).await.unwrap().build();
+    assert_eq!(bare.err(), Some(LimitsError::PoolStoreMissing));
+    // A scope of the host's own that drops the pool or raises the output cap is wider.
+    let wider_cap = PoolDraw::new(store.clone(), [tenant.clone()]).output_cap(201);
+    for wider in [
+        Scope::builder().grants(refund::CAPABILITIES).build().unwrap(),
+        Scope::builder().grants(refund::CAPABILITIES).pools(wider_cap).build().unwrap(),
+    ] {
+        let refused =
+            runtime.run_journaled(&journal, &run_id(), &wider, &mut refund::conversation(), |_| true).await;
+        assert_eq!(refused, Err(RunError::Journal(JournalError::Widened)));
+    }
+    assert_eq!(sent.load(Ordering::SeqCst), 2, "the refusals sent nothing");
+
+    let resumed =
+        journal::scope_of(&journal, &run_id()).await.unwrap().pool_store(store.clone()).build().unwrap();
+    assert_eq!(resumed.pools().map(PoolDraw::terms), Some(terms));
+    let done = runtime
+        .run_journaled(&journal, &run_id(), &resumed, &mut refund::conversation(), |_| true)
+        .await
+        .unwrap();
+    assert_eq!(done.status(), Status::Completed);
+    assert_eq!(sink.count("refund"), 1);
+    let state = store.state(&tenant).await.unwrap();
+    assert_eq!(sent.load(Ordering::SeqCst), 3, "two model calls before the approval, one after");
+    assert_eq!(
+        (state.settled.calls, state.settled.tokens),
+        (3, 90),
+        "every model call of the logical run reserved and charged in the pool"
+    );
+
+    // An explicit, audited widening may drop the pools; the next attempts then need none.
+    let other = MemoryJournal::default();
+    let draw = PoolDraw::new(store.clone(), [tenant.clone()]).output_cap(200);
+    let fresh = Scope::builder().grants(refund::CAPABILITIES).pools(draw).build().unwrap();
+    let first = runtime
+        .run_journaled(&other, &run_id(), &fresh, &mut refund::conversation(), |_| true)
+        .await
+        .unwrap();
+    assert_eq!(first.status(), Status::AwaitingApproval);
+    let widened = journal::widen(&other, &run_id(), &Widening::new().drop_pools(), "ops-lead").await.unwrap();
+    assert_eq!(widened.pools(), None);
+    let unpooled = journal::scope_of(&other, &run_id()).await.unwrap().build().unwrap();
+    assert!(unpooled.pools().is_none());
+    let audit = journal::inspect(&other, &run_id()).await.unwrap();
+    assert_eq!(audit.events().last().map(ToString::to_string), Some("Widened run 1 by ops-lead".to_owned()));
+}
+
+#[tokio::test]
 async fn widening_a_run_is_an_explicit_audited_command_and_the_next_attempt_may_use_it() {
     let journal = MemoryJournal::default();
     let sink = Arc::new(MemorySink::default());

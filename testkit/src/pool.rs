@@ -22,6 +22,8 @@ use std::time::Duration;
 use loopbound::pool::{PoolDraw, PoolName, PoolStore};
 use loopbound::transport::{ChatRequest, ModelReply, Transport, TransportError, Usage};
 use loopbound::{Message, RunError, Runtime, Scope, Status, ToolSet};
+use loopbound_postgres::{Config, PostgresPools, Store};
+use loopbound_sqlite::SqlitePools;
 
 /// The prompt's length in bytes.
 pub const PROMPT_BYTES: usize = 400;
@@ -169,4 +171,21 @@ pub async fn race(draw: &PoolDraw, model: &Arc<Billing>, tasks: u64, runs: u64) 
         total.refused += tally.refused;
     }
     total
+}
+
+/// The pool store `spec` names: `sqlite:<file>` or `postgres:<url>`.
+///
+/// # Errors
+///
+/// Its words when it cannot be opened.
+pub async fn open(spec: &str) -> Result<Arc<dyn PoolStore>, String> {
+    if let Some(file) = spec.strip_prefix("sqlite:") {
+        return Ok(Arc::new(SqlitePools::open(file).map_err(|error| error.to_string())?));
+    }
+    if let Some(url) = spec.strip_prefix("postgres:") {
+        let config = Config::new(url).map_err(|error| error.to_string())?;
+        let store = Store::connect(&config).await.map_err(|error| error.to_string())?;
+        return Ok(Arc::new(PostgresPools::connect(&store).await.map_err(|error| error.to_string())?));
+    }
+    Err(format!("unknown store {spec}"))
 }

@@ -18,14 +18,16 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use loopbound::journal::{self, Journal as _, JournalError, Resolution, RunId, RunQuery, RunState};
+use loopbound::pool::{DEFAULT_LEASE, PoolBudget, PoolDraw, PoolName, PoolTerms};
 use loopbound::tool::Policy;
-use loopbound::transport::ModelReply;
-use loopbound::{Message, RunError, Runtime, Scope, Status, ToolSet};
+use loopbound::transport::{ModelReply, Usage};
+use loopbound::{LimitsError, Message, RunError, Runtime, Scope, Status, ToolSet};
 use loopbound_mcp::{Connection, Mapping};
 use loopbound_sqlite::Synchronous;
 use loopbound_testkit::backend::{self, AnyJournal};
 use loopbound_testkit::child::{self, next_report, report, role};
 use loopbound_testkit::mcp::{self, TempDir, WireLog};
+use loopbound_testkit::pool;
 use loopbound_testkit::postgres::{Cluster, Durability};
 use loopbound_testkit::refund::{self, EffectSink, FileSink};
 use loopbound_testkit::scratch;
@@ -543,20 +545,41 @@ impl loopbound::journal::Journal for KilledAfterResult {
     }
 }
 
+/// The pool store beside the journal at `place`: the PostgreSQL database itself, or a SQLite
+/// file in `dir`.
+fn pools_beside(place: &str, dir: &Path) -> String {
+    match place.split_once(':') {
+        Some(("postgres", url)) => format!("postgres:{url}"),
+        _ => format!("sqlite:{}", dir.join("pools.db").display()),
+    }
+}
+
+/// The tenant's pool the defined run draws from.
+fn tenant_pool() -> PoolName {
+    PoolName::new("tenant:acme").expect("a valid pool name")
+}
+
+/// The refund task's short script, each reply billing 20 input and 10 output tokens.
+fn billed_script() -> Vec<ModelReply> {
+    refund::short_script().into_iter().map(|reply| reply.with_usage(Usage::new(20, 10))).collect()
+}
+
 fn definer() {
     let dir = PathBuf::from(env(DIR));
     let rt = child::runtime();
     let journal =
         KilledAfterResult(rt.block_on(backend::open(&env(PLACE), &env(NAME), KILL_LEASE)).expect("opens"));
+    let pools = rt.block_on(pool::open(&pools_beside(&env(PLACE), &dir))).expect("the pools open");
     let labels = journal::Labels::new().with("tenant", "acme").expect("a valid label");
     let scope = Scope::builder()
         .grants(refund::CAPABILITIES)
         .limits(loopbound::Limits::default().with_model_calls(5).with_tool_calls(3))
         .labels(labels)
+        .pools(PoolDraw::new(pools, [tenant_pool()]).output_cap(200))
         .build()
         .expect("valid limits");
     let tools = refund::tools(Arc::new(FileSink::new(dir.join("effects"))), Policy::Allow);
-    let runtime = Runtime::harness(&tools.set, refund::model(refund::short_script(), |_| {}));
+    let runtime = Runtime::harness(&tools.set, refund::model(billed_script(), |_| {}));
     let run = RunId::new("defined-run").expect("a valid id");
     let result =
         rt.block_on(runtime.run_journaled(&journal, &run, &scope, &mut refund::conversation(), refunded));
@@ -580,6 +603,9 @@ fn a_run_killed_after_its_effect_resumes_in_a_fresh_process_from_its_id_alone_on
     for place in places(&dir, "defined") {
         let effects = dir.join(format!("effects-{}", place.split(':').next().unwrap_or_default()));
         std::fs::create_dir_all(&effects).expect("a folder");
+        let pools = rt.block_on(pool::open(&pools_beside(&place, &effects))).expect("the pools open");
+        let budget = PoolBudget::default().with_tokens(100_000);
+        rt.block_on(pools.define(&tenant_pool(), budget)).expect("the tenant's pool");
         let mut child = spawn(DEFINED, "definer", &effects, &place, "definer");
         let mut output = child::output(&mut child);
         assert_eq!(next_report(&mut output).as_deref(), Some("recorded"), "{place}");
@@ -590,8 +616,20 @@ fn a_run_killed_after_its_effect_resumes_in_a_fresh_process_from_its_id_alone_on
         // This process has the run's id, its tools, and nothing else.
         let host = rt.block_on(backend::open(&place, "fresh", Duration::from_secs(30))).expect("opens");
         let run = RunId::new("defined-run").expect("a valid id");
-        let scope =
-            rt.block_on(journal::scope_of(&host, &run)).expect("a definition").build().expect("valid");
+        let definition = rt.block_on(journal::scope_of(&host, &run)).expect("a definition");
+        assert_eq!(
+            definition.build().err(),
+            Some(LimitsError::PoolStoreMissing),
+            "{place}: a resume needs the pools' store"
+        );
+        let scope = rt
+            .block_on(journal::scope_of(&host, &run))
+            .expect("a definition")
+            .pool_store(Arc::clone(&pools))
+            .build()
+            .expect("valid");
+        let terms = scope.pools().map(PoolDraw::terms);
+        assert_eq!(terms, Some(PoolTerms::new([tenant_pool()], DEFAULT_LEASE, 200)), "{place}: the pools");
         let mut granted = refund::CAPABILITIES.to_vec();
         granted.sort_unstable();
         assert_eq!(scope.capabilities().collect::<Vec<_>>(), granted, "{place}: the grants");
@@ -603,12 +641,18 @@ fn a_run_killed_after_its_effect_resumes_in_a_fresh_process_from_its_id_alone_on
         assert_eq!(scope.labels().get("tenant"), Some("acme"), "{place}: the labels");
         let sink = FileSink::new(effects.join("effects"));
         let tools = refund::tools(Arc::new(sink.clone()), Policy::Allow);
-        let runtime = Runtime::harness(&tools.set, refund::model(refund::short_script(), |_| {}));
+        let runtime = Runtime::harness(&tools.set, refund::model(billed_script(), |_| {}));
         let outcome = rt
             .block_on(runtime.run_journaled(&host, &run, &scope, &mut Vec::new(), refunded))
             .expect("the resume runs");
         assert_eq!(outcome.status(), Status::Completed, "{place}: completed by the record-based condition");
         assert_eq!(sink.count("refund"), 1, "{place}: the refund ran once, in the killed process");
+        let state = rt.block_on(pools.state(&tenant_pool())).expect("the pool's state");
+        assert_eq!(
+            (state.settled.calls, state.settled.tokens, state.reserved.tokens),
+            (3, 90, 0),
+            "{place}: the two model calls of the killed process and the resume's one, each charged"
+        );
         let record = rt.block_on(journal::inspect(&host, &run)).expect("inspect");
         assert!(
             record.succeeded().any(|(tool, _)| tool == "refund"),

@@ -193,6 +193,8 @@ struct StoredDefinition {
     tool_limits: BTreeMap<String, u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     prices: Option<codec_terms::StoredPrices>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pools: Option<codec_terms::StoredPools>,
 }
 
 fn default_min_output() -> u32 {
@@ -222,6 +224,7 @@ pub(crate) fn encode_definition(definition: &RunDefinition) -> String {
         wrap_up_tokens: limits.wrap_up_tokens(),
         tool_limits: definition.tool_limits.clone(),
         prices: definition.prices.as_deref().map(codec_terms::encode_prices),
+        pools: definition.pools.as_ref().map(codec_terms::encode_pools),
     };
     serde_json::to_string(&stored).unwrap_or_default()
 }
@@ -272,7 +275,11 @@ pub(crate) fn decode_definition(text: &str, labels: Labels) -> Result<Option<Run
         Some(stored) => Some(Arc::new(codec_terms::decode_prices(stored).ok_or_else(bad)?)),
         None => None,
     };
-    Ok(Some(RunDefinition { grants, limits, tool_limits: stored.tool_limits, prices, labels }))
+    let pools = match stored.pools {
+        Some(stored) => Some(codec_terms::decode_pools(&stored).ok_or_else(bad)?),
+        None => None,
+    };
+    Ok(Some(RunDefinition { grants, limits, tool_limits: stored.tool_limits, prices, pools, labels }))
 }
 
 pub(crate) fn decode_effect(text: &str) -> Result<EffectKind, JournalError> {
@@ -394,7 +401,38 @@ mod tests {
             limits,
             tool_limits: BTreeMap::new(),
             prices: None,
+            pools: None,
             labels: Labels::new(),
+        }
+    }
+
+    #[test]
+    fn a_definitions_pools_round_trip_and_terms_no_draw_could_have_are_corrupt() {
+        use crate::pool::{PoolName, PoolTerms};
+        let names = [PoolName::new("tenant:acme").unwrap(), PoolName::new("user:7").unwrap()];
+        let terms = PoolTerms::new(names, std::time::Duration::from_millis(2500), 300);
+        let definition = RunDefinition { pools: Some(terms), ..defined(&BTreeSet::new(), Limits::default()) };
+        let text = encode_definition(&definition);
+        assert!(
+            text.contains(
+                r#""pools":{"names":["tenant:acme","user:7"],"lease_micros":2500000,"output_cap":300}"#
+            ),
+            "{text}"
+        );
+        assert_eq!(decode_definition(&text, Labels::new()), Ok(Some(definition)));
+        let plain = encode_definition(&defined(&BTreeSet::new(), Limits::default()));
+        assert!(!plain.contains("pools"), "{plain}");
+        assert_eq!(decode_definition(&plain, Labels::new()).unwrap().unwrap().pools(), None);
+        for (from, to) in [
+            (r#""user:7""#, r#""user 7""#),
+            (r#""user:7""#, r#""tenant:acme""#),
+            (r#"["tenant:acme","user:7"]"#, "[]"),
+            ("2500000", "0"),
+            (r#""output_cap":300"#, r#""output_cap":0"#),
+        ] {
+            let bad = text.replace(from, to);
+            assert_ne!(bad, text);
+            assert_eq!(decode_definition(&bad, Labels::new()), Err(corrupt("the run's definition")), "{bad}");
         }
     }
 

@@ -1,16 +1,18 @@
-//! The stored form of a run definition's per-tool limits and price table, inside the
+//! The stored form of a run definition's per-tool limits, price table and pools, inside the
 //! definition's JSON text (no column of its own: a definition stored before them reads as
 //! having none).
 //!
 //! # Invariants
 //!
-//! - Decoding never panics: a tool name that is not a valid tool name is refused, so a stored
+//! - Decoding never panics: a tool name that is not a valid tool name, a pool name that is not
+//!   a valid pool name, a pool named twice, a zero lease or output cap are refused, so a stored
 //!   definition rebuilds only scopes that would build.
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::pool::{PoolName, PoolTerms};
 use crate::spend::{Micros, Price, Prices};
 
 /// A price table as stored: each model's parts per million tokens (plain input, cached input,
@@ -53,4 +55,34 @@ pub(crate) fn decode_prices(stored: StoredPrices) -> Option<Prices> {
 /// Whether every tool named by stored per-tool limits is a valid tool name.
 pub(crate) fn valid_tool_limits(limits: &BTreeMap<String, u32>) -> bool {
     limits.keys().all(|tool| crate::tool::check_name(tool).is_ok())
+}
+
+/// The pools a run draws from as stored: their names in order, each hold's lease in
+/// microseconds, the output cap.
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct StoredPools {
+    names: Vec<String>,
+    lease_micros: u64,
+    output_cap: u32,
+}
+
+pub(crate) fn encode_pools(terms: &PoolTerms) -> StoredPools {
+    StoredPools {
+        names: terms.names().iter().map(|name| name.as_str().to_owned()).collect(),
+        lease_micros: u64::try_from(terms.lease().as_micros()).unwrap_or(u64::MAX),
+        output_cap: terms.output_cap(),
+    }
+}
+
+/// The terms `stored` holds, or `None` if they are not terms a draw could have.
+pub(crate) fn decode_pools(stored: &StoredPools) -> Option<PoolTerms> {
+    let names: Vec<PoolName> = stored.names.iter().map(PoolName::new).collect::<Result<_, _>>().ok()?;
+    let lease = std::time::Duration::from_micros(stored.lease_micros);
+    let terms = PoolTerms::new(names, lease, stored.output_cap);
+    let intact = terms.names().len() == stored.names.len()
+        && !stored.names.is_empty()
+        && terms.lease() == lease
+        && terms.output_cap() == stored.output_cap;
+    intact.then_some(terms)
 }

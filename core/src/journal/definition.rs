@@ -1,6 +1,7 @@
 //! The run's definition as its journal keeps it: the grants, the limits, the per-tool limits, the
-//! price table and the host's labels of its first attempt, so that a resume in any process
-//! rebuilds the same scope from the run id alone.
+//! price table, the shared pools it draws from and the host's labels of its first attempt, so
+//! that a resume in any process rebuilds the same scope from the run id alone (and the pools'
+//! store handle, which a journal cannot keep).
 //!
 //! # Invariants
 //!
@@ -10,8 +11,9 @@
 //!   definition lacks, or allowing more of any limit (the deadline aside; a token or cost budget
 //!   the definition sets and the scope lacks or sets higher; a per-tool limit the definition sets
 //!   and the scope lacks or sets higher), or charging less than the definition's price table (a
-//!   model or a tool priced lower or not at all, a model the table does not price), is refused
-//!   with [`Widened`](super::JournalError::Widened) before anything runs. Narrower is allowed.
+//!   model or a tool priced lower or not at all, a model the table does not price), or drawing
+//!   from fewer of the definition's pools or with a larger output cap, is refused with
+//!   [`Widened`](super::JournalError::Widened) before anything runs. Narrower is allowed.
 //! - Decoding never panics: a stored definition that does not decode, or whose limits do not
 //!   validate, is [`Corrupt`](super::JournalError::Corrupt).
 
@@ -20,17 +22,19 @@ use std::sync::Arc;
 
 use super::label::Labels;
 use crate::limits::Limits;
+use crate::pool::PoolTerms;
 use crate::scope::{Scope, ScopeBuilder};
 use crate::spend::Prices;
 
 /// What a run was started with: its granted capabilities, its limits, its per-tool limits, its
-/// price table, its labels.
+/// price table, the pools it draws from, its labels.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RunDefinition {
     pub(crate) grants: BTreeSet<String>,
     pub(crate) limits: Limits,
     pub(crate) tool_limits: BTreeMap<String, u32>,
     pub(crate) prices: Option<Arc<Prices>>,
+    pub(crate) pools: Option<PoolTerms>,
     pub(crate) labels: Labels,
 }
 
@@ -42,6 +46,7 @@ impl RunDefinition {
             limits: scope.limits(),
             tool_limits: scope.tool_limits().map(|(tool, limit)| (tool.to_owned(), limit)).collect(),
             prices: scope.prices().cloned(),
+            pools: scope.pools().map(crate::pool::PoolDraw::terms).filter(|terms| !terms.names().is_empty()),
             labels: scope.labels().clone(),
         }
     }
@@ -80,20 +85,32 @@ impl RunDefinition {
         self.prices.as_ref()
     }
 
+    /// The shared pools the run draws from, and the terms of its holds, if it draws from any.
+    #[must_use]
+    pub fn pools(&self) -> Option<&PoolTerms> {
+        self.pools.as_ref()
+    }
+
     /// The host's labels.
     #[must_use]
     pub fn labels(&self) -> &Labels {
         &self.labels
     }
 
-    /// A scope builder with this definition's grants, limits, per-tool limits, price table and
-    /// labels, for the run's next attempt in any process: add the request's state and the
-    /// caller's token, narrow the grants or set another deadline if need be, and build.
+    /// A scope builder with this definition's grants, limits, per-tool limits, price table,
+    /// pools and labels, for the run's next attempt in any process: add the request's state and
+    /// the caller's token, narrow the grants or set another deadline if need be, and build. A
+    /// run that draws from pools needs their store first
+    /// ([`pool_store`](ScopeBuilder::pool_store)): built without it, the builder refuses with
+    /// [`LimitsError::PoolStoreMissing`](crate::LimitsError::PoolStoreMissing).
     pub fn scope_builder(&self) -> ScopeBuilder {
         let mut builder = Scope::builder()
             .grants(self.grants.iter().cloned())
             .limits(self.limits)
             .labels(self.labels.clone());
+        if let Some(pools) = &self.pools {
+            builder = builder.resuming_pools(pools.clone());
+        }
         for (tool, limit) in &self.tool_limits {
             builder = builder.tool_limit(tool.clone(), *limit);
         }
@@ -106,8 +123,14 @@ impl RunDefinition {
     /// Whether `scope` asks for no more than this definition: its grants a subset of these,
     /// each of its limits at most this one's (the deadline aside: it is each attempt's own), a
     /// per-tool limit at most this one's for each tool this definition limits, and, when this
-    /// definition has a price table, one that charges at least as much.
+    /// definition has a price table, one that charges at least as much, and, when it draws
+    /// from pools, a draw from every one of them with an output cap at most its own.
     pub(crate) fn covers<S>(&self, scope: &Scope<S>) -> bool {
+        let pools = match (&self.pools, scope.pools()) {
+            (None, _) => true,
+            (Some(mine), Some(asked)) => mine.covers(&asked.terms()),
+            (Some(_), None) => false,
+        };
         let tool_limits = self
             .tool_limits
             .iter()
@@ -122,6 +145,7 @@ impl RunDefinition {
         let mine = &self.limits;
         tool_limits
             && prices
+            && pools
             && grants.all(|grant| self.grants.contains(grant))
             && limits.model_calls() <= mine.model_calls()
             && limits.tool_calls() <= mine.tool_calls()
@@ -156,6 +180,7 @@ mod tests {
             limits,
             tool_limits: BTreeMap::new(),
             prices: None,
+            pools: None,
             labels: Labels::new(),
         }
     }

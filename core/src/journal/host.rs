@@ -91,9 +91,12 @@ pub async fn list<J: Journal>(journal: &J, query: &RunQuery) -> Result<RunPage, 
     Ok(RunPage::new(runs, full))
 }
 
-/// A scope builder with the grants, limits and labels `run` was started with, for resuming it in
-/// any process that has nothing but its id (add the request's state and the caller's token;
-/// narrow the grants or set another deadline if need be).
+/// A scope builder with the definition `run` was started with (grants, limits, per-tool limits,
+/// prices, pools, labels), for resuming it in any process that has nothing but its id: add the
+/// request's state and the caller's token, narrow the grants or set another deadline if need
+/// be. A run that draws from shared pools needs their store handle too
+/// ([`ScopeBuilder::pool_store`]); the builder refuses to build without it, so a resume cannot
+/// spend outside the run's pools by a forgotten line.
 ///
 /// ```
 /// use loopbound::journal::{self, JournalError, MemoryJournal, RunId};
@@ -117,7 +120,8 @@ pub async fn scope_of<J: Journal>(journal: &J, run: &RunId) -> Result<ScopeBuild
 }
 
 /// Widens `run`'s definition by `widening`, as `by`: grants its capabilities too, and replaces
-/// the limits, sets or drops each per-tool limit, and replaces the price table that it gives.
+/// the limits, sets or drops each per-tool limit, replaces the price table and drops the pools
+/// that it says.
 /// The run's audit log records a `Widened` event naming `by`; the next attempt may then use the
 /// wider scope ([`scope_of`] builds it). Returns the new definition.
 ///
@@ -164,6 +168,9 @@ pub async fn widen<J: Journal>(
     }
     if let Some(prices) = &widening.prices {
         definition.prices = Some(Arc::clone(prices));
+    }
+    if widening.drop_pools {
+        definition.pools = None;
     }
     let widenings = record.events().iter().filter(|event| event.kind() == EventKind::Widened).count();
     let count =

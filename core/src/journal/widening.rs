@@ -1,5 +1,6 @@
 //! What a host widens a run's definition by ([`widen`](super::widen)): capabilities to grant
-//! too, and, each only when given, new limits, per-tool limits set or dropped, a new price table.
+//! too, and, each only when given, new limits, per-tool limits set or dropped, a new price
+//! table, the shared pools dropped.
 //!
 //! # Invariants
 //!
@@ -29,6 +30,8 @@ pub struct Widening {
     /// A tool's new per-tool limit, or `None` to drop it.
     pub(crate) tool_limits: BTreeMap<String, Option<u32>>,
     pub(crate) prices: Option<Arc<Prices>>,
+    /// Whether the run stops drawing from the pools its definition names.
+    pub(crate) drop_pools: bool,
 }
 
 impl Widening {
@@ -74,6 +77,13 @@ impl Widening {
     /// Replaces the run's price table with `prices`.
     pub fn prices(mut self, prices: Arc<Prices>) -> Self {
         self.prices = Some(prices);
+        self
+    }
+
+    /// Drops the shared pools the run draws from: its next attempts may run without a draw
+    /// (or with one from other pools), bounded by the run's own limits only.
+    pub fn drop_pools(mut self) -> Self {
+        self.drop_pools = true;
         self
     }
 }

@@ -138,6 +138,72 @@ impl PoolDraw {
     }
 }
 
+impl PoolDraw {
+    /// What this draw asks of its pools, without the store: what a journaled run's definition
+    /// keeps, so that a resume draws the same way ([`PoolTerms::draw_from`]).
+    #[must_use]
+    pub fn terms(&self) -> PoolTerms {
+        PoolTerms { names: self.names.clone(), lease: self.lease, output_cap: self.output_cap }
+    }
+}
+
+/// The pools a draw takes from and the terms of its holds, without the store that keeps them
+/// (a journaled run's [`RunDefinition`](crate::journal::RunDefinition) records these).
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct PoolTerms {
+    names: Vec<PoolName>,
+    lease: Duration,
+    output_cap: u32,
+}
+
+impl PoolTerms {
+    /// Terms from their parts, checked as a [`PoolDraw`]'s: the names kept once each, first
+    /// occurrence first; the lease at least a millisecond, the output cap at least 1.
+    #[must_use]
+    pub fn new(names: impl IntoIterator<Item = PoolName>, lease: Duration, output_cap: u32) -> Self {
+        let mut unique: Vec<PoolName> = Vec::new();
+        for name in names {
+            if !unique.contains(&name) {
+                unique.push(name);
+            }
+        }
+        Self { names: unique, lease: lease.max(Duration::from_millis(1)), output_cap: output_cap.max(1) }
+    }
+
+    /// The pools, in order.
+    #[must_use]
+    pub fn names(&self) -> &[PoolName] {
+        &self.names
+    }
+
+    /// The lease of each hold.
+    #[must_use]
+    pub fn lease(&self) -> Duration {
+        self.lease
+    }
+
+    /// The largest output a call is granted.
+    #[must_use]
+    pub fn output_cap(&self) -> u32 {
+        self.output_cap
+    }
+
+    /// A draw on these terms from the pools of `store`, held by this process.
+    #[must_use]
+    pub fn draw_from(&self, store: Arc<dyn PoolStore>) -> PoolDraw {
+        PoolDraw::new(store, self.names.iter().cloned()).lease(self.lease).output_cap(self.output_cap)
+    }
+
+    /// Whether a draw on `asked` takes no more than these terms allow: from every pool these
+    /// name (more pools only narrow a call), with an output cap at most this one. The lease is
+    /// the holder's own: it bounds how long a dead holder's hold waits, not what is spent.
+    #[must_use]
+    pub fn covers(&self, asked: &Self) -> bool {
+        self.names.iter().all(|name| asked.names.contains(name)) && asked.output_cap <= self.output_cap
+    }
+}
+
 impl fmt::Debug for PoolDraw {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("PoolDraw")

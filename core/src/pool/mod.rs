@@ -103,7 +103,7 @@ use std::time::{Duration, SystemTime};
 use serde::Serialize;
 
 pub use budget::{Amount, MAX_POOL_NAME_LEN, PoolBudget, PoolName, Window};
-pub use draw::{DEFAULT_LEASE, DEFAULT_OUTPUT_CAP, PoolDraw};
+pub use draw::{DEFAULT_LEASE, DEFAULT_OUTPUT_CAP, PoolDraw, PoolTerms};
 pub use error::PoolError;
 pub use memory::MemoryPools;
 pub use rules::{Line, PoolAsk, PoolLimit, PoolRefusal};

@@ -12,10 +12,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use loopbound::pool::{PoolName, PoolStore};
-use loopbound_postgres::{Config, PostgresPools, Store};
-use loopbound_sqlite::SqlitePools;
-use loopbound_testkit::pool::{Billing, draw, race};
+use loopbound::pool::PoolName;
+use loopbound_testkit::pool::{Billing, draw, open, race};
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -47,21 +45,4 @@ async fn work(args: &[String]) -> Result<String, String> {
     let model = Arc::new(Billing::new(number(min)?, number(max)?, number(seed)?).reporting());
     let tally = race(&draw, &model, number(tasks)?, number(runs)?).await;
     Ok(format!("done {} {}", tally.completed, tally.refused))
-}
-
-/// The store `spec` names.
-///
-/// # Errors
-///
-/// Its words when it cannot be opened.
-pub async fn open(spec: &str) -> Result<Arc<dyn PoolStore>, String> {
-    if let Some(file) = spec.strip_prefix("sqlite:") {
-        return Ok(Arc::new(SqlitePools::open(file).map_err(|error| error.to_string())?));
-    }
-    if let Some(url) = spec.strip_prefix("postgres:") {
-        let config = Config::new(url).map_err(|error| error.to_string())?;
-        let store = Store::connect(&config).await.map_err(|error| error.to_string())?;
-        return Ok(Arc::new(PostgresPools::connect(&store).await.map_err(|error| error.to_string())?));
-    }
-    Err(format!("unknown store {spec}"))
 }
