@@ -3,12 +3,14 @@
 
 use std::time::Duration;
 
-use loopbound::journal::{Entry, Fence, Journal, JournalError, RunState, StoredRun};
+use loopbound::journal::{Entry, Fence, Journal, JournalError, LabelRow, RunRow, RunState, StoredRun};
 
 use super::rows::{event, reply};
 use super::{Backend, LONG, PAST_SHORT, SHORT, batch, ending, fresh_row, pair, run, two};
 
 pub(crate) async fn check_all<B: Backend>(backend: &B) {
+    let (a, _) = two(backend, LONG).await;
+    a_new_runs_grant_returns_the_run_as_it_is_stored(&a).await;
     let (a, b) = two(backend, LONG).await;
     a_live_lease_is_refused_to_every_other_attempt_and_nothing_is_written(&a, &b).await;
     let (a, b) = two(backend, LONG).await;
@@ -41,6 +43,23 @@ fn assert_held<T: std::fmt::Debug>(
         }
         other => panic!("{what}: expected LeaseHeld, got {other:?}"),
     }
+}
+
+async fn a_new_runs_grant_returns_the_run_as_it_is_stored(a: &impl Journal) {
+    let label = |key: &str, value: &str| LabelRow { key: key.to_owned(), value: value.to_owned() };
+    let fresh = RunRow {
+        definition: r#"{"grants":[]}"#.to_owned(),
+        labels: vec![label("user", "u-7"), label("tenant", "acme")],
+        ..fresh_row()
+    };
+    let granted = a.acquire(&run(), fresh).await.expect("the run is free");
+    let read = stored(a).await;
+    assert_eq!(granted.run, read.run, "the run's row and its labels, by key");
+    let held = |stored: &StoredRun| stored.lease.as_ref().map(|lease| (lease.holder.clone(), lease.until));
+    assert_eq!(held(&granted), held(&read), "the lease as stored");
+    assert_eq!(held(&read).map(|(holder, _)| holder).as_deref(), Some("attempt-a"));
+    let empty = |stored: StoredRun| StoredRun { run: RunRow::default(), lease: None, ..stored };
+    assert_eq!(empty(granted), StoredRun::default(), "no rows yet");
 }
 
 async fn a_live_lease_is_refused_to_every_other_attempt_and_nothing_is_written(
