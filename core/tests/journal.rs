@@ -729,6 +729,101 @@ async fn a_resumed_run_draws_from_the_pools_it_started_with_and_a_resume_outside
     assert_eq!(audit.events().last().map(ToString::to_string), Some("Widened run 1 by ops-lead".to_owned()));
 }
 
+/// A journal holding the refund task approved by alice and not resumed yet.
+async fn approved_refund() -> MemoryJournal {
+    let journal = MemoryJournal::default();
+    let sink = Arc::new(MemorySink::default());
+    let tools = refund::tools(sink as Arc<dyn EffectSink>, Policy::Ask);
+    let runtime = Runtime::harness(&tools.set, refund::model(refund::short_script(), |_| {}));
+    let first = runtime
+        .run_journaled(&journal, &run_id(), &scope(Limits::default()), &mut refund::conversation(), |_| true)
+        .await
+        .unwrap();
+    assert_eq!(first.status(), Status::AwaitingApproval);
+    journal::approve(&journal, first.pending().unwrap(), "alice").await.unwrap();
+    journal
+}
+
+/// The refund task's tools with a refund that `policy` governs and whose input check allows
+/// at most `most` cents.
+fn checked_tools(sink: &Arc<MemorySink>, policy: Policy, most: i64) -> loopbound::ToolSet {
+    let mut set = loopbound::ToolSet::builder();
+    set.tool("lookup_order", refund::READ_CAPABILITY)
+        .effect(loopbound::tool::EffectKind::Read)
+        .build(|input: refund::OrderInput, _call: loopbound::Call| async move {
+            Ok::<_, String>(format!("Order {}: 15.00 EUR, paid, delivered damaged.", input.order))
+        })
+        .unwrap();
+    let refunds = Arc::clone(sink);
+    set.tool("refund", refund::REFUND_CAPABILITY)
+        .effect(loopbound::tool::EffectKind::Effect)
+        .policy(policy)
+        .validate(move |input: &refund::RefundInput| {
+            if input.amount_cents <= most { Ok(()) } else { Err(format!("at /amount_cents: at most {most}")) }
+        })
+        .build(move |input: refund::RefundInput, call: loopbound::Call| {
+            refunds.apply("refund", call.idempotency_key());
+            async move { Ok::<_, String>(format!("Refunded {} cents.", input.amount_cents)) }
+        })
+        .unwrap();
+    set.build()
+}
+
+#[tokio::test]
+async fn an_approved_proposal_is_rechecked_on_resume_and_a_stale_one_never_runs() {
+    let sink = Arc::new(MemorySink::default());
+    let narrowed = Scope::builder().grant(refund::READ_CAPABILITY).build().unwrap();
+    let cases = [
+        // What changed since the approval, the resume's tools and scope, and what it ends with.
+        ("nothing", checked_tools(&sink, Policy::Ask, 5000), scope(Limits::default()), None),
+        (
+            "the grant",
+            checked_tools(&sink, Policy::Ask, 5000),
+            narrowed,
+            Some((
+                Status::PermissionDenied,
+                "PermissionDenied refund 2 refund-42/op/2 by recheck: capability not granted",
+            )),
+        ),
+        (
+            "the policy",
+            checked_tools(&sink, Policy::Deny, 5000),
+            scope(Limits::default()),
+            Some((Status::Denied, "Denied refund 2 refund-42/op/2 by recheck: policy deny")),
+        ),
+        (
+            "the input check",
+            checked_tools(&sink, Policy::Ask, 1000),
+            scope(Limits::default()),
+            Some((Status::Denied, "Denied refund 2 refund-42/op/2 by recheck: input check")),
+        ),
+    ];
+    for (changed, tools, resume_scope, stale) in cases {
+        let journal = approved_refund().await;
+        let runtime = Runtime::harness(&tools, refund::model(refund::short_script(), |_| {}));
+        let before = sink.count("refund");
+        let outcome = runtime
+            .run_journaled(&journal, &run_id(), &resume_scope, &mut refund::conversation(), |_| true)
+            .await
+            .unwrap();
+        let record = journal::inspect(&journal, &run_id()).await.unwrap();
+        let last = record.events().last().map(ToString::to_string).unwrap();
+        match stale {
+            None => {
+                assert_eq!(outcome.status(), Status::Completed, "{changed}");
+                assert_eq!(sink.count("refund"), before + 1, "{changed}: the approved refund ran");
+            }
+            Some((status, event)) => {
+                assert_eq!(outcome.status(), status, "{changed}");
+                assert_eq!(last, event, "{changed}: the audit log says why");
+                assert_eq!(sink.count("refund"), before, "{changed}: the refund never ran");
+                assert_eq!(record.state(), RunState::Finished(status), "{changed}");
+                assert_eq!(outcome.operation(), Some("refund-42/op/2"), "{changed}");
+            }
+        }
+    }
+}
+
 #[tokio::test]
 async fn widening_a_run_is_an_explicit_audited_command_and_the_next_attempt_may_use_it() {
     let journal = MemoryJournal::default();

@@ -325,6 +325,27 @@ impl<'j, J: Journal> Journaled<'j, J> {
         Turn::End(End::Stopped(scope.guard().halt_with(HaltReason::Denied, event)))
     }
 
+    /// Halts the run instead of continuing operation `ordinal` of `tool`, because what allowed
+    /// it no longer holds (`stale`): nothing of it runs, and the audit log says why.
+    fn stale<S>(
+        &self,
+        scope: &Scope<S>,
+        tool: &Arc<str>,
+        ordinal: u32,
+        operation: &Arc<str>,
+        stale: Stale,
+    ) -> Turn {
+        let (reason, by) = match stale {
+            Stale::Grant => (HaltReason::PermissionDenied, "recheck: capability not granted"),
+            Stale::Policy => (HaltReason::Denied, "recheck: policy deny"),
+            Stale::InputCheck => (HaltReason::Denied, "recheck: input check"),
+        };
+        let event = ControlEvent::new(EventKind::Halt(reason), Subject::Tool(Arc::clone(tool)), ordinal)
+            .on(Arc::clone(operation))
+            .by(Arc::from(by));
+        Turn::End(End::Stopped(scope.guard().halt_with(reason, event)))
+    }
+
     /// Before allowed bodies start: each effect's `started` record and event, then one commit
     /// for all of them, with everything buffered before. Reads need none.
     async fn before<S>(&mut self, scope: &Scope<S>, plans: &[&Plan]) -> Result<(), End> {
@@ -423,8 +444,10 @@ impl<'j, J: Journal> Journaled<'j, J> {
         if let OperationStatus::Settled(result) = &status {
             return Admission::Done(self.settled(scope, index, call, &name, &id, result));
         }
-        let Ok(Some(admitted)) = tool.readmit(&call.arguments, &proposal.signature(), ordinal) else {
-            return journal(JournalError::ToolMismatch(format!("{id} binds differently")));
+        let readmitted = match tool.readmit(&call.arguments, &proposal.signature(), ordinal) {
+            Ok(None) => return journal(JournalError::ToolMismatch(format!("{id} binds differently"))),
+            Ok(Some(admitted)) => Some(admitted),
+            Err(_) => None,
         };
         let decision_event = |verdict| match verdict {
             Verdict::Allow => EventKind::Allowed,
@@ -439,6 +462,25 @@ impl<'j, J: Journal> Journaled<'j, J> {
                 return Admission::Done(Turn::End(End::Stopped(stop)));
             }
         }
+        // Checked again before anything of the operation runs or is asked: what was decided (an
+        // approval, the policy's allow) stands only while the tool's input check, the scope's
+        // grants and the tool's policy still allow it.
+        let stale = if !scope.is_granted(tool.capability()) {
+            Some(Stale::Grant)
+        } else if operation.decision().is_some() && tool.policy() == Policy::Deny {
+            Some(Stale::Policy)
+        } else {
+            None
+        };
+        let admitted = match (readmitted, stale) {
+            (Some(admitted), None) => admitted,
+            (None, _) => {
+                return Admission::Done(self.stale(scope, &name, ordinal, &shared, Stale::InputCheck));
+            }
+            (Some(_), Some(stale)) => {
+                return Admission::Done(self.stale(scope, &name, ordinal, &shared, stale));
+            }
+        };
         match status {
             OperationStatus::AwaitingDecision => match tool.policy() {
                 Policy::Ask => Admission::Done(awaiting(scope, &name, proposal.clone())),
@@ -553,6 +595,18 @@ pub(crate) struct Plan {
 }
 
 /// An allowed call, handed back to the loop to be run as start `start` of `operation`.
+/// What no longer allows an operation that an earlier attempt proposed, when a later attempt
+/// is about to continue it.
+#[derive(Clone, Copy, Debug)]
+enum Stale {
+    /// The scope does not grant the tool's capability (a resume narrowed the grants).
+    Grant,
+    /// The tool's policy is now `Deny`.
+    Policy,
+    /// The tool's input check (or its input type) now refuses the recorded arguments.
+    InputCheck,
+}
+
 fn run<'t, S>(
     tool: &'t dyn ErasedTool<S>,
     admitted: Box<dyn AdmittedCall<S> + 't>,

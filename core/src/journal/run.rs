@@ -263,18 +263,25 @@ async fn begin<'j, J: Journal, S>(
     Ok(Journaled::new(store, record, persisted, acquiring))
 }
 
-/// A `Denied` outcome names the operation its halt event names.
+/// A `Denied` outcome (or a `PermissionDenied` one, for a proposal whose capability a resume no
+/// longer grants) names the operation its halt event names.
 fn name_denial<S>(scope: &Scope<S>, outcome: Outcome) -> Outcome {
-    if outcome.status() != Status::Denied {
-        return outcome;
-    }
+    let reason = match outcome.status() {
+        Status::Denied => HaltReason::Denied,
+        // A proposal whose capability a resume no longer grants.
+        Status::PermissionDenied => HaltReason::PermissionDenied,
+        _ => return outcome,
+    };
     let operation = scope
         .events()
         .iter()
         .rev()
-        .find(|e| e.kind() == EventKind::Halt(HaltReason::Denied))
+        .find(|e| e.kind() == EventKind::Halt(reason))
         .and_then(|e| e.operation().map(std::sync::Arc::from));
-    outcome.on(operation)
+    match operation {
+        Some(operation) => outcome.on(Some(operation)),
+        None => outcome,
+    }
 }
 
 /// Where the run stands after an attempt that ended with `outcome`.
