@@ -397,18 +397,26 @@ impl Serialize for Outcome {
 
 /// A pending proposal as an outcome serialises it: `{"operation":…,"tool":…,"capability":…,
 /// "arguments":…,"digest":…}`, the arguments as their canonical JSON text, for the host's own
-/// display to an approver.
+/// display to an approver; a proposal that expires adds `"expires_at_ms"` (milliseconds since
+/// the Unix epoch).
 pub(crate) struct PendingForm<'p>(pub(crate) &'p crate::journal::Proposal);
 
 impl Serialize for PendingForm<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let proposal = self.0;
-        let mut pending = serializer.serialize_struct("Pending", 5)?;
+        let expires = proposal.expires_at().map(|at| {
+            let since = at.duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+            u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
+        });
+        let mut pending = serializer.serialize_struct("Pending", 5 + usize::from(expires.is_some()))?;
         pending.serialize_field("operation", &proposal.operation().to_string())?;
         pending.serialize_field("tool", proposal.tool())?;
         pending.serialize_field("capability", proposal.capability())?;
         pending.serialize_field("arguments", proposal.arguments())?;
         pending.serialize_field("digest", proposal.digest().as_str())?;
+        if let Some(expires) = expires {
+            pending.serialize_field("expires_at_ms", &expires)?;
+        }
         pending.end()
     }
 }

@@ -825,6 +825,72 @@ async fn an_approved_proposal_is_rechecked_on_resume_and_a_stale_one_never_runs(
 }
 
 #[tokio::test]
+async fn a_proposal_that_expires_refuses_a_late_approval_and_a_late_resume_never_starts_its_effect() {
+    let sink = Arc::new(MemorySink::default());
+    let suspend = |expiry: Duration| {
+        let sink = Arc::clone(&sink);
+        async move {
+            let journal = MemoryJournal::default();
+            let tools = checked_tools(&sink, Policy::AskWithin(expiry), 5000);
+            let runtime = Runtime::harness(&tools, refund::model(refund::short_script(), |_| {}));
+            let outcome = runtime
+                .run_journaled(
+                    &journal,
+                    &run_id(),
+                    &scope(Limits::default()),
+                    &mut refund::conversation(),
+                    |_| true,
+                )
+                .await
+                .unwrap();
+            (journal, tools, outcome)
+        }
+    };
+    let resume = |journal: MemoryJournal, tools: loopbound::ToolSet| async move {
+        let runtime = Runtime::harness(&tools, refund::model(refund::short_script(), |_| {}));
+        let outcome = runtime
+            .run_journaled(
+                &journal,
+                &run_id(),
+                &scope(Limits::default()),
+                &mut refund::conversation(),
+                |_| true,
+            )
+            .await
+            .unwrap();
+        let record = journal::inspect(&journal, &run_id()).await.unwrap();
+        (outcome.status(), record.events().last().map(ToString::to_string).unwrap())
+    };
+    let expired = "Denied refund 2 refund-42/op/2 by recheck: approval expired".to_owned();
+
+    // Presented after the expiry: refused, nothing written; the resume ends the run.
+    let (journal, tools, waiting) = suspend(Duration::from_millis(1)).await;
+    let pending = waiting.pending().unwrap();
+    let expires = pending.expires_at().unwrap();
+    let shown = serde_json::to_value(&waiting).unwrap();
+    let millis = expires.duration_since(std::time::UNIX_EPOCH).unwrap().as_millis();
+    assert_eq!(shown["pending"]["expires_at_ms"].as_u64().map(u128::from), Some(millis));
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    let commits = journal.commits();
+    assert_eq!(journal::approve(&journal, pending, "alice").await.err(), Some(JournalError::ApprovalExpired));
+    assert_eq!(journal.commits(), commits, "nothing written");
+    assert_eq!(resume(journal, tools).await, (Status::Denied, expired.clone()));
+
+    // Approved in time, resumed after the expiry: the effect never starts.
+    let (journal, tools, waiting) = suspend(Duration::from_millis(300)).await;
+    journal::approve(&journal, waiting.pending().unwrap(), "alice").await.unwrap();
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    assert_eq!(resume(journal, tools).await, (Status::Denied, expired));
+    assert_eq!(sink.count("refund"), 0);
+
+    // Approved and resumed in time: it runs.
+    let (journal, tools, waiting) = suspend(Duration::from_secs(3600)).await;
+    journal::approve(&journal, waiting.pending().unwrap(), "alice").await.unwrap();
+    assert_eq!(resume(journal, tools).await.0, Status::Completed);
+    assert_eq!(sink.count("refund"), 1);
+}
+
+#[tokio::test]
 async fn widening_a_run_is_an_explicit_audited_command_and_the_next_attempt_may_use_it() {
     let journal = MemoryJournal::default();
     let sink = Arc::new(MemorySink::default());

@@ -282,6 +282,18 @@ pub(crate) fn decode_definition(text: &str, labels: Labels) -> Result<Option<Run
     Ok(Some(RunDefinition { grants, limits, tool_limits: stored.tool_limits, prices, pools, labels }))
 }
 
+/// The instant `millis` milliseconds after the Unix epoch, if the clock can represent it (one
+/// it cannot is later than any it can: never reached).
+pub(crate) fn time_from_millis(millis: u64) -> Option<std::time::SystemTime> {
+    std::time::UNIX_EPOCH.checked_add(std::time::Duration::from_millis(millis))
+}
+
+/// `after` from now by this host's clock, in milliseconds since the Unix epoch (saturating).
+pub(crate) fn expiry_from_now(after: std::time::Duration) -> u64 {
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    u64::try_from(now.saturating_add(after).as_millis()).unwrap_or(u64::MAX)
+}
+
 pub(crate) fn decode_effect(text: &str) -> Result<EffectKind, JournalError> {
     [EffectKind::Read, EffectKind::Effect, EffectKind::Idempotent]
         .into_iter()

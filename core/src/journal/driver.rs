@@ -222,6 +222,7 @@ impl<'j, J: Journal> Journaled<'j, J> {
         };
         let ordinal = admitted.count();
         let operation = self.run.operation(ordinal);
+        let expires = tool.policy().expiry().map(codec::expiry_from_now);
         let proposal = Proposal {
             operation: operation.clone(),
             reply: self.reply,
@@ -230,6 +231,7 @@ impl<'j, J: Journal> Journaled<'j, J> {
             capability: tool.capability().to_owned(),
             effect: tool.effect(),
             arguments,
+            expires: expires.and_then(codec::time_from_millis),
         };
         self.pending.push(Entry::Proposal(ProposalRow {
             ordinal,
@@ -239,6 +241,7 @@ impl<'j, J: Journal> Journaled<'j, J> {
             capability: proposal.capability.clone(),
             effect: proposal.effect.as_str().to_owned(),
             arguments: proposal.arguments.clone(),
+            expires,
         }));
         let known = Operation {
             proposal: proposal.clone(),
@@ -256,7 +259,7 @@ impl<'j, J: Journal> Journaled<'j, J> {
             return Admission::Done(Turn::End(End::Stopped(stop)));
         }
         match tool.policy() {
-            Policy::Ask => Admission::Done(awaiting(scope, tool.name(), proposal)),
+            Policy::Ask | Policy::AskWithin(_) => Admission::Done(awaiting(scope, tool.name(), proposal)),
             Policy::Deny => {
                 Admission::Done(self.deny(scope, tool.name(), ordinal, &shared, &Decider::Policy, true))
             }
@@ -327,18 +330,12 @@ impl<'j, J: Journal> Journaled<'j, J> {
 
     /// Halts the run instead of continuing operation `ordinal` of `tool`, because what allowed
     /// it no longer holds (`stale`): nothing of it runs, and the audit log says why.
-    fn stale<S>(
-        &self,
-        scope: &Scope<S>,
-        tool: &Arc<str>,
-        ordinal: u32,
-        operation: &Arc<str>,
-        stale: Stale,
-    ) -> Turn {
+    fn stale<S>(scope: &Scope<S>, tool: &Arc<str>, ordinal: u32, operation: &Arc<str>, stale: Stale) -> Turn {
         let (reason, by) = match stale {
             Stale::Grant => (HaltReason::PermissionDenied, "recheck: capability not granted"),
             Stale::Policy => (HaltReason::Denied, "recheck: policy deny"),
             Stale::InputCheck => (HaltReason::Denied, "recheck: input check"),
+            Stale::Expired => (HaltReason::Denied, "recheck: approval expired"),
         };
         let event = ControlEvent::new(EventKind::Halt(reason), Subject::Tool(Arc::clone(tool)), ordinal)
             .on(Arc::clone(operation))
@@ -465,8 +462,12 @@ impl<'j, J: Journal> Journaled<'j, J> {
         // Checked again before anything of the operation runs or is asked: what was decided (an
         // approval, the policy's allow) stands only while the tool's input check, the scope's
         // grants and the tool's policy still allow it.
+        let unstarted =
+            matches!(status, OperationStatus::AwaitingDecision | OperationStatus::Ready { start: 1 });
         let stale = if !scope.is_granted(tool.capability()) {
             Some(Stale::Grant)
+        } else if unstarted && proposal.is_expired() {
+            Some(Stale::Expired)
         } else if operation.decision().is_some() && tool.policy() == Policy::Deny {
             Some(Stale::Policy)
         } else {
@@ -475,15 +476,17 @@ impl<'j, J: Journal> Journaled<'j, J> {
         let admitted = match (readmitted, stale) {
             (Some(admitted), None) => admitted,
             (None, _) => {
-                return Admission::Done(self.stale(scope, &name, ordinal, &shared, Stale::InputCheck));
+                return Admission::Done(Self::stale(scope, &name, ordinal, &shared, Stale::InputCheck));
             }
             (Some(_), Some(stale)) => {
-                return Admission::Done(self.stale(scope, &name, ordinal, &shared, stale));
+                return Admission::Done(Self::stale(scope, &name, ordinal, &shared, stale));
             }
         };
         match status {
             OperationStatus::AwaitingDecision => match tool.policy() {
-                Policy::Ask => Admission::Done(awaiting(scope, &name, proposal.clone())),
+                Policy::Ask | Policy::AskWithin(_) => {
+                    Admission::Done(awaiting(scope, &name, proposal.clone()))
+                }
                 Policy::Deny => {
                     Admission::Done(self.deny(scope, &name, ordinal, &shared, &Decider::Policy, true))
                 }
@@ -605,6 +608,8 @@ enum Stale {
     Policy,
     /// The tool's input check (or its input type) now refuses the recorded arguments.
     InputCheck,
+    /// The proposal expired ([`Policy::AskWithin`]) before its effect started.
+    Expired,
 }
 
 fn run<'t, S>(

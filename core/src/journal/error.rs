@@ -74,6 +74,9 @@ pub enum JournalError {
     SignatureMismatch,
     /// The operation already has a decision.
     AlreadyDecided,
+    /// The proposal expired ([`Policy::AskWithin`](crate::tool::Policy::AskWithin)) before this
+    /// approval was presented; nothing was written (a denial is still taken).
+    ApprovalExpired,
     /// The operation is not ambiguous (not started, already recorded, or already reconciled, or
     /// its run is not stopped on it).
     NotAmbiguous,
@@ -126,6 +129,7 @@ impl fmt::Display for JournalError {
                 f.write_str("the approval is for other arguments than the proposal's; refused")
             }
             Self::AlreadyDecided => f.write_str("the operation already has a decision"),
+            Self::ApprovalExpired => f.write_str("the proposal expired before it was approved; nothing was written"),
             Self::NotAmbiguous => f.write_str("the operation is not ambiguous; nothing to reconcile"),
             Self::NotAnEffect => {
                 f.write_str("only effect operations are reconciled; an idempotent one is driven again")

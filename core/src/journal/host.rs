@@ -340,6 +340,9 @@ async fn decide<J: Journal>(
     if found.decision().is_some() {
         return Err(JournalError::AlreadyDecided);
     }
+    if verdict == Verdict::Allow && found.proposal().is_expired() {
+        return Err(JournalError::ApprovalExpired);
+    }
     idle(&record)?;
     let row = DecisionRow {
         ordinal: operation.ordinal(),

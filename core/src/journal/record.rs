@@ -25,9 +25,24 @@ pub struct Proposal {
     pub(crate) capability: String,
     pub(crate) effect: EffectKind,
     pub(crate) arguments: String,
+    pub(crate) expires: Option<std::time::SystemTime>,
 }
 
 impl Proposal {
+    /// When the proposal expires, if its tool's policy sets an expiry
+    /// ([`Policy::AskWithin`](crate::tool::Policy::AskWithin)): an approval is refused after
+    /// it, and an approved effect that has not started by then never starts.
+    #[must_use]
+    pub fn expires_at(&self) -> Option<std::time::SystemTime> {
+        self.expires
+    }
+
+    /// Whether the proposal has expired by this host's clock.
+    #[must_use]
+    pub fn is_expired(&self) -> bool {
+        self.expires.is_some_and(|expires| std::time::SystemTime::now() >= expires)
+    }
+
     /// The operation this proposal opens.
     #[must_use]
     pub fn operation(&self) -> &OperationId {

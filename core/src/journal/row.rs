@@ -126,6 +126,9 @@ pub struct ProposalRow {
     pub effect: String,
     /// The canonical JSON of the bound arguments.
     pub arguments: String,
+    /// When the proposal expires, in milliseconds since the Unix epoch by the proposing host's
+    /// clock, if its tool's policy sets an expiry ([`Policy::AskWithin`](crate::tool::Policy)).
+    pub expires: Option<u64>,
 }
 
 /// A decision on a proposal.

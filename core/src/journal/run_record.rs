@@ -268,6 +268,7 @@ fn proposals(
             capability: row.capability.clone(),
             effect: codec::decode_effect(&row.effect)?,
             arguments: row.arguments.clone(),
+            expires: row.expires.and_then(codec::time_from_millis),
         };
         let operation =
             Operation { proposal, decision: None, starts: 0, reconciliations: Vec::new(), result: None };

@@ -58,16 +58,36 @@ pub enum Policy {
     Deny,
     /// Ask a person (or another host process) first: the run waits for a decision.
     Ask,
+    /// As [`Ask`](Self::Ask), and the proposal expires this long after it was made (by the
+    /// proposing host's clock): an approval presented later is refused
+    /// ([`ApprovalExpired`](crate::journal::JournalError::ApprovalExpired)), and an approved
+    /// proposal whose effect has not started by then never starts (the resume halts `Denied`).
+    AskWithin(std::time::Duration),
 }
 
 impl Policy {
-    /// `allow`, `deny` or `ask`.
+    /// `allow`, `deny` or `ask` (with or without an expiry).
     #[must_use]
     pub const fn as_str(self) -> &'static str {
         match self {
             Self::Allow => "allow",
             Self::Deny => "deny",
-            Self::Ask => "ask",
+            Self::Ask | Self::AskWithin(_) => "ask",
+        }
+    }
+
+    /// Whether a proposal waits for a person's decision.
+    #[must_use]
+    pub const fn asks(self) -> bool {
+        matches!(self, Self::Ask | Self::AskWithin(_))
+    }
+
+    /// How long after it is made a proposal expires, if it does.
+    #[must_use]
+    pub const fn expiry(self) -> Option<std::time::Duration> {
+        match self {
+            Self::AskWithin(expiry) => Some(expiry),
+            _ => None,
         }
     }
 }

@@ -303,7 +303,7 @@ where
         guard.check(Activity::Tool(&tool.name))?;
         if operation.is_none() && tool.policy != Policy::Allow {
             let by = match tool.policy {
-                Policy::Ask => "policy ask, no journal",
+                Policy::Ask | Policy::AskWithin(_) => "policy ask, no journal",
                 _ => "policy",
             };
             let event = ControlEvent::new(

@@ -18,6 +18,12 @@ fn u32_at(row: &Row<'_>, index: usize, what: &str) -> Result<u32, JournalError> 
     to_u32(row.get::<_, i64>(index).map_err(storage)?, what)
 }
 
+/// A proposal's expiry: a non-negative count of milliseconds, or none.
+fn expiry_at(row: &Row<'_>, index: usize) -> Result<Option<u64>, JournalError> {
+    let millis: Option<i64> = row.get(index).map_err(storage)?;
+    millis.map(|millis| to_u64(millis, "a proposal's expiry")).transpose()
+}
+
 fn text_at(row: &Row<'_>, index: usize) -> Result<String, JournalError> {
     row.get::<_, String>(index).map_err(storage)
 }
@@ -124,7 +130,8 @@ pub(crate) fn stored_run(
     let calls = calls(connection, run)?;
     let proposals = rows(
         connection,
-        "SELECT ordinal, reply, idx, tool, capability, effect, arguments FROM proposals WHERE run = ?1 ORDER BY ordinal",
+        "SELECT ordinal, reply, idx, tool, capability, effect, arguments, expires FROM proposals \
+         WHERE run = ?1 ORDER BY ordinal",
         run,
         |r| {
             Ok(ProposalRow {
@@ -135,6 +142,7 @@ pub(crate) fn stored_run(
                 capability: text_at(r, 4)?,
                 effect: text_at(r, 5)?,
                 arguments: text_at(r, 6)?,
+                expires: expiry_at(r, 7)?,
             })
         },
     )?;

@@ -188,8 +188,8 @@ fn write(transaction: &Connection, run: &str, entry: &Entry, seq: &mut i64) -> R
             ],
         ),
         Entry::Proposal(row) => execute(
-            "INSERT INTO proposals (run, ordinal, reply, idx, tool, capability, effect, arguments) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            "INSERT INTO proposals (run, ordinal, reply, idx, tool, capability, effect, arguments, expires) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
             params![
                 run,
                 int(row.ordinal),
@@ -198,7 +198,8 @@ fn write(transaction: &Connection, run: &str, entry: &Entry, seq: &mut i64) -> R
                 row.tool,
                 row.capability,
                 row.effect,
-                row.arguments
+                row.arguments,
+                row.expires.map(|millis| i64::try_from(millis).unwrap_or(i64::MAX))
             ],
         ),
         Entry::Decision(row) => execute(

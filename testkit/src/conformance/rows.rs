@@ -94,6 +94,7 @@ async fn keys_are_written_once(journal: &impl Journal) {
         capability: "payments.refund".to_owned(),
         effect: "effect".to_owned(),
         arguments: "{}".to_owned(),
+        expires: Some(1_796_119_200_000),
     });
     let decision = |by: &str| {
         Entry::Decision(DecisionRow { ordinal: 1, verdict: "allow".to_owned(), by: by.to_owned() })
@@ -125,6 +126,12 @@ async fn keys_are_written_once(journal: &impl Journal) {
         .commit(&run(), Fence::Host, batch(vec![reconciliation.clone()]))
         .await
         .expect("one reconciliation");
+    let stored = journal.load(&run()).await.expect("load").expect("the run exists");
+    assert_eq!(
+        stored.proposals.first().map(|row| Entry::Proposal(row.clone())).as_ref(),
+        Some(&proposal),
+        "with its expiry"
+    );
     for (entry, what) in [
         (proposal, "a second proposal"),
         (decision("approver:bob"), "a second decision"),

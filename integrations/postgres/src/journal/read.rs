@@ -171,7 +171,7 @@ pub(super) async fn stored_run(
     let proposals = rows(
         transaction,
         redactor,
-        "SELECT ordinal, reply, idx, tool, capability, effect, arguments FROM loopbound_proposals \
+        "SELECT ordinal, reply, idx, tool, capability, effect, arguments, expires FROM loopbound_proposals \
          WHERE run_id = $1 ORDER BY ordinal",
         run,
         |r| {
@@ -183,6 +183,11 @@ pub(super) async fn stored_run(
                 capability: text_at(r, 4, "a proposal's capability")?,
                 effect: text_at(r, 5, "a proposal's effect")?,
                 arguments: text_at(r, 6, "a proposal's arguments")?,
+                expires: r
+                    .try_get::<_, Option<i64>>(7)
+                    .map_err(|_| corrupt("a proposal's expiry"))?
+                    .map(|millis| u64::try_from(millis).map_err(|_| corrupt("a proposal's expiry")))
+                    .transpose()?,
             })
         },
     )

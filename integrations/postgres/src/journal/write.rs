@@ -99,8 +99,8 @@ const REPLY: &str = "INSERT INTO loopbound_replies (run_id, ordinal, reply) VALU
 const CALL: &str = "INSERT INTO loopbound_calls (run_id, reply, idx, operation, is_error, text) \
                      VALUES ($1, $2, $3, $4, $5, $6)";
 const PROPOSAL: &str = "INSERT INTO loopbound_proposals \
-                     (run_id, ordinal, reply, idx, tool, capability, effect, arguments) \
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)";
+                     (run_id, ordinal, reply, idx, tool, capability, effect, arguments, expires) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)";
 const DECISION: &str = "INSERT INTO loopbound_decisions (run_id, ordinal, verdict, decided_by) \
                      VALUES ($1, $2, $3, $4)";
 const STARTED: &str = "INSERT INTO loopbound_started (run_id, ordinal, start) VALUES ($1, $2, $3)";
@@ -398,6 +398,7 @@ impl Writer<'_> {
                         &row.capability,
                         &row.effect,
                         &row.arguments,
+                        &row.expires.map(|millis| i64::try_from(millis).unwrap_or(i64::MAX)),
                     ],
                 )
                 .await
