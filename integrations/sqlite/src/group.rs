@@ -18,8 +18,9 @@
 //!   same write lock, with the same fence checks), so a crash anywhere leaves every write of a
 //!   group committed or none of them: the crash matrix's cases are those of single writes.
 //! - At most one writer thread per connection at a time; the queue is never left with writes
-//!   and no writer (a write is queued and the writer's end is decided under one lock, and a
-//!   writer that unwinds gives its place up).
+//!   and no writer (a write is queued and the writer's end is decided under one lock; a write
+//!   that panics is caught and fails alone, so the writer does not unwind with writes queued
+//!   behind it; a writer that unwinds for another reason gives its place up).
 //! - A write whose caller gave it up (its future dropped, at a run's deadline) before its group
 //!   began is not written; while its group waits for the file's write lock, the wait stops once
 //!   every caller of the group has given up.
@@ -209,8 +210,13 @@ fn commit_group<W: Writer>(connection: &mut Connection, writes: Vec<Queued>, int
                 continue;
             }
         };
-        // A failed write rolls back to its savepoint when the savepoint is dropped.
-        if let Ok(answer) = queued.write.run(&savepoint, &holder) {
+        // A failed write rolls back to its savepoint when the savepoint is dropped. A write that
+        // panics is one that failed: its caller is told so (its answer dropped with it), and
+        // the writer goes on with the others (were it to unwind, a write queued while it did
+        // could find the writer's place still taken, and wait with no writer).
+        let written =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| queued.write.run(&savepoint, &holder)));
+        if let Ok(Ok(answer)) = written {
             match savepoint.commit() {
                 Ok(()) => answers.push(answer),
                 Err(error) => answer(Err(storage(error))),
@@ -281,7 +287,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_writer_that_panics_fails_its_group_and_the_next_write_gets_a_writer_of_its_own() {
+    async fn a_write_that_panics_fails_alone_and_the_writer_goes_on() {
         let writer = memory();
         let panicked = write(Arc::clone(&writer), Arc::from("test"), 1, |_, _| -> Result<(), JournalError> {
             panic!("a write that panics")
@@ -291,7 +297,7 @@ mod tests {
         assert_eq!(insert(&writer, 1).await, Ok(()), "the next write is written");
         let refused = insert(&writer, 1).await;
         assert!(matches!(refused, Err(JournalError::Conflict(_))), "a key written twice: {refused:?}");
-        // The panic poisoned the connection's mutex; the writer goes on through it, as here.
+        assert!(!writer.connection.is_poisoned(), "the writer did not unwind");
         let count: i64 = writer
             .connection
             .lock()
