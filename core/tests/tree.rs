@@ -204,6 +204,16 @@ async fn a_child_under_its_parents_budget_is_reserved_and_capped_though_it_has_n
     let spend = parent.spend();
     assert_eq!(spend.settled.output_tokens, 150);
     assert_eq!((spend.overshoot_tokens, spend.calls_over_reservation), (30, 1));
+    // The child has no budget of its own: its outcome states the parent's budget it crossed.
+    let own = outcome.spend();
+    assert_eq!(
+        (own.overshoot_tokens, own.calls_over_reservation, own.ancestor_overshoot_tokens),
+        (0, 1, 30),
+        "the child's call took its parent 30 tokens past its budget"
+    );
+    let shown = serde_json::to_value(&outcome).unwrap();
+    assert_eq!(shown["spend"]["ancestor_overshoot_tokens"], 30);
+    assert!(shown["spend"].get("ancestor_overshoot_cost").is_none(), "no cost crossed: not serialised");
 }
 
 #[tokio::test]

@@ -541,6 +541,8 @@ impl Ledger {
         for branch in ancestors.iter_mut() {
             if let Err(refusal) = branch.ledger.account.settle(branch.limits, price, reserved, reported) {
                 branch.halt(refusal_reason(refusal), Subject::Model);
+                let past = branch.ledger.account.report(branch.limits);
+                self.account.crossed_above(past.overshoot_tokens, past.overshoot_cost);
                 crossed = Some(refusal);
             }
         }
@@ -561,8 +563,10 @@ impl Ledger {
     ) -> Stop {
         for branch in ancestors.iter_mut() {
             branch.ledger.account.settle_cut(price, reserved, output);
-            if branch.ledger.account.report(branch.limits).overshoot_tokens > 0 {
+            let past = branch.ledger.account.report(branch.limits);
+            if past.overshoot_tokens > 0 {
                 branch.halt(HaltReason::TokenBudget, Subject::Model);
+                self.account.crossed_above(past.overshoot_tokens, past.overshoot_cost);
             }
         }
         self.account.settle_cut(price, reserved, output);

@@ -75,6 +75,9 @@ pub(crate) struct Account {
     settled_cost: Micros,
     reserved: Reserved,
     over: u32,
+    /// The largest overshoot past an ancestor's budgets that a call of this scope caused:
+    /// tokens, money (this attempt's; not persisted).
+    above: (u64, Micros),
 }
 
 impl Account {
@@ -247,7 +250,15 @@ impl Account {
             calls_over_reservation: self.over,
             overshoot_tokens: tokens,
             overshoot_cost: cost,
+            ancestor_overshoot_tokens: self.above.0,
+            ancestor_overshoot_cost: self.above.1,
         }
+    }
+
+    /// Notes that a call of this scope took an ancestor `tokens` and `cost` past its budgets
+    /// (keeping the largest of each).
+    pub(crate) fn crossed_above(&mut self, tokens: u64, cost: Micros) {
+        self.above = (self.above.0.max(tokens), self.above.1.max(cost));
     }
 
     /// The persisted form: settled figures, in-flight reservations, calls over.
@@ -257,7 +268,7 @@ impl Account {
 
     /// An account from its persisted form.
     pub(crate) fn from_parts(settled: Usage, cost: Micros, reserved: Reserved, over: u32) -> Self {
-        Self { settled, settled_cost: cost, reserved, over }
+        Self { settled, settled_cost: cost, reserved, over, above: (0, Micros::ZERO) }
     }
 }
 

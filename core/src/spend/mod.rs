@@ -77,4 +77,23 @@ pub struct Spend {
     pub overshoot_tokens: u64,
     /// Money past the cost budget (0 within it).
     pub overshoot_cost: Micros,
+    /// In a tree of scopes: the most tokens past an ancestor's tightest token budget that one of
+    /// this scope's calls took it (0 when none did; serialised only when set). The ancestor's
+    /// own spend states its whole overshoot; this says that this run's call crossed it.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub ancestor_overshoot_tokens: u64,
+    /// In a tree of scopes: the most money past an ancestor's cost budget that one of this
+    /// scope's calls took it (0 when none did; serialised only when set).
+    #[serde(skip_serializing_if = "is_no_money")]
+    pub ancestor_overshoot_cost: Micros,
+}
+
+#[allow(clippy::trivially_copy_pass_by_ref, reason = "serde's `skip_serializing_if` hands over a reference")]
+fn is_zero(tokens: &u64) -> bool {
+    *tokens == 0
+}
+
+#[allow(clippy::trivially_copy_pass_by_ref, reason = "serde's `skip_serializing_if` hands over a reference")]
+fn is_no_money(money: &Micros) -> bool {
+    *money == Micros::ZERO
 }
