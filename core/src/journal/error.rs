@@ -29,6 +29,9 @@ pub enum JournalError {
     /// An approver's or reconciler's name is empty, longer than 64 bytes, or has a control
     /// character.
     InvalidActor,
+    /// A host's reason for closing a run is empty, longer than 256 bytes, or has a control
+    /// character.
+    InvalidReason,
     /// A label's key is not 1 to 32 bytes of `a-z 0-9 _ . -`, its value not 1 to 128 bytes
     /// without a control character, or a run would carry more than 8 labels.
     InvalidLabel,
@@ -103,6 +106,9 @@ impl fmt::Display for JournalError {
             Self::InvalidOperationId => f.write_str("invalid operation id: expected <run>/op/<ordinal>"),
             Self::InvalidDigest => f.write_str("invalid digest: expected 64 hexadecimal digits"),
             Self::InvalidActor => f.write_str("invalid name: use 1 to 64 bytes without control characters"),
+            Self::InvalidReason => {
+                f.write_str("invalid reason: use 1 to 256 bytes without control characters")
+            }
             Self::InvalidLabel => f.write_str(
                 "invalid label: keys of 1 to 32 bytes among a-z, 0-9, '_', '.', '-', values of 1 to 128 bytes without control characters, at most 8 labels",
             ),

@@ -403,6 +403,13 @@ fn apply(stored: &mut StoredRun, entry: Entry) -> Result<(), JournalError> {
             stored.run.ledger = ledger;
             Ok(())
         }
+        Entry::ExpectState(state) => {
+            if stored.run.state == state {
+                Ok(())
+            } else {
+                Err(JournalError::Conflict("another state than the one expected".to_owned()))
+            }
+        }
         Entry::State(state) => {
             stored.run.state = state;
             Ok(())

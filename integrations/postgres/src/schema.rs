@@ -44,7 +44,11 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
     Migration { version: 2, sql: JOURNAL },
     Migration { version: 3, sql: DEFINITIONS },
     Migration { version: 4, sql: CANCELS },
+    Migration { version: 5, sql: REASONS },
 ];
+
+/// Version 5: the host's reason an event gives (a closed run's).
+const REASONS: &str = "ALTER TABLE loopbound_events ADD COLUMN reason text;";
 
 /// Version 4: who asked to cancel the run, until an attempt honours it.
 const CANCELS: &str = "ALTER TABLE loopbound_runs ADD COLUMN cancel_by text;";
@@ -258,7 +262,7 @@ mod tests {
                 .await
                 .unwrap();
         }
-        assert_eq!(migrate(&mut client, super::MIGRATIONS, &redactor).await.unwrap(), [3, 4]);
+        assert_eq!(migrate(&mut client, super::MIGRATIONS, &redactor).await.unwrap(), [3, 4, 5]);
         assert_eq!(
             cluster.execute(
                 &database.name,

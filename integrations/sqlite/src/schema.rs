@@ -20,10 +20,10 @@ use crate::error::storage;
 pub const APPLICATION_ID: i64 = 0x4C42_4A31;
 
 /// Each schema version's statements; version n is `MIGRATIONS[n - 1]`.
-pub(crate) const MIGRATIONS: &[&str] = &[V1, V2, V3];
+pub(crate) const MIGRATIONS: &[&str] = &[V1, V2, V3, V4];
 
 /// The newest schema version this build writes.
-pub const SCHEMA_VERSION: i64 = 3;
+pub const SCHEMA_VERSION: i64 = 4;
 
 const V1: &str = "
 CREATE TABLE runs (
@@ -124,6 +124,11 @@ CREATE INDEX runs_by_lease ON runs (lease_until);
 /// Version 3: who asked to cancel the run, until an attempt honours it.
 const V3: &str = "
 ALTER TABLE runs ADD COLUMN cancel_by TEXT;
+";
+
+/// Version 4: the host's reason an event gives (a closed run's).
+const V4: &str = "
+ALTER TABLE events ADD COLUMN reason TEXT;
 ";
 
 fn pragma_i64(connection: &Connection, name: &str) -> Result<i64, JournalError> {

@@ -14,8 +14,10 @@
 //!   [`Fence::Host`] only while no lease is live.
 //! - Inserts never replace: a key that exists fails the statement (the tables' keys), and the
 //!   whole transaction rolls back.
+//! - [`Entry::ExpectState`] reads the run's state inside the same transaction: a state another
+//!   writer changed since the host read it fails the batch as a conflict, nothing written.
 
-use loopbound::journal::{Batch, Entry, Fence, JournalError, RunId, RunRow, StoredRun};
+use loopbound::journal::{Batch, Entry, Fence, JournalError, RunId, RunRow, RunState, StoredRun};
 use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
 
 use crate::error::storage;
@@ -219,11 +221,12 @@ fn write(transaction: &Connection, run: &str, entry: &Entry, seq: &mut i64) -> R
                 .checked_add(1)
                 .ok_or_else(|| JournalError::Corrupt("the events' sequence out of range".into()))?;
             execute(
-                "INSERT INTO events (run, seq, kind, name, count, operation, decided_by) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-                params![run, *seq, row.kind, row.name, int(row.count), row.operation, row.by],
+                "INSERT INTO events (run, seq, kind, name, count, operation, decided_by, reason) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                params![run, *seq, row.kind, row.name, int(row.count), row.operation, row.by, row.reason],
             )
         }
+        Entry::ExpectState(state) => expect_state(transaction, run, *state),
         Entry::Ledger(ledger) => execute("UPDATE runs SET ledger = ?2 WHERE run = ?1", params![run, ledger]),
         Entry::State(state) => execute(
             "UPDATE runs SET state = ?2, state_operation = ?3, state_status = ?4 WHERE run = ?1",
@@ -241,6 +244,16 @@ fn write(transaction: &Connection, run: &str, entry: &Entry, seq: &mut i64) -> R
         Entry::Release => {
             execute("UPDATE runs SET lease_holder = NULL, lease_until = NULL WHERE run = ?1", params![run])
         }
+    }
+}
+
+/// Refuses the batch unless `run`'s state is `state` now (under the transaction's write lock).
+fn expect_state(transaction: &Connection, run: &str, state: RunState) -> Result<(), JournalError> {
+    let (row, _) = read::run_row(transaction, run, now_micros()?)?.ok_or(JournalError::UnknownRun)?;
+    if row.state == state {
+        Ok(())
+    } else {
+        Err(JournalError::Conflict("another state than the one expected".into()))
     }
 }
 

@@ -26,12 +26,14 @@
 //!   take the run at once.
 //! - Inserts never replace: a key that exists fails the statement (a unique violation, which is
 //!   a [`Conflict`](JournalError::Conflict)), and the whole transaction rolls back.
+//! - [`Entry::ExpectState`] reads the run's state after the fence locked its row: a state that
+//!   another writer changed since the host read it fails the batch as a conflict, rolled back.
 
 use std::time::Duration;
 
 use deadpool_postgres::Transaction;
 use futures_util::future::{join, join_all};
-use loopbound::journal::{Batch, Entry, EventRow, Fence, JournalError, RunRow, StoredRun};
+use loopbound::journal::{Batch, Entry, EventRow, Fence, JournalError, RunRow, RunState, StoredRun};
 use tokio_postgres::types::ToSql;
 
 use super::convert::corrupt;
@@ -109,11 +111,16 @@ const RECONCILIATION: &str = "INSERT INTO loopbound_reconciliations \
                      VALUES ($1, $2, $3, $4, $5, $6)";
 /// A batch's events in one statement, numbered after the run's last one (read under the
 /// fence's lock) in the batch's order.
-const EVENTS: &str = "INSERT INTO loopbound_events (run_id, seq, kind, name, count, operation, decided_by) \
-                      SELECT $1, last.seq + e.ord, e.kind, e.name, e.count, e.operation, e.decided_by \
+const EVENTS: &str = "INSERT INTO loopbound_events \
+                      (run_id, seq, kind, name, count, operation, decided_by, reason) \
+                      SELECT $1, last.seq + e.ord, e.kind, e.name, e.count, e.operation, e.decided_by, e.reason \
                         FROM (SELECT coalesce(max(seq), 0) AS seq FROM loopbound_events WHERE run_id = $1) AS last, \
-                             unnest($2::text[], $3::text[], $4::bigint[], $5::text[], $6::text[]) \
-                             WITH ORDINALITY AS e(kind, name, count, operation, decided_by, ord)";
+                             unnest($2::text[], $3::text[], $4::bigint[], $5::text[], $6::text[], $7::text[]) \
+                             WITH ORDINALITY AS e(kind, name, count, operation, decided_by, reason, ord)";
+/// Whether the run's state is the expected one (one row) or not (none), read under the fence's
+/// lock.
+const EXPECT_STATE: &str = "SELECT 1 FROM loopbound_runs WHERE run_id = $1 AND state = $2 \
+                     AND state_operation IS NOT DISTINCT FROM $3 AND state_status IS NOT DISTINCT FROM $4";
 const LEDGER: &str = "UPDATE loopbound_runs SET ledger = $2 WHERE run_id = $1";
 const STATE: &str = "UPDATE loopbound_runs SET state = $2, state_operation = $3, state_status = $4 \
                      WHERE run_id = $1";
@@ -130,12 +137,18 @@ fn statement(entry: &Entry) -> &'static str {
         Entry::Started(_) => STARTED,
         Entry::Reconciliation(_) => RECONCILIATION,
         Entry::Event(_) => EVENTS,
+        Entry::ExpectState(_) => EXPECT_STATE,
         Entry::Ledger(_) => LEDGER,
         Entry::State(_) => STATE,
         Entry::Definition(_) => DEFINITION,
         Entry::CancelHonoured => CANCEL_HONOURED,
         Entry::Release => RELEASE,
     }
+}
+
+/// A state's stored parts: its name, the operation it names, the status it names.
+fn parts(state: RunState) -> (&'static str, Option<i64>, Option<&'static str>) {
+    (state.name(), state.operation().map(i64::from), state.status().map(loopbound::Status::as_str))
 }
 
 /// Who writes, and how to classify the database's errors.
@@ -354,7 +367,8 @@ impl Writer<'_> {
         let counts: Vec<i64> = events.iter().map(|event| i64::from(event.count)).collect();
         let operations: Vec<Option<&str>> = events.iter().map(|event| event.operation.as_deref()).collect();
         let deciders: Vec<Option<&str>> = events.iter().map(|event| event.by.as_deref()).collect();
-        self.execute(transaction, EVENTS, &[&run, &kinds, &names, &counts, &operations, &deciders])
+        let reasons: Vec<Option<&str>> = events.iter().map(|event| event.reason.as_deref()).collect();
+        self.execute(transaction, EVENTS, &[&run, &kinds, &names, &counts, &operations, &deciders, &reasons])
             .await
             .map(drop)
     }
@@ -425,19 +439,20 @@ impl Writer<'_> {
             }
             // Boxed: each row's future is as large as its largest arm.
             Entry::Event(row) => Box::pin(self.write_events(transaction, run, &[row])).await.map(|()| 1),
+            Entry::ExpectState(state) => {
+                let (name, operation, status) = parts(*state);
+                let found =
+                    self.execute(transaction, EXPECT_STATE, &[&run, &name, &operation, &status]).await?;
+                if found == 1 {
+                    Ok(found)
+                } else {
+                    Err(JournalError::Conflict("another state than the one expected".to_owned()))
+                }
+            }
             Entry::Ledger(ledger) => self.execute(transaction, LEDGER, &[&run, ledger]).await,
             Entry::State(state) => {
-                self.execute(
-                    transaction,
-                    STATE,
-                    &[
-                        &run,
-                        &state.name(),
-                        &state.operation().map(int),
-                        &state.status().map(loopbound::Status::as_str),
-                    ],
-                )
-                .await
+                let (name, operation, status) = parts(*state);
+                self.execute(transaction, STATE, &[&run, &name, &operation, &status]).await
             }
             Entry::Definition(definition) => self.execute(transaction, DEFINITION, &[&run, definition]).await,
             Entry::CancelHonoured => self.execute(transaction, CANCEL_HONOURED, &[&run]).await,
