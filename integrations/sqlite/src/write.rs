@@ -9,6 +9,11 @@
 //!   can take the run over in between. Of attempts racing for one run, the first to take the lock is
 //!   granted; the others find its live lease and are refused
 //!   ([`LeaseHeld`](JournalError::LeaseHeld)) without a write.
+//! - A live lease whose holder is a dead process of this machine
+//!   ([`is_dead_holder`](loopbound::journal::is_dead_holder)) is taken over at once by an
+//!   update conditioned on the lease still being that holder's under the same epoch (and under
+//!   the write lock): of processes racing to take it, the first is granted and the others find
+//!   its live lease.
 //! - A batch under [`Fence::Epoch`] writes only while the epoch is the run's and its lease live
 //!   (else [`LeaseLost`](JournalError::LeaseLost)), and extends the lease; one under
 //!   [`Fence::Host`] only while no lease is live.
@@ -17,7 +22,9 @@
 //! - [`Entry::ExpectState`] reads the run's state inside the same transaction: a state another
 //!   writer changed since the host read it fails the batch as a conflict, nothing written.
 
-use loopbound::journal::{Batch, Entry, Fence, JournalError, RunId, RunRow, RunState, StoredRun};
+use loopbound::journal::{
+    Batch, Entry, Fence, JournalError, RunId, RunRow, RunState, StoredRun, is_dead_holder,
+};
 use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
 
 use crate::error::storage;
@@ -84,8 +91,13 @@ pub(crate) fn acquire(
             true
         }
         Some((row, _)) if row.state.is_finished() => false,
-        Some((_, Some(lease))) if lease.is_live() => {
-            return Err(JournalError::LeaseHeld { holder: lease.holder, remaining: lease.remaining });
+        Some((row, Some(lease))) if lease.is_live() => {
+            if !(is_dead_holder(&lease.holder)
+                && take_over(transaction, run, row.epoch, &lease.holder, holder, now)?)
+            {
+                return Err(JournalError::LeaseHeld { holder: lease.holder, remaining: lease.remaining });
+            }
+            true
         }
         Some((row, _)) => {
             let epoch = i64::try_from(row.epoch.saturating_add(1))
@@ -103,6 +115,28 @@ pub(crate) fn acquire(
     let stored = read::stored_run(transaction, run, now)?
         .ok_or_else(|| JournalError::storage("the run vanished inside its transaction"))?;
     Ok((stored, wrote))
+}
+
+/// Takes `run` over from `dead`, a holder judged dead, only while its lease is still `dead`'s
+/// under `epoch`: whether it did.
+fn take_over(
+    transaction: &Connection,
+    run: &str,
+    epoch: u64,
+    dead: &str,
+    holder: &Holder<'_>,
+    now: i64,
+) -> Result<bool, JournalError> {
+    let epoch =
+        i64::try_from(epoch).map_err(|_| JournalError::Corrupt("the run's epoch out of range".into()))?;
+    let changed = transaction
+        .execute(
+            "UPDATE runs SET epoch = epoch + 1, attempts = attempts + 1, lease_holder = ?4, lease_until = ?5 \
+             WHERE run = ?1 AND epoch = ?2 AND lease_holder = ?3 AND state <> 'finished'",
+            params![run, epoch, dead, holder.name, holder.until(now)],
+        )
+        .map_err(storage)?;
+    Ok(changed == 1)
 }
 
 /// Checks that `epoch` holds `run`'s live lease and extends it; `LeaseLost` otherwise.

@@ -8,6 +8,12 @@
 //!   refused whoever holds it, this worker included: one attempt per run). Of attempts racing
 //!   for one run, one is granted while its lease is live; the others read the holder and are
 //!   refused with [`LeaseHeld`](JournalError::LeaseHeld), having written nothing.
+//! - A live lease whose holder is a dead process of this machine
+//!   ([`is_dead_holder`](loopbound::journal::is_dead_holder)) is taken over at once, by an
+//!   update conditioned on the lease still being that holder's under the epoch read: of
+//!   workers racing to take one dead holder's run, one is granted and the others find its live
+//!   lease and are refused. Judged by the worker, on its own machine: a holder of another
+//!   machine is never judged dead, and its lease is waited out.
 //! - A grant never changes an existing run's state, conversation, ledger, definition or labels;
 //!   the labels are written with the run's first attempt. A grant that creates the run returns
 //!   it as written (the grant's own row and the fresh rows, which it has no others yet) instead
@@ -33,7 +39,9 @@ use std::time::Duration;
 
 use deadpool_postgres::Transaction;
 use futures_util::future::{join, join_all};
-use loopbound::journal::{Batch, Entry, EventRow, Fence, JournalError, RunRow, RunState, StoredRun};
+use loopbound::journal::{
+    Batch, Entry, EventRow, Fence, JournalError, RunRow, RunState, StoredRun, is_dead_holder,
+};
 use tokio_postgres::types::ToSql;
 
 use super::convert::corrupt;
@@ -74,8 +82,22 @@ const LABEL: &str = "
 const REFUSAL: &str = "
     SELECT coalesce(state, '') = 'finished',
            lease_holder,
-           greatest(0, (extract(epoch FROM lease_until - now()) * 1000000))::bigint
+           greatest(0, (extract(epoch FROM lease_until - now()) * 1000000))::bigint,
+           epoch
       FROM loopbound_runs WHERE run_id = $1";
+
+/// A grant from a holder judged dead: only while the lease is still its own under the epoch
+/// read, so that of workers racing to take one dead holder's run, one is granted (the others'
+/// updates, waiting for its row lock, then match nothing).
+const TAKE_OVER: &str = "
+    UPDATE loopbound_runs
+       SET epoch = epoch + 1,
+           attempts = attempts + 1,
+           lease_holder = $4,
+           lease_until = now() + $5::bigint * interval '1 microsecond',
+           updated_at = now()
+     WHERE run_id = $1 AND epoch = $2 AND lease_holder = $3 AND coalesce(state, '') <> 'finished'
+    RETURNING epoch";
 
 /// The fence of an attempt's batch, in one statement (so that its answer does not depend on what
 /// the statements sent after it do): whether the attempt's live lease was renewed, and whether
@@ -235,10 +257,14 @@ impl Writer<'_> {
                 let Some(row) = row else { return Ok(None) };
                 let finished: bool = row.get(0);
                 if !finished {
-                    return match held(row.get(1), row.get(2)) {
-                        Some(refusal) => Err(refusal),
-                        None => Ok(None),
-                    };
+                    let holder: Option<String> = row.get(1);
+                    let Some(refusal) = held(holder.clone(), row.get(2)) else { return Ok(None) };
+                    let dead = holder.filter(|holder| is_dead_holder(holder));
+                    let Some(dead) = dead else { return Err(refusal) };
+                    // Taken over, or another worker took it first: look again.
+                    if !self.take_over(transaction, run, row.get(3), &dead).await? {
+                        return Ok(None);
+                    }
                 }
             }
         }
@@ -246,6 +272,25 @@ impl Writer<'_> {
             || Err(JournalError::storage("the run vanished inside its transaction")),
             |stored| Ok(Some(stored)),
         )
+    }
+
+    /// Takes `run` over from `dead`, a holder judged dead, only while its lease is still
+    /// `dead`'s under `epoch`: whether it did.
+    async fn take_over(
+        &self,
+        transaction: &Transaction<'_>,
+        run: &str,
+        epoch: i64,
+        dead: &str,
+    ) -> Result<bool, JournalError> {
+        let taken = self
+            .query_opt(
+                transaction,
+                TAKE_OVER,
+                &[&run, &epoch, &dead, &self.worker.as_str(), &self.lease_micros],
+            )
+            .await?;
+        Ok(taken.is_some())
     }
 
     /// The run the grant `row` has just created from `fresh`: its labels written, and its
