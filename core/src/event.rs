@@ -13,6 +13,8 @@
 //!   that ended on its deadline may be followed by a resumed one.
 //! - Durable events (`Proposed`, `Allowed`, `Denied`, `EffectStarted`, `EffectRecorded`,
 //!   `Reconciled`, `AwaitingApproval`) name an operation id and, for decisions, who decided: never an argument.
+//!   A `Closed` event names who closed the run and the reason the host gave, in the host's own
+//!   words (what the host chose to write, never a tool's argument or result).
 //!
 //! # What a halt's count means
 //!
@@ -139,6 +141,10 @@ pub enum EventKind {
     /// The one model call a wrap-up kept aside was admitted after a limit stopped the run; the
     /// name is `model` and the count the model calls so far, this one included.
     WrapUp,
+    /// A host closed a journaled run ([`journal::close`](crate::journal::close)): the name is
+    /// `run`, the count the number of attempts that took it, and the event names who closed it
+    /// and why ([`ControlEvent::reason`]).
+    Closed,
 }
 
 impl EventKind {
@@ -160,6 +166,7 @@ impl EventKind {
             Self::Widened => "Widened",
             Self::Cancelled => "Cancelled",
             Self::WrapUp => "WrapUp",
+            Self::Closed => "Closed",
         }
     }
 }
@@ -188,7 +195,7 @@ impl HaltReason {
 
 impl EventKind {
     /// Every kind that is not a halt.
-    const PLAIN: [Self; 13] = [
+    const PLAIN: [Self; 14] = [
         Self::ModelCall,
         Self::Middleware,
         Self::ToolCall,
@@ -202,6 +209,7 @@ impl EventKind {
         Self::Widened,
         Self::Cancelled,
         Self::WrapUp,
+        Self::Closed,
     ];
 
     /// The kind whose [`as_str`](Self::as_str) is `name`, as a journal stores it.
@@ -287,8 +295,8 @@ impl fmt::Display for Subject {
 /// One entry of the audit log: `{kind, name, count}`, and for the durable events of a
 /// journaled run the operation and who decided.
 ///
-/// Serialises as `{"kind":"ToolCall","name":"read_ticket","count":1}`; `operation` and `by` are
-/// added only when present.
+/// Serialises as `{"kind":"ToolCall","name":"read_ticket","count":1}`; `operation`, `by` and
+/// `reason` are added only when present.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct ControlEvent {
     kind: EventKind,
@@ -296,11 +304,18 @@ pub struct ControlEvent {
     count: u32,
     operation: Option<Arc<str>>,
     by: Option<Arc<str>>,
+    reason: Option<Arc<str>>,
 }
 
 impl ControlEvent {
     pub(crate) fn new(kind: EventKind, subject: Subject, count: u32) -> Self {
-        Self { kind, subject, count, operation: None, by: None }
+        Self { kind, subject, count, operation: None, by: None, reason: None }
+    }
+
+    /// This event, giving the host's reason (a `Closed` event's).
+    pub(crate) fn because(mut self, reason: Arc<str>) -> Self {
+        self.reason = Some(reason);
+        self
     }
 
     /// This event, naming `operation`.
@@ -345,17 +360,24 @@ impl ControlEvent {
         self.operation.as_deref()
     }
 
-    /// Who decided, for `Allowed` and `Denied` (`policy`, or `approver <name>`) and who settled a
-    /// `Reconciled` operation.
+    /// Who decided, for `Allowed` and `Denied` (`policy`, or `approver <name>`), who settled a
+    /// `Reconciled` operation, and who widened, cancelled or closed a run.
     #[must_use]
     pub fn decided_by(&self) -> Option<&str> {
         self.by.as_deref()
     }
+
+    /// The host's reason, for a `Closed` event: its own words, stored as they were given.
+    #[must_use]
+    pub fn reason(&self) -> Option<&str> {
+        self.reason.as_deref()
+    }
 }
 
 impl fmt::Display for ControlEvent {
-    /// Formats as `ToolCall read_ticket 1`, and a durable event as
-    /// `Allowed refund 1 refund-42/op/1 by policy`.
+    /// Formats as `ToolCall read_ticket 1`, a durable event as
+    /// `Allowed refund 1 refund-42/op/1 by policy`, and a closed run's as
+    /// `Closed run 2 by alice: the customer withdrew`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{} {} {}", self.kind, self.subject, self.count)?;
         if let Some(operation) = &self.operation {
@@ -364,13 +386,19 @@ impl fmt::Display for ControlEvent {
         if let Some(by) = &self.by {
             write!(f, " by {by}")?;
         }
+        if let Some(reason) = &self.reason {
+            write!(f, ": {reason}")?;
+        }
         Ok(())
     }
 }
 
 impl Serialize for ControlEvent {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let fields = 3 + usize::from(self.operation.is_some()) + usize::from(self.by.is_some());
+        let fields = 3
+            + usize::from(self.operation.is_some())
+            + usize::from(self.by.is_some())
+            + usize::from(self.reason.is_some());
         let mut event = serializer.serialize_struct("ControlEvent", fields)?;
         event.serialize_field("kind", &self.kind)?;
         event.serialize_field("name", self.subject.name())?;
@@ -380,6 +408,9 @@ impl Serialize for ControlEvent {
         }
         if let Some(by) = &self.by {
             event.serialize_field("by", &**by)?;
+        }
+        if let Some(reason) = &self.reason {
+            event.serialize_field("reason", &**reason)?;
         }
         event.end()
     }

@@ -69,6 +69,11 @@ pub enum Status {
     CostBudget,
     /// A tool reached its own per-run limit.
     ToolLimit,
+    /// A host closed the journaled run ([`journal::close`](crate::journal::close)): it ended
+    /// for good, where it stood, without finishing; no attempt takes it again, and a proposal
+    /// it waited on never runs. The status of a run's stored state and of
+    /// [`JournalError::Finished`], never of an attempt's outcome.
+    Closed,
 }
 
 impl Status {
@@ -90,6 +95,7 @@ impl Status {
         Self::TokenBudget,
         Self::CostBudget,
         Self::ToolLimit,
+        Self::Closed,
     ];
 
     /// The status's name, e.g. `RepeatedCall`.
@@ -111,6 +117,7 @@ impl Status {
             Self::TokenBudget => "TokenBudget",
             Self::CostBudget => "CostBudget",
             Self::ToolLimit => "ToolLimit",
+            Self::Closed => "Closed",
         }
     }
 

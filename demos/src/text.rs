@@ -191,6 +191,7 @@ const fn meaning(status: Status) -> &'static str {
         }
         Status::CostBudget => "controlled stop, the cost budget had no room for the next call or priced tool",
         Status::ToolLimit => "controlled stop, a tool reached its own per-run limit",
+        Status::Closed => "a host closed the run for good; nothing runs in it again",
         _ => "a status this console does not describe yet",
     }
 }
@@ -219,6 +220,7 @@ const fn gloss(kind: EventKind) -> &'static str {
         EventKind::Reconciled => "the host settled an ambiguous effect",
         EventKind::AwaitingApproval => "the run stops here until the host decides",
         EventKind::Widened => "the host widened the run's grants or limits",
+        EventKind::Closed => "the host closed the run for good",
         _ => "an event this console does not describe yet",
     }
 }

@@ -28,6 +28,7 @@ fn batch(n: usize) -> Batch {
                 count,
                 operation: None,
                 by: None,
+                reason: None,
             })
         })
         .collect();

@@ -2,9 +2,10 @@
 //! to resume one approved run on one SQLite file, its effect an MCP `write_file` on the real
 //! filesystem server; six processes opening one new SQLite file, or one empty PostgreSQL
 //! database, at the same moment; an attempt killed with SIGKILL taken over once its lease
-//! expired; an attempt paused with SIGSTOP past its lease that gets `LeaseLost` and runs no
-//! further effect; an attempt that a host in another process cancels through the journal. The
-//! last three on SQLite (FULL and NORMAL) and PostgreSQL.
+//! expired, and one whose process named its lease as a process does taken over at once by one
+//! of two fresh processes racing for it; an attempt paused with SIGSTOP past its lease that gets
+//! `LeaseLost` and runs no further effect; an attempt that a host in another process cancels
+//! through the journal. The last four on SQLite (FULL and NORMAL) and PostgreSQL.
 //!
 //! Counts are kept outside the processes, in files each process appends to and syncs: the
 //! `tools/call` messages written to the MCP server, the model replies asked for, the effects
@@ -435,6 +436,123 @@ fn a_sigkilled_attempt_is_taken_over_once_its_lease_expired_on_every_backend() {
             rt.block_on(refund_attempt(&host, "killed-run", Arc::clone(&sink), |_| {})).expect("resumed");
         assert_eq!(done.status(), Status::Completed, "{place}");
         assert_eq!(sink.count("refund"), 1, "{place}: the refund ran once");
+    }
+}
+
+// An attempt killed, its run taken over at once by fresh processes of the same machine.
+
+const KILLED_HERE: &str =
+    "a_sigkilled_attempts_run_is_taken_over_at_once_by_one_fresh_process_of_its_machine_on_every_backend";
+/// The lease of the processes named by `process_holder`: far longer than the takeover may take.
+const LONG_LEASE: Duration = Duration::from_secs(60);
+/// What "at once" means here: the takers' attempts end well within the dead one's lease.
+const AT_ONCE: Duration = Duration::from_secs(10);
+
+/// A child that names its leases as a process does (`journal::process_holder`) and says so.
+fn named_journal(rt: &tokio::runtime::Runtime) -> AnyJournal {
+    let holder = journal::process_holder();
+    let journal = rt.block_on(backend::open(&env(PLACE), &holder, LONG_LEASE)).expect("opens");
+    report(&format!("holder {holder}"));
+    journal
+}
+
+fn doomed_here() {
+    let dir = PathBuf::from(env(DIR));
+    let rt = child::runtime();
+    let journal = named_journal(&rt);
+    let sink = Arc::new(Stuck(FileSink::new(dir.join("effects"))));
+    let result = rt.block_on(refund_attempt(&journal, "killed-here", sink, |_| {}));
+    report(&verdict(&result));
+}
+
+fn taker_here() {
+    let dir = PathBuf::from(env(DIR));
+    let rt = child::runtime();
+    let journal = named_journal(&rt);
+    let sink = Arc::new(FileSink::new(dir.join("effects")));
+    let mut go = String::new();
+    std::io::stdin().read_line(&mut go).expect("the parent says go");
+    let result = rt.block_on(refund_attempt(&journal, "killed-here", sink, |_| {}));
+    report(&verdict(&result));
+}
+
+/// The holder a child reported.
+fn holder_of(output: &mut child::Output) -> String {
+    let line = next_report(output).expect("the child names its holder");
+    line.strip_prefix("holder ").unwrap_or_else(|| panic!("a holder, not {line}")).to_owned()
+}
+
+#[test]
+fn a_sigkilled_attempts_run_is_taken_over_at_once_by_one_fresh_process_of_its_machine_on_every_backend() {
+    match role().as_deref() {
+        Some("doomed") => return doomed_here(),
+        Some("taker") => return taker_here(),
+        _ => {}
+    }
+    let dir = scratch::dir("killed-here");
+    let rt = child::runtime();
+    let run = RunId::new("killed-here").expect("an id");
+    for place in places(&dir, "killed_here") {
+        let effects = dir.join(format!("effects-{}", place.split(':').next().unwrap_or_default()));
+        std::fs::create_dir_all(&effects).expect("a folder");
+        let mut doomed = spawn(KILLED_HERE, "doomed", &effects, &place, "-");
+        let mut output = child::output(&mut doomed);
+        let dead = holder_of(&mut output);
+        assert_eq!(next_report(&mut output).as_deref(), Some("inside"), "{place}");
+        assert!(!journal::is_dead_holder(&dead), "{place}: {dead} is alive inside the refund");
+        let mut takers: Vec<Child> =
+            (0..2).map(|_| spawn(KILLED_HERE, "taker", &effects, &place, "-")).collect();
+        let mut outputs: Vec<_> = takers.iter_mut().map(child::output).collect();
+        let names: Vec<String> = outputs.iter_mut().map(holder_of).collect();
+        doomed.kill().expect("SIGKILL");
+        doomed.wait().expect("reaped");
+        assert!(journal::is_dead_holder(&dead), "{place}: {dead} is gone");
+        let host = rt.block_on(backend::open(&place, "host", LONG_LEASE)).expect("opens");
+        let record = rt.block_on(journal::inspect(&host, &run)).expect("inspect");
+        let lease = record.lease().expect("the dead attempt's lease");
+        assert_eq!(
+            (lease.holder.as_str(), record.state()),
+            (dead.as_str(), RunState::Ambiguous(2)),
+            "{place}"
+        );
+        assert!(lease.remaining > LONG_LEASE - AT_ONCE, "{place}: {:?} left of its lease", lease.remaining);
+
+        let go = std::time::Instant::now();
+        for taker in &mut takers {
+            writeln!(taker.stdin.as_mut().expect("piped"), "go").expect("the taker reads");
+        }
+        let verdicts: Vec<String> =
+            outputs.iter_mut().map(|output| next_report(output).expect("a verdict")).collect();
+        let took = go.elapsed();
+        for mut taker in takers {
+            assert!(taker.wait().expect("the taker exits").success(), "{place}");
+        }
+        assert!(took < AT_ONCE, "{place}: taken over in {took:?}, within a {LONG_LEASE:?} lease");
+        let ambiguous = "outcome Ambiguous".to_owned();
+        let first =
+            verdicts.iter().position(|v| *v == ambiguous).unwrap_or_else(|| panic!("{place}: {verdicts:?}"));
+        let other = &verdicts[1 - first];
+        assert!(
+            *other == format!("held {}", names[first]) || *other == ambiguous,
+            "{place}: the other taker is refused while the first holds the run, or comes after it: {verdicts:?}"
+        );
+        let record = rt.block_on(journal::inspect(&host, &run)).expect("inspect");
+        let attempts = if *other == ambiguous { 3 } else { 2 };
+        assert_eq!(
+            (record.state(), record.is_running(), record.attempts()),
+            (RunState::Ambiguous(2), false, attempts),
+            "{place}: {verdicts:?}"
+        );
+        let sink = FileSink::new(effects.join("effects"));
+        assert_eq!(sink.count("refund"), 1, "{place}: the killed body applied the refund, no taker ran it");
+        let ran = Resolution::Ran { result: "Refunded 1500 cents on order 42.".to_owned() };
+        rt.block_on(journal::reconcile(&host, &run.operation(2), ran, "ops")).expect("reconciled");
+        let done = rt.block_on(refund_attempt(&host, "killed-here", Arc::new(sink.clone()), |_| {}));
+        assert_eq!(verdict(&done), "outcome Completed", "{place}");
+        assert_eq!(sink.count("refund"), 1, "{place}: the refund ran once");
+        eprintln!(
+            "{place}: the dead attempt's run taken over in {took:?} of its {LONG_LEASE:?} lease: {verdicts:?}"
+        );
     }
 }
 

@@ -16,7 +16,7 @@ use super::codec_terms;
 use super::definition::RunDefinition;
 use super::error::JournalError;
 use super::label::Labels;
-use super::record::{Decider, MAX_ACTOR_LEN, Resolution, Verdict, valid_actor};
+use super::record::{Decider, MAX_ACTOR_LEN, Resolution, Verdict, valid_actor, valid_reason};
 use super::row::EventRow;
 use crate::event::{ControlEvent, EventKind};
 use crate::guard::{Below, Counters};
@@ -349,6 +349,7 @@ pub(crate) fn encode_event(event: &ControlEvent) -> EventRow {
         count: event.count(),
         operation: event.operation().map(str::to_owned),
         by: event.decided_by().map(str::to_owned),
+        reason: event.reason().map(str::to_owned),
     }
 }
 
@@ -370,6 +371,12 @@ pub(crate) fn decode_event(row: &EventRow) -> Result<ControlEvent, JournalError>
             return Err(corrupt("an event's decider"));
         }
         event = event.by(Arc::from(by.as_str()));
+    }
+    if let Some(reason) = &row.reason {
+        if !valid_reason(reason) {
+            return Err(corrupt("an event's reason"));
+        }
+        event = event.because(Arc::from(reason.as_str()));
     }
     Ok(event)
 }

@@ -3,7 +3,9 @@
 //! # Invariants
 //!
 //! - Every message names what failed (a table, a field, an operation id), never a stored value:
-//!   stored rows hold canonical arguments and tool results, which never appear in an error.
+//!   stored rows hold canonical arguments and tool results, which never appear in an error. A
+//!   lease's holder is the one stored name a message gives (`LeaseHeld`): it names a worker
+//!   (a host and a process, or the host's own choice), never a run's data.
 //! - The kind, not the text, classifies an error.
 //! - A storage failure keeps the backend's own error as its [`source`](std::error::Error::source)
 //!   (a SQLite or PostgreSQL client's error, which holds no password), and `Display` never
@@ -29,6 +31,9 @@ pub enum JournalError {
     /// An approver's or reconciler's name is empty, longer than 64 bytes, or has a control
     /// character.
     InvalidActor,
+    /// A host's reason for closing a run is empty, longer than 256 bytes, or has a control
+    /// character.
+    InvalidReason,
     /// A label's key is not 1 to 32 bytes of `a-z 0-9 _ . -`, its value not 1 to 128 bytes
     /// without a control character, or a run would carry more than 8 labels.
     InvalidLabel,
@@ -55,9 +60,12 @@ pub enum JournalError {
     /// Another attempt took this run over (its epoch is newer): this attempt writes nothing more
     /// and runs no further effect.
     LeaseLost,
-    /// Another worker holds a live lease on this run (a backend with leases, such as
-    /// PostgreSQL, refuses to take it over before the lease expires or is released): this
-    /// attempt did not start, wrote nothing and ran nothing. Retry after `remaining`.
+    /// Another attempt holds a live lease on this run (every backend refuses to take it over
+    /// before the lease expires or is released, or, for a holder that is a process of this
+    /// machine, before that process is gone: see [`is_dead_holder`](super::is_dead_holder)):
+    /// this attempt did not start, wrote nothing and ran nothing. Retry after `remaining`.
+    /// Displays as `another attempt holds this run: held by host-a:4242 for 12.3 s more;
+    /// nothing ran`.
     LeaseHeld {
         /// The worker holding the lease, as it named itself.
         holder: String,
@@ -106,6 +114,9 @@ impl fmt::Display for JournalError {
             Self::InvalidOperationId => f.write_str("invalid operation id: expected <run>/op/<ordinal>"),
             Self::InvalidDigest => f.write_str("invalid digest: expected 64 hexadecimal digits"),
             Self::InvalidActor => f.write_str("invalid name: use 1 to 64 bytes without control characters"),
+            Self::InvalidReason => {
+                f.write_str("invalid reason: use 1 to 256 bytes without control characters")
+            }
             Self::InvalidLabel => f.write_str(
                 "invalid label: keys of 1 to 32 bytes among a-z, 0-9, '_', '.', '-', values of 1 to 128 bytes without control characters, at most 8 labels",
             ),
@@ -119,9 +130,11 @@ impl fmt::Display for JournalError {
                 write!(f, "the journal's schema version {found} is newer than this build's ({supported})")
             }
             Self::LeaseLost => f.write_str("another attempt took this run over; this one stops"),
-            Self::LeaseHeld { .. } => {
-                f.write_str("another worker holds this run's lease; nothing ran, retry when it expires")
-            }
+            Self::LeaseHeld { holder, remaining } => write!(
+                f,
+                "another attempt holds this run: held by {holder} for {:.1} s more; nothing ran",
+                remaining.as_secs_f64()
+            ),
             Self::Conflict(what) => write!(f, "the journal already holds {what}"),
             Self::UnknownRun => f.write_str("no such run in the journal"),
             Self::UnknownOperation => f.write_str("no such operation in the journal"),
@@ -216,5 +229,22 @@ impl fmt::Display for StorageError {
 impl StdError for StorageError {
     fn source(&self) -> Option<&(dyn StdError + 'static)> {
         self.source.as_deref().map(|source| source as &(dyn StdError + 'static))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_held_lease_names_its_holder_and_the_time_it_has_left() {
+        let held = JournalError::LeaseHeld {
+            holder: "host-a:4242/1319620/0123456789ab".to_owned(),
+            remaining: std::time::Duration::from_millis(12_345),
+        };
+        assert_eq!(
+            held.to_string(),
+            "another attempt holds this run: held by host-a:4242/1319620/0123456789ab for 12.3 s more; nothing ran"
+        );
     }
 }

@@ -1,6 +1,6 @@
 //! The host's commands on a journal: look at a run, list runs, approve or deny a proposal,
-//! reconcile an ambiguous effect, cancel a run. None needs a worker identity; each write is one
-//! durable commit of the host's own, checked against what the journal holds.
+//! reconcile an ambiguous effect, cancel a run, close a run. None needs a worker identity; each
+//! write is one durable commit of the host's own, checked against what the journal holds.
 //!
 //! # Invariants
 //!
@@ -15,6 +15,13 @@
 //!   ([`Fence::Host`]), so no attempt takes the run in between.
 //! - A decision or a reconciliation of the operation the run's state names sets the state back
 //!   to `open` in the same commit: the run is ready to resume, and a listing says so.
+//! - A command that changes the run's state changes it only from the state it read: its batch
+//!   expects that state ([`Entry::ExpectState`]), so a command or an attempt that changed it
+//!   meanwhile makes the write a conflict, and the command reads the run again (at most
+//!   [`TRIES`] times). A closed run is never reopened by a decision that raced its closing.
+//! - A finished run (closed by a host included) takes no decision, reconciliation, widening,
+//!   cancel request or closing: each is refused with [`JournalError::Finished`], nothing
+//!   written.
 
 use std::sync::Arc;
 
@@ -23,14 +30,26 @@ use super::definition::RunDefinition;
 use super::error::JournalError;
 use super::id::{Digest, OperationId, RunId};
 use super::query::{RunPage, RunQuery, RunSummary};
-use super::record::{Decider, OperationStatus, Proposal, Resolution, RunState, Verdict, valid_actor};
+use super::record::{
+    Decider, OperationStatus, Proposal, Resolution, RunState, Verdict, valid_actor, valid_reason,
+};
 use super::row::{Batch, DecisionRow, Entry, Fence, Lease, ReconciliationRow};
 use super::run_record::RunRecord;
 use super::store::Journal;
 use super::widening::Widening;
 use crate::event::{ControlEvent, EventKind, Subject};
+use crate::outcome::Status;
 use crate::scope::ScopeBuilder;
 use crate::tool::EffectKind;
+
+/// How many times a command that changes a run's state reads the run again when its state
+/// changed between the command's read and its write.
+const TRIES: usize = 3;
+
+/// The error of a command whose every try found the run's state changed before its write.
+fn kept_changing() -> JournalError {
+    JournalError::Conflict("the run's state, changed by another command or attempt at every try".to_owned())
+}
 
 /// Everything the journal holds about `run`, decoded and checked: its state, its epoch, its
 /// lease (holder and expiry), its definition, its operations and its audit log.
@@ -219,6 +238,79 @@ pub async fn cancel<J: Journal>(journal: &J, run: &RunId, by: &str) -> Result<()
     journal.request_cancel(run, by).await
 }
 
+/// Closes `run` as `by`, for `reason`: the run ends for good where it stands, with the status
+/// [`Status::Closed`] (a listing shows it finished), and its audit log records a `Closed` event
+/// naming `by` and `reason`. No attempt takes it again: a later
+/// [`run_journaled`](crate::Runtime::run_journaled) is refused with
+/// [`JournalError::Finished`] and runs nothing. A run waiting for approval can be closed: its
+/// pending proposal never runs, and approving or denying it is refused from then on. An
+/// ambiguous run can be closed too: its effect stays unreconciled in the record, as the host
+/// found it (find out in the effect's own system whether it happened; the journal will not
+/// run it again). A pending cancel request is cleared. One durable commit, which changes the run
+/// only from the state read before it.
+///
+/// ```
+/// use loopbound::journal::{self, JournalError, MemoryJournal, RunId};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// let journal = MemoryJournal::default();
+/// let run = RunId::new("refund-42").unwrap();
+/// let closed = journal::close(&journal, &run, "the customer withdrew the request", "alice").await;
+/// assert_eq!(closed, Err(JournalError::UnknownRun));
+/// # }
+/// ```
+///
+/// # Errors
+///
+/// [`JournalError::InvalidActor`]; [`JournalError::InvalidReason`] for an empty reason, one over
+/// 256 bytes or with a control character; [`JournalError::UnknownRun`];
+/// [`JournalError::Finished`] for a run that ended (closed included);
+/// [`JournalError::LeaseHeld`] while an attempt holds the run (cancel it first
+/// ([`cancel`]), or retry once it stops); a storage error. Nothing is written on an error.
+pub async fn close<J: Journal>(journal: &J, run: &RunId, reason: &str, by: &str) -> Result<(), JournalError> {
+    if !valid_actor(by) {
+        return Err(JournalError::InvalidActor);
+    }
+    if !valid_reason(reason) {
+        return Err(JournalError::InvalidReason);
+    }
+    for _ in 0..TRIES {
+        let record = inspect(journal, run).await?;
+        if let RunState::Finished(status) = record.state() {
+            return Err(JournalError::Finished(status));
+        }
+        idle(&record)?;
+        let event = ControlEvent::new(EventKind::Closed, Subject::Run, record.attempts())
+            .by(Arc::from(by))
+            .because(Arc::from(reason));
+        let batch = Batch {
+            entries: vec![
+                Entry::ExpectState(record.state()),
+                Entry::State(RunState::Finished(Status::Closed)),
+                Entry::Event(codec::encode_event(&event)),
+                Entry::CancelHonoured,
+            ],
+        };
+        match journal.commit(run, Fence::Host, batch).await {
+            Err(JournalError::Conflict(_)) => {}
+            other => return other,
+        }
+    }
+    Err(kept_changing())
+}
+
+/// A host's batch that writes `entry` (a decision, a reconciliation) and, when the run stopped
+/// on what it settles (`stopped`), sets the run open again, from that state only.
+fn settling(record: &RunRecord, stopped: RunState, entry: Entry) -> Batch {
+    let entries = if record.state() == stopped {
+        vec![Entry::ExpectState(stopped), entry, Entry::State(RunState::Open)]
+    } else {
+        vec![entry]
+    };
+    Batch { entries }
+}
+
 /// Refuses a command on a run that an attempt holds now.
 fn idle(record: &RunRecord) -> Result<(), JournalError> {
     match record.lease() {
@@ -295,7 +387,8 @@ impl From<&Proposal> for Presented {
 ///
 /// [`JournalError::UnknownRun`] or [`JournalError::UnknownOperation`];
 /// [`JournalError::SignatureMismatch`] if the digest is not the proposal's;
-/// [`JournalError::AlreadyDecided`]; [`JournalError::InvalidActor`] for an empty name, one over
+/// [`JournalError::AlreadyDecided`]; [`JournalError::Finished`] for a run that ended undecided
+/// (a host closed it); [`JournalError::InvalidActor`] for an empty name, one over
 /// 64 bytes or with a control character; [`JournalError::LeaseHeld`] while an attempt holds the
 /// run (retry once it stops); a storage error.
 pub async fn approve<J: Journal>(
@@ -332,32 +425,36 @@ async fn decide<J: Journal>(
     if !valid_actor(approver) {
         return Err(JournalError::InvalidActor);
     }
-    let record = inspect(journal, operation.run()).await?;
-    let found = record.operation(operation.ordinal()).ok_or(JournalError::UnknownOperation)?;
-    if found.proposal().digest() != *digest {
-        return Err(JournalError::SignatureMismatch);
+    for _ in 0..TRIES {
+        let record = inspect(journal, operation.run()).await?;
+        let found = record.operation(operation.ordinal()).ok_or(JournalError::UnknownOperation)?;
+        if found.proposal().digest() != *digest {
+            return Err(JournalError::SignatureMismatch);
+        }
+        if found.decision().is_some() {
+            return Err(JournalError::AlreadyDecided);
+        }
+        if let RunState::Finished(status) = record.state() {
+            return Err(JournalError::Finished(status));
+        }
+        if verdict == Verdict::Allow && found.proposal().is_expired() {
+            return Err(JournalError::ApprovalExpired);
+        }
+        idle(&record)?;
+        let row = DecisionRow {
+            ordinal: operation.ordinal(),
+            verdict: verdict.as_str().to_owned(),
+            by: codec::encode_decider(&Decider::Approver(approver.to_owned())),
+        };
+        let batch = settling(&record, RunState::AwaitingApproval(operation.ordinal()), Entry::Decision(row));
+        // A conflict is a decision or a state written meanwhile: the next read tells which.
+        match journal.commit(operation.run(), Fence::Host, batch).await {
+            Err(JournalError::Conflict(_)) => {}
+            Err(error) => return Err(error),
+            Ok(()) => return Ok(found.proposal().clone()),
+        }
     }
-    if found.decision().is_some() {
-        return Err(JournalError::AlreadyDecided);
-    }
-    if verdict == Verdict::Allow && found.proposal().is_expired() {
-        return Err(JournalError::ApprovalExpired);
-    }
-    idle(&record)?;
-    let row = DecisionRow {
-        ordinal: operation.ordinal(),
-        verdict: verdict.as_str().to_owned(),
-        by: codec::encode_decider(&Decider::Approver(approver.to_owned())),
-    };
-    let mut batch = Batch { entries: vec![Entry::Decision(row)] };
-    if record.state() == RunState::AwaitingApproval(operation.ordinal()) {
-        batch.push(Entry::State(RunState::Open));
-    }
-    match journal.commit(operation.run(), Fence::Host, batch).await {
-        Err(JournalError::Conflict(_)) => Err(JournalError::AlreadyDecided),
-        Err(error) => Err(error),
-        Ok(()) => Ok(found.proposal().clone()),
-    }
+    Err(kept_changing())
 }
 
 /// Settles the ambiguous effect `operation` as `reconciler`: it ran, with this result, or it did
@@ -384,6 +481,7 @@ async fn decide<J: Journal>(
 /// [`JournalError::UnknownRun`] or [`JournalError::UnknownOperation`];
 /// [`JournalError::NotAnEffect`] for a `read` or `idempotent` operation;
 /// [`JournalError::NotAmbiguous`] unless its last start has neither result nor reconciliation;
+/// [`JournalError::Finished`] for a run that ended (a host closed it);
 /// [`JournalError::LeaseHeld`] while an attempt holds the run; [`JournalError::InvalidActor`]; a
 /// storage error.
 pub async fn reconcile<J: Journal>(
@@ -395,29 +493,33 @@ pub async fn reconcile<J: Journal>(
     if !valid_actor(reconciler) {
         return Err(JournalError::InvalidActor);
     }
-    let record = inspect(journal, operation.run()).await?;
-    let found = record.operation(operation.ordinal()).ok_or(JournalError::UnknownOperation)?;
-    if found.proposal().effect() != EffectKind::Effect {
-        return Err(JournalError::NotAnEffect);
+    for _ in 0..TRIES {
+        let record = inspect(journal, operation.run()).await?;
+        let found = record.operation(operation.ordinal()).ok_or(JournalError::UnknownOperation)?;
+        if found.proposal().effect() != EffectKind::Effect {
+            return Err(JournalError::NotAnEffect);
+        }
+        let OperationStatus::Started { start } = found.status() else {
+            return Err(JournalError::NotAmbiguous);
+        };
+        if let RunState::Finished(status) = record.state() {
+            return Err(JournalError::Finished(status));
+        }
+        idle(&record)?;
+        let (name, result) = codec::encode_resolution(&resolution);
+        let row = ReconciliationRow {
+            ordinal: operation.ordinal(),
+            start,
+            resolution: name.to_owned(),
+            result,
+            by: reconciler.to_owned(),
+        };
+        let batch = settling(&record, RunState::Ambiguous(operation.ordinal()), Entry::Reconciliation(row));
+        // A conflict is a reconciliation or a state written meanwhile: the next read tells which.
+        match journal.commit(operation.run(), Fence::Host, batch).await {
+            Err(JournalError::Conflict(_)) => {}
+            other => return other,
+        }
     }
-    let OperationStatus::Started { start } = found.status() else {
-        return Err(JournalError::NotAmbiguous);
-    };
-    idle(&record)?;
-    let (name, result) = codec::encode_resolution(&resolution);
-    let row = ReconciliationRow {
-        ordinal: operation.ordinal(),
-        start,
-        resolution: name.to_owned(),
-        result,
-        by: reconciler.to_owned(),
-    };
-    let mut batch = Batch { entries: vec![Entry::Reconciliation(row)] };
-    if record.state() == RunState::Ambiguous(operation.ordinal()) {
-        batch.push(Entry::State(RunState::Open));
-    }
-    match journal.commit(operation.run(), Fence::Host, batch).await {
-        Err(JournalError::Conflict(_)) => Err(JournalError::NotAmbiguous),
-        other => other,
-    }
+    Err(kept_changing())
 }

@@ -4,7 +4,9 @@
 //! # Invariants
 //!
 //! - Same semantics as every durable backend: one live lease per run, fencing by epoch and lease,
-//!   one batch applied whole or not at all, a key written twice refused as a conflict.
+//!   one batch applied whole or not at all, a key written twice refused as a conflict, and a
+//!   live lease whose holder is a dead process of this machine taken over at once, only while
+//!   it is still that holder's under the same epoch.
 //! - [`MemoryJournal::commits`] counts the commits that wrote (acquisitions included, lease
 //!   renewals apart), so tests can check the commit budget (two per allowed effect).
 
@@ -15,6 +17,7 @@ use std::time::{Duration, SystemTime};
 
 use super::cancel_watch::CancelWatch;
 use super::error::JournalError;
+use super::holder::is_dead_holder;
 use super::id::RunId;
 use super::query::RunQuery;
 use super::record::valid_actor;
@@ -64,6 +67,18 @@ struct Held {
     cancels: BTreeMap<RunId, String>,
     commits: u64,
     renewals: u64,
+}
+
+/// Why a grant was refused, and, for a live lease, whose it is and under which epoch.
+struct Refusal {
+    error: JournalError,
+    dead: Option<(String, u64)>,
+}
+
+impl From<JournalError> for Refusal {
+    fn from(error: JournalError) -> Self {
+        Self { error, dead: None }
+    }
 }
 
 /// `lease` as of `now`: how long it has left.
@@ -146,8 +161,27 @@ impl MemoryJournal {
     }
 
     fn acquire_now(&self, run: &RunId, fresh: RunRow) -> Result<StoredRun, JournalError> {
+        match self.grant_now(run, fresh.clone(), None) {
+            // Judged outside the lock (it reads `/proc`), then taken over only if the lease is
+            // still that holder's under the same epoch.
+            Err(Refusal { error, dead: Some((holder, epoch)) }) => {
+                if is_dead_holder(&holder) {
+                    self.grant_now(run, fresh, Some((&holder, epoch))).map_err(|refusal| refusal.error)
+                } else {
+                    Err(error)
+                }
+            }
+            other => other.map_err(|refusal| refusal.error),
+        }
+    }
+
+    /// Grants `run` unless it is finished or its lease is live; with `dead`, also when its live
+    /// lease is held by that holder under that epoch (a holder judged dead).
+    fn grant_now(&self, run: &RunId, fresh: RunRow, dead: Option<(&str, u64)>) -> Result<StoredRun, Refusal> {
         let now = SystemTime::now();
-        let lease = self.grant(now).ok_or_else(|| JournalError::storage("a lease beyond the clock"))?;
+        let lease = self
+            .grant(now)
+            .ok_or_else(|| Refusal::from(JournalError::storage("a lease beyond the clock")))?;
         self.with(|held| {
             let Some(stored) = held.runs.get_mut(run) else {
                 let stored = StoredRun {
@@ -165,16 +199,25 @@ impl MemoryJournal {
                 return Ok(stored);
             }
             if let Some(held_lease) = stored.lease.as_ref().filter(|lease| lease.until > now) {
-                let held_lease = as_of(held_lease.clone(), now);
-                return Err(JournalError::LeaseHeld {
-                    holder: held_lease.holder,
-                    remaining: held_lease.remaining,
-                });
+                let taken_over = dead
+                    .is_some_and(|(holder, epoch)| held_lease.holder == holder && stored.run.epoch == epoch);
+                if !taken_over {
+                    let held_lease = as_of(held_lease.clone(), now);
+                    return Err(Refusal {
+                        dead: Some((held_lease.holder.clone(), stored.run.epoch)),
+                        error: JournalError::LeaseHeld {
+                            holder: held_lease.holder,
+                            remaining: held_lease.remaining,
+                        },
+                    });
+                }
             }
             let (Some(epoch), Some(attempts)) =
                 (stored.run.epoch.checked_add(1), stored.run.attempts.checked_add(1))
             else {
-                return Err(JournalError::Corrupt("the run's epoch or attempts out of range".to_owned()));
+                return Err(Refusal::from(JournalError::Corrupt(
+                    "the run's epoch or attempts out of range".to_owned(),
+                )));
             };
             stored.run.epoch = epoch;
             stored.run.attempts = attempts;
@@ -402,6 +445,13 @@ fn apply(stored: &mut StoredRun, entry: Entry) -> Result<(), JournalError> {
         Entry::Ledger(ledger) => {
             stored.run.ledger = ledger;
             Ok(())
+        }
+        Entry::ExpectState(state) => {
+            if stored.run.state == state {
+                Ok(())
+            } else {
+                Err(JournalError::Conflict("another state than the one expected".to_owned()))
+            }
         }
         Entry::State(state) => {
             stored.run.state = state;

@@ -43,7 +43,8 @@
 //!
 //! The host's side needs no worker identity: [`inspect`] a run (its state, epoch, lease,
 //! definition, operations and audit log), [`list`] runs by state and by label a page at a time,
-//! [`approve`] or [`deny`] a proposal, [`reconcile`] an ambiguous effect.
+//! [`approve`] or [`deny`] a proposal, [`reconcile`] an ambiguous effect, [`cancel`] the attempt
+//! running a run, [`close`] a run for good.
 //!
 //! # Invariants
 //!
@@ -70,6 +71,7 @@ mod driver;
 mod ended;
 mod error;
 mod heartbeat;
+mod holder;
 mod host;
 mod id;
 mod label;
@@ -86,14 +88,15 @@ pub use cancel_watch::{CancelWatch, WeakCancelWatch};
 pub use definition::RunDefinition;
 pub use ended::Ended;
 pub use error::{JournalError, StorageError};
-pub use host::{Presented, approve, cancel, deny, inspect, list, reconcile, scope_of, widen};
+pub use holder::{is_dead_holder, process_holder};
+pub use host::{Presented, approve, cancel, close, deny, inspect, list, reconcile, scope_of, widen};
 pub use id::{Digest, FencingToken, MAX_RUN_ID_LEN, OperationId, RunId};
 pub use label::{Labels, MAX_LABEL_KEY_LEN, MAX_LABEL_VALUE_LEN, MAX_LABELS};
 pub use memory::MemoryJournal;
 pub use query::{RunPage, RunQuery, RunSummary, StateFilter};
 pub use record::{
-    CallResult, Decider, Decision, MAX_ACTOR_LEN, Operation, OperationStatus, Proposal, Reconciliation,
-    Resolution, RunState, Verdict, valid_actor,
+    CallResult, Decider, Decision, MAX_ACTOR_LEN, MAX_REASON_LEN, Operation, OperationStatus, Proposal,
+    Reconciliation, Resolution, RunState, Verdict, valid_actor, valid_reason,
 };
 pub use row::{
     Batch, CallRow, DecisionRow, Entry, EventRow, Fence, LabelRow, Lease, ListedRow, ProposalRow,
@@ -101,5 +104,5 @@ pub use row::{
 };
 pub use run::CANCEL_POLL;
 pub use run_record::RunRecord;
-pub use store::{DEFAULT_LEASE, Journal, MAX_LEASE, check_lease, process_holder};
+pub use store::{DEFAULT_LEASE, Journal, MAX_LEASE, check_lease};
 pub use widening::Widening;

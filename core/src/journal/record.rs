@@ -159,6 +159,17 @@ pub fn valid_actor(name: &str) -> bool {
     (1..=MAX_ACTOR_LEN).contains(&name.len()) && !name.chars().any(char::is_control)
 }
 
+/// Longest reason a host gives for closing a run, in bytes.
+pub const MAX_REASON_LEN: usize = 256;
+
+/// Whether `reason` may be a host's reason for closing a run
+/// ([`close`](super::close)): 1 to [`MAX_REASON_LEN`] bytes, no control character (it is
+/// printed on one line of the audit log).
+#[must_use]
+pub fn valid_reason(reason: &str) -> bool {
+    (1..=MAX_REASON_LEN).contains(&reason.len()) && !reason.chars().any(char::is_control)
+}
+
 /// A decision on a proposal.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Decision {

@@ -179,6 +179,8 @@ pub struct EventRow {
     pub operation: Option<String>,
     /// Who decided, if any.
     pub by: Option<String>,
+    /// The host's reason (a `Closed` event's), if any.
+    pub reason: Option<String>,
 }
 
 /// Everything a backend holds about one run, rows in key order and events in append order.
@@ -207,6 +209,12 @@ pub struct StoredRun {
 /// One write of a batch.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Entry {
+    /// Write nothing, and refuse the whole batch with a
+    /// [`Conflict`](super::JournalError::Conflict) unless the run's state is this one at this
+    /// point of the batch (first in a batch: as committed before it, read under the fence's
+    /// lock). A host's command that changes the state from the one it read so changes it from
+    /// that one only, never from one that another command or an attempt set meanwhile.
+    ExpectState(RunState),
     /// Insert a reply.
     Reply(ReplyRow),
     /// Insert a call result.

@@ -303,6 +303,7 @@ fn state_after(outcome: &Outcome) -> RunState {
         | Status::Denied
         | Status::TokenBudget
         | Status::CostBudget
-        | Status::ToolLimit => RunState::Finished(outcome.status()),
+        | Status::ToolLimit
+        | Status::Closed => RunState::Finished(outcome.status()),
     }
 }

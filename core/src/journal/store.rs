@@ -13,6 +13,13 @@
 //!   [`lease`](Journal::lease). A live lease is refused with
 //!   [`LeaseHeld`](JournalError::LeaseHeld), whoever asks (another process, another task of the
 //!   same process, the same journal value), and nothing is written.
+//! - **A dead holder on this machine is taken over at once.** A live lease whose holder
+//!   [`is_dead_holder`](super::is_dead_holder) (a process of this machine's current boot and
+//!   pid namespace that no longer exists) is granted as an expired one would be, in a write
+//!   conditioned in the storage on the lease still being that holder's under the same epoch:
+//!   of acquisitions racing to take one dead holder's run, one is granted and the others are
+//!   refused with `LeaseHeld` naming it. Every other holder (another machine's, a name a host
+//!   chose, the older `<host>:<pid>` form) is waited out until its lease expires.
 //! - Fencing: a commit under [`Fence::Epoch`] writes only while its epoch is the run's and its
 //!   lease is live, and renews the lease; otherwise it is
 //!   [`LeaseLost`](JournalError::LeaseLost) and writes nothing. `renew` extends a live lease
@@ -43,25 +50,6 @@ use super::row::{Batch, Fence, ListedRow, RunRow, StoredRun};
 /// How long a lease holds a run unless a backend is told otherwise: 30 s.
 pub const DEFAULT_LEASE: Duration = Duration::from_secs(30);
 
-/// This process's name for the leases it holds, `<host>:<pid>` (the host's name as the kernel
-/// gives it, cut to fit 64 bytes), which backends use unless told another: a host reading a
-/// lease sees which machine and process held it.
-#[must_use]
-pub fn process_holder() -> String {
-    let pid = std::process::id();
-    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .ok()
-        .map(|name| name.trim().chars().filter(|c| !c.is_control()).collect::<String>())
-        .filter(|name| !name.is_empty())
-        .unwrap_or_else(|| "localhost".to_owned());
-    let room = super::record::MAX_ACTOR_LEN - ":".len() - pid.to_string().len();
-    let mut cut = host.len().min(room);
-    while !host.is_char_boundary(cut) {
-        cut -= 1;
-    }
-    format!("{}:{pid}", &host[..cut])
-}
-
 /// The longest lease a backend grants: one day.
 pub const MAX_LEASE: Duration = Duration::from_hours(24);
 
@@ -82,13 +70,15 @@ pub trait Journal: Send + Sync {
 
     /// Takes `run` for a new attempt, in one durable commit: creates it from `fresh` with epoch 1
     /// and one attempt if it does not exist; else, unless it is finished or its lease is live,
-    /// adds one to its epoch and its attempts (its state and everything else unchanged). Either
+    /// adds one to its epoch and its attempts (its state and everything else unchanged). A live
+    /// lease whose holder [`is_dead_holder`](super::is_dead_holder) counts as expired, in a
+    /// write conditioned on the lease still being that holder's under the same epoch. Either
     /// way the new attempt holds the lease. Returns everything stored about the run afterwards.
     ///
     /// # Errors
     ///
-    /// [`LeaseHeld`](JournalError::LeaseHeld) while another attempt's lease is live (nothing is
-    /// written); storage errors.
+    /// [`LeaseHeld`](JournalError::LeaseHeld) while another attempt's lease is live and its
+    /// holder not judged dead (nothing is written); storage errors.
     fn acquire(
         &self,
         run: &RunId,

@@ -54,7 +54,7 @@ pub fn of_outcome(status: Status) -> StatusCode {
         | Status::TooManyCalls
         | Status::TokenBudget
         | Status::CostBudget => StatusCode::UNPROCESSABLE_ENTITY,
-        Status::Ambiguous => StatusCode::CONFLICT,
+        Status::Ambiguous | Status::Closed => StatusCode::CONFLICT,
         Status::ProviderUnavailable => StatusCode::SERVICE_UNAVAILABLE,
         Status::DeadlineExceeded => StatusCode::GATEWAY_TIMEOUT,
         _ => StatusCode::INTERNAL_SERVER_ERROR,
@@ -121,6 +121,7 @@ mod tests {
                 ("TokenBudget", 422),
                 ("CostBudget", 422),
                 ("ToolLimit", 422),
+                ("Closed", 409),
             ]
         );
     }

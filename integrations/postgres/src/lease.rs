@@ -5,7 +5,9 @@
 //! each grant adds one to the run's epoch. Another worker's live lease is refused with
 //! [`Error::LeaseHeld`]. The holder extends its lease with [`renew`](Store::renew) (every fenced
 //! write also renews it, see [`fence`](crate::fence)) and gives it up with
-//! [`release`](Store::release).
+//! [`release`](Store::release). Unlike the journal's acquisition
+//! ([`PostgresJournal`](crate::PostgresJournal)), this one never judges a holder dead: a
+//! lease is waited out until it expires or is released.
 //!
 //! # Invariants
 //!

@@ -9,10 +9,11 @@
 //!
 //! - [`PostgresJournal`]: the journal ([`loopbound::journal::Journal`]) on PostgreSQL, with
 //!   the rows and semantics of `loopbound-sqlite` (the same conformance suite passes on both)
-//!   and a lease per run, named by its worker ([`WorkerId`]: this process's `<host>:<pid>`
-//!   unless [`PostgresJournal::with_worker`] names another), the lease duration from
+//!   and a lease per run, named by its worker ([`WorkerId`]: this process's
+//!   `<host>:<pid>/<start>/<scope>` unless [`PostgresJournal::with_worker`] names another; a
+//!   process of the same machine that is gone is taken over at once), the lease duration from
 //!   [`Config::lease`] or [`PostgresJournal::with_lease`]; a host's commands (inspect, list,
-//!   approve, deny, reconcile) need no worker of their own;
+//!   approve, deny, reconcile, cancel, close) need no worker of their own;
 //! - [`Config`]: the connection URL (`LOOPBOUND_DATABASE_URL` or [`Config::new`]) with its
 //!   password redacted in every output, the pool's size and timeouts, the default lease;
 //! - [`Store::connect`]: a connection pool, with the schema created or migrated on connect

@@ -44,11 +44,15 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
     Migration { version: 2, sql: JOURNAL },
     Migration { version: 3, sql: DEFINITIONS },
     Migration { version: 4, sql: CANCELS },
-    Migration { version: 5, sql: EXPIRIES },
+    Migration { version: 5, sql: EXPIRIES_AND_REASONS },
 ];
 
-/// Version 5: when a proposal expires (milliseconds since the Unix epoch), if it does.
-const EXPIRIES: &str = "ALTER TABLE loopbound_proposals ADD COLUMN expires bigint CHECK (expires >= 0);";
+/// Version 5: when a proposal expires (milliseconds since the Unix epoch), if it does; the
+/// host's reason an event gives (a closed run's).
+const EXPIRIES_AND_REASONS: &str = "
+    ALTER TABLE loopbound_proposals ADD COLUMN expires bigint CHECK (expires >= 0);
+    ALTER TABLE loopbound_events ADD COLUMN reason text;
+";
 
 /// Version 4: who asked to cancel the run, until an attempt honours it.
 const CANCELS: &str = "ALTER TABLE loopbound_runs ADD COLUMN cancel_by text;";

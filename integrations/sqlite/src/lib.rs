@@ -111,8 +111,12 @@ impl Synchronous {
 /// A journal in one SQLite file.
 ///
 /// Clones share one connection; each value names the holder of the leases its attempts take
-/// ([`with_holder`](Self::with_holder), `<host>:<pid>` by default) and their length
-/// ([`with_lease`](Self::with_lease), 30 s by default).
+/// ([`with_holder`](Self::with_holder), this process's
+/// [`process_holder`](loopbound::journal::process_holder) by default) and their length
+/// ([`with_lease`](Self::with_lease), 30 s by default). A lease whose holder is a process of
+/// this machine that no longer exists is taken over at once, not after it expires
+/// ([`is_dead_holder`](loopbound::journal::is_dead_holder)); a name given to `with_holder` is
+/// never judged so, and its lease is waited out.
 #[derive(Clone)]
 pub struct SqliteJournal {
     inner: Arc<Inner>,
@@ -211,7 +215,9 @@ impl SqliteJournal {
     }
 
     /// This journal naming the holder of its leases `holder` (what another process's
-    /// [`LeaseHeld`](JournalError::LeaseHeld) and a host's inspection show).
+    /// [`LeaseHeld`](JournalError::LeaseHeld) and a host's inspection show). A chosen name is
+    /// never judged dead: a lease it holds is waited out until it expires, even once its
+    /// process is gone.
     ///
     /// # Errors
     ///

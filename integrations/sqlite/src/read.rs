@@ -172,7 +172,7 @@ pub(crate) fn stored_run(
     let reconciliations = reconciliations(connection, run)?;
     let events = rows(
         connection,
-        "SELECT kind, name, count, operation, decided_by FROM events WHERE run = ?1 ORDER BY seq",
+        "SELECT kind, name, count, operation, decided_by, reason FROM events WHERE run = ?1 ORDER BY seq",
         run,
         |r| {
             Ok(EventRow {
@@ -181,6 +181,7 @@ pub(crate) fn stored_run(
                 count: u32_at(r, 2, "an event's count")?,
                 operation: maybe_text_at(r, 3)?,
                 by: maybe_text_at(r, 4)?,
+                reason: maybe_text_at(r, 5)?,
             })
         },
     )?;

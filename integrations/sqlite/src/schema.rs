@@ -126,9 +126,11 @@ const V3: &str = "
 ALTER TABLE runs ADD COLUMN cancel_by TEXT;
 ";
 
-/// Version 4: when a proposal expires (milliseconds since the Unix epoch), if it does.
+/// Version 4: when a proposal expires (milliseconds since the Unix epoch), if it does; the
+/// host's reason an event gives (a closed run's).
 const V4: &str = "
 ALTER TABLE proposals ADD COLUMN expires INTEGER;
+ALTER TABLE events ADD COLUMN reason TEXT;
 ";
 
 fn pragma_i64(connection: &Connection, name: &str) -> Result<i64, JournalError> {

@@ -9,13 +9,22 @@
 //!   can take the run over in between. Of attempts racing for one run, the first to take the lock is
 //!   granted; the others find its live lease and are refused
 //!   ([`LeaseHeld`](JournalError::LeaseHeld)) without a write.
+//! - A live lease whose holder is a dead process of this machine
+//!   ([`is_dead_holder`](loopbound::journal::is_dead_holder)) is taken over at once by an
+//!   update conditioned on the lease still being that holder's under the same epoch (and under
+//!   the write lock): of processes racing to take it, the first is granted and the others find
+//!   its live lease.
 //! - A batch under [`Fence::Epoch`] writes only while the epoch is the run's and its lease live
 //!   (else [`LeaseLost`](JournalError::LeaseLost)), and extends the lease; one under
 //!   [`Fence::Host`] only while no lease is live.
 //! - Inserts never replace: a key that exists fails the statement (the tables' keys), and the
 //!   whole transaction rolls back.
+//! - [`Entry::ExpectState`] reads the run's state inside the same transaction: a state another
+//!   writer changed since the host read it fails the batch as a conflict, nothing written.
 
-use loopbound::journal::{Batch, Entry, Fence, JournalError, RunId, RunRow, StoredRun};
+use loopbound::journal::{
+    Batch, Entry, Fence, JournalError, RunId, RunRow, RunState, StoredRun, is_dead_holder,
+};
 use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
 
 use crate::error::storage;
@@ -82,8 +91,13 @@ pub(crate) fn acquire(
             true
         }
         Some((row, _)) if row.state.is_finished() => false,
-        Some((_, Some(lease))) if lease.is_live() => {
-            return Err(JournalError::LeaseHeld { holder: lease.holder, remaining: lease.remaining });
+        Some((row, Some(lease))) if lease.is_live() => {
+            if !(is_dead_holder(&lease.holder)
+                && take_over(transaction, run, row.epoch, &lease.holder, holder, now)?)
+            {
+                return Err(JournalError::LeaseHeld { holder: lease.holder, remaining: lease.remaining });
+            }
+            true
         }
         Some((row, _)) => {
             let epoch = i64::try_from(row.epoch.saturating_add(1))
@@ -101,6 +115,28 @@ pub(crate) fn acquire(
     let stored = read::stored_run(transaction, run, now)?
         .ok_or_else(|| JournalError::storage("the run vanished inside its transaction"))?;
     Ok((stored, wrote))
+}
+
+/// Takes `run` over from `dead`, a holder judged dead, only while its lease is still `dead`'s
+/// under `epoch`: whether it did.
+fn take_over(
+    transaction: &Connection,
+    run: &str,
+    epoch: u64,
+    dead: &str,
+    holder: &Holder<'_>,
+    now: i64,
+) -> Result<bool, JournalError> {
+    let epoch =
+        i64::try_from(epoch).map_err(|_| JournalError::Corrupt("the run's epoch out of range".into()))?;
+    let changed = transaction
+        .execute(
+            "UPDATE runs SET epoch = epoch + 1, attempts = attempts + 1, lease_holder = ?4, lease_until = ?5 \
+             WHERE run = ?1 AND epoch = ?2 AND lease_holder = ?3 AND state <> 'finished'",
+            params![run, epoch, dead, holder.name, holder.until(now)],
+        )
+        .map_err(storage)?;
+    Ok(changed == 1)
 }
 
 /// Checks that `epoch` holds `run`'s live lease and extends it; `LeaseLost` otherwise.
@@ -220,11 +256,12 @@ fn write(transaction: &Connection, run: &str, entry: &Entry, seq: &mut i64) -> R
                 .checked_add(1)
                 .ok_or_else(|| JournalError::Corrupt("the events' sequence out of range".into()))?;
             execute(
-                "INSERT INTO events (run, seq, kind, name, count, operation, decided_by) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-                params![run, *seq, row.kind, row.name, int(row.count), row.operation, row.by],
+                "INSERT INTO events (run, seq, kind, name, count, operation, decided_by, reason) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                params![run, *seq, row.kind, row.name, int(row.count), row.operation, row.by, row.reason],
             )
         }
+        Entry::ExpectState(state) => expect_state(transaction, run, *state),
         Entry::Ledger(ledger) => execute("UPDATE runs SET ledger = ?2 WHERE run = ?1", params![run, ledger]),
         Entry::State(state) => execute(
             "UPDATE runs SET state = ?2, state_operation = ?3, state_status = ?4 WHERE run = ?1",
@@ -242,6 +279,16 @@ fn write(transaction: &Connection, run: &str, entry: &Entry, seq: &mut i64) -> R
         Entry::Release => {
             execute("UPDATE runs SET lease_holder = NULL, lease_until = NULL WHERE run = ?1", params![run])
         }
+    }
+}
+
+/// Refuses the batch unless `run`'s state is `state` now (under the transaction's write lock).
+fn expect_state(transaction: &Connection, run: &str, state: RunState) -> Result<(), JournalError> {
+    let (row, _) = read::run_row(transaction, run, now_micros()?)?.ok_or(JournalError::UnknownRun)?;
+    if row.state == state {
+        Ok(())
+    } else {
+        Err(JournalError::Conflict("another state than the one expected".into()))
     }
 }
 

@@ -1,9 +1,10 @@
-//! Leases: one live attempt per run; taken over once released or expired; kept by renewals and
-//! commits; an expired attempt fenced out; host writes only while no lease is live.
+//! Leases: one live attempt per run; taken over once released or expired, or at once when its
+//! holder is a dead process of this machine (one grant of two racing for it); kept by renewals
+//! and commits; an expired attempt fenced out; host writes only while no lease is live.
 
 use std::time::Duration;
 
-use loopbound::journal::{Entry, Fence, Journal, JournalError, LabelRow, RunRow, RunState, StoredRun};
+use loopbound::journal::{self, Entry, Fence, Journal, JournalError, LabelRow, RunRow, RunState, StoredRun};
 
 use super::rows::{event, reply};
 use super::{Backend, LONG, PAST_SHORT, SHORT, batch, ending, fresh_row, pair, run, two};
@@ -22,6 +23,65 @@ pub(crate) async fn check_all<B: Backend>(backend: &B) {
     renewals_and_commits_keep_a_lease_past_its_first_expiry(&a, &b).await;
     let (a, b) = two(backend, LONG).await;
     a_host_write_waits_until_no_lease_is_live(&a, &b).await;
+    a_dead_process_holders_lease_is_taken_over_at_once_by_one_of_two(backend).await;
+    holders_alive_or_not_judged_are_waited_out(backend).await;
+}
+
+/// A holder in this process's form for a process of this machine that no longer exists: this
+/// process's pid under an earlier start (a pid reused since), or, where this process has no
+/// such form (not Linux), `None`.
+#[must_use]
+pub(crate) fn dead_process_holder() -> Option<String> {
+    let holder = journal::process_holder();
+    let mut parts = holder.rsplitn(3, '/');
+    let (scope, start, rest) = (parts.next()?, parts.next()?.parse::<u64>().ok()?, parts.next()?);
+    Some(format!("{rest}/{}/{scope}", start.checked_sub(1)?))
+}
+
+async fn a_dead_process_holders_lease_is_taken_over_at_once_by_one_of_two<B: Backend>(backend: &B) {
+    let Some(dead) = dead_process_holder() else {
+        // Not judged here (no process form): its lease is waited out like any other.
+        return;
+    };
+    let place = backend.fresh().await;
+    let crashed = backend.open(&place, &dead, LONG).await;
+    let (b, c) =
+        (backend.open(&place, "attempt-b", LONG).await, backend.open(&place, "attempt-c", LONG).await);
+    crashed.acquire(&run(), fresh_row()).await.expect("the run is free");
+    assert!(journal::is_dead_holder(&dead), "{dead} is judged dead");
+    let id = run();
+    let (by_b, by_c) = tokio::join!(b.acquire(&id, fresh_row()), c.acquire(&id, fresh_row()));
+    let (taken, refused, winner) = match (by_b, by_c) {
+        (Ok(taken), refused) => (taken, refused, "attempt-b"),
+        (refused, Ok(taken)) => (taken, refused, "attempt-c"),
+        (b, c) => panic!("one of two takes a dead holder's run at once: {b:?} {c:?}"),
+    };
+    assert_eq!((taken.run.epoch, taken.run.attempts), (2, 2), "one takeover, one epoch");
+    assert_eq!(taken.lease.map(|lease| lease.holder).as_deref(), Some(winner));
+    assert_held(refused, winner, LONG, "the other, after the takeover");
+    let late = crashed.commit(&run(), Fence::Epoch(1), batch(vec![reply(1)])).await;
+    assert_eq!(late, Err(JournalError::LeaseLost), "the dead holder's epoch writes nothing");
+    let stored = stored(&b).await;
+    assert_eq!((stored.run.epoch, stored.replies.len()), (2, 0));
+}
+
+async fn holders_alive_or_not_judged_are_waited_out<B: Backend>(backend: &B) {
+    let alive = journal::process_holder();
+    let host = alive.split(':').next().unwrap_or("host-a").to_owned();
+    let elsewhere = dead_process_holder().map(|dead| {
+        let (rest, _) = dead.rsplit_once('/').unwrap_or_default();
+        format!("{rest}/{}", "0".repeat(12))
+    });
+    let holders = [Some(alive), Some(format!("{host}:4194305")), Some("pod-7".to_owned()), elsewhere];
+    for holder in holders.into_iter().flatten() {
+        let place = backend.fresh().await;
+        let holding = backend.open(&place, &holder, LONG).await;
+        let other = backend.open(&place, "attempt-b", LONG).await;
+        holding.acquire(&run(), fresh_row()).await.expect("the run is free");
+        assert!(!journal::is_dead_holder(&holder), "{holder} is not judged dead");
+        assert_held(other.acquire(&run(), fresh_row()).await, &holder, LONG, &holder);
+        assert_eq!(stored(&other).await.run.epoch, 1, "{holder}: the refusal wrote nothing");
+    }
 }
 
 /// The run as `journal` reads it now.

@@ -18,6 +18,8 @@
 //! - [`runs`]: journaled runs of the refund task end to end: approval, a second live attempt
 //!   refused while the first is inside its effect, and a reconciliation after a later attempt
 //!   died too;
+//! - [`closing`]: a host closes a run for good with a reason: listed finished `Closed`, its
+//!   proposal never run, no attempt taking it again, refused while an attempt holds it;
 //! - [`spend`]: a model call's reservation in flight when its attempt died is charged whole on
 //!   resume, and replayed replies are not charged again.
 //!
@@ -28,6 +30,7 @@
 //! - Expiry is real time: checks that wait for a lease to expire use [`SHORT`] leases.
 
 mod cancels;
+mod closing;
 mod definitions;
 mod leases;
 mod listing;
@@ -69,6 +72,7 @@ pub async fn check_all<B: Backend>(backend: &B) {
     listing::check_all(backend).await;
     runs::check_all(backend).await;
     cancels::check_all(backend).await;
+    closing::check_all(backend).await;
     spend::check_all(backend).await;
     definitions::check_all(backend).await;
 }

@@ -14,6 +14,7 @@ pub(crate) async fn check_all<B: Backend>(backend: &B) {
     keys_are_written_once(&one(backend).await).await;
     rows_read_back_as_written_in_key_order(&one(backend).await).await;
     a_finished_run_is_not_taken_again(&one(backend).await).await;
+    a_batch_expecting_another_state_writes_nothing(&one(backend).await).await;
     unknown_runs_are_none_and_refused(&one(backend).await).await;
 }
 
@@ -24,6 +25,7 @@ pub(crate) fn event(kind: &str, count: u32) -> Entry {
         count,
         operation: None,
         by: None,
+        reason: None,
     })
 }
 
@@ -205,6 +207,38 @@ async fn a_finished_run_is_not_taken_again(journal: &impl Journal) {
     assert_eq!((again.run.epoch, again.run.attempts), (1, 1), "a finished run keeps its epoch and attempts");
     assert_eq!(again.run.state, RunState::Finished(Status::Completed));
     assert_eq!(again.lease, None, "and gets no lease");
+}
+
+async fn a_batch_expecting_another_state_writes_nothing(journal: &impl Journal) {
+    journal.acquire(&run(), fresh_row()).await.expect("acquire");
+    let closed = EventRow {
+        kind: "Closed".to_owned(),
+        name: "run".to_owned(),
+        count: 1,
+        operation: None,
+        by: Some("alice".to_owned()),
+        reason: Some("é \"quoted\" ; DROP TABLE".to_owned()),
+    };
+    let expecting = |state| {
+        batch(vec![
+            Entry::ExpectState(state),
+            reply(1),
+            Entry::Event(closed.clone()),
+            Entry::State(RunState::Finished(Status::Closed)),
+        ])
+    };
+    let refused = journal.commit(&run(), Fence::Epoch(1), expecting(RunState::AwaitingApproval(1))).await;
+    assert!(matches!(refused, Err(JournalError::Conflict(_))), "another state is a conflict: {refused:?}");
+    let stored = journal.load(&run()).await.expect("load").expect("the run exists");
+    assert_eq!(
+        (stored.replies.len(), stored.events.len(), stored.run.state),
+        (0, 0, RunState::Open),
+        "nothing of the refused batch is written"
+    );
+    journal.commit(&run(), Fence::Epoch(1), expecting(RunState::Open)).await.expect("the state expected");
+    let stored = journal.load(&run()).await.expect("load").expect("the run exists");
+    assert_eq!(stored.run.state, RunState::Finished(Status::Closed));
+    assert_eq!(stored.events, [closed], "an event's author and reason read back as written");
 }
 
 async fn unknown_runs_are_none_and_refused(journal: &impl Journal) {

@@ -3,9 +3,13 @@
 //! `loopbound-sqlite`, plus a lease per run.
 //!
 //! A journal value is one worker: it names itself with a [`WorkerId`] (this process's
-//! `<host>:<pid>` unless [`with_worker`](PostgresJournal::with_worker) says otherwise) and has a
-//! lease duration. Its `acquire` takes the run's lease (adding one to the epoch) only when the
-//! run is new, or its lease was released or has expired; a live lease is refused with
+//! [`process_holder`], `<host>:<pid>/<start>/<scope>`, unless
+//! [`with_worker`](PostgresJournal::with_worker) says otherwise) and has a lease duration. Its
+//! `acquire` takes the run's lease (adding one to the epoch) only when the run is new, or its
+//! lease was released or has expired, or its holder is a process of this machine that no longer
+//! exists ([`is_dead_holder`](loopbound::journal::is_dead_holder): taken over at once, only
+//! while the lease is still that holder's; a worker of another machine or one named with
+//! `with_worker` is waited out until its lease expires); a live lease is refused with
 //! [`JournalError::LeaseHeld`], whoever holds it (this worker too), so two attempts racing for
 //! one run cannot both run it. Every commit of the attempt is fenced by its epoch and its live
 //! lease, and renews the lease; the attempt's last commit (the one that records how it ended)
@@ -68,7 +72,7 @@ impl fmt::Debug for PostgresJournal {
 }
 
 impl PostgresJournal {
-    /// The journal on `store`, as this process's worker (`<host>:<pid>`), with the store's
+    /// The journal on `store`, as this process's worker ([`process_holder`]), with the store's
     /// configured lease ([`Config::lease`]: `LOOPBOUND_LEASE_SECS`, 30 s by default).
     ///
     /// # Errors

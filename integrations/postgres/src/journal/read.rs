@@ -244,7 +244,7 @@ pub(super) async fn stored_run(
     let events = rows(
         transaction,
         redactor,
-        "SELECT kind, name, count, operation, decided_by FROM loopbound_events WHERE run_id = $1 \
+        "SELECT kind, name, count, operation, decided_by, reason FROM loopbound_events WHERE run_id = $1 \
          ORDER BY seq",
         run,
         |r| {
@@ -254,6 +254,7 @@ pub(super) async fn stored_run(
                 count: u32_at(r, 2, "an event's count")?,
                 operation: maybe_text_at(r, 3, "an event's operation")?,
                 by: maybe_text_at(r, 4, "an event's author")?,
+                reason: maybe_text_at(r, 5, "an event's reason")?,
             })
         },
     )

@@ -8,6 +8,12 @@
 //!   refused whoever holds it, this worker included: one attempt per run). Of attempts racing
 //!   for one run, one is granted while its lease is live; the others read the holder and are
 //!   refused with [`LeaseHeld`](JournalError::LeaseHeld), having written nothing.
+//! - A live lease whose holder is a dead process of this machine
+//!   ([`is_dead_holder`](loopbound::journal::is_dead_holder)) is taken over at once, by an
+//!   update conditioned on the lease still being that holder's under the epoch read: of
+//!   workers racing to take one dead holder's run, one is granted and the others find its live
+//!   lease and are refused. Judged by the worker, on its own machine: a holder of another
+//!   machine is never judged dead, and its lease is waited out.
 //! - A grant never changes an existing run's state, conversation, ledger, definition or labels;
 //!   the labels are written with the run's first attempt. A grant that creates the run returns
 //!   it as written (the grant's own row and the fresh rows, which it has no others yet) instead
@@ -26,12 +32,16 @@
 //!   take the run at once.
 //! - Inserts never replace: a key that exists fails the statement (a unique violation, which is
 //!   a [`Conflict`](JournalError::Conflict)), and the whole transaction rolls back.
+//! - [`Entry::ExpectState`] reads the run's state after the fence locked its row: a state that
+//!   another writer changed since the host read it fails the batch as a conflict, rolled back.
 
 use std::time::Duration;
 
 use deadpool_postgres::Transaction;
 use futures_util::future::{join, join_all};
-use loopbound::journal::{Batch, Entry, EventRow, Fence, JournalError, RunRow, StoredRun};
+use loopbound::journal::{
+    Batch, Entry, EventRow, Fence, JournalError, RunRow, RunState, StoredRun, is_dead_holder,
+};
 use tokio_postgres::types::ToSql;
 
 use super::convert::corrupt;
@@ -72,8 +82,22 @@ const LABEL: &str = "
 const REFUSAL: &str = "
     SELECT coalesce(state, '') = 'finished',
            lease_holder,
-           greatest(0, (extract(epoch FROM lease_until - now()) * 1000000))::bigint
+           greatest(0, (extract(epoch FROM lease_until - now()) * 1000000))::bigint,
+           epoch
       FROM loopbound_runs WHERE run_id = $1";
+
+/// A grant from a holder judged dead: only while the lease is still its own under the epoch
+/// read, so that of workers racing to take one dead holder's run, one is granted (the others'
+/// updates, waiting for its row lock, then match nothing).
+const TAKE_OVER: &str = "
+    UPDATE loopbound_runs
+       SET epoch = epoch + 1,
+           attempts = attempts + 1,
+           lease_holder = $4,
+           lease_until = now() + $5::bigint * interval '1 microsecond',
+           updated_at = now()
+     WHERE run_id = $1 AND epoch = $2 AND lease_holder = $3 AND coalesce(state, '') <> 'finished'
+    RETURNING epoch";
 
 /// The fence of an attempt's batch, in one statement (so that its answer does not depend on what
 /// the statements sent after it do): whether the attempt's live lease was renewed, and whether
@@ -109,11 +133,16 @@ const RECONCILIATION: &str = "INSERT INTO loopbound_reconciliations \
                      VALUES ($1, $2, $3, $4, $5, $6)";
 /// A batch's events in one statement, numbered after the run's last one (read under the
 /// fence's lock) in the batch's order.
-const EVENTS: &str = "INSERT INTO loopbound_events (run_id, seq, kind, name, count, operation, decided_by) \
-                      SELECT $1, last.seq + e.ord, e.kind, e.name, e.count, e.operation, e.decided_by \
+const EVENTS: &str = "INSERT INTO loopbound_events \
+                      (run_id, seq, kind, name, count, operation, decided_by, reason) \
+                      SELECT $1, last.seq + e.ord, e.kind, e.name, e.count, e.operation, e.decided_by, e.reason \
                         FROM (SELECT coalesce(max(seq), 0) AS seq FROM loopbound_events WHERE run_id = $1) AS last, \
-                             unnest($2::text[], $3::text[], $4::bigint[], $5::text[], $6::text[]) \
-                             WITH ORDINALITY AS e(kind, name, count, operation, decided_by, ord)";
+                             unnest($2::text[], $3::text[], $4::bigint[], $5::text[], $6::text[], $7::text[]) \
+                             WITH ORDINALITY AS e(kind, name, count, operation, decided_by, reason, ord)";
+/// Whether the run's state is the expected one (one row) or not (none), read under the fence's
+/// lock.
+const EXPECT_STATE: &str = "SELECT 1 FROM loopbound_runs WHERE run_id = $1 AND state = $2 \
+                     AND state_operation IS NOT DISTINCT FROM $3 AND state_status IS NOT DISTINCT FROM $4";
 const LEDGER: &str = "UPDATE loopbound_runs SET ledger = $2 WHERE run_id = $1";
 const STATE: &str = "UPDATE loopbound_runs SET state = $2, state_operation = $3, state_status = $4 \
                      WHERE run_id = $1";
@@ -130,12 +159,18 @@ fn statement(entry: &Entry) -> &'static str {
         Entry::Started(_) => STARTED,
         Entry::Reconciliation(_) => RECONCILIATION,
         Entry::Event(_) => EVENTS,
+        Entry::ExpectState(_) => EXPECT_STATE,
         Entry::Ledger(_) => LEDGER,
         Entry::State(_) => STATE,
         Entry::Definition(_) => DEFINITION,
         Entry::CancelHonoured => CANCEL_HONOURED,
         Entry::Release => RELEASE,
     }
+}
+
+/// A state's stored parts: its name, the operation it names, the status it names.
+fn parts(state: RunState) -> (&'static str, Option<i64>, Option<&'static str>) {
+    (state.name(), state.operation().map(i64::from), state.status().map(loopbound::Status::as_str))
 }
 
 /// Who writes, and how to classify the database's errors.
@@ -222,10 +257,14 @@ impl Writer<'_> {
                 let Some(row) = row else { return Ok(None) };
                 let finished: bool = row.get(0);
                 if !finished {
-                    return match held(row.get(1), row.get(2)) {
-                        Some(refusal) => Err(refusal),
-                        None => Ok(None),
-                    };
+                    let holder: Option<String> = row.get(1);
+                    let Some(refusal) = held(holder.clone(), row.get(2)) else { return Ok(None) };
+                    let dead = holder.filter(|holder| is_dead_holder(holder));
+                    let Some(dead) = dead else { return Err(refusal) };
+                    // Taken over, or another worker took it first: look again.
+                    if !self.take_over(transaction, run, row.get(3), &dead).await? {
+                        return Ok(None);
+                    }
                 }
             }
         }
@@ -233,6 +272,25 @@ impl Writer<'_> {
             || Err(JournalError::storage("the run vanished inside its transaction")),
             |stored| Ok(Some(stored)),
         )
+    }
+
+    /// Takes `run` over from `dead`, a holder judged dead, only while its lease is still
+    /// `dead`'s under `epoch`: whether it did.
+    async fn take_over(
+        &self,
+        transaction: &Transaction<'_>,
+        run: &str,
+        epoch: i64,
+        dead: &str,
+    ) -> Result<bool, JournalError> {
+        let taken = self
+            .query_opt(
+                transaction,
+                TAKE_OVER,
+                &[&run, &epoch, &dead, &self.worker.as_str(), &self.lease_micros],
+            )
+            .await?;
+        Ok(taken.is_some())
     }
 
     /// The run the grant `row` has just created from `fresh`: its labels written, and its
@@ -354,7 +412,8 @@ impl Writer<'_> {
         let counts: Vec<i64> = events.iter().map(|event| i64::from(event.count)).collect();
         let operations: Vec<Option<&str>> = events.iter().map(|event| event.operation.as_deref()).collect();
         let deciders: Vec<Option<&str>> = events.iter().map(|event| event.by.as_deref()).collect();
-        self.execute(transaction, EVENTS, &[&run, &kinds, &names, &counts, &operations, &deciders])
+        let reasons: Vec<Option<&str>> = events.iter().map(|event| event.reason.as_deref()).collect();
+        self.execute(transaction, EVENTS, &[&run, &kinds, &names, &counts, &operations, &deciders, &reasons])
             .await
             .map(drop)
     }
@@ -426,19 +485,20 @@ impl Writer<'_> {
             }
             // Boxed: each row's future is as large as its largest arm.
             Entry::Event(row) => Box::pin(self.write_events(transaction, run, &[row])).await.map(|()| 1),
+            Entry::ExpectState(state) => {
+                let (name, operation, status) = parts(*state);
+                let found =
+                    self.execute(transaction, EXPECT_STATE, &[&run, &name, &operation, &status]).await?;
+                if found == 1 {
+                    Ok(found)
+                } else {
+                    Err(JournalError::Conflict("another state than the one expected".to_owned()))
+                }
+            }
             Entry::Ledger(ledger) => self.execute(transaction, LEDGER, &[&run, ledger]).await,
             Entry::State(state) => {
-                self.execute(
-                    transaction,
-                    STATE,
-                    &[
-                        &run,
-                        &state.name(),
-                        &state.operation().map(int),
-                        &state.status().map(loopbound::Status::as_str),
-                    ],
-                )
-                .await
+                let (name, operation, status) = parts(*state);
+                self.execute(transaction, STATE, &[&run, &name, &operation, &status]).await
             }
             Entry::Definition(definition) => self.execute(transaction, DEFINITION, &[&run, definition]).await,
             Entry::CancelHonoured => self.execute(transaction, CANCEL_HONOURED, &[&run]).await,

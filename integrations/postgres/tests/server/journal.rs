@@ -51,7 +51,10 @@ async fn another_workers_live_lease_is_refused_and_nothing_runs() {
     assert!(remaining > &Duration::from_secs(20) && remaining <= &Duration::from_secs(30), "{remaining:?}");
     assert_eq!(
         refused.to_string(),
-        "another worker holds this run's lease; nothing ran, retry when it expires"
+        format!(
+            "another attempt holds this run: held by host-a:1 for {:.1} s more; nothing ran",
+            remaining.as_secs_f64()
+        )
     );
     assert!(sink.applied().is_empty(), "nothing ran");
     let stored = holder.load(&run()).await.unwrap().expect("the run exists");
