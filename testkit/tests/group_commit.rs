@@ -2,13 +2,25 @@
 //! transaction and one sync; each caller is told only once its write is durable; a write that
 //! fails in a group fails alone; and a group cut by a crash (a process killed with SIGKILL while
 //! it commits) leaves every write it reported, each whole, and no write half-done.
+//!
+//! And on PostgreSQL: the commits and renewals of many runs share one transaction; a batch whose
+//! fence fails in a group writes nothing, alone; one whose row is refused (a key written twice)
+//! gets its `Conflict` alone while the others of its group commit; a commit given up before its
+//! group began is not written, one given up during its group does not stop it.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use loopbound::journal::{Batch, Entry, EventRow, Fence, Journal, JournalError, RunId};
+use std::future::Future;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use loopbound::journal::{Batch, Entry, EventRow, Fence, Journal, JournalError, ReplyRow, RunId};
+use loopbound_postgres::tokio_postgres::{self, NoTls};
+use loopbound_postgres::{Config, GROUP_WRITERS, PostgresJournal, WorkerId};
 use loopbound_sqlite::SqliteJournal;
 use loopbound_testkit::conformance::fresh_row;
+use loopbound_testkit::postgres::{Cluster, Durability};
 use loopbound_testkit::{child, scratch};
 
 /// The events of one commit: `EVENTS` rows, so a commit cut in half would show.
@@ -173,4 +185,243 @@ fn a_group_cut_by_a_crash_keeps_every_commit_it_reported_and_leaves_none_half_do
     }
     let total: usize = reported.values().sum();
     println!("{total} commits reported before the kill; {in_flight} more were durable unreported");
+}
+
+/// A journal on a fresh database of the shared cluster, and its URL; `None` where PostgreSQL is
+/// absent (after `SKIPPED`).
+async fn postgres_journal(hint: &str) -> Option<(PostgresJournal, String)> {
+    let cluster = Cluster::shared(Durability::Fast)?;
+    let url = cluster.create_database(hint).url;
+    let journal = PostgresJournal::connect(&Config::new(&url).expect("the cluster's URL"))
+        .await
+        .expect("the fresh database accepts the journal")
+        .with_worker(WorkerId::new("group-test").expect("a worker id"));
+    Some((journal, url))
+}
+
+/// What a held commit does: commit a batch under an epoch, or renew the lease.
+#[derive(Clone)]
+enum Ask {
+    Commit(u64, Batch),
+    Renew(u64),
+}
+
+/// What happened to a commit held behind the rows' lock.
+#[derive(Debug, PartialEq)]
+enum Told {
+    Answered(Result<(), JournalError>),
+    /// Its caller gave it up, its future dropped.
+    GivenUp,
+}
+
+/// Waits for `condition` to be met, 30 s at most.
+async fn within(condition: impl Future<Output = ()>) {
+    tokio::time::timeout(Duration::from_secs(30), condition).await.expect("met within 30 s");
+}
+
+/// How many sessions of the database wait for a lock.
+async fn waiting(client: &tokio_postgres::Client) -> i64 {
+    let row = client
+        .query_one(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'",
+            &[],
+        )
+        .await
+        .expect("pg_stat_activity answers");
+    row.get(0)
+}
+
+/// Sends `asks` (one per run, in order) while another session holds every run's row locked:
+/// the first [`GROUP_WRITERS`] one at a time, each its own writer's group, blocked on the lock;
+/// the rest queued behind them. Gives up the commits of `drop_queued` while they are queued and
+/// those of `drop_blocked` while their group waits for the lock, then releases the rows;
+/// returns what each commit was told, once every one ended.
+async fn behind_a_lock(
+    journal: &PostgresJournal,
+    url: &str,
+    asks: Vec<(RunId, Ask)>,
+    drop_queued: &[usize],
+    drop_blocked: &[usize],
+) -> Vec<Told> {
+    let session = || async {
+        let (client, connection) = tokio_postgres::connect(url, NoTls).await.expect("a session");
+        tokio::spawn(connection);
+        client
+    };
+    // The lock's session, and one outside its transaction that watches who waits (a
+    // transaction's statistics are a snapshot).
+    let (lock, watch) = (session().await, session().await);
+    lock.batch_execute("BEGIN; SELECT run_id FROM loopbound_runs FOR UPDATE")
+        .await
+        .expect("every run's row locked");
+    let queued = Arc::new(AtomicUsize::new(0));
+    let mut tasks = Vec::new();
+    for (n, (run, ask)) in asks.into_iter().enumerate() {
+        let (journal, queued) = (journal.clone(), Arc::clone(&queued));
+        tasks.push(tokio::spawn(async move {
+            let mut answer: std::pin::Pin<Box<dyn Future<Output = Result<(), JournalError>> + Send>> =
+                match ask {
+                    Ask::Commit(epoch, batch) => Box::pin(journal.commit(&run, Fence::Epoch(epoch), batch)),
+                    Ask::Renew(epoch) => Box::pin(journal.renew(&run, epoch)),
+                };
+            // Counted after the poll that queues the commit.
+            let mut counted = false;
+            std::future::poll_fn(|cx| {
+                let poll = answer.as_mut().poll(cx);
+                if !counted {
+                    counted = true;
+                    queued.fetch_add(1, Ordering::SeqCst);
+                }
+                poll
+            })
+            .await
+        }));
+        if n < GROUP_WRITERS {
+            let blocked = i64::try_from(n + 1).expect("a few");
+            within(async {
+                while waiting(&watch).await < blocked {
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                }
+            })
+            .await;
+        }
+    }
+    let all = tasks.len();
+    within(async {
+        while queued.load(Ordering::SeqCst) < all {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await;
+    for &n in drop_queued.iter().chain(drop_blocked) {
+        tasks[n].abort();
+    }
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    for (n, task) in tasks.iter().enumerate() {
+        let gone = drop_queued.contains(&n) || drop_blocked.contains(&n);
+        assert_eq!(task.is_finished(), gone, "commit {n}: none is told before its group is committed");
+    }
+    assert_eq!(waiting(&watch).await, i64::try_from(GROUP_WRITERS).expect("a few"), "each writer waits");
+    lock.batch_execute("ROLLBACK").await.expect("the rows released");
+    let mut told = Vec::new();
+    for task in tasks {
+        told.push(match task.await {
+            Ok(answer) => Told::Answered(answer),
+            Err(error) if error.is_cancelled() => Told::GivenUp,
+            Err(error) => panic!("a commit panicked: {error}"),
+        });
+    }
+    told
+}
+
+/// How many events each of `runs` holds (0 for a run never created).
+async fn events_of(journal: &PostgresJournal, runs: &[RunId]) -> Vec<usize> {
+    let mut counts = Vec::new();
+    for run in runs {
+        counts.push(journal.load(run).await.expect("a read").map_or(0, |stored| stored.events.len()));
+    }
+    counts
+}
+
+fn with_release(n: usize) -> Batch {
+    let mut batch = batch(n);
+    batch.entries.push(Entry::Release);
+    batch
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_commits_that_arrive_together_share_a_transaction_and_a_refused_one_fails_alone() {
+    let Some((journal, url)) = postgres_journal("group_commit").await else { return };
+    let runs: Vec<RunId> = (0..100).map(run).collect();
+    // Run 99 is never acquired.
+    for id in &runs[..99] {
+        journal.acquire(id, fresh_row()).await.expect("a new run");
+    }
+    let asks = (0..100)
+        .map(|n| {
+            let ask = match n {
+                // Under a stale epoch: refused, alone.
+                50 => Ask::Commit(7, batch(n)),
+                // A lease renewal, in the group like a commit.
+                30 => Ask::Renew(1),
+                // The attempt's last commit: releases the lease.
+                40 => Ask::Commit(1, with_release(n)),
+                _ => Ask::Commit(1, batch(n)),
+            };
+            (runs[n].clone(), ask)
+        })
+        .collect();
+    let (groups, writes) = (journal.groups(), journal.grouped_writes());
+    // Commit 70 is given up while queued; commit 0 while its group waits for the lock.
+    let told = behind_a_lock(&journal, &url, asks, &[70], &[0]).await;
+    for (n, told) in told.into_iter().enumerate() {
+        let expected = match n {
+            0 | 70 => Told::GivenUp,
+            50 => Told::Answered(Err(JournalError::LeaseLost)),
+            99 => Told::Answered(Err(JournalError::UnknownRun)),
+            _ => Told::Answered(Ok(())),
+        };
+        assert_eq!(told, expected, "commit {n}");
+    }
+    // The blocked writers' groups (one commit each), then one group for every queued commit.
+    assert_eq!(journal.groups() - groups, GROUP_WRITERS as u64 + 1, "groups");
+    // All but the refused two and the one given up while queued.
+    assert_eq!(journal.grouped_writes() - writes, 97, "writes in groups");
+    let counts = events_of(&journal, &runs).await;
+    for (n, count) in counts.into_iter().enumerate() {
+        let expected = match n {
+            // Given up during its group: the group went on, and wrote it.
+            0 => EVENTS as usize,
+            30 | 50 | 70 | 99 => 0,
+            _ => EVENTS as usize,
+        };
+        assert_eq!(count, expected, "run {n}");
+    }
+    let store = journal.store();
+    let released = store.lease_state(runs[40].as_str()).await.expect("a read").expect("leased");
+    assert_eq!((released.epoch, released.holder, released.live), (1, None, false), "run 40 released");
+    let renewed = store.lease_state(runs[30].as_str()).await.expect("a read").expect("leased");
+    assert_eq!((renewed.epoch, renewed.live), (1, true), "run 30 renewed");
+    let ledger = journal.load(&runs[41]).await.expect("a read").expect("the run exists").run.ledger;
+    assert_eq!(ledger, "ledger of 41");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_a_commit_whose_row_conflicts_in_a_group_fails_alone_and_the_others_commit() {
+    let Some((journal, url)) = postgres_journal("group_conflict").await else { return };
+    let runs: Vec<RunId> = (0..20).map(run).collect();
+    for id in &runs {
+        journal.acquire(id, fresh_row()).await.expect("a new run");
+    }
+    let reply = || Entry::Reply(ReplyRow { ordinal: 1, reply: "{}".to_owned() });
+    journal.commit(&runs[5], Fence::Epoch(1), Batch { entries: vec![reply()] }).await.expect("a first reply");
+    let asks = (0..20)
+        .map(|n| {
+            let mut batch = batch(n);
+            if n == 5 {
+                // Its reply 1 again: a key written twice.
+                batch.entries.push(reply());
+            }
+            (runs[n].clone(), Ask::Commit(1, batch))
+        })
+        .collect();
+    let (groups, writes) = (journal.groups(), journal.grouped_writes());
+    let told = behind_a_lock(&journal, &url, asks, &[], &[]).await;
+    for (n, told) in told.into_iter().enumerate() {
+        match (n, told) {
+            (5, Told::Answered(Err(JournalError::Conflict(_)))) => {}
+            (5, other) => panic!("commit 5: {other:?}, not a conflict"),
+            (n, told) => assert_eq!(told, Told::Answered(Ok(())), "commit {n}"),
+        }
+    }
+    // The blocked writers' groups; the queued commits' group rolled back, and each of its
+    // commits was then written alone.
+    assert_eq!(journal.groups() - groups, GROUP_WRITERS as u64, "groups");
+    assert_eq!(journal.grouped_writes() - writes, GROUP_WRITERS as u64, "writes in groups");
+    let counts = events_of(&journal, &runs).await;
+    for (n, count) in counts.into_iter().enumerate() {
+        assert_eq!(count, if n == 5 { 0 } else { EVENTS as usize }, "run {n}");
+    }
+    let replies = journal.load(&runs[5]).await.expect("a read").expect("the run exists").replies;
+    assert_eq!(replies, vec![ReplyRow { ordinal: 1, reply: "{}".to_owned() }], "run 5 as it was");
 }

@@ -44,7 +44,7 @@
 //! |---|---|---|
 //! | `LOOPBOUND_DATABASE_URL` | yes | `postgres://user:password@host:port/database`; never printed whole |
 //! | `LOOPBOUND_LEASE_SECS` | no | default lease duration, whole seconds (default 30); read by [`Config::new`] too |
-//! | `LOOPBOUND_DATABASE_POOL_SIZE` | no | connections per process at most (default 16) |
+//! | `LOOPBOUND_DATABASE_POOL_SIZE` | no | connections per process at most (default 16), besides the [`GROUP_WRITERS`] of group commits |
 //!
 //! Connections are plain TCP or a Unix socket: TLS is not supported, and a URL with
 //! `sslmode=require` is refused rather than connected in clear. Use a loopback address, a Unix
@@ -73,9 +73,9 @@
 //! # Design: the journal's records on PostgreSQL
 //!
 //! The journal stores plain rows that the core encodes and decodes, so every backend stores
-//! the same thing. Its storage trait's operations are each one transaction:
-//! `acquire(run, fresh)`, `renew(run, epoch)`, `load(run)`, `commit(run, fence, batch)` and
-//! `list(query)`. On PostgreSQL the rows are tables keyed like SQLite's (schema version 3):
+//! the same thing. Its storage trait's operations are each one transaction (or part of one that
+//! commits a group of them whole, see below): `acquire(run, fresh)`, `renew(run, epoch)`,
+//! `load(run)`, `commit(run, fence, batch)` and `list(query)`. On PostgreSQL the rows are tables keyed like SQLite's (schema version 3):
 //!
 //! | table | key | columns |
 //! |---|---|---|
@@ -101,6 +101,15 @@
 //! run is unfinished and its lease released or expired; a finished run is returned as it is,
 //! without a grant. Listings walk indexes in run-id byte order (`COLLATE "C"`).
 //!
+//! **Group commit.** The commits and lease renewals of a journal's attempts (and its clones')
+//! that arrive together share one transaction, one round trip and one sync: a writer task takes
+//! up to [`MAX_GROUP`] of them, locks their runs' rows in run-id byte order (so two workers'
+//! groups cannot deadlock), checks and renews every fence and applies the fenced batches in one
+//! statement, and commits once; at most [`GROUP_WRITERS`] groups of a journal are written at a
+//! time. Each batch keeps its own semantics: one whose fence fails writes nothing
+//! (`LeaseLost`), and when a row is refused (a key written twice) the group rolls back and its
+//! batches are committed one by one, so each gets its own result.
+//!
 //! # Invariants
 //!
 //! - The password appears in no `Debug` or `Display` output and no error message.
@@ -124,7 +133,7 @@ pub use config::{
 pub use error::Error;
 pub use fence::Write;
 pub use id::{MAX_RUN_ID_LEN, MAX_WORKER_ID_LEN, WorkerId};
-pub use journal::PostgresJournal;
+pub use journal::{GROUP_WRITERS, MAX_GROUP, PostgresJournal};
 pub use lease::{Lease, LeaseState, MAX_LEASE};
 pub use pool::{ATTEMPTS as POOL_ATTEMPTS, POOL_SCHEMA_VERSION, PostgresPools};
 pub use schema::supported_version;

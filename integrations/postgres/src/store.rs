@@ -8,6 +8,9 @@
 //! - A broken pooled connection is discarded when it is next taken (the pool checks that it is
 //!   not closed), so after the server comes back a store recovers without being rebuilt.
 //! - Connections are plain TCP or a Unix socket, without TLS.
+//! - At most [`Config::pool_size`] connections for reads, acquisitions, a host's commands and
+//!   the pools, and [`GROUP_WRITERS`] more of the journal's group commits' own (so that commits
+//!   never wait behind reads for a connection).
 //! - Every operation of the journal and the pools is given up after the configured query timeout
 //!   ([`Config::query_timeout`], 30 s by default), taking a connection from the pool included: a
 //!   server that stops answering yields a storage error, not a caller that waits forever.
@@ -15,17 +18,26 @@
 //!   statements) is ended by the server (`idle_in_transaction_session_timeout`), so it cannot
 //!   keep a run's row locked, and with it the run, from the worker that takes the run over.
 
+use std::sync::Arc;
+
 use deadpool_postgres::{Client, Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
 use tokio_postgres::NoTls;
 
 use crate::config::Config;
 use crate::error::{Error, Redactor};
+use crate::journal::{GROUP_WRITERS, Group};
 use crate::schema::{MIGRATIONS, migrate};
 
 /// A pool of connections to the journal's database, shared by all runs of a process.
 #[derive(Clone, Debug)]
 pub struct Store {
     pool: Pool,
+    /// The group commits' own connections (at most [`GROUP_WRITERS`]), so that a group never
+    /// waits for a connection behind the process's reads.
+    writers: Pool,
+    /// The journal's commits and renewals waiting for their group, of every journal on this
+    /// store.
+    group: Arc<Group>,
     config: Config,
     redactor: Redactor,
 }
@@ -40,20 +52,23 @@ impl Store {
     /// refuses the login, [`Error::UnsupportedSchema`] when a newer version migrated it,
     /// [`Error::Storage`] when a migration fails (rolled back whole).
     pub async fn connect(config: &Config) -> Result<Self, Error> {
-        let manager = Manager::from_config(
-            session_settings(config),
-            NoTls,
-            ManagerConfig { recycling_method: RecyclingMethod::Fast },
-        );
         let redactor = Redactor::new(config.password());
-        let pool = Pool::builder(manager)
-            .max_size(config.pool_size())
-            .runtime(Runtime::Tokio1)
-            .wait_timeout(Some(config.wait_timeout()))
-            .create_timeout(Some(config.connect_timeout()))
-            .build()
-            .map_err(|error| Error::Storage(redactor.clean(&error.to_string())))?;
-        let store = Self { pool, config: config.clone(), redactor };
+        let pool = |size: usize| {
+            let manager = Manager::from_config(
+                session_settings(config),
+                NoTls,
+                ManagerConfig { recycling_method: RecyclingMethod::Fast },
+            );
+            Pool::builder(manager)
+                .max_size(size)
+                .runtime(Runtime::Tokio1)
+                .wait_timeout(Some(config.wait_timeout()))
+                .create_timeout(Some(config.connect_timeout()))
+                .build()
+                .map_err(|error| Error::Storage(redactor.clean(&error.to_string())))
+        };
+        let (pool, writers) = (pool(config.pool_size())?, pool(GROUP_WRITERS)?);
+        let store = Self { pool, writers, group: Arc::default(), config: config.clone(), redactor };
         let mut client = store.client().await?;
         migrate(&mut client, MIGRATIONS, &store.redactor).await?;
         Ok(store)
@@ -68,6 +83,16 @@ impl Store {
     /// A pooled connection.
     pub(crate) async fn client(&self) -> Result<Client, Error> {
         self.pool.get().await.map_err(|error| self.redactor.pool(&error))
+    }
+
+    /// The journal's group commits on this store.
+    pub(crate) fn group(&self) -> &Arc<Group> {
+        &self.group
+    }
+
+    /// A connection of the group commits' own.
+    pub(crate) async fn writer(&self) -> Result<Client, Error> {
+        self.writers.get().await.map_err(|error| self.redactor.pool(&error))
     }
 
     /// `operation`'s output, or `None` once the configured query timeout

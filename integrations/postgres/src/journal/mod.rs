@@ -18,9 +18,11 @@
 //!
 //! # Invariants
 //!
-//! - Each operation is one transaction: `acquire` and `commit` commit whole or write nothing;
+//! - Each operation is one transaction, or (an attempt's commit or renewal) one part of a
+//!   group's transaction (see [`group`]): `acquire` and `commit` commit whole or write nothing;
 //!   `load` reads one snapshot (`REPEATABLE READ`, read only). A failed operation rolls its
-//!   transaction back before it returns, so it holds no lock once the caller has its error.
+//!   transaction back before it returns, so it holds no lock once the caller has its error (a
+//!   commit refused in a group is told once its group ended).
 //! - A commit under an epoch that is no longer the run's is
 //!   [`LeaseLost`](JournalError::LeaseLost) and writes nothing: a worker paused past its lease
 //!   while another took the run over runs no further effect, because an effect's body starts
@@ -28,14 +30,18 @@
 //! - Failures are typed [`JournalError`]s, never panics; a server that is down or refuses is
 //!   [`Storage`](JournalError::Storage), and no message carries the password.
 
+mod columns;
 mod convert;
+mod group;
 mod list;
 mod listen;
+mod many;
 mod read;
 mod write;
 
 use std::fmt;
 use std::future::Future;
+use std::sync::Arc;
 use std::time::Duration;
 
 use loopbound::journal::{
@@ -47,8 +53,10 @@ use tokio_postgres::IsolationLevel;
 use crate::config::Config;
 use crate::error::Error;
 use crate::id::WorkerId;
-use crate::lease::micros;
+use crate::lease::{epoch_param, micros};
 use crate::store::Store;
+pub(crate) use group::Group;
+pub use group::{GROUP_WRITERS, MAX_GROUP};
 use write::{ACQUIRE_ATTEMPTS, Writer};
 
 /// One worker's journal on a PostgreSQL database.
@@ -154,6 +162,21 @@ impl PostgresJournal {
         self.lease
     }
 
+    /// How many group transactions the journals of this store committed so far: the commits and
+    /// lease renewals of attempts that arrive together share one (see
+    /// [`grouped_writes`](Self::grouped_writes)).
+    #[must_use]
+    pub fn groups(&self) -> u64 {
+        self.store.group().groups()
+    }
+
+    /// How many commits and renewals those group transactions held (a group's write refused by
+    /// its fence is not counted, nor one committed alone after its group rolled back).
+    #[must_use]
+    pub fn grouped_writes(&self) -> u64 {
+        self.store.group().writes()
+    }
+
     fn writer(&self) -> Writer<'_> {
         Writer { redactor: self.store.redactor(), worker: &self.worker, lease_micros: self.lease_micros }
     }
@@ -195,13 +218,9 @@ impl PostgresJournal {
         }
     }
 
+    /// A renewal is a commit without rows: its fence renews the lease.
     async fn renew_lease(&self, run: &RunId, epoch: u64) -> Result<(), JournalError> {
-        let mut client = self.store.client().await?;
-        let transaction = client.transaction().await.map_err(|e| self.fail(&e))?;
-        match self.writer().renew(&transaction, run.as_str(), epoch).await {
-            Ok(()) => transaction.commit().await.map_err(|e| self.fail(&e)),
-            Err(error) => Err(rolled_back(transaction, error).await),
-        }
+        self.commit_batch(run, Fence::Epoch(epoch), Batch::default()).await
     }
 
     async fn cancel_requested_by(&self, run: &RunId) -> Result<Option<String>, JournalError> {
@@ -267,12 +286,25 @@ impl PostgresJournal {
     }
 
     async fn commit_batch(&self, run: &RunId, fence: Fence, batch: Batch) -> Result<(), JournalError> {
-        let mut client = self.store.client().await?;
-        let transaction = client.transaction().await.map_err(|e| self.fail(&e))?;
-        match self.writer().commit(&transaction, run.as_str(), fence, &batch).await {
-            Ok(()) => transaction.commit().await.map_err(|e| self.fail(&e)),
-            Err(error) => Err(rolled_back(transaction, error).await),
+        // An attempt's commits join a group; a host's, fenced by a free lease, go alone, as does
+        // one that expects a state (checked under the row's lock on the single path) and any
+        // commit made where no tokio runtime runs (a group's writer is a task of its own).
+        let expects =
+            batch.entries.iter().any(|entry| matches!(entry, loopbound::journal::Entry::ExpectState(_)));
+        if let (Fence::Epoch(epoch), Ok(runtime), false) =
+            (fence, tokio::runtime::Handle::try_current(), expects)
+        {
+            let write = group::Write {
+                run: run.as_str().to_owned(),
+                epoch: epoch_param(epoch).map_err(JournalError::from)?,
+                worker: self.worker.clone(),
+                lease_micros: self.lease_micros,
+                batch,
+            };
+            return Arc::clone(self.store.group()).write(runtime, self.store.clone(), write).await;
         }
+        let mut client = self.store.client().await?;
+        self.writer().commit_alone(&mut client, run.as_str(), fence, &batch).await
     }
 
     /// `operation`, given up with a storage error after the store's query timeout.

@@ -321,16 +321,6 @@ impl Writer<'_> {
         Ok(StoredRun { run, lease, ..StoredRun::default() })
     }
 
-    /// Extends the live lease of the attempt with `epoch` (the caller commits).
-    pub(super) async fn renew(
-        &self,
-        transaction: &Transaction<'_>,
-        run: &str,
-        epoch: u64,
-    ) -> Result<(), JournalError> {
-        self.fence(transaction, run, Fence::Epoch(epoch)).await
-    }
-
     /// Checks `fence` and locks the run's row for the rest of the transaction.
     async fn fence(
         &self,
@@ -354,6 +344,21 @@ impl Writer<'_> {
                 Some(row) => held(row.get(0), row.get(1)).map_or(Ok(()), Err),
                 None => Err(JournalError::UnknownRun),
             },
+        }
+    }
+
+    /// Commits `batch` alone, in a transaction of its own on `client`, if `fence` holds.
+    pub(super) async fn commit_alone(
+        &self,
+        client: &mut deadpool_postgres::Client,
+        run: &str,
+        fence: Fence,
+        batch: &Batch,
+    ) -> Result<(), JournalError> {
+        let transaction = client.transaction().await.map_err(|e| self.fail(&e))?;
+        match self.commit(&transaction, run, fence, batch).await {
+            Ok(()) => transaction.commit().await.map_err(|e| self.fail(&e)),
+            Err(error) => Err(super::rolled_back(transaction, error).await),
         }
     }
 
