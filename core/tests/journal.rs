@@ -824,6 +824,13 @@ async fn an_approved_proposal_is_rechecked_on_resume_and_a_stale_one_never_runs(
     }
 }
 
+/// One attempt of the refund task's short script with `tools`, under the default scope.
+async fn refund_attempt(journal: &MemoryJournal, tools: &loopbound::ToolSet) -> Outcome {
+    let runtime = Runtime::harness(tools, refund::model(refund::short_script(), |_| {}));
+    let scope = scope(Limits::default());
+    runtime.run_journaled(journal, &run_id(), &scope, &mut refund::conversation(), |_| true).await.unwrap()
+}
+
 #[tokio::test]
 async fn a_proposal_that_expires_refuses_a_late_approval_and_a_late_resume_never_starts_its_effect() {
     let sink = Arc::new(MemorySink::default());
@@ -832,32 +839,12 @@ async fn a_proposal_that_expires_refuses_a_late_approval_and_a_late_resume_never
         async move {
             let journal = MemoryJournal::default();
             let tools = checked_tools(&sink, Policy::AskWithin(expiry), 5000);
-            let runtime = Runtime::harness(&tools, refund::model(refund::short_script(), |_| {}));
-            let outcome = runtime
-                .run_journaled(
-                    &journal,
-                    &run_id(),
-                    &scope(Limits::default()),
-                    &mut refund::conversation(),
-                    |_| true,
-                )
-                .await
-                .unwrap();
+            let outcome = refund_attempt(&journal, &tools).await;
             (journal, tools, outcome)
         }
     };
     let resume = |journal: MemoryJournal, tools: loopbound::ToolSet| async move {
-        let runtime = Runtime::harness(&tools, refund::model(refund::short_script(), |_| {}));
-        let outcome = runtime
-            .run_journaled(
-                &journal,
-                &run_id(),
-                &scope(Limits::default()),
-                &mut refund::conversation(),
-                |_| true,
-            )
-            .await
-            .unwrap();
+        let outcome = refund_attempt(&journal, &tools).await;
         let record = journal::inspect(&journal, &run_id()).await.unwrap();
         (outcome.status(), record.events().last().map(ToString::to_string).unwrap())
     };

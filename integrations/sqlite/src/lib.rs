@@ -112,7 +112,7 @@ impl Synchronous {
 ///
 /// Clones share one connection; each value names the holder of the leases its attempts take
 /// ([`with_holder`](Self::with_holder), this process's
-/// [`process_holder`](loopbound::journal::process_holder) by default) and their length
+/// [`process_holder`] by default) and their length
 /// ([`with_lease`](Self::with_lease), 30 s by default). A lease whose holder is a process of
 /// this machine that no longer exists is taken over at once, not after it expires
 /// ([`is_dead_holder`](loopbound::journal::is_dead_holder)); a name given to `with_holder` is
