@@ -142,7 +142,9 @@ impl CancelWatch {
                     _turn = self.shared.check_turn.lock() => {
                         // Every check queued now goes in this call, this one included unless an
                         // earlier call answered it (then `answered` is ready).
-                        let taken = std::mem::take(&mut *self.checks());
+                        let mut taken = std::mem::take(&mut *self.checks());
+                        // A check whose caller gave up is asked about no more.
+                        taken.retain(|(_, answer)| !answer.is_closed());
                         if taken.is_empty() {
                             continue;
                         }
@@ -392,7 +394,11 @@ mod tests {
             tokio::spawn(async move { watch.check(&RunId::new("run-8").unwrap(), stuck).await })
         };
         let follower = check(3);
+        // A check queued, then given up by its caller before the call: it is not asked about.
+        let given_up = check(9);
         tokio::task::yield_now().await;
+        given_up.abort();
+        let _ = given_up.await;
         drop(turn);
         tokio::time::sleep(Duration::from_millis(50)).await;
         assert!(!follower.is_finished(), "its check waits for the call in flight to end");

@@ -597,7 +597,6 @@ pub(crate) struct Plan {
     start: u32,
 }
 
-/// An allowed call, handed back to the loop to be run as start `start` of `operation`.
 /// What no longer allows an operation that an earlier attempt proposed, when a later attempt
 /// is about to continue it.
 #[derive(Clone, Copy, Debug)]
@@ -612,6 +611,7 @@ enum Stale {
     Expired,
 }
 
+/// An allowed call, handed back to the loop to be run as start `start` of `operation`.
 fn run<'t, S>(
     tool: &'t dyn ErasedTool<S>,
     admitted: Box<dyn AdmittedCall<S> + 't>,

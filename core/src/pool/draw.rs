@@ -50,15 +50,9 @@ impl PoolDraw {
     /// Draws from `names` (each kept once, first occurrence first) in `store`, with the default
     /// lease and output cap, held by this process (`pid-<id>`).
     pub fn new(store: Arc<dyn PoolStore>, names: impl IntoIterator<Item = PoolName>) -> Self {
-        let mut unique: Vec<PoolName> = Vec::new();
-        for name in names {
-            if !unique.contains(&name) {
-                unique.push(name);
-            }
-        }
         Self {
             store,
-            names: unique,
+            names: unique(names),
             lease: DEFAULT_LEASE,
             output_cap: DEFAULT_OUTPUT_CAP,
             holder: Arc::from(format!("pid-{}", std::process::id())),
@@ -162,13 +156,11 @@ impl PoolTerms {
     /// occurrence first; the lease at least a millisecond, the output cap at least 1.
     #[must_use]
     pub fn new(names: impl IntoIterator<Item = PoolName>, lease: Duration, output_cap: u32) -> Self {
-        let mut unique: Vec<PoolName> = Vec::new();
-        for name in names {
-            if !unique.contains(&name) {
-                unique.push(name);
-            }
+        Self {
+            names: unique(names),
+            lease: lease.max(Duration::from_millis(1)),
+            output_cap: output_cap.max(1),
         }
-        Self { names: unique, lease: lease.max(Duration::from_millis(1)), output_cap: output_cap.max(1) }
     }
 
     /// The pools, in order.
@@ -198,10 +190,20 @@ impl PoolTerms {
     /// Whether a draw on `asked` takes no more than these terms allow: from every pool these
     /// name (more pools only narrow a call), with an output cap at most this one. The lease is
     /// the holder's own: it bounds how long a dead holder's hold waits, not what is spent.
-    #[must_use]
-    pub fn covers(&self, asked: &Self) -> bool {
+    pub(crate) fn covers(&self, asked: &Self) -> bool {
         self.names.iter().all(|name| asked.names.contains(name)) && asked.output_cap <= self.output_cap
     }
+}
+
+/// `names`, each kept once, first occurrence first.
+fn unique(names: impl IntoIterator<Item = PoolName>) -> Vec<PoolName> {
+    let mut unique: Vec<PoolName> = Vec::new();
+    for name in names {
+        if !unique.contains(&name) {
+            unique.push(name);
+        }
+    }
+    unique
 }
 
 impl fmt::Debug for PoolDraw {

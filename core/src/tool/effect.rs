@@ -76,12 +76,6 @@ impl Policy {
         }
     }
 
-    /// Whether a proposal waits for a person's decision.
-    #[must_use]
-    pub const fn asks(self) -> bool {
-        matches!(self, Self::Ask | Self::AskWithin(_))
-    }
-
     /// How long after it is made a proposal expires, if it does.
     #[must_use]
     pub const fn expiry(self) -> Option<std::time::Duration> {
