@@ -125,7 +125,7 @@ const GRANT: &str = "
 const HOLDER: &str = "
     SELECT lease_holder,
            (extract(epoch FROM lease_until) * 1000000)::bigint,
-           greatest(0, (extract(epoch FROM lease_until - now()) * 1000000))::bigint
+           greatest(0, (extract(epoch FROM lease_until - clock_timestamp()) * 1000000))::bigint
       FROM loopbound_runs WHERE run_id = $1";
 
 const RENEW: &str = "

@@ -79,10 +79,13 @@ const GRANT: &str = "
 const LABEL: &str = "
     INSERT INTO loopbound_labels (run_id, key, value) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING";
 
+/// A refusal's reading of the lease: the time left as of the statement, not of its
+/// transaction's start, which may precede a takeover it waited for (the time left would then
+/// exceed the lease).
 const REFUSAL: &str = "
     SELECT coalesce(state, '') = 'finished',
            lease_holder,
-           greatest(0, (extract(epoch FROM lease_until - now()) * 1000000))::bigint,
+           greatest(0, (extract(epoch FROM lease_until - clock_timestamp()) * 1000000))::bigint,
            epoch
       FROM loopbound_runs WHERE run_id = $1";
 
@@ -112,7 +115,7 @@ const FENCE: &str = "
 
 const LOCK: &str = "
     SELECT lease_holder,
-           greatest(0, (extract(epoch FROM lease_until - now()) * 1000000))::bigint
+           greatest(0, (extract(epoch FROM lease_until - clock_timestamp()) * 1000000))::bigint
       FROM loopbound_runs WHERE run_id = $1 FOR UPDATE";
 
 const RELEASE: &str =
