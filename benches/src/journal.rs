@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 
 use loopbound::journal::{
     Batch, CancelWatch, Entry, Fence, Journal, JournalError, ListedRow, RunId, RunQuery, RunRow, StoredRun,
+    UpdateRow,
 };
 
 /// A journal that times each effect from its `started` commit to its result commit.
@@ -95,6 +96,10 @@ impl<J: Journal> Journal for TimedJournal<J> {
 
     fn cancel_watch(&self) -> Option<&CancelWatch> {
         self.inner.cancel_watch()
+    }
+
+    async fn updates(&self, run: &RunId, after: u64, limit: usize) -> Result<Vec<UpdateRow>, JournalError> {
+        self.inner.updates(run, after, limit).await
     }
 
     async fn request_cancel(&self, run: &RunId, by: &str) -> Result<(), JournalError> {

@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use loopbound::journal::{
     Batch, CancelWatch, Fence, Journal, JournalError, ListedRow, RunId, RunQuery, RunRow, StoredRun,
+    UpdateRow,
 };
 use loopbound_postgres::{Config, PostgresJournal, WorkerId};
 use loopbound_sqlite::{SqliteJournal, Synchronous};
@@ -115,5 +116,9 @@ impl Journal for AnyJournal {
 
     fn cancel_watch(&self) -> Option<&CancelWatch> {
         each!(self, journal => journal.cancel_watch())
+    }
+
+    async fn updates(&self, run: &RunId, after: u64, limit: usize) -> Result<Vec<UpdateRow>, JournalError> {
+        each!(self, journal => journal.updates(run, after, limit).await)
     }
 }

@@ -34,6 +34,7 @@ use std::time::Duration;
 
 use loopbound::journal::{
     Batch, CancelWatch, Fence, Journal, JournalError, ListedRow, RunId, RunQuery, RunRow, StoredRun,
+    UpdateRow,
 };
 
 /// A call as a hook sees it.
@@ -149,6 +150,10 @@ impl<J: Journal, H: Hook> Journal for Hooked<J, H> {
 
     fn cancel_watch(&self) -> Option<&CancelWatch> {
         self.inner.cancel_watch()
+    }
+
+    async fn updates(&self, run: &RunId, after: u64, limit: usize) -> Result<Vec<UpdateRow>, JournalError> {
+        self.inner.updates(run, after, limit).await
     }
 
     async fn request_cancel(&self, run: &RunId, by: &str) -> Result<(), JournalError> {

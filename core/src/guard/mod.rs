@@ -127,22 +127,37 @@ pub(crate) struct Deferred {
 /// force (the guard's token to cancel).
 #[derive(Debug)]
 struct Released {
-    waker: Option<Waker>,
+    wakers: Wakers,
     halted: bool,
+}
+
+/// The wakers of a scope's readers of its events (its watcher, and a journaled attempt's record
+/// of its stream), taken under the ledger's lock and woken after it.
+#[derive(Debug, Default)]
+struct Wakers([Option<Waker>; 2]);
+
+impl Wakers {
+    fn is_some(&self) -> bool {
+        self.0.iter().any(Option::is_some)
+    }
+
+    fn wake(self) {
+        for waker in self.0.into_iter().flatten() {
+            waker.wake();
+        }
+    }
 }
 
 impl Released {
     /// Whether anything is left to do.
     fn is_some(&self) -> bool {
-        self.waker.is_some() || self.halted
+        self.wakers.is_some() || self.halted
     }
 
     /// Does it, on `guard`, once every ledger lock is released: wakes the watcher, then cancels
     /// the token if a halt is in force.
     fn finish(self, guard: &Guard) {
-        if let Some(waker) = self.waker {
-            waker.wake();
-        }
+        self.wakers.wake();
         if self.halted {
             guard.token.cancel();
         }
@@ -170,6 +185,9 @@ pub(crate) struct Guard {
     terms: Terms,
     /// The live stream of a watched scope, told of every event as it is recorded.
     feed: Option<Feed>,
+    /// A journaled attempt's record of the run's stream, set once when the attempt has restored
+    /// the run, and told of everything the watcher is.
+    tap: std::sync::OnceLock<Feed>,
     /// Whether this scope was cancelled by its run id (as its caller would), not through its
     /// parent: a child's own cancellation, told apart from its parent's halt.
     cancelled_by_id: AtomicBool,
@@ -205,6 +223,7 @@ impl Guard {
             deadline,
             terms,
             feed,
+            tap: std::sync::OnceLock::new(),
             cancelled_by_id: AtomicBool::new(false),
             epoch: Mutex::new(None),
             cancel_seen: Mutex::new(None),
@@ -221,16 +240,33 @@ impl Guard {
         *self.epoch.lock()
     }
 
-    /// The live stream of a watched scope.
+    /// The live stream of a watched scope (the host's watcher only).
     pub(crate) fn feed(&self) -> Option<&Feed> {
         self.feed.as_ref()
     }
 
-    /// Queues the events recorded since `before` in the feed, under the ledger's lock; returns
-    /// the watcher's waker, for the caller to wake once the lock is released.
-    fn tell(&self, ledger: &Ledger, before: usize) -> Option<Waker> {
-        let feed = self.feed.as_ref()?;
-        feed.queue_events(ledger.events().get(before..).unwrap_or_default())
+    /// Every feed the loop's steps go to: the host's watcher and a journaled attempt's record.
+    pub(crate) fn feeds(&self) -> Feeds<'_> {
+        Feeds([self.feed.as_ref(), self.tap.get()])
+    }
+
+    /// Gives the scope's steps from now on to `tap` too: a journaled attempt's record of the
+    /// run's stream. Returns whether it was set (once per scope).
+    pub(crate) fn set_tap(&self, tap: Feed) -> bool {
+        self.tap.set(tap).is_ok()
+    }
+
+    /// A journaled attempt's record of the run's stream, once set.
+    pub(crate) fn tap(&self) -> Option<&Feed> {
+        self.tap.get()
+    }
+
+    /// Queues the events recorded since `before` in the feeds, under the ledger's lock; returns
+    /// their readers' wakers, for the caller to wake once the lock is released.
+    fn tell(&self, ledger: &Ledger, before: usize) -> Wakers {
+        let events = ledger.events().get(before..).unwrap_or_default();
+        let Feeds(feeds) = self.feeds();
+        Wakers(feeds.map(|feed| feed.and_then(|feed| feed.queue_events(events))))
     }
 
     /// The host's price table, if the scope has one.
@@ -433,8 +469,8 @@ impl Guard {
     /// since `before` in the feed and sets the "no tool can be admitted" hint; returns what is
     /// left for after the lock.
     fn release(&self, ledger: &Ledger, before: usize) -> Released {
-        let waker = self.tell(ledger, before);
-        Released { waker, halted: self.settle_flags(ledger) }
+        let wakers = self.tell(ledger, before);
+        Released { wakers, halted: self.settle_flags(ledger) }
     }
 
     /// Sets the "no tool can be admitted" hint from `ledger` (this guard's own); returns whether
@@ -625,14 +661,12 @@ impl Guard {
         let closed = counters.tool_calls + counters.below.tool_calls >= self.limits.tool_calls();
         let above = self.terms.parent.as_ref().map(|parent| (Arc::clone(parent), counters.charged_above()));
         ledger.restore(counters, events);
-        let waker = self.tell(&ledger, 0);
+        let wakers = self.tell(&ledger, 0);
         if closed {
             self.tools_closed.store(true, Ordering::Relaxed);
         }
         drop(ledger);
-        if let Some(waker) = waker {
-            waker.wake();
-        }
+        wakers.wake();
         // A child's journal holds what its earlier attempts charged its ancestors; theirs do not
         // (a parent commits nothing while a body of its runs, and the call whose body this is
         // has no result yet): charged again here.
@@ -670,15 +704,13 @@ impl Guard {
     /// Appends a journal's event whatever stopped the run: what it records (an effect's
     /// committed result) happened.
     pub(crate) fn append(&self, event: ControlEvent) {
-        let waker = {
+        let wakers = {
             let mut ledger = self.ledger.lock();
             let before = ledger.events().len();
             ledger.append(event);
             self.tell(&ledger, before)
         };
-        if let Some(waker) = waker {
-            waker.wake();
-        }
+        wakers.wake();
     }
 
     /// Records `event` as the halt for `reason` (the first halt wins) and cancels the token.
@@ -719,6 +751,46 @@ impl Guard {
             () = tokio::time::sleep_until(self.deadline) => Err(self.expire(activity)),
             output = &mut future => Ok(output),
         }
+    }
+}
+
+/// The feeds a scope's steps go to (see [`Guard::feeds`]): each step is pushed to each.
+#[derive(Clone, Copy)]
+pub(crate) struct Feeds<'a>([Option<&'a Feed>; 2]);
+
+impl<'a> Feeds<'a> {
+    /// Whether any feed listens.
+    pub(crate) fn any(self) -> bool {
+        self.0.iter().any(Option::is_some)
+    }
+
+    fn each(self) -> impl Iterator<Item = &'a Feed> {
+        self.0.into_iter().flatten()
+    }
+
+    /// See [`Feed::begin_reply`].
+    pub(crate) fn begin_reply(self, reply: u32) {
+        self.each().for_each(|feed| feed.begin_reply(reply));
+    }
+
+    /// See [`Feed::end_reply`].
+    pub(crate) fn end_reply(self, content: Option<&str>) {
+        self.each().for_each(|feed| feed.end_reply(content));
+    }
+
+    /// See [`Feed::text_piece`].
+    pub(crate) fn text_piece(self, piece: &str) {
+        self.each().for_each(|feed| feed.text_piece(piece));
+    }
+
+    /// See [`Feed::tool_started`].
+    pub(crate) fn tool_started(self, reply: u32, index: usize, call: &crate::transport::ToolCall) {
+        self.each().for_each(|feed| feed.tool_started(reply, index, call));
+    }
+
+    /// See [`Feed::tool_result`].
+    pub(crate) fn tool_result(self, reply: u32, index: usize, call_id: &str, text: &str, is_error: bool) {
+        self.each().for_each(|feed| feed.tool_result(reply, index, call_id, text, is_error));
     }
 }
 

@@ -46,6 +46,7 @@ use crate::runtime::{Admission, Course, End, Pending, Runtime, Turn, answer_of, 
 use crate::scope::Scope;
 use crate::tool::{AdmittedCall, BodyError, EffectKind, ErasedTool, Policy, Refusal, ToolError};
 use crate::transport::{Budgeted, Message, ModelReply, ToolCall, ToolDefinition, Transport};
+use crate::watch::{Update, Updates};
 
 /// One attempt of a journaled run.
 pub(crate) struct Journaled<'j, J> {
@@ -70,10 +71,18 @@ pub(crate) struct Journaled<'j, J> {
     renewed: Instant,
     /// Effects' results buffered and not committed yet.
     unsettled: bool,
+    /// The run's steps since the last commit, each committed as a line of its recorded stream.
+    stream: Updates,
 }
 
 impl<'j, J: Journal> Journaled<'j, J> {
-    pub(crate) fn new(store: Store<'j, J>, record: RunRecord, persisted: usize, acquired: Instant) -> Self {
+    pub(crate) fn new(
+        store: Store<'j, J>,
+        record: RunRecord,
+        persisted: usize,
+        acquired: Instant,
+        stream: Updates,
+    ) -> Self {
         Self {
             store,
             run: record.run.clone(),
@@ -87,6 +96,7 @@ impl<'j, J: Journal> Journaled<'j, J> {
             in_flight: BTreeSet::new(),
             renewed: acquired,
             unsettled: false,
+            stream,
         }
     }
 
@@ -136,6 +146,9 @@ impl<'j, J: Journal> Journaled<'j, J> {
         };
         if self.state != self.stored {
             self.pending.push(Entry::State(self.state));
+        }
+        while let Some(update) = self.stream.try_next() {
+            self.pending.push(Entry::Update(stream_line(&update)));
         }
         if end.is_some() {
             self.pending.push(Entry::Release);
@@ -563,6 +576,13 @@ impl<'j, J: Journal> Journaled<'j, J> {
 
 /// How a write that did not go through ends the loop: a journal's failure as itself, a write
 /// given up at the deadline or the caller's cancellation as that stop.
+/// `update` as a line of the run's recorded stream: the JSON a live stream serialises it to.
+fn stream_line(update: &Update) -> String {
+    serde_json::to_string(update).unwrap_or_else(|error| {
+        serde_json::json!({"type": "unserialisable", "error": error.to_string()}).to_string()
+    })
+}
+
 fn ended(failed: Failed) -> End {
     match failed {
         Failed::Journal(error) => End::Journal(error),

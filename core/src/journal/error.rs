@@ -41,6 +41,8 @@ pub enum JournalError {
     InvalidLease,
     /// The journal records no cancel requests (a backend that keeps only the default).
     CancelUnsupported,
+    /// The journal keeps no recorded streams (a backend that keeps only the default).
+    StreamUnsupported,
     /// A run's limits do not validate.
     InvalidLimits(crate::limits::LimitsError),
     /// A capability's name is empty or has a control character.
@@ -122,6 +124,7 @@ impl fmt::Display for JournalError {
             ),
             Self::InvalidLease => f.write_str("invalid lease: use more than zero and at most a day"),
             Self::CancelUnsupported => f.write_str("this journal records no cancel requests"),
+            Self::StreamUnsupported => f.write_str("this journal keeps no recorded streams"),
             Self::InvalidLimits(error) => error.fmt(f),
             Self::InvalidCapability => f.write_str("invalid capability: a name without control characters"),
             Self::Storage(error) => write!(f, "journal storage failed: {error}"),

@@ -21,7 +21,7 @@ use super::holder::is_dead_holder;
 use super::id::RunId;
 use super::query::RunQuery;
 use super::record::valid_actor;
-use super::row::{Batch, Entry, Fence, Lease, ListedRow, RunRow, StoredRun};
+use super::row::{Batch, Entry, Fence, Lease, ListedRow, RunRow, StoredRun, UpdateRow};
 use super::store::{DEFAULT_LEASE, Journal, check_lease};
 use crate::sync::Mutex;
 
@@ -65,6 +65,8 @@ struct Held {
     runs: BTreeMap<RunId, StoredRun>,
     /// Who asked to cancel each run, until an attempt honours it.
     cancels: BTreeMap<RunId, String>,
+    /// Each run's recorded stream, line 1 first.
+    streams: BTreeMap<RunId, Vec<String>>,
     commits: u64,
     renewals: u64,
 }
@@ -266,18 +268,26 @@ impl MemoryJournal {
                 }
             }
             let mut honoured = false;
+            let mut lines = Vec::new();
             for entry in batch.entries {
-                if entry == Entry::Release {
-                    if matches!(fence, Fence::Epoch(_)) {
-                        next.lease = None;
+                match entry {
+                    Entry::Release => {
+                        if matches!(fence, Fence::Epoch(_)) {
+                            next.lease = None;
+                        }
                     }
-                    continue;
+                    Entry::Update(line) => lines.push(line),
+                    entry => {
+                        honoured |= entry == Entry::CancelHonoured;
+                        apply(&mut next, entry)?;
+                    }
                 }
-                honoured |= entry == Entry::CancelHonoured;
-                apply(&mut next, entry)?;
             }
             sort(&mut next);
             *stored = next;
+            if !lines.is_empty() {
+                held.streams.entry(run.clone()).or_default().extend(lines);
+            }
             if honoured {
                 held.cancels.remove(run);
             }
@@ -366,6 +376,23 @@ impl Journal for MemoryJournal {
 
     fn cancel_watch(&self) -> Option<&CancelWatch> {
         Some(&self.watch)
+    }
+
+    fn updates(
+        &self,
+        run: &RunId,
+        after: u64,
+        limit: usize,
+    ) -> impl Future<Output = Result<Vec<UpdateRow>, JournalError>> + Send {
+        let rows = self.with(|held| {
+            let Some(lines) = held.streams.get(run) else { return Vec::new() };
+            let skip = usize::try_from(after).unwrap_or(usize::MAX);
+            (after + 1..)
+                .zip(lines.iter().skip(skip).take(limit))
+                .map(|(seq, line)| UpdateRow { seq, line: line.clone() })
+                .collect()
+        });
+        std::future::ready(Ok(rows))
     }
 
     fn request_cancel(&self, run: &RunId, by: &str) -> impl Future<Output = Result<(), JournalError>> + Send {
@@ -461,8 +488,8 @@ fn apply(stored: &mut StoredRun, entry: Entry) -> Result<(), JournalError> {
             stored.run.definition = definition;
             Ok(())
         }
-        // Applied by the caller, which knows the fence.
-        // Applied by the commit, which holds every run's cancel requests.
-        Entry::Release | Entry::CancelHonoured => Ok(()),
+        // Applied by the commit, which knows the fence, holds every run's cancel requests and
+        // its recorded streams.
+        Entry::Release | Entry::CancelHonoured | Entry::Update(_) => Ok(()),
     }
 }

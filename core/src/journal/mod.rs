@@ -44,7 +44,8 @@
 //! The host's side needs no worker identity: [`inspect`] a run (its state, epoch, lease,
 //! definition, operations and audit log), [`list`] runs by state and by label a page at a time,
 //! [`approve`] or [`deny`] a proposal, [`reconcile`] an ambiguous effect, [`cancel`] the attempt
-//! running a run, [`close`] a run for good.
+//! running a run, [`close`] a run for good, and [`follow`] a run's recorded stream from any
+//! position (a Server-Sent-Events `Last-Event-ID`), in any process.
 //!
 //! # Invariants
 //!
@@ -82,6 +83,7 @@ mod row;
 mod run;
 mod run_record;
 mod store;
+mod stream;
 mod widening;
 
 pub use cancel_watch::{CancelWatch, WeakCancelWatch};
@@ -100,9 +102,10 @@ pub use record::{
 };
 pub use row::{
     Batch, CallRow, DecisionRow, Entry, EventRow, Fence, LabelRow, Lease, ListedRow, ProposalRow,
-    ReconciliationRow, ReplyRow, RunRow, StartedRow, StoredRun,
+    ReconciliationRow, ReplyRow, RunRow, StartedRow, StoredRun, UpdateRow,
 };
 pub use run::CANCEL_POLL;
 pub use run_record::RunRecord;
 pub use store::{DEFAULT_LEASE, Journal, MAX_LEASE, check_lease};
+pub use stream::{FOLLOW_PAGE, FOLLOW_POLL, Follow, StreamLine, follow};
 pub use widening::Widening;

@@ -183,6 +183,16 @@ pub struct EventRow {
     pub reason: Option<String>,
 }
 
+/// One line of a run's recorded stream, as [`Journal::updates`](super::Journal::updates)
+/// reads it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UpdateRow {
+    /// Its place in the run's stream: 1 for the first line, each next one more.
+    pub seq: u64,
+    /// The update's JSON, as [`Entry::Update`] wrote it.
+    pub line: String,
+}
+
 /// Everything a backend holds about one run, rows in key order and events in append order.
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
 pub struct StoredRun {
@@ -229,6 +239,10 @@ pub enum Entry {
     Reconciliation(ReconciliationRow),
     /// Append an event.
     Event(EventRow),
+    /// Append a line to the run's recorded stream: one [`Update`](crate::watch::Update) as the
+    /// JSON a live stream serialises it to. The storage numbers it after the run's last line
+    /// (1 for the first), in the batch's order.
+    Update(String),
     /// Replace the run's persisted counters.
     Ledger(String),
     /// Replace the run's state.

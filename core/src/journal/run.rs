@@ -168,6 +168,11 @@ impl<T: Transport, S: Send + Sync + 'static> Runtime<T, S> {
         {
             course.honour_cancel(scope, &by);
         }
+        // The recorded stream's last lines, as the watcher will get them once the end is
+        // recorded: they are in the journal only if it is.
+        if let Some(tap) = scope.guard().tap() {
+            tap.finish(&with_end(result.clone(), EndRecord::Recorded));
+        }
         let end = match course.commit(scope, Some(state)).await {
             Ok(()) => EndRecord::Recorded,
             Err(Failed::Journal(error)) => return Err(RunError::Journal(error)),
@@ -253,6 +258,12 @@ async fn begin<'j, J: Journal, S>(
     if !scope.guard().restore(record.counters.clone(), record.events.clone()) {
         return Err(Failed::Journal(JournalError::ScopeInUse));
     }
+    // The recorded stream takes the run's steps from here: what earlier attempts recorded is
+    // in the journal already.
+    let (tap, stream) = crate::watch::channel();
+    if !scope.guard().set_tap(tap) {
+        return Err(Failed::Journal(JournalError::ScopeInUse));
+    }
     scope.guard().set_epoch(record.epoch);
     conversation.clone_from(&record.conversation);
     let persisted = record.events.len();
@@ -260,7 +271,7 @@ async fn begin<'j, J: Journal, S>(
         let resumed = ControlEvent::new(EventKind::Resumed, crate::event::Subject::Run, record.attempts);
         scope.guard().append(resumed);
     }
-    Ok(Journaled::new(store, record, persisted, acquiring))
+    Ok(Journaled::new(store, record, persisted, acquiring, stream))
 }
 
 /// A `Denied` outcome (or a `PermissionDenied` one, for a proposal whose capability a resume no

@@ -45,7 +45,7 @@ use std::time::Duration;
 use super::error::JournalError;
 use super::id::RunId;
 use super::query::RunQuery;
-use super::row::{Batch, Fence, ListedRow, RunRow, StoredRun};
+use super::row::{Batch, Fence, ListedRow, RunRow, StoredRun, UpdateRow};
 
 /// How long a lease holds a run unless a backend is told otherwise: 30 s.
 pub const DEFAULT_LEASE: Duration = Duration::from_secs(30);
@@ -164,6 +164,25 @@ pub trait Journal: Send + Sync {
         let _ = (run, by);
         std::future::ready(Err(JournalError::CancelUnsupported))
     }
+
+    /// The lines of `run`'s recorded stream after line `after` (0: from the first), in order,
+    /// at most `limit` of them: what [`follow`](super::follow) reads. Each line is one
+    /// [`Update`](crate::watch::Update) that an attempt of the run committed
+    /// ([`Entry::Update`](super::Entry::Update)); a run the journal does not know has none.
+    ///
+    /// # Errors
+    ///
+    /// A storage error. The default keeps no stream and refuses with
+    /// [`StreamUnsupported`](JournalError::StreamUnsupported).
+    fn updates(
+        &self,
+        run: &RunId,
+        after: u64,
+        limit: usize,
+    ) -> impl Future<Output = Result<Vec<UpdateRow>, JournalError>> + Send {
+        let _ = (run, after, limit);
+        std::future::ready(Err(JournalError::StreamUnsupported))
+    }
 }
 
 /// The trait's methods delegated to `**self`.
@@ -229,6 +248,15 @@ macro_rules! delegate {
 
         fn cancel_watch(&self) -> Option<&super::CancelWatch> {
             (**self).cancel_watch()
+        }
+
+        fn updates(
+            &self,
+            run: &RunId,
+            after: u64,
+            limit: usize,
+        ) -> impl Future<Output = Result<Vec<UpdateRow>, JournalError>> + Send {
+            (**self).updates(run, after, limit)
         }
     };
 }

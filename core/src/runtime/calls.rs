@@ -105,10 +105,7 @@ impl<T: Transport, S: Send + Sync + 'static> Runtime<T, S> {
         call: &ToolCall,
         span: &Span,
     ) -> Turn {
-        let feed = scope.guard().feed();
-        if let Some(feed) = feed {
-            feed.tool_started(reply, index, call);
-        }
+        scope.guard().feeds().tool_started(reply, index, call);
         let turn = match course.admit(self, scope, index, call, false).await {
             Admission::Done(turn) => turn,
             Admission::Refused(deferred) => Turn::End(End::Stopped(scope.guard().record_deferred(deferred))),
@@ -170,9 +167,7 @@ impl<T: Transport, S: Send + Sync + 'static> Runtime<T, S> {
         let mut refused = None;
         let mut ended = None;
         for (index, call) in calls.iter().enumerate() {
-            if let Some(feed) = guard.feed() {
-                feed.tool_started(reply, index, call);
-            }
+            guard.feeds().tool_started(reply, index, call);
             let span = self.tool_span(call);
             match course.admit(self, scope, index, call, true).instrument(span.clone()).await {
                 Admission::Done(Turn::Answer(message)) => {
@@ -315,8 +310,6 @@ fn told<S>(scope: &Scope<S>, span: &Span, reply: u32, index: usize, message: &Me
         if *is_error {
             span.record("error.type", "tool_error");
         }
-        if let Some(feed) = scope.guard().feed() {
-            feed.tool_result(reply, index, call_id, content, *is_error);
-        }
+        scope.guard().feeds().tool_result(reply, index, call_id, content, *is_error);
     }
 }

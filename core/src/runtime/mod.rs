@@ -411,19 +411,15 @@ impl<T: Transport, S: Send + Sync + 'static> Runtime<T, S> {
         course: &mut C,
     ) -> End {
         let tools = self.offered(scope);
-        let feed = scope.guard().feed();
+        let feeds = scope.guard().feeds();
         let cap = self.max_iterations.unwrap_or_else(|| self.composition.max_iterations(&scope.limits()));
         for iteration in 1..=cap {
-            if let Some(feed) = feed {
-                feed.begin_reply(iteration);
-            }
+            feeds.begin_reply(iteration);
             let reply = match course.reply(self, model, conversation, &tools).await {
                 Ok(reply) => reply,
                 Err(end) => return end,
             };
-            if let Some(feed) = feed {
-                feed.end_reply(reply.content.as_deref());
-            }
+            feeds.end_reply(reply.content.as_deref());
             if let Some(reported) = reply.usage {
                 *usage.get_or_insert_with(Usage::default) += reported;
             }

@@ -192,17 +192,17 @@ impl<'a, T: Transport> Budgeted<'a, T> {
             let mut chunks = pin!(self.transport.stream(request).await?);
             let mut assembler = ReplyAssembler::new(request.bounds);
             let mut bytes = 0_u64;
-            let feed = self.guard.feed();
+            let feeds = self.guard.feeds();
             while let Some(chunk) = poll_fn(|cx| chunks.as_mut().poll_next(cx)).await {
                 let chunk = chunk?;
                 // A watcher sees each piece of text once the assembler has taken it in.
-                let piece = feed.and_then(|_| chunk.content.clone());
+                let piece = chunk.content.clone().filter(|_| feeds.any());
                 // A chunk past the bounds ends the read: the stream is dropped unread.
                 bytes = bytes.saturating_add(chunk_output_bytes(&chunk));
                 let reported = chunk.usage.map(|usage| usage.output_tokens);
                 assembler.push(chunk)?;
-                if let (Some(feed), Some(piece)) = (feed, piece) {
-                    feed.text_piece(&piece);
+                if let Some(piece) = piece {
+                    feeds.text_piece(&piece);
                 }
                 if let Some(bound) = bound {
                     let counted = bytes.div_ceil(widest).max(reported.unwrap_or(0));

@@ -45,7 +45,18 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
     Migration { version: 3, sql: DEFINITIONS },
     Migration { version: 4, sql: CANCELS },
     Migration { version: 5, sql: EXPIRIES_AND_REASONS },
+    Migration { version: 6, sql: STREAMS },
 ];
+
+/// Version 6: each run's recorded stream, one update's JSON per line, numbered from 1.
+const STREAMS: &str = "
+    CREATE TABLE loopbound_updates (
+        run_id text   NOT NULL REFERENCES loopbound_runs (run_id),
+        seq    bigint NOT NULL CHECK (seq > 0),
+        line   text   NOT NULL,
+        PRIMARY KEY (run_id, seq)
+    );
+";
 
 /// Version 5: when a proposal expires (milliseconds since the Unix epoch), if it does; the
 /// host's reason an event gives (a closed run's).
@@ -266,7 +277,7 @@ mod tests {
                 .await
                 .unwrap();
         }
-        assert_eq!(migrate(&mut client, super::MIGRATIONS, &redactor).await.unwrap(), [3, 4, 5]);
+        assert_eq!(migrate(&mut client, super::MIGRATIONS, &redactor).await.unwrap(), [3, 4, 5, 6]);
         assert_eq!(
             cluster.execute(
                 &database.name,

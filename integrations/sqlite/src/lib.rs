@@ -76,7 +76,7 @@ use std::time::Duration;
 
 use loopbound::journal::{
     Batch, CancelWatch, DEFAULT_LEASE, Fence, Journal, JournalError, ListedRow, RunId, RunQuery, RunRow,
-    StoredRun, check_lease, process_holder, valid_actor,
+    StoredRun, UpdateRow, check_lease, process_holder, valid_actor,
 };
 use rusqlite::Connection;
 
@@ -428,6 +428,16 @@ impl Journal for SqliteJournal {
 
     fn cancel_watch(&self) -> Option<&CancelWatch> {
         Some(&self.inner.watch)
+    }
+
+    fn updates(
+        &self,
+        run: &RunId,
+        after: u64,
+        limit: usize,
+    ) -> impl Future<Output = Result<Vec<UpdateRow>, JournalError>> + Send {
+        let run = run.clone();
+        self.reading(move |connection| read::updates(connection, run.as_str(), after, limit))
     }
 
     fn request_cancel(&self, run: &RunId, by: &str) -> impl Future<Output = Result<(), JournalError>> + Send {

@@ -7,7 +7,7 @@
 
 use loopbound::journal::{
     CallRow, DecisionRow, EventRow, JournalError, LabelRow, Lease, ProposalRow, ReconciliationRow, ReplyRow,
-    RunRow, RunState, StartedRow, StoredRun,
+    RunRow, RunState, StartedRow, StoredRun, UpdateRow,
 };
 use rusqlite::{Connection, OptionalExtension, Row};
 
@@ -237,4 +237,25 @@ fn reconciliations(connection: &Connection, run: &str) -> Result<Vec<Reconciliat
             })
         },
     )
+}
+
+/// Lines of `run`'s recorded stream after `after`, in order, at most `limit`.
+pub(crate) fn updates(
+    connection: &Connection,
+    run: &str,
+    after: u64,
+    limit: usize,
+) -> Result<Vec<UpdateRow>, JournalError> {
+    let after = i64::try_from(after).unwrap_or(i64::MAX);
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let mut statement = connection
+        .prepare_cached("SELECT seq, line FROM updates WHERE run = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3")
+        .map_err(storage)?;
+    let mut rows = statement.query(rusqlite::params![run, after, limit]).map_err(storage)?;
+    let mut out = Vec::new();
+    while let Some(row) = rows.next().map_err(storage)? {
+        let seq = to_u64(row.get::<_, i64>(0).map_err(storage)?, "a stream line's number")?;
+        out.push(UpdateRow { seq, line: text_at(row, 1)? });
+    }
+    Ok(out)
 }

@@ -20,10 +20,10 @@ use crate::error::storage;
 pub const APPLICATION_ID: i64 = 0x4C42_4A31;
 
 /// Each schema version's statements; version n is `MIGRATIONS[n - 1]`.
-pub(crate) const MIGRATIONS: &[&str] = &[V1, V2, V3, V4];
+pub(crate) const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5];
 
 /// The newest schema version this build writes.
-pub const SCHEMA_VERSION: i64 = 4;
+pub const SCHEMA_VERSION: i64 = 5;
 
 const V1: &str = "
 CREATE TABLE runs (
@@ -131,6 +131,16 @@ ALTER TABLE runs ADD COLUMN cancel_by TEXT;
 const V4: &str = "
 ALTER TABLE proposals ADD COLUMN expires INTEGER;
 ALTER TABLE events ADD COLUMN reason TEXT;
+";
+
+/// Version 5: each run's recorded stream, one update's JSON per line, numbered from 1.
+const V5: &str = "
+CREATE TABLE updates (
+    run TEXT NOT NULL REFERENCES runs (run),
+    seq INTEGER NOT NULL,
+    line TEXT NOT NULL,
+    PRIMARY KEY (run, seq)
+) STRICT, WITHOUT ROWID;
 ";
 
 fn pragma_i64(connection: &Connection, name: &str) -> Result<i64, JournalError> {

@@ -21,7 +21,10 @@
 //! - [`closing`]: a host closes a run for good with a reason: listed finished `Closed`, its
 //!   proposal never run, no attempt taking it again, refused while an attempt holds it;
 //! - [`spend`]: a model call's reservation in flight when its attempt died is charged whole on
-//!   resume, and replayed replies are not charged again.
+//!   resume, and replayed replies are not charged again;
+//! - [`streams`]: recorded streams numbered per run in commit order, read a page at a time from
+//!   any position, no line from a refused commit, and a run's stream followed from another
+//!   process line for line what its watchers got, across a suspension and a resume.
 //!
 //! # Invariants
 //!
@@ -37,6 +40,7 @@ mod listing;
 mod rows;
 mod runs;
 mod spend;
+mod streams;
 
 use std::future::Future;
 use std::time::Duration;
@@ -75,6 +79,7 @@ pub async fn check_all<B: Backend>(backend: &B) {
     closing::check_all(backend).await;
     spend::check_all(backend).await;
     definitions::check_all(backend).await;
+    streams::check_all(backend).await;
 }
 
 /// Two journals on one fresh storage, `a` and `b`, with leases of `lease`.

@@ -3,8 +3,8 @@
 //!
 //! The statement's parts, in the order of its parameters: the batches' fences and their changes
 //! to the runs' rows (one element per batch), then one insert per table of the rows that a batch
-//! inserts as they are (one element per row), then the events (numbered after the run's last
-//! one). Each part's columns and types are declared once, in [`BATCHES`], [`TABLES`] and
+//! inserts as they are (one element per row), then the events and the recorded stream's lines
+//! (each numbered after the run's last one). Each part's columns and types are declared once, in [`BATCHES`], [`TABLES`] and
 //! [`EVENTS`]; the statement's text and the arrays are both built from them.
 //!
 //! # Invariants
@@ -16,7 +16,7 @@
 //!   [`Entry::Release`]; the cancel request cleared by [`Entry::CancelHonoured`].
 //! - A batch's events are numbered in its order after the run's last event, read in the
 //!   statement's snapshot, under the fence's lock, before any of the group's events: the
-//!   statement holds at most one batch per run.
+//!   statement holds at most one batch per run. The same for the recorded stream's lines.
 //! - A value whose type is not its column's is refused with an error (a defect of this module),
 //!   never sent.
 
@@ -124,14 +124,20 @@ const EVENTS: &[(&str, Kind)] = &[
     ("reason", Kind::Text),
 ];
 
+/// The recorded stream's columns: `ord` is a line's place among its batch's lines.
+const LINES: &[(&str, Kind)] = &[("run_id", Kind::Text), ("ord", Kind::Int), ("line", Kind::Text)];
+
 /// The parts of the statement, in the order of their parameters: the batches, each table, the
-/// events.
+/// events, the stream's lines.
 fn parts() -> impl Iterator<Item = &'static [(&'static str, Kind)]> {
-    std::iter::once(BATCHES).chain(TABLES.iter().map(|(_, columns)| *columns)).chain(std::iter::once(EVENTS))
+    std::iter::once(BATCHES).chain(TABLES.iter().map(|(_, columns)| *columns)).chain([EVENTS, LINES])
 }
 
 /// Where the events' part is among [`parts`].
 const EVENTS_PART: usize = TABLES.len() + 1;
+
+/// Where the stream lines' part is among [`parts`].
+const LINES_PART: usize = TABLES.len() + 2;
 
 /// The write statement: the fences and their runs' changes, then one insert per table and the
 /// events' insert, each of the fenced batches' rows only; returns the fenced runs.
@@ -178,13 +184,21 @@ pub(super) static WRITE: LazyLock<String> = LazyLock::new(|| {
         ));
     }
     statement.push_str(&format!(
-        ", events AS (INSERT INTO loopbound_events (run_id, seq, kind, name, count, operation, decided_by) \
+        ", events AS (INSERT INTO loopbound_events (run_id, seq, kind, name, count, operation, decided_by, reason) \
          SELECT x.run_id, \
                 coalesce((SELECT max(e.seq) FROM loopbound_events e WHERE e.run_id = x.run_id), 0) + x.ord, \
-                x.kind, x.name, x.count, x.operation, x.decided_by \
+                x.kind, x.name, x.count, x.operation, x.decided_by, x.reason \
+           FROM {} WHERE x.run_id IN (SELECT run_id FROM fenced))",
+        unnest(EVENTS)
+    ));
+    statement.push_str(&format!(
+        ", lines AS (INSERT INTO loopbound_updates (run_id, seq, line) \
+         SELECT x.run_id, \
+                coalesce((SELECT max(u.seq) FROM loopbound_updates u WHERE u.run_id = x.run_id), 0) + x.ord, \
+                x.line \
            FROM {} WHERE x.run_id IN (SELECT run_id FROM fenced)) \
          SELECT run_id FROM fenced",
-        unnest(EVENTS)
+        unnest(LINES)
     ));
     statement
 });
@@ -290,7 +304,7 @@ impl<'a> Columns<'a> {
         let run = text(fenced.run);
         let (mut ledger, mut state, mut definition, mut cancel, mut release) =
             (None, None, None, false, false);
-        let mut events = 0;
+        let (mut events, mut lines) = (0, 0);
         for entry in &fenced.batch.entries {
             match entry {
                 Entry::Reply(row) => self.row(1, &[run, int(row.ordinal), text(&row.reply)])?,
@@ -360,6 +374,10 @@ impl<'a> Columns<'a> {
                 Entry::Definition(value) => definition = Some(value.as_str()),
                 Entry::CancelHonoured => cancel = true,
                 Entry::Release => release = true,
+                Entry::Update(line) => {
+                    lines += 1;
+                    self.row(LINES_PART, &[run, int(lines), text(line)])?;
+                }
             }
         }
         self.row(
@@ -422,11 +440,18 @@ mod tests {
                 Entry::Ledger("b".to_owned()),
             ],
         };
-        let second = Batch { entries: vec![event("RunEnded"), Entry::Release] };
+        let second = Batch {
+            entries: vec![
+                event("RunEnded"),
+                Entry::Update("{\"type\":\"text\"}".to_owned()),
+                Entry::Update("{\"type\":\"outcome\"}".to_owned()),
+                Entry::Release,
+            ],
+        };
         let fenced = |run, batch| Fenced { run, epoch: 1, holder: "w", lease_micros: 1, batch };
         let columns = Columns::of(&[fenced("r1", &first), fenced("r2", &second)]).expect("columns");
         let params = columns.params().len();
-        assert_eq!(params, 50);
+        assert_eq!(params, 53);
         assert!(WRITE.contains(&format!("${params}::text[]")), "{}", *WRITE);
         assert!(!WRITE.contains(&format!("${}::", params + 1)), "{}", *WRITE);
         let text = |part: usize, column: usize| match &columns.parts[part][column] {
@@ -443,6 +468,9 @@ mod tests {
         assert_eq!(text(1, 0), [Some("r1")], "one reply");
         assert_eq!(text(EVENTS_PART, 0), [Some("r1"), Some("r1"), Some("r2")], "the events' runs");
         assert_eq!(ints(EVENTS_PART, 1), [Some(1), Some(2), Some(1)], "numbered within each batch");
+        assert_eq!(text(LINES_PART, 0), [Some("r2"), Some("r2")], "the lines' runs");
+        assert_eq!(ints(LINES_PART, 1), [Some(1), Some(2)], "lines numbered within their batch");
+        assert!(WRITE.contains("x.decided_by, x.reason"), "a grouped event keeps its reason");
     }
 
     #[test]

@@ -46,7 +46,7 @@ use std::time::Duration;
 
 use loopbound::journal::{
     Batch, CancelWatch, Fence, Journal, JournalError, ListedRow, RunId, RunQuery, RunRow, StoredRun,
-    process_holder,
+    UpdateRow, process_holder,
 };
 use tokio_postgres::IsolationLevel;
 
@@ -223,6 +223,32 @@ impl PostgresJournal {
         self.commit_batch(run, Fence::Epoch(epoch), Batch::default()).await
     }
 
+    async fn stream_lines(
+        &self,
+        run: &RunId,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<UpdateRow>, JournalError> {
+        let client = self.store.client().await?;
+        let after = i64::try_from(after).unwrap_or(i64::MAX);
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let rows = client
+            .query(
+                "SELECT seq, line FROM loopbound_updates WHERE run_id = $1 AND seq > $2 ORDER BY seq LIMIT $3",
+                &[&run.as_str(), &after, &limit],
+            )
+            .await
+            .map_err(|e| self.fail(&e))?;
+        rows.iter()
+            .map(|row| {
+                let seq: i64 = row.try_get(0).map_err(|e| self.fail(&e))?;
+                let seq = u64::try_from(seq)
+                    .map_err(|_| JournalError::Corrupt(format!("a stream line's number {seq}")))?;
+                Ok(UpdateRow { seq, line: row.try_get(1).map_err(|e| self.fail(&e))? })
+            })
+            .collect()
+    }
+
     async fn cancel_requested_by(&self, run: &RunId) -> Result<Option<String>, JournalError> {
         let client = self.store.client().await?;
         let row = client
@@ -397,5 +423,14 @@ impl Journal for PostgresJournal {
             runtime.spawn(listen::listen(self.store.config().postgres().clone(), self.watch.downgrade()));
         }
         Some(&self.watch)
+    }
+
+    fn updates(
+        &self,
+        run: &RunId,
+        after: u64,
+        limit: usize,
+    ) -> impl Future<Output = Result<Vec<UpdateRow>, JournalError>> + Send {
+        self.bounded(self.stream_lines(run, after, limit))
     }
 }

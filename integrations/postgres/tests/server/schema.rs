@@ -12,10 +12,10 @@ async fn connecting_again_applies_nothing_more() {
     for _ in 0..2 {
         let _store = Store::connect(&config(&database.url)).await.unwrap();
     }
-    assert_eq!(supported_version(), 5);
+    assert_eq!(supported_version(), 6);
     assert_eq!(
         cluster.execute(&database.name, "SELECT version FROM loopbound_schema ORDER BY version"),
-        "1\n2\n3\n4\n5"
+        "1\n2\n3\n4\n5\n6"
     );
     assert_eq!(
         cluster.execute(
@@ -39,7 +39,7 @@ async fn eight_workers_starting_at_once_migrate_once() {
     for start in starts {
         start.await.expect("no panic").expect("every worker connects");
     }
-    assert_eq!(cluster.execute(&database.name, "SELECT count(*), max(version) FROM loopbound_schema"), "5|5");
+    assert_eq!(cluster.execute(&database.name, "SELECT count(*), max(version) FROM loopbound_schema"), "6|6");
 }
 
 #[tokio::test]
@@ -49,10 +49,10 @@ async fn a_database_migrated_by_a_newer_version_is_refused_untouched() {
     drop(Store::connect(&config(&database.url)).await.unwrap());
     let _ = cluster.execute(&database.name, "INSERT INTO loopbound_schema (version) VALUES (7)");
     let error = Store::connect(&config(&database.url)).await.unwrap_err();
-    assert_eq!(error, Error::UnsupportedSchema { found: 7, supported: 5 });
-    assert_eq!(error.to_string(), "the database's schema version 7 is newer than this build's (5)");
+    assert_eq!(error, Error::UnsupportedSchema { found: 7, supported: 6 });
+    assert_eq!(error.to_string(), "the database's schema version 7 is newer than this build's (6)");
     assert_eq!(
         cluster.execute(&database.name, "SELECT version FROM loopbound_schema ORDER BY version"),
-        "1\n2\n3\n4\n5\n7"
+        "1\n2\n3\n4\n5\n6\n7"
     );
 }

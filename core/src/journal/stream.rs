@@ -1,0 +1,271 @@
+//! A journaled run's recorded stream: every step its attempts committed, read from any position
+//! and then followed, from any process that opens the journal.
+//!
+//! Each attempt of a journaled run records what a watcher of it gets ([`watch`](crate::watch)):
+//! the audit events, each reply's text, each tool call's start and answer, a suspension and the
+//! outcome. The steps ride on the attempt's own commits (no store call of their own): a line is
+//! in the journal once the commit after it is, and numbered there, 1 for the run's first line,
+//! so a number names one line for every reader, in every process, after any restart. That
+//! number is what a Server-Sent-Events endpoint sends as the event's id, and what a browser
+//! that reconnects hands back as `Last-Event-ID`: [`follow`] from it, and the browser gets
+//! every line after it once, in order.
+//!
+//! ```
+//! use loopbound::journal::{self, MemoryJournal, RunId};
+//! use loopbound::scripted::{Step, sequence};
+//! use loopbound::transport::ModelReply;
+//! use loopbound::{Message, Runtime, Scope, ToolSet};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let journal = MemoryJournal::default();
+//! let run = RunId::new("review-7")?;
+//! let runtime = Runtime::harness(&ToolSet::default(), sequence(vec![Step::Reply(ModelReply::text("Hello."))]));
+//! let scope = Scope::builder().build()?;
+//! runtime.run_journaled(&journal, &run, &scope, &mut vec![Message::user("Hi.")], |_| true).await?;
+//!
+//! // A reader that saw line 1 and reconnects: it gets line 2 on, then the stream ends after
+//! // the outcome (no attempt adds to it any more).
+//! let mut lines = journal::follow(&journal, run, 1);
+//! let mut seen = Vec::new();
+//! while let Some(line) = lines.next().await? {
+//!     seen.push((line.id(), line.json().to_owned()));
+//! }
+//! assert_eq!(seen[0], (2, r#"{"type":"text","reply":1,"text":"Hello."}"#.to_owned()));
+//! assert!(seen[1].1.starts_with(r#"{"type":"outcome","status":"Completed""#));
+//! assert_eq!(seen.len(), 2);
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # What it holds, and when a reader sees it
+//!
+//! - The lines are the live stream's updates as JSON, with two differences: a reply's text is
+//!   one line (the pieces a streaming transport delivered between two commits are merged), and
+//!   a tool call's arguments are never in it. For text as it arrives, watch the run in its own
+//!   process ([`ScopeBuilder::watch`](crate::ScopeBuilder::watch)).
+//! - A line is readable once its attempt commits: at each effect (its start and its result),
+//!   each model call under a budget or a pool (its reservation), and the attempt's end. A run
+//!   that only reads is seen whole at its end.
+//! - A crash loses the lines after the attempt's last commit, as it loses what they describe
+//!   (the next attempt replays it, and records its own lines after the last committed one).
+//! - A host's commands (approve, deny, reconcile, cancel, close) add no line: the attempt that
+//!   resumes the run records its own steps.
+//!
+//! # Invariants
+//!
+//! - Lines are numbered 1, 2, … per run, in the order the run produced them, across attempts;
+//!   a line never changes once committed.
+//! - A follower holds at most [`FOLLOW_PAGE`] lines it has read and not handed out, whatever
+//!   the run's length; while nothing new is committed it asks the journal every
+//!   [`FOLLOW_POLL`].
+//! - A follower ends once it has handed out (or started after) a final line (an outcome or an
+//!   error) that no line follows: the run's attempt ended. A resume adds lines after it; a
+//!   reader that follows again from its last id gets them.
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use super::error::JournalError;
+use super::id::RunId;
+use super::row::UpdateRow;
+use super::store::Journal;
+
+/// How often a follower that has read everything asks the journal for more.
+pub const FOLLOW_POLL: Duration = Duration::from_millis(250);
+
+/// The most lines a follower reads in one store call, and so holds at once.
+pub const FOLLOW_PAGE: usize = 64;
+
+/// Follows `run`'s recorded stream from the line after `after` (0: from the first line).
+///
+/// A run the journal does not know (yet) has no lines: the follower waits for its first.
+#[must_use]
+pub fn follow<J: Journal>(journal: J, run: RunId, after: u64) -> Follow<J> {
+    Follow { journal, run, after, read: VecDeque::new(), last_final: None }
+}
+
+/// A reader of one run's recorded stream ([`follow`]).
+#[derive(Debug)]
+pub struct Follow<J> {
+    journal: J,
+    run: RunId,
+    /// The last line handed out (or the one the reader started after).
+    after: u64,
+    /// Lines read and not handed out yet.
+    read: VecDeque<UpdateRow>,
+    /// Whether line `after` is final, once known.
+    last_final: Option<bool>,
+}
+
+impl<J: Journal> Follow<J> {
+    /// The next line, waiting for it while the run may still add one; `None` once the stream
+    /// ended: after a final line that nothing follows (see [`follow`]).
+    ///
+    /// # Errors
+    ///
+    /// The journal's: [`StreamUnsupported`](JournalError::StreamUnsupported) for a backend
+    /// that keeps no stream, a storage error. The follower can be asked again after an error.
+    pub async fn next(&mut self) -> Result<Option<StreamLine>, JournalError> {
+        loop {
+            if let Some(row) = self.read.pop_front() {
+                let last = is_final(&row.line);
+                self.after = row.seq;
+                self.last_final = Some(last);
+                return Ok(Some(StreamLine { id: row.seq, json: row.line, last }));
+            }
+            let rows = self.journal.updates(&self.run, self.after, FOLLOW_PAGE).await?;
+            if !rows.is_empty() {
+                self.read = rows.into();
+                continue;
+            }
+            if self.after_final().await? {
+                return Ok(None);
+            }
+            tokio::time::sleep(FOLLOW_POLL).await;
+        }
+    }
+
+    /// The last line handed out, or the one the reader started after: what a reconnecting
+    /// reader follows again from.
+    #[must_use]
+    pub fn position(&self) -> u64 {
+        self.after
+    }
+
+    /// Whether line `after` is final (read once, for a reader that started after it).
+    async fn after_final(&mut self) -> Result<bool, JournalError> {
+        if let Some(last) = self.last_final {
+            return Ok(last);
+        }
+        if self.after == 0 {
+            return Ok(false);
+        }
+        let line = self.journal.updates(&self.run, self.after - 1, 1).await?;
+        let last = line.first().is_some_and(|row| row.seq == self.after && is_final(&row.line));
+        self.last_final = Some(last);
+        Ok(last)
+    }
+}
+
+/// Whether `line` is an outcome or an error: the last of an attempt.
+fn is_final(line: &str) -> bool {
+    line.starts_with(r#"{"type":"outcome""#) || line.starts_with(r#"{"type":"error""#)
+}
+
+/// One line of a run's recorded stream.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct StreamLine {
+    id: u64,
+    json: String,
+    last: bool,
+}
+
+impl StreamLine {
+    /// Its number in the run's stream: 1 for the first line. A Server-Sent Event's id.
+    #[must_use]
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// The update, as the JSON a live stream serialises it to
+    /// ([`Update`](crate::watch::Update)): a Server-Sent Event's data.
+    #[must_use]
+    pub fn json(&self) -> &str {
+        &self.json
+    }
+
+    /// Whether it is an attempt's last line (an outcome or an error).
+    #[must_use]
+    pub fn is_final(&self) -> bool {
+        self.last
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::journal::{Batch, Entry, Fence, MemoryJournal, RunRow};
+    use crate::outcome::RunError;
+    use crate::watch::Update;
+
+    fn text(n: u64) -> String {
+        format!(r#"{{"type":"text","reply":1,"text":"{n}"}}"#)
+    }
+
+    async fn commit(journal: &MemoryJournal, run: &RunId, lines: impl IntoIterator<Item = String>) {
+        let batch = Batch { entries: lines.into_iter().map(Entry::Update).collect() };
+        journal.commit(run, Fence::Epoch(1), batch).await.expect("a commit under the attempt's lease");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_follower_holds_a_page_at_most_waits_while_the_run_goes_on_and_ends_after_its_outcome() {
+        let journal = MemoryJournal::default();
+        let run = RunId::new("followed").expect("an id");
+        let fresh = RunRow { epoch: 1, attempts: 1, ..RunRow::default() };
+        journal.acquire(&run, fresh).await.expect("the run is free");
+        commit(&journal, &run, (1..=130).map(text)).await;
+        let mut follower = follow(&journal, run.clone(), 0);
+        for n in 1..=130 {
+            let line = follower.next().await.expect("read").expect("a line");
+            assert_eq!((line.id(), line.json(), line.is_final()), (n, text(n).as_str(), false));
+            assert!(follower.read.len() < FOLLOW_PAGE, "at most a page held: {}", follower.read.len());
+        }
+        let waiting = tokio::time::timeout(FOLLOW_POLL * 8, follower.next()).await;
+        assert!(waiting.is_err(), "no final line yet: the follower waits");
+        let outcome = r#"{"type":"outcome","status":"Completed"}"#.to_owned();
+        commit(&journal, &run, [text(131), outcome.clone()]).await;
+        let next = follower.next().await.expect("read").map(|line| line.id());
+        assert_eq!(next, Some(131), "a line committed while it waited");
+        let last = follower.next().await.expect("read").expect("the outcome");
+        assert_eq!((last.id(), last.json(), last.is_final()), (132, outcome.as_str(), true));
+        assert_eq!(follower.next().await, Ok(None), "nothing follows the outcome: the stream ends");
+        assert_eq!(follower.position(), 132);
+        assert_eq!(
+            follow(&journal, run.clone(), 132).next().await,
+            Ok(None),
+            "started after it: ends at once"
+        );
+        let mut late = follow(&journal, run, 131);
+        assert_eq!(late.next().await.expect("read").map(|line| line.id()), Some(132));
+    }
+
+    #[tokio::test]
+    async fn a_journal_without_streams_is_refused_typed() {
+        struct Plain;
+        impl Journal for Plain {
+            fn lease(&self) -> Duration {
+                Duration::from_secs(1)
+            }
+            async fn acquire(&self, _: &RunId, _: RunRow) -> Result<crate::journal::StoredRun, JournalError> {
+                Err(JournalError::UnknownRun)
+            }
+            async fn renew(&self, _: &RunId, _: u64) -> Result<(), JournalError> {
+                Ok(())
+            }
+            async fn load(&self, _: &RunId) -> Result<Option<crate::journal::StoredRun>, JournalError> {
+                Ok(None)
+            }
+            async fn commit(&self, _: &RunId, _: Fence, _: Batch) -> Result<(), JournalError> {
+                Ok(())
+            }
+            async fn list(
+                &self,
+                _: &crate::journal::RunQuery,
+            ) -> Result<Vec<crate::journal::ListedRow>, JournalError> {
+                Ok(Vec::new())
+            }
+        }
+        let run = RunId::new("r").expect("an id");
+        assert_eq!(follow(Plain, run, 0).next().await, Err(JournalError::StreamUnsupported));
+    }
+
+    #[test]
+    fn an_outcome_and_an_error_are_final_and_nothing_else_is() {
+        let error = serde_json::to_string(&Update::Error(RunError::Cancelled)).unwrap_or_default();
+        assert!(is_final(&error), "{error}");
+        assert!(!is_final(r#"{"type":"text","reply":1,"text":"{\"type\":\"outcome\""}"#));
+        assert!(!is_final(r#"{"type":"suspended","status":"AwaitingApproval"}"#));
+    }
+}

@@ -1,0 +1,153 @@
+//! Recorded streams: each line an attempt commits is numbered after the run's last, read a page
+//! at a time from any position by any journal on the storage; a commit refused writes no line;
+//! a journaled run's stream, followed from another process, is exactly what its watchers got,
+//! across a suspension and a resume.
+
+use std::sync::Arc;
+
+use loopbound::journal::{self, Entry, EventRow, Fence, Journal, JournalError, UpdateRow};
+use loopbound::tool::Policy;
+use loopbound::watch::{self, Updates};
+use loopbound::{Outcome, Runtime, Scope, Status};
+
+use super::{Backend, LONG, batch, fresh_row, run, run_named, two};
+use crate::refund::{self, EffectSink, MemorySink};
+
+pub(crate) async fn check_all<B: Backend>(backend: &B) {
+    let (a, b) = two(backend, LONG).await;
+    lines_are_numbered_in_commit_order_and_read_a_page_at_a_time(&a, &b).await;
+    let (a, _) = two(backend, LONG).await;
+    a_refused_commit_writes_no_line(&a).await;
+    let (a, b) = two(backend, LONG).await;
+    a_runs_stream_followed_from_another_process_is_what_its_watchers_got(&a, &b).await;
+}
+
+fn line(text: &str) -> Entry {
+    Entry::Update(format!(r#"{{"type":"text","reply":1,"text":"{text}"}}"#))
+}
+
+fn numbered(rows: &[UpdateRow]) -> Vec<(u64, String)> {
+    rows.iter().map(|row| (row.seq, row.line.clone())).collect()
+}
+
+fn expected(lines: &[(u64, &str)]) -> Vec<(u64, String)> {
+    lines
+        .iter()
+        .map(|(seq, text)| (*seq, format!(r#"{{"type":"text","reply":1,"text":"{text}"}}"#)))
+        .collect()
+}
+
+async fn lines_are_numbered_in_commit_order_and_read_a_page_at_a_time(a: &impl Journal, b: &impl Journal) {
+    let granted = a.acquire(&run(), fresh_row()).await.expect("the run is free");
+    let epoch = Fence::Epoch(granted.run.epoch);
+    let event = Entry::Event(EventRow {
+        kind: "ModelCall".to_owned(),
+        name: "model".to_owned(),
+        count: 1,
+        operation: None,
+        by: None,
+        reason: None,
+    });
+    a.commit(&run(), epoch, batch(vec![line("a"), event, line("b")])).await.expect("a first commit");
+    a.commit(&run(), epoch, batch(vec![line("c")])).await.expect("a second commit");
+    let all = b.updates(&run(), 0, 10).await.expect("another process reads");
+    assert_eq!(numbered(&all), expected(&[(1, "a"), (2, "b"), (3, "c")]), "numbered from 1 in order");
+    let page = b.updates(&run(), 1, 1).await.expect("a page");
+    assert_eq!(numbered(&page), expected(&[(2, "b")]), "after line 1, one line");
+    assert_eq!(b.updates(&run(), 3, 10).await.expect("read"), [], "nothing after the last line");
+    assert_eq!(b.updates(&run_named("unknown"), 0, 10).await.expect("read"), [], "an unknown run has none");
+    let stored = b.load(&run()).await.expect("load").expect("the run");
+    assert_eq!(stored.events.len(), 1, "a line is not an event");
+}
+
+async fn a_refused_commit_writes_no_line(a: &impl Journal) {
+    let granted = a.acquire(&run(), fresh_row()).await.expect("the run is free");
+    let epoch = granted.run.epoch;
+    a.commit(&run(), Fence::Epoch(epoch), batch(vec![line("kept")])).await.expect("a commit");
+    let stale = a.commit(&run(), Fence::Epoch(epoch + 1), batch(vec![line("fenced out")])).await;
+    assert_eq!(stale, Err(JournalError::LeaseLost), "another epoch's commit is refused");
+    let reply = || Entry::Reply(loopbound::journal::ReplyRow { ordinal: 1, reply: "{}".to_owned() });
+    a.commit(&run(), Fence::Epoch(epoch), batch(vec![reply()])).await.expect("a reply");
+    let conflict = a.commit(&run(), Fence::Epoch(epoch), batch(vec![line("conflicting"), reply()])).await;
+    assert!(matches!(conflict, Err(JournalError::Conflict(_))), "a key written twice: {conflict:?}");
+    let host = a.commit(&run(), Fence::Host, batch(vec![line("while held")])).await;
+    assert!(matches!(host, Err(JournalError::LeaseHeld { .. })), "a host's commit while held: {host:?}");
+    let all = a.updates(&run(), 0, 10).await.expect("read");
+    assert_eq!(numbered(&all), expected(&[(1, "kept")]), "the refused commits wrote no line");
+}
+
+/// One attempt of the refund task (short script) on `run`, the refund asking for approval,
+/// with a watcher whose updates come back as the JSON a live stream sends.
+async fn watched(journal: &impl Journal, sink: &Arc<MemorySink>) -> (Outcome, Vec<String>) {
+    let tools = refund::tools(Arc::clone(sink) as Arc<dyn EffectSink>, Policy::Ask).set;
+    let (feed, updates) = watch::channel();
+    let scope = Scope::builder().grants(refund::CAPABILITIES).watch(feed).build().expect("valid limits");
+    let runtime = Runtime::harness(&tools, refund::model(refund::short_script(), |_| {}));
+    let outcome = runtime
+        .run_journaled(journal, &run(), &scope, &mut refund::conversation(), |ended| {
+            ended.has_succeeded("refund")
+        })
+        .await
+        .expect("an attempt");
+    drop(scope);
+    (outcome, json(updates).await)
+}
+
+async fn json(mut updates: Updates) -> Vec<String> {
+    let mut lines = Vec::new();
+    while let Some(update) = updates.next().await {
+        lines.push(serde_json::to_string(&update).expect("an update serialises"));
+    }
+    lines
+}
+
+/// Every line after `after` until the follower ends, with their ids.
+async fn followed(journal: &impl Journal, after: u64) -> Vec<(u64, String)> {
+    let mut follower = journal::follow(journal, run(), after);
+    let mut lines = Vec::new();
+    while let Some(line) = follower.next().await.expect("the journal answers") {
+        lines.push((line.id(), line.json().to_owned()));
+    }
+    lines
+}
+
+async fn a_runs_stream_followed_from_another_process_is_what_its_watchers_got(
+    a: &impl Journal,
+    b: &impl Journal,
+) {
+    let sink = Arc::new(MemorySink::default());
+    let (first, seen) = watched(a, &sink).await;
+    assert_eq!(first.status(), Status::AwaitingApproval);
+    let recorded = followed(b, 0).await;
+    let ids: Vec<u64> = recorded.iter().map(|(id, _)| *id).collect();
+    assert_eq!(
+        ids,
+        (1..=u64::try_from(seen.len()).expect("a count")).collect::<Vec<_>>(),
+        "numbered 1, 2, …"
+    );
+    let lines: Vec<&str> = recorded.iter().map(|(_, line)| line.as_str()).collect();
+    assert_eq!(lines, seen, "the first attempt's stream, line for line");
+    let last = ids.last().copied().expect("lines");
+    assert_eq!(followed(b, last).await, [], "a reader after the suspension's outcome ends at once");
+    assert_eq!(followed(b, last - 2).await, recorded[recorded.len() - 2..], "from any position");
+
+    let pending = first.pending().expect("the refund waits").clone();
+    journal::approve(b, &pending, "alice").await.expect("approved");
+    let (second, resumed) = watched(a, &sink).await;
+    assert_eq!(second.status(), Status::Completed);
+    assert_eq!(sink.count("refund"), 1, "the refund ran once");
+    let restored = first.events().len();
+    let more = followed(b, last).await;
+    let lines: Vec<&str> = more.iter().map(|(_, line)| line.as_str()).collect();
+    assert_eq!(
+        lines,
+        resumed[restored..],
+        "the resume's lines follow the first attempt's: its watcher's, without the restored events"
+    );
+    assert_eq!(more.first().map(|(id, _)| *id), Some(last + 1), "numbered on from the first attempt's");
+    assert_eq!(
+        more.first().map(|(_, line)| line.as_str()),
+        Some(r#"{"type":"event","kind":"Resumed","name":"run","count":2}"#),
+        "the resume's first line is its own"
+    );
+}
