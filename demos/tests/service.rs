@@ -172,8 +172,9 @@ impl Service {
 struct Setup {
     service: Service,
     root: TempDir,
-    _model: Aimock,
-    _state: TempDir,
+    model: Aimock,
+    state: TempDir,
+    database: Option<String>,
 }
 
 impl Setup {
@@ -189,7 +190,16 @@ impl Setup {
         std::fs::write(&fixtures_file, fixtures(root.path()).to_string()).expect("fixtures written");
         let model = Aimock::start_with_fixtures(&fixtures_file, &[])?;
         let service = Service::start(&model, root.path(), &state.path().join("service.db"), database);
-        Some(Self { service, root, _model: model, _state: state })
+        Some(Self { service, root, model, state, database: database.map(str::to_owned) })
+    }
+
+    /// Stops the service by its PID (SIGTERM, which it does not handle: it dies at once, as
+    /// after a crash) and starts a new process on the same journal, files and model.
+    fn restart(&mut self) {
+        let status = self.service.terminate(Duration::from_secs(10)).expect("the service stops within 10 s");
+        assert!(!status.success(), "killed by its signal: {status:?}");
+        let journal = self.state.path().join("service.db");
+        self.service = Service::start(&self.model, self.root.path(), &journal, self.database.as_deref());
     }
 }
 
@@ -694,4 +704,153 @@ async fn the_offline_script_and_its_fixtures_give_the_documented_session() {
         let refused = std::net::TcpStream::connect(&address);
         assert!(refused.is_err(), "{address} still accepts connections after the script stopped");
     }
+}
+
+/// The kind and name of each event of `events` (an outcome's or a record's audit log).
+fn audit(events: &Value) -> Vec<String> {
+    events
+        .as_array()
+        .expect("events")
+        .iter()
+        .map(|event| {
+            format!("{} {}", event["kind"].as_str().unwrap_or("?"), event["name"].as_str().unwrap_or("?"))
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_waiting_for_approval_is_decided_and_resumed_by_a_new_process_on_sqlite() {
+    let Some(mut setup) = Setup::start(None) else { return };
+    waiting_run_survives_a_restart(&mut setup).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_waiting_for_approval_is_decided_and_resumed_by_a_new_process_on_postgres() {
+    let Some(cluster) = Cluster::shared(Durability::Fast) else { return };
+    let database = cluster.create_database("service_restart");
+    let Some(mut setup) = Setup::start(Some(&database.url)) else { return };
+    waiting_run_survives_a_restart(&mut setup).await;
+}
+
+/// A write waits for approval; the process stops; a new one shows the run from the journal,
+/// takes the approval and resumes it: the file is written once, and the run completes.
+async fn waiting_run_survives_a_restart(setup: &mut Setup) {
+    let client = reqwest::Client::new();
+    let n = 3;
+    assert_eq!(Kind::of(n), Kind::Write);
+    let (id, code, body) = run_to_end(&client, &setup.service, &request(n)).await;
+    assert_eq!((code, &body["outcome"]["status"]), (202, &json!("AwaitingApproval")), "{body}");
+    let digest = body["pending"]["digest"].as_str().expect("a digest").to_owned();
+    let shown = body["pending"].clone();
+
+    setup.restart();
+    let service = &setup.service;
+    let (code, body) = get(&client, service.url(&format!("/runs/{id}"))).await;
+    assert_eq!(code, 202, "{body}");
+    assert_eq!(body["state"], "recorded");
+    assert_eq!(
+        body["journal"],
+        json!({"state": "awaiting_approval", "status": null, "attempts": 1, "held": false})
+    );
+    assert_eq!(body["pending"], shown, "the proposal the first process showed");
+    assert_eq!(body["links"], links(&id, &["approve", "deny"]));
+    assert_eq!(
+        audit(&body["events"]),
+        [
+            "ModelCall model",
+            "Middleware write_file",
+            "ToolCall write_file",
+            "Proposed write_file",
+            "AwaitingApproval write_file"
+        ],
+        "{body}"
+    );
+    assert_eq!(setup.root.files(), Vec::<String>::new(), "nothing written before the approval");
+
+    let approve = json!({"digest": digest, "approver": "alice"});
+    let (code, body) = post(&client, service.url(&format!("/runs/{id}/approve")), &approve).await;
+    assert_eq!((code, &body["resumed"]), (202, &json!(true)), "{body}");
+    assert_eq!(body["links"], links(&id, &["cancel"]));
+    let (code, body) = get(&client, service.url(&format!("/runs/{id}?wait=true"))).await;
+    assert_eq!((code, &body["outcome"]["status"]), (200, &json!("Completed")), "{body}");
+    assert_eq!(body["outcome"]["text"], format!("Saved note-{n}.txt."));
+    assert_eq!(body["links"], links(&id, &[]));
+    let events = &body["outcome"]["events"];
+    assert_eq!(
+        audit(events),
+        [
+            "ModelCall model",
+            "Middleware write_file",
+            "ToolCall write_file",
+            "Proposed write_file",
+            "AwaitingApproval write_file",
+            "Resumed run",
+            "Allowed write_file",
+            "EffectStarted write_file",
+            "EffectRecorded write_file",
+            "ModelCall model"
+        ],
+        "{body}"
+    );
+    let effect = |kind: &str| {
+        events.as_array().and_then(|all| all.iter().find(|event| event["kind"] == kind)).cloned()
+    };
+    let started = effect("EffectStarted").expect("the effect's start");
+    assert_eq!((&started["count"], &started["operation"]), (&json!(1), &json!(format!("{id}/op/1"))));
+    assert_eq!(effect("EffectRecorded").expect("the effect's result")["count"], 1);
+    assert_eq!(effect("Allowed").expect("the approval")["by"], "approver alice");
+    assert_eq!(effect("Resumed").expect("the resume")["count"], 2, "the second attempt");
+    assert_eq!(setup.root.files(), [format!("note-{n}.txt")], "the approved write, once");
+    let text = std::fs::read_to_string(note(setup.root.path(), n)).expect("the approved file");
+    assert_eq!(text, format!("note {n}\n"));
+
+    // The decided run takes no second decision, in this process either.
+    let (code, body) = post(&client, service.url(&format!("/runs/{id}/approve")), &approve).await;
+    assert_eq!((code, &body["error"]["kind"]), (409, &json!("not_waiting")), "{body}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_cut_by_a_crash_is_shown_open_and_resumed_by_a_new_process() {
+    let Some(mut setup) = Setup::start(None) else { return };
+    let client = reqwest::Client::new();
+    let slow = json!({"task": "answer", "prompt": "[req:slow] Anything.", "grants": ["tickets.read"]});
+    let (code, body) = post(&client, setup.service.url("/runs"), &slow).await;
+    assert_eq!(code, 202, "{body}");
+    let id = body["id"].as_str().expect("an id").to_owned();
+    let first = events(&client, setup.service.url(&format!("/runs/{id}/events")), None, |_| true).await;
+    assert_eq!(first.iter().map(|(_, update)| brief(update)).collect::<Vec<_>>(), ["event ModelCall model"]);
+
+    // Killed during its model call: the journal holds the run open, under a lease of a process
+    // that is gone.
+    setup.restart();
+    let service = &setup.service;
+    let (code, body) = get(&client, service.url(&format!("/runs/{id}"))).await;
+    assert_eq!(code, 202, "{body}");
+    assert_eq!(body["journal"], json!({"state": "open", "status": null, "attempts": 1, "held": false}));
+    assert_eq!(body["pending"], Value::Null);
+    assert_eq!(body["links"], links(&id, &["resume"]));
+
+    let (code, body) = post(&client, service.url(&format!("/runs/{id}/resume")), &json!({})).await;
+    assert_eq!((code, &body["resumed"]), (202, &json!(true)), "{body}");
+    let calling = |update: &Value| brief(update) == "event ModelCall model";
+    let again = events(&client, service.url(&format!("/runs/{id}/events")), None, calling).await;
+    assert_eq!(
+        again.iter().map(|(_, update)| brief(update)).collect::<Vec<_>>(),
+        ["event Resumed run", "event ModelCall model"]
+    );
+    let (code, body) = post(&client, service.url(&format!("/runs/{id}/resume")), &json!({})).await;
+    assert_eq!((code, &body["error"]["kind"]), (409, &json!("running")), "{body}");
+    let (code, _) = post(&client, service.url(&format!("/runs/{id}/cancel")), &json!({})).await;
+    assert_eq!(code, 202);
+    let (code, body) = get(&client, service.url(&format!("/runs/{id}?wait=true"))).await;
+    assert_eq!((code, &body["error"]["kind"]), (499, &json!("cancelled")), "{body}");
+
+    // A run that ended for good is not resumed; an unknown run is not found.
+    let answer = request(0);
+    let (done, code, _) = run_to_end(&client, service, &answer).await;
+    assert_eq!(code, 200);
+    let (code, body) = post(&client, service.url(&format!("/runs/{done}/resume")), &json!({})).await;
+    assert_eq!((code, &body["error"]["kind"]), (409, &json!("not_open")), "{body}");
+    let (code, body) = post(&client, service.url("/runs/run-unknown/resume"), &json!({})).await;
+    assert_eq!((code, &body["error"]["kind"]), (404, &json!("unknown_run")), "{body}");
 }

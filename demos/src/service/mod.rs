@@ -13,10 +13,12 @@
 //! | `GET /runs/{id}` (`?wait=true` waits for the attempt in flight) | the run's outcome or error, and the proposal it waits on | the [`status`] table |
 //! | `GET /runs/{id}/events` | the run's live stream as Server-Sent Events, from the start or after `Last-Event-ID` | 200, `text/event-stream` |
 //! | `POST /runs/{id}/cancel` | cancels the attempt in flight, as its caller | 202, or 409 if none is |
+//! | `POST /runs/{id}/resume` | resumes a run its journal holds open (cut by a crash, cancelled) | 202, or 409 `not_open` |
 //! | `POST /runs/{id}/approve`, `/deny` `{"digest":…,"approver":…}` | decides the pending proposal, then resumes the run | 202, or the [`status`] table's code |
 //!
 //! Every run's response carries `links`: `self` and `events` always, `cancel` while an attempt
-//! is in flight, `approve` and `deny` while a proposal waits for a decision.
+//! is in flight, `approve` and `deny` while a proposal waits for a decision, `resume` while the
+//! journal holds the run open and no attempt holds it.
 //!
 //! `docs/service.md` shows how to start it (offline: `bash demos/service/run-offline.sh`, which
 //! starts aimock with `demos/service/fixtures.json`, then this service), every body, and a curl
@@ -25,10 +27,10 @@
 //! Grants come in the request here, to show one scope per request; a real service derives them
 //! from the caller's identity (capabilities are host fixtures, not authenticated roles).
 //!
-//! What it cannot do yet: resume a run that waits for approval after a restart or from another
-//! process (the journal does not keep the run's grants, so they are kept in memory,
-//! [`durable::Definition`]), retry a run whose attempt ended with a provider or journal error,
-//! or abandon a run that waits for a decision.
+//! A run outlives the process that started it: a process that does not hold a run in memory
+//! (it restarted, or another process started the run on the same journal) finds it in the
+//! journal, shows it, decides it and resumes it, each attempt's scope rebuilt from the journal
+//! ([`durable::scope`]). What it loses is the live stream of attempts that ran elsewhere.
 //!
 //! # Invariants
 //!
@@ -36,7 +38,8 @@
 //!   the model asks; a destructive MCP tool (`write_file`) never runs before a person approved
 //!   that exact call (its digest), and never after a denial.
 //! - The journal decides resumes: a run continues from its recorded replies and results, never
-//!   asking the model again for what it already answered, with the logical run's budgets.
+//!   asking the model again for what it already answered, with the logical run's budgets, under
+//!   the grants and limits its journal stored at its start, in whichever process resumes it.
 //! - An HTTP code is chosen from the run's typed status or error kind by one table
 //!   ([`status`]), never from a message.
 

@@ -1,6 +1,7 @@
 //! The one table from what a run or a host command ended with to an HTTP status code.
 //!
-//! A run answers through three channels, and each has its row here:
+//! A run answers through four channels, and each has its row here (a run whose last attempt did
+//! not end in this process answers by its journal record):
 //!
 //! | channel | value | HTTP | why |
 //! |---|---|---|---|
@@ -13,6 +14,9 @@
 //! | outcome | `Ambiguous` | 409 Conflict | an effect may or may not have happened: reconcile it first |
 //! | outcome | `ProviderUnavailable` | 503 Service Unavailable | the model's endpoint could not be reached |
 //! | outcome | `DeadlineExceeded` | 504 Gateway Timeout | the run's wall-clock deadline passed |
+//! | journal record | `open`, `awaiting_approval`, or held by another process's attempt | 202 Accepted | not ended: resume it, decide, or wait |
+//! | journal record | `ambiguous` | 409 Conflict | as the outcome `Ambiguous` |
+//! | journal record | `finished` with a status | the outcome's row | |
 //! | `RunError::kind()` | `Cancelled` | 499 Client Closed Request | cancelled by its id |
 //! | `RunError::kind()` | `Provider`, `ProviderAuthentication` | 502 Bad Gateway | the endpoint answered unusably |
 //! | `RunError::kind()` | `Busy`, `Finished` | 409 Conflict | another attempt holds the run, or it already ended |
@@ -30,10 +34,10 @@
 //!
 //! - Classification is by the typed status or kind, never by a message.
 //! - The table is total: every value maps to one code, and `2xx` only for `Completed`,
-//!   `AwaitingApproval` and a run in flight.
+//!   `AwaitingApproval` and a run in flight or open.
 
 use axum::http::StatusCode;
-use loopbound::journal::JournalError;
+use loopbound::journal::{JournalError, RunState};
 use loopbound::{RunErrorKind, Status};
 
 /// 499, nginx's "client closed request": the run was cancelled by a caller.
@@ -57,6 +61,19 @@ pub fn of_outcome(status: Status) -> StatusCode {
         Status::Ambiguous | Status::Closed => StatusCode::CONFLICT,
         Status::ProviderUnavailable => StatusCode::SERVICE_UNAVAILABLE,
         Status::DeadlineExceeded => StatusCode::GATEWAY_TIMEOUT,
+        _ => StatusCode::INTERNAL_SERVER_ERROR,
+    }
+}
+
+/// The code for a run known by its journal record: in `state`, `held` by another process's
+/// attempt or not.
+#[must_use]
+pub fn of_record(state: RunState, held: bool) -> StatusCode {
+    match state {
+        _ if held => StatusCode::ACCEPTED,
+        RunState::Open | RunState::AwaitingApproval(_) => StatusCode::ACCEPTED,
+        RunState::Ambiguous(_) => StatusCode::CONFLICT,
+        RunState::Finished(status) => of_outcome(status),
         _ => StatusCode::INTERNAL_SERVER_ERROR,
     }
 }
@@ -92,6 +109,19 @@ pub fn of_command(error: &JournalError) -> StatusCode {
         | JournalError::Conflict(_) => StatusCode::CONFLICT,
         JournalError::Storage(_) => StatusCode::SERVICE_UNAVAILABLE,
         _ => StatusCode::INTERNAL_SERVER_ERROR,
+    }
+}
+
+/// The kind a client matches on for a host command the journal refused: `bad_request` for a
+/// malformed request, `running` while an attempt holds the run, `finished` for a run that
+/// ended, `journal` otherwise.
+#[must_use]
+pub fn kind_of_command(error: &JournalError) -> &'static str {
+    match error {
+        JournalError::LeaseHeld { .. } => "running",
+        JournalError::Finished(_) => "finished",
+        _ if of_command(error) == StatusCode::BAD_REQUEST => "bad_request",
+        _ => "journal",
     }
 }
 
@@ -141,6 +171,22 @@ mod tests {
         ];
         for (kind, code) in kinds {
             assert_eq!(of_error(kind).as_u16(), code, "{kind}");
+        }
+    }
+
+    #[test]
+    fn every_journal_state_has_its_documented_code() {
+        let states = [
+            (RunState::Open, false, 202),
+            (RunState::AwaitingApproval(1), false, 202),
+            (RunState::Ambiguous(2), false, 409),
+            (RunState::Ambiguous(2), true, 202),
+            (RunState::Finished(Status::Completed), false, 200),
+            (RunState::Finished(Status::Closed), false, 409),
+            (RunState::Finished(Status::Denied), false, 403),
+        ];
+        for (state, held, code) in states {
+            assert_eq!(of_record(state, held).as_u16(), code, "{state} held {held}");
         }
     }
 
