@@ -422,7 +422,7 @@ async fn sixty_four_requests(setup: &Setup) {
                 pending.push((n, ids[n].clone(), digest));
             }
         }
-        let next: &[&str] = if Kind::of(n) == Kind::Write { &["approve", "deny"] } else { &[] };
+        let next: &[&str] = if Kind::of(n) == Kind::Write { &["approve", "deny", "close"] } else { &[] };
         assert_eq!(body["links"], links(&ids[n], next), "request {n}");
         assert_eq!(body["state"], "ended");
     }
@@ -644,7 +644,7 @@ async fn the_offline_script_and_its_fixtures_give_the_documented_session() {
     let save = json!({"task": "save", "prompt": "Save a summary of ticket 7.", "grants": grants});
     let (id, code, body) = run_to_end(&client, &service, &save).await;
     assert_eq!((code, &body["outcome"]["status"]), (202, &json!("AwaitingApproval")), "{body}");
-    assert_eq!(body["links"], links(&id, &["approve", "deny"]));
+    assert_eq!(body["links"], links(&id, &["approve", "deny", "close"]));
     assert_eq!(
         (&body["pending"]["tool"], &body["pending"]["operation"]),
         (&json!("write_file"), &json!(format!("{id}/op/2")))
@@ -753,7 +753,7 @@ async fn waiting_run_survives_a_restart(setup: &mut Setup) {
         json!({"state": "awaiting_approval", "status": null, "attempts": 1, "held": false})
     );
     assert_eq!(body["pending"], shown, "the proposal the first process showed");
-    assert_eq!(body["links"], links(&id, &["approve", "deny"]));
+    assert_eq!(body["links"], links(&id, &["approve", "deny", "close"]));
     assert_eq!(
         audit(&body["events"]),
         [
@@ -828,7 +828,7 @@ async fn a_run_cut_by_a_crash_is_shown_open_and_resumed_by_a_new_process() {
     assert_eq!(code, 202, "{body}");
     assert_eq!(body["journal"], json!({"state": "open", "status": null, "attempts": 1, "held": false}));
     assert_eq!(body["pending"], Value::Null);
-    assert_eq!(body["links"], links(&id, &["resume"]));
+    assert_eq!(body["links"], links(&id, &["resume", "close"]));
 
     let (code, body) = post(&client, service.url(&format!("/runs/{id}/resume")), &json!({})).await;
     assert_eq!((code, &body["resumed"]), (202, &json!(true)), "{body}");
@@ -853,4 +853,78 @@ async fn a_run_cut_by_a_crash_is_shown_open_and_resumed_by_a_new_process() {
     assert_eq!((code, &body["error"]["kind"]), (409, &json!("not_open")), "{body}");
     let (code, body) = post(&client, service.url("/runs/run-unknown/resume"), &json!({})).await;
     assert_eq!((code, &body["error"]["kind"]), (404, &json!("unknown_run")), "{body}");
+}
+
+/// The ids of the runs the SQLite journal `file` lists as finished with `Closed`.
+async fn listed_closed(file: &Path) -> Vec<String> {
+    use loopbound::journal::{self, RunQuery, StateFilter};
+    let journal = loopbound_sqlite::SqliteJournal::open(file).expect("the journal opens");
+    let query = RunQuery::new().state(StateFilter::Finished(Some(loopbound::Status::Closed)));
+    let page = journal::list(&journal, &query).await.expect("a listing");
+    page.runs().iter().map(|run| run.run().as_str().to_owned()).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiting_run_is_closed_for_good_and_a_run_an_attempt_holds_is_not() {
+    let Some(setup) = Setup::start(None) else { return };
+    let (service, journal) = (&setup.service, setup.state.path().join("service.db"));
+    let client = reqwest::Client::new();
+
+    // A run that waits for approval is closed: listed finished `Closed`, its write never runs.
+    let (id, code, body) = run_to_end(&client, service, &request(3)).await;
+    assert_eq!((code, &body["outcome"]["status"]), (202, &json!("AwaitingApproval")), "{body}");
+    let digest = body["pending"]["digest"].clone();
+    let close = |reason: &str| json!({"reason": reason, "approver": "alice"});
+    let (code, body) = post(&client, service.url(&format!("/runs/{id}/close")), &close("")).await;
+    assert_eq!((code, &body["error"]["kind"]), (400, &json!("bad_request")), "{body}");
+    let (code, body) = post(&client, service.url(&format!("/runs/{id}/close")), &close("not wanted")).await;
+    assert_eq!(code, 200, "{body}");
+    assert_eq!(body, json!({"id": id, "closed": true, "links": links(&id, &[])}));
+    let (code, body) = get(&client, service.url(&format!("/runs/{id}"))).await;
+    assert_eq!(code, 409, "{body}");
+    assert_eq!(
+        body["journal"],
+        json!({"state": "finished", "status": "Closed", "attempts": 1, "held": false})
+    );
+    assert_eq!(body["pending"], Value::Null);
+    let last = body["events"].as_array().and_then(|events| events.last()).cloned().expect("events");
+    assert_eq!(
+        (&last["kind"], &last["by"], &last["reason"]),
+        (&json!("Closed"), &json!("alice"), &json!("not wanted")),
+        "{body}"
+    );
+    assert_eq!(listed_closed(&journal).await, std::slice::from_ref(&id));
+    let approve = json!({"digest": digest, "approver": "alice"});
+    let (code, body) = post(&client, service.url(&format!("/runs/{id}/approve")), &approve).await;
+    assert_eq!((code, &body["error"]["kind"]), (409, &json!("not_waiting")), "{body}");
+    let (code, body) = post(&client, service.url(&format!("/runs/{id}/close")), &close("again")).await;
+    assert_eq!((code, &body["error"]["kind"]), (409, &json!("finished")), "{body}");
+    assert_eq!(setup.root.files(), Vec::<String>::new(), "the closed run's write never ran");
+
+    // A run with an attempt in flight is not closed: in this process, nor by another process on
+    // the same journal, whose attempt's lease the journal sees.
+    let slow = json!({"task": "answer", "prompt": "[req:slow] Anything.", "grants": ["tickets.read"]});
+    let (code, body) = post(&client, service.url("/runs"), &slow).await;
+    assert_eq!(code, 202, "{body}");
+    let slow_id = body["id"].as_str().expect("an id").to_owned();
+    let first = events(&client, service.url(&format!("/runs/{slow_id}/events")), None, |_| true).await;
+    assert_eq!(first.len(), 1, "the model call is in flight");
+    let (code, body) = post(&client, service.url(&format!("/runs/{slow_id}/close")), &close("stop")).await;
+    assert_eq!((code, &body["error"]["kind"]), (409, &json!("running")), "{body}");
+    let other = Service::start(&setup.model, setup.root.path(), &journal, None);
+    let (code, body) = get(&client, other.url(&format!("/runs/{slow_id}"))).await;
+    assert_eq!(code, 202, "{body}");
+    assert_eq!(body["journal"], json!({"state": "open", "status": null, "attempts": 1, "held": true}));
+    assert_eq!(body["links"], links(&slow_id, &[]));
+    let (code, body) = post(&client, other.url(&format!("/runs/{slow_id}/close")), &close("stop")).await;
+    assert_eq!((code, &body["error"]["kind"]), (409, &json!("running")), "{body}");
+    assert!(
+        body["error"]["message"].as_str().is_some_and(|text| text.contains("another attempt holds this run")),
+        "{body}"
+    );
+    let (code, _) = post(&client, service.url(&format!("/runs/{slow_id}/cancel")), &json!({})).await;
+    assert_eq!(code, 202);
+    let (code, body) = get(&client, service.url(&format!("/runs/{slow_id}?wait=true"))).await;
+    assert_eq!((code, &body["error"]["kind"]), (499, &json!("cancelled")), "{body}");
+    assert_eq!(listed_closed(&journal).await, [id]);
 }

@@ -53,6 +53,7 @@ pub fn router<T: Transport + 'static, J: Journal + 'static>(app: Arc<App<T, J>>)
         .route("/runs/{id}/events", get(events::<T, J>))
         .route("/runs/{id}/cancel", post(cancel::<T, J>))
         .route("/runs/{id}/resume", post(resume::<T, J>))
+        .route("/runs/{id}/close", post(close::<T, J>))
         .route("/runs/{id}/approve", post(approve::<T, J>))
         .route("/runs/{id}/deny", post(deny::<T, J>))
         .with_state(app)
@@ -98,6 +99,14 @@ struct NewRun {
 #[serde(deny_unknown_fields)]
 struct Decision {
     digest: String,
+    approver: String,
+}
+
+/// `POST /runs/{id}/close`: who closes the run, and why.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Closing {
+    reason: String,
     approver: String,
 }
 
@@ -147,8 +156,9 @@ fn check(run: &NewRun) -> Result<(), ApiError> {
 }
 
 /// What a client may do next with a run, as links: `self` and `events` always; `cancel` while
-/// an attempt is in flight; `approve` and `deny` while a proposal waits for a decision;
-/// `resume` while the journal holds the run open and no attempt holds it.
+/// an attempt is in flight; `approve`, `deny` and `close` while a proposal waits for a decision;
+/// `resume` and `close` while the journal holds the run open and no attempt holds it; `close`
+/// while it is ambiguous.
 fn links(id: &RunId, phase: &Phase) -> Value {
     let mut links = serde_json::Map::new();
     let mut add = |action: &str, path: String| links.insert(action.to_owned(), json!(path));
@@ -156,9 +166,14 @@ fn links(id: &RunId, phase: &Phase) -> Value {
     add("events", format!("/runs/{id}/events"));
     let actions: &[&str] = match phase {
         Phase::Running => &["cancel"],
-        _ if phase.pending().is_some() => &["approve", "deny"],
-        Phase::Recorded(recorded) if recorded.state == RunState::Open && !recorded.held => &["resume"],
-        Phase::Ended(_) | Phase::Recorded(_) => &[],
+        _ if phase.pending().is_some() => &["approve", "deny", "close"],
+        Phase::Recorded(recorded) if recorded.held => &[],
+        Phase::Recorded(recorded) => match recorded.state {
+            RunState::Open => &["resume", "close"],
+            RunState::Ambiguous(_) => &["close"],
+            _ => &[],
+        },
+        Phase::Ended(_) => &[],
     };
     for action in actions {
         add(action, format!("/runs/{id}/{action}"));
@@ -319,6 +334,18 @@ fn refused(error: &CommandError) -> ApiError {
 fn resumed(id: &RunId) -> Response {
     let body = json!({"id": id.as_str(), "resumed": true, "links": links(id, &Phase::Running)});
     (StatusCode::ACCEPTED, axum::Json(body)).into_response()
+}
+
+async fn close<T: Transport + 'static, J: Journal + 'static>(
+    State(app): State<Arc<App<T, J>>>,
+    Path(id): Path<String>,
+    body: Body,
+) -> Result<Response, ApiError> {
+    let slot = load(&app, &id).await?;
+    let closing: Closing = parse(&read(body).await?)?;
+    app.close(&slot, &closing.reason, &closing.approver).await.map_err(|error| refused(&error))?;
+    let body = json!({"id": slot.id().as_str(), "closed": true, "links": links(slot.id(), &slot.phase())});
+    Ok((StatusCode::OK, axum::Json(body)).into_response())
 }
 
 async fn resume<T: Transport + 'static, J: Journal + 'static>(

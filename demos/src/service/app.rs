@@ -22,7 +22,7 @@ use loopbound::watch::Updates;
 use loopbound::{Limits, Registration, RunRegistry, Runtime, Scope, watch};
 
 use super::durable::{self, Opening, ScopeError, Verdict};
-use super::runs::{self, Ended, Failure, Full, Recorded, RunSlot, Runs};
+use super::runs::{self, Ended, Failure, Full, Phase, Recorded, RunSlot, Runs};
 use super::task::Task;
 
 /// What the service holds for its whole life.
@@ -211,6 +211,30 @@ where
                 Err(CommandError::Journal(error))
             }
         }
+    }
+
+    /// Closes `slot`'s run for good, as `by`, for `reason` ([`journal::close`]); the run then
+    /// stands as the journal records it.
+    ///
+    /// # Errors
+    ///
+    /// [`CommandError::Running`] if an attempt is in flight here; [`CommandError::Journal`] as
+    /// [`journal::close`] (`LeaseHeld` while another process's attempt holds the run,
+    /// `Finished` for a run that ended, `InvalidReason`, …).
+    pub async fn close(&self, slot: &Arc<RunSlot>, reason: &str, by: &str) -> Result<(), CommandError> {
+        let before = slot.claim(|_| true).ok_or(CommandError::Running)?;
+        if let Err(error) = journal::close(&self.journal, slot.id(), reason, by).await {
+            slot.restore(before);
+            return Err(CommandError::Journal(error));
+        }
+        if let Ok(record) = journal::inspect(&self.journal, slot.id()).await {
+            slot.restore(Phase::Recorded(Arc::new(Recorded::of(&record))));
+        } else {
+            // Closed, but not readable now: the next request rebuilds it from the journal.
+            self.runs.forget(slot.id());
+            slot.restore(before);
+        }
+        Ok(())
     }
 
     /// Opens one attempt of `slot` and runs it in its own task. The attempt is registered

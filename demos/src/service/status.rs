@@ -22,9 +22,9 @@
 //! | `RunError::kind()` | `Busy`, `Finished` | 409 Conflict | another attempt holds the run, or it already ended |
 //! | `RunError::kind()` | `JournalUnavailable`, `PoolUnavailable` | 503 Service Unavailable | the journal's or a shared pool's storage failed (nothing unrecorded ran, no call was sent unreserved) |
 //! | `RunError::kind()` | `Internal`, `Configuration` | 500 Internal Server Error | the host's setup or rows do not fit |
-//! | host command's `JournalError` | `InvalidDigest`, `InvalidActor`, `InvalidOperationId`, `InvalidRunId` | 400 Bad Request | the request is malformed |
+//! | host command's `JournalError` | `InvalidDigest`, `InvalidActor`, `InvalidReason`, `InvalidOperationId`, `InvalidRunId` | 400 Bad Request | the request is malformed |
 //! | host command's `JournalError` | `UnknownRun`, `UnknownOperation` | 404 Not Found | |
-//! | host command's `JournalError` | `SignatureMismatch`, `AlreadyDecided`, `Finished`, `LeaseHeld`, `LeaseLost`, `Conflict` | 409 Conflict | the journal holds something else than the request assumed |
+//! | host command's `JournalError` | `SignatureMismatch`, `AlreadyDecided`, `Finished`, `LeaseHeld`, `LeaseLost`, `Conflict` | 409 Conflict | the journal holds something else than the request assumed (`LeaseHeld`: an attempt holds the run, kind `running`; `Finished`: the run ended, kind `finished`) |
 //! | host command's `JournalError` | `Storage` | 503 Service Unavailable | |
 //! | host command's `JournalError` | any other | 500 Internal Server Error | |
 //!
@@ -92,12 +92,14 @@ pub fn of_error(kind: RunErrorKind) -> StatusCode {
     }
 }
 
-/// The code for a host command (an approval, a denial) that the journal refused or failed.
+/// The code for a host command (an approval, a denial, a closing) that the journal refused or
+/// failed.
 #[must_use]
 pub fn of_command(error: &JournalError) -> StatusCode {
     match error {
         JournalError::InvalidDigest
         | JournalError::InvalidActor
+        | JournalError::InvalidReason
         | JournalError::InvalidOperationId
         | JournalError::InvalidRunId => StatusCode::BAD_REQUEST,
         JournalError::UnknownRun | JournalError::UnknownOperation => StatusCode::NOT_FOUND,
@@ -195,6 +197,7 @@ mod tests {
         let errors = [
             (JournalError::InvalidDigest, 400),
             (JournalError::InvalidActor, 400),
+            (JournalError::InvalidReason, 400),
             (JournalError::UnknownRun, 404),
             (JournalError::UnknownOperation, 404),
             (JournalError::SignatureMismatch, 409),
@@ -205,6 +208,24 @@ mod tests {
         ];
         for (error, code) in errors {
             assert_eq!(of_command(&error).as_u16(), code, "{error}");
+        }
+    }
+
+    #[test]
+    fn a_refused_command_names_why_by_its_kind() {
+        let held = JournalError::LeaseHeld {
+            holder: "host-a:1".to_owned(),
+            remaining: std::time::Duration::from_secs(3),
+        };
+        let kinds = [
+            (held, "running"),
+            (JournalError::Finished(Status::Closed), "finished"),
+            (JournalError::InvalidReason, "bad_request"),
+            (JournalError::SignatureMismatch, "journal"),
+            (JournalError::storage("disk full"), "journal"),
+        ];
+        for (error, kind) in kinds {
+            assert_eq!(kind_of_command(&error), kind, "{error}");
         }
     }
 }
