@@ -3,7 +3,10 @@
 //! # Invariants
 //!
 //! - Every refusal by a route is a JSON body `{"error":{"kind":…,"message":…}}` with the code
-//!   of the [`status`] table or 400/404/409/413; no handler panics on any input.
+//!   of the [`status`] table or 400/401/403/404/409/413; no handler panics on any input.
+//! - Every command on a run (approve, deny, close, cancel, resume) passes the [`Gate`] before
+//!   its handler runs: its origin is the service's own or absent, and its approver is
+//!   authenticated ([`approver`]).
 //! - A request body is read up to [`MAX_BODY`] bytes; a prompt, a grant and the number of
 //!   grants are bounded ([`MAX_PROMPT`], [`MAX_GRANT`], [`MAX_GRANTS`]).
 //! - Every run's response carries the links of what a client may do next in the run's phase,
@@ -18,7 +21,7 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::body::{Body, Bytes};
-use axum::extract::{Path, RawQuery, State};
+use axum::extract::{Extension, Path, RawQuery, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
@@ -30,6 +33,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::app::{App, CommandError, FindError};
+use super::approver::{self, Approver, Gate};
 use super::durable::Verdict;
 use super::log::Reader;
 use super::runs::{Ended, Failure, Phase, Recorded, RunSlot};
@@ -45,17 +49,20 @@ pub const MAX_GRANT: usize = 128;
 /// The most capabilities one request may be granted.
 pub const MAX_GRANTS: usize = 32;
 
-/// The routes, over `app`.
-pub fn router<T: Transport + 'static, J: Journal + 'static>(app: Arc<App<T, J>>) -> Router {
-    Router::new()
-        .route("/runs", post(create::<T, J>))
-        .route("/runs/{id}", get(show::<T, J>))
-        .route("/runs/{id}/events", get(events::<T, J>))
+/// The routes, over `app`; the commands on a run pass `gate` first (its origin, its approver).
+pub fn router<T: Transport + 'static, J: Journal + 'static>(app: Arc<App<T, J>>, gate: Arc<Gate>) -> Router {
+    let commands = Router::new()
         .route("/runs/{id}/cancel", post(cancel::<T, J>))
         .route("/runs/{id}/resume", post(resume::<T, J>))
         .route("/runs/{id}/close", post(close::<T, J>))
         .route("/runs/{id}/approve", post(approve::<T, J>))
         .route("/runs/{id}/deny", post(deny::<T, J>))
+        .route_layer(axum::middleware::from_fn_with_state(gate, approver::require));
+    Router::new()
+        .route("/runs", post(create::<T, J>))
+        .route("/runs/{id}", get(show::<T, J>))
+        .route("/runs/{id}/events", get(events::<T, J>))
+        .merge(commands)
         .with_state(app)
 }
 
@@ -68,7 +75,8 @@ pub struct ApiError {
 }
 
 impl ApiError {
-    fn new(code: StatusCode, kind: &'static str, message: impl Into<String>) -> Self {
+    /// A refusal with `code`, `kind` and `message`.
+    pub fn new(code: StatusCode, kind: &'static str, message: impl Into<String>) -> Self {
         Self { code, kind, message: message.into() }
     }
 
@@ -94,20 +102,19 @@ struct NewRun {
     grants: Vec<String>,
 }
 
-/// `POST /runs/{id}/approve` and `/deny`: who decides, on the proposal with which digest.
+/// `POST /runs/{id}/approve` and `/deny`: the digest of the proposal decided on (who decides
+/// comes from the [`approver`](super::approver) seam, never from the body).
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Decision {
     digest: String,
-    approver: String,
 }
 
-/// `POST /runs/{id}/close`: who closes the run, and why.
+/// `POST /runs/{id}/close`: why the run is closed.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Closing {
     reason: String,
-    approver: String,
 }
 
 /// Whether `GET /runs/{id}` should wait for the attempt in flight to end: `?wait=true` (or
@@ -292,9 +299,12 @@ async fn show<T: Transport + 'static, J: Journal + 'static>(
     Ok(describe(slot.id(), &phase))
 }
 
+/// A cancel needs an approver, whose name is not recorded (the attempt ends as its caller's
+/// cancellation).
 async fn cancel<T: Transport + 'static, J: Journal + 'static>(
     State(app): State<Arc<App<T, J>>>,
     Path(id): Path<String>,
+    Extension(_approver): Extension<Approver>,
 ) -> Result<Response, ApiError> {
     let slot = load(&app, &id).await?;
     if app.cancel(slot.id()) {
@@ -308,12 +318,13 @@ async fn cancel<T: Transport + 'static, J: Journal + 'static>(
 async fn decide<T: Transport + 'static, J: Journal + 'static>(
     app: &Arc<App<T, J>>,
     id: &str,
+    approver: &Approver,
     body: &[u8],
     verdict: Verdict,
 ) -> Result<Response, ApiError> {
     let slot = load(app, id).await?;
     let decision: Decision = parse(body)?;
-    match app.decide(&slot, &decision.digest, &decision.approver, verdict).await {
+    match app.decide(&slot, &decision.digest, approver.name(), verdict).await {
         Ok(()) => Ok(resumed(slot.id())),
         Err(error) => Err(refused(&error)),
     }
@@ -339,18 +350,21 @@ fn resumed(id: &RunId) -> Response {
 async fn close<T: Transport + 'static, J: Journal + 'static>(
     State(app): State<Arc<App<T, J>>>,
     Path(id): Path<String>,
+    Extension(approver): Extension<Approver>,
     body: Body,
 ) -> Result<Response, ApiError> {
     let slot = load(&app, &id).await?;
     let closing: Closing = parse(&read(body).await?)?;
-    app.close(&slot, &closing.reason, &closing.approver).await.map_err(|error| refused(&error))?;
+    app.close(&slot, &closing.reason, approver.name()).await.map_err(|error| refused(&error))?;
     let body = json!({"id": slot.id().as_str(), "closed": true, "links": links(slot.id(), &slot.phase())});
     Ok((StatusCode::OK, axum::Json(body)).into_response())
 }
 
+/// A resume needs an approver (it spends the run's budgets again), whose name is not recorded.
 async fn resume<T: Transport + 'static, J: Journal + 'static>(
     State(app): State<Arc<App<T, J>>>,
     Path(id): Path<String>,
+    Extension(_approver): Extension<Approver>,
 ) -> Result<Response, ApiError> {
     let slot = load(&app, &id).await?;
     app.resume(&slot).await.map_err(|error| refused(&error))?;
@@ -360,17 +374,19 @@ async fn resume<T: Transport + 'static, J: Journal + 'static>(
 async fn approve<T: Transport + 'static, J: Journal + 'static>(
     State(app): State<Arc<App<T, J>>>,
     Path(id): Path<String>,
+    Extension(approver): Extension<Approver>,
     body: Body,
 ) -> Result<Response, ApiError> {
-    decide(&app, &id, &read(body).await?, Verdict::Approve).await
+    decide(&app, &id, &approver, &read(body).await?, Verdict::Approve).await
 }
 
 async fn deny<T: Transport + 'static, J: Journal + 'static>(
     State(app): State<Arc<App<T, J>>>,
     Path(id): Path<String>,
+    Extension(approver): Extension<Approver>,
     body: Body,
 ) -> Result<Response, ApiError> {
-    decide(&app, &id, &read(body).await?, Verdict::Deny).await
+    decide(&app, &id, &approver, &read(body).await?, Verdict::Deny).await
 }
 
 /// How often an idle event stream sends a comment, so that proxies keep it open.
