@@ -7,7 +7,12 @@
 //! person), every status asserted exactly and no file written before an approval; then
 //! approvals and denials recorded concurrently and resumed, and exactly the approved files
 //! present; a run's live stream read in order over Server-Sent Events; a run in flight cancelled
-//! by its id. Without `node` these print SKIPPED and pass, unless LOOPBOUND_REQUIRE_SERVERS=1.
+//! by its id. Across a restart (the process stopped by its PID, a new one on the same journal):
+//! a run waiting for approval shown, approved and completed with its write done once (SQLite
+//! with a development token, PostgreSQL behind the proxy's header), a run cut during its model
+//! call resumed. Closing a waiting run, and refusing to close one an attempt holds (in this
+//! process or another). Commands without an approver (401) or from a foreign origin (403).
+//! Without `node` these print SKIPPED and pass, unless LOOPBOUND_REQUIRE_SERVERS=1.
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -660,8 +665,8 @@ async fn run_to_end(client: &reqwest::Client, service: &Service, request: &Value
 
 /// What docs/service.md tells a newcomer to run: `demos/service/run-offline.sh` starts aimock
 /// with the shipped `demos/service/fixtures.json`, then the service; the page's session gets the
-/// answers it shows (both tasks to their ends, a missing grant, a loop, a denial, a cancel), and
-/// SIGTERM to the script stops both servers.
+/// answers it shows (both tasks to their ends, a missing grant, a loop, a denial, a closing, a
+/// cancel), and SIGTERM to the script stops both servers.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_offline_script_and_its_fixtures_give_the_documented_session() {
     if !mcp::available() {
@@ -725,6 +730,23 @@ async fn the_offline_script_and_its_fixtures_give_the_documented_session() {
     assert_eq!((code, &body["resumed"]), (202, &json!(true)), "{body}");
     let (code, body) = get(&client, service.url(&format!("/runs/{id}?wait=true"))).await;
     assert_eq!((code, &body["outcome"]["status"]), (403, &json!("Denied")), "{body}");
+
+    // The same request closed instead: finished `Closed`, and it takes no decision.
+    let (id, code, body) = run_to_end(&client, &service, &save).await;
+    assert_eq!((code, &body["outcome"]["status"]), (202, &json!("AwaitingApproval")), "{body}");
+    let digest = json!({"digest": body["pending"]["digest"]});
+    let reason = json!({"reason": "not needed after all"});
+    let (code, body) = command(&client, service.url(&format!("/runs/{id}/close")), "alice", &reason).await;
+    assert_eq!((code, &body["closed"]), (200, &json!(true)), "{body}");
+    let (code, body) = get(&client, service.url(&format!("/runs/{id}"))).await;
+    assert_eq!(
+        (code, &body["journal"]["state"], &body["journal"]["status"]),
+        (409, &json!("finished"), &json!("Closed"))
+    );
+    let (code, body) = post(&client, service.url(&format!("/runs/{id}/approve")), &digest).await;
+    assert_eq!((code, &body["error"]["kind"]), (401, &json!("unauthenticated")), "{body}");
+    let (code, body) = command(&client, service.url(&format!("/runs/{id}/approve")), "alice", &digest).await;
+    assert_eq!((code, &body["error"]["kind"]), (409, &json!("not_waiting")), "{body}");
 
     // Without the write grant, the write is refused; the same call forever hits the limit.
     let forbidden =
