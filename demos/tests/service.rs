@@ -962,6 +962,24 @@ async fn a_run_cut_by_a_crash_is_shown_open_and_resumed_by_a_new_process() {
     assert_eq!((code, &body["error"]["kind"]), (409, &json!("not_open")), "{body}");
     let (code, body) = command(&client, service.url("/runs/run-unknown/resume"), "alice", &json!({})).await;
     assert_eq!((code, &body["error"]["kind"]), (404, &json!("unknown_run")), "{body}");
+
+    // A run of the same journal that this service did not start (no task label) is not its own.
+    let journal =
+        loopbound_sqlite::SqliteJournal::open(setup.state.path().join("service.db")).expect("the journal");
+    let model = loopbound::scripted::sequence(vec![loopbound::scripted::Step::Reply(
+        loopbound::transport::ModelReply::text("Done."),
+    )]);
+    let tools = loopbound::ToolSet::builder().build();
+    let runtime = loopbound::Runtime::harness(&tools, model);
+    let other = loopbound::journal::RunId::new("someone-else-42").expect("an id");
+    let scope = loopbound::Scope::builder().build().expect("a scope");
+    let mut conversation = vec![loopbound::Message::user("Hi.")];
+    let outcome =
+        runtime.run_journaled(&journal, &other, &scope, &mut conversation, |_| true).await.expect("a run");
+    assert_eq!(outcome.status(), loopbound::Status::Completed);
+    let (code, body) = get(&client, service.url("/runs/someone-else-42")).await;
+    assert_eq!((code, &body["error"]["kind"]), (404, &json!("unknown_run")), "{body}");
+    assert_eq!(body["error"]["message"], "the journal holds this run, but this service did not start it");
 }
 
 /// The ids of the runs the SQLite journal `file` lists as finished with `Closed`.
