@@ -7,7 +7,12 @@
 //! person), every status asserted exactly and no file written before an approval; then
 //! approvals and denials recorded concurrently and resumed, and exactly the approved files
 //! present; a run's live stream read in order over Server-Sent Events; a run in flight cancelled
-//! by its id. Without `node` these print SKIPPED and pass, unless LOOPBOUND_REQUIRE_SERVERS=1.
+//! by its id. Across a restart (the process stopped by its PID, a new one on the same journal):
+//! a run waiting for approval shown, approved and completed with its write done once (SQLite
+//! with a development token, PostgreSQL behind the proxy's header), a run cut during its model
+//! call resumed. Closing a waiting run, and refusing to close one an attempt holds (in this
+//! process or another). Commands without an approver (401) or from a foreign origin (403).
+//! Without `node` these print SKIPPED and pass, unless LOOPBOUND_REQUIRE_SERVERS=1.
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -99,6 +104,17 @@ struct Service {
 
 impl Service {
     fn start(model: &Aimock, files: &Path, journal: &Path, database: Option<&str>) -> Self {
+        Self::start_with(model, files, journal, database, &[])
+    }
+
+    /// As [`start`](Self::start), with `extra` arguments.
+    fn start_with(
+        model: &Aimock,
+        files: &Path,
+        journal: &Path,
+        database: Option<&str>,
+        extra: &[&str],
+    ) -> Self {
         let mut command = Command::new(env!("CARGO_BIN_EXE_service"));
         match database {
             Some(url) => command.env("LOOPBOUND_DATABASE_URL", url),
@@ -111,6 +127,8 @@ impl Service {
             .arg(journal)
             .arg("--mcp-arg")
             .arg(mcp::filesystem_js())
+            .args(extra)
+            .env_remove("LOOPBOUND_APPROVER_TOKEN")
             .env("LOOPBOUND_BASE_URL", model.base_url())
             .env("LOOPBOUND_MODEL", "aimock");
         Self::spawn(command, Duration::from_secs(60))
@@ -172,8 +190,9 @@ impl Service {
 struct Setup {
     service: Service,
     root: TempDir,
-    _model: Aimock,
-    _state: TempDir,
+    model: Aimock,
+    state: TempDir,
+    database: Option<String>,
 }
 
 impl Setup {
@@ -189,7 +208,18 @@ impl Setup {
         std::fs::write(&fixtures_file, fixtures(root.path()).to_string()).expect("fixtures written");
         let model = Aimock::start_with_fixtures(&fixtures_file, &[])?;
         let service = Service::start(&model, root.path(), &state.path().join("service.db"), database);
-        Some(Self { service, root, _model: model, _state: state })
+        Some(Self { service, root, model, state, database: database.map(str::to_owned) })
+    }
+
+    /// Stops the service by its PID (SIGTERM, which it does not handle: it dies at once, as
+    /// after a crash) and starts a new process on the same journal, files and model, with
+    /// `extra` arguments.
+    fn restart(&mut self, extra: &[&str]) {
+        let status = self.service.terminate(Duration::from_secs(10)).expect("the service stops within 10 s");
+        assert!(!status.success(), "killed by its signal: {status:?}");
+        let journal = self.state.path().join("service.db");
+        let database = self.database.as_deref();
+        self.service = Service::start_with(&self.model, self.root.path(), &journal, database, extra);
     }
 }
 
@@ -230,8 +260,21 @@ async fn post(client: &reqwest::Client, url: String, body: &Value) -> (u16, Valu
     answer(response).await
 }
 
-async fn owned_post(client: reqwest::Client, url: String, body: Value) -> (u16, Value) {
-    post(&client, url, &body).await
+/// A command on a run (approve, deny, close, cancel, resume) as `approver`, the name that the
+/// trusted proxy in front of the service would set in `x-approver`.
+async fn command(client: &reqwest::Client, url: String, approver: &str, body: &Value) -> (u16, Value) {
+    let response = client
+        .post(url)
+        .header("x-approver", approver)
+        .body(body.to_string())
+        .send()
+        .await
+        .expect("the service answers");
+    answer(response).await
+}
+
+async fn owned_command(client: reqwest::Client, url: String, approver: String, body: Value) -> (u16, Value) {
+    command(&client, url, &approver, &body).await
 }
 
 async fn get(client: &reqwest::Client, url: String) -> (u16, Value) {
@@ -412,7 +455,7 @@ async fn sixty_four_requests(setup: &Setup) {
                 pending.push((n, ids[n].clone(), digest));
             }
         }
-        let next: &[&str] = if Kind::of(n) == Kind::Write { &["approve", "deny"] } else { &[] };
+        let next: &[&str] = if Kind::of(n) == Kind::Write { &["approve", "deny", "close"] } else { &[] };
         assert_eq!(body["links"], links(&ids[n], next), "request {n}");
         assert_eq!(body["state"], "ended");
     }
@@ -422,19 +465,21 @@ async fn sixty_four_requests(setup: &Setup) {
     // A digest of other arguments is refused, and changes nothing.
     let (first, first_id, _) = &pending[0];
     let other = pending[1].2.clone();
-    let refused = post(
+    let refused = command(
         &client,
         service.url(&format!("/runs/{first_id}/approve")),
-        &json!({"digest": other, "approver": "mallory"}),
+        "mallory",
+        &json!({"digest": other}),
     )
     .await;
     assert_eq!(refused.0, 409, "{}", refused.1);
     assert_eq!(refused.1["error"]["kind"], "journal");
     // A digest that is not one (not 64 hexadecimal digits) is the client's mistake: 400.
-    let malformed = post(
+    let malformed = command(
         &client,
         service.url(&format!("/runs/{first_id}/approve")),
-        &json!({"digest": "0000", "approver": "mallory"}),
+        "mallory",
+        &json!({"digest": "0000"}),
     )
     .await;
     assert_eq!((malformed.0, &malformed.1["error"]["kind"]), (400, &json!("bad_request")), "{}", malformed.1);
@@ -450,16 +495,15 @@ async fn sixty_four_requests(setup: &Setup) {
         .iter()
         .map(|(n, id, digest)| {
             let verb = if n % 8 == 3 { "approve" } else { "deny" };
-            (format!("/runs/{id}/{verb}"), json!({"digest": digest, "approver": "alice"}))
+            (format!("/runs/{id}/{verb}"), "alice", json!({"digest": digest}))
         })
         .collect();
-    decisions.push((
-        format!("/runs/{}/approve", pending[0].1),
-        json!({"digest": pending[0].2, "approver": "bob"}),
-    ));
+    decisions.push((format!("/runs/{}/approve", pending[0].1), "bob", json!({"digest": pending[0].2})));
     let decisions = decisions
         .into_iter()
-        .map(|(path, body)| owned_post(client.clone(), service.url(&path), body))
+        .map(|(path, approver, body)| {
+            owned_command(client.clone(), service.url(&path), approver.to_owned(), body)
+        })
         .collect();
     let decided = all(decisions).await;
     let (first_twice, rest) = decided.split_at(1);
@@ -533,17 +577,43 @@ async fn a_run_in_flight_is_cancelled_by_its_id_and_bad_requests_are_refused() {
     let (code, body) = get(&client, service.url(&format!("/runs/{id}"))).await;
     assert_eq!((code, &body["state"]), (202, &json!("running")), "{body}");
     assert_eq!(body["links"], links(&id, &["cancel"]));
-    let (code, body) = post(&client, service.url(&format!("/runs/{id}/cancel")), &json!({})).await;
+    let (code, body) =
+        command(&client, service.url(&format!("/runs/{id}/cancel")), "alice", &json!({})).await;
     assert_eq!((code, &body["cancelled"]), (202, &json!(true)), "{body}");
     let (code, body) = get(&client, service.url(&format!("/runs/{id}?wait=true"))).await;
     assert_eq!((code, &body["error"]["kind"]), (499, &json!("cancelled")), "{body}");
     assert_eq!(body["links"], links(&id, &[]), "nothing left to cancel");
-    let (code, body) = post(&client, service.url(&format!("/runs/{id}/cancel")), &json!({})).await;
+    let (code, body) =
+        command(&client, service.url(&format!("/runs/{id}/cancel")), "alice", &json!({})).await;
     assert_eq!((code, &body["error"]["kind"]), (409, &json!("not_running")), "{body}");
     let (code, body) =
-        post(&client, service.url(&format!("/runs/{id}/approve")), &json!({"digest": "0", "approver": "a"}))
-            .await;
+        command(&client, service.url(&format!("/runs/{id}/approve")), "a", &json!({"digest": "0"})).await;
     assert_eq!((code, &body["error"]["kind"]), (409, &json!("not_waiting")), "{body}");
+
+    // Commands need an authenticated approver, and a page of another origin may not send them:
+    // refused before the run is looked at, with the API's JSON error.
+    for verb in ["approve", "deny", "close", "cancel", "resume"] {
+        let (code, body) = post(&client, service.url(&format!("/runs/{id}/{verb}")), &json!({})).await;
+        assert_eq!((code, &body["error"]["kind"]), (401, &json!("unauthenticated")), "{verb}: {body}");
+    }
+    let (code, body) =
+        command(&client, service.url("/runs/run-unknown/close"), &"a".repeat(65), &json!({})).await;
+    assert_eq!((code, &body["error"]["kind"]), (401, &json!("unauthenticated")), "{body}");
+    let decision = json!({"digest": "0"});
+    let from = |origin: &str| {
+        client
+            .post(service.url(&format!("/runs/{id}/approve")))
+            .header("x-approver", "alice")
+            .header("origin", origin)
+            .body(decision.to_string())
+    };
+    let (code, body) = answer(from("http://evil.example").send().await.expect("an answer")).await;
+    assert_eq!((code, &body["error"]["kind"]), (403, &json!("foreign_origin")), "{body}");
+    let (code, body) = answer(from(&service.base).send().await.expect("an answer")).await;
+    assert_eq!((code, &body["error"]["kind"]), (409, &json!("not_waiting")), "the own origin passes: {body}");
+    let old = json!({"digest": "0", "approver": "alice"});
+    let (code, body) = command(&client, service.url(&format!("/runs/{id}/approve")), "alice", &old).await;
+    assert_eq!((code, &body["error"]["kind"]), (400, &json!("bad_request")), "no approver in a body: {body}");
 
     // A cancel sent as soon as the run's id is known reaches its attempt: it is registered
     // before `POST /runs` answers.
@@ -551,7 +621,8 @@ async fn a_run_in_flight_is_cancelled_by_its_id_and_bad_requests_are_refused() {
         let (code, body) = post(&client, service.url("/runs"), &slow).await;
         assert_eq!(code, 202, "{body}");
         let id = body["id"].as_str().expect("an id").to_owned();
-        let (code, body) = post(&client, service.url(&format!("/runs/{id}/cancel")), &json!({})).await;
+        let (code, body) =
+            command(&client, service.url(&format!("/runs/{id}/cancel")), "alice", &json!({})).await;
         assert_eq!((code, &body["cancelled"]), (202, &json!(true)), "{body}");
         let (code, body) = get(&client, service.url(&format!("/runs/{id}?wait=true"))).await;
         assert_eq!((code, &body["error"]["kind"]), (499, &json!("cancelled")), "{body}");
@@ -594,8 +665,8 @@ async fn run_to_end(client: &reqwest::Client, service: &Service, request: &Value
 
 /// What docs/service.md tells a newcomer to run: `demos/service/run-offline.sh` starts aimock
 /// with the shipped `demos/service/fixtures.json`, then the service; the page's session gets the
-/// answers it shows (both tasks to their ends, a missing grant, a loop, a denial, a cancel), and
-/// SIGTERM to the script stops both servers.
+/// answers it shows (both tasks to their ends, a missing grant, a loop, a denial, a closing, a
+/// cancel), and SIGTERM to the script stops both servers.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_offline_script_and_its_fixtures_give_the_documented_session() {
     if !mcp::available() {
@@ -634,15 +705,15 @@ async fn the_offline_script_and_its_fixtures_give_the_documented_session() {
     let save = json!({"task": "save", "prompt": "Save a summary of ticket 7.", "grants": grants});
     let (id, code, body) = run_to_end(&client, &service, &save).await;
     assert_eq!((code, &body["outcome"]["status"]), (202, &json!("AwaitingApproval")), "{body}");
-    assert_eq!(body["links"], links(&id, &["approve", "deny"]));
+    assert_eq!(body["links"], links(&id, &["approve", "deny", "close"]));
     assert_eq!(
         (&body["pending"]["tool"], &body["pending"]["operation"]),
         (&json!("write_file"), &json!(format!("{id}/op/2")))
     );
     assert!(!summary.exists(), "nothing written before the approval");
     let digest = body["pending"]["digest"].clone();
-    let approve = json!({"digest": digest, "approver": "alice"});
-    let (code, body) = post(&client, service.url(&format!("/runs/{id}/approve")), &approve).await;
+    let approve = json!({"digest": digest});
+    let (code, body) = command(&client, service.url(&format!("/runs/{id}/approve")), "alice", &approve).await;
     assert_eq!((code, &body["resumed"]), (202, &json!(true)), "{body}");
     let (code, body) = get(&client, service.url(&format!("/runs/{id}?wait=true"))).await;
     assert_eq!((code, &body["outcome"]["status"]), (200, &json!("Completed")), "{body}");
@@ -654,11 +725,28 @@ async fn the_offline_script_and_its_fixtures_give_the_documented_session() {
     // The same request denied: nothing written.
     let (id, code, body) = run_to_end(&client, &service, &save).await;
     assert_eq!((code, &body["outcome"]["status"]), (202, &json!("AwaitingApproval")), "{body}");
-    let deny = json!({"digest": body["pending"]["digest"], "approver": "alice"});
-    let (code, body) = post(&client, service.url(&format!("/runs/{id}/deny")), &deny).await;
+    let deny = json!({"digest": body["pending"]["digest"]});
+    let (code, body) = command(&client, service.url(&format!("/runs/{id}/deny")), "alice", &deny).await;
     assert_eq!((code, &body["resumed"]), (202, &json!(true)), "{body}");
     let (code, body) = get(&client, service.url(&format!("/runs/{id}?wait=true"))).await;
     assert_eq!((code, &body["outcome"]["status"]), (403, &json!("Denied")), "{body}");
+
+    // The same request closed instead: finished `Closed`, and it takes no decision.
+    let (id, code, body) = run_to_end(&client, &service, &save).await;
+    assert_eq!((code, &body["outcome"]["status"]), (202, &json!("AwaitingApproval")), "{body}");
+    let digest = json!({"digest": body["pending"]["digest"]});
+    let reason = json!({"reason": "not needed after all"});
+    let (code, body) = command(&client, service.url(&format!("/runs/{id}/close")), "alice", &reason).await;
+    assert_eq!((code, &body["closed"]), (200, &json!(true)), "{body}");
+    let (code, body) = get(&client, service.url(&format!("/runs/{id}"))).await;
+    assert_eq!(
+        (code, &body["journal"]["state"], &body["journal"]["status"]),
+        (409, &json!("finished"), &json!("Closed"))
+    );
+    let (code, body) = post(&client, service.url(&format!("/runs/{id}/approve")), &digest).await;
+    assert_eq!((code, &body["error"]["kind"]), (401, &json!("unauthenticated")), "{body}");
+    let (code, body) = command(&client, service.url(&format!("/runs/{id}/approve")), "alice", &digest).await;
+    assert_eq!((code, &body["error"]["kind"]), (409, &json!("not_waiting")), "{body}");
 
     // Without the write grant, the write is refused; the same call forever hits the limit.
     let forbidden =
@@ -681,7 +769,7 @@ async fn the_offline_script_and_its_fixtures_give_the_documented_session() {
     let id = body["id"].as_str().expect("an id").to_owned();
     let first = events(&client, service.url(&format!("/runs/{id}/events")), None, |_| true).await;
     assert_eq!(first.iter().map(|(_, update)| brief(update)).collect::<Vec<_>>(), ["event ModelCall model"]);
-    let (code, _) = post(&client, service.url(&format!("/runs/{id}/cancel")), &json!({})).await;
+    let (code, _) = command(&client, service.url(&format!("/runs/{id}/cancel")), "alice", &json!({})).await;
     assert_eq!(code, 202);
     let (code, body) = get(&client, service.url(&format!("/runs/{id}?wait=true"))).await;
     assert_eq!((code, &body["error"]["kind"]), (499, &json!("cancelled")), "{body}");
@@ -694,4 +782,281 @@ async fn the_offline_script_and_its_fixtures_give_the_documented_session() {
         let refused = std::net::TcpStream::connect(&address);
         assert!(refused.is_err(), "{address} still accepts connections after the script stopped");
     }
+}
+
+/// The kind and name of each event of `events` (an outcome's or a record's audit log).
+fn audit(events: &Value) -> Vec<String> {
+    events
+        .as_array()
+        .expect("events")
+        .iter()
+        .map(|event| {
+            format!("{} {}", event["kind"].as_str().unwrap_or("?"), event["name"].as_str().unwrap_or("?"))
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_waiting_for_approval_is_decided_and_resumed_by_a_new_process_on_sqlite() {
+    let Some(mut setup) = Setup::start(None) else { return };
+    waiting_run_survives_a_restart(&mut setup, Some(TOKEN)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_waiting_for_approval_is_decided_and_resumed_by_a_new_process_on_postgres() {
+    let Some(cluster) = Cluster::shared(Durability::Fast) else { return };
+    let database = cluster.create_database("service_restart");
+    let Some(mut setup) = Setup::start(Some(&database.url)) else { return };
+    waiting_run_survives_a_restart(&mut setup, None).await;
+}
+
+/// A development token of the tests.
+const TOKEN: &str = "a-token-for-tests-only";
+
+/// A write waits for approval; the process stops; a new one (with the development `token` if
+/// any, else behind the proxy's header) shows the run from the journal, takes the approval and
+/// resumes it: the file is written once, and the run completes.
+async fn waiting_run_survives_a_restart(setup: &mut Setup, token: Option<&str>) {
+    let client = reqwest::Client::new();
+    let n = 3;
+    assert_eq!(Kind::of(n), Kind::Write);
+    let (id, code, body) = run_to_end(&client, &setup.service, &request(n)).await;
+    assert_eq!((code, &body["outcome"]["status"]), (202, &json!("AwaitingApproval")), "{body}");
+    let digest = body["pending"]["digest"].as_str().expect("a digest").to_owned();
+    let shown = body["pending"].clone();
+
+    let extra = token.map(|token| ["--approver-token", token, "--approver-name", "ops-dev"]);
+    setup.restart(extra.as_ref().map_or(&[][..], |extra| &extra[..]));
+    let service = &setup.service;
+    let (code, body) = get(&client, service.url(&format!("/runs/{id}"))).await;
+    assert_eq!(code, 202, "{body}");
+    assert_eq!(body["state"], "recorded");
+    assert_eq!(
+        body["journal"],
+        json!({"state": "awaiting_approval", "status": null, "attempts": 1, "held": false})
+    );
+    assert_eq!(body["pending"], shown, "the proposal the first process showed");
+    assert_eq!(body["links"], links(&id, &["approve", "deny", "close"]));
+    assert_eq!(
+        audit(&body["events"]),
+        [
+            "ModelCall model",
+            "Middleware write_file",
+            "ToolCall write_file",
+            "Proposed write_file",
+            "AwaitingApproval write_file"
+        ],
+        "{body}"
+    );
+    assert_eq!(setup.root.files(), Vec::<String>::new(), "nothing written before the approval");
+
+    let approve = json!({"digest": digest});
+    let url = service.url(&format!("/runs/{id}/approve"));
+    let (code, body) = post(&client, url.clone(), &approve).await;
+    assert_eq!((code, &body["error"]["kind"]), (401, &json!("unauthenticated")), "{body}");
+    let approver = if let Some(token) = token {
+        // With a development token, the proxy's header is not believed, nor another token.
+        let (code, body) = command(&client, url.clone(), "alice", &approve).await;
+        assert_eq!((code, &body["error"]["kind"]), (401, &json!("unauthenticated")), "{body}");
+        let wrong = client.post(url.clone()).bearer_auth("not-the-token-at-all").body(approve.to_string());
+        let response = wrong.send().await.expect("the service answers");
+        let challenge = response.headers().get("www-authenticate").and_then(|value| value.to_str().ok());
+        assert_eq!(challenge, Some("Bearer"));
+        assert_eq!(answer(response).await.0, 401);
+        let right = client.post(url).bearer_auth(token).body(approve.to_string());
+        let (code, body) = answer(right.send().await.expect("the service answers")).await;
+        assert_eq!((code, &body["resumed"]), (202, &json!(true)), "{body}");
+        "ops-dev"
+    } else {
+        let (code, body) = command(&client, url, "alice", &approve).await;
+        assert_eq!((code, &body["resumed"]), (202, &json!(true)), "{body}");
+        "alice"
+    };
+    let (code, body) = get(&client, service.url(&format!("/runs/{id}?wait=true"))).await;
+    assert_eq!((code, &body["outcome"]["status"]), (200, &json!("Completed")), "{body}");
+    assert_eq!(body["outcome"]["text"], format!("Saved note-{n}.txt."));
+    assert_eq!(body["links"], links(&id, &[]));
+    let events = &body["outcome"]["events"];
+    assert_eq!(
+        audit(events),
+        [
+            "ModelCall model",
+            "Middleware write_file",
+            "ToolCall write_file",
+            "Proposed write_file",
+            "AwaitingApproval write_file",
+            "Resumed run",
+            "Allowed write_file",
+            "EffectStarted write_file",
+            "EffectRecorded write_file",
+            "ModelCall model"
+        ],
+        "{body}"
+    );
+    let effect = |kind: &str| {
+        events.as_array().and_then(|all| all.iter().find(|event| event["kind"] == kind)).cloned()
+    };
+    let started = effect("EffectStarted").expect("the effect's start");
+    assert_eq!((&started["count"], &started["operation"]), (&json!(1), &json!(format!("{id}/op/1"))));
+    assert_eq!(effect("EffectRecorded").expect("the effect's result")["count"], 1);
+    assert_eq!(effect("Allowed").expect("the approval")["by"], format!("approver {approver}"));
+    assert_eq!(effect("Resumed").expect("the resume")["count"], 2, "the second attempt");
+    assert_eq!(setup.root.files(), [format!("note-{n}.txt")], "the approved write, once");
+    let text = std::fs::read_to_string(note(setup.root.path(), n)).expect("the approved file");
+    assert_eq!(text, format!("note {n}\n"));
+
+    // The decided run takes no second decision, in this process either.
+    let again = client.post(service.url(&format!("/runs/{id}/approve"))).body(approve.to_string());
+    let again = match token {
+        Some(token) => again.bearer_auth(token),
+        None => again.header("x-approver", "alice"),
+    };
+    let (code, body) = answer(again.send().await.expect("the service answers")).await;
+    assert_eq!((code, &body["error"]["kind"]), (409, &json!("not_waiting")), "{body}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_cut_by_a_crash_is_shown_open_and_resumed_by_a_new_process() {
+    let Some(mut setup) = Setup::start(None) else { return };
+    let client = reqwest::Client::new();
+    let slow = json!({"task": "answer", "prompt": "[req:slow] Anything.", "grants": ["tickets.read"]});
+    let (code, body) = post(&client, setup.service.url("/runs"), &slow).await;
+    assert_eq!(code, 202, "{body}");
+    let id = body["id"].as_str().expect("an id").to_owned();
+    let first = events(&client, setup.service.url(&format!("/runs/{id}/events")), None, |_| true).await;
+    assert_eq!(first.iter().map(|(_, update)| brief(update)).collect::<Vec<_>>(), ["event ModelCall model"]);
+
+    // Killed during its model call: the journal holds the run open, under a lease of a process
+    // that is gone.
+    setup.restart(&[]);
+    let service = &setup.service;
+    let (code, body) = get(&client, service.url(&format!("/runs/{id}"))).await;
+    assert_eq!(code, 202, "{body}");
+    assert_eq!(body["journal"], json!({"state": "open", "status": null, "attempts": 1, "held": false}));
+    assert_eq!(body["pending"], Value::Null);
+    assert_eq!(body["links"], links(&id, &["resume", "close"]));
+
+    let (code, body) =
+        command(&client, service.url(&format!("/runs/{id}/resume")), "alice", &json!({})).await;
+    assert_eq!((code, &body["resumed"]), (202, &json!(true)), "{body}");
+    let calling = |update: &Value| brief(update) == "event ModelCall model";
+    let again = events(&client, service.url(&format!("/runs/{id}/events")), None, calling).await;
+    assert_eq!(
+        again.iter().map(|(_, update)| brief(update)).collect::<Vec<_>>(),
+        ["event Resumed run", "event ModelCall model"]
+    );
+    let (code, body) =
+        command(&client, service.url(&format!("/runs/{id}/resume")), "alice", &json!({})).await;
+    assert_eq!((code, &body["error"]["kind"]), (409, &json!("running")), "{body}");
+    let (code, _) = command(&client, service.url(&format!("/runs/{id}/cancel")), "alice", &json!({})).await;
+    assert_eq!(code, 202);
+    let (code, body) = get(&client, service.url(&format!("/runs/{id}?wait=true"))).await;
+    assert_eq!((code, &body["error"]["kind"]), (499, &json!("cancelled")), "{body}");
+
+    // A run that ended for good is not resumed; an unknown run is not found.
+    let answer = request(0);
+    let (done, code, _) = run_to_end(&client, service, &answer).await;
+    assert_eq!(code, 200);
+    let (code, body) =
+        command(&client, service.url(&format!("/runs/{done}/resume")), "alice", &json!({})).await;
+    assert_eq!((code, &body["error"]["kind"]), (409, &json!("not_open")), "{body}");
+    let (code, body) = command(&client, service.url("/runs/run-unknown/resume"), "alice", &json!({})).await;
+    assert_eq!((code, &body["error"]["kind"]), (404, &json!("unknown_run")), "{body}");
+
+    // A run of the same journal that this service did not start (no task label) is not its own.
+    let journal =
+        loopbound_sqlite::SqliteJournal::open(setup.state.path().join("service.db")).expect("the journal");
+    let model = loopbound::scripted::sequence(vec![loopbound::scripted::Step::Reply(
+        loopbound::transport::ModelReply::text("Done."),
+    )]);
+    let tools = loopbound::ToolSet::builder().build();
+    let runtime = loopbound::Runtime::harness(&tools, model);
+    let other = loopbound::journal::RunId::new("someone-else-42").expect("an id");
+    let scope = loopbound::Scope::builder().build().expect("a scope");
+    let mut conversation = vec![loopbound::Message::user("Hi.")];
+    let outcome =
+        runtime.run_journaled(&journal, &other, &scope, &mut conversation, |_| true).await.expect("a run");
+    assert_eq!(outcome.status(), loopbound::Status::Completed);
+    let (code, body) = get(&client, service.url("/runs/someone-else-42")).await;
+    assert_eq!((code, &body["error"]["kind"]), (404, &json!("unknown_run")), "{body}");
+    assert_eq!(body["error"]["message"], "the journal holds this run, but this service did not start it");
+}
+
+/// The ids of the runs the SQLite journal `file` lists as finished with `Closed`.
+async fn listed_closed(file: &Path) -> Vec<String> {
+    use loopbound::journal::{self, RunQuery, StateFilter};
+    let journal = loopbound_sqlite::SqliteJournal::open(file).expect("the journal opens");
+    let query = RunQuery::new().state(StateFilter::Finished(Some(loopbound::Status::Closed)));
+    let page = journal::list(&journal, &query).await.expect("a listing");
+    page.runs().iter().map(|run| run.run().as_str().to_owned()).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiting_run_is_closed_for_good_and_a_run_an_attempt_holds_is_not() {
+    let Some(setup) = Setup::start(None) else { return };
+    let (service, journal) = (&setup.service, setup.state.path().join("service.db"));
+    let client = reqwest::Client::new();
+
+    // A run that waits for approval is closed: listed finished `Closed`, its write never runs.
+    let (id, code, body) = run_to_end(&client, service, &request(3)).await;
+    assert_eq!((code, &body["outcome"]["status"]), (202, &json!("AwaitingApproval")), "{body}");
+    let digest = body["pending"]["digest"].clone();
+    let close = |reason: &str| json!({"reason": reason});
+    let (code, body) = command(&client, service.url(&format!("/runs/{id}/close")), "alice", &close("")).await;
+    assert_eq!((code, &body["error"]["kind"]), (400, &json!("bad_request")), "{body}");
+    let (code, body) =
+        command(&client, service.url(&format!("/runs/{id}/close")), "alice", &close("not wanted")).await;
+    assert_eq!(code, 200, "{body}");
+    assert_eq!(body, json!({"id": id, "closed": true, "links": links(&id, &[])}));
+    let (code, body) = get(&client, service.url(&format!("/runs/{id}"))).await;
+    assert_eq!(code, 409, "{body}");
+    assert_eq!(
+        body["journal"],
+        json!({"state": "finished", "status": "Closed", "attempts": 1, "held": false})
+    );
+    assert_eq!(body["pending"], Value::Null);
+    let last = body["events"].as_array().and_then(|events| events.last()).cloned().expect("events");
+    assert_eq!(
+        (&last["kind"], &last["by"], &last["reason"]),
+        (&json!("Closed"), &json!("alice"), &json!("not wanted")),
+        "{body}"
+    );
+    assert_eq!(listed_closed(&journal).await, std::slice::from_ref(&id));
+    let approve = json!({"digest": digest});
+    let (code, body) = command(&client, service.url(&format!("/runs/{id}/approve")), "alice", &approve).await;
+    assert_eq!((code, &body["error"]["kind"]), (409, &json!("not_waiting")), "{body}");
+    let (code, body) =
+        command(&client, service.url(&format!("/runs/{id}/close")), "alice", &close("again")).await;
+    assert_eq!((code, &body["error"]["kind"]), (409, &json!("finished")), "{body}");
+    assert_eq!(setup.root.files(), Vec::<String>::new(), "the closed run's write never ran");
+
+    // A run with an attempt in flight is not closed: in this process, nor by another process on
+    // the same journal, whose attempt's lease the journal sees.
+    let slow = json!({"task": "answer", "prompt": "[req:slow] Anything.", "grants": ["tickets.read"]});
+    let (code, body) = post(&client, service.url("/runs"), &slow).await;
+    assert_eq!(code, 202, "{body}");
+    let slow_id = body["id"].as_str().expect("an id").to_owned();
+    let first = events(&client, service.url(&format!("/runs/{slow_id}/events")), None, |_| true).await;
+    assert_eq!(first.len(), 1, "the model call is in flight");
+    let (code, body) =
+        command(&client, service.url(&format!("/runs/{slow_id}/close")), "alice", &close("stop")).await;
+    assert_eq!((code, &body["error"]["kind"]), (409, &json!("running")), "{body}");
+    let other = Service::start(&setup.model, setup.root.path(), &journal, None);
+    let (code, body) = get(&client, other.url(&format!("/runs/{slow_id}"))).await;
+    assert_eq!(code, 202, "{body}");
+    assert_eq!(body["journal"], json!({"state": "open", "status": null, "attempts": 1, "held": true}));
+    assert_eq!(body["links"], links(&slow_id, &[]));
+    let (code, body) =
+        command(&client, other.url(&format!("/runs/{slow_id}/close")), "alice", &close("stop")).await;
+    assert_eq!((code, &body["error"]["kind"]), (409, &json!("running")), "{body}");
+    assert!(
+        body["error"]["message"].as_str().is_some_and(|text| text.contains("another attempt holds this run")),
+        "{body}"
+    );
+    let (code, _) =
+        command(&client, service.url(&format!("/runs/{slow_id}/cancel")), "alice", &json!({})).await;
+    assert_eq!(code, 202);
+    let (code, body) = get(&client, service.url(&format!("/runs/{slow_id}?wait=true"))).await;
+    assert_eq!((code, &body["error"]["kind"]), (499, &json!("cancelled")), "{body}");
+    assert_eq!(listed_closed(&journal).await, [id]);
 }

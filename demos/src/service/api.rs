@@ -3,7 +3,10 @@
 //! # Invariants
 //!
 //! - Every refusal by a route is a JSON body `{"error":{"kind":…,"message":…}}` with the code
-//!   of the [`status`] table or 400/404/409/413; no handler panics on any input.
+//!   of the [`status`] table or 400/401/403/404/409/413; no handler panics on any input.
+//! - Every command on a run (approve, deny, close, cancel, resume) passes the [`Gate`] before
+//!   its handler runs: its origin is the service's own or absent, and its approver is
+//!   authenticated ([`approver`]).
 //! - A request body is read up to [`MAX_BODY`] bytes; a prompt, a grant and the number of
 //!   grants are bounded ([`MAX_PROMPT`], [`MAX_GRANT`], [`MAX_GRANTS`]).
 //! - Every run's response carries the links of what a client may do next in the run's phase,
@@ -18,21 +21,22 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::body::{Body, Bytes};
-use axum::extract::{Path, RawQuery, State};
+use axum::extract::{Extension, Path, RawQuery, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use futures_util::Stream;
-use loopbound::journal::{Journal, RunId};
+use loopbound::journal::{Journal, RunId, RunState};
 use loopbound::transport::Transport;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::app::{App, DecideError};
-use super::durable::{Definition, Verdict};
+use super::app::{App, CommandError, FindError};
+use super::approver::{self, Approver, Gate};
+use super::durable::Verdict;
 use super::log::Reader;
-use super::runs::{Ended, Failure, Phase, RunSlot};
+use super::runs::{Ended, Failure, Phase, Recorded, RunSlot};
 use super::status;
 use super::task::Task;
 
@@ -45,15 +49,20 @@ pub const MAX_GRANT: usize = 128;
 /// The most capabilities one request may be granted.
 pub const MAX_GRANTS: usize = 32;
 
-/// The routes, over `app`.
-pub fn router<T: Transport + 'static, J: Journal + 'static>(app: Arc<App<T, J>>) -> Router {
+/// The routes, over `app`; the commands on a run pass `gate` first (its origin, its approver).
+pub fn router<T: Transport + 'static, J: Journal + 'static>(app: Arc<App<T, J>>, gate: Arc<Gate>) -> Router {
+    let commands = Router::new()
+        .route("/runs/{id}/cancel", post(cancel::<T, J>))
+        .route("/runs/{id}/resume", post(resume::<T, J>))
+        .route("/runs/{id}/close", post(close::<T, J>))
+        .route("/runs/{id}/approve", post(approve::<T, J>))
+        .route("/runs/{id}/deny", post(deny::<T, J>))
+        .route_layer(axum::middleware::from_fn_with_state(gate, approver::require));
     Router::new()
         .route("/runs", post(create::<T, J>))
         .route("/runs/{id}", get(show::<T, J>))
         .route("/runs/{id}/events", get(events::<T, J>))
-        .route("/runs/{id}/cancel", post(cancel::<T, J>))
-        .route("/runs/{id}/approve", post(approve::<T, J>))
-        .route("/runs/{id}/deny", post(deny::<T, J>))
+        .merge(commands)
         .with_state(app)
 }
 
@@ -66,7 +75,8 @@ pub struct ApiError {
 }
 
 impl ApiError {
-    fn new(code: StatusCode, kind: &'static str, message: impl Into<String>) -> Self {
+    /// A refusal with `code`, `kind` and `message`.
+    pub fn new(code: StatusCode, kind: &'static str, message: impl Into<String>) -> Self {
         Self { code, kind, message: message.into() }
     }
 
@@ -92,12 +102,19 @@ struct NewRun {
     grants: Vec<String>,
 }
 
-/// `POST /runs/{id}/approve` and `/deny`: who decides, on the proposal with which digest.
+/// `POST /runs/{id}/approve` and `/deny`: the digest of the proposal decided on (who decides
+/// comes from the [`approver`](super::approver) seam, never from the body).
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Decision {
     digest: String,
-    approver: String,
+}
+
+/// `POST /runs/{id}/close`: why the run is closed.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Closing {
+    reason: String,
 }
 
 /// Whether `GET /runs/{id}` should wait for the attempt in flight to end: `?wait=true` (or
@@ -146,24 +163,33 @@ fn check(run: &NewRun) -> Result<(), ApiError> {
 }
 
 /// What a client may do next with a run, as links: `self` and `events` always; `cancel` while
-/// an attempt is in flight; `approve` and `deny` while a proposal waits for a decision.
+/// an attempt is in flight; `approve`, `deny` and `close` while a proposal waits for a decision;
+/// `resume` and `close` while the journal holds the run open and no attempt holds it; `close`
+/// while it is ambiguous.
 fn links(id: &RunId, phase: &Phase) -> Value {
     let mut links = serde_json::Map::new();
-    links.insert("self".to_owned(), json!(format!("/runs/{id}")));
-    links.insert("events".to_owned(), json!(format!("/runs/{id}/events")));
-    match phase {
-        Phase::Running => {
-            links.insert("cancel".to_owned(), json!(format!("/runs/{id}/cancel")));
-        }
-        Phase::Ended(ended) if ended.pending.is_some() => {
-            links.insert("approve".to_owned(), json!(format!("/runs/{id}/approve")));
-            links.insert("deny".to_owned(), json!(format!("/runs/{id}/deny")));
-        }
-        Phase::Ended(_) => {}
+    let mut add = |action: &str, path: String| links.insert(action.to_owned(), json!(path));
+    add("self", format!("/runs/{id}"));
+    add("events", format!("/runs/{id}/events"));
+    let actions: &[&str] = match phase {
+        Phase::Running => &["cancel"],
+        _ if phase.pending().is_some() => &["approve", "deny", "close"],
+        Phase::Recorded(recorded) if recorded.held => &[],
+        Phase::Recorded(recorded) => match recorded.state {
+            RunState::Open => &["resume", "close"],
+            RunState::Ambiguous(_) => &["close"],
+            _ => &[],
+        },
+        Phase::Ended(_) => &[],
+    };
+    for action in actions {
+        add(action, format!("/runs/{id}/{action}"));
     }
     Value::Object(links)
 }
 
+/// The run `id` as this process keeps it in memory (for its live stream, which only this
+/// process has).
 fn find<T: Transport + 'static, J: Journal + 'static>(
     app: &App<T, J>,
     id: &str,
@@ -172,15 +198,30 @@ fn find<T: Transport + 'static, J: Journal + 'static>(
     app.run(&id).ok_or_else(|| ApiError::new(StatusCode::NOT_FOUND, "unknown_run", "no such run"))
 }
 
+/// The run `id`, kept in memory or rebuilt from the journal.
+async fn load<T: Transport + 'static, J: Journal + 'static>(
+    app: &App<T, J>,
+    id: &str,
+) -> Result<Arc<RunSlot>, ApiError> {
+    let id = RunId::new(id).map_err(|error| ApiError::bad_request(error.to_string()))?;
+    app.find(&id).await.map_err(|error| match error {
+        FindError::Unknown | FindError::Foreign => {
+            ApiError::new(StatusCode::NOT_FOUND, "unknown_run", error.to_string())
+        }
+        FindError::Full(full) => ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "full", full.to_string()),
+        FindError::Journal(error) => ApiError::new(status::of_command(&error), "journal", error.to_string()),
+    })
+}
+
 async fn create<T: Transport + 'static, J: Journal + 'static>(
     State(app): State<Arc<App<T, J>>>,
     body: Body,
 ) -> Result<Response, ApiError> {
     let run: NewRun = parse(&read(body).await?)?;
     check(&run)?;
-    let definition = Definition { task: run.task, grants: run.grants };
     let slot = app
-        .start(definition, run.prompt)
+        .start(run.task, run.grants, run.prompt)
+        .await
         .map_err(|full| ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "full", full.to_string()))?;
     let id = slot.id();
     let location = HeaderValue::from_str(&format!("/runs/{id}")).ok();
@@ -199,6 +240,7 @@ fn describe(id: &RunId, phase: &Phase) -> Response {
     let (code, mut body) = match phase {
         Phase::Running => (StatusCode::ACCEPTED, json!({"id": id.as_str(), "state": "running"})),
         Phase::Ended(ended) => describe_ended(id, ended),
+        Phase::Recorded(recorded) => describe_recorded(id, recorded),
     };
     if let Some(object) = body.as_object_mut() {
         object.insert("links".to_owned(), links(id, phase));
@@ -216,11 +258,34 @@ fn describe_ended(id: &RunId, ended: &Ended) -> (StatusCode, Value) {
         Ended { result: Err(Failure::Run(error)), .. } => {
             (status::of_error(error.kind()), json!({"id": id.as_str(), "state": "ended", "error": error}))
         }
+        Ended { result: Err(Failure::Journal(error)), .. } => (
+            status::of_command(error),
+            json!({"id": id.as_str(), "state": "ended", "error": {"kind": "journal", "message": error.to_string()}}),
+        ),
         Ended { result: Err(Failure::Setup(message)), .. } => (
             StatusCode::INTERNAL_SERVER_ERROR,
             json!({"id": id.as_str(), "state": "ended", "error": {"kind": "setup", "message": message}}),
         ),
     }
+}
+
+/// The code and JSON for a run known by its journal record: `state` is `recorded`, and
+/// `journal` says where the run stands (`state`, `status` once finished, `attempts`, `held`).
+fn describe_recorded(id: &RunId, recorded: &Recorded) -> (StatusCode, Value) {
+    let journal = json!({
+        "state": recorded.state.name(),
+        "status": recorded.state.status().map(loopbound::Status::as_str),
+        "attempts": recorded.attempts,
+        "held": recorded.held,
+    });
+    let body = json!({
+        "id": id.as_str(),
+        "state": "recorded",
+        "journal": journal,
+        "events": recorded.events,
+        "pending": recorded.pending,
+    });
+    (status::of_record(recorded.state, recorded.held), body)
 }
 
 async fn show<T: Transport + 'static, J: Journal + 'static>(
@@ -229,16 +294,19 @@ async fn show<T: Transport + 'static, J: Journal + 'static>(
     RawQuery(query): RawQuery,
 ) -> Result<Response, ApiError> {
     let wait = wants_wait(query.as_deref())?;
-    let slot = find(&app, &id)?;
+    let slot = load(&app, &id).await?;
     let phase = if wait { slot.settled().await } else { slot.phase() };
     Ok(describe(slot.id(), &phase))
 }
 
+/// A cancel needs an approver, whose name is not recorded (the attempt ends as its caller's
+/// cancellation).
 async fn cancel<T: Transport + 'static, J: Journal + 'static>(
     State(app): State<Arc<App<T, J>>>,
     Path(id): Path<String>,
+    Extension(_approver): Extension<Approver>,
 ) -> Result<Response, ApiError> {
-    let slot = find(&app, &id)?;
+    let slot = load(&app, &id).await?;
     if app.cancel(slot.id()) {
         Ok((StatusCode::ACCEPTED, axum::Json(json!({"id": slot.id().as_str(), "cancelled": true})))
             .into_response())
@@ -250,47 +318,75 @@ async fn cancel<T: Transport + 'static, J: Journal + 'static>(
 async fn decide<T: Transport + 'static, J: Journal + 'static>(
     app: &Arc<App<T, J>>,
     id: &str,
+    approver: &Approver,
     body: &[u8],
     verdict: Verdict,
 ) -> Result<Response, ApiError> {
-    let slot = find(app, id)?;
+    let slot = load(app, id).await?;
     let decision: Decision = parse(body)?;
-    match app.decide(&slot, &decision.digest, &decision.approver, verdict).await {
-        Ok(()) => Ok((
-            StatusCode::ACCEPTED,
-            axum::Json(json!({
-                "id": slot.id().as_str(),
-                "resumed": true,
-                "links": links(slot.id(), &Phase::Running),
-            })),
-        )
-            .into_response()),
-        Err(DecideError::NotWaiting) => {
-            Err(ApiError::new(StatusCode::CONFLICT, "not_waiting", "the run does not wait for a decision"))
-        }
-        Err(DecideError::Journal(error)) => {
-            // A malformed digest or approver is the request's fault, like a malformed body.
-            let code = status::of_command(&error);
-            let kind = if code == StatusCode::BAD_REQUEST { "bad_request" } else { "journal" };
-            Err(ApiError::new(code, kind, error.to_string()))
-        }
+    match app.decide(&slot, &decision.digest, approver.name(), verdict).await {
+        Ok(()) => Ok(resumed(slot.id())),
+        Err(error) => Err(refused(&error)),
     }
+}
+
+/// The refusal of a host command: its code and kind from the error.
+fn refused(error: &CommandError) -> ApiError {
+    let (code, kind) = match error {
+        CommandError::Running => (StatusCode::CONFLICT, "running"),
+        CommandError::NotWaiting => (StatusCode::CONFLICT, "not_waiting"),
+        CommandError::NotOpen(_) => (StatusCode::CONFLICT, "not_open"),
+        CommandError::Journal(error) => (status::of_command(error), status::kind_of_command(error)),
+    };
+    ApiError::new(code, kind, error.to_string())
+}
+
+/// The answer to a command that resumed the run: 202, and the links of a run in flight.
+fn resumed(id: &RunId) -> Response {
+    let body = json!({"id": id.as_str(), "resumed": true, "links": links(id, &Phase::Running)});
+    (StatusCode::ACCEPTED, axum::Json(body)).into_response()
+}
+
+async fn close<T: Transport + 'static, J: Journal + 'static>(
+    State(app): State<Arc<App<T, J>>>,
+    Path(id): Path<String>,
+    Extension(approver): Extension<Approver>,
+    body: Body,
+) -> Result<Response, ApiError> {
+    let slot = load(&app, &id).await?;
+    let closing: Closing = parse(&read(body).await?)?;
+    app.close(&slot, &closing.reason, approver.name()).await.map_err(|error| refused(&error))?;
+    let body = json!({"id": slot.id().as_str(), "closed": true, "links": links(slot.id(), &slot.phase())});
+    Ok((StatusCode::OK, axum::Json(body)).into_response())
+}
+
+/// A resume needs an approver (it spends the run's budgets again), whose name is not recorded.
+async fn resume<T: Transport + 'static, J: Journal + 'static>(
+    State(app): State<Arc<App<T, J>>>,
+    Path(id): Path<String>,
+    Extension(_approver): Extension<Approver>,
+) -> Result<Response, ApiError> {
+    let slot = load(&app, &id).await?;
+    app.resume(&slot).await.map_err(|error| refused(&error))?;
+    Ok(resumed(slot.id()))
 }
 
 async fn approve<T: Transport + 'static, J: Journal + 'static>(
     State(app): State<Arc<App<T, J>>>,
     Path(id): Path<String>,
+    Extension(approver): Extension<Approver>,
     body: Body,
 ) -> Result<Response, ApiError> {
-    decide(&app, &id, &read(body).await?, Verdict::Approve).await
+    decide(&app, &id, &approver, &read(body).await?, Verdict::Approve).await
 }
 
 async fn deny<T: Transport + 'static, J: Journal + 'static>(
     State(app): State<Arc<App<T, J>>>,
     Path(id): Path<String>,
+    Extension(approver): Extension<Approver>,
     body: Body,
 ) -> Result<Response, ApiError> {
-    decide(&app, &id, &read(body).await?, Verdict::Deny).await
+    decide(&app, &id, &approver, &read(body).await?, Verdict::Deny).await
 }
 
 /// How often an idle event stream sends a comment, so that proxies keep it open.

@@ -1,19 +1,26 @@
-//! Everything this service asks of the journal: run or resume an attempt, find the proposal an
-//! `AwaitingApproval` run waits on, and record a person's decision on it.
+//! Everything this service asks of the journal: open an attempt's scope, run or resume an
+//! attempt, find the proposal a run waits on, and record a person's decision on it.
 //!
-//! Kept in one module because the journal's host API is moving (an outcome that hands out its
-//! pending proposal, decisions that take it, a run's definition kept in the journal): only this
-//! file should have to follow it.
+//! Kept in one module because the journal's host API is moving: only this file should have to
+//! follow it.
 //!
 //! # Invariants
 //!
 //! - A decision presents the digest of the proposal the approver was shown; the journal refuses
 //!   any other (`SignatureMismatch`) and records nothing.
-//! - An attempt's scope is fresh and carries the run's own grants, the same on every attempt:
-//!   a resume never widens what the request was granted.
+//! - Only a run's first attempt builds its scope from the request; every later attempt, in this
+//!   process or another, rebuilds it from the journal alone ([`journal::scope_of`]), plus this
+//!   process's live-stream feed. A resume never widens what the request was granted, and no
+//!   process needs to have seen the request.
+//! - What decides a run's completion (its [`Task`]) is stored with the run, as the label
+//!   [`TASK_LABEL`], so any process can judge the run's end.
 //! - Nothing here writes to the journal but the journal's own host commands and `run_journaled`.
 
-use loopbound::journal::{self, Digest, Journal, JournalError, OperationId, Presented, RunId};
+use std::fmt;
+
+use loopbound::journal::{
+    self, Digest, Journal, JournalError, Labels, OperationId, Presented, Proposal, RunId, RunRecord,
+};
 use loopbound::transport::{Message, Transport};
 use loopbound::watch::Feed;
 use loopbound::{Limits, LimitsError, Outcome, RunError, Runtime, Scope};
@@ -22,27 +29,73 @@ use serde::ser::SerializeStruct;
 
 use super::task::Task;
 
-/// What a run was asked to do, under which grants: what each attempt's scope is rebuilt from.
-///
-/// Kept by the service in memory, beside the journal, which does not hold a run's grants: a run
-/// that waits for approval cannot be resumed by another process or after a restart.
+/// The label that stores a run's task in its journal.
+pub const TASK_LABEL: &str = "task";
+
+/// Where an attempt's scope comes from.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Definition {
-    /// The task, which decides the completion condition.
-    pub task: Task,
-    /// The capabilities granted to this request.
-    pub grants: Vec<String>,
+pub enum Opening {
+    /// A new run: the request's task and grants, under the service's limits. The journal stores
+    /// them as the run's definition.
+    First {
+        /// The task, stored as the label [`TASK_LABEL`].
+        task: Task,
+        /// The capabilities granted to the request.
+        grants: Vec<String>,
+    },
+    /// A later attempt: the run's definition as the journal holds it.
+    Resume,
 }
 
-impl Definition {
-    /// A fresh scope for one attempt of this run.
-    ///
-    /// # Errors
-    ///
-    /// [`LimitsError`] if `limits` are invalid.
-    pub fn scope(&self, limits: Limits, feed: Feed) -> Result<Scope, LimitsError> {
-        Scope::builder().grants(self.grants.iter().cloned()).limits(limits).watch(feed).build()
+/// Why an attempt's scope could not be opened.
+#[derive(Debug)]
+pub enum ScopeError {
+    /// The service's limits do not validate.
+    Limits(LimitsError),
+    /// The journal could not give the run's definition.
+    Journal(JournalError),
+}
+
+impl fmt::Display for ScopeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Limits(error) => write!(f, "invalid limits: {error}"),
+            Self::Journal(error) => write!(f, "the run's definition: {error}"),
+        }
     }
+}
+
+impl std::error::Error for ScopeError {}
+
+/// A fresh scope for one attempt of `run`, watched by `feed`: from the request for the first
+/// attempt (with `limits`), from the journal for every later one.
+///
+/// # Errors
+///
+/// [`ScopeError`]: limits that do not validate, or a run whose definition the journal cannot
+/// give (unknown, stored before definitions were, a storage error).
+pub async fn scope<J: Journal>(
+    journal: &J,
+    run: &RunId,
+    opening: Opening,
+    limits: Limits,
+    feed: Feed,
+) -> Result<Scope, ScopeError> {
+    let builder = match opening {
+        Opening::First { task, grants } => {
+            let labels = Labels::new().with(TASK_LABEL, task.as_str()).map_err(ScopeError::Journal)?;
+            Scope::builder().grants(grants).limits(limits).labels(labels)
+        }
+        Opening::Resume => journal::scope_of(journal, run).await.map_err(ScopeError::Journal)?,
+    };
+    builder.watch(feed).build().map_err(ScopeError::Limits)
+}
+
+/// The task a journaled run was started for, from its record; `None` for a run this service
+/// did not start (no [`TASK_LABEL`], or an unknown task).
+#[must_use]
+pub fn task_of(record: &RunRecord) -> Option<Task> {
+    record.labels().get(TASK_LABEL).and_then(Task::from_label)
 }
 
 /// Runs a new run from `conversation`, or resumes a known one from its journal (then
@@ -111,17 +164,23 @@ impl Serialize for Pending {
     }
 }
 
+impl From<&Proposal> for Pending {
+    fn from(proposal: &Proposal) -> Self {
+        Self {
+            operation: proposal.operation().clone(),
+            tool: proposal.tool().to_owned(),
+            capability: proposal.capability().to_owned(),
+            arguments: proposal.arguments().to_owned(),
+            digest: proposal.digest(),
+        }
+    }
+}
+
 /// The proposal `outcome` stopped on, if it awaits approval: the outcome carries it
 /// ([`Outcome::pending`]), so the journal is not read again.
 #[must_use]
 pub fn pending(outcome: &Outcome) -> Option<Pending> {
-    outcome.pending().map(|proposal| Pending {
-        operation: proposal.operation().clone(),
-        tool: proposal.tool().to_owned(),
-        capability: proposal.capability().to_owned(),
-        arguments: proposal.arguments().to_owned(),
-        digest: proposal.digest(),
-    })
+    outcome.pending().map(Pending::from)
 }
 
 /// A person's decision on a pending proposal.

@@ -13,10 +13,18 @@
 //! | `GET /runs/{id}` (`?wait=true` waits for the attempt in flight) | the run's outcome or error, and the proposal it waits on | the [`status`] table |
 //! | `GET /runs/{id}/events` | the run's live stream as Server-Sent Events, from the start or after `Last-Event-ID` | 200, `text/event-stream` |
 //! | `POST /runs/{id}/cancel` | cancels the attempt in flight, as its caller | 202, or 409 if none is |
-//! | `POST /runs/{id}/approve`, `/deny` `{"digest":…,"approver":…}` | decides the pending proposal, then resumes the run | 202, or the [`status`] table's code |
+//! | `POST /runs/{id}/resume` | resumes a run its journal holds open (cut by a crash, cancelled) | 202, or 409 `not_open` |
+//! | `POST /runs/{id}/approve`, `/deny` `{"digest":…}` | decides the pending proposal, then resumes the run | 202, or the [`status`] table's code |
+//! | `POST /runs/{id}/close` `{"reason":…}` | ends the run for good ([`loopbound::journal::close`]) | 200, or 409 while an attempt holds it |
+//!
+//! The five commands on a run (cancel, resume, approve, deny, close) name no approver in their
+//! body: the [`approver`] seam authenticates one (a trusted proxy's header, or a development
+//! token) and refuses a page of another origin (403) and a request without one (401).
 //!
 //! Every run's response carries `links`: `self` and `events` always, `cancel` while an attempt
-//! is in flight, `approve` and `deny` while a proposal waits for a decision.
+//! is in flight, `approve`, `deny` and `close` while a proposal waits for a decision, `resume`
+//! and `close` while the journal holds the run open and no attempt holds it, `close` while it
+//! is ambiguous.
 //!
 //! `docs/service.md` shows how to start it (offline: `bash demos/service/run-offline.sh`, which
 //! starts aimock with `demos/service/fixtures.json`, then this service), every body, and a curl
@@ -25,10 +33,10 @@
 //! Grants come in the request here, to show one scope per request; a real service derives them
 //! from the caller's identity (capabilities are host fixtures, not authenticated roles).
 //!
-//! What it cannot do yet: resume a run that waits for approval after a restart or from another
-//! process (the journal does not keep the run's grants, so they are kept in memory,
-//! [`durable::Definition`]), retry a run whose attempt ended with a provider or journal error,
-//! or abandon a run that waits for a decision.
+//! A run outlives the process that started it: a process that does not hold a run in memory
+//! (it restarted, or another process started the run on the same journal) finds it in the
+//! journal, shows it, decides it and resumes it, each attempt's scope rebuilt from the journal
+//! ([`durable::scope`]). What it loses is the live stream of attempts that ran elsewhere.
 //!
 //! # Invariants
 //!
@@ -36,12 +44,16 @@
 //!   the model asks; a destructive MCP tool (`write_file`) never runs before a person approved
 //!   that exact call (its digest), and never after a denial.
 //! - The journal decides resumes: a run continues from its recorded replies and results, never
-//!   asking the model again for what it already answered, with the logical run's budgets.
+//!   asking the model again for what it already answered, with the logical run's budgets, under
+//!   the grants and limits its journal stored at its start, in whichever process resumes it.
 //! - An HTTP code is chosen from the run's typed status or error kind by one table
 //!   ([`status`]), never from a message.
+//! - A decision, a closing, a cancel or a resume is carried out only for an approver the
+//!   [`approver`] seam authenticated, whose name is what the journal records.
 
 pub mod api;
 pub mod app;
+pub mod approver;
 pub mod durable;
 pub mod log;
 pub mod runs;

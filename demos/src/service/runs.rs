@@ -1,34 +1,46 @@
-//! The runs this process serves: each run's definition, its live stream, and where it stands
-//! (in flight, or ended with an outcome or an error), with a bounded number kept.
+//! The runs this process holds in memory: each run's task, its live stream, and where it
+//! stands (in flight, ended with an attempt's outcome or error, or as the journal recorded it),
+//! with a bounded number kept.
+//!
+//! Nothing here is the source of truth for a run: the journal is. A run this process does not
+//! hold (forgotten, or started by a process that stopped) is rebuilt from its journal record
+//! ([`Recorded`]); only the live stream of attempts that ran elsewhere is lost.
 //!
 //! # Invariants
 //!
-//! - At most one attempt of a run is in flight in this process: an attempt starts only from a
-//!   phase change that one caller wins ([`RunSlot::claim`]).
-//! - At most `capacity` runs are kept; to take in a new one, the oldest run that has ended for
-//!   good (not in flight, not waiting for approval) is forgotten; when every kept run is in
-//!   flight or waiting, a new run is refused ([`Full`]) rather than growing without bound.
+//! - A run has at most one slot in the table: a run loaded from the journal while another
+//!   request loaded it too is kept once ([`Runs::adopt`]).
+//! - At most one attempt of a run is started through its slot at a time: an attempt, a
+//!   decision or a closing starts only from a phase change that one caller wins
+//!   ([`RunSlot::claim`]). (The run registry refuses a second attempt of a run in this
+//!   process whatever the slots, and the journal's lease one across processes.)
+//! - At most `capacity` runs are kept; to take in another, the oldest run with no attempt in
+//!   flight is forgotten (it can be rebuilt from the journal); when every kept run is in
+//!   flight, a new one is refused ([`Full`]) rather than growing without bound.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use loopbound::journal::RunId;
-use loopbound::{Outcome, RunError};
+use loopbound::journal::{self, RunId, RunRecord, RunState};
+use loopbound::{ControlEvent, Outcome, RunError};
 use tokio::sync::watch;
 
-use super::durable::{Definition, Pending};
+use super::durable::Pending;
 use super::log::Log;
+use super::task::Task;
 
 /// Why an attempt has no outcome.
 #[derive(Clone, Debug)]
 pub enum Failure {
     /// The run ended without an outcome (cancelled, a provider or journal error).
     Run(RunError),
+    /// The journal could not give what the attempt needs (the run's definition).
+    Journal(loopbound::journal::JournalError),
     /// The attempt could not start: the host's setup does not fit (a fault of this service).
     Setup(String),
 }
 
-/// How a run's last attempt ended.
+/// How a run's last attempt in this process ended.
 #[derive(Clone, Debug)]
 pub struct Ended {
     /// The attempt's outcome, or why it has none.
@@ -37,27 +49,69 @@ pub struct Ended {
     pub pending: Option<Pending>,
 }
 
+/// A run as its journal holds it, for a run whose last attempt did not end in this process (it
+/// ran before a restart, or in another process), or that a host command changed since.
+#[derive(Clone, Debug)]
+pub struct Recorded {
+    /// Where the run stands.
+    pub state: RunState,
+    /// Whether another process's attempt held it when it was read ([`is_held`]).
+    pub held: bool,
+    /// How many attempts took it.
+    pub attempts: u32,
+    /// Its audit log.
+    pub events: Vec<ControlEvent>,
+    /// The proposal it waits on, for `AwaitingApproval`.
+    pub pending: Option<Pending>,
+}
+
+impl Recorded {
+    /// What `record` says.
+    #[must_use]
+    pub fn of(record: &RunRecord) -> Self {
+        Self {
+            state: record.state(),
+            held: is_held(record),
+            attempts: record.attempts(),
+            events: record.events().to_vec(),
+            pending: record.pending().map(Pending::from),
+        }
+    }
+}
+
+/// Whether an attempt held a live lease on `record`'s run when it was read, by a process that
+/// may be alive: a process of this machine known to be gone holds nothing (the journal lets the
+/// next attempt take its run over at once).
+#[must_use]
+pub fn is_held(record: &RunRecord) -> bool {
+    record.lease().is_some_and(|lease| lease.is_live() && !journal::is_dead_holder(&lease.holder))
+}
+
 /// Where a run stands.
 #[derive(Clone, Debug)]
 pub enum Phase {
-    /// An attempt is in flight (or a decision on it is being recorded).
+    /// An attempt is in flight in this process (or a host command on the run is being recorded).
     Running,
-    /// The last attempt ended.
+    /// The last attempt in this process ended.
     Ended(Arc<Ended>),
+    /// As the journal recorded it.
+    Recorded(Arc<Recorded>),
 }
 
 impl Phase {
-    /// Whether the run can change without a host's command.
+    /// Whether the run can change in this process without a host's command.
     #[must_use]
     pub fn is_running(&self) -> bool {
         matches!(self, Self::Running)
     }
 
-    /// Whether the run may still continue (in flight, or waiting for a decision).
-    fn is_live(&self) -> bool {
+    /// The proposal the run waits on, if any.
+    #[must_use]
+    pub fn pending(&self) -> Option<&Pending> {
         match self {
-            Self::Running => true,
-            Self::Ended(ended) => ended.pending.is_some(),
+            Self::Running => None,
+            Self::Ended(ended) => ended.pending.as_ref(),
+            Self::Recorded(recorded) => recorded.pending.as_ref(),
         }
     }
 }
@@ -66,7 +120,7 @@ impl Phase {
 #[derive(Debug)]
 pub struct RunSlot {
     id: RunId,
-    definition: Definition,
+    task: Task,
     log: Arc<Log>,
     phase: watch::Sender<Phase>,
 }
@@ -74,8 +128,18 @@ pub struct RunSlot {
 impl RunSlot {
     /// A run about to start its first attempt.
     #[must_use]
-    pub fn new(id: RunId, definition: Definition) -> Self {
-        Self { id, definition, log: Arc::new(Log::default()), phase: watch::Sender::new(Phase::Running) }
+    pub fn new(id: RunId, task: Task) -> Self {
+        Self::with_phase(id, task, Phase::Running)
+    }
+
+    /// A run rebuilt from its journal record, with no attempt in flight in this process.
+    #[must_use]
+    pub fn recorded(id: RunId, task: Task, recorded: Recorded) -> Self {
+        Self::with_phase(id, task, Phase::Recorded(Arc::new(recorded)))
+    }
+
+    fn with_phase(id: RunId, task: Task, phase: Phase) -> Self {
+        Self { id, task, log: Arc::new(Log::default()), phase: watch::Sender::new(phase) }
     }
 
     /// The run's id.
@@ -84,13 +148,13 @@ impl RunSlot {
         &self.id
     }
 
-    /// What the run was asked to do, under which grants.
+    /// The run's task, which decides its completion.
     #[must_use]
-    pub fn definition(&self) -> &Definition {
-        &self.definition
+    pub fn task(&self) -> Task {
+        self.task
     }
 
-    /// The run's live stream, every attempt's.
+    /// The run's live stream, every attempt's in this process.
     #[must_use]
     pub fn log(&self) -> &Arc<Log> {
         &self.log
@@ -114,39 +178,39 @@ impl RunSlot {
 
     /// Records how an attempt ended.
     pub fn end(&self, ended: Ended) {
-        self.restore(Arc::new(ended));
+        self.restore(Phase::Ended(Arc::new(ended)));
     }
 
-    /// Hands back how the last attempt ended, after a refused decision.
-    pub fn restore(&self, ended: Arc<Ended>) {
-        self.phase.send_replace(Phase::Ended(ended));
+    /// Sets where the run stands: hands back a phase after a refused command, or records what
+    /// the journal says after one.
+    pub fn restore(&self, phase: Phase) {
+        self.phase.send_replace(phase);
     }
 
-    /// If the run waits on a proposal, marks it in flight and returns how it ended (to hand back
-    /// with [`end`](Self::end) if the decision is refused); else `None`, and nothing changes.
-    /// Of two callers racing, one wins.
+    /// If no attempt is in flight and `wanted` holds for the run's phase, marks it in flight and
+    /// returns the phase it had (to hand back with [`restore`](Self::restore) if the command is
+    /// refused); else `None`, and nothing changes. Of two callers racing, one wins.
     #[must_use]
-    pub fn claim(&self) -> Option<Arc<Ended>> {
+    pub fn claim(&self, wanted: impl Fn(&Phase) -> bool) -> Option<Phase> {
         let mut claimed = None;
-        self.phase.send_if_modified(|phase| match phase {
-            Phase::Ended(ended) if ended.pending.is_some() => {
-                claimed = Some(Arc::clone(ended));
-                *phase = Phase::Running;
-                true
+        self.phase.send_if_modified(|phase| {
+            if phase.is_running() || !wanted(phase) {
+                return false;
             }
-            _ => false,
+            claimed = Some(std::mem::replace(phase, Phase::Running));
+            true
         });
         claimed
     }
 }
 
-/// Every run kept is in flight or waits for a decision: a new one is refused.
+/// Every run kept is in flight: a new one is refused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Full;
 
 impl std::fmt::Display for Full {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("too many runs in flight or waiting for approval; retry later")
+        f.write_str("too many runs in flight; retry later")
     }
 }
 
@@ -172,27 +236,48 @@ impl Runs {
         Self { table: Mutex::new(Table::default()), capacity: capacity.max(1) }
     }
 
-    /// Adds `slot`, forgetting the oldest run that ended for good if the table is full.
+    /// Adds `slot`, forgetting the oldest run with no attempt in flight if the table is full.
     ///
     /// # Errors
     ///
-    /// [`Full`] if every run kept is live; nothing changes then.
+    /// [`Full`] if every run kept is in flight; nothing changes then.
     pub fn insert(&self, slot: Arc<RunSlot>) -> Result<(), Full> {
+        self.adopt(slot).map(drop)
+    }
+
+    /// The slot kept for `slot`'s run if there is one, else `slot`, added as by
+    /// [`insert`](Self::insert).
+    ///
+    /// # Errors
+    ///
+    /// As [`insert`](Self::insert).
+    pub fn adopt(&self, slot: Arc<RunSlot>) -> Result<Arc<RunSlot>, Full> {
         let mut table = self.table.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(kept) = table.by_id.get(&slot.id) {
+            return Ok(Arc::clone(kept));
+        }
         if table.by_id.len() >= self.capacity {
             let table = &mut *table;
             let evictable = table
                 .order
                 .iter()
-                .position(|id| table.by_id.get(id).is_none_or(|slot| !slot.phase.borrow().is_live()));
+                .position(|id| table.by_id.get(id).is_none_or(|slot| !slot.phase.borrow().is_running()));
             let index = evictable.ok_or(Full)?;
             if let Some(id) = table.order.remove(index) {
                 table.by_id.remove(&id);
             }
         }
         table.order.push_back(slot.id.clone());
-        table.by_id.insert(slot.id.clone(), slot);
-        Ok(())
+        table.by_id.insert(slot.id.clone(), Arc::clone(&slot));
+        Ok(slot)
+    }
+
+    /// Forgets run `id`: the next request for it rebuilds it from the journal.
+    pub fn forget(&self, id: &RunId) {
+        let mut table = self.table.lock().unwrap_or_else(PoisonError::into_inner);
+        if table.by_id.remove(id).is_some() {
+            table.order.retain(|kept| kept != id);
+        }
     }
 
     /// The run `id`, if kept.
@@ -205,11 +290,13 @@ impl Runs {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::service::task::Task;
+
+    fn id(name: &str) -> RunId {
+        RunId::new(name).expect("a valid id")
+    }
 
     fn slot(name: &str) -> Arc<RunSlot> {
-        let id = RunId::new(name).expect("a valid id");
-        Arc::new(RunSlot::new(id, Definition { task: Task::Answer, grants: Vec::new() }))
+        Arc::new(RunSlot::new(id(name), Task::Answer))
     }
 
     fn ended() -> Ended {
@@ -217,7 +304,7 @@ mod tests {
     }
 
     #[test]
-    fn a_full_table_forgets_the_oldest_ended_run_and_refuses_when_all_are_live() {
+    fn a_full_table_forgets_the_oldest_run_not_in_flight_and_refuses_when_all_are() {
         let runs = Runs::new(2);
         let (a, b) = (slot("a"), slot("b"));
         runs.insert(Arc::clone(&a)).expect("room");
@@ -227,15 +314,36 @@ mod tests {
         runs.insert(slot("c")).expect("b ended, so it makes room");
         assert!(runs.get(b.id()).is_none());
         assert!(runs.get(a.id()).is_some());
-        assert!(runs.get(&RunId::new("c").expect("id")).is_some());
+        assert!(runs.get(&id("c")).is_some());
     }
 
     #[test]
-    fn a_run_that_waits_for_no_decision_is_never_claimed() {
+    fn a_run_loaded_twice_is_kept_once() {
+        let runs = Runs::new(4);
+        let first = slot("a");
+        let kept = runs.adopt(Arc::clone(&first)).expect("room");
+        assert!(Arc::ptr_eq(&kept, &first));
+        let again = runs.adopt(slot("a")).expect("kept already");
+        assert!(Arc::ptr_eq(&again, &first), "the slot already kept wins");
+        runs.forget(first.id());
+        assert!(runs.get(first.id()).is_none());
+        runs.insert(slot("b")).expect("room");
+        runs.insert(slot("c")).expect("room");
+        runs.insert(slot("d")).expect("room");
+        runs.insert(slot("e")).expect("a forgotten run takes no room");
+    }
+
+    #[test]
+    fn a_claim_wins_once_and_only_on_a_phase_it_wants() {
         let run = slot("a");
-        assert!(run.claim().is_none(), "in flight");
+        assert!(run.claim(|_| true).is_none(), "in flight");
         run.end(ended());
-        assert!(run.claim().is_none(), "ended for good");
+        assert!(run.claim(|phase| phase.pending().is_some()).is_none(), "waits for no decision");
+        assert!(!run.phase().is_running());
+        let before = run.claim(|_| true).expect("no attempt in flight");
+        assert!(matches!(before, Phase::Ended(_)));
+        assert!(run.claim(|_| true).is_none(), "claimed already");
+        run.restore(before);
         assert!(!run.phase().is_running());
     }
 }

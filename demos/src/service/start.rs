@@ -1,4 +1,4 @@
-//! Start-up: the command line, then the model endpoint, the MCP server, the tools, the journal
+//! Start-up: the command line (the approver seam's options included), then the model endpoint, the MCP server, the tools, the journal
 //! (SQLite, or PostgreSQL when `LOOPBOUND_DATABASE_URL` is set) and the listener, in that order;
 //! the first that fails stops the service with a [`StartError`] naming it.
 //!
@@ -25,6 +25,7 @@ use loopbound_openai::{ConfigError, OpenAiTransport};
 
 use super::api;
 use super::app::App;
+use super::approver::{self, Gate, GateError};
 use super::tools::{self, ToolsError};
 
 /// The pinned filesystem server, fetched by `npx` when no other program is given.
@@ -61,9 +62,28 @@ pub struct Config {
     /// Each run's wall-clock deadline, in seconds.
     #[arg(long, default_value_t = 60)]
     pub deadline_secs: u64,
-    /// The most runs kept in memory (in flight, waiting for approval, or ended).
+    /// The most runs kept in memory (in flight, waiting for approval, or ended); a run not in
+    /// flight is forgotten to make room, and rebuilt from the journal when asked for again.
     #[arg(long, default_value_t = 4096)]
     pub max_runs: usize,
+    /// The header that names the approver of a command, set by a trusted proxy in front of the
+    /// service (which must replace any such header a client sends). Not read with
+    /// `--approver-token`.
+    #[arg(long, default_value = approver::DEFAULT_HEADER)]
+    pub approver_header: String,
+    /// For development, instead of a proxy: a token (at least 16 visible ASCII characters) that a
+    /// command presents as `Authorization: Bearer <token>`, standing for `--approver-name`. Also
+    /// read from `LOOPBOUND_APPROVER_TOKEN`, which keeps it out of the process list.
+    #[arg(long)]
+    pub approver_token: Option<String>,
+    /// The approver a development token stands for.
+    #[arg(long, default_value = "developer")]
+    pub approver_name: String,
+    /// The service's own origin (`scheme://host[:port]`, as a browser sees it); repeat for
+    /// several. A command whose `Origin` header is another is refused. Default: the bound
+    /// address, and `localhost` with its port when it is a loopback address.
+    #[arg(long = "origin")]
+    pub origins: Vec<String>,
 }
 
 /// Why the service did not start.
@@ -83,6 +103,8 @@ pub enum StartError {
     Journal(JournalError),
     /// The PostgreSQL journal.
     Postgres(loopbound_postgres::Error),
+    /// The approver seam's options.
+    Approver(GateError),
     /// The listener.
     Listen(std::io::Error),
 }
@@ -97,6 +119,7 @@ impl fmt::Display for StartError {
             Self::Limits(error) => write!(f, "the limits: {error}"),
             Self::Journal(error) => write!(f, "the SQLite journal: {error}"),
             Self::Postgres(error) => write!(f, "the PostgreSQL journal: {error}"),
+            Self::Approver(error) => write!(f, "the approver: {error}"),
             Self::Listen(error) => write!(f, "the listener: {error}"),
         }
     }
@@ -110,6 +133,8 @@ impl std::error::Error for StartError {}
 ///
 /// [`StartError`], naming what failed.
 pub async fn serve(config: Config) -> Result<(), StartError> {
+    // Checked first, so that a mistyped option stops the service before anything starts.
+    gate(&config, config.listen).map_err(StartError::Approver)?;
     let transport = OpenAiTransport::from_env().map_err(StartError::Model)?;
     let files = std::fs::canonicalize(&config.files).map_err(StartError::Files)?;
     let args = if config.mcp_args.is_empty() {
@@ -151,14 +176,38 @@ async fn listen<T: Transport + 'static, J: Journal + 'static>(
 ) -> Result<(), StartError> {
     let listener = tokio::net::TcpListener::bind(config.listen).await.map_err(StartError::Listen)?;
     let address = listener.local_addr().map_err(StartError::Listen)?;
+    let gate = gate(config, address).map_err(StartError::Approver)?;
     let mut stdout = std::io::stdout();
     // The test and a person read this line; a closed stdout must not stop the service.
     let _ = writeln!(stdout, "listening on http://{address}").and_then(|()| stdout.flush());
     let shutdown = async {
         let _ = tokio::signal::ctrl_c().await;
     };
-    axum::serve(listener, api::router(Arc::new(app)))
+    axum::serve(listener, api::router(Arc::new(app), Arc::new(gate)))
         .with_graceful_shutdown(shutdown)
         .await
         .map_err(StartError::Listen)
+}
+
+/// The approver seam: a development token if one is given (option, then environment), else the
+/// trusted proxy's header; the service's own origins as configured, else those of `address`.
+fn gate(config: &Config, address: SocketAddr) -> Result<Gate, GateError> {
+    let origins = if config.origins.is_empty() {
+        let mut own = vec![format!("http://{address}")];
+        if address.ip().is_loopback() {
+            own.push(format!("http://localhost:{}", address.port()));
+        }
+        own
+    } else {
+        config.origins.clone()
+    };
+    let token = config
+        .approver_token
+        .clone()
+        .or_else(|| std::env::var("LOOPBOUND_APPROVER_TOKEN").ok())
+        .filter(|token| !token.is_empty());
+    match token {
+        Some(token) => Gate::token(&token, &config.approver_name, &origins),
+        None => Gate::proxy(&config.approver_header, &origins),
+    }
 }

@@ -5,6 +5,8 @@
 //! - `Completed` is decided here, from the calls that succeeded in the run's journal, never from
 //!   the model's text nor from host memory: a resume replays recorded results without running
 //!   their bodies, so only the journal knows what an earlier attempt, in any process, did.
+//! - A task's name ([`Task::as_str`]) is what a run's journal stores, and [`Task::from_label`]
+//!   reads it back: renaming one strands the runs stored under the old name.
 
 use loopbound::journal::Ended;
 use serde::Deserialize;
@@ -29,6 +31,12 @@ impl Task {
         }
     }
 
+    /// The task a request (or a run's stored label) names, if any.
+    #[must_use]
+    pub fn from_label(name: &str) -> Option<Self> {
+        [Self::Answer, Self::Save].into_iter().find(|task| task.as_str() == name)
+    }
+
     /// The host's completion condition over what the run's tools did, in every attempt.
     #[must_use]
     pub fn is_done(self, ended: Ended<'_, ()>) -> bool {
@@ -51,5 +59,18 @@ impl Task {
                  A person approves every write before it happens. Then say which file you wrote."
             ),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stored_task_name_reads_back_as_its_task() {
+        assert_eq!(Task::from_label(Task::Answer.as_str()), Some(Task::Answer));
+        assert_eq!(Task::from_label(Task::Save.as_str()), Some(Task::Save));
+        assert_eq!(Task::from_label("Save"), None);
+        assert_eq!(Task::from_label(""), None);
     }
 }
