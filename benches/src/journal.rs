@@ -102,6 +102,10 @@ impl<J: Journal> Journal for TimedJournal<J> {
         self.inner.updates(run, after, limit).await
     }
 
+    fn live_streams(&self) -> Option<&loopbound::journal::LiveStreams> {
+        self.inner.live_streams()
+    }
+
     async fn request_cancel(&self, run: &RunId, by: &str) -> Result<(), JournalError> {
         self.count();
         self.inner.request_cancel(run, by).await

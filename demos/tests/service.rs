@@ -824,10 +824,27 @@ async fn waiting_run_survives_a_restart(setup: &mut Setup, token: Option<&str>) 
     assert_eq!((code, &body["outcome"]["status"]), (202, &json!("AwaitingApproval")), "{body}");
     let digest = body["pending"]["digest"].as_str().expect("a digest").to_owned();
     let shown = body["pending"].clone();
+    // A client that drops the stream after two events and reconnects with the last id it got
+    // gets the rest once, in order, to the attempt's outcome.
+    let stream = setup.service.url(&format!("/runs/{id}/events"));
+    let seen = std::sync::atomic::AtomicUsize::new(0);
+    let two = |_: &Value| seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 1;
+    let mut first = events(&client, stream.clone(), None, two).await;
+    assert_eq!(first.iter().map(|(id, _)| *id).collect::<Vec<_>>(), [1, 2]);
+    first.extend(events(&client, stream.clone(), Some(2), |_| false).await);
+    assert_eq!(first.iter().map(|(id, _)| *id).collect::<Vec<_>>(), (1..=first.len()).collect::<Vec<_>>());
+    assert_eq!(first, events(&client, stream.clone(), None, |_| false).await, "the same as read at once");
+    assert_eq!(first.last().map(|(_, update)| brief(update)).as_deref(), Some("outcome AwaitingApproval"));
+    let last = first.len();
 
     let extra = token.map(|token| ["--approver-token", token, "--approver-name", "ops-dev"]);
     setup.restart(extra.as_ref().map_or(&[][..], |extra| &extra[..]));
     let service = &setup.service;
+    let stream = service.url(&format!("/runs/{id}/events"));
+    // The new process serves the same stream from the journal: a reader after the outcome ends
+    // at once, one from the start reads it all again.
+    assert_eq!(events(&client, stream.clone(), Some(last), |_| false).await, []);
+    assert_eq!(events(&client, stream.clone(), None, |_| false).await, first, "after the restart");
     let (code, body) = get(&client, service.url(&format!("/runs/{id}"))).await;
     assert_eq!(code, 202, "{body}");
     assert_eq!(body["state"], "recorded");
@@ -876,6 +893,17 @@ async fn waiting_run_survives_a_restart(setup: &mut Setup, token: Option<&str>) 
     assert_eq!((code, &body["outcome"]["status"]), (200, &json!("Completed")), "{body}");
     assert_eq!(body["outcome"]["text"], format!("Saved note-{n}.txt."));
     assert_eq!(body["links"], links(&id, &[]));
+    // The reader that reconnects with the first attempt's last id gets the resume's updates,
+    // numbered on, once, to its outcome.
+    let resumed = events(&client, stream.clone(), Some(last), |_| false).await;
+    assert_eq!(
+        resumed.iter().map(|(id, _)| *id).collect::<Vec<_>>(),
+        (last + 1..=last + resumed.len()).collect::<Vec<_>>()
+    );
+    assert_eq!(resumed.first().map(|(_, update)| brief(update)).as_deref(), Some("event Resumed run"));
+    assert_eq!(resumed.last().map(|(_, update)| brief(update)).as_deref(), Some("outcome Completed"));
+    let whole: Vec<(usize, Value)> = first.iter().chain(&resumed).cloned().collect();
+    assert_eq!(events(&client, stream, None, |_| false).await, whole, "both attempts, each update once");
     let events = &body["outcome"]["events"];
     assert_eq!(
         audit(events),

@@ -121,4 +121,8 @@ impl Journal for AnyJournal {
     async fn updates(&self, run: &RunId, after: u64, limit: usize) -> Result<Vec<UpdateRow>, JournalError> {
         each!(self, journal => journal.updates(run, after, limit).await)
     }
+
+    fn live_streams(&self) -> Option<&loopbound::journal::LiveStreams> {
+        each!(self, journal => journal.live_streams())
+    }
 }

@@ -156,6 +156,10 @@ impl<J: Journal, H: Hook> Journal for Hooked<J, H> {
         self.inner.updates(run, after, limit).await
     }
 
+    fn live_streams(&self) -> Option<&loopbound::journal::LiveStreams> {
+        self.inner.live_streams()
+    }
+
     async fn request_cancel(&self, run: &RunId, by: &str) -> Result<(), JournalError> {
         self.hook.before(Call::RequestCancel { run }).await?;
         self.inner.request_cancel(run, by).await

@@ -39,6 +39,7 @@ use super::record::{
 use super::row::{Batch, CallRow, DecisionRow, Entry, Fence, ProposalRow, StartedRow};
 use super::run_record::RunRecord;
 use super::store::Journal;
+use super::tail::Tail;
 use crate::event::{ControlEvent, EventKind, HaltReason, Subject};
 use crate::guard::{Guard, Stop};
 use crate::outcome::Status;
@@ -46,7 +47,6 @@ use crate::runtime::{Admission, Course, End, Pending, Runtime, Turn, answer_of, 
 use crate::scope::Scope;
 use crate::tool::{AdmittedCall, BodyError, EffectKind, ErasedTool, Policy, Refusal, ToolError};
 use crate::transport::{Budgeted, Message, ModelReply, ToolCall, ToolDefinition, Transport};
-use crate::watch::{Update, Updates};
 
 /// One attempt of a journaled run.
 pub(crate) struct Journaled<'j, J> {
@@ -71,8 +71,9 @@ pub(crate) struct Journaled<'j, J> {
     renewed: Instant,
     /// Effects' results buffered and not committed yet.
     unsettled: bool,
-    /// The run's steps since the last commit, each committed as a line of its recorded stream.
-    stream: Updates,
+    /// The run's recorded stream: its steps numbered as they happen, each committed with the
+    /// attempt's next commit.
+    tail: Arc<Tail>,
 }
 
 impl<'j, J: Journal> Journaled<'j, J> {
@@ -81,7 +82,7 @@ impl<'j, J: Journal> Journaled<'j, J> {
         record: RunRecord,
         persisted: usize,
         acquired: Instant,
-        stream: Updates,
+        tail: Arc<Tail>,
     ) -> Self {
         Self {
             store,
@@ -96,7 +97,7 @@ impl<'j, J: Journal> Journaled<'j, J> {
             in_flight: BTreeSet::new(),
             renewed: acquired,
             unsettled: false,
-            stream,
+            tail,
         }
     }
 
@@ -147,9 +148,9 @@ impl<'j, J: Journal> Journaled<'j, J> {
         if self.state != self.stored {
             self.pending.push(Entry::State(self.state));
         }
-        while let Some(update) = self.stream.try_next() {
-            self.pending.push(Entry::Update(stream_line(&update)));
-        }
+        let lines = self.tail.uncommitted();
+        let last_line = lines.last().map(|row| row.seq);
+        self.pending.entries.extend(lines.into_iter().map(Entry::Update));
         if end.is_some() {
             self.pending.push(Entry::Release);
         }
@@ -158,6 +159,9 @@ impl<'j, J: Journal> Journaled<'j, J> {
         self.store.commit(guard, &self.run, Fence::Epoch(self.epoch), batch).await?;
         self.stored = self.state;
         self.renewed = started;
+        if let Some(last) = last_line {
+            self.tail.committed(last);
+        }
         Ok(())
     }
 
@@ -576,13 +580,6 @@ impl<'j, J: Journal> Journaled<'j, J> {
 
 /// How a write that did not go through ends the loop: a journal's failure as itself, a write
 /// given up at the deadline or the caller's cancellation as that stop.
-/// `update` as a line of the run's recorded stream: the JSON a live stream serialises it to.
-fn stream_line(update: &Update) -> String {
-    serde_json::to_string(update).unwrap_or_else(|error| {
-        serde_json::json!({"type": "unserialisable", "error": error.to_string()}).to_string()
-    })
-}
-
 fn ended(failed: Failed) -> End {
     match failed {
         Failed::Journal(error) => End::Journal(error),
@@ -657,6 +654,14 @@ fn recorded_answer(call: &ToolCall, result: &CallResult) -> Message {
         Message::tool_error(call.id.clone(), result.text())
     } else {
         Message::tool_result(call.id.clone(), result.text())
+    }
+}
+
+impl<J> Drop for Journaled<'_, J> {
+    /// The attempt publishes nothing more to its stream: a follower in this process goes back
+    /// to the journal for what was committed.
+    fn drop(&mut self) {
+        self.tail.close();
     }
 }
 

@@ -23,6 +23,7 @@ use super::query::RunQuery;
 use super::record::valid_actor;
 use super::row::{Batch, Entry, Fence, Lease, ListedRow, RunRow, StoredRun, UpdateRow};
 use super::store::{DEFAULT_LEASE, Journal, check_lease};
+use super::tail::LiveStreams;
 use crate::sync::Mutex;
 
 /// A journal held in memory.
@@ -46,6 +47,7 @@ pub struct MemoryJournal {
     holder: Arc<str>,
     lease: Duration,
     watch: CancelWatch,
+    live: Arc<LiveStreams>,
 }
 
 impl Default for MemoryJournal {
@@ -55,6 +57,7 @@ impl Default for MemoryJournal {
             holder: Arc::from("memory"),
             lease: DEFAULT_LEASE,
             watch: CancelWatch::default(),
+            live: Arc::default(),
         }
     }
 }
@@ -276,7 +279,13 @@ impl MemoryJournal {
                             next.lease = None;
                         }
                     }
-                    Entry::Update(line) => lines.push(line),
+                    Entry::Update(row) => {
+                        if row.seq != next.stream + 1 {
+                            return Err(JournalError::Conflict("this stream line".to_owned()));
+                        }
+                        next.stream = row.seq;
+                        lines.push(row.line);
+                    }
                     entry => {
                         honoured |= entry == Entry::CancelHonoured;
                         apply(&mut next, entry)?;
@@ -376,6 +385,10 @@ impl Journal for MemoryJournal {
 
     fn cancel_watch(&self) -> Option<&CancelWatch> {
         Some(&self.watch)
+    }
+
+    fn live_streams(&self) -> Option<&LiveStreams> {
+        Some(&self.live)
     }
 
     fn updates(

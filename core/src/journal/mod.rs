@@ -84,6 +84,7 @@ mod run;
 mod run_record;
 mod store;
 mod stream;
+mod tail;
 mod widening;
 
 pub use cancel_watch::{CancelWatch, WeakCancelWatch};
@@ -108,4 +109,5 @@ pub use run::CANCEL_POLL;
 pub use run_record::RunRecord;
 pub use store::{DEFAULT_LEASE, Journal, MAX_LEASE, check_lease};
 pub use stream::{FOLLOW_PAGE, FOLLOW_POLL, Follow, StreamLine, follow};
+pub use tail::LiveStreams;
 pub use widening::Widening;

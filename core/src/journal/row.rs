@@ -189,7 +189,7 @@ pub struct EventRow {
 pub struct UpdateRow {
     /// Its place in the run's stream: 1 for the first line, each next one more.
     pub seq: u64,
-    /// The update's JSON, as [`Entry::Update`] wrote it.
+    /// The update's JSON.
     pub line: String,
 }
 
@@ -214,6 +214,8 @@ pub struct StoredRun {
     pub reconciliations: Vec<ReconciliationRow>,
     /// Events in append order.
     pub events: Vec<EventRow>,
+    /// The number of the run's last recorded stream line (0: none).
+    pub stream: u64,
 }
 
 /// One write of a batch.
@@ -239,10 +241,9 @@ pub enum Entry {
     Reconciliation(ReconciliationRow),
     /// Append an event.
     Event(EventRow),
-    /// Append a line to the run's recorded stream: one [`Update`](crate::watch::Update) as the
-    /// JSON a live stream serialises it to. The storage numbers it after the run's last line
-    /// (1 for the first), in the batch's order.
-    Update(String),
+    /// Insert a line of the run's recorded stream: one [`Update`](crate::watch::Update) as the
+    /// JSON a live stream serialises it to, under its number (the run's last line's plus one).
+    Update(UpdateRow),
     /// Replace the run's persisted counters.
     Ledger(String),
     /// Replace the run's state.

@@ -30,10 +30,12 @@ use super::record::RunState;
 use super::row::{Batch, Entry, Fence, RunRow};
 use super::run_record::RunRecord;
 use super::store::Journal;
+use super::tail::{Tail, pump};
 use crate::event::{ControlEvent, EventKind, HaltReason};
 use crate::guard::Counters;
 use crate::outcome::{EndRecord, Outcome, RunError, Status};
 use std::convert::Infallible;
+use std::sync::Arc;
 use std::time::Duration;
 
 use tracing::Instrument;
@@ -258,11 +260,16 @@ async fn begin<'j, J: Journal, S>(
     if !scope.guard().restore(record.counters.clone(), record.events.clone()) {
         return Err(Failed::Journal(JournalError::ScopeInUse));
     }
-    // The recorded stream takes the run's steps from here: what earlier attempts recorded is
-    // in the journal already.
-    let (tap, stream) = crate::watch::channel();
+    // The recorded stream takes the run's steps from here, numbered after the lines of the
+    // earlier attempts; a follower in this process sees them as they come.
+    let (tap, steps) = crate::watch::channel();
     if !scope.guard().set_tap(tap) {
         return Err(Failed::Journal(JournalError::ScopeInUse));
+    }
+    let tail = Tail::new(steps, stored.stream + 1);
+    if let (Some(live), Ok(runtime)) = (journal.live_streams(), tokio::runtime::Handle::try_current()) {
+        live.register(run, &tail);
+        runtime.spawn(pump(Arc::clone(&tail)));
     }
     scope.guard().set_epoch(record.epoch);
     conversation.clone_from(&record.conversation);
@@ -271,7 +278,7 @@ async fn begin<'j, J: Journal, S>(
         let resumed = ControlEvent::new(EventKind::Resumed, crate::event::Subject::Run, record.attempts);
         scope.guard().append(resumed);
     }
-    Ok(Journaled::new(store, record, persisted, acquiring, stream))
+    Ok(Journaled::new(store, record, persisted, acquiring, tail))
 }
 
 /// A `Denied` outcome (or a `PermissionDenied` one, for a proposal whose capability a resume no

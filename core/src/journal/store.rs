@@ -183,6 +183,14 @@ pub trait Journal: Send + Sync {
         let _ = (run, after, limit);
         std::future::ready(Err(JournalError::StreamUnsupported))
     }
+
+    /// The live ends of the recorded streams of the runs this handle's attempts run, if the
+    /// backend keeps them: what lets [`follow`](super::follow) in this process see a step as it
+    /// happens, before its attempt commits it. The default keeps none: a follower then sees
+    /// lines as they are committed. A journal that wraps another forwards this.
+    fn live_streams(&self) -> Option<&super::LiveStreams> {
+        None
+    }
 }
 
 /// The trait's methods delegated to `**self`.
@@ -257,6 +265,10 @@ macro_rules! delegate {
             limit: usize,
         ) -> impl Future<Output = Result<Vec<UpdateRow>, JournalError>> + Send {
             (**self).updates(run, after, limit)
+        }
+
+        fn live_streams(&self) -> Option<&super::LiveStreams> {
+            (**self).live_streams()
         }
     };
 }

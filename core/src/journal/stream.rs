@@ -3,9 +3,9 @@
 //!
 //! Each attempt of a journaled run records what a watcher of it gets ([`watch`](crate::watch)):
 //! the audit events, each reply's text, each tool call's start and answer, a suspension and the
-//! outcome. The steps ride on the attempt's own commits (no store call of their own): a line is
-//! in the journal once the commit after it is, and numbered there, 1 for the run's first line,
-//! so a number names one line for every reader, in every process, after any restart. That
+//! outcome, numbered 1 for the run's first line. The lines ride on the attempt's own commits (no
+//! store call of their own), so a number names one line for every reader, in every process,
+//! after any restart. That
 //! number is what a Server-Sent-Events endpoint sends as the event's id, and what a browser
 //! that reconnects hands back as `Last-Event-ID`: [`follow`] from it, and the browser gets
 //! every line after it once, in order.
@@ -40,28 +40,36 @@
 //!
 //! # What it holds, and when a reader sees it
 //!
-//! - The lines are the live stream's updates as JSON, with two differences: a reply's text is
-//!   one line (the pieces a streaming transport delivered between two commits are merged), and
-//!   a tool call's arguments are never in it. For text as it arrives, watch the run in its own
-//!   process ([`ScopeBuilder::watch`](crate::ScopeBuilder::watch)).
-//! - A line is readable once its attempt commits: at each effect (its start and its result),
-//!   each model call under a budget or a pool (its reservation), and the attempt's end. A run
-//!   that only reads is seen whole at its end.
-//! - A crash loses the lines after the attempt's last commit, as it loses what they describe
-//!   (the next attempt replays it, and records its own lines after the last committed one).
+//! - The lines are the live stream's updates as JSON, with two differences: a reply's text
+//!   comes as at most one line per quarter second (the pieces a streaming transport delivered
+//!   meanwhile merge), and a tool call's arguments are never in it.
+//! - **In the attempt's own process** (a follower on the journal handle, or a clone of it, that
+//!   runs the attempt), a step is a line as it happens, within a quarter second, under the
+//!   number it will be committed with: the attempt numbers its steps itself, after the run's
+//!   last committed line ([`Journal::live_streams`]).
+//! - **In any other process**, a line is readable once its attempt commits it: at each effect
+//!   (its start and its result), each model call under a budget or a pool (its reservation),
+//!   and the attempt's end (a run that only reads is seen whole at its end). Such a follower
+//!   asks the journal every [`FOLLOW_POLL`].
+//! - A crash, or a commit that fails, loses the lines after the attempt's last commit, as it
+//!   loses what they describe: the next attempt replays it and numbers its own lines after the
+//!   last committed one. A reader in the dead attempt's process may have seen lost lines live;
+//!   the numbers it saw then name other lines, and a reconnect with one of them skips the
+//!   next attempt's lines up to it. Every committed line is seen once by a reader that
+//!   reconnects with the number of a committed line.
 //! - A host's commands (approve, deny, reconcile, cancel, close) add no line: the attempt that
 //!   resumes the run records its own steps.
 //!
 //! # Invariants
 //!
 //! - Lines are numbered 1, 2, … per run, in the order the run produced them, across attempts;
-//!   a line never changes once committed.
+//!   a line never changes once published.
 //! - A follower holds at most [`FOLLOW_PAGE`] lines it has read and not handed out, whatever
-//!   the run's length; while nothing new is committed it asks the journal every
-//!   [`FOLLOW_POLL`].
+//!   the run's length (the attempt's own tail holds what it has not committed: at most what
+//!   its record holds, bounded by the run's limits).
 //! - A follower ends once it has handed out (or started after) a final line (an outcome or an
-//!   error) that no line follows: the run's attempt ended. A resume adds lines after it; a
-//!   reader that follows again from its last id gets them.
+//!   error) that no line follows and no attempt of its handle runs the run: the attempt ended.
+//!   A resume adds lines after it; a reader that follows again from its last id gets them.
 
 use std::collections::VecDeque;
 use std::time::Duration;
@@ -70,6 +78,7 @@ use super::error::JournalError;
 use super::id::RunId;
 use super::row::UpdateRow;
 use super::store::Journal;
+use super::tail::{Found, TailReader};
 
 /// How often a follower that has read everything asks the journal for more.
 pub const FOLLOW_POLL: Duration = Duration::from_millis(250);
@@ -82,7 +91,7 @@ pub const FOLLOW_PAGE: usize = 64;
 /// A run the journal does not know (yet) has no lines: the follower waits for its first.
 #[must_use]
 pub fn follow<J: Journal>(journal: J, run: RunId, after: u64) -> Follow<J> {
-    Follow { journal, run, after, read: VecDeque::new(), last_final: None }
+    Follow { journal, run, after, read: VecDeque::new(), last_final: None, live: None }
 }
 
 /// A reader of one run's recorded stream ([`follow`]).
@@ -96,6 +105,8 @@ pub struct Follow<J> {
     read: VecDeque<UpdateRow>,
     /// Whether line `after` is final, once known.
     last_final: Option<bool>,
+    /// The live end of the run's stream, while an attempt of this journal handle runs it.
+    live: Option<TailReader>,
 }
 
 impl<J: Journal> Follow<J> {
@@ -117,6 +128,30 @@ impl<J: Journal> Follow<J> {
             let rows = self.journal.updates(&self.run, self.after, FOLLOW_PAGE).await?;
             if !rows.is_empty() {
                 self.read = rows.into();
+                continue;
+            }
+            // Caught up with the journal: an attempt that this handle runs has the rest.
+            if self.live.is_none() {
+                self.live = self
+                    .journal
+                    .live_streams()
+                    .and_then(|live| live.get(&self.run))
+                    .map(|tail| tail.reader());
+            }
+            if let Some(live) = &mut self.live {
+                match live.after(self.after, FOLLOW_PAGE) {
+                    Found::Lines(rows) => self.read = rows.into(),
+                    // The next line was committed meanwhile: the journal has it.
+                    Found::Committed => {}
+                    Found::Nothing => {
+                        if !live.changed().await {
+                            self.live = None;
+                        }
+                    }
+                    // The attempt ended: what it committed is in the journal, and the handle
+                    // hands out no closed tail.
+                    Found::Closed => self.live = None,
+                }
                 continue;
             }
             if self.after_final().await? {
@@ -194,8 +229,10 @@ mod tests {
         format!(r#"{{"type":"text","reply":1,"text":"{n}"}}"#)
     }
 
-    async fn commit(journal: &MemoryJournal, run: &RunId, lines: impl IntoIterator<Item = String>) {
-        let batch = Batch { entries: lines.into_iter().map(Entry::Update).collect() };
+    async fn commit(journal: &MemoryJournal, run: &RunId, lines: impl IntoIterator<Item = (u64, String)>) {
+        let batch = Batch {
+            entries: lines.into_iter().map(|(seq, line)| Entry::Update(UpdateRow { seq, line })).collect(),
+        };
         journal.commit(run, Fence::Epoch(1), batch).await.expect("a commit under the attempt's lease");
     }
 
@@ -205,7 +242,7 @@ mod tests {
         let run = RunId::new("followed").expect("an id");
         let fresh = RunRow { epoch: 1, attempts: 1, ..RunRow::default() };
         journal.acquire(&run, fresh).await.expect("the run is free");
-        commit(&journal, &run, (1..=130).map(text)).await;
+        commit(&journal, &run, (1..=130).map(|n| (n, text(n)))).await;
         let mut follower = follow(&journal, run.clone(), 0);
         for n in 1..=130 {
             let line = follower.next().await.expect("read").expect("a line");
@@ -215,7 +252,7 @@ mod tests {
         let waiting = tokio::time::timeout(FOLLOW_POLL * 8, follower.next()).await;
         assert!(waiting.is_err(), "no final line yet: the follower waits");
         let outcome = r#"{"type":"outcome","status":"Completed"}"#.to_owned();
-        commit(&journal, &run, [text(131), outcome.clone()]).await;
+        commit(&journal, &run, [(131, text(131)), (132, outcome.clone())]).await;
         let next = follower.next().await.expect("read").map(|line| line.id());
         assert_eq!(next, Some(131), "a line committed while it waited");
         let last = follower.next().await.expect("read").expect("the outcome");

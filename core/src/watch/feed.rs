@@ -242,6 +242,23 @@ impl Updates {
     pub fn pending(&self) -> usize {
         self.shared.state.lock().queue.len()
     }
+
+    /// Whether the stream has ended: the run pushes nothing more and everything was read.
+    pub(crate) fn is_ended(&self) -> bool {
+        let state = self.shared.state.lock();
+        state.closed && state.queue.is_empty()
+    }
+
+    /// Ready once an update is queued or the run pushes nothing more; otherwise `cx` is woken
+    /// by the next push. Reads nothing: [`try_next`](Self::try_next) takes what is queued.
+    pub(crate) fn poll_ready(&self, cx: &mut Context<'_>) -> Poll<()> {
+        let mut state = self.shared.state.lock();
+        if !state.queue.is_empty() || state.closed {
+            return Poll::Ready(());
+        }
+        state.waker = Some(cx.waker().clone());
+        Poll::Pending
+    }
 }
 
 impl Stream for Updates {

@@ -27,7 +27,7 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use futures_util::Stream;
-use loopbound::journal::{Journal, RunId, RunState};
+use loopbound::journal::{self, Journal, RunId, RunState};
 use loopbound::transport::Transport;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -35,7 +35,6 @@ use serde_json::{Value, json};
 use super::app::{App, CommandError, FindError};
 use super::approver::{self, Approver, Gate};
 use super::durable::Verdict;
-use super::log::Reader;
 use super::runs::{Ended, Failure, Phase, Recorded, RunSlot};
 use super::status;
 use super::task::Task;
@@ -186,16 +185,6 @@ fn links(id: &RunId, phase: &Phase) -> Value {
         add(action, format!("/runs/{id}/{action}"));
     }
     Value::Object(links)
-}
-
-/// The run `id` as this process keeps it in memory (for its live stream, which only this
-/// process has).
-fn find<T: Transport + 'static, J: Journal + 'static>(
-    app: &App<T, J>,
-    id: &str,
-) -> Result<Arc<RunSlot>, ApiError> {
-    let id = RunId::new(id).map_err(|error| ApiError::bad_request(error.to_string()))?;
-    app.run(&id).ok_or_else(|| ApiError::new(StatusCode::NOT_FOUND, "unknown_run", "no such run"))
 }
 
 /// The run `id`, kept in memory or rebuilt from the journal.
@@ -397,19 +386,26 @@ async fn events<T: Transport + 'static, J: Journal + 'static>(
     Path(id): Path<String>,
     headers: HeaderMap,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
-    let slot = find(&app, &id)?;
+    let slot = load(&app, &id).await?;
     let after = match headers.get("last-event-id") {
         None => 0,
         Some(value) => value
             .to_str()
             .ok()
-            .and_then(|text| text.trim().parse::<usize>().ok())
+            .and_then(|text| text.trim().parse::<u64>().ok())
             .ok_or_else(|| ApiError::bad_request("Last-Event-ID must be an event number"))?,
     };
-    let reader = slot.log().reader(after);
-    let stream = futures_util::stream::unfold(reader, |mut reader: Reader| async move {
-        let (number, line) = reader.next().await?;
-        Some((Ok(Event::default().id(number.to_string()).data(&*line)), reader))
+    let lines = journal::follow(Arc::clone(app.journal()), slot.id().clone(), after);
+    let stream = futures_util::stream::unfold(Some(lines), |lines| async move {
+        let mut lines = lines?;
+        match lines.next().await {
+            Ok(Some(line)) => {
+                Some((Ok(Event::default().id(line.id().to_string()).data(line.json())), Some(lines)))
+            }
+            Ok(None) => None,
+            // The journal failed: say so, and end the stream (the client reconnects).
+            Err(error) => Some((Ok(Event::default().event("error").data(error.to_string())), None)),
+        }
     });
     Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(KEEP_ALIVE)))
 }

@@ -5,8 +5,8 @@
 //! # Invariants
 //!
 //! - Every attempt is registered under its run's id from before the request that started it
-//!   is answered until it ends, so a cancel by id reaches it; its live stream goes to the run's
-//!   log; its end is recorded in the run's slot only after the log holds its last update.
+//!   is answered until it ends, so a cancel by id reaches it; its live stream is the journal's
+//!   record of the run ([`journal::follow`] on this service's handle sees it as it happens).
 //! - A run this process does not hold is found through the journal ([`App::find`]); every
 //!   attempt after a run's first rebuilds its scope from the journal, never from memory.
 //! - A command (a decision, a resume, a closing) is recorded only by the caller that claimed
@@ -18,8 +18,7 @@ use std::sync::Arc;
 
 use loopbound::journal::{self, Journal, JournalError, RunId, RunState};
 use loopbound::transport::{Message, Transport};
-use loopbound::watch::Updates;
-use loopbound::{Limits, Registration, RunRegistry, Runtime, Scope, watch};
+use loopbound::{Limits, Registration, RunRegistry, Runtime, Scope};
 
 use super::durable::{self, Opening, ScopeError, Verdict};
 use super::runs::{self, Ended, Failure, Full, Phase, Recorded, RunSlot, Runs};
@@ -29,7 +28,7 @@ use super::task::Task;
 #[derive(Debug)]
 pub struct App<T, J> {
     runtime: Runtime<T>,
-    journal: J,
+    journal: Arc<J>,
     registry: RunRegistry,
     runs: Runs,
     limits: Limits,
@@ -104,6 +103,7 @@ where
     /// model).
     #[must_use]
     pub fn new(runtime: Runtime<T>, journal: J, limits: Limits, capacity: usize, files: String) -> Self {
+        let journal = Arc::new(journal);
         Self { runtime, journal, registry: RunRegistry::new(), runs: Runs::new(capacity), limits, files }
     }
 
@@ -132,9 +132,9 @@ where
         self.runs.adopt(Arc::new(slot)).map_err(FindError::Full)
     }
 
-    /// The journal.
+    /// The journal (a handle that a run's stream, [`journal::follow`], can own).
     #[must_use]
-    pub fn journal(&self) -> &J {
+    pub fn journal(&self) -> &Arc<J> {
         &self.journal
     }
 
@@ -246,8 +246,7 @@ where
         opening: Opening,
         conversation: Vec<Message>,
     ) {
-        let (feed, updates) = watch::channel();
-        let scope = match durable::scope(&self.journal, slot.id(), opening, self.limits, feed).await {
+        let scope = match durable::scope(&self.journal, slot.id(), opening, self.limits).await {
             Ok(scope) => scope,
             Err(error) => {
                 let failure = match error {
@@ -263,10 +262,9 @@ where
             slot.end(Ended { result: Err(Failure::Setup(reason)), pending: None });
             return;
         };
-        slot.log().open();
         let app = Arc::clone(self);
         tokio::spawn(async move {
-            let ended = app.attempt(&slot, scope, registration, updates, conversation).await;
+            let ended = app.attempt(&slot, scope, registration, conversation).await;
             slot.end(ended);
         });
     }
@@ -276,18 +274,14 @@ where
         slot: &RunSlot,
         scope: Scope,
         registration: Registration,
-        updates: Updates,
         conversation: Vec<Message>,
     ) -> Ended {
-        let drain = tokio::spawn(Arc::clone(slot.log()).drain(updates));
         let result =
             durable::attempt(&self.runtime, &self.journal, slot.id(), &scope, conversation, slot.task())
                 .await
                 .map_err(Failure::Run);
         drop(registration);
         drop(scope);
-        // The feed closed with the scope: the log now holds the attempt's last update.
-        let _ = drain.await;
         let pending = result.as_ref().ok().and_then(durable::pending);
         Ended { result, pending }
     }

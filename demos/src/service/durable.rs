@@ -22,7 +22,6 @@ use loopbound::journal::{
     self, Digest, Journal, JournalError, Labels, OperationId, Presented, Proposal, RunId, RunRecord,
 };
 use loopbound::transport::{Message, Transport};
-use loopbound::watch::Feed;
 use loopbound::{Limits, LimitsError, Outcome, RunError, Runtime, Scope};
 use serde::Serialize;
 use serde::ser::SerializeStruct;
@@ -79,7 +78,6 @@ pub async fn scope<J: Journal>(
     run: &RunId,
     opening: Opening,
     limits: Limits,
-    feed: Feed,
 ) -> Result<Scope, ScopeError> {
     let builder = match opening {
         Opening::First { task, grants } => {
@@ -88,7 +86,7 @@ pub async fn scope<J: Journal>(
         }
         Opening::Resume => journal::scope_of(journal, run).await.map_err(ScopeError::Journal)?,
     };
-    builder.watch(feed).build().map_err(ScopeError::Limits)
+    builder.build().map_err(ScopeError::Limits)
 }
 
 /// The task a journaled run was started for, from its record; `None` for a run this service

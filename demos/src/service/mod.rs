@@ -55,7 +55,6 @@ pub mod api;
 pub mod app;
 pub mod approver;
 pub mod durable;
-pub mod log;
 pub mod runs;
 pub mod start;
 pub mod status;

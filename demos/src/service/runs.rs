@@ -1,10 +1,10 @@
-//! The runs this process holds in memory: each run's task, its live stream, and where it
-//! stands (in flight, ended with an attempt's outcome or error, or as the journal recorded it),
-//! with a bounded number kept.
+//! The runs this process holds in memory: each run's task and where it stands (in flight, ended
+//! with an attempt's outcome or error, or as the journal recorded it), with a bounded number
+//! kept.
 //!
-//! Nothing here is the source of truth for a run: the journal is. A run this process does not
-//! hold (forgotten, or started by a process that stopped) is rebuilt from its journal record
-//! ([`Recorded`]); only the live stream of attempts that ran elsewhere is lost.
+//! Nothing here is the source of truth for a run: the journal is, its stream included. A run
+//! this process does not hold (forgotten, or started by a process that stopped) is rebuilt from
+//! its journal record ([`Recorded`]).
 //!
 //! # Invariants
 //!
@@ -26,7 +26,6 @@ use loopbound::{ControlEvent, Outcome, RunError};
 use tokio::sync::watch;
 
 use super::durable::Pending;
-use super::log::Log;
 use super::task::Task;
 
 /// Why an attempt has no outcome.
@@ -121,7 +120,6 @@ impl Phase {
 pub struct RunSlot {
     id: RunId,
     task: Task,
-    log: Arc<Log>,
     phase: watch::Sender<Phase>,
 }
 
@@ -139,7 +137,7 @@ impl RunSlot {
     }
 
     fn with_phase(id: RunId, task: Task, phase: Phase) -> Self {
-        Self { id, task, log: Arc::new(Log::default()), phase: watch::Sender::new(phase) }
+        Self { id, task, phase: watch::Sender::new(phase) }
     }
 
     /// The run's id.
@@ -152,12 +150,6 @@ impl RunSlot {
     #[must_use]
     pub fn task(&self) -> Task {
         self.task
-    }
-
-    /// The run's live stream, every attempt's in this process.
-    #[must_use]
-    pub fn log(&self) -> &Arc<Log> {
-        &self.log
     }
 
     /// Where the run stands now.

@@ -75,8 +75,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use loopbound::journal::{
-    Batch, CancelWatch, DEFAULT_LEASE, Fence, Journal, JournalError, ListedRow, RunId, RunQuery, RunRow,
-    StoredRun, UpdateRow, check_lease, process_holder, valid_actor,
+    Batch, CancelWatch, DEFAULT_LEASE, Fence, Journal, JournalError, ListedRow, LiveStreams, RunId, RunQuery,
+    RunRow, StoredRun, UpdateRow, check_lease, process_holder, valid_actor,
 };
 use rusqlite::Connection;
 
@@ -132,6 +132,8 @@ struct Inner {
     /// The watcher of cancel requests that every attempt driven through this connection
     /// shares while it waits.
     watch: CancelWatch,
+    /// The live ends of the streams of the runs this connection's attempts run.
+    live: LiveStreams,
     path: PathBuf,
     synchronous: Synchronous,
     commits: AtomicU64,
@@ -192,6 +194,7 @@ impl SqliteJournal {
             connection: Mutex::new(connection),
             reader: Mutex::new(reader),
             watch: CancelWatch::new(),
+            live: LiveStreams::default(),
             path,
             synchronous,
             commits: AtomicU64::new(0),
@@ -438,6 +441,10 @@ impl Journal for SqliteJournal {
     ) -> impl Future<Output = Result<Vec<UpdateRow>, JournalError>> + Send {
         let run = run.clone();
         self.reading(move |connection| read::updates(connection, run.as_str(), after, limit))
+    }
+
+    fn live_streams(&self) -> Option<&LiveStreams> {
+        Some(&self.inner.live)
     }
 
     fn request_cancel(&self, run: &RunId, by: &str) -> impl Future<Output = Result<(), JournalError>> + Send {

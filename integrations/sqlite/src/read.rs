@@ -185,7 +185,11 @@ pub(crate) fn stored_run(
             })
         },
     )?;
+    let stream: i64 = connection
+        .query_row("SELECT coalesce(max(seq), 0) FROM updates WHERE run = ?1", [run], |row| row.get(0))
+        .map_err(storage)?;
     Ok(Some(StoredRun {
+        stream: to_u64(stream, "the stream's last line")?,
         run: run_row,
         lease,
         replies,

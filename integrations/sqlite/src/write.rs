@@ -193,43 +193,12 @@ pub(crate) fn commit(
     let mut seq: i64 = transaction
         .query_row("SELECT coalesce(max(seq), 0) FROM events WHERE run = ?1", [run], |row| row.get(0))
         .map_err(storage)?;
-    // The stream's last line, read at the batch's first line.
-    let mut line = None;
     for entry in &batch.entries {
         if *entry == Entry::Release && matches!(fence, Fence::Host) {
             continue;
         }
-        if let Entry::Update(text) = entry {
-            append_line(transaction, run, text, &mut line)?;
-            continue;
-        }
         write(transaction, run, entry, &mut seq)?;
     }
-    Ok(())
-}
-
-/// Appends `text` to `run`'s recorded stream after `line`, the stream's last line (read from
-/// the table when `None`).
-fn append_line(
-    transaction: &Connection,
-    run: &str,
-    text: &str,
-    line: &mut Option<i64>,
-) -> Result<(), JournalError> {
-    let last = match *line {
-        Some(last) => last,
-        None => transaction
-            .query_row("SELECT coalesce(max(seq), 0) FROM updates WHERE run = ?1", [run], |row| row.get(0))
-            .map_err(storage)?,
-    };
-    let next = last
-        .checked_add(1)
-        .ok_or_else(|| JournalError::Corrupt("the stream's sequence out of range".into()))?;
-    let mut statement = transaction
-        .prepare_cached("INSERT INTO updates (run, seq, line) VALUES (?1, ?2, ?3)")
-        .map_err(storage)?;
-    statement.execute(params![run, next, text]).map_err(storage)?;
-    *line = Some(next);
     Ok(())
 }
 
@@ -310,7 +279,10 @@ fn write(transaction: &Connection, run: &str, entry: &Entry, seq: &mut i64) -> R
         Entry::Release => {
             execute("UPDATE runs SET lease_holder = NULL, lease_until = NULL WHERE run = ?1", params![run])
         }
-        Entry::Update(text) => append_line(transaction, run, text, &mut None),
+        Entry::Update(row) => execute(
+            "INSERT INTO updates (run, seq, line) VALUES (?1, ?2, ?3)",
+            params![run, i64::try_from(row.seq).unwrap_or(i64::MAX), row.line],
+        ),
     }
 }
 

@@ -1,14 +1,16 @@
-//! Recorded streams: each line an attempt commits is numbered after the run's last, read a page
-//! at a time from any position by any journal on the storage; a commit refused writes no line;
+//! Recorded streams: lines written under their numbers, a number written once, read a page at a
+//! time from any position by any journal on the storage; a commit refused writes no line;
 //! a journaled run's stream, followed from another process, is exactly what its watchers got,
-//! across a suspension and a resume.
+//! across a suspension and a resume; a follower in the attempt's own process sees a step before
+//! it is committed, under the number it is committed with.
 
 use std::sync::Arc;
 
 use loopbound::journal::{self, Entry, EventRow, Fence, Journal, JournalError, UpdateRow};
+use loopbound::scripted::{self, Step};
 use loopbound::tool::Policy;
 use loopbound::watch::{self, Updates};
-use loopbound::{Outcome, Runtime, Scope, Status};
+use loopbound::{Message, Outcome, RunError, Runtime, Scope, Status, ToolSet};
 
 use super::{Backend, LONG, batch, fresh_row, run, run_named, two};
 use crate::refund::{self, EffectSink, MemorySink};
@@ -20,10 +22,12 @@ pub(crate) async fn check_all<B: Backend>(backend: &B) {
     a_refused_commit_writes_no_line(&a).await;
     let (a, b) = two(backend, LONG).await;
     a_runs_stream_followed_from_another_process_is_what_its_watchers_got(&a, &b).await;
+    let (a, b) = two(backend, LONG).await;
+    a_follower_in_the_attempts_process_sees_a_step_before_it_is_committed_under_the_same_number(&a, &b).await;
 }
 
-fn line(text: &str) -> Entry {
-    Entry::Update(format!(r#"{{"type":"text","reply":1,"text":"{text}"}}"#))
+fn line(seq: u64, text: &str) -> Entry {
+    Entry::Update(UpdateRow { seq, line: format!(r#"{{"type":"text","reply":1,"text":"{text}"}}"#) })
 }
 
 fn numbered(rows: &[UpdateRow]) -> Vec<(u64, String)> {
@@ -48,8 +52,10 @@ async fn lines_are_numbered_in_commit_order_and_read_a_page_at_a_time(a: &impl J
         by: None,
         reason: None,
     });
-    a.commit(&run(), epoch, batch(vec![line("a"), event, line("b")])).await.expect("a first commit");
-    a.commit(&run(), epoch, batch(vec![line("c")])).await.expect("a second commit");
+    a.commit(&run(), epoch, batch(vec![line(1, "a"), event, line(2, "b")])).await.expect("a first commit");
+    a.commit(&run(), epoch, batch(vec![line(3, "c")])).await.expect("a second commit");
+    let again = a.commit(&run(), epoch, batch(vec![line(3, "c again")])).await;
+    assert!(matches!(again, Err(JournalError::Conflict(_))), "a number written twice: {again:?}");
     let all = b.updates(&run(), 0, 10).await.expect("another process reads");
     assert_eq!(numbered(&all), expected(&[(1, "a"), (2, "b"), (3, "c")]), "numbered from 1 in order");
     let page = b.updates(&run(), 1, 1).await.expect("a page");
@@ -57,23 +63,28 @@ async fn lines_are_numbered_in_commit_order_and_read_a_page_at_a_time(a: &impl J
     assert_eq!(b.updates(&run(), 3, 10).await.expect("read"), [], "nothing after the last line");
     assert_eq!(b.updates(&run_named("unknown"), 0, 10).await.expect("read"), [], "an unknown run has none");
     let stored = b.load(&run()).await.expect("load").expect("the run");
-    assert_eq!(stored.events.len(), 1, "a line is not an event");
+    assert_eq!(
+        (stored.events.len(), stored.stream),
+        (1, 3),
+        "a line is not an event; the last line's number"
+    );
 }
 
 async fn a_refused_commit_writes_no_line(a: &impl Journal) {
     let granted = a.acquire(&run(), fresh_row()).await.expect("the run is free");
     let epoch = granted.run.epoch;
-    a.commit(&run(), Fence::Epoch(epoch), batch(vec![line("kept")])).await.expect("a commit");
-    let stale = a.commit(&run(), Fence::Epoch(epoch + 1), batch(vec![line("fenced out")])).await;
+    a.commit(&run(), Fence::Epoch(epoch), batch(vec![line(1, "kept")])).await.expect("a commit");
+    let stale = a.commit(&run(), Fence::Epoch(epoch + 1), batch(vec![line(2, "fenced out")])).await;
     assert_eq!(stale, Err(JournalError::LeaseLost), "another epoch's commit is refused");
     let reply = || Entry::Reply(loopbound::journal::ReplyRow { ordinal: 1, reply: "{}".to_owned() });
     a.commit(&run(), Fence::Epoch(epoch), batch(vec![reply()])).await.expect("a reply");
-    let conflict = a.commit(&run(), Fence::Epoch(epoch), batch(vec![line("conflicting"), reply()])).await;
+    let conflict = a.commit(&run(), Fence::Epoch(epoch), batch(vec![line(2, "conflicting"), reply()])).await;
     assert!(matches!(conflict, Err(JournalError::Conflict(_))), "a key written twice: {conflict:?}");
-    let host = a.commit(&run(), Fence::Host, batch(vec![line("while held")])).await;
+    let host = a.commit(&run(), Fence::Host, batch(vec![line(2, "while held")])).await;
     assert!(matches!(host, Err(JournalError::LeaseHeld { .. })), "a host's commit while held: {host:?}");
     let all = a.updates(&run(), 0, 10).await.expect("read");
     assert_eq!(numbered(&all), expected(&[(1, "kept")]), "the refused commits wrote no line");
+    assert_eq!(a.load(&run()).await.expect("load").map(|stored| stored.stream), Some(1));
 }
 
 /// One attempt of the refund task (short script) on `run`, the refund asking for approval,
@@ -150,4 +161,44 @@ async fn a_runs_stream_followed_from_another_process_is_what_its_watchers_got(
         Some(r#"{"type":"event","kind":"Resumed","name":"run","count":2}"#),
         "the resume's first line is its own"
     );
+}
+
+async fn a_follower_in_the_attempts_process_sees_a_step_before_it_is_committed_under_the_same_number(
+    a: &impl Journal,
+    b: &impl Journal,
+) {
+    let tools = ToolSet::default();
+    let scope = Scope::builder().build().expect("valid limits");
+    let runtime = Runtime::harness(&tools, scripted::sequence(vec![Step::Hang]));
+    let mut conversation = vec![Message::user("Wait for a model that never answers.")];
+    let id = run();
+    let attempt = runtime.run_journaled(a, &id, &scope, &mut conversation, |_| true);
+    let watcher = async {
+        let mut live = journal::follow(a, run(), 0);
+        let first = live.next().await.expect("the journal answers").expect("a first line");
+        let committed = b.updates(&run(), 0, 10).await.expect("another process reads");
+        scope.cancel();
+        let mut lines = vec![(first.id(), first.json().to_owned())];
+        while let Some(line) = live.next().await.expect("the journal answers") {
+            lines.push((line.id(), line.json().to_owned()));
+        }
+        (lines, committed)
+    };
+    let (ended, (seen, committed)) = tokio::join!(attempt, watcher);
+    assert_eq!(ended.err(), Some(RunError::Cancelled), "the caller cancelled while the model hung");
+    assert_eq!(
+        seen.first().map(|(id, line)| (*id, line.as_str())),
+        Some((1, r#"{"type":"event","kind":"ModelCall","name":"model","count":1}"#)),
+        "the model call's event, live"
+    );
+    assert_eq!(
+        committed,
+        [],
+        "seen while its attempt had committed no line (a run without a budget commits at its end)"
+    );
+    assert_eq!(
+        seen.last().map(|(_, line)| line.as_str()),
+        Some(r#"{"type":"error","kind":"cancelled","message":"the run was cancelled by its caller"}"#)
+    );
+    assert_eq!(followed(b, 0).await, seen, "another process reads the same lines under the same numbers");
 }

@@ -3,8 +3,8 @@
 //!
 //! The statement's parts, in the order of its parameters: the batches' fences and their changes
 //! to the runs' rows (one element per batch), then one insert per table of the rows that a batch
-//! inserts as they are (one element per row), then the events and the recorded stream's lines
-//! (each numbered after the run's last one). Each part's columns and types are declared once, in [`BATCHES`], [`TABLES`] and
+//! inserts as they are (one element per row, the recorded stream's lines among them), then the
+//! events (numbered after the run's last one). Each part's columns and types are declared once, in [`BATCHES`], [`TABLES`] and
 //! [`EVENTS`]; the statement's text and the arrays are both built from them.
 //!
 //! # Invariants
@@ -16,7 +16,7 @@
 //!   [`Entry::Release`]; the cancel request cleared by [`Entry::CancelHonoured`].
 //! - A batch's events are numbered in its order after the run's last event, read in the
 //!   statement's snapshot, under the fence's lock, before any of the group's events: the
-//!   statement holds at most one batch per run. The same for the recorded stream's lines.
+//!   statement holds at most one batch per run.
 //! - A value whose type is not its column's is refused with an error (a defect of this module),
 //!   never sent.
 
@@ -62,7 +62,7 @@ const BATCHES: &[(&str, Kind)] = &[
 ];
 
 /// The tables whose rows a batch inserts as they are, with their columns.
-const TABLES: [(&str, &[(&str, Kind)]); 6] = [
+const TABLES: [(&str, &[(&str, Kind)]); 7] = [
     ("loopbound_replies", &[("run_id", Kind::Text), ("ordinal", Kind::Int), ("reply", Kind::Text)]),
     (
         "loopbound_calls",
@@ -110,6 +110,7 @@ const TABLES: [(&str, &[(&str, Kind)]); 6] = [
             ("reconciled_by", Kind::Text),
         ],
     ),
+    ("loopbound_updates", &[("run_id", Kind::Text), ("seq", Kind::Int), ("line", Kind::Text)]),
 ];
 
 /// The events' columns: `ord` is an event's place among its batch's events.
@@ -124,20 +125,17 @@ const EVENTS: &[(&str, Kind)] = &[
     ("reason", Kind::Text),
 ];
 
-/// The recorded stream's columns: `ord` is a line's place among its batch's lines.
-const LINES: &[(&str, Kind)] = &[("run_id", Kind::Text), ("ord", Kind::Int), ("line", Kind::Text)];
-
 /// The parts of the statement, in the order of their parameters: the batches, each table, the
-/// events, the stream's lines.
+/// events.
 fn parts() -> impl Iterator<Item = &'static [(&'static str, Kind)]> {
-    std::iter::once(BATCHES).chain(TABLES.iter().map(|(_, columns)| *columns)).chain([EVENTS, LINES])
+    std::iter::once(BATCHES).chain(TABLES.iter().map(|(_, columns)| *columns)).chain(std::iter::once(EVENTS))
 }
 
 /// Where the events' part is among [`parts`].
 const EVENTS_PART: usize = TABLES.len() + 1;
 
-/// Where the stream lines' part is among [`parts`].
-const LINES_PART: usize = TABLES.len() + 2;
+/// Where the stream lines' part is among [`parts`]: the last table's.
+const LINES_PART: usize = TABLES.len();
 
 /// The write statement: the fences and their runs' changes, then one insert per table and the
 /// events' insert, each of the fenced batches' rows only; returns the fenced runs.
@@ -188,17 +186,9 @@ pub(super) static WRITE: LazyLock<String> = LazyLock::new(|| {
          SELECT x.run_id, \
                 coalesce((SELECT max(e.seq) FROM loopbound_events e WHERE e.run_id = x.run_id), 0) + x.ord, \
                 x.kind, x.name, x.count, x.operation, x.decided_by, x.reason \
-           FROM {} WHERE x.run_id IN (SELECT run_id FROM fenced))",
-        unnest(EVENTS)
-    ));
-    statement.push_str(&format!(
-        ", lines AS (INSERT INTO loopbound_updates (run_id, seq, line) \
-         SELECT x.run_id, \
-                coalesce((SELECT max(u.seq) FROM loopbound_updates u WHERE u.run_id = x.run_id), 0) + x.ord, \
-                x.line \
            FROM {} WHERE x.run_id IN (SELECT run_id FROM fenced)) \
          SELECT run_id FROM fenced",
-        unnest(LINES)
+        unnest(EVENTS)
     ));
     statement
 });
@@ -304,7 +294,7 @@ impl<'a> Columns<'a> {
         let run = text(fenced.run);
         let (mut ledger, mut state, mut definition, mut cancel, mut release) =
             (None, None, None, false, false);
-        let (mut events, mut lines) = (0, 0);
+        let mut events = 0;
         for entry in &fenced.batch.entries {
             match entry {
                 Entry::Reply(row) => self.row(1, &[run, int(row.ordinal), text(&row.reply)])?,
@@ -374,10 +364,10 @@ impl<'a> Columns<'a> {
                 Entry::Definition(value) => definition = Some(value.as_str()),
                 Entry::CancelHonoured => cancel = true,
                 Entry::Release => release = true,
-                Entry::Update(line) => {
-                    lines += 1;
-                    self.row(LINES_PART, &[run, int(lines), text(line)])?;
-                }
+                Entry::Update(row) => self.row(
+                    LINES_PART,
+                    &[run, Value::Int(Some(i64::try_from(row.seq).unwrap_or(i64::MAX))), text(&row.line)],
+                )?,
             }
         }
         self.row(
@@ -414,7 +404,7 @@ static NO_RUNS: Vec<Option<&str>> = Vec::new();
 
 #[cfg(test)]
 mod tests {
-    use loopbound::journal::{EventRow, ReplyRow};
+    use loopbound::journal::{EventRow, ReplyRow, UpdateRow};
 
     use super::*;
 
@@ -443,8 +433,8 @@ mod tests {
         let second = Batch {
             entries: vec![
                 event("RunEnded"),
-                Entry::Update("{\"type\":\"text\"}".to_owned()),
-                Entry::Update("{\"type\":\"outcome\"}".to_owned()),
+                Entry::Update(UpdateRow { seq: 4, line: "{\"type\":\"text\"}".to_owned() }),
+                Entry::Update(UpdateRow { seq: 5, line: "{\"type\":\"outcome\"}".to_owned() }),
                 Entry::Release,
             ],
         };
@@ -469,7 +459,7 @@ mod tests {
         assert_eq!(text(EVENTS_PART, 0), [Some("r1"), Some("r1"), Some("r2")], "the events' runs");
         assert_eq!(ints(EVENTS_PART, 1), [Some(1), Some(2), Some(1)], "numbered within each batch");
         assert_eq!(text(LINES_PART, 0), [Some("r2"), Some("r2")], "the lines' runs");
-        assert_eq!(ints(LINES_PART, 1), [Some(1), Some(2)], "lines numbered within their batch");
+        assert_eq!(ints(LINES_PART, 1), [Some(4), Some(5)], "lines under their own numbers");
         assert!(WRITE.contains("x.decided_by, x.reason"), "a grouped event keeps its reason");
     }
 

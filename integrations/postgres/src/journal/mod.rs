@@ -45,8 +45,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use loopbound::journal::{
-    Batch, CancelWatch, Fence, Journal, JournalError, ListedRow, RunId, RunQuery, RunRow, StoredRun,
-    UpdateRow, process_holder,
+    Batch, CancelWatch, Fence, Journal, JournalError, ListedRow, LiveStreams, RunId, RunQuery, RunRow,
+    StoredRun, UpdateRow, process_holder,
 };
 use tokio_postgres::IsolationLevel;
 
@@ -68,6 +68,8 @@ pub struct PostgresJournal {
     lease_micros: i64,
     /// The watcher of cancel requests this value's attempts, and its clones', share.
     watch: CancelWatch,
+    /// The live ends of the streams of the runs this value's attempts, and its clones', run.
+    live: Arc<LiveStreams>,
 }
 
 impl fmt::Debug for PostgresJournal {
@@ -89,7 +91,8 @@ impl PostgresJournal {
     pub fn new(store: Store) -> Result<Self, Error> {
         let lease = store.config().lease();
         let worker = WorkerId::new(process_holder())?;
-        Self { store, worker, lease, lease_micros: 1, watch: CancelWatch::new() }.with_lease(lease)
+        Self { store, worker, lease, lease_micros: 1, watch: CancelWatch::new(), live: Arc::default() }
+            .with_lease(lease)
     }
 
     /// Connects to the database of `config` (migrating it) and returns its journal, as this
@@ -432,5 +435,9 @@ impl Journal for PostgresJournal {
         limit: usize,
     ) -> impl Future<Output = Result<Vec<UpdateRow>, JournalError>> + Send {
         self.bounded(self.stream_lines(run, after, limit))
+    }
+
+    fn live_streams(&self) -> Option<&LiveStreams> {
+        Some(&self.live)
     }
 }

@@ -259,7 +259,18 @@ pub(super) async fn stored_run(
         },
     )
     .await?;
+    let last = rows(
+        transaction,
+        redactor,
+        "SELECT coalesce(max(seq), 0) FROM loopbound_updates WHERE run_id = $1",
+        run,
+        |r| r.try_get::<_, i64>(0).map_err(|_| corrupt("the stream's last line")),
+    )
+    .await?;
+    let stream =
+        u64::try_from(last.first().copied().unwrap_or(0)).map_err(|_| corrupt("the stream's last line"))?;
     Ok(Some(StoredRun {
+        stream,
         run: run_row,
         lease,
         replies,

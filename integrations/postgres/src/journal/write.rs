@@ -142,12 +142,7 @@ const EVENTS: &str = "INSERT INTO loopbound_events \
                         FROM (SELECT coalesce(max(seq), 0) AS seq FROM loopbound_events WHERE run_id = $1) AS last, \
                              unnest($2::text[], $3::text[], $4::bigint[], $5::text[], $6::text[], $7::text[]) \
                              WITH ORDINALITY AS e(kind, name, count, operation, decided_by, reason, ord)";
-/// A batch's lines of the run's recorded stream in one statement, numbered after the run's last
-/// one (read under the fence's lock) in the batch's order.
-const UPDATES: &str = "INSERT INTO loopbound_updates (run_id, seq, line) \
-                       SELECT $1, last.seq + u.ord, u.line \
-                         FROM (SELECT coalesce(max(seq), 0) AS seq FROM loopbound_updates WHERE run_id = $1) AS last, \
-                              unnest($2::text[]) WITH ORDINALITY AS u(line, ord)";
+const UPDATE: &str = "INSERT INTO loopbound_updates (run_id, seq, line) VALUES ($1, $2, $3)";
 /// Whether the run's state is the expected one (one row) or not (none), read under the fence's
 /// lock.
 const EXPECT_STATE: &str = "SELECT 1 FROM loopbound_runs WHERE run_id = $1 AND state = $2 \
@@ -174,7 +169,7 @@ fn statement(entry: &Entry) -> &'static str {
         Entry::Definition(_) => DEFINITION,
         Entry::CancelHonoured => CANCEL_HONOURED,
         Entry::Release => RELEASE,
-        Entry::Update(_) => UPDATES,
+        Entry::Update(_) => UPDATE,
     }
 }
 
@@ -396,16 +391,10 @@ impl Writer<'_> {
             .iter()
             .filter_map(|entry| if let Entry::Event(row) = entry { Some(row) } else { None })
             .collect();
-        // So do the stream's lines.
-        let lines: Vec<&str> = batch
-            .entries
-            .iter()
-            .filter_map(|entry| if let Entry::Update(line) = entry { Some(line.as_str()) } else { None })
-            .collect();
         let fenced = self.fence(transaction, run, fence);
         let rows = batch.entries.iter().filter_map(|entry| match entry {
             Entry::Release if matches!(fence, Fence::Host) => None,
-            Entry::Event(_) | Entry::Update(_) => None,
+            Entry::Event(_) => None,
             entry => Some(self.write(transaction, run, entry)),
         });
         let numbered = async {
@@ -415,19 +404,10 @@ impl Writer<'_> {
                 Box::pin(self.write_events(transaction, run, &events)).await
             }
         };
-        let streamed = async {
-            if lines.is_empty() {
-                Ok(())
-            } else {
-                self.execute(transaction, UPDATES, &[&run, &lines]).await.map(drop)
-            }
-        };
-        let (fenced, (written, (numbered, streamed))) =
-            join(fenced, join(join_all(rows), join(numbered, streamed))).await;
+        let (fenced, (written, numbered)) = join(fenced, join(join_all(rows), numbered)).await;
         fenced?;
         written.into_iter().collect::<Result<(), JournalError>>()?;
-        numbered?;
-        streamed
+        numbered
     }
 
     /// Writes `events`, in their order, after the run's last event, in one statement.
@@ -533,7 +513,10 @@ impl Writer<'_> {
             Entry::Definition(definition) => self.execute(transaction, DEFINITION, &[&run, definition]).await,
             Entry::CancelHonoured => self.execute(transaction, CANCEL_HONOURED, &[&run]).await,
             Entry::Release => self.execute(transaction, RELEASE, &[&run]).await,
-            Entry::Update(line) => self.execute(transaction, UPDATES, &[&run, &vec![line.as_str()]]).await,
+            Entry::Update(row) => {
+                let seq = i64::try_from(row.seq).unwrap_or(i64::MAX);
+                self.execute(transaction, UPDATE, &[&run, &seq, &row.line]).await
+            }
         }
         .map(drop)
     }
