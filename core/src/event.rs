@@ -145,6 +145,10 @@ pub enum EventKind {
     /// `run`, the count the number of attempts that took it, and the event names who closed it
     /// and why ([`ControlEvent::reason`]).
     Closed,
+    /// A host asked again for a decision on a waiting proposal, with a new expiry
+    /// ([`journal::ask_again`](crate::journal::ask_again)): the name is the tool's, the count
+    /// the operation's ordinal, and the event names the operation and who asked.
+    AskedAgain,
 }
 
 impl EventKind {
@@ -167,6 +171,7 @@ impl EventKind {
             Self::Cancelled => "Cancelled",
             Self::WrapUp => "WrapUp",
             Self::Closed => "Closed",
+            Self::AskedAgain => "AskedAgain",
         }
     }
 }
@@ -195,7 +200,7 @@ impl HaltReason {
 
 impl EventKind {
     /// Every kind that is not a halt.
-    const PLAIN: [Self; 14] = [
+    const PLAIN: [Self; 15] = [
         Self::ModelCall,
         Self::Middleware,
         Self::ToolCall,
@@ -210,6 +215,7 @@ impl EventKind {
         Self::Cancelled,
         Self::WrapUp,
         Self::Closed,
+        Self::AskedAgain,
     ];
 
     /// The kind whose [`as_str`](Self::as_str) is `name`, as a journal stores it.

@@ -43,6 +43,8 @@ pub enum JournalError {
     CancelUnsupported,
     /// The journal keeps no recorded streams (a backend that keeps only the default).
     StreamUnsupported,
+    /// A proposal's new expiry is zero or out of range.
+    InvalidExpiry,
     /// A run's limits do not validate.
     InvalidLimits(crate::limits::LimitsError),
     /// A capability's name is empty or has a control character.
@@ -125,6 +127,7 @@ impl fmt::Display for JournalError {
             Self::InvalidLease => f.write_str("invalid lease: use more than zero and at most a day"),
             Self::CancelUnsupported => f.write_str("this journal records no cancel requests"),
             Self::StreamUnsupported => f.write_str("this journal keeps no recorded streams"),
+            Self::InvalidExpiry => f.write_str("invalid expiry: use more than zero, within the clock's range"),
             Self::InvalidLimits(error) => error.fmt(f),
             Self::InvalidCapability => f.write_str("invalid capability: a name without control characters"),
             Self::Storage(error) => write!(f, "journal storage failed: {error}"),

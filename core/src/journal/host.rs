@@ -33,7 +33,7 @@ use super::query::{RunPage, RunQuery, RunSummary};
 use super::record::{
     Decider, OperationStatus, Proposal, Resolution, RunState, Verdict, valid_actor, valid_reason,
 };
-use super::row::{Batch, DecisionRow, Entry, Fence, Lease, ReconciliationRow};
+use super::row::{Batch, DecisionRow, Entry, ExpiryRow, Fence, Lease, ReconciliationRow};
 use super::run_record::RunRecord;
 use super::store::Journal;
 use super::widening::Widening;
@@ -452,6 +452,89 @@ async fn decide<J: Journal>(
             Err(JournalError::Conflict(_)) => {}
             Err(error) => return Err(error),
             Ok(()) => return Ok(found.proposal().clone()),
+        }
+    }
+    Err(kept_changing())
+}
+
+/// Asks again for a decision on the presented proposal, as `by`: the proposal, undecided and
+/// waited on, expires `within` from now instead (an expired one can be approved again until
+/// then), and the audit log records an `AskedAgain` event naming the operation and `by`. What a
+/// host does when an approval window passed unused, when it wants the run to go on rather than
+/// end `Denied` on its next resume. One durable commit, from the state it read only.
+///
+/// ```
+/// # use loopbound::journal::{self, MemoryJournal};
+/// # use std::time::Duration;
+/// # async fn demo(journal: MemoryJournal, outcome: loopbound::Outcome) -> Result<(), loopbound::journal::JournalError> {
+/// let pending = outcome.pending().expect("a proposal waits");
+/// if pending.is_expired() {
+///     let renewed = journal::ask_again(&journal, pending, Duration::from_secs(3600), "ops-bot").await?;
+///     assert!(!renewed.is_expired());
+/// }
+/// # Ok(())
+/// # }
+/// ```
+///
+/// # Errors
+///
+/// [`JournalError::InvalidActor`] for a bad name; [`JournalError::InvalidExpiry`] for a zero
+/// window or one past the clock's range; [`JournalError::SignatureMismatch`] if the digest is
+/// not the proposal's; [`JournalError::AlreadyDecided`]; [`JournalError::Finished`];
+/// [`JournalError::LeaseHeld`] while an attempt holds the run; [`JournalError::Conflict`] unless
+/// the run waits on this proposal; unknown run or operation; storage errors. Nothing is written
+/// on any error.
+pub async fn ask_again<J: Journal>(
+    journal: &J,
+    presented: impl Into<Presented>,
+    within: std::time::Duration,
+    by: &str,
+) -> Result<Proposal, JournalError> {
+    let presented = presented.into();
+    let operation = &presented.operation;
+    if !valid_actor(by) {
+        return Err(JournalError::InvalidActor);
+    }
+    let expires = codec::expiry_from_now(within);
+    if within.is_zero() || expires == u64::MAX || codec::time_from_millis(expires).is_none() {
+        return Err(JournalError::InvalidExpiry);
+    }
+    let ordinal = operation.ordinal();
+    for _ in 0..TRIES {
+        let record = inspect(journal, operation.run()).await?;
+        let found = record.operation(ordinal).ok_or(JournalError::UnknownOperation)?;
+        if found.proposal().digest() != presented.digest {
+            return Err(JournalError::SignatureMismatch);
+        }
+        if found.decision().is_some() {
+            return Err(JournalError::AlreadyDecided);
+        }
+        if let RunState::Finished(status) = record.state() {
+            return Err(JournalError::Finished(status));
+        }
+        if record.state() != RunState::AwaitingApproval(ordinal) {
+            return Err(JournalError::Conflict("the run does not wait on this proposal".to_owned()));
+        }
+        idle(&record)?;
+        let subject = crate::event::Subject::Tool(Arc::from(found.proposal().tool()));
+        let event = ControlEvent::new(EventKind::AskedAgain, subject, ordinal)
+            .on(operation.shared())
+            .by(Arc::from(by));
+        let batch = Batch {
+            entries: vec![
+                Entry::ExpectState(RunState::AwaitingApproval(ordinal)),
+                Entry::Expiry(ExpiryRow { ordinal, expires }),
+                Entry::Event(codec::encode_event(&event)),
+            ],
+        };
+        match journal.commit(operation.run(), Fence::Host, batch).await {
+            Err(JournalError::Conflict(_)) => {}
+            Err(error) => return Err(error),
+            Ok(()) => {
+                let record = inspect(journal, operation.run()).await?;
+                let found = record.operation(ordinal).ok_or(JournalError::UnknownOperation)?;
+                return Ok(found.proposal().clone());
+            }
         }
     }
     Err(kept_changing())

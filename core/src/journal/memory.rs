@@ -482,6 +482,13 @@ fn apply(stored: &mut StoredRun, entry: Entry) -> Result<(), JournalError> {
             stored.events.push(row);
             Ok(())
         }
+        Entry::Expiry(row) => {
+            let proposal = stored.proposals.iter_mut().find(|p| p.ordinal == row.ordinal);
+            let proposal = proposal
+                .ok_or_else(|| JournalError::Conflict("no proposal for this operation".to_owned()))?;
+            proposal.expires = Some(row.expires);
+            Ok(())
+        }
         Entry::Ledger(ledger) => {
             stored.run.ledger = ledger;
             Ok(())

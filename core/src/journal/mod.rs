@@ -43,7 +43,7 @@
 //!
 //! The host's side needs no worker identity: [`inspect`] a run (its state, epoch, lease,
 //! definition, operations and audit log), [`list`] runs by state and by label a page at a time,
-//! [`approve`] or [`deny`] a proposal, [`reconcile`] an ambiguous effect, [`cancel`] the attempt
+//! [`approve`] or [`deny`] a proposal, [`ask_again`] for one that expired, [`reconcile`] an ambiguous effect, [`cancel`] the attempt
 //! running a run, [`close`] a run for good, and [`follow`] a run's recorded stream from any
 //! position (a Server-Sent-Events `Last-Event-ID`), in any process.
 //!
@@ -92,7 +92,9 @@ pub use definition::RunDefinition;
 pub use ended::Ended;
 pub use error::{JournalError, StorageError};
 pub use holder::{is_dead_holder, process_holder};
-pub use host::{Presented, approve, cancel, close, deny, inspect, list, reconcile, scope_of, widen};
+pub use host::{
+    Presented, approve, ask_again, cancel, close, deny, inspect, list, reconcile, scope_of, widen,
+};
 pub use id::{Digest, FencingToken, MAX_RUN_ID_LEN, OperationId, RunId};
 pub use label::{Labels, MAX_LABEL_KEY_LEN, MAX_LABEL_VALUE_LEN, MAX_LABELS};
 pub use memory::MemoryJournal;
@@ -102,7 +104,7 @@ pub use record::{
     Reconciliation, Resolution, RunState, Verdict, valid_actor, valid_reason,
 };
 pub use row::{
-    Batch, CallRow, DecisionRow, Entry, EventRow, Fence, LabelRow, Lease, ListedRow, ProposalRow,
+    Batch, CallRow, DecisionRow, Entry, EventRow, ExpiryRow, Fence, LabelRow, Lease, ListedRow, ProposalRow,
     ReconciliationRow, ReplyRow, RunRow, StartedRow, StoredRun, UpdateRow,
 };
 pub use run::CANCEL_POLL;

@@ -183,6 +183,15 @@ pub struct EventRow {
     pub reason: Option<String>,
 }
 
+/// A proposal's new expiry ([`Entry::Expiry`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ExpiryRow {
+    /// The operation's ordinal.
+    pub ordinal: u32,
+    /// When the proposal expires, in milliseconds since the Unix epoch.
+    pub expires: u64,
+}
+
 /// One line of a run's recorded stream, as [`Journal::updates`](super::Journal::updates)
 /// reads it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -241,6 +250,8 @@ pub enum Entry {
     Reconciliation(ReconciliationRow),
     /// Append an event.
     Event(EventRow),
+    /// Replace the expiry of a proposal that waits for a decision (a host asks again).
+    Expiry(ExpiryRow),
     /// Insert a line of the run's recorded stream: one [`Update`](crate::watch::Update) as the
     /// JSON a live stream serialises it to, under its number (the run's last line's plus one).
     Update(UpdateRow),

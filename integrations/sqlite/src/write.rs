@@ -279,6 +279,16 @@ fn write(transaction: &Connection, run: &str, entry: &Entry, seq: &mut i64) -> R
         Entry::Release => {
             execute("UPDATE runs SET lease_holder = NULL, lease_until = NULL WHERE run = ?1", params![run])
         }
+        Entry::Expiry(row) => {
+            let mut statement = transaction
+                .prepare_cached("UPDATE proposals SET expires = ?3 WHERE run = ?1 AND ordinal = ?2")
+                .map_err(storage)?;
+            let expires = i64::try_from(row.expires).unwrap_or(i64::MAX);
+            match statement.execute(params![run, int(row.ordinal), expires]).map_err(storage)? {
+                0 => Err(JournalError::Conflict("no proposal for this operation".into())),
+                _ => Ok(()),
+            }
+        }
         Entry::Update(row) => execute(
             "INSERT INTO updates (run, seq, line) VALUES (?1, ?2, ?3)",
             params![run, i64::try_from(row.seq).unwrap_or(i64::MAX), row.line],

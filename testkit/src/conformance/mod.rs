@@ -22,6 +22,9 @@
 //!   proposal never run, no attempt taking it again, refused while an attempt holds it;
 //! - [`spend`]: a model call's reservation in flight when its attempt died is charged whole on
 //!   resume, and replayed replies are not charged again;
+//! - [`approvals`]: a proposal's expiry kept by the backend, a late approval refused and
+//!   nothing written, a host asking again (a new expiry, audited) after which the approval is
+//!   taken and the effect runs once, and asking again refused for bad input or a held run;
 //! - [`streams`]: recorded streams numbered per run in commit order, read a page at a time from
 //!   any position, no line from a refused commit, and a run's stream followed from another
 //!   process line for line what its watchers got, across a suspension and a resume.
@@ -32,6 +35,7 @@
 //!   cannot see each other's runs.
 //! - Expiry is real time: checks that wait for a lease to expire use [`SHORT`] leases.
 
+mod approvals;
 mod cancels;
 mod closing;
 mod definitions;
@@ -80,6 +84,7 @@ pub async fn check_all<B: Backend>(backend: &B) {
     spend::check_all(backend).await;
     definitions::check_all(backend).await;
     streams::check_all(backend).await;
+    approvals::check_all(backend).await;
 }
 
 /// Two journals on one fresh storage, `a` and `b`, with leases of `lease`.

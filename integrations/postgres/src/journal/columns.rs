@@ -359,6 +359,10 @@ impl<'a> Columns<'a> {
                 Entry::ExpectState(_) => {
                     return Err(JournalError::storage("a batch expecting a state cannot join a group"));
                 }
+                // A host's command, which goes on the single path too.
+                Entry::Expiry(_) => {
+                    return Err(JournalError::storage("a host's new expiry cannot join a group"));
+                }
                 Entry::Ledger(value) => ledger = Some(value.as_str()),
                 Entry::State(value) => state = Some(*value),
                 Entry::Definition(value) => definition = Some(value.as_str()),

@@ -143,6 +143,7 @@ const EVENTS: &str = "INSERT INTO loopbound_events \
                              unnest($2::text[], $3::text[], $4::bigint[], $5::text[], $6::text[], $7::text[]) \
                              WITH ORDINALITY AS e(kind, name, count, operation, decided_by, reason, ord)";
 const UPDATE: &str = "INSERT INTO loopbound_updates (run_id, seq, line) VALUES ($1, $2, $3)";
+const EXPIRY: &str = "UPDATE loopbound_proposals SET expires = $3 WHERE run_id = $1 AND ordinal = $2";
 /// Whether the run's state is the expected one (one row) or not (none), read under the fence's
 /// lock.
 const EXPECT_STATE: &str = "SELECT 1 FROM loopbound_runs WHERE run_id = $1 AND state = $2 \
@@ -170,6 +171,7 @@ fn statement(entry: &Entry) -> &'static str {
         Entry::CancelHonoured => CANCEL_HONOURED,
         Entry::Release => RELEASE,
         Entry::Update(_) => UPDATE,
+        Entry::Expiry(_) => EXPIRY,
     }
 }
 
@@ -513,6 +515,13 @@ impl Writer<'_> {
             Entry::Definition(definition) => self.execute(transaction, DEFINITION, &[&run, definition]).await,
             Entry::CancelHonoured => self.execute(transaction, CANCEL_HONOURED, &[&run]).await,
             Entry::Release => self.execute(transaction, RELEASE, &[&run]).await,
+            Entry::Expiry(row) => {
+                let expires = i64::try_from(row.expires).unwrap_or(i64::MAX);
+                match self.execute(transaction, EXPIRY, &[&run, &int(row.ordinal), &expires]).await? {
+                    0 => Err(JournalError::Conflict("no proposal for this operation".to_owned())),
+                    changed => Ok(changed),
+                }
+            }
             Entry::Update(row) => {
                 let seq = i64::try_from(row.seq).unwrap_or(i64::MAX);
                 self.execute(transaction, UPDATE, &[&run, &seq, &row.line]).await
