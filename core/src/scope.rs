@@ -54,6 +54,7 @@ struct Inner<S> {
     guard: Guard,
     state: S,
     labels: Labels,
+    records_stream: bool,
 }
 
 impl<S> Clone for Scope<S> {
@@ -79,6 +80,7 @@ pub struct ScopeBuilder<S = ()> {
     feed: Option<Feed>,
     state: S,
     labels: Labels,
+    records_stream: bool,
 }
 
 impl Default for ScopeBuilder {
@@ -94,6 +96,7 @@ impl Default for ScopeBuilder {
             feed: None,
             state: (),
             labels: Labels::new(),
+            records_stream: false,
         }
     }
 }
@@ -227,6 +230,7 @@ impl<S> ScopeBuilder<S> {
             feed: self.feed,
             state,
             labels: self.labels,
+            records_stream: self.records_stream,
         }
     }
 
@@ -235,6 +239,18 @@ impl<S> ScopeBuilder<S> {
     /// The stream ends after the run's outcome, or when the scope is dropped.
     pub fn watch(mut self, feed: Feed) -> Self {
         self.feed = Some(feed);
+        self
+    }
+
+    /// Records a journaled run's stream in its journal: what a watcher gets, as numbered lines
+    /// that [`journal::follow`](crate::journal::follow) reads from any position, in any process,
+    /// after any restart (a Server-Sent-Events `Last-Event-ID`). Kept in the run's definition:
+    /// every attempt of the run records, and a resume's scope does not change it
+    /// ([`journal::scope_of`](crate::journal::scope_of) carries it). Off by default: the lines
+    /// ride on the attempt's commits, but they are rows to write (a run without a watcher need
+    /// not pay for them). A run that is not journaled records nothing.
+    pub fn record_stream(mut self) -> Self {
+        self.records_stream = true;
         self
     }
 
@@ -281,7 +297,8 @@ impl<S> ScopeBuilder<S> {
             None => self.caller.unwrap_or_default(),
         };
         let guard = Guard::new(self.limits, self.capabilities, caller, deadline, self.terms, self.feed);
-        Ok(Scope { inner: Arc::new(Inner { guard, state: self.state, labels: self.labels }) })
+        let records_stream = self.records_stream;
+        Ok(Scope { inner: Arc::new(Inner { guard, state: self.state, labels: self.labels, records_stream }) })
     }
 }
 
@@ -349,6 +366,13 @@ impl<S> Scope<S> {
     #[must_use]
     pub fn labels(&self) -> &Labels {
         &self.inner.labels
+    }
+
+    /// Whether a journaled run of this scope records its stream
+    /// ([`ScopeBuilder::record_stream`]).
+    #[must_use]
+    pub fn records_stream(&self) -> bool {
+        self.inner.records_stream
     }
 
     /// Whether `capability` was granted.

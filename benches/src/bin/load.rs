@@ -70,6 +70,10 @@ struct Cli {
     /// Journal every run on one file of this backend.
     #[arg(long, value_enum)]
     journal: Option<Journal>,
+    /// With `--journal`: every run records its stream in the journal (`record_stream`), as a
+    /// service that replays runs to reconnecting browsers does.
+    #[arg(long, requires = "journal")]
+    record_stream: bool,
     /// Send the model calls over HTTP/2 spread over this many connections (default: HTTP/1.1,
     /// one connection per call in flight).
     #[arg(long, value_name = "CONNECTIONS")]
@@ -271,6 +275,7 @@ async fn measure(
         journal,
         Duration::from_secs(cli.deadline_secs),
         cli.watch,
+        cli.record_stream,
         http,
     )
     .map_err(|error| error.to_string())?;
@@ -334,6 +339,7 @@ async fn measure(
         stream: cli.stream,
         watched: cli.watch,
         journal: cli.journal.map(|journal| journal.name().to_owned()),
+        recorded_stream: cli.record_stream,
         store_calls,
         store_calls_per_s: store_calls.map(|calls| calls as f64 / wall.as_secs_f64().max(f64::MIN_POSITIVE)),
         http2_connections: cli.http2.map(|n| n.get() as u64),

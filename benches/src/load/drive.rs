@@ -101,12 +101,13 @@ pub struct ReviewLoad {
     journal: Option<TimedJournal<AnyJournal>>,
     deadline: Duration,
     watch: bool,
+    record: bool,
 }
 
 impl ReviewLoad {
     /// The review against the server at `base_url`, streamed or whole, over `http`; journaled
-    /// on `journal` (a SQLite file or a PostgreSQL database) when given. Each run's deadline is
-    /// `deadline`.
+    /// on `journal` (a SQLite file or a PostgreSQL database) when given, each journaled run
+    /// recording its stream with `record`. Each run's deadline is `deadline`.
     ///
     /// # Errors
     ///
@@ -117,6 +118,7 @@ impl ReviewLoad {
         journal: Option<AnyJournal>,
         deadline: Duration,
         watch: bool,
+        record: bool,
         http: HttpVersion,
     ) -> Result<Arc<Self>, SetupError> {
         let config = Config::new(base_url, MODEL).map_err(SetupError::Transport)?.with_http(http);
@@ -124,7 +126,7 @@ impl ReviewLoad {
         let runtime =
             Runtime::harness(&review::tools().set, transport).options(review::options()).streaming(streaming);
         let journal = journal.map(TimedJournal::new);
-        Ok(Arc::new(Self { runtime, journal, deadline, watch }))
+        Ok(Arc::new(Self { runtime, journal, deadline, watch, record }))
     }
 
     /// Runs review `id` (ASCII letters, digits, `-`, `_`): its user message names it
@@ -135,6 +137,9 @@ impl ReviewLoad {
         let mut builder = Scope::builder().grants(BOTH_CAPABILITIES).limits(limits).state(Review::default());
         if self.watch {
             builder = builder.watch(feed);
+        }
+        if self.record {
+            builder = builder.record_stream();
         }
         let scope = match builder.build() {
             Ok(scope) => scope,

@@ -36,6 +36,9 @@ pub struct Report {
     pub watched: bool,
     /// The journal, if the runs were journaled (`sqlite`).
     pub journal: Option<String>,
+    /// Whether each journaled run recorded its stream (loopbound's `--record-stream`).
+    #[serde(default)]
+    pub recorded_stream: bool,
     /// The HTTP version of the model calls: `1.1`, or `2` over `http2_connections`
     /// connections. The peers' scripts leave it out (their clients speak HTTP/1.1).
     #[serde(default)]
@@ -105,8 +108,11 @@ impl Report {
             (false, true) => "whole replies, each run watched",
             (false, false) => "whole replies",
         };
-        let journal =
-            self.journal.as_deref().map_or_else(String::new, |name| format!(", journaled on {name}"));
+        let recorded = if self.recorded_stream { ", streams recorded" } else { "" };
+        let journal = self
+            .journal
+            .as_deref()
+            .map_or_else(String::new, |name| format!(", journaled on {name}{recorded}"));
         let http =
             self.http2_connections.map_or_else(String::new, |n| format!(", HTTP/2 over {n} connections"));
         let release = if self.release_over_ms > 0.0 {

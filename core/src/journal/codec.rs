@@ -195,6 +195,8 @@ struct StoredDefinition {
     prices: Option<codec_terms::StoredPrices>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pools: Option<codec_terms::StoredPools>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    stream: bool,
 }
 
 fn default_min_output() -> u32 {
@@ -225,6 +227,7 @@ pub(crate) fn encode_definition(definition: &RunDefinition) -> String {
         tool_limits: definition.tool_limits.clone(),
         prices: definition.prices.as_deref().map(codec_terms::encode_prices),
         pools: definition.pools.as_ref().map(codec_terms::encode_pools),
+        stream: definition.records_stream,
     };
     serde_json::to_string(&stored).unwrap_or_default()
 }
@@ -279,7 +282,15 @@ pub(crate) fn decode_definition(text: &str, labels: Labels) -> Result<Option<Run
         Some(stored) => Some(codec_terms::decode_pools(&stored).ok_or_else(bad)?),
         None => None,
     };
-    Ok(Some(RunDefinition { grants, limits, tool_limits: stored.tool_limits, prices, pools, labels }))
+    Ok(Some(RunDefinition {
+        grants,
+        limits,
+        tool_limits: stored.tool_limits,
+        prices,
+        pools,
+        labels,
+        records_stream: stored.stream,
+    }))
 }
 
 /// The instant `millis` milliseconds after the Unix epoch, if the clock can represent it (one
@@ -422,6 +433,7 @@ mod tests {
             prices: None,
             pools: None,
             labels: Labels::new(),
+            records_stream: false,
         }
     }
 
@@ -470,7 +482,14 @@ mod tests {
         let text = encode_definition(&definition);
         assert_eq!(decode_definition(&text, Labels::new()), Ok(Some(definition)));
         let plain = encode_definition(&defined(&grants, Limits::default()));
-        assert!(!plain.contains("tool_limits") && !plain.contains("prices"), "{plain}");
+        assert!(
+            !plain.contains("tool_limits") && !plain.contains("prices") && !plain.contains("stream"),
+            "{plain}"
+        );
+        let recording = RunDefinition { records_stream: true, ..defined(&grants, Limits::default()) };
+        let text_recording = encode_definition(&recording);
+        assert!(text_recording.ends_with(r#","stream":true}"#), "{text_recording}");
+        assert_eq!(decode_definition(&text_recording, Labels::new()), Ok(Some(recording)));
         let decoded = decode_definition(&plain, Labels::new()).unwrap().unwrap();
         assert_eq!((decoded.tool_limits().count(), decoded.prices()), (0, None));
         let bad_tool = text.replace(r#""refund":1"#, r#""re fund":1"#);

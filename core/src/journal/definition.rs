@@ -36,6 +36,7 @@ pub struct RunDefinition {
     pub(crate) prices: Option<Arc<Prices>>,
     pub(crate) pools: Option<PoolTerms>,
     pub(crate) labels: Labels,
+    pub(crate) records_stream: bool,
 }
 
 impl RunDefinition {
@@ -48,6 +49,7 @@ impl RunDefinition {
             prices: scope.prices().cloned(),
             pools: scope.pools().map(crate::pool::PoolDraw::terms).filter(|terms| !terms.names().is_empty()),
             labels: scope.labels().clone(),
+            records_stream: scope.records_stream(),
         }
     }
 
@@ -97,6 +99,12 @@ impl RunDefinition {
         &self.labels
     }
 
+    /// Whether the run records its stream ([`ScopeBuilder::record_stream`]).
+    #[must_use]
+    pub fn records_stream(&self) -> bool {
+        self.records_stream
+    }
+
     /// A scope builder with this definition's grants, limits, per-tool limits, price table,
     /// pools and labels, for the run's next attempt in any process: add the request's state and
     /// the caller's token, narrow the grants or set another deadline if need be, and build. A
@@ -110,6 +118,9 @@ impl RunDefinition {
             .labels(self.labels.clone());
         if let Some(pools) = &self.pools {
             builder = builder.resuming_pools(pools.clone());
+        }
+        if self.records_stream {
+            builder = builder.record_stream();
         }
         for (tool, limit) in &self.tool_limits {
             builder = builder.tool_limit(tool.clone(), *limit);
@@ -182,6 +193,7 @@ mod tests {
             prices: None,
             pools: None,
             labels: Labels::new(),
+            records_stream: false,
         }
     }
 

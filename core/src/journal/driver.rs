@@ -71,9 +71,9 @@ pub(crate) struct Journaled<'j, J> {
     renewed: Instant,
     /// Effects' results buffered and not committed yet.
     unsettled: bool,
-    /// The run's recorded stream: its steps numbered as they happen, each committed with the
-    /// attempt's next commit.
-    tail: Arc<Tail>,
+    /// The run's recorded stream, if it records one: its steps numbered as they happen, each
+    /// committed with the attempt's next commit.
+    tail: Option<Arc<Tail>>,
 }
 
 impl<'j, J: Journal> Journaled<'j, J> {
@@ -82,7 +82,7 @@ impl<'j, J: Journal> Journaled<'j, J> {
         record: RunRecord,
         persisted: usize,
         acquired: Instant,
-        tail: Arc<Tail>,
+        tail: Option<Arc<Tail>>,
     ) -> Self {
         Self {
             store,
@@ -148,7 +148,7 @@ impl<'j, J: Journal> Journaled<'j, J> {
         if self.state != self.stored {
             self.pending.push(Entry::State(self.state));
         }
-        let lines = self.tail.uncommitted();
+        let lines = self.tail.as_ref().map(|tail| tail.uncommitted()).unwrap_or_default();
         let last_line = lines.last().map(|row| row.seq);
         self.pending.entries.extend(lines.into_iter().map(Entry::Update));
         if end.is_some() {
@@ -159,8 +159,8 @@ impl<'j, J: Journal> Journaled<'j, J> {
         self.store.commit(guard, &self.run, Fence::Epoch(self.epoch), batch).await?;
         self.stored = self.state;
         self.renewed = started;
-        if let Some(last) = last_line {
-            self.tail.committed(last);
+        if let (Some(tail), Some(last)) = (&self.tail, last_line) {
+            tail.committed(last);
         }
         Ok(())
     }
@@ -661,7 +661,9 @@ impl<J> Drop for Journaled<'_, J> {
     /// The attempt publishes nothing more to its stream: a follower in this process goes back
     /// to the journal for what was committed.
     fn drop(&mut self) {
-        self.tail.close();
+        if let Some(tail) = &self.tail {
+            tail.close();
+        }
     }
 }
 

@@ -45,6 +45,8 @@ pub enum JournalError {
     StreamUnsupported,
     /// A proposal's new expiry is zero or out of range.
     InvalidExpiry,
+    /// The run does not record its stream ([`ScopeBuilder::record_stream`](crate::ScopeBuilder::record_stream)).
+    StreamNotRecorded,
     /// A run's limits do not validate.
     InvalidLimits(crate::limits::LimitsError),
     /// A capability's name is empty or has a control character.
@@ -127,6 +129,7 @@ impl fmt::Display for JournalError {
             Self::InvalidLease => f.write_str("invalid lease: use more than zero and at most a day"),
             Self::CancelUnsupported => f.write_str("this journal records no cancel requests"),
             Self::StreamUnsupported => f.write_str("this journal keeps no recorded streams"),
+            Self::StreamNotRecorded => f.write_str("this run does not record its stream (ScopeBuilder::record_stream)"),
             Self::InvalidExpiry => f.write_str("invalid expiry: use more than zero, within the clock's range"),
             Self::InvalidLimits(error) => error.fmt(f),
             Self::InvalidCapability => f.write_str("invalid capability: a name without control characters"),

@@ -260,17 +260,24 @@ async fn begin<'j, J: Journal, S>(
     if !scope.guard().restore(record.counters.clone(), record.events.clone()) {
         return Err(Failed::Journal(JournalError::ScopeInUse));
     }
-    // The recorded stream takes the run's steps from here, numbered after the lines of the
-    // earlier attempts; a follower in this process sees them as they come.
-    let (tap, steps) = crate::watch::channel();
-    if !scope.guard().set_tap(tap) {
-        return Err(Failed::Journal(JournalError::ScopeInUse));
-    }
-    let tail = Tail::new(steps, stored.stream + 1);
-    if let (Some(live), Ok(runtime)) = (journal.live_streams(), tokio::runtime::Handle::try_current()) {
-        live.register(run, &tail);
-        runtime.spawn(pump(Arc::clone(&tail)));
-    }
+    // A run that records its stream (its definition says so, or a new run's scope) takes its
+    // steps from here, numbered after the lines of the earlier attempts; a follower in this
+    // process sees them as they come.
+    let records = record.definition.as_ref().map_or(scope.records_stream(), RunDefinition::records_stream);
+    let tail = if records {
+        let (tap, steps) = crate::watch::channel();
+        if !scope.guard().set_tap(tap) {
+            return Err(Failed::Journal(JournalError::ScopeInUse));
+        }
+        let tail = Tail::new(steps, stored.stream + 1);
+        if let (Some(live), Ok(runtime)) = (journal.live_streams(), tokio::runtime::Handle::try_current()) {
+            live.register(run, &tail);
+            runtime.spawn(pump(Arc::clone(&tail)));
+        }
+        Some(tail)
+    } else {
+        None
+    };
     scope.guard().set_epoch(record.epoch);
     conversation.clone_from(&record.conversation);
     let persisted = record.events.len();

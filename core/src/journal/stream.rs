@@ -1,7 +1,9 @@
 //! A journaled run's recorded stream: every step its attempts committed, read from any position
 //! and then followed, from any process that opens the journal.
 //!
-//! Each attempt of a journaled run records what a watcher of it gets ([`watch`](crate::watch)):
+//! Each attempt of a journaled run that records its stream
+//! ([`ScopeBuilder::record_stream`](crate::ScopeBuilder::record_stream)) records what a watcher
+//! of it gets ([`watch`](crate::watch)):
 //! the audit events, each reply's text, each tool call's start and answer, a suspension and the
 //! outcome, numbered 1 for the run's first line. The lines ride on the attempt's own commits (no
 //! store call of their own), so a number names one line for every reader, in every process,
@@ -21,7 +23,8 @@
 //! let journal = MemoryJournal::default();
 //! let run = RunId::new("review-7")?;
 //! let runtime = Runtime::harness(&ToolSet::default(), sequence(vec![Step::Reply(ModelReply::text("Hello."))]));
-//! let scope = Scope::builder().build()?;
+//! // The run records its stream (kept in its definition, for every attempt).
+//! let scope = Scope::builder().record_stream().build()?;
 //! runtime.run_journaled(&journal, &run, &scope, &mut vec![Message::user("Hi.")], |_| true).await?;
 //!
 //! // A reader that saw line 1 and reconnects: it gets line 2 on, then the stream ends after
@@ -88,10 +91,12 @@ pub const FOLLOW_PAGE: usize = 64;
 
 /// Follows `run`'s recorded stream from the line after `after` (0: from the first line).
 ///
-/// A run the journal does not know (yet) has no lines: the follower waits for its first.
+/// A run the journal does not know (yet) has no lines: the follower waits for its first. A run
+/// that does not record its stream ([`ScopeBuilder::record_stream`](crate::ScopeBuilder::record_stream))
+/// is refused with [`JournalError::StreamNotRecorded`] once the follower has read what there is.
 #[must_use]
 pub fn follow<J: Journal>(journal: J, run: RunId, after: u64) -> Follow<J> {
-    Follow { journal, run, after, read: VecDeque::new(), last_final: None, live: None }
+    Follow { journal, run, after, read: VecDeque::new(), last_final: None, live: None, checked: false }
 }
 
 /// A reader of one run's recorded stream ([`follow`]).
@@ -107,6 +112,8 @@ pub struct Follow<J> {
     last_final: Option<bool>,
     /// The live end of the run's stream, while an attempt of this journal handle runs it.
     live: Option<TailReader>,
+    /// Whether the run was found to record its stream.
+    checked: bool,
 }
 
 impl<J: Journal> Follow<J> {
@@ -157,7 +164,28 @@ impl<J: Journal> Follow<J> {
             if self.after_final().await? {
                 return Ok(None);
             }
+            self.check_recorded().await?;
             tokio::time::sleep(FOLLOW_POLL).await;
+        }
+    }
+
+    /// Refuses a run the journal holds that does not record its stream (read once): waiting
+    /// for its lines would wait for ever. A run the journal does not hold yet may start, and
+    /// is waited for.
+    async fn check_recorded(&mut self) -> Result<(), JournalError> {
+        if self.checked {
+            return Ok(());
+        }
+        match super::host::inspect(&self.journal, &self.run).await {
+            Ok(record) => {
+                if record.definition().is_some_and(|definition| !definition.records_stream()) {
+                    return Err(JournalError::StreamNotRecorded);
+                }
+                self.checked = true;
+                Ok(())
+            }
+            Err(JournalError::UnknownRun) => Ok(()),
+            Err(error) => Err(error),
         }
     }
 
@@ -240,7 +268,13 @@ mod tests {
     async fn a_follower_holds_a_page_at_most_waits_while_the_run_goes_on_and_ends_after_its_outcome() {
         let journal = MemoryJournal::default();
         let run = RunId::new("followed").expect("an id");
-        let fresh = RunRow { epoch: 1, attempts: 1, ..RunRow::default() };
+        let fresh = RunRow {
+            epoch: 1,
+            attempts: 1,
+            conversation: crate::journal::codec::encode_conversation(&[]),
+            ledger: crate::journal::codec::encode_counters(&crate::guard::Counters::default()),
+            ..RunRow::default()
+        };
         journal.acquire(&run, fresh).await.expect("the run is free");
         commit(&journal, &run, (1..=130).map(|n| (n, text(n)))).await;
         let mut follower = follow(&journal, run.clone(), 0);

@@ -82,7 +82,7 @@ pub async fn scope<J: Journal>(
     let builder = match opening {
         Opening::First { task, grants } => {
             let labels = Labels::new().with(TASK_LABEL, task.as_str()).map_err(ScopeError::Journal)?;
-            Scope::builder().grants(grants).limits(limits).labels(labels)
+            Scope::builder().grants(grants).limits(limits).labels(labels).record_stream()
         }
         Opening::Resume => journal::scope_of(journal, run).await.map_err(ScopeError::Journal)?,
     };

@@ -24,6 +24,8 @@ pub(crate) async fn check_all<B: Backend>(backend: &B) {
     a_runs_stream_followed_from_another_process_is_what_its_watchers_got(&a, &b).await;
     let (a, b) = two(backend, LONG).await;
     a_follower_in_the_attempts_process_sees_a_step_before_it_is_committed_under_the_same_number(&a, &b).await;
+    let (a, b) = two(backend, LONG).await;
+    a_run_that_does_not_record_writes_no_line_and_is_refused_to_a_follower(&a, &b).await;
 }
 
 fn line(seq: u64, text: &str) -> Entry {
@@ -92,7 +94,12 @@ async fn a_refused_commit_writes_no_line(a: &impl Journal) {
 async fn watched(journal: &impl Journal, sink: &Arc<MemorySink>) -> (Outcome, Vec<String>) {
     let tools = refund::tools(Arc::clone(sink) as Arc<dyn EffectSink>, Policy::Ask).set;
     let (feed, updates) = watch::channel();
-    let scope = Scope::builder().grants(refund::CAPABILITIES).watch(feed).build().expect("valid limits");
+    let scope = Scope::builder()
+        .grants(refund::CAPABILITIES)
+        .watch(feed)
+        .record_stream()
+        .build()
+        .expect("valid limits");
     let runtime = Runtime::harness(&tools, refund::model(refund::short_script(), |_| {}));
     let outcome = runtime
         .run_journaled(journal, &run(), &scope, &mut refund::conversation(), |ended| {
@@ -168,7 +175,7 @@ async fn a_follower_in_the_attempts_process_sees_a_step_before_it_is_committed_u
     b: &impl Journal,
 ) {
     let tools = ToolSet::default();
-    let scope = Scope::builder().build().expect("valid limits");
+    let scope = Scope::builder().record_stream().build().expect("valid limits");
     let runtime = Runtime::harness(&tools, scripted::sequence(vec![Step::Hang]));
     let mut conversation = vec![Message::user("Wait for a model that never answers.")];
     let id = run();
@@ -201,4 +208,24 @@ async fn a_follower_in_the_attempts_process_sees_a_step_before_it_is_committed_u
         Some(r#"{"type":"error","kind":"cancelled","message":"the run was cancelled by its caller"}"#)
     );
     assert_eq!(followed(b, 0).await, seen, "another process reads the same lines under the same numbers");
+}
+
+async fn a_run_that_does_not_record_writes_no_line_and_is_refused_to_a_follower(
+    a: &impl Journal,
+    b: &impl Journal,
+) {
+    let sink = Arc::new(MemorySink::default());
+    let tools = refund::tools(Arc::clone(&sink) as Arc<dyn EffectSink>, Policy::Allow).set;
+    let scope = Scope::builder().grants(refund::CAPABILITIES).build().expect("valid limits");
+    let runtime = Runtime::harness(&tools, refund::model(refund::short_script(), |_| {}));
+    let id = run();
+    let done = runtime
+        .run_journaled(a, &id, &scope, &mut refund::conversation(), |ended| ended.has_succeeded("refund"))
+        .await
+        .expect("an attempt");
+    assert_eq!(done.status(), Status::Completed);
+    assert_eq!(b.updates(&run(), 0, 10).await.expect("read"), [], "no line written");
+    assert_eq!(b.load(&run()).await.expect("load").map(|stored| stored.stream), Some(0));
+    let refused = journal::follow(b, run(), 0).next().await;
+    assert_eq!(refused, Err(JournalError::StreamNotRecorded));
 }
