@@ -577,12 +577,24 @@ async fn a_run_in_flight_is_cancelled_by_its_id_and_bad_requests_are_refused() {
     let (code, body) = get(&client, service.url(&format!("/runs/{id}"))).await;
     assert_eq!((code, &body["state"]), (202, &json!("running")), "{body}");
     assert_eq!(body["links"], links(&id, &["cancel"]));
+    // The client dropped its stream mid-run; it reconnects with the last id it got while the
+    // model call is still in flight, and reads on to the end.
+    let rest = tokio::spawn({
+        let (client, url) = (client.clone(), service.url(&format!("/runs/{id}/events")));
+        async move { events(&client, url, Some(1), |_| false).await }
+    });
     let (code, body) =
         command(&client, service.url(&format!("/runs/{id}/cancel")), "alice", &json!({})).await;
     assert_eq!((code, &body["cancelled"]), (202, &json!(true)), "{body}");
     let (code, body) = get(&client, service.url(&format!("/runs/{id}?wait=true"))).await;
     assert_eq!((code, &body["error"]["kind"]), (499, &json!("cancelled")), "{body}");
     assert_eq!(body["links"], links(&id, &[]), "nothing left to cancel");
+    let rest = rest.await.expect("the reconnected reader");
+    assert_eq!(rest.iter().map(|(id, _)| *id).collect::<Vec<_>>(), (2..=rest.len() + 1).collect::<Vec<_>>());
+    assert_eq!(rest.last().map(|(_, update)| update["type"].clone()), Some(json!("error")), "{rest:?}");
+    let whole: Vec<(usize, Value)> = first.iter().chain(&rest).cloned().collect();
+    let again = events(&client, service.url(&format!("/runs/{id}/events")), None, |_| false).await;
+    assert_eq!(again, whole, "every update once, in order, to the end");
     let (code, body) =
         command(&client, service.url(&format!("/runs/{id}/cancel")), "alice", &json!({})).await;
     assert_eq!((code, &body["error"]["kind"]), (409, &json!("not_running")), "{body}");
