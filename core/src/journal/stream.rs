@@ -60,8 +60,8 @@
 //!   the numbers it saw then name other lines, and a reconnect with one of them skips the
 //!   next attempt's lines up to it. Every committed line is seen once by a reader that
 //!   reconnects with the number of a committed line.
-//! - A host's commands (approve, deny, reconcile, cancel, close) add no line: the attempt that
-//!   resumes the run records its own steps.
+//! - A host's commands (approve, deny, ask again, reconcile, cancel, close) add no line (their
+//!   events are in the run's audit log): the attempt that resumes the run records its own steps.
 //!
 //! # Invariants
 //!
@@ -90,6 +90,9 @@ pub const FOLLOW_POLL: Duration = Duration::from_millis(250);
 pub const FOLLOW_PAGE: usize = 64;
 
 /// Follows `run`'s recorded stream from the line after `after` (0: from the first line).
+///
+/// The follower owns `journal`: pass `&journal` (a reference is a journal) or a clone of the
+/// handle (clones share its live tails).
 ///
 /// A run the journal does not know (yet) has no lines: the follower waits for its first. A run
 /// that does not record its stream ([`ScopeBuilder::record_stream`](crate::ScopeBuilder::record_stream))
