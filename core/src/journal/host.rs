@@ -31,7 +31,7 @@ use super::error::JournalError;
 use super::id::{Digest, OperationId, RunId};
 use super::query::{RunPage, RunQuery, RunSummary};
 use super::record::{
-    Decider, OperationStatus, Proposal, Resolution, RunState, Verdict, valid_actor, valid_reason,
+    Decider, Operation, OperationStatus, Proposal, Resolution, RunState, Verdict, valid_actor, valid_reason,
 };
 use super::row::{Batch, DecisionRow, Entry, ExpiryRow, Fence, Lease, ReconciliationRow};
 use super::run_record::RunRecord;
@@ -311,6 +311,27 @@ fn settling(record: &RunRecord, stopped: RunState, entry: Entry) -> Batch {
     Batch { entries }
 }
 
+/// The operation `ordinal` of `record`, if its proposal is the one presented with `digest` and
+/// waits for a decision in a run that has not ended: what approving, denying and asking again
+/// need alike.
+fn undecided<'r>(
+    record: &'r RunRecord,
+    ordinal: u32,
+    digest: &Digest,
+) -> Result<&'r Operation, JournalError> {
+    let found = record.operation(ordinal).ok_or(JournalError::UnknownOperation)?;
+    if found.proposal().digest() != *digest {
+        return Err(JournalError::SignatureMismatch);
+    }
+    if found.decision().is_some() {
+        return Err(JournalError::AlreadyDecided);
+    }
+    if let RunState::Finished(status) = record.state() {
+        return Err(JournalError::Finished(status));
+    }
+    Ok(found)
+}
+
 /// Refuses a command on a run that an attempt holds now.
 fn idle(record: &RunRecord) -> Result<(), JournalError> {
     match record.lease() {
@@ -427,16 +448,7 @@ async fn decide<J: Journal>(
     }
     for _ in 0..TRIES {
         let record = inspect(journal, operation.run()).await?;
-        let found = record.operation(operation.ordinal()).ok_or(JournalError::UnknownOperation)?;
-        if found.proposal().digest() != *digest {
-            return Err(JournalError::SignatureMismatch);
-        }
-        if found.decision().is_some() {
-            return Err(JournalError::AlreadyDecided);
-        }
-        if let RunState::Finished(status) = record.state() {
-            return Err(JournalError::Finished(status));
-        }
+        let found = undecided(&record, operation.ordinal(), digest)?;
         if verdict == Verdict::Allow && found.proposal().is_expired() {
             return Err(JournalError::ApprovalExpired);
         }
@@ -502,16 +514,7 @@ pub async fn ask_again<J: Journal>(
     let ordinal = operation.ordinal();
     for _ in 0..TRIES {
         let record = inspect(journal, operation.run()).await?;
-        let found = record.operation(ordinal).ok_or(JournalError::UnknownOperation)?;
-        if found.proposal().digest() != presented.digest {
-            return Err(JournalError::SignatureMismatch);
-        }
-        if found.decision().is_some() {
-            return Err(JournalError::AlreadyDecided);
-        }
-        if let RunState::Finished(status) = record.state() {
-            return Err(JournalError::Finished(status));
-        }
+        let found = undecided(&record, ordinal, &presented.digest)?;
         if record.state() != RunState::AwaitingApproval(ordinal) {
             return Err(JournalError::Conflict("the run does not wait on this proposal".to_owned()));
         }
@@ -531,9 +534,9 @@ pub async fn ask_again<J: Journal>(
             Err(JournalError::Conflict(_)) => {}
             Err(error) => return Err(error),
             Ok(()) => {
-                let record = inspect(journal, operation.run()).await?;
-                let found = record.operation(ordinal).ok_or(JournalError::UnknownOperation)?;
-                return Ok(found.proposal().clone());
+                let mut proposal = found.proposal().clone();
+                proposal.expires = codec::time_from_millis(expires);
+                return Ok(proposal);
             }
         }
     }

@@ -196,7 +196,7 @@ impl<'a, T: Transport> Budgeted<'a, T> {
             while let Some(chunk) = poll_fn(|cx| chunks.as_mut().poll_next(cx)).await {
                 let chunk = chunk?;
                 // A watcher sees each piece of text once the assembler has taken it in.
-                let piece = chunk.content.clone().filter(|_| feeds.any());
+                let piece = if feeds.any() { chunk.content.clone() } else { None };
                 // A chunk past the bounds ends the read: the stream is dropped unread.
                 bytes = bytes.saturating_add(chunk_output_bytes(&chunk));
                 let reported = chunk.usage.map(|usage| usage.output_tokens);
