@@ -6,7 +6,9 @@
 #      every fixture of that file;
 #   4. starts the service against it, over the installed MCP filesystem server, with a files
 #      folder and a SQLite journal in one state folder (PostgreSQL instead when
-#      LOOPBOUND_DATABASE_URL is set), and prints `listening on http://…`.
+#      LOOPBOUND_DATABASE_URL is set), two tenants (acme and globex, 20,000 tokens a day each),
+#      and a development approver token (made once, kept in the state folder's approver-token);
+#      prints the operator page's link, then `listening on http://…`.
 # Ctrl-C (or SIGTERM) stops both servers by their PIDs. docs/service.md has a session to try.
 #
 # Optional environment:
@@ -14,6 +16,8 @@
 #   LOOPBOUND_SERVICE_DIR     the state folder: files/ and service.db (default target/service-offline)
 #   LOOPBOUND_SERVICE_BIN     a service binary already built (default: built here by cargo)
 #   AIMOCK_PORT               aimock's port (default 0: any free port; its address is printed)
+#   LOOPBOUND_APPROVER_TOKEN  the development token commands present (default: the state
+#                             folder's approver-token, made once from /dev/urandom)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -36,6 +40,16 @@ else
 fi
 
 mkdir -p "$state/files"
+# The approver: a development token (a real service sits behind a proxy that names the
+# approver; docs/service.md, "Who approves"). Made once, readable by this user only.
+token_file="$state/approver-token"
+if [ -z "${LOOPBOUND_APPROVER_TOKEN:-}" ]; then
+    if [ ! -s "$token_file" ]; then
+        (umask 077 && od -An -N24 -tx1 /dev/urandom | tr -d ' \n' >"$token_file")
+    fi
+    LOOPBOUND_APPROVER_TOKEN="$(cat "$token_file")"
+fi
+export LOOPBOUND_APPROVER_TOKEN
 aimock_log="$state/aimock.log"
 aimock_pid=""
 service_pid=""
@@ -70,7 +84,12 @@ echo "aimock (PID $aimock_pid) serves $expected fixtures at $model_url/v1 (log: 
 
 LOOPBOUND_BASE_URL="$model_url/v1" LOOPBOUND_MODEL=aimock "$service_bin" \
     --listen "$listen" --files "$state/files" --journal "$state/service.db" \
+    --tenant acme=20000 --tenant globex=20000 \
     --mcp-program node --mcp-arg "$FILESYSTEM" &
 service_pid=$!
-echo "service (PID $service_pid) starting; files in $state/files"
+echo "service (PID $service_pid) starting; files in $state/files; approver token in $token_file"
+case "$listen" in
+    *:0) echo "the operator page: the address below, followed by /#token=$LOOPBOUND_APPROVER_TOKEN" ;;
+    *) echo "the operator page: http://$listen/#token=$LOOPBOUND_APPROVER_TOKEN" ;;
+esac
 wait "$service_pid"

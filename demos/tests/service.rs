@@ -14,16 +14,17 @@
 //! process or another). Commands without an approver (401) or from a foreign origin (403).
 //! Without `node` these print SKIPPED and pass, unless LOOPBOUND_REQUIRE_SERVERS=1.
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
+use std::process::Command;
 use std::time::Duration;
 
 use loopbound_testkit::aimock::Aimock;
 use loopbound_testkit::mcp::{self, TempDir};
 use loopbound_testkit::postgres::{Cluster, Durability};
 use serde_json::{Value, json};
+use support::Service;
+
+mod support;
 
 /// Requests of each kind.
 const PER_KIND: usize = 16;
@@ -93,98 +94,6 @@ fn request(n: usize) -> Value {
     }
 }
 
-/// The service (or the script that starts it), stopped by its PID when dropped: SIGTERM, which
-/// the offline script turns into stopping its own servers, then SIGKILL after 10 s.
-struct Service {
-    child: Child,
-    base: String,
-    /// What it printed before its address.
-    before: Vec<String>,
-}
-
-impl Service {
-    fn start(model: &Aimock, files: &Path, journal: &Path, database: Option<&str>) -> Self {
-        Self::start_with(model, files, journal, database, &[])
-    }
-
-    /// As [`start`](Self::start), with `extra` arguments.
-    fn start_with(
-        model: &Aimock,
-        files: &Path,
-        journal: &Path,
-        database: Option<&str>,
-        extra: &[&str],
-    ) -> Self {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_service"));
-        match database {
-            Some(url) => command.env("LOOPBOUND_DATABASE_URL", url),
-            None => command.env_remove("LOOPBOUND_DATABASE_URL"),
-        };
-        command
-            .args(["--listen", "127.0.0.1:0", "--deadline-secs", "30", "--mcp-program", "node", "--files"])
-            .arg(files)
-            .arg("--journal")
-            .arg(journal)
-            .arg("--mcp-arg")
-            .arg(mcp::filesystem_js())
-            .args(extra)
-            .env_remove("LOOPBOUND_APPROVER_TOKEN")
-            .env("LOOPBOUND_BASE_URL", model.base_url())
-            .env("LOOPBOUND_MODEL", "aimock");
-        Self::spawn(command, Duration::from_secs(60))
-    }
-
-    /// Starts `command` and waits up to `patience` for its `listening on` line.
-    fn spawn(mut command: Command, patience: Duration) -> Self {
-        let mut child = command
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("the service starts");
-        let stdout = child.stdout.take().expect("piped stdout");
-        let (sender, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                let _ = sender.send(line);
-            }
-        });
-        // Built first, so that a panic below stops the process (`Drop`).
-        let mut service = Self { child, base: String::new(), before: Vec::new() };
-        loop {
-            let line = lines.recv_timeout(patience).unwrap_or_else(|error| {
-                panic!("no address within {patience:?} ({error}); printed {:?}", service.before)
-            });
-            if let Some(base) = line.strip_prefix("listening on ") {
-                service.base = base.to_owned();
-                return service;
-            }
-            service.before.push(line);
-        }
-    }
-
-    /// Sends SIGTERM and waits up to `patience` for the process to exit; its status, or `None`
-    /// if it did not exit in time.
-    fn terminate(&mut self, patience: Duration) -> Option<std::process::ExitStatus> {
-        if let Ok(Some(status)) = self.child.try_wait() {
-            return Some(status);
-        }
-        let _ = Command::new("kill").arg("-TERM").arg(self.child.id().to_string()).status();
-        let deadline = std::time::Instant::now() + patience;
-        while std::time::Instant::now() < deadline {
-            if let Ok(Some(status)) = self.child.try_wait() {
-                return Some(status);
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        None
-    }
-
-    fn url(&self, path: &str) -> String {
-        format!("{}{path}", self.base)
-    }
-}
-
 /// A service with its own scripted model, files folder and journal (fields drop in order: the
 /// service first).
 struct Setup {
@@ -219,16 +128,8 @@ impl Setup {
         assert!(!status.success(), "killed by its signal: {status:?}");
         let journal = self.state.path().join("service.db");
         let database = self.database.as_deref();
-        self.service = Service::start_with(&self.model, self.root.path(), &journal, database, extra);
-    }
-}
-
-impl Drop for Service {
-    fn drop(&mut self) {
-        if self.terminate(Duration::from_secs(10)).is_none() {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-        }
+        self.service =
+            Service::start_on("127.0.0.1:0", &self.model, self.root.path(), &journal, database, extra);
     }
 }
 
@@ -270,6 +171,13 @@ async fn command(client: &reqwest::Client, url: String, approver: &str, body: &V
         .send()
         .await
         .expect("the service answers");
+    answer(response).await
+}
+
+/// A command on a run presenting the development `token` (`Authorization: Bearer`).
+async fn as_developer(client: &reqwest::Client, url: String, token: &str, body: &Value) -> (u16, Value) {
+    let response =
+        client.post(url).bearer_auth(token).body(body.to_string()).send().await.expect("the service answers");
     answer(response).await
 }
 
@@ -701,6 +609,11 @@ async fn the_offline_script_and_its_fixtures_give_the_documented_session() {
         .find_map(|line| line.split_once(" serves 7 fixtures at ").map(|(_, url)| url.to_owned()))
         .unwrap_or_else(|| panic!("aimock's line, with all 7 fixtures: {:?}", service.before));
     let model = model.split_whitespace().next().expect("aimock's URL").to_owned();
+    // The script made a development token, kept in its state folder, and printed the page's link.
+    let token = std::fs::read_to_string(state.path().join("approver-token")).expect("the approver token");
+    assert_eq!((token.len(), token.bytes().all(|b| b.is_ascii_hexdigit())), (48, true), "{token:?}");
+    let page = format!("the operator page: the address below, followed by /#token={token}");
+    assert!(service.before.contains(&page), "{:?}", service.before);
     let files = state.path().join("files");
     let summary = files.join("summary-7.txt");
     let client = reqwest::Client::new();
@@ -725,7 +638,8 @@ async fn the_offline_script_and_its_fixtures_give_the_documented_session() {
     assert!(!summary.exists(), "nothing written before the approval");
     let digest = body["pending"]["digest"].clone();
     let approve = json!({"digest": digest});
-    let (code, body) = command(&client, service.url(&format!("/runs/{id}/approve")), "alice", &approve).await;
+    let (code, body) =
+        as_developer(&client, service.url(&format!("/runs/{id}/approve")), &token, &approve).await;
     assert_eq!((code, &body["resumed"]), (202, &json!(true)), "{body}");
     let (code, body) = get(&client, service.url(&format!("/runs/{id}?wait=true"))).await;
     assert_eq!((code, &body["outcome"]["status"]), (200, &json!("Completed")), "{body}");
@@ -738,7 +652,7 @@ async fn the_offline_script_and_its_fixtures_give_the_documented_session() {
     let (id, code, body) = run_to_end(&client, &service, &save).await;
     assert_eq!((code, &body["outcome"]["status"]), (202, &json!("AwaitingApproval")), "{body}");
     let deny = json!({"digest": body["pending"]["digest"]});
-    let (code, body) = command(&client, service.url(&format!("/runs/{id}/deny")), "alice", &deny).await;
+    let (code, body) = as_developer(&client, service.url(&format!("/runs/{id}/deny")), &token, &deny).await;
     assert_eq!((code, &body["resumed"]), (202, &json!(true)), "{body}");
     let (code, body) = get(&client, service.url(&format!("/runs/{id}?wait=true"))).await;
     assert_eq!((code, &body["outcome"]["status"]), (403, &json!("Denied")), "{body}");
@@ -748,7 +662,8 @@ async fn the_offline_script_and_its_fixtures_give_the_documented_session() {
     assert_eq!((code, &body["outcome"]["status"]), (202, &json!("AwaitingApproval")), "{body}");
     let digest = json!({"digest": body["pending"]["digest"]});
     let reason = json!({"reason": "not needed after all"});
-    let (code, body) = command(&client, service.url(&format!("/runs/{id}/close")), "alice", &reason).await;
+    let (code, body) =
+        as_developer(&client, service.url(&format!("/runs/{id}/close")), &token, &reason).await;
     assert_eq!((code, &body["closed"]), (200, &json!(true)), "{body}");
     let (code, body) = get(&client, service.url(&format!("/runs/{id}"))).await;
     assert_eq!(
@@ -758,6 +673,13 @@ async fn the_offline_script_and_its_fixtures_give_the_documented_session() {
     let (code, body) = post(&client, service.url(&format!("/runs/{id}/approve")), &digest).await;
     assert_eq!((code, &body["error"]["kind"]), (401, &json!("unauthenticated")), "{body}");
     let (code, body) = command(&client, service.url(&format!("/runs/{id}/approve")), "alice", &digest).await;
+    assert_eq!(
+        (code, &body["error"]["kind"]),
+        (401, &json!("unauthenticated")),
+        "the proxy's header is not read"
+    );
+    let (code, body) =
+        as_developer(&client, service.url(&format!("/runs/{id}/approve")), &token, &digest).await;
     assert_eq!((code, &body["error"]["kind"]), (409, &json!("not_waiting")), "{body}");
 
     // Without the write grant, the write is refused; the same call forever hits the limit.
@@ -781,7 +703,8 @@ async fn the_offline_script_and_its_fixtures_give_the_documented_session() {
     let id = body["id"].as_str().expect("an id").to_owned();
     let first = events(&client, service.url(&format!("/runs/{id}/events")), None, |_| true).await;
     assert_eq!(first.iter().map(|(_, update)| brief(update)).collect::<Vec<_>>(), ["event ModelCall model"]);
-    let (code, _) = command(&client, service.url(&format!("/runs/{id}/cancel")), "alice", &json!({})).await;
+    let (code, _) =
+        as_developer(&client, service.url(&format!("/runs/{id}/cancel")), &token, &json!({})).await;
     assert_eq!(code, 202);
     let (code, body) = get(&client, service.url(&format!("/runs/{id}?wait=true"))).await;
     assert_eq!((code, &body["error"]["kind"]), (499, &json!("cancelled")), "{body}");

@@ -26,7 +26,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use futures_util::Stream;
+use futures_util::{Stream, StreamExt as _};
 use loopbound::journal::{self, Journal, RunId, RunState};
 use loopbound::transport::Transport;
 use serde::Deserialize;
@@ -35,9 +35,12 @@ use serde_json::{Value, json};
 use super::app::{App, CommandError, FindError};
 use super::approver::{self, Approver, Gate};
 use super::durable::Verdict;
+use super::listing;
+use super::page;
 use super::runs::{Ended, Failure, Phase, Recorded, RunSlot};
 use super::status;
 use super::task::Task;
+use super::tenants::Tenants;
 
 /// The largest request body read, in bytes.
 pub const MAX_BODY: usize = 64 * 1024;
@@ -58,7 +61,11 @@ pub fn router<T: Transport + 'static, J: Journal + 'static>(app: Arc<App<T, J>>,
         .route("/runs/{id}/deny", post(deny::<T, J>))
         .route_layer(axum::middleware::from_fn_with_state(gate, approver::require));
     Router::new()
-        .route("/runs", post(create::<T, J>))
+        .route("/", get(page::index))
+        .route("/page.css", get(page::style))
+        .route("/page.js", get(page::script))
+        .route("/runs", post(create::<T, J>).get(listing::runs::<T, J>))
+        .route("/tenants", get(listing::tenants::<T, J>))
         .route("/runs/{id}", get(show::<T, J>))
         .route("/runs/{id}/events", get(events::<T, J>))
         .merge(commands)
@@ -99,6 +106,9 @@ struct NewRun {
     prompt: String,
     #[serde(default)]
     grants: Vec<String>,
+    /// The tenant whose daily pool the run draws from: one configured with `--tenant`.
+    #[serde(default)]
+    tenant: Option<String>,
 }
 
 /// `POST /runs/{id}/approve` and `/deny`: the digest of the proposal decided on (who decides
@@ -143,7 +153,13 @@ fn parse<'a, T: Deserialize<'a>>(body: &'a [u8]) -> Result<T, ApiError> {
     })
 }
 
-fn check(run: &NewRun) -> Result<(), ApiError> {
+fn check(run: &NewRun, tenants: &Tenants) -> Result<(), ApiError> {
+    if let Some(tenant) = &run.tenant
+        && !tenants.knows(tenant)
+    {
+        let message = "the tenant is not one this service is configured with";
+        return Err(ApiError::new(StatusCode::BAD_REQUEST, "unknown_tenant", message));
+    }
     if run.prompt.trim().is_empty() || run.prompt.len() > MAX_PROMPT {
         return Err(ApiError::bad_request(format!("the prompt must have 1 to {MAX_PROMPT} bytes")));
     }
@@ -207,9 +223,9 @@ async fn create<T: Transport + 'static, J: Journal + 'static>(
     body: Body,
 ) -> Result<Response, ApiError> {
     let run: NewRun = parse(&read(body).await?)?;
-    check(&run)?;
+    check(&run, app.tenants())?;
     let slot = app
-        .start(run.task, run.grants, run.prompt)
+        .start(run.task, run.grants, run.tenant, run.prompt)
         .await
         .map_err(|full| ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "full", full.to_string()))?;
     let id = slot.id();
@@ -380,6 +396,8 @@ async fn deny<T: Transport + 'static, J: Journal + 'static>(
 
 /// How often an idle event stream sends a comment, so that proxies keep it open.
 const KEEP_ALIVE: Duration = Duration::from_secs(15);
+/// How long a browser waits before it reconnects to an event stream that ended or dropped.
+pub const RECONNECT: Duration = Duration::from_secs(1);
 
 async fn events<T: Transport + 'static, J: Journal + 'static>(
     State(app): State<Arc<App<T, J>>>,
@@ -407,5 +425,8 @@ async fn events<T: Transport + 'static, J: Journal + 'static>(
             Err(error) => Some((Ok(Event::default().event("error").data(error.to_string())), None)),
         }
     });
-    Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(KEEP_ALIVE)))
+    // A browser reconnects this soon after the stream ends (a run that waits for a decision
+    // ends its stream at once; the reconnection asks again) or the connection drops.
+    let retry = futures_util::stream::once(async { Ok(Event::default().retry(RECONNECT)) });
+    Ok(Sse::new(retry.chain(stream)).keep_alive(KeepAlive::new().interval(KEEP_ALIVE)))
 }

@@ -23,6 +23,7 @@ use loopbound::{Limits, Registration, RunRegistry, Runtime, Scope};
 use super::durable::{self, Opening, ScopeError, Verdict};
 use super::runs::{self, Ended, Failure, Full, Phase, Recorded, RunSlot, Runs};
 use super::task::Task;
+use super::tenants::Tenants;
 
 /// What the service holds for its whole life.
 #[derive(Debug)]
@@ -33,6 +34,7 @@ pub struct App<T, J> {
     runs: Runs,
     limits: Limits,
     files: String,
+    tenants: Tenants,
 }
 
 /// Why a run could not be found.
@@ -104,7 +106,22 @@ where
     #[must_use]
     pub fn new(runtime: Runtime<T>, journal: J, limits: Limits, capacity: usize, files: String) -> Self {
         let journal = Arc::new(journal);
-        Self { runtime, journal, registry: RunRegistry::new(), runs: Runs::new(capacity), limits, files }
+        let runs = Runs::new(capacity);
+        let tenants = Tenants::none();
+        Self { runtime, journal, registry: RunRegistry::new(), runs, limits, files, tenants }
+    }
+
+    /// This service with `tenants`: a run started for one draws from its pool.
+    #[must_use]
+    pub fn with_tenants(mut self, tenants: Tenants) -> Self {
+        self.tenants = tenants;
+        self
+    }
+
+    /// The tenants, and their pools.
+    #[must_use]
+    pub fn tenants(&self) -> &Tenants {
+        &self.tenants
     }
 
     /// The run `id`, if kept in memory.
@@ -144,7 +161,8 @@ where
         self.registry.cancel(id)
     }
 
-    /// Starts a new run of `task` on `prompt`, under `grants`, in the background.
+    /// Starts a new run of `task` on `prompt`, under `grants`, for `tenant` (a configured one,
+    /// checked by the caller), in the background.
     ///
     /// # Errors
     ///
@@ -153,12 +171,14 @@ where
         self: &Arc<Self>,
         task: Task,
         grants: Vec<String>,
+        tenant: Option<String>,
         prompt: String,
     ) -> Result<Arc<RunSlot>, Full> {
         let conversation = vec![Message::system(task.instructions(&self.files)), Message::user(prompt)];
         let slot = Arc::new(RunSlot::new(RunId::generate(), task));
         self.runs.insert(Arc::clone(&slot))?;
-        self.spawn_attempt(Arc::clone(&slot), Opening::First { task, grants }, conversation).await;
+        let opening = Opening::First { task, grants, tenant };
+        self.spawn_attempt(Arc::clone(&slot), opening, conversation).await;
         Ok(slot)
     }
 
@@ -246,12 +266,13 @@ where
         opening: Opening,
         conversation: Vec<Message>,
     ) {
-        let scope = match durable::scope(&self.journal, slot.id(), opening, self.limits).await {
+        let scope = match durable::scope(&self.journal, slot.id(), opening, self.limits, &self.tenants).await
+        {
             Ok(scope) => scope,
             Err(error) => {
                 let failure = match error {
                     ScopeError::Journal(error) => Failure::Journal(error),
-                    limits @ ScopeError::Limits(_) => Failure::Setup(limits.to_string()),
+                    setup @ (ScopeError::Limits(_) | ScopeError::Tenant) => Failure::Setup(setup.to_string()),
                 };
                 slot.end(Ended { result: Err(failure), pending: None });
                 return;

@@ -17,6 +17,7 @@
 //! - Nothing here writes to the journal but the journal's own host commands and `run_journaled`.
 
 use std::fmt;
+use std::sync::Arc;
 
 use loopbound::journal::{
     self, Digest, Journal, JournalError, Labels, OperationId, Presented, Proposal, RunId, RunRecord,
@@ -27,6 +28,7 @@ use serde::Serialize;
 use serde::ser::SerializeStruct;
 
 use super::task::Task;
+use super::tenants::{TENANT_LABEL, Tenants};
 
 /// The label that stores a run's task in its journal.
 pub const TASK_LABEL: &str = "task";
@@ -41,6 +43,8 @@ pub enum Opening {
         task: Task,
         /// The capabilities granted to the request.
         grants: Vec<String>,
+        /// The tenant whose pool the run draws from, stored as the label [`TENANT_LABEL`].
+        tenant: Option<String>,
     },
     /// A later attempt: the run's definition as the journal holds it.
     Resume,
@@ -53,6 +57,8 @@ pub enum ScopeError {
     Limits(LimitsError),
     /// The journal could not give the run's definition.
     Journal(JournalError),
+    /// The request's tenant is not configured here.
+    Tenant,
 }
 
 impl fmt::Display for ScopeError {
@@ -60,31 +66,49 @@ impl fmt::Display for ScopeError {
         match self {
             Self::Limits(error) => write!(f, "invalid limits: {error}"),
             Self::Journal(error) => write!(f, "the run's definition: {error}"),
+            Self::Tenant => f.write_str("the tenant is not configured in this service"),
         }
     }
 }
 
 impl std::error::Error for ScopeError {}
 
-/// A fresh scope for one attempt of `run`, watched by `feed`: from the request for the first
-/// attempt (with `limits`), from the journal for every later one.
+/// A fresh scope for one attempt of `run`: from the request for the first attempt (with
+/// `limits`, drawing from its tenant's pool), from the journal for every later one (drawing
+/// from the pools its definition names, in `tenants`' store).
 ///
 /// # Errors
 ///
-/// [`ScopeError`]: limits that do not validate, or a run whose definition the journal cannot
-/// give (unknown, stored before definitions were, a storage error).
+/// [`ScopeError`]: limits that do not validate, a tenant not configured, or a run whose
+/// definition the journal cannot give (unknown, stored before definitions were, a storage
+/// error), or that draws from pools when this service has no pool store.
 pub async fn scope<J: Journal>(
     journal: &J,
     run: &RunId,
     opening: Opening,
     limits: Limits,
+    tenants: &Tenants,
 ) -> Result<Scope, ScopeError> {
     let builder = match opening {
-        Opening::First { task, grants } => {
-            let labels = Labels::new().with(TASK_LABEL, task.as_str()).map_err(ScopeError::Journal)?;
-            Scope::builder().grants(grants).limits(limits).labels(labels).record_stream()
+        Opening::First { task, grants, tenant } => {
+            let mut labels = Labels::new().with(TASK_LABEL, task.as_str()).map_err(ScopeError::Journal)?;
+            let builder = Scope::builder().grants(grants).limits(limits).record_stream();
+            match tenant {
+                Some(tenant) => {
+                    let draw = tenants.draw(&tenant).ok_or(ScopeError::Tenant)?;
+                    labels = labels.with(TENANT_LABEL, &tenant).map_err(ScopeError::Journal)?;
+                    builder.pools(draw).labels(labels)
+                }
+                None => builder.labels(labels),
+            }
         }
-        Opening::Resume => journal::scope_of(journal, run).await.map_err(ScopeError::Journal)?,
+        Opening::Resume => {
+            let builder = journal::scope_of(journal, run).await.map_err(ScopeError::Journal)?;
+            match tenants.store() {
+                Some(store) => builder.pool_store(Arc::clone(store)),
+                None => builder,
+            }
+        }
     };
     builder.build().map_err(ScopeError::Limits)
 }

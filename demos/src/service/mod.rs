@@ -9,7 +9,10 @@
 //!
 //! | endpoint | what it does | answers |
 //! |---|---|---|
-//! | `POST /runs` `{"task":"answer"\|"save","prompt":…,"grants":[…]}` | starts a run | 202 `{id, links}` |
+//! | `GET /` (`/page.css`, `/page.js`) | the operator's [`page`] | 200, HTML |
+//! | `POST /runs` `{"task":"answer"\|"save","prompt":…,"grants":[…],"tenant":…}` | starts a run, drawing from its tenant's pool ([`tenants`]) | 202 `{id, links}` |
+//! | `GET /runs?state=…&tenant=…&after=…&limit=…` | a page of the journal's runs ([`listing`]) | 200 `{runs, next}` |
+//! | `GET /tenants` | each tenant's pool today | 200 `{tenants}` |
 //! | `GET /runs/{id}` (`?wait=true` waits for the attempt in flight) | the run's outcome or error, and the proposal it waits on | the [`status`] table |
 //! | `GET /runs/{id}/events` | the run's live stream as Server-Sent Events, from the start or after `Last-Event-ID` | 200, `text/event-stream` |
 //! | `POST /runs/{id}/cancel` | cancels the attempt in flight, as its caller | 202, or 409 if none is |
@@ -55,8 +58,11 @@ pub mod api;
 pub mod app;
 pub mod approver;
 pub mod durable;
+pub mod listing;
+pub mod page;
 pub mod runs;
 pub mod start;
 pub mod status;
 pub mod task;
+pub mod tenants;
 pub mod tools;

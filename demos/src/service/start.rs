@@ -18,6 +18,7 @@ use std::time::Duration;
 
 use clap::Parser;
 use loopbound::journal::{Journal, JournalError};
+use loopbound::pool::PoolError;
 use loopbound::transport::{ChatOptions, Transport};
 use loopbound::{Limits, LimitsError, Runtime};
 use loopbound_mcp::{ConnectError, Connection, StdioServer, Timeouts};
@@ -26,6 +27,7 @@ use loopbound_openai::{ConfigError, OpenAiTransport};
 use super::api;
 use super::app::App;
 use super::approver::{self, Gate, GateError};
+use super::tenants::{Tenant, Tenants};
 use super::tools::{self, ToolsError};
 
 /// The pinned filesystem server, fetched by `npx` when no other program is given.
@@ -84,6 +86,11 @@ pub struct Config {
     /// address, and `localhost` with its port when it is a loopback address.
     #[arg(long = "origin")]
     pub origins: Vec<String>,
+    /// A tenant and its budget of tokens per UTC day, `NAME=TOKENS` (`acme=20000`); repeat for
+    /// several. A request names its tenant (`"tenant":"acme"`) and every model call of its run
+    /// is reserved in that tenant's pool, kept beside the journal, before it is sent.
+    #[arg(long = "tenant")]
+    pub tenants: Vec<Tenant>,
 }
 
 /// Why the service did not start.
@@ -105,6 +112,8 @@ pub enum StartError {
     Postgres(loopbound_postgres::Error),
     /// The approver seam's options.
     Approver(GateError),
+    /// The tenants' pools.
+    Pools(PoolError),
     /// The listener.
     Listen(std::io::Error),
 }
@@ -120,6 +129,7 @@ impl fmt::Display for StartError {
             Self::Journal(error) => write!(f, "the SQLite journal: {error}"),
             Self::Postgres(error) => write!(f, "the PostgreSQL journal: {error}"),
             Self::Approver(error) => write!(f, "the approver: {error}"),
+            Self::Pools(error) => write!(f, "the tenants' pools: {error}"),
             Self::Listen(error) => write!(f, "the listener: {error}"),
         }
     }
@@ -160,12 +170,30 @@ pub async fn serve(config: Config) -> Result<(), StartError> {
             let journal = loopbound_postgres::PostgresJournal::connect(&database)
                 .await
                 .map_err(StartError::Postgres)?;
-            listen(&config, App::new(runtime, journal, limits, config.max_runs, files)).await
+            let tenants = if config.tenants.is_empty() {
+                Tenants::none()
+            } else {
+                let pools = loopbound_postgres::PostgresPools::connect(journal.store())
+                    .await
+                    .map_err(StartError::Pools)?;
+                Tenants::define(Arc::new(pools), &config.tenants).await.map_err(StartError::Pools)?
+            };
+            let app = App::new(runtime, journal, limits, config.max_runs, files).with_tenants(tenants);
+            listen(&config, app).await
         }
         _ => {
             let journal =
                 loopbound_sqlite::SqliteJournal::open(&config.journal).map_err(StartError::Journal)?;
-            listen(&config, App::new(runtime, journal, limits, config.max_runs, files)).await
+            let tenants = if config.tenants.is_empty() {
+                Tenants::none()
+            } else {
+                // The pools live in the journal's file, beside the runs that draw from them.
+                let pools =
+                    loopbound_sqlite::SqlitePools::open(&config.journal).map_err(StartError::Pools)?;
+                Tenants::define(Arc::new(pools), &config.tenants).await.map_err(StartError::Pools)?
+            };
+            let app = App::new(runtime, journal, limits, config.max_runs, files).with_tenants(tenants);
+            listen(&config, app).await
         }
     }
 }
