@@ -6,7 +6,7 @@
 //! # Invariants
 //!
 //! - Every store call of an attempt that the attempt waits for (taking the run, each commit,
-//!   each cancel check) is bounded by the run's deadline and its caller's cancellation, through
+//!   each cancel check, the read of a recorded stream's last line) is bounded by the run's deadline and its caller's cancellation, through
 //!   [`Guard::on_store`](crate::guard::Guard): it returns or is given up within
 //!   [`STORE_GRACE`](crate::STORE_GRACE) of the run's stop instant, whatever the store does.
 //! - A lease renewal is the one call not bounded so: it runs beside the work it protects,
@@ -95,6 +95,17 @@ impl<'j, J: Journal> Store<'j, J> {
     /// each admission.
     pub(crate) async fn is_requested(&self, guard: &Guard, run: &RunId) -> bool {
         self.canceller().is_requested(guard, run).await
+    }
+
+    /// The line numbered `number` of `run`'s recorded stream ([`Journal::updates`]), bounded;
+    /// `None` when there is none, or it cannot be read in time: a read the attempt can do
+    /// without (it then assumes the worst of the run's last attempt).
+    pub(crate) async fn line(&self, guard: &Guard, run: &RunId, number: u64) -> Option<String> {
+        let after = number.checked_sub(1)?;
+        match guard.on_store(self.journal.updates(run, after, 1)).await {
+            Ok(Ok(mut rows)) => rows.pop().filter(|row| row.seq == number).map(|row| row.line),
+            _ => None,
+        }
     }
 
     /// A handle for asking about cancel requests beside the attempt's course.

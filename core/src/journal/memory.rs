@@ -68,8 +68,8 @@ struct Held {
     runs: BTreeMap<RunId, StoredRun>,
     /// Who asked to cancel each run, until an attempt honours it.
     cancels: BTreeMap<RunId, String>,
-    /// Each run's recorded stream, line 1 first.
-    streams: BTreeMap<RunId, Vec<String>>,
+    /// Each run's recorded stream, by number, in the order of the numbers.
+    streams: BTreeMap<RunId, Vec<(u64, String)>>,
     commits: u64,
     renewals: u64,
 }
@@ -280,11 +280,12 @@ impl MemoryJournal {
                         }
                     }
                     Entry::Update(row) => {
-                        if row.seq != next.stream + 1 {
+                        // Numbers only grow; an attempt after a cut one skips some.
+                        if row.seq <= next.stream {
                             return Err(JournalError::Conflict("this stream line".to_owned()));
                         }
                         next.stream = row.seq;
-                        lines.push(row.line);
+                        lines.push((row.seq, row.line));
                     }
                     entry => {
                         honoured |= entry == Entry::CancelHonoured;
@@ -399,10 +400,11 @@ impl Journal for MemoryJournal {
     ) -> impl Future<Output = Result<Vec<UpdateRow>, JournalError>> + Send {
         let rows = self.with(|held| {
             let Some(lines) = held.streams.get(run) else { return Vec::new() };
-            let skip = usize::try_from(after).unwrap_or(usize::MAX);
-            (after + 1..)
-                .zip(lines.iter().skip(skip).take(limit))
-                .map(|(seq, line)| UpdateRow { seq, line: line.clone() })
+            let skip = lines.partition_point(|(seq, _)| *seq <= after);
+            lines[skip..]
+                .iter()
+                .take(limit)
+                .map(|(seq, line)| UpdateRow { seq: *seq, line: line.clone() })
                 .collect()
         });
         std::future::ready(Ok(rows))

@@ -111,5 +111,5 @@ pub use run::CANCEL_POLL;
 pub use run_record::RunRecord;
 pub use store::{DEFAULT_LEASE, Journal, MAX_LEASE, check_lease};
 pub use stream::{FOLLOW_PAGE, FOLLOW_POLL, Follow, StreamLine, follow};
-pub use tail::LiveStreams;
+pub use tail::{LIVE_AHEAD, LiveStreams};
 pub use widening::Widening;

@@ -30,7 +30,7 @@ use super::record::RunState;
 use super::row::{Batch, Entry, Fence, RunRow};
 use super::run_record::RunRecord;
 use super::store::Journal;
-use super::tail::{Tail, pump};
+use super::tail::{Tail, first_number, pump};
 use crate::event::{ControlEvent, EventKind, HaltReason};
 use crate::guard::Counters;
 use crate::outcome::{EndRecord, Outcome, RunError, Status};
@@ -269,7 +269,9 @@ async fn begin<'j, J: Journal, S>(
         if !scope.guard().set_tap(tap) {
             return Err(Failed::Journal(JournalError::ScopeInUse));
         }
-        let tail = Tail::new(steps, stored.stream + 1);
+        let last =
+            if record.attempts > 1 { store.line(scope.guard(), run, stored.stream).await } else { None };
+        let tail = Tail::new(steps, first_number(record.attempts > 1, stored.stream, last.as_deref()));
         if let (Some(live), Ok(runtime)) = (journal.live_streams(), tokio::runtime::Handle::try_current()) {
             live.register(run, &tail);
             runtime.spawn(pump(Arc::clone(&tail)));

@@ -19,6 +19,12 @@
 //!   most one line per quarter second however its provider cuts it.
 //! - The tail holds only lines not committed yet: a commit trims what it wrote. What it holds
 //!   is at most what the attempt's record held (bounded by the run's limits).
+//! - A reader sees at most [`LIVE_AHEAD`] lines past the last committed one; the others wait
+//!   for the next commit. So no reader ever saw a number above the last committed line plus
+//!   [`LIVE_AHEAD`], and an attempt that takes over a run whose last attempt did not end with
+//!   a committed final line numbers its own lines after that bound ([`first_number`]): a
+//!   reader that reconnects with a number it saw live from a crashed attempt gets every line
+//!   of the next attempt, once.
 //! - Nothing here waits for a reader: publishing is a send on a watch channel.
 
 use std::collections::{HashMap, VecDeque};
@@ -35,6 +41,24 @@ use crate::watch::{Update, Updates};
 
 /// How often, at most, the pump publishes what came.
 pub(crate) const PUBLISH_EVERY: Duration = Duration::from_millis(250);
+
+/// How many lines past its last committed one a recorded stream shows live, at most; the
+/// numbers an attempt skips after one that was cut before it committed its end.
+///
+/// At most one text line per quarter second, this is over four minutes of a streamed reply
+/// between two commits (an attempt commits each reply, each effect and its end).
+pub const LIVE_AHEAD: u64 = 1024;
+
+/// The number of the first line of an attempt whose run's last committed line is `last`
+/// (0: none) and is `last_line`: right after it for a new run or after an attempt that
+/// committed its final line (its outcome or its error); after [`LIVE_AHEAD`] more for a run
+/// whose last attempt was cut (it may have shown that many lines live, never committed).
+pub(crate) fn first_number(resumed: bool, last: u64, last_line: Option<&str>) -> u64 {
+    let ended = last_line
+        .and_then(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .is_some_and(|line| matches!(line["type"].as_str(), Some("outcome" | "error")));
+    if resumed && !ended { last + LIVE_AHEAD + 1 } else { last + 1 }
+}
 
 /// The live tails of the runs whose attempts this journal handle runs (clones of a handle share
 /// them): what lets [`follow`](super::follow) see steps before they are committed. A backend
@@ -69,6 +93,9 @@ impl LiveStreams {
 /// The lines published and not committed, and whether the attempt may publish more.
 #[derive(Debug)]
 struct Lines {
+    /// The number of the attempt's first line: the lines before it are earlier attempts' (all
+    /// committed before this one started) or numbers skipped.
+    start: u64,
     /// The number of `held[0]` (or of the next line, when there is none).
     first: u64,
     held: VecDeque<Arc<str>>,
@@ -103,7 +130,7 @@ impl fmt::Debug for Tail {
 impl Tail {
     /// A tail whose first line will be number `next`, taking its steps from `record`.
     pub(crate) fn new(record: Updates, next: u64) -> Arc<Self> {
-        let lines = Lines { first: next, held: VecDeque::new(), open: true };
+        let lines = Lines { start: next, first: next, held: VecDeque::new(), open: true };
         Arc::new(Self { record: Mutex::new(record), lines: watch::Sender::new(lines) })
     }
 
@@ -167,16 +194,20 @@ pub(crate) struct TailReader {
 }
 
 impl TailReader {
-    /// What follows line `after`: at most `limit` lines.
+    /// What follows line `after`, for a reader that found no committed line after it: at most
+    /// `limit` lines, and none numbered more than [`LIVE_AHEAD`] past the last committed line.
+    /// A reader before the attempt's first line goes on from it (the numbers between were
+    /// skipped: no committed line has them).
     pub(crate) fn after(&mut self, after: u64, limit: usize) -> Found {
         let lines = self.changes.borrow_and_update();
-        let next = after.saturating_add(1);
+        let next = after.saturating_add(1).max(lines.start);
         if next < lines.first {
             return Found::Committed;
         }
         let skip = usize::try_from(next - lines.first).unwrap_or(usize::MAX);
+        let shown = usize::try_from(LIVE_AHEAD).unwrap_or(usize::MAX);
         let found: Vec<UpdateRow> = (next..)
-            .zip(lines.held.iter().skip(skip).take(limit))
+            .zip(lines.held.iter().take(shown).skip(skip).take(limit))
             .map(|(seq, line)| UpdateRow { seq, line: line.to_string() })
             .collect();
         match (found.is_empty(), lines.open) {
@@ -210,5 +241,57 @@ pub(crate) async fn pump(tail: Arc<Tail>) {
             return;
         }
         tokio::time::sleep(PUBLISH_EVERY).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_attempt_after_one_that_was_cut_numbers_past_all_it_could_have_shown() {
+        assert_eq!(first_number(false, 0, None), 1, "a new run");
+        let outcome = r#"{"type":"outcome","status":"AwaitingApproval"}"#;
+        assert_eq!(first_number(true, 8, Some(outcome)), 9, "after a committed outcome");
+        assert_eq!(first_number(true, 8, Some(r#"{"type":"error","kind":"cancelled"}"#)), 9);
+        let text = r#"{"type":"text","reply":1,"text":"{\"type\":\"outcome\"}"}"#;
+        assert_eq!(first_number(true, 8, Some(text)), 8 + LIVE_AHEAD + 1, "cut after a text line");
+        assert_eq!(first_number(true, 0, None), LIVE_AHEAD + 1, "cut before its first commit");
+        assert_eq!(first_number(true, 5, Some("not a line")), 5 + LIVE_AHEAD + 1);
+    }
+
+    #[test]
+    fn a_reader_sees_at_most_live_ahead_lines_past_the_last_commit() {
+        let (_feed, record) = crate::watch::channel();
+        let tail = Tail::new(record, 1);
+        let held = (0..LIVE_AHEAD + 5).map(|n| Arc::<str>::from(n.to_string()));
+        tail.lines.send_modify(|lines| lines.held.extend(held));
+        let mut reader = tail.reader();
+        let Found::Lines(shown) = reader.after(0, usize::MAX) else { panic!("lines") };
+        assert_eq!(shown.iter().map(|row| row.seq).collect::<Vec<_>>(), (1..=LIVE_AHEAD).collect::<Vec<_>>());
+        assert_eq!(reader.after(LIVE_AHEAD, 10), Found::Nothing, "the rest waits for a commit");
+        tail.committed(3);
+        let Found::Lines(more) = reader.after(LIVE_AHEAD, 10) else { panic!("lines") };
+        let numbers: Vec<u64> = more.iter().map(|row| row.seq).collect();
+        assert_eq!(
+            numbers,
+            [LIVE_AHEAD + 1, LIVE_AHEAD + 2, LIVE_AHEAD + 3],
+            "three more once three are committed"
+        );
+        assert_eq!(reader.after(2, 10), Found::Committed);
+    }
+
+    #[test]
+    fn a_reader_before_an_attempt_that_skipped_numbers_goes_on_from_its_first_line() {
+        let (_feed, record) = crate::watch::channel();
+        let start = first_number(true, 8, None);
+        let tail = Tail::new(record, start);
+        let mut reader = tail.reader();
+        assert_eq!(reader.after(8, 10), Found::Nothing, "nothing published yet, nothing committed between");
+        tail.lines.send_modify(|lines| lines.held.extend(["a", "b"].map(Arc::<str>::from)));
+        let Found::Lines(shown) = reader.after(8, 10) else { panic!("lines") };
+        assert_eq!(shown.iter().map(|row| row.seq).collect::<Vec<_>>(), [start, start + 1]);
+        tail.committed(start);
+        assert_eq!(reader.after(8, 10), Found::Committed, "its first line is in the journal now");
     }
 }

@@ -2,17 +2,20 @@
 //! time from any position by any journal on the storage; a commit refused writes no line;
 //! a journaled run's stream, followed from another process, is exactly what its watchers got,
 //! across a suspension and a resume; a follower in the attempt's own process sees a step before
-//! it is committed, under the number it is committed with.
+//! it is committed, under the number it is committed with; after an attempt cut before it
+//! committed its end, the next attempt numbers its lines past every number the cut one could
+//! have shown live, so a reader that reconnects with one gets the next attempt's lines once.
 
 use std::sync::Arc;
 
 use loopbound::journal::{self, Entry, EventRow, Fence, Journal, JournalError, UpdateRow};
 use loopbound::scripted::{self, Step};
 use loopbound::tool::Policy;
+use loopbound::transport::ModelReply;
 use loopbound::watch::{self, Updates};
 use loopbound::{Message, Outcome, RunError, Runtime, Scope, Status, ToolSet};
 
-use super::{Backend, LONG, batch, fresh_row, run, run_named, two};
+use super::{Backend, LONG, PAST_SHORT, SHORT, batch, fresh_row, pair, run, run_named, two};
 use crate::refund::{self, EffectSink, MemorySink};
 
 pub(crate) async fn check_all<B: Backend>(backend: &B) {
@@ -26,6 +29,8 @@ pub(crate) async fn check_all<B: Backend>(backend: &B) {
     a_follower_in_the_attempts_process_sees_a_step_before_it_is_committed_under_the_same_number(&a, &b).await;
     let (a, b) = two(backend, LONG).await;
     a_run_that_does_not_record_writes_no_line_and_is_refused_to_a_follower(&a, &b).await;
+    let (a, b) = pair(backend, SHORT, LONG).await;
+    a_reader_of_an_attempt_cut_before_its_end_gets_every_line_of_the_next_once(&a, &b).await;
 }
 
 fn line(seq: u64, text: &str) -> Entry {
@@ -228,4 +233,54 @@ async fn a_run_that_does_not_record_writes_no_line_and_is_refused_to_a_follower(
     assert_eq!(b.load(&run()).await.expect("load").map(|stored| stored.stream), Some(0));
     let refused = journal::follow(b, run(), 0).next().await;
     assert_eq!(refused, Err(JournalError::StreamNotRecorded));
+}
+
+async fn a_reader_of_an_attempt_cut_before_its_end_gets_every_line_of_the_next_once(
+    a: &impl Journal,
+    b: &impl Journal,
+) {
+    let tools = ToolSet::default();
+    let id = run();
+    let scope = Scope::builder().record_stream().build().expect("valid limits");
+    let hangs = Runtime::harness(&tools, scripted::sequence(vec![Step::Hang]));
+    let mut conversation = vec![Message::user("Answer once the model does.")];
+    let mut live = journal::follow(a, run(), 0);
+    // The attempt shows its model call live, then its process dies: the attempt is dropped
+    // where it stands (nothing more is committed, its lease is left to expire).
+    let seen = tokio::select! {
+        ended = hangs.run_journaled(a, &id, &scope, &mut conversation, |_| true) => panic!("the model hangs: {ended:?}"),
+        line = live.next() => line.expect("the journal answers").expect("a line"),
+    };
+    assert_eq!(
+        (seen.id(), seen.json()),
+        (1, r#"{"type":"event","kind":"ModelCall","name":"model","count":1}"#),
+        "shown live"
+    );
+    assert_eq!(b.updates(&run(), 0, 10).await.expect("read"), [], "never committed");
+    drop(live);
+    drop(scope);
+    tokio::time::sleep(PAST_SHORT).await;
+
+    let answers = Runtime::harness(&tools, scripted::sequence(vec![Step::Reply(ModelReply::text("Done."))]));
+    let scope = Scope::builder().record_stream().build().expect("valid limits");
+    let mut conversation = Vec::new();
+    // A reader on the resuming handle, reconnected with the number it saw, while it runs.
+    let (done, during) = tokio::join!(
+        answers.run_journaled(b, &id, &scope, &mut conversation, |_| true),
+        followed(b, seen.id())
+    );
+    assert_eq!(done.expect("an attempt").status(), Status::Completed);
+    let all = followed(b, 0).await;
+    assert_eq!(during, all, "read live from the resuming handle: none missed, none repeated");
+    let first = journal::LIVE_AHEAD + 1;
+    assert_eq!(
+        all.iter().map(|(id, _)| *id).collect::<Vec<_>>(),
+        (first..first + 4).collect::<Vec<_>>(),
+        "numbered past all that the cut attempt could have shown: {all:?}"
+    );
+    assert_eq!(
+        all.first().map(|(_, line)| line.as_str()),
+        Some(r#"{"type":"event","kind":"Resumed","name":"run","count":2}"#)
+    );
+    assert_eq!(followed(b, seen.id()).await, all, "the reader's reconnection misses none and repeats none");
 }
