@@ -6,6 +6,9 @@
 //!   service is restarted while the page follows the run; the Approve button resumes it; the page
 //!   shows `Completed`, every update of the run's stream once and in order (the same numbers as
 //!   the service's own stream), the write done once, and the tenant's pool charged.
+//! - The service is killed while a run's second model call is in flight and the page shows it
+//!   live; started again, the page offers Resume, and the resumed run's updates all arrive once:
+//!   the page's numbers are the service's, increasing, with no update lost or repeated.
 //! - A model reply and tool arguments that carry `<script>`, `<img onerror=…>` and a
 //!   `javascript:` link show as text: no such element exists in the page and no script of
 //!   theirs ran.
@@ -124,6 +127,8 @@ fn fixtures(root: &Path) -> Value {
         {"match": {"userMessage": "[page:save]", "hasToolResult": true}, "response": {"content": "I wrote summary.txt."}},
         {"match": {"userMessage": "[page:answer]", "hasToolResult": false}, "response": call("read_ticket", json!({"id": 7}))},
         {"match": {"userMessage": "[page:answer]", "hasToolResult": true}, "response": {"content": HOSTILE}},
+        {"match": {"userMessage": "[page:slow]", "hasToolResult": false}, "response": call("read_ticket", json!({"id": 7}))},
+        {"match": {"userMessage": "[page:slow]", "hasToolResult": true}, "response": {"content": "Ticket 7 is about an invoice that shows the wrong currency, says the customer who wrote it on Monday."}, "streamingProfile": {"ttft": 300, "tps": 1}},
     ]})
 }
 
@@ -274,7 +279,7 @@ async fn a_waiting_run_appears_live_is_approved_in_the_page_across_a_restart_and
     let row = format!(
         "const r = document.querySelector('tr[data-run=\"{id}\"]'); return r ? Array.from(r.cells, c => c.textContent) : null;"
     );
-    until(&browser, &row, &json!([id, "save", "acme", "awaiting approval", "1"])).await;
+    until(&browser, &row, &json!([id, "save", "acme", "AwaitingApproval", "1"])).await;
     click_row(&browser, &id).await;
 
     // Its proposal, for a decision: tool, capability, arguments as text.
@@ -423,7 +428,7 @@ async fn what_a_model_writes_stays_text_and_commands_without_the_seam_or_from_an
     until(
         &browser,
         &text_of("command-result"),
-        &json!("refused (401 unauthenticated): this command needs an authenticated approver"),
+        &json!("refused (401 unauthenticated): this command needs an authenticated approver. Open this page with the link the service's start printed (…/#token=…), or through the proxy that names you."),
     )
     .await;
 
@@ -467,5 +472,48 @@ async fn what_a_model_writes_stays_text_and_commands_without_the_seam_or_from_an
         .expect("JSON");
     assert_eq!(still["outcome"]["status"], json!("AwaitingApproval"), "{still}");
     assert_eq!(std::fs::read_dir(setup.root.path()).expect("the folder").count(), 0, "nothing written");
+    browser.close().await.expect("the session ends");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_cut_by_a_restart_mid_call_is_resumed_from_the_page_and_its_stream_loses_and_repeats_nothing() {
+    let Some(mut setup) = Setup::start() else { return };
+    let client = reqwest::Client::new();
+    let browser = setup.driver.browser().await;
+    browser.goto(&setup.url(&format!("/#token={TOKEN}"))).await.expect("the page loads");
+    let slow = json!({"task": "answer", "prompt": "[page:slow] What is ticket 7 about?", "grants": ["tickets.read"], "tenant": "acme"});
+    let id = setup.start_run(&client, slow).await;
+    until(&browser, "return document.querySelectorAll('#runs tbody tr').length;", &json!(1)).await;
+    click_row(&browser, &id).await;
+    // The second model call's reply streams slowly; its first pieces are shown live, before
+    // the reply is committed; then the process dies.
+    until(&browser, "return document.querySelectorAll('#stream li.text').length > 0;", &json!(true)).await;
+    setup.restart();
+
+    // The new process finds the run open in the journal; the page offers Resume.
+    until(&browser, "return document.getElementById('resume').hidden;", &json!(false)).await;
+    browser.find(Locator::Id("resume")).await.expect("the button").click().await.expect("clicked");
+    until(&browser, &text_of("command-result"), &json!("resumed")).await;
+    until(&browser, &text_of("run-state"), &json!("Completed")).await;
+    until(&browser, &text_of("stream-state"), &json!("(ended)")).await;
+
+    let stream = browser.execute(STREAM, Vec::new()).await.expect("read");
+    let rows = stream.as_array().expect("rows");
+    let ids: Vec<u64> =
+        rows.iter().map(|row| row[0].as_str().expect("an id").parse().expect("a number")).collect();
+    let served = served_ids(&client, setup.url(&format!("/runs/{id}/events"))).await;
+    let shown: Vec<u64> = ids.iter().copied().filter(|id| served.contains(id)).collect();
+    assert_eq!(shown, served, "every update the service keeps, once, in order: {rows:?}");
+    assert!(ids.windows(2).all(|pair| pair[0] < pair[1]), "increasing, none repeated: {ids:?}");
+    let texts: Vec<&str> = rows.iter().map(|row| row[2].as_str().expect("text")).collect();
+    assert!(texts.contains(&"Resumed run 2"), "{texts:?}");
+    assert_eq!(texts.last(), Some(&"outcome: Completed"), "{texts:?}");
+    // What the page saw live of the cut call and the journal never kept: the numbers the
+    // resumed attempt skipped.
+    let lost: Vec<u64> = ids.iter().copied().filter(|id| !served.contains(id)).collect();
+    assert!(!lost.is_empty(), "the cut reply's pieces were shown live and never kept: {rows:?}");
+    let resumed =
+        served.iter().copied().find(|id| *id > lost.last().copied().unwrap_or(0)).expect("resumed lines");
+    assert!(lost.iter().all(|id| *id < resumed), "{lost:?} before {resumed}");
     browser.close().await.expect("the session ends");
 }

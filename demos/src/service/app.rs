@@ -95,6 +95,18 @@ impl fmt::Display for CommandError {
 
 impl std::error::Error for CommandError {}
 
+/// A new run's id, `run-<start>-<random>`: the start in milliseconds since 1970 (12 hex
+/// digits, so that ids sort by start time, as the journal lists them), then the 32 random hex
+/// digits of [`RunId::generate`].
+fn started_id() -> RunId {
+    let generated = RunId::generate();
+    let millis = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |elapsed| elapsed.as_millis());
+    let random = generated.as_str().trim_start_matches("run-");
+    RunId::new(format!("run-{millis:012x}-{random}")).unwrap_or(generated)
+}
+
 impl<T, J> App<T, J>
 where
     T: Transport + 'static,
@@ -175,7 +187,7 @@ where
         prompt: String,
     ) -> Result<Arc<RunSlot>, Full> {
         let conversation = vec![Message::system(task.instructions(&self.files)), Message::user(prompt)];
-        let slot = Arc::new(RunSlot::new(RunId::generate(), task));
+        let slot = Arc::new(RunSlot::new(started_id(), task));
         self.runs.insert(Arc::clone(&slot))?;
         let opening = Opening::First { task, grants, tenant };
         self.spawn_attempt(Arc::clone(&slot), opening, conversation).await;

@@ -71,7 +71,10 @@ async function command(path, body) {
 
 function refusal(answer) {
   const error = answer.body && answer.body.error;
-  return error ? `refused (${answer.code} ${error.kind}): ${error.message}` : `refused (${answer.code})`;
+  const said = error ? `refused (${answer.code} ${error.kind}): ${error.message}` : `refused (${answer.code})`;
+  return answer.code === 401
+    ? said + ". Open this page with the link the service's start printed (…/#token=…), or through the proxy that names you."
+    : said;
 }
 
 // ---- the list of runs ----
@@ -90,10 +93,18 @@ function listQuery() {
   return "/runs?" + params.toString();
 }
 
+// A journal state as the page names it: a waiting or ambiguous run by the status its attempt
+// ended with, so that the list, the run and its stream say the same word.
+const STATE_NAMES = { awaiting_approval: "AwaitingApproval", ambiguous: "Ambiguous", open: "open", finished: "finished" };
+
+function stateName(state) {
+  return STATE_NAMES[state] || state;
+}
+
 function stateText(run) {
   if (run.running) return "running";
   if (run.status) return run.status;
-  return run.state.replace(/_/g, " ");
+  return stateName(run.state);
 }
 
 async function refreshList() {
@@ -173,7 +184,13 @@ function follow() {
   });
   source.addEventListener("error", () => {
     if (run.source === source && source.readyState !== EventSource.CLOSED) {
-      $("stream-state").textContent = "(reconnecting)";
+      // A stream ends after an attempt's outcome; the browser asks again every second.
+      $("stream-state").textContent =
+        run.lastEnd === "AwaitingApproval"
+          ? "(paused: the run waits for a decision)"
+          : run.lastEnd
+            ? "(paused: the run continues here when it resumes)"
+            : "(reconnecting)";
     }
   });
   source.addEventListener("message", (message) => {
@@ -251,6 +268,8 @@ function showOutcome(outcome) {
   $("outcome").hidden = false;
   $("outcome-status").textContent = outcome.status;
   $("outcome-detail").textContent = outcome.detail || "";
+  $("outcome-detail").hidden = !outcome.detail;
+  $("outcome-detail-term").hidden = !outcome.detail;
   $("outcome-usage").textContent = figures(outcome.usage);
   $("outcome-spend").textContent = figures(outcome.spend);
   $("outcome-text").textContent = outcome.text || outcome.partial_text || "";
@@ -263,7 +282,7 @@ function runState(body) {
     return "ended: " + (body.error ? body.error.kind : "error");
   }
   const journal = body.journal || {};
-  const state = journal.status || (journal.state || "").replace(/_/g, " ");
+  const state = journal.status || stateName(journal.state || "");
   return journal.held ? state + " (held by another process)" : state;
 }
 
