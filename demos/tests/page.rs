@@ -248,6 +248,21 @@ const STREAM: &str = "return Array.from(document.querySelectorAll('#stream li'),
 /// that are not the page's own]`.
 const INERT: &str = "return [window.__pwned === undefined, document.querySelectorAll('img, iframe, object, embed, a, #run script').length, document.scripts.length];";
 
+/// Run `id`'s stream as the page shows it (`[id, class, text]` rows, and their ids) and the ids
+/// of the service's stream of it.
+async fn streams(
+    browser: &Client,
+    client: &reqwest::Client,
+    setup: &Setup,
+    id: &str,
+) -> (Vec<Value>, Vec<u64>, Vec<u64>) {
+    let stream = browser.execute(STREAM, Vec::new()).await.expect("read");
+    let rows = stream.as_array().expect("rows").clone();
+    let ids = rows.iter().map(|row| row[0].as_str().expect("an id").parse().expect("a number")).collect();
+    let served = served_ids(client, setup.url(&format!("/runs/{id}/events"))).await;
+    (rows, ids, served)
+}
+
 /// The ids of a run's stream as the service sends it, read from the start to its end.
 async fn served_ids(client: &reqwest::Client, url: String) -> Vec<u64> {
     let body = client.get(url).send().await.expect("the stream").text().await.expect("to its end");
@@ -303,11 +318,7 @@ async fn a_waiting_run_appears_live_is_approved_in_the_page_across_a_restart_and
     until(&browser, &text_of("stream-state"), &json!("(ended)")).await;
 
     // Every update once, in order: the page's numbers are the service's, 1 to n.
-    let stream = browser.execute(STREAM, Vec::new()).await.expect("read");
-    let rows = stream.as_array().expect("rows");
-    let ids: Vec<u64> =
-        rows.iter().map(|row| row[0].as_str().expect("an id").parse().expect("a number")).collect();
-    let served = served_ids(&client, setup.url(&format!("/runs/{id}/events"))).await;
+    let (rows, ids, served) = streams(&browser, &client, &setup, &id).await;
     assert_eq!(ids, served, "the page's stream is the service's");
     assert_eq!(ids, (1..=ids.len() as u64).collect::<Vec<_>>(), "no update lost or repeated");
     let outcomes: Vec<&str> =
@@ -497,11 +508,7 @@ async fn a_run_cut_by_a_restart_mid_call_is_resumed_from_the_page_and_its_stream
     until(&browser, &text_of("run-state"), &json!("Completed")).await;
     until(&browser, &text_of("stream-state"), &json!("(ended)")).await;
 
-    let stream = browser.execute(STREAM, Vec::new()).await.expect("read");
-    let rows = stream.as_array().expect("rows");
-    let ids: Vec<u64> =
-        rows.iter().map(|row| row[0].as_str().expect("an id").parse().expect("a number")).collect();
-    let served = served_ids(&client, setup.url(&format!("/runs/{id}/events"))).await;
+    let (rows, ids, served) = streams(&browser, &client, &setup, &id).await;
     let shown: Vec<u64> = ids.iter().copied().filter(|id| served.contains(id)).collect();
     assert_eq!(shown, served, "every update the service keeps, once, in order: {rows:?}");
     assert!(ids.windows(2).all(|pair| pair[0] < pair[1]), "increasing, none repeated: {ids:?}");
