@@ -146,7 +146,7 @@ pub use limits::{Limits, LimitsError};
 pub use outcome::{EndRecord, Outcome, RunError, RunErrorKind, Status};
 pub use registry::{AlreadyRegistered, Registration, RunRegistry};
 pub use runtime::{
-    Composition, Concurrency, ConcurrencyError, Observation, Observer, Offer, Runtime, SubAgent,
+    Composition, Concurrency, ConcurrencyError, Observation, Observer, Offer, Preview, Runtime, SubAgent,
     SubAgentError,
 };
 pub use scope::{Scope, ScopeBuilder};

@@ -375,3 +375,75 @@ async fn the_model_is_told_the_remaining_budgets_when_the_host_discloses_them() 
         ]
     );
 }
+
+/// An honest provider's count of a request: each message's bytes over four (rounded up) plus
+/// four for its framing, ten for the request's; never more than the byte counter's, and the
+/// same for the same first messages whatever follows them.
+fn honest_input(messages: &[Message]) -> u64 {
+    let text = |message: &Message| match message {
+        Message::System { content, .. } | Message::User { content, .. } => content.len(),
+        Message::Assistant { content, tool_calls, .. } => {
+            content.as_deref().map_or(0, str::len)
+                + tool_calls
+                    .iter()
+                    .map(|call| call.id.len() + call.name.len() + call.arguments.len())
+                    .sum::<usize>()
+        }
+        Message::Tool { call_id, content, .. } => call_id.len() + content.len(),
+    };
+    10 + messages.iter().map(|message| (text(message) as u64).div_ceil(4) + 4).sum::<u64>()
+}
+
+/// A runaway loop (a new lookup each call) on an honest provider that bills `honest_input` and
+/// 40 output tokens, under a total budget of `budget`: how many calls it made and what it spent.
+async fn runaway(budget: u64, calibrate: bool) -> (u32, Usage, Status) {
+    let bodies = Arc::new(AtomicU32::new(0));
+    let model = Scripted::new(|n, request| {
+        let usage = Usage::new(honest_input(request.messages), 40);
+        Step::Reply(ModelReply::call(format!("c{n}"), "lookup", format!(r#"{{"id":{n}}}"#)).with_usage(usage))
+    });
+    let limits = Limits::default().with_total_tokens(budget).with_tool_calls(1_000).with_model_calls(1_000);
+    let conversation = vec![Message::system("Look orders up until told otherwise."), Message::user("Go.")];
+    let outcome = Runtime::harness(&tools(&bodies), &model)
+        .options(loopbound::transport::ChatOptions::default().with_max_output_tokens(40))
+        .calibrate_reservations(calibrate)
+        .run(&scope(limits), &mut conversation.clone(), |()| false)
+        .await
+        .unwrap();
+    assert_eq!(outcome.spend().overshoot_tokens, 0, "never past the budget");
+    assert!(outcome.spend().settled.total_tokens() <= budget);
+    (model.calls(), outcome.spend().settled, outcome.status())
+}
+
+#[tokio::test]
+async fn calibrated_reservations_spend_nearly_all_of_a_budget_that_the_byte_counter_leaves_unspent() {
+    let (calls, settled, status) = runaway(20_000, false).await;
+    assert_eq!(status, Status::TokenBudget);
+    let (calibrated_calls, calibrated, calibrated_status) = runaway(20_000, true).await;
+    assert_eq!(calibrated_status, Status::TokenBudget);
+    // The byte counter stops when its estimate of the next call (about four times the
+    // provider's count here) no longer fits: 0.89 of the budget spent. Calibrated, the run stops
+    // when the provider's own count of the next call no longer fits: 0.97.
+    assert_eq!((calls, settled.total_tokens()), (44, 17_777), "{settled:?}");
+    assert_eq!((calibrated_calls, calibrated.total_tokens()), (46, 19_319), "{calibrated:?}");
+}
+
+#[tokio::test]
+async fn a_preview_says_what_the_first_call_reserves_and_sends_nothing() {
+    let bodies = Arc::new(AtomicU32::new(0));
+    let caps = Caps::default();
+    let model = looping(Usage::new(10, 100), true, &caps);
+    let scope = scope(Limits::default().with_total_tokens(1_500).with_tool_calls(10).with_model_calls(10));
+    let runtime = Runtime::harness(&tools(&bodies), &model);
+    let conversation = vec![Message::user("Go.")];
+    let preview = runtime.preview(&scope, &conversation);
+    assert_eq!(model.calls(), 0, "nothing sent");
+    assert!(preview.fits());
+    let output = preview.output_tokens().expect("bounded by the budget");
+    assert_eq!(preview.input_tokens() + output, 1_500, "the input counted, the rest as output");
+    assert_eq!(preview.cost(), None, "no price");
+    let outcome = runtime.run(&scope, &mut conversation.clone(), |()| false).await.unwrap();
+    assert_eq!(outcome.status(), Status::TokenBudget);
+    assert_eq!(caps.lock().unwrap().first().copied(), Some(Some(u32::try_from(output).unwrap())));
+    assert!(!runtime.preview(&scope, &conversation).fits(), "a halted scope admits nothing");
+}

@@ -25,6 +25,7 @@ mod composition;
 mod course;
 mod observer;
 mod options;
+mod preview;
 mod subagent;
 mod telemetry;
 
@@ -37,6 +38,7 @@ pub use composition::Composition;
 pub(crate) use course::{Admission, Course, Live, Pending, Turn, answer_of};
 pub use observer::{Observation, Observer};
 pub use options::{Concurrency, ConcurrencyError, Offer};
+pub use preview::Preview;
 pub use subagent::{SubAgent, SubAgentError};
 pub(crate) use telemetry::record_end;
 
@@ -92,6 +94,7 @@ pub struct Runtime<T, S = ()> {
     streaming: bool,
     max_iterations: Option<u32>,
     disclose: bool,
+    calibrate: bool,
     counter: Arc<dyn TokenCounter>,
     observers: Vec<Arc<dyn Observer<S>>>,
     offer: Offer,
@@ -178,6 +181,7 @@ impl<T: Transport, S: Send + Sync + 'static> Runtime<T, S> {
             streaming: false,
             max_iterations: None,
             disclose: false,
+            calibrate: false,
             counter: Arc::new(ByteCounter),
             observers: Vec::new(),
             offer: Offer::All,
@@ -280,6 +284,19 @@ impl<T: Transport, S: Send + Sync + 'static> Runtime<T, S> {
         self
     }
 
+    /// Reserves each model call after the first from the provider's own count of the last
+    /// request plus the counter's count of what was appended since (off by default). The
+    /// reservation stays an upper bound of the provider's count while the conversation keeps
+    /// its earlier messages; a conversation whose earlier messages changed is counted whole by
+    /// the counter again. With [`ByteCounter`], which counts about twice what a real tokenizer
+    /// does, a run then spends nearly all of a budget instead of stopping when the counter's
+    /// estimate of the next call no longer fits (`docs/spend.md`).
+    #[must_use]
+    pub fn calibrate_reservations(mut self, calibrate: bool) -> Self {
+        self.calibrate = calibrate;
+        self
+    }
+
     /// Counts requests for spend reservations with `counter` (default [`ByteCounter`], an upper
     /// bound that needs no model file).
     #[must_use]
@@ -365,7 +382,9 @@ impl<T: Transport, S: Send + Sync + 'static> Runtime<T, S> {
         usage: &mut Option<Usage>,
         course: &mut C,
     ) -> End {
-        let model = Budgeted::with_counter(scope, &self.transport, &*self.counter).disclosing(self.disclose);
+        let model = Budgeted::with_counter(scope, &self.transport, &*self.counter)
+            .disclosing(self.disclose)
+            .calibrating(self.calibrate);
         let end = self.turns(scope, &model, conversation, usage, course).await;
         match end {
             End::Stopped(Stop::Halted(reason))

@@ -12,9 +12,12 @@
 //!   reply is never cut before it reaches its cap: a text of `n` bytes is at least
 //!   `⌈n / max_token_bytes⌉` tokens ([`TokenCounter::max_token_bytes`]; 128 by default, since no
 //!   token of the OpenAI encodings, nor of the vocabularies built like them, is longer).
-//! - A request is counted incrementally ([`RequestCount`]): the conversation only grows during
-//!   a run, so each call counts the messages added since the last one, and a reservation costs
-//!   the new bytes, not the whole conversation.
+//! - A request is counted incrementally ([`RequestCount`]): each call counts the messages added
+//!   since the last one (a conversation whose earlier messages changed is counted again), and a
+//!   reservation costs the new bytes, not the whole conversation.
+//! - Calibrated by the provider: once a request's input tokens were reported, a later request
+//!   that starts with that request's messages is counted as the report plus the counter's count
+//!   of the messages appended since, still an upper bound of the provider's count.
 
 use std::fmt;
 
@@ -64,52 +67,112 @@ impl TokenCounter for ByteCounter {
     }
 }
 
-/// The input of the requests of one run, counted as the conversation grows.
+/// The input of the requests of one run, counted as the conversation grows, and calibrated by
+/// the provider's own counts.
+///
+/// Each message counted is kept as a digest and its count. A request whose earlier messages
+/// are not the ones counted (a host edited or compacted the conversation) is counted again from
+/// the start, and forgets its calibration: the count is an upper bound of the conversation as
+/// it is, never of one it was.
+///
+/// Once a provider has reported the input tokens of a request ([`calibrate`](Self::calibrate)),
+/// the next request whose first messages are that request's is counted as that report plus the
+/// counter's count of the messages appended since: the provider's count of an unchanged prefix
+/// is exact, and the counter bounds the rest from above, so the sum stays an upper bound of the
+/// provider's count of the new request (the notice a request carries is counted in its report
+/// and again in the next request's own, which only adds).
 pub(crate) struct RequestCount {
-    /// Messages already counted, and their tokens.
-    messages: usize,
+    /// The digest of each message counted, in order.
+    digests: Vec<u64>,
+    /// The counter's count of each message counted.
+    counts: Vec<u64>,
+    /// Their sum.
     tokens: u64,
     /// The tool definitions' tokens, counted once.
     tools: Option<u64>,
+    /// The last report: how many messages its request had, and its input tokens.
+    calibration: Option<(usize, u64)>,
 }
 
 impl fmt::Debug for RequestCount {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RequestCount")
-            .field("messages", &self.messages)
+            .field("messages", &self.counts.len())
             .field("tokens", &self.tokens)
             .field("tools", &self.tools)
-            .finish()
+            .field("calibration", &self.calibration)
+            .finish_non_exhaustive()
     }
 }
 
 impl RequestCount {
     pub(crate) const fn new() -> Self {
-        Self { messages: 0, tokens: 0, tools: None }
+        Self { digests: Vec::new(), counts: Vec::new(), tokens: 0, tools: None, calibration: None }
     }
 
-    /// An upper bound of the input tokens of a request of `messages` and `tools`, counting only
-    /// what was not counted before. A conversation shorter than what was counted (a host that
-    /// hands another one) is counted again from the start.
+    /// An upper bound of the input tokens of a request of `messages` and `tools`: the provider's
+    /// count of the last reported request plus the counter's count of what was appended since,
+    /// when the conversation still starts with that request's messages; the counter's count of
+    /// the whole request otherwise. Only messages not counted before are counted.
     pub(crate) fn input(
         &mut self,
         counter: &dyn TokenCounter,
         messages: &[Message],
         tools: &[ToolDefinition],
     ) -> u64 {
-        if messages.len() < self.messages {
-            self.messages = 0;
-            self.tokens = 0;
+        let kept = self.digests.len() <= messages.len()
+            && self.digests.iter().zip(messages).all(|(digest, message)| *digest == message_digest(message));
+        if !kept {
+            *self = Self { tools: self.tools, ..Self::new() };
         }
-        for message in &messages[self.messages..] {
-            self.tokens = self.tokens.saturating_add(message_tokens(counter, message));
+        for message in &messages[self.counts.len()..] {
+            let count = message_tokens(counter, message);
+            self.digests.push(message_digest(message));
+            self.counts.push(count);
+            self.tokens = self.tokens.saturating_add(count);
         }
-        self.messages = messages.len();
         let tools = *self.tools.get_or_insert_with(|| {
             tools.iter().fold(0_u64, |sum, tool| sum.saturating_add(definition_tokens(counter, tool)))
         });
-        self.tokens.saturating_add(tools).saturating_add(counter.request_overhead())
+        match self.calibration {
+            Some((reported, input)) if reported <= messages.len() => {
+                let appended =
+                    self.counts[reported..].iter().fold(0_u64, |sum, count| sum.saturating_add(*count));
+                input.saturating_add(appended)
+            }
+            _ => self.tokens.saturating_add(tools).saturating_add(counter.request_overhead()),
+        }
     }
+
+    /// The provider counted `input` tokens for a request of `messages` (a report of 0 is no
+    /// report): the next request that starts with them is counted from that.
+    pub(crate) fn calibrate(&mut self, messages: &[Message], input: u64) {
+        let counted = self.digests.len() >= messages.len()
+            && self.digests.iter().zip(messages).all(|(digest, message)| *digest == message_digest(message));
+        if input > 0 && counted {
+            self.calibration = Some((messages.len(), input));
+        }
+    }
+}
+
+/// A digest of `message` as a request sends it: what tells a message counted before from one a
+/// host put in its place. Collisions only make a count reuse another message's (64 bits, keys
+/// fixed, never chosen by a peer).
+fn message_digest(message: &Message) -> u64 {
+    use std::hash::{DefaultHasher, Hash, Hasher};
+    let mut hasher = DefaultHasher::new();
+    match message {
+        Message::System { content, .. } => (0_u8, content).hash(&mut hasher),
+        Message::User { content, .. } => (1_u8, content).hash(&mut hasher),
+        Message::Assistant { content, tool_calls, .. } => {
+            (2_u8, content).hash(&mut hasher);
+            for call in tool_calls {
+                (&call.id, &call.name, &call.arguments).hash(&mut hasher);
+            }
+        }
+        Message::Tool { call_id, content, .. } => (3_u8, call_id, content).hash(&mut hasher),
+    }
+    hasher.finish()
 }
 
 /// An upper bound of one message's tokens.
@@ -165,5 +228,87 @@ mod tests {
         assert_eq!(second, first + 2 + 3 + ByteCounter::MESSAGE_OVERHEAD);
         // Another, shorter conversation is counted from the start.
         assert_eq!(count.input(&ByteCounter, &conversation[..1], &[]), first);
+    }
+
+    #[test]
+    fn a_reported_request_counts_the_next_from_the_report_plus_what_was_appended() {
+        let mut count = RequestCount::new();
+        let mut conversation = vec![Message::system("be brief"), Message::user("what is ticket 7 about?")];
+        let estimate = count.input(&ByteCounter, &conversation, &[]);
+        assert_eq!(estimate, 8 + 23 + 2 * ByteCounter::MESSAGE_OVERHEAD + ByteCounter::REQUEST_OVERHEAD);
+        count.calibrate(&conversation, 20);
+        conversation.push(Message::assistant(&crate::transport::ModelReply::text("an invoice")));
+        let appended = 10 + ByteCounter::MESSAGE_OVERHEAD;
+        assert_eq!(count.input(&ByteCounter, &conversation, &[]), 20 + appended);
+        // A shorter conversation is another one: counted from the start, without the report.
+        assert_eq!(count.input(&ByteCounter, &conversation[..2], &[]), estimate);
+        count.calibrate(&conversation[..2], 20);
+        assert_eq!(count.input(&ByteCounter, &conversation, &[]), 20 + appended);
+        // A report of nothing is no report; a report of a request not counted is ignored.
+        count.calibrate(&conversation, 0);
+        count.calibrate(&[Message::user("another conversation")], 5);
+        assert_eq!(count.input(&ByteCounter, &conversation, &[]), 20 + appended);
+    }
+
+    #[test]
+    fn an_edited_conversation_is_counted_again_and_forgets_its_calibration() {
+        let mut count = RequestCount::new();
+        let mut conversation =
+            vec![Message::user("short"), Message::assistant(&crate::transport::ModelReply::text("ok"))];
+        count.input(&ByteCounter, &conversation, &[]);
+        count.calibrate(&conversation, 3);
+        // The host replaced the first message with a longer one, keeping the length.
+        conversation[0] = Message::user("a much longer first message");
+        let counted = count.input(&ByteCounter, &conversation, &[]);
+        assert_eq!(counted, 27 + 2 + 2 * ByteCounter::MESSAGE_OVERHEAD + ByteCounter::REQUEST_OVERHEAD);
+        conversation.push(Message::user("more"));
+        assert_eq!(
+            count.input(&ByteCounter, &conversation, &[]),
+            counted + 4 + ByteCounter::MESSAGE_OVERHEAD,
+            "no calibration of the old conversation applies"
+        );
+    }
+
+    /// A provider's honest count: at most the bytes, the same for the same first messages.
+    fn honest(messages: &[Message]) -> u64 {
+        let text = |message: &Message| match message {
+            Message::User { content, .. } => content.len() as u64,
+            _ => 0,
+        };
+        3 + messages.iter().map(|message| text(message).div_ceil(3) + 2).sum::<u64>()
+    }
+
+    #[test]
+    fn over_random_conversations_and_edits_a_calibrated_count_is_never_below_the_providers() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut next = |below: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % below
+        };
+        for _ in 0..200 {
+            let mut count = RequestCount::new();
+            let mut conversation: Vec<Message> = Vec::new();
+            for _ in 0..30 {
+                match next(10) {
+                    // The host edits an earlier message.
+                    0 if !conversation.is_empty() => {
+                        let at = usize::try_from(next(conversation.len() as u64)).unwrap();
+                        conversation[at] = Message::user("x".repeat(usize::try_from(next(400)).unwrap()));
+                    }
+                    // The host drops the last messages.
+                    1 if conversation.len() > 2 => conversation.truncate(conversation.len() / 2),
+                    _ => conversation.push(Message::user("y".repeat(usize::try_from(next(300)).unwrap()))),
+                }
+                let counted = count.input(&ByteCounter, &conversation, &[]);
+                let truth = honest(&conversation);
+                assert!(counted >= truth, "{counted} < {truth} for {} messages", conversation.len());
+                // Sometimes the provider reports (an honest count), sometimes not.
+                if next(3) > 0 {
+                    count.calibrate(&conversation, truth);
+                }
+            }
+        }
     }
 }

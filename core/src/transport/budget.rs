@@ -17,7 +17,9 @@
 //!   is checked before it is handed on. A reply with too many tool calls halts the scope with
 //!   `TooManyCalls` before any of its calls is seen; a reply too long is a provider error.
 //! - Under a spend budget, the request is counted before the admission (incrementally: only
-//!   the messages added since the last call), the admission holds its reservation, and the
+//!   the messages added since the last call; when calibrating, from the provider's count of the
+//!   last request plus what was appended since, once one was reported), the admission holds its
+//!   reservation, and the
 //!   request goes out with its output cap set to the reservation's output. Every call that
 //!   returns is settled, before anything else is checked: with the reply's usage, or charged
 //!   its whole reservation when it has none or failed. A streamed reply whose output passes its
@@ -75,6 +77,8 @@ pub struct Budgeted<'a, T> {
     count: Mutex<RequestCount>,
     /// Whether each request tells the model the remaining budgets.
     disclose: bool,
+    /// Whether the provider's count of a request calibrates the next one's reservation.
+    calibrate: bool,
 }
 
 /// A call on its way, whole or streamed, boxed: every layer above it holds a pointer, not one
@@ -142,7 +146,16 @@ impl<'a, T: Transport> Budgeted<'a, T> {
         let guard = scope.guard();
         let price =
             guard.prices().zip(transport.model()).and_then(|(prices, model)| prices.model_price(model));
-        Self { transport, guard, counter, price, count: Mutex::new(RequestCount::new()), disclose: false }
+        let count = Mutex::new(RequestCount::new());
+        Self { transport, guard, counter, price, count, disclose: false, calibrate: false }
+    }
+
+    /// This transport, counting each request after one the provider reported from that report
+    /// plus what was appended since (see [`Runtime::calibrate_reservations`](crate::Runtime)).
+    #[must_use]
+    pub fn calibrating(mut self, calibrate: bool) -> Self {
+        self.calibrate = calibrate;
+        self
     }
 
     /// This transport, telling the model the run's remaining budgets in each request, as the
@@ -246,7 +259,12 @@ impl<'a, T: Transport> Budgeted<'a, T> {
         } else {
             Box::pin(async move { self.transport.complete(request).await.map(Received::Reply) })
         };
-        self.conclude(request.bounds, &prepared.admitted, sent).await
+        let reply = self.conclude(request.bounds, &prepared.admitted, sent).await?;
+        // The provider's count of this request calibrates the next one's reservation.
+        if let Some(usage) = reply.usage.filter(|_| self.calibrate) {
+            self.count.lock().calibrate(messages, usage.input_tokens);
+        }
+        Ok(reply)
     }
 
     /// Gives back what a prepared call that is never sent holds: its reservation is settled at
@@ -370,6 +388,37 @@ impl<'a, T: Transport> Budgeted<'a, T> {
             }
         });
         (ask, options)
+    }
+
+    /// What the next call on `messages` would reserve now, changing nothing: its input, the
+    /// output it would be granted (`None`: refused by the scope's budgets; `u64::MAX`: nothing
+    /// bounds it), and the reservation's cost at the model's price.
+    pub(crate) fn preview(
+        &self,
+        messages: &[Message],
+        tools: &[ToolDefinition],
+        options: &ChatOptions,
+    ) -> (u64, Option<u64>, Option<Micros>) {
+        let (ask, options) = self.ask(messages, tools, options);
+        let ask = ask.unwrap_or_else(|| {
+            let notice = options.notice.as_deref().map_or(0, |notice| {
+                self.counter.count(notice).saturating_add(self.counter.message_overhead())
+            });
+            let input = RequestCount::new().input(self.counter, messages, tools).saturating_add(notice);
+            SpendAsk { input, cap: options.max_output_tokens.map_or(u64::MAX, u64::from), price: self.price }
+        });
+        let counted = self.guard.spend_budgeted() || self.guard.pools().is_some();
+        let granted = self.guard.peek_model(counted.then_some(ask)).map(|room| {
+            let pooled = self.guard.pools().map_or(u64::MAX, |draw| u64::from(draw.max_output()));
+            room.min(ask.cap).min(pooled)
+        });
+        let cost = match (self.price, granted) {
+            (Some(price), Some(output)) if output != u64::MAX => {
+                Some(price.cost(&Usage::new(ask.input, output)))
+            }
+            _ => None,
+        };
+        (ask.input, granted, cost)
     }
 
     /// The one call a wrap-up kept aside, after a limit stopped the run: sent with no tool
