@@ -34,7 +34,7 @@ use std::sync::Arc;
 use tracing::Instrument;
 
 pub use composition::Composition;
-pub(crate) use course::{Admission, Course, Live, Pending, Turn, answer_of};
+pub(crate) use course::{Admission, Course, Live, Pending, Turn, answer_of, failed};
 pub use observer::{Observation, Observer};
 pub use options::{Concurrency, ConcurrencyError, Offer};
 pub use subagent::{SubAgent, SubAgentError};
