@@ -8,9 +8,9 @@ use loopbound::journal::{self, MemoryJournal, RunId};
 use loopbound::progress::Progress;
 use loopbound::scripted::{Scripted, Step, sequence};
 use loopbound::tool::Policy;
-use loopbound::transport::{ChatRequest, ModelReply};
+use loopbound::transport::{ChatRequest, ModelReply, ToolCall};
 use loopbound::watch::{self, Update};
-use loopbound::{Limits, Message, Outcome, Runtime, Scope, Status, ToolSet};
+use loopbound::{Concurrency, Limits, Message, Outcome, Runtime, Scope, Status, ToolSet};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -247,6 +247,53 @@ async fn a_result_between_failures_ends_the_streak() {
     let (outcome, _) = run(STUCK, model, &streaky).await;
     assert_eq!(outcome.status(), Status::Completed);
     assert_eq!(streaky.state().bodies.load(Ordering::SeqCst), 5);
+}
+
+#[tokio::test]
+async fn a_parallel_batch_decides_a_streak_as_one_after_another_would() {
+    let calls = |names: &[(&str, &str)]| {
+        let calls = names
+            .iter()
+            .enumerate()
+            .map(|(at, (tool, arguments))| ToolCall::new(format!("c{at}"), *tool, *arguments));
+        ModelReply::calls(calls.collect())
+    };
+    // Two failures; then a call that answers and two that do not bind: one after another, the
+    // answer ends the streak before the binding failures are noted, so the run goes on to the
+    // third reply, whose first failure makes three in a row. In a batch, the binding failures
+    // are noted before the answer comes back: they must not halt the run.
+    let steps = || {
+        sequence(vec![
+            Step::Reply(calls(&[("flaky", r#"{"q":"a"}"#), ("flaky", r#"{"q":"b"}"#)])),
+            Step::Reply(calls(&[
+                ("search", r#"{"q":"a"}"#),
+                ("search", r#"{"query":1}"#),
+                ("open", r#"{"q":2}"#),
+            ])),
+            Step::Reply(calls(&[
+                ("flaky", r#"{"q":"c"}"#),
+                ("flaky", r#"{"q":"d"}"#),
+                ("flaky", r#"{"q":"e"}"#),
+            ])),
+            Step::Reply(ModelReply::text("unreachable")),
+        ])
+    };
+    let mut endings = Vec::new();
+    for parallel in [false, true] {
+        let streaky = scope(Progress::exact().error_streak(3), roomy());
+        let tools = tools(STUCK);
+        let runtime = Runtime::harness(&tools, steps());
+        let runtime = if parallel { runtime.parallel(Concurrency::new(3).unwrap()) } else { runtime };
+        let outcome = runtime.run(&streaky, &mut vec![Message::user("Go.")], |_| true).await.unwrap();
+        endings.push((outcome.status(), lines(&outcome), streaky.state().bodies.load(Ordering::SeqCst)));
+    }
+    assert_eq!(endings[0].0, Status::NoProgress);
+    assert_eq!(endings[0].1.last().map(String::as_str), Some("NoProgress flaky 3"));
+    assert_eq!(endings[0].2, 4, "two failures, the search, the failure that makes three in a row");
+    let (status, events, bodies) = &endings[1];
+    assert_eq!((*status, events.last()), (endings[0].0, endings[0].1.last()), "the same halt in a batch");
+    assert_eq!(events[..11], endings[0].1[..11], "the same events up to the third reply");
+    assert_eq!(*bodies, 6, "a batch admits its whole reply before its bodies run");
 }
 
 #[tokio::test]

@@ -802,10 +802,13 @@ impl Ledger {
         }
     }
 
-    /// Halts `NoProgress` if `streak` failed calls in a row reach the rule's streak.
+    /// Halts `NoProgress` if `streak` failed calls in a row reach the rule's streak, unless an
+    /// admitted call's result is not back yet: in a parallel batch that call comes earlier in
+    /// the reply, and one after another its result would have been noted first (and may have
+    /// ended the streak), so the streak is decided on the results as they come back instead.
     fn streak_halt(&mut self, rules: Rules, subject: Subject, streak: u32) -> Option<Stop> {
         let limit = rules.streak?;
-        if streak < limit {
+        if streak < limit || self.progress.is_waiting() {
             return None;
         }
         self.detail = Some(Detail::Streak(streak));
@@ -1391,6 +1394,34 @@ mod tests {
         );
         assert_eq!(kinds(&ledger).last().map(String::as_str), Some("NoProgress read_ticket 3"));
         assert_eq!(ledger.detail(), Some(Detail::Streak(3)));
+    }
+
+    #[test]
+    fn a_streak_is_not_decided_while_an_earlier_call_of_a_batch_has_not_answered() {
+        let tool = tool();
+        let mut ledger = Ledger::default();
+        let rules = Rules { active: true, streak: Some(2), ..Rules::default() };
+        let limits = Limits::default().with_tool_calls(10);
+        assert_eq!(ledger.admit_tool(OPEN, &limits, &tool, judged(rules, None), signed("1"), &mut []), Ok(1));
+        assert_eq!(ledger.note_failure(OPEN, rules, Some(&tool)), Ok(()));
+        assert_eq!(ledger.note_failure(OPEN, rules, Some(&tool)), Ok(()), "call 1 has not answered");
+        let fine = (super::super::progress::digest("ok", false), false);
+        assert_eq!(ledger.note_result(OPEN, rules, &tool, 1, fine), Ok(()), "its answer ends the streak");
+        assert_eq!(ledger.note_failure(OPEN, rules, None), Ok(()));
+        assert_eq!(ledger.note_failure(OPEN, rules, None), Err(Stop::Halted(HaltReason::NoProgress)));
+        assert_eq!(kinds(&ledger), ["ToolCall read_ticket 1", "NoProgress model 2"]);
+    }
+
+    #[test]
+    fn a_poll_limit_is_never_nudged() {
+        let job: Arc<str> = Arc::from("job_status");
+        let mut ledger = Ledger::default();
+        let limits = Limits::default().with_tool_calls(10);
+        let by_result = judged(Rules { active: true, nudge: true, ..Rules::default() }, Some(2));
+        assert_eq!(poll(&mut ledger, &limits, &job, by_result, "{}", "1%"), Ok(1));
+        assert_eq!(poll(&mut ledger, &limits, &job, by_result, "{}", "2%"), Ok(2));
+        assert_eq!(poll(&mut ledger, &limits, &job, by_result, "{}", "3%"), halted(HaltReason::RepeatedCall));
+        assert_eq!(kinds(&ledger).last().map(String::as_str), Some("RepeatedCall job_status 2"));
     }
 
     #[test]

@@ -19,7 +19,10 @@
 //!   admission after the block's first occurrence brought a new result. A result not back yet
 //!   counts as no new result.
 //! - The streak counts failed, refused-without-halt (a nudge) and unbindable calls in a row; any
-//!   result that is not an error ends it.
+//!   result that is not an error ends it. It halts only when no admitted call's result is still
+//!   to come (see `Ledger::streak_halt`): in a parallel batch, results are noted as they come
+//!   back, so a streak may be counted shorter than one after another would, never longer. An
+//!   admitted call that is never run (a reservation dropped) stays waiting.
 //! - At most one nudge per run.
 
 use std::collections::{BTreeMap, VecDeque};
@@ -246,6 +249,11 @@ impl Tracker {
         }
         self.streak = 0;
         0
+    }
+
+    /// Whether an admitted call's result is not back yet.
+    pub(crate) fn is_waiting(&self) -> bool {
+        !self.waiting.is_empty()
     }
 
     /// Extends the error streak by one call; returns it.
