@@ -159,6 +159,31 @@ impl Progress {
         !self.by_result.is_empty() || self.cycles.is_some() || self.error_streak.is_some() || self.nudge
     }
 
+    /// Whether this policy stops no less than `definition` (a journaled run's stored policy),
+    /// so that a resumed attempt may run under it: every tool it judges by result is judged so
+    /// there with a poll limit at least as high; its cycle rule looks for periods at least as
+    /// long and stops after no more repeats; its streak is no longer; it nudges only if that one
+    /// does. Judging fewer tools by result is stricter, never looser.
+    pub(crate) fn no_looser_than(&self, definition: &Self) -> bool {
+        let by_result = self
+            .by_result
+            .iter()
+            .all(|(tool, polls)| definition.by_result.get(tool).is_some_and(|mine| polls <= mine));
+        let cycles = match (self.cycles, definition.cycles) {
+            (_, None) => true,
+            (Some((longest, repeats)), Some((mine_longest, mine_repeats))) => {
+                longest >= mine_longest && repeats <= mine_repeats
+            }
+            (None, Some(_)) => false,
+        };
+        let streak = match (self.error_streak, definition.error_streak) {
+            (_, None) => true,
+            (Some(calls), Some(mine)) => calls <= mine,
+            (None, Some(_)) => false,
+        };
+        by_result && cycles && streak && (!self.nudge || definition.nudge)
+    }
+
     /// Checks the policy's values.
     ///
     /// # Errors
@@ -338,6 +363,29 @@ mod tests {
     fn naming_a_tool_again_replaces_its_poll_limit() {
         let policy = Progress::exact().by_result("poll", 3).by_result("poll", 5);
         assert_eq!(policy.by_result_tools().collect::<Vec<_>>(), [("poll", 5)]);
+    }
+
+    #[test]
+    fn a_policy_is_no_looser_than_a_definition_when_it_stops_no_less() {
+        let definition = Progress::recommended().by_result("poll", 10);
+        let cases = [
+            (definition.clone(), true),
+            (Progress::recommended(), true),
+            (Progress::recommended().by_result("poll", 5), true),
+            (Progress::exact().cycles(4, 2).error_streak(2), true),
+            (Progress::recommended().by_result("poll", 11), false),
+            (Progress::recommended().by_result("other", 1), false),
+            (Progress::exact().error_streak(3), false),
+            (Progress::exact().cycles(2, 3).error_streak(3), false),
+            (Progress::exact().cycles(3, 4).error_streak(3), false),
+            (Progress::recommended().error_streak(4), false),
+            (Progress::recommended().nudge(true), false),
+        ];
+        for (policy, expected) in cases {
+            assert_eq!(policy.no_looser_than(&definition), expected, "{policy:?}");
+        }
+        assert!(Progress::exact().no_looser_than(&Progress::exact()));
+        assert!(Progress::recommended().nudge(true).no_looser_than(&Progress::recommended().nudge(true)));
     }
 
     #[test]

@@ -4,13 +4,13 @@
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use loopbound::journal::{self, MemoryJournal, RunId};
+use loopbound::journal::{self, JournalError, MemoryJournal, RunId};
 use loopbound::progress::Progress;
 use loopbound::scripted::{Scripted, Step, sequence};
 use loopbound::tool::Policy;
 use loopbound::transport::{ChatRequest, ModelReply, ToolCall};
 use loopbound::watch::{self, Update};
-use loopbound::{Concurrency, Limits, Message, Outcome, Runtime, Scope, Status, ToolSet};
+use loopbound::{Concurrency, Limits, Message, Outcome, RunError, Runtime, Scope, Status, ToolSet};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -341,15 +341,23 @@ async fn a_journaled_resume_keeps_what_the_checks_remember() {
         async move {
             let runtime = Runtime::harness(&tools, script());
             let mut conversation = vec![Message::user("Wait for job 1.")];
-            runtime.run_journaled(journal, id, &scope, &mut conversation, |_| true).await.unwrap()
+            runtime.run_journaled(journal, id, &scope, &mut conversation, |_| true).await
         }
     };
-    let first = attempt(scope(policy(), roomy())).await;
+    let first = attempt(scope(policy(), roomy())).await.unwrap();
     assert_eq!(first.status(), Status::AwaitingApproval);
     let proposal = first.pending().expect("the confirmation waits").clone();
     journal::approve(&journal, &proposal, "alice").await.unwrap();
 
-    let resumed = attempt(scope(policy(), roomy())).await;
+    let loosened = attempt(scope(Progress::exact().by_result("job_status", 50), roomy())).await;
+    assert!(
+        matches!(loosened, Err(RunError::Journal(JournalError::Widened))),
+        "a resume with a higher poll limit than the run's is refused before anything runs"
+    );
+    // The run's definition carries the policy: a resume in any process rebuilds it.
+    let rebuilt = journal::scope_of(&journal, &id).await.unwrap().state(Work::default()).build().unwrap();
+    assert_eq!(rebuilt.progress(), &policy());
+    let resumed = attempt(rebuilt).await.unwrap();
     assert_eq!(resumed.status(), Status::RepeatedCall, "the two unchanged polls were remembered");
     assert_eq!(lines(&resumed).last().map(String::as_str), Some("RepeatedCall job_status 1"));
     let record = journal::inspect(&journal, &id).await.unwrap();

@@ -207,6 +207,9 @@ struct StoredDefinition {
     pools: Option<codec_terms::StoredPools>,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     stream: bool,
+    /// The progress policy; absent for the default (exact repetition, no other check).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    progress: Option<codec_progress::StoredPolicy>,
 }
 
 fn default_min_output() -> u32 {
@@ -238,6 +241,7 @@ pub(crate) fn encode_definition(definition: &RunDefinition) -> String {
         prices: definition.prices.as_deref().map(codec_terms::encode_prices),
         pools: definition.pools.as_ref().map(codec_terms::encode_pools),
         stream: definition.records_stream,
+        progress: codec_progress::encode_policy(&definition.progress),
     };
     serde_json::to_string(&stored).unwrap_or_default()
 }
@@ -292,7 +296,12 @@ pub(crate) fn decode_definition(text: &str, labels: Labels) -> Result<Option<Run
         Some(stored) => Some(codec_terms::decode_pools(&stored).ok_or_else(bad)?),
         None => None,
     };
+    let progress = match stored.progress {
+        Some(policy) => codec_progress::decode_policy(policy).ok_or_else(bad)?,
+        None => crate::progress::Progress::exact(),
+    };
     Ok(Some(RunDefinition {
+        progress,
         grants,
         limits,
         tool_limits: stored.tool_limits,
@@ -444,6 +453,7 @@ mod tests {
             pools: None,
             labels: Labels::new(),
             records_stream: false,
+            progress: crate::progress::Progress::exact(),
         }
     }
 
@@ -487,6 +497,7 @@ mod tests {
         let definition = RunDefinition {
             tool_limits: [("refund".to_owned(), 1), ("mail".to_owned(), 0)].into_iter().collect(),
             prices: Some(Arc::new(prices)),
+            progress: crate::progress::Progress::recommended().by_result("poll", 9).nudge(true),
             ..defined(&grants, Limits::default().with_cost(Micros(90_000)))
         };
         let text = encode_definition(&definition);

@@ -1,11 +1,14 @@
-//! The stored form of what a run's progress checks remember ([`Tracker`]), part of the run's
-//! counters: a resumed attempt goes on judging repeats, cycles and streaks where the last one
-//! left them.
+//! The stored forms of a run's progress policy (part of its definition) and of what its
+//! progress checks remember ([`Tracker`], part of its counters): a resumed attempt, in any
+//! process, runs under the same policy and goes on judging repeats, cycles and streaks where the
+//! last one left them.
 //!
 //! # Invariants
 //!
-//! - A tracker that is empty (a run without a progress policy) is not stored at all, so the
-//!   counters of such a run read exactly as before these checks existed.
+//! - A tracker that is empty, and a policy that is the default (a run without a progress
+//!   policy), are not stored at all, so such a run's counters and definition read exactly as
+//!   before these checks existed.
+//! - A stored policy that does not validate decodes as `None` (corrupt), never as a policy.
 //! - `decode(encode(t)) == t` for every tracker the ledger builds.
 //! - Decoding never panics: signatures that repeat, indexes out of range, a digest that is not
 //!   32 hexadecimal digits, or a signature whose tool name is invalid give `None`, which the
@@ -18,6 +21,50 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use crate::guard::{Entry, Seen, Tracker};
+use crate::progress::Progress;
+
+/// A progress policy as stored.
+#[derive(Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct StoredPolicy {
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    by_result: BTreeMap<String, u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    cycles: Option<(u32, u32)>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    error_streak: Option<u32>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    nudge: bool,
+}
+
+/// The stored form of `policy`, or `None` for the default.
+pub(super) fn encode_policy(policy: &Progress) -> Option<StoredPolicy> {
+    if *policy == Progress::exact() {
+        return None;
+    }
+    Some(StoredPolicy {
+        by_result: policy.by_result_tools().map(|(tool, polls)| (tool.to_owned(), polls)).collect(),
+        cycles: policy.cycle_rule(),
+        error_streak: policy.streak_rule(),
+        nudge: policy.nudges(),
+    })
+}
+
+/// The policy `stored` holds, or `None` if it does not validate.
+pub(super) fn decode_policy(stored: StoredPolicy) -> Option<Progress> {
+    let mut policy = stored
+        .by_result
+        .into_iter()
+        .fold(Progress::exact(), |policy, (tool, polls)| policy.by_result(tool, polls));
+    if let Some((longest, repeats)) = stored.cycles {
+        policy = policy.cycles(longest, repeats);
+    }
+    if let Some(calls) = stored.error_streak {
+        policy = policy.error_streak(calls);
+    }
+    let policy = policy.nudge(stored.nudge);
+    policy.validate().ok().map(|()| policy)
+}
 
 /// A tracker as stored.
 #[derive(Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -164,6 +211,21 @@ mod tests {
         let read: StoredProgress = serde_json::from_str(&text).expect("reads back");
         assert_eq!(decode(read), Some(tracker));
         assert_eq!(encode(&Tracker::default()), None);
+    }
+
+    #[test]
+    fn a_policy_round_trips_the_default_is_not_stored_and_an_invalid_one_is_refused() {
+        let policy = Progress::recommended().by_result("poll", 4).nudge(true);
+        let stored = encode_policy(&policy).expect("not the default");
+        let text = serde_json::to_string(&stored).unwrap_or_default();
+        assert_eq!(text, r#"{"by_result":{"poll":4},"cycles":[3,3],"error_streak":3,"nudge":true}"#);
+        let read: StoredPolicy = serde_json::from_str(&text).expect("reads back");
+        assert_eq!(decode_policy(read), Some(policy));
+        assert_eq!(encode_policy(&Progress::exact()), None);
+        let invalid: StoredPolicy = serde_json::from_str(r#"{"by_result":{"poll":0}}"#).expect("well-formed");
+        assert_eq!(decode_policy(invalid), None);
+        let invalid: StoredPolicy = serde_json::from_str(r#"{"cycles":[1,3]}"#).expect("well-formed");
+        assert_eq!(decode_policy(invalid), None);
     }
 
     #[test]
