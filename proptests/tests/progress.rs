@@ -9,6 +9,9 @@
 //! - **Any poll follows the rule**: over random results from a small alphabet, the call the guard
 //!   halts on, and the reason, are those of a reference model of the rule written apart from the
 //!   guard's code.
+//! - **Every policy follows its reference model**: random bytes, read as the `progress` fuzz
+//!   target reads them (a policy with every check and a trace of calls to two tools), go
+//!   through its check (`loopbound_testkit::fuzz::progress`).
 
 use std::sync::Mutex;
 
@@ -160,5 +163,10 @@ proptest! {
             prop_assert_eq!(ran, call);
             prop_assert!(last.is_some_and(|event| event.starts_with("RepeatedCall poll ")));
         }
+    }
+
+    #[test]
+    fn every_policy_follows_its_reference_model(data in prop::collection::vec(any::<u8>(), 0..512)) {
+        loopbound_proptests::harness::progress(&data);
     }
 }
