@@ -164,9 +164,9 @@ impl Tracker {
     /// longest whose block, completed by the candidate, came round the rule's repeats with no
     /// new result after its first occurrence.
     pub(crate) fn cycle(&self, rules: Rules, signature: &str) -> Verdict {
-        let (Some((longest, repeats)), Some((candidate, _))) = (rules.cycles, self.lookup(signature)) else {
-            return Verdict::Admit;
-        };
+        // The rule first: a scope without one looks nothing up.
+        let Some((longest, repeats)) = rules.cycles else { return Verdict::Admit };
+        let Some((candidate, _)) = self.lookup(signature) else { return Verdict::Admit };
         for period in 2..=longest as usize {
             let span = period * repeats as usize;
             let Some(start) = (self.recent.len() + 1).checked_sub(span) else { break };
