@@ -13,7 +13,8 @@
 //! - [`mcp`]: one MCP tool call three ways (direct, the SDK unguarded, through loopbound-mcp);
 //! - [`timing`]: the peers' timing method (median, nearest-rank p99) and batch medians;
 //! - [`targets`]: every speed target, measured in one process, beside its measured figure;
-//! - [`peers`] and [`table`]: the peers' JSON reports and the comparison table.
+//! - [`peers`] and [`table`]: the peers' JSON reports and the comparison table;
+//! - [`traces`]: scripted loop traces under each progress policy, and their table.
 //!
 //! # Invariants
 //!
@@ -43,4 +44,5 @@ pub mod spend;
 pub mod table;
 pub mod targets;
 pub mod timing;
+pub mod traces;
 pub mod values;

@@ -23,7 +23,9 @@
 //! and `ToolBudget` the tool calls admitted so far; `ModelBudget` the model calls admitted so far;
 //! `DeadlineExceeded` the model calls so far when it is charged to `model`, else the tool calls so
 //! far when it is charged to the tool whose body was running; `TooManyCalls` (charged to `model`,
-//! whose reply it was) the model calls so far, the refused reply's call included.
+//! whose reply it was) the model calls so far, the refused reply's call included; `NoProgress`
+//! for a cycle the tool calls admitted so far, for an error streak the streak's length (charged
+//! to `model` when the last call named no known tool).
 
 use std::fmt;
 use std::sync::Arc;
@@ -58,6 +60,9 @@ pub enum HaltReason {
     CostBudget,
     /// A tool reached its own per-run limit.
     ToolLimit,
+    /// A progress check (SPEC §25) found a loop that makes no progress: a cycle of calls with
+    /// no new result, or a streak of failed calls; the outcome's detail says which.
+    NoProgress,
 }
 
 impl HaltReason {
@@ -75,6 +80,7 @@ impl HaltReason {
             Self::TokenBudget => "TokenBudget",
             Self::CostBudget => "CostBudget",
             Self::ToolLimit => "ToolLimit",
+            Self::NoProgress => "NoProgress",
         }
     }
 }
@@ -92,6 +98,7 @@ impl HaltReason {
                 | Self::TokenBudget
                 | Self::CostBudget
                 | Self::ToolLimit
+                | Self::NoProgress
         )
     }
 }
@@ -149,6 +156,10 @@ pub enum EventKind {
     /// ([`journal::ask_again`](crate::journal::ask_again)): the name is the tool's, the count
     /// the operation's ordinal, and the event names the operation and who asked.
     AskedAgain,
+    /// The progress policy answered a repetition or a cycle with its one nudge instead of a
+    /// halt: the name is the refused call's tool, the count 1. The call's body did not run and
+    /// nothing was reserved.
+    Nudged,
 }
 
 impl EventKind {
@@ -172,6 +183,7 @@ impl EventKind {
             Self::WrapUp => "WrapUp",
             Self::Closed => "Closed",
             Self::AskedAgain => "AskedAgain",
+            Self::Nudged => "Nudged",
         }
     }
 }
@@ -184,7 +196,7 @@ impl fmt::Display for EventKind {
 
 impl HaltReason {
     /// Every halt reason of this version.
-    pub(crate) const ALL: [Self; 10] = [
+    pub(crate) const ALL: [Self; 11] = [
         Self::PermissionDenied,
         Self::RepeatedCall,
         Self::ToolBudget,
@@ -195,12 +207,13 @@ impl HaltReason {
         Self::TokenBudget,
         Self::CostBudget,
         Self::ToolLimit,
+        Self::NoProgress,
     ];
 }
 
 impl EventKind {
     /// Every kind that is not a halt.
-    const PLAIN: [Self; 15] = [
+    const PLAIN: [Self; 16] = [
         Self::ModelCall,
         Self::Middleware,
         Self::ToolCall,
@@ -216,6 +229,7 @@ impl EventKind {
         Self::WrapUp,
         Self::Closed,
         Self::AskedAgain,
+        Self::Nudged,
     ];
 
     /// The kind whose [`as_str`](Self::as_str) is `name`, as a journal stores it.

@@ -130,6 +130,7 @@ mod json;
 mod limits;
 mod outcome;
 pub mod pool;
+pub mod progress;
 mod registry;
 mod runtime;
 mod scope;
@@ -170,6 +171,8 @@ struct ReadmeDoctests;
 mod docs_doctests {
     #[doc = include_str!("../../docs/limits.md")]
     struct Limits;
+    #[doc = include_str!("../../docs/progress.md")]
+    struct Progress;
     #[doc = include_str!("../../docs/spend.md")]
     struct Spend;
     #[doc = include_str!("../../docs/pools.md")]

@@ -437,10 +437,16 @@ pub enum LimitsError {
     /// ([`ScopeBuilder::pool_store`](crate::ScopeBuilder::pool_store)) nor a draw: built, it
     /// would spend outside them.
     PoolStoreMissing,
+    /// The scope's progress policy ([`ScopeBuilder::progress`](crate::ScopeBuilder::progress))
+    /// has a value out of range.
+    Progress(crate::progress::ProgressError),
 }
 
 impl fmt::Display for LimitsError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Self::Progress(error) = self {
+            return error.fmt(f);
+        }
         f.write_str(match self {
             Self::ZeroModelCalls => "invalid limits: model calls must be at least 1",
             Self::ZeroRepetitions => "invalid limits: repetitions must be at least 1",
@@ -472,6 +478,7 @@ impl fmt::Display for LimitsError {
             Self::PoolStoreMissing => {
                 "invalid scope: the resumed run draws from pools; give their store with `ScopeBuilder::pool_store`"
             }
+            Self::Progress(_) => "invalid progress policy",
         })
     }
 }

@@ -69,6 +69,10 @@ pub enum Status {
     CostBudget,
     /// A tool reached its own per-run limit.
     ToolLimit,
+    /// A progress check found a loop that makes no progress (a cycle with no new result, a
+    /// streak of failed calls): a halt; the outcome's detail names the cycle's tools or the
+    /// streak.
+    NoProgress,
     /// A host closed the journaled run ([`journal::close`](crate::journal::close)): it ended
     /// for good, where it stood, without finishing; no attempt takes it again, and a proposal
     /// it waited on never runs. The status of a run's stored state and of
@@ -96,6 +100,7 @@ impl Status {
         Self::CostBudget,
         Self::ToolLimit,
         Self::Closed,
+        Self::NoProgress,
     ];
 
     /// The status's name, e.g. `RepeatedCall`.
@@ -118,6 +123,7 @@ impl Status {
             Self::CostBudget => "CostBudget",
             Self::ToolLimit => "ToolLimit",
             Self::Closed => "Closed",
+            Self::NoProgress => "NoProgress",
         }
     }
 
@@ -147,6 +153,7 @@ impl From<HaltReason> for Status {
             HaltReason::TokenBudget => Self::TokenBudget,
             HaltReason::CostBudget => Self::CostBudget,
             HaltReason::ToolLimit => Self::ToolLimit,
+            HaltReason::NoProgress => Self::NoProgress,
         }
     }
 }

@@ -183,6 +183,24 @@ impl<S> ScopeBuilder<S> {
         self
     }
 
+    /// Sets the run's progress policy (see [`progress`](crate::progress)): repetition by result
+    /// for the tools it names, cycles, error streaks, a nudge before the halt. The default,
+    /// [`Progress::exact`](crate::progress::Progress::exact), is the seed's exact repetition.
+    ///
+    /// ```
+    /// use loopbound::progress::Progress;
+    /// use loopbound::Scope;
+    ///
+    /// // Spare polling of `job_status`, stop oscillation and failure streaks: one line.
+    /// let scope = Scope::builder().progress(Progress::recommended().by_result("job_status", 20)).build()?;
+    /// assert!(scope.progress().is_active());
+    /// # Ok::<(), loopbound::LimitsError>(())
+    /// ```
+    pub fn progress(mut self, policy: crate::progress::Progress) -> Self {
+        self.terms.progress = policy;
+        self
+    }
+
     /// Draws every model call of the run from the shared pools of `draw` as well (a tenant's,
     /// a user's): each call is reserved in all of them, all or nothing, before it is sent, and
     /// settled from the provider's usage (see [`pool`](crate::pool)). A child scope draws from
@@ -261,6 +279,7 @@ impl<S> ScopeBuilder<S> {
     /// Any [`LimitsError`]; nothing has run and nothing has been counted.
     pub fn build(self) -> Result<Scope<S>, LimitsError> {
         self.limits.validate()?;
+        self.terms.progress.validate().map_err(LimitsError::Progress)?;
         if self.invalid_tool_limit {
             return Err(LimitsError::InvalidToolLimit);
         }
@@ -462,6 +481,12 @@ impl<S> Scope<S> {
     /// Every per-tool limit of the scope, by tool name.
     pub fn tool_limits(&self) -> impl Iterator<Item = (&str, u32)> {
         self.inner.guard.tool_limits().iter().map(|(tool, limit)| (&**tool, *limit))
+    }
+
+    /// The scope's progress policy ([`ScopeBuilder::progress`]).
+    #[must_use]
+    pub fn progress(&self) -> &crate::progress::Progress {
+        self.inner.guard.progress()
     }
 
     /// Checks, without counting anything, whether the run may go on.

@@ -6,6 +6,7 @@ use std::sync::atomic::Ordering;
 use std::task::{Context, Poll, Waker};
 
 use loom::sync::atomic::AtomicBool;
+use loopbound::progress::Progress;
 use loopbound::tool::{Reservation, ToolBuilder};
 use loopbound::watch::{self, Updates};
 use loopbound::{CancellationToken, GuardedTool, Limits, Scope, ToolError};
@@ -65,6 +66,19 @@ pub fn scope_and_tool(grant: bool, limits: Limits) -> (Scope<Started>, Caller, C
     build(grant, limits, None)
 }
 
+/// As [`scope_and_tool`], granted, under the progress policy `progress`.
+#[must_use]
+pub fn scope_and_tool_under(limits: Limits, progress: Progress) -> (Scope<Started>, Caller) {
+    let scope = Scope::builder()
+        .limits(limits)
+        .grant("cap")
+        .progress(progress)
+        .state(Started(AtomicBool::new(false)))
+        .build()
+        .expect("valid limits");
+    (scope.clone(), Caller { tool: tool(), scope })
+}
+
 /// As [`scope_and_tool`], granted, with the scope's run streamed to the returned [`Updates`].
 #[must_use]
 pub fn watched_scope_and_tool(limits: Limits) -> (Scope<Started>, Caller, Updates) {
@@ -87,14 +101,19 @@ fn build(
         builder = builder.grant("cap");
     }
     let scope = builder.state(Started(AtomicBool::new(false))).build().expect("valid limits");
-    let tool = ToolBuilder::new("t", "cap")
+    (scope.clone(), Caller { tool: tool(), scope }, caller)
+}
+
+/// The tool `t`, needing capability `cap`, whose body records in the scope's state that it
+/// started.
+fn tool() -> GuardedTool<Id, Started> {
+    ToolBuilder::new("t", "cap")
         .build(|_: Id, call: loopbound::Call<Started>| {
             // The body starts when its closure is called.
             call.state().0.store(true, Ordering::SeqCst);
             async { Ok::<_, String>(String::new()) }
         })
-        .expect("a valid name");
-    (scope.clone(), Caller { tool, scope }, caller)
+        .expect("a valid name")
 }
 
 /// Whether `input` was admitted by the guard (the reservation is dropped unrun).

@@ -69,3 +69,8 @@ fn every_mcp_arguments_seed_and_regression_holds() {
 fn every_journal_rows_seed_and_regression_holds() {
     assert!(replay("journal_rows", harness::journal_rows) > 0, "the journal_rows corpus is empty");
 }
+
+#[test]
+fn every_progress_seed_and_regression_holds() {
+    assert!(replay("progress", harness::progress) > 0, "the progress corpus is empty");
+}

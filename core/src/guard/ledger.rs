@@ -9,13 +9,20 @@
 //!
 //! - Checks run in this order and the first failing one decides: cancellation
 //!   (caller, then an existing stop, then the deadline) → permission → tool budget → the tool's
-//!   own limit and price → repetition → reserve. A model call: cancellation → model budget →
-//!   spend reservation.
+//!   own limit and price → repetition (exact; or, for a tool the progress policy judges by
+//!   result, its poll limit then the repetition limit on its charged attempts) → cycle → reserve.
+//!   A model call: cancellation → model budget → spend reservation.
+//! - The progress checks ([`progress`](super::progress)) share the repetition check's place:
+//!   after permission and every budget, so a call a budget refuses halts for that budget, never
+//!   `NoProgress`; a repetition or cycle that the policy nudges records a `Nudged` event and
+//!   reserves nothing. The error streak is decided where a failure becomes known
+//!   ([`Ledger::note_result`], [`Ledger::note_failure`]), under this same lock.
 //! - A priced tool's call is charged, and a model call's spend reserved, only once every check
 //!   before it passed, in the same critical section; a spend reservation is settled once
 //!   ([`Ledger::settle`]).
 //! - `model_calls <= limits.model_calls()`, `tool_calls <= limits.tool_calls()`, and every
-//!   signature's count is `<= limits.repetitions()`: a reservation happens only after the
+//!   signature's count is `<= limits.repetitions()` (for a tool judged by result: its charged
+//!   attempts, and its attempts are `<=` its poll limit): a reservation happens only after the
 //!   matching check passed under the same lock.
 //! - Reservations are never rolled back.
 //! - `stop` goes from `None` to `Some` at most once (the first halt wins) and never back; a halt
@@ -43,10 +50,12 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
+use super::progress::{Digest, Rules, Tracker, Verdict};
 use super::stop::Stop;
 use crate::canonical::Signature;
 use crate::event::{ControlEvent, EventKind, HaltReason, Subject};
 use crate::limits::Limits;
+use crate::progress::Nudge;
 use crate::spend::{Account, Micros, Price, Refusal, Reserved, Spend};
 use crate::transport::Usage;
 
@@ -84,9 +93,37 @@ pub(crate) struct Ledger {
     /// `described` instead of being recorded.
     tentative: bool,
     described: Option<(HaltReason, ControlEvent)>,
-    /// What the recorded halt says beyond its reason (the pool that refused a call), made
-    /// before the lock was taken; shared, so that reading it under the lock copies no text.
-    detail: Option<Arc<str>>,
+    /// What the recorded halt says beyond its reason: the pool that refused a call (made before
+    /// the lock was taken, shared, so that reading it under the lock copies no text), or the
+    /// cycle or streak a progress check halted on (put into words after the lock).
+    detail: Option<Detail>,
+    /// What the progress checks remember (empty unless the scope's policy is active).
+    progress: Tracker,
+}
+
+/// What a halt says beyond its reason, as the ledger keeps it: no text is made under the lock.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Detail {
+    /// Words made before the lock (a pool's refusal).
+    Text(Arc<str>),
+    /// A cycle of these tools, in call order, that came round this many times.
+    Cycle(Vec<Arc<str>>, u32),
+    /// This many tool calls in a row failed.
+    Streak(u32),
+}
+
+/// Why the ledger admitted no tool call: a stop, or the run's one nudge (answered instead of
+/// run; not a halt).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Refuse {
+    Stop(Stop),
+    Nudge(Nudge),
+}
+
+impl From<Stop> for Refuse {
+    fn from(stop: Stop) -> Self {
+        Self::Stop(stop)
+    }
 }
 
 impl Default for Ledger {
@@ -106,6 +143,7 @@ impl Default for Ledger {
             tentative: false,
             described: None,
             detail: None,
+            progress: Tracker::default(),
         }
     }
 }
@@ -192,6 +230,10 @@ pub(crate) struct ToolTerms {
     pub(crate) granted: bool,
     pub(crate) limit: Option<u32>,
     pub(crate) price: ToolPrice,
+    /// The tool's poll limit, if its repeats are judged by result.
+    pub(crate) polls: Option<u32>,
+    /// The run's progress rules.
+    pub(crate) rules: Rules,
 }
 
 /// A tool's price, as the scope's table gives it.
@@ -237,6 +279,8 @@ pub(crate) struct Counters {
     pub(crate) spend: (Usage, Micros, Reserved, u32),
     /// Model and tool calls admitted by descendants (child scopes) and charged here.
     pub(crate) below: Below,
+    /// What the progress checks remember (empty unless the run's policy is active).
+    pub(crate) progress: Tracker,
 }
 
 impl Counters {
@@ -443,13 +487,18 @@ impl Ledger {
         if let Some(first) = self.stop {
             return Stop::Halted(first);
         }
-        self.detail = Some(detail);
+        self.detail = Some(Detail::Text(detail));
         self.halt(reason, Subject::Model, self.model_calls)
     }
 
-    /// What the recorded halt says beyond its reason, if anything.
-    pub(crate) fn detail(&self) -> Option<Arc<str>> {
-        self.detail.clone()
+    /// What the recorded halt says beyond its reason, if anything. A progress check's detail is
+    /// the recorded halt's only when that halt is `NoProgress` (a parallel batch may describe
+    /// one that another stop overtakes).
+    pub(crate) fn detail(&self) -> Option<Detail> {
+        match &self.detail {
+            Some(Detail::Cycle(..) | Detail::Streak(_)) if self.stop != Some(HaltReason::NoProgress) => None,
+            detail => detail.clone(),
+        }
     }
 
     /// Admits the one call a wrap-up kept aside, after a limit stopped the run: not if the caller
@@ -630,7 +679,9 @@ impl Ledger {
     }
 
     /// The guard: cancellation → permission → tool budget → the tool's own limit and price →
-    /// repetition → reserve. Returns the new tool-call count.
+    /// repetition (exact, or by result with its poll limit) → cycle → reserve. Returns the new
+    /// tool-call count, or the stop, or the run's one nudge in place of a repetition or cycle
+    /// halt.
     pub(crate) fn admit_tool(
         &mut self,
         gate: Gate,
@@ -639,18 +690,18 @@ impl Ledger {
         terms: ToolTerms,
         signature: Signature,
         ancestors: &mut [Branch<'_>],
-    ) -> Result<u32, Stop> {
+    ) -> Result<u32, Refuse> {
         self.precheck_tool(gate, limits, tool, terms.granted, ancestors)?;
         let tool_count = self.per_tool.get(&**tool).copied().unwrap_or(0);
         if terms.limit.is_some_and(|limit| tool_count >= limit) {
             let subject = self.tool(tool);
-            return Err(self.halt(HaltReason::ToolLimit, subject, self.tool_calls));
+            return Err(self.halt(HaltReason::ToolLimit, subject, self.tool_calls).into());
         }
         let price = match terms.price {
             // The scope has prices but none for this tool: under a cost budget, fail closed.
             ToolPrice::Unpriced if limits.cost().is_some() => {
                 let subject = self.tool(tool);
-                return Err(self.halt(HaltReason::CostBudget, subject, self.tool_calls));
+                return Err(self.halt(HaltReason::CostBudget, subject, self.tool_calls).into());
             }
             ToolPrice::Priced(price) => Some(price),
             ToolPrice::Unpriced | ToolPrice::NoTable => None,
@@ -663,14 +714,10 @@ impl Ledger {
                     branch.halt(HaltReason::CostBudget, subject);
                 }
                 let subject = self.tool(tool);
-                return Err(self.halt(HaltReason::CostBudget, subject, self.tool_calls));
+                return Err(self.halt(HaltReason::CostBudget, subject, self.tool_calls).into());
             }
         }
-        let seen = self.repetitions.get(signature.as_str()).copied().unwrap_or(0);
-        if seen >= limits.repetitions() {
-            let subject = self.tool(tool);
-            return Err(self.halt(HaltReason::RepeatedCall, subject, seen));
-        }
+        self.judge_progress(limits, tool, terms, signature.as_str())?;
         if let Some(price) = price {
             self.account.charge_tool(price);
         }
@@ -683,11 +730,120 @@ impl Ledger {
         if terms.limit.is_some() {
             *self.per_tool.entry(Box::from(&**tool)).or_insert(0) += 1;
         }
-        *self.repetitions.entry(signature.into_string()).or_insert(0) += 1;
         self.tool_calls += 1;
-        let subject = self.tool(tool);
+        let local = self.names.local(tool);
+        if terms.rules.active {
+            let by_result = terms.polls.is_some();
+            self.progress.admitted(terms.rules, signature.as_str(), &local, self.tool_calls, by_result);
+        }
+        let subject = Subject::Tool(local);
+        if terms.polls.is_none() {
+            *self.repetitions.entry(signature.into_string()).or_insert(0) += 1;
+        }
         self.events.push(ControlEvent::new(EventKind::ToolCall, subject, self.tool_calls));
         Ok(self.tool_calls)
+    }
+
+    /// Step 5 of the order, the repetition check and the cycle check after it: a tool judged by
+    /// result meets its poll limit, then the repetition limit on its charged attempts; any other
+    /// tool the repetition limit on its admitted attempts; then, under a cycle rule, the cycle
+    /// the candidate would complete. A repetition or a cycle is answered with the run's one
+    /// nudge when the policy asks for it, else halts.
+    fn judge_progress(
+        &mut self,
+        limits: &Limits,
+        tool: &Arc<str>,
+        terms: ToolTerms,
+        signature: &str,
+    ) -> Result<(), Refuse> {
+        let verdict = if let Some(polls) = terms.polls {
+            self.progress.judge_by_result(signature, polls, limits.repetitions())
+        } else {
+            let seen = self.repetitions.get(signature).copied().unwrap_or(0);
+            if seen >= limits.repetitions() { Verdict::Repeat { count: seen } } else { Verdict::Admit }
+        };
+        let verdict = match verdict {
+            Verdict::Admit => self.progress.cycle(terms.rules, signature),
+            decided => decided,
+        };
+        // What a nudge would say; a poll limit is a limit, never nudged.
+        let nudge = match &verdict {
+            Verdict::Admit => return Ok(()),
+            Verdict::PollLimit { .. } => None,
+            Verdict::Repeat { count } => Some(Nudge::repeat(Arc::clone(tool), *count)),
+            Verdict::Cycle { tools, repeats } => {
+                Some(Nudge::cycle(Arc::clone(tool), tools.clone(), *repeats))
+            }
+        };
+        let subject = self.tool(tool);
+        if let Some(nudge) = nudge.filter(|_| terms.rules.nudge && self.progress.take_nudge()) {
+            return Err(self.nudged(terms.rules, &subject, nudge));
+        }
+        match verdict {
+            Verdict::Admit => Ok(()),
+            Verdict::PollLimit { count } | Verdict::Repeat { count } => {
+                Err(self.halt(HaltReason::RepeatedCall, subject, count).into())
+            }
+            Verdict::Cycle { tools, repeats } => {
+                self.detail = Some(Detail::Cycle(tools, repeats));
+                Err(self.halt(HaltReason::NoProgress, subject, self.tool_calls).into())
+            }
+        }
+    }
+
+    /// Records the run's one nudge (a `Nudged` event) in place of a halt: the call is refused
+    /// without a halt, which extends the error streak like any refusal.
+    fn nudged(&mut self, rules: Rules, subject: &Subject, nudge: Nudge) -> Refuse {
+        self.events.push(ControlEvent::new(EventKind::Nudged, subject.clone(), 1));
+        let streak = self.progress.failed();
+        match self.streak_halt(rules, subject.clone(), streak) {
+            Some(stop) => Refuse::Stop(stop),
+            None => Refuse::Nudge(nudge),
+        }
+    }
+
+    /// Halts `NoProgress` if `streak` failed calls in a row reach the rule's streak, unless an
+    /// admitted call's result is not back yet: in a parallel batch that call comes earlier in
+    /// the reply, and one after another its result would have been noted first (and may have
+    /// ended the streak), so the streak is decided on the results as they come back instead.
+    fn streak_halt(&mut self, rules: Rules, subject: Subject, streak: u32) -> Option<Stop> {
+        let limit = rules.streak?;
+        if streak < limit || self.progress.is_waiting() {
+            return None;
+        }
+        self.detail = Some(Detail::Streak(streak));
+        Some(self.halt(HaltReason::NoProgress, subject, streak))
+    }
+
+    /// Notes the result of tool call `count` of `tool` (its digest, and whether it failed) for
+    /// the progress checks: a failure extends the error streak and may halt `NoProgress`.
+    pub(crate) fn note_result(
+        &mut self,
+        gate: Gate,
+        rules: Rules,
+        tool: &Arc<str>,
+        count: u32,
+        (digest, failed): (Digest, bool),
+    ) -> Result<(), Stop> {
+        self.check(gate, Activity::Tool(tool))?;
+        let streak = self.progress.result(count, digest, failed);
+        let subject = self.tool(tool);
+        self.streak_halt(rules, subject, streak).map_or(Ok(()), Err)
+    }
+
+    /// Notes a call that named no known tool (`tool` is `None`: charged to the model) or did not
+    /// bind: it extends the error streak and may halt `NoProgress`.
+    pub(crate) fn note_failure(
+        &mut self,
+        gate: Gate,
+        rules: Rules,
+        tool: Option<&Arc<str>>,
+    ) -> Result<(), Stop> {
+        let activity = tool.map_or(Activity::Model, Activity::Tool);
+        self.check(gate, activity)?;
+        let streak = self.progress.failed();
+        let subject = tool.map_or(Subject::Model, |tool| self.tool(tool));
+        self.streak_halt(rules, subject, streak).map_or(Ok(()), Err)
     }
 
     /// Refuses a model reply with too many tool calls: the cancellation check, then the
@@ -770,6 +926,7 @@ impl Ledger {
             per_tool: self.per_tool.iter().map(|(tool, count)| (tool.to_string(), *count)).collect(),
             spend: self.account.parts(),
             below: self.below,
+            progress: self.progress.clone(),
         }
     }
 
@@ -794,6 +951,7 @@ impl Ledger {
         // have billed it.
         self.account.charge_in_flight();
         self.below = counters.below;
+        self.progress = counters.progress;
         self.events = events;
         self.stop = None;
     }
@@ -842,6 +1000,14 @@ impl Ledger {
         Stop::Halted(reason)
     }
 
+    /// A copy of this ledger, for a test that tries two decisions from one state.
+    #[cfg(test)]
+    pub(crate) fn clone_for_test(&self) -> Self {
+        let mut copy = Self::default();
+        copy.restore(self.counters(), self.events.clone());
+        copy
+    }
+
     /// Admitted attempts of `signature` so far.
     #[cfg(test)]
     pub(crate) fn repetitions_of(&self, signature: &str) -> u32 {
@@ -877,6 +1043,11 @@ mod tests {
         ToolTerms { granted, ..ToolTerms::default() }
     }
 
+    /// An admission refused by the halt for `reason`.
+    fn halted(reason: HaltReason) -> Result<u32, Refuse> {
+        Err(Refuse::Stop(Stop::Halted(reason)))
+    }
+
     const OPEN: Gate = Gate { caller_cancelled: false, deadline_passed: false };
 
     #[test]
@@ -904,7 +1075,7 @@ mod tests {
         let limits = Limits::default().with_tool_calls(0);
         assert_eq!(
             ledger.admit_tool(OPEN, &limits, &tool, terms(false), signed("{}"), &mut []),
-            Err(Stop::Halted(HaltReason::PermissionDenied))
+            halted(HaltReason::PermissionDenied)
         );
         assert_eq!(kinds(&ledger), ["PermissionDenied read_ticket 0"]);
     }
@@ -917,7 +1088,7 @@ mod tests {
         assert_eq!(ledger.admit_tool(OPEN, &limits, &tool, terms(true), signed("{}"), &mut []), Ok(1));
         assert_eq!(
             ledger.admit_tool(OPEN, &limits, &tool, terms(true), signed("{}"), &mut []),
-            Err(Stop::Halted(HaltReason::ToolBudget))
+            halted(HaltReason::ToolBudget)
         );
         assert_eq!(kinds(&ledger), ["ToolCall read_ticket 1", "ToolBudget read_ticket 1"]);
     }
@@ -932,7 +1103,7 @@ mod tests {
         assert_eq!(ledger.admit_tool(OPEN, &limits, &tool, terms(true), signed("a"), &mut []), Ok(3));
         assert_eq!(
             ledger.admit_tool(OPEN, &limits, &tool, terms(true), signed("a"), &mut []),
-            Err(Stop::Halted(HaltReason::RepeatedCall))
+            halted(HaltReason::RepeatedCall)
         );
         assert_eq!(ledger.repetitions_of("read_ticket:a"), 2);
         assert_eq!(ledger.repetitions_of("read_ticket:b"), 1);
@@ -951,7 +1122,7 @@ mod tests {
         );
         assert_eq!(
             ledger.admit_tool(OPEN, &limits, &tool, terms(false), signed("{}"), &mut []),
-            Err(Stop::Halted(HaltReason::ModelBudget))
+            halted(HaltReason::ModelBudget)
         );
         assert_eq!(ledger.observe_middleware(OPEN, &tool), Err(Stop::Halted(HaltReason::ModelBudget)));
         assert_eq!(ledger.expire(OPEN, Activity::Model), Stop::Halted(HaltReason::ModelBudget));
@@ -967,7 +1138,7 @@ mod tests {
         assert_eq!(ledger.admit_tool(OPEN, &limits, &tool, terms(true), signed("a"), &mut []), Ok(1));
         let (decided, described) = ledger
             .tentatively(|ledger| ledger.admit_tool(OPEN, &limits, &tool, terms(true), signed("b"), &mut []));
-        assert_eq!(decided, Err(Stop::Halted(HaltReason::ToolBudget)));
+        assert_eq!(decided, halted(HaltReason::ToolBudget));
         assert_eq!(ledger.stop(), None, "nothing recorded");
         assert_eq!(kinds(&ledger), ["ToolCall read_ticket 1"]);
         let (reason, event) = described.expect("the halt it would have recorded");
@@ -1010,7 +1181,7 @@ mod tests {
         let limits = Limits::default().with_tool_calls(0);
         assert_eq!(
             ledger.admit_tool(OPEN, &limits, &tool, terms(true), signed("{}"), &mut []),
-            Err(Stop::Halted(HaltReason::ToolBudget))
+            halted(HaltReason::ToolBudget)
         );
         assert_eq!(ledger.tool_calls(), 0);
     }
@@ -1065,5 +1236,214 @@ mod tests {
         assert_eq!(names.len(), 2);
         assert!(Arc::ptr_eq(names[0], names[1]), "one copy for the scope");
         assert!(!Arc::ptr_eq(names[0], &shared), "never the tool set's own");
+    }
+
+    /// The terms of a granted tool under `rules`, judged by result with `polls` if given.
+    fn judged(rules: Rules, polls: Option<u32>) -> ToolTerms {
+        ToolTerms { polls, rules, ..terms(true) }
+    }
+
+    const CYCLES: Rules = Rules { active: true, cycles: Some((3, 3)), streak: None, nudge: false };
+
+    /// Admits `arguments` of `name` and, if admitted, gives `result` back; returns the decision.
+    fn poll(
+        ledger: &mut Ledger,
+        limits: &Limits,
+        name: &Arc<str>,
+        terms: ToolTerms,
+        arguments: &str,
+        result: &str,
+    ) -> Result<u32, Refuse> {
+        let signature = Signature::from_parts(format!("{name}:{arguments}"), name.len());
+        let decided = ledger.admit_tool(OPEN, limits, name, terms, signature, &mut []);
+        if let Ok(count) = decided {
+            let noted = (super::super::progress::digest(result, false), false);
+            assert_eq!(ledger.note_result(OPEN, terms.rules, name, count, noted), Ok(()));
+        }
+        decided
+    }
+
+    #[test]
+    fn a_poll_judged_by_result_runs_while_its_result_changes_and_halts_once_it_does_not() {
+        let job: Arc<str> = Arc::from("job_status");
+        let mut ledger = Ledger::default();
+        let limits = Limits::default().with_tool_calls(10);
+        let by_result = judged(Rules { active: true, ..Rules::default() }, Some(10));
+        for (at, result) in ["queued", "running", "running", "running"].into_iter().enumerate() {
+            let expected = if at < 3 {
+                Ok(u32::try_from(at).unwrap_or(0) + 1)
+            } else {
+                halted(HaltReason::RepeatedCall)
+            };
+            assert_eq!(poll(&mut ledger, &limits, &job, by_result, "{}", result), expected, "poll {at}");
+        }
+        assert_eq!(
+            kinds(&ledger),
+            [
+                "ToolCall job_status 1",
+                "ToolCall job_status 2",
+                "ToolCall job_status 3",
+                "RepeatedCall job_status 1"
+            ]
+        );
+        assert_eq!(ledger.repetitions_of("job_status:{}"), 0, "exact counts are not kept for it");
+    }
+
+    #[test]
+    fn exact_repetition_is_unchanged_for_a_tool_not_judged_by_result() {
+        let tool = tool();
+        let mut ledger = Ledger::default();
+        let limits = Limits::default().with_tool_calls(10);
+        let exact = judged(Rules { active: true, ..Rules::default() }, None);
+        assert_eq!(poll(&mut ledger, &limits, &tool, exact, "42", "a"), Ok(1));
+        assert_eq!(poll(&mut ledger, &limits, &tool, exact, "42", "b"), halted(HaltReason::RepeatedCall));
+        assert_eq!(kinds(&ledger), ["ToolCall read_ticket 1", "RepeatedCall read_ticket 1"]);
+    }
+
+    #[test]
+    fn the_poll_limit_bounds_a_poll_whose_result_always_changes() {
+        let job: Arc<str> = Arc::from("job_status");
+        let mut ledger = Ledger::default();
+        let limits = Limits::default().with_tool_calls(10);
+        let by_result = judged(Rules { active: true, ..Rules::default() }, Some(3));
+        for at in 1..=3 {
+            assert_eq!(poll(&mut ledger, &limits, &job, by_result, "{}", &format!("{at}%")), Ok(at));
+        }
+        assert_eq!(poll(&mut ledger, &limits, &job, by_result, "{}", "4%"), halted(HaltReason::RepeatedCall));
+        assert_eq!(kinds(&ledger).last().map(String::as_str), Some("RepeatedCall job_status 3"));
+    }
+
+    #[test]
+    fn a_cycle_with_no_new_result_halts_no_progress_with_its_tools_in_the_detail() {
+        let (a, b): (Arc<str>, Arc<str>) = (Arc::from("search"), Arc::from("open"));
+        let mut ledger = Ledger::default();
+        let limits = Limits::default().with_tool_calls(20).with_repetitions(5);
+        let terms = judged(CYCLES, None);
+        for at in 0..5 {
+            let name = if at % 2 == 0 { &a } else { &b };
+            assert_eq!(poll(&mut ledger, &limits, name, terms, "{}", "same"), Ok(at + 1));
+        }
+        assert_eq!(poll(&mut ledger, &limits, &b, terms, "{}", "same"), halted(HaltReason::NoProgress));
+        assert_eq!(kinds(&ledger).last().map(String::as_str), Some("NoProgress open 5"));
+        assert_eq!(ledger.detail(), Some(Detail::Cycle(vec![Arc::clone(&a), Arc::clone(&b)], 3)));
+    }
+
+    #[test]
+    fn the_cycle_check_comes_after_permission_and_the_budgets() {
+        let (a, b): (Arc<str>, Arc<str>) = (Arc::from("search"), Arc::from("open"));
+        let mut ledger = Ledger::default();
+        let limits = Limits::default().with_tool_calls(5).with_repetitions(5);
+        for at in 0..5 {
+            let name = if at % 2 == 0 { &a } else { &b };
+            assert_eq!(poll(&mut ledger, &limits, name, judged(CYCLES, None), "{}", "same"), Ok(at + 1));
+        }
+        let refused = ToolTerms { granted: false, ..judged(CYCLES, None) };
+        assert_eq!(
+            poll(&mut ledger.clone_for_test(), &limits, &b, refused, "{}", "same"),
+            halted(HaltReason::PermissionDenied)
+        );
+        assert_eq!(
+            poll(&mut ledger, &limits, &b, judged(CYCLES, None), "{}", "same"),
+            halted(HaltReason::ToolBudget)
+        );
+        assert_eq!(ledger.detail(), None);
+    }
+
+    #[test]
+    fn the_first_repeat_is_nudged_without_running_and_the_next_halts() {
+        let tool = tool();
+        let mut ledger = Ledger::default();
+        let limits = Limits::default().with_tool_calls(10);
+        let rules = Rules { active: true, nudge: true, ..Rules::default() };
+        assert_eq!(poll(&mut ledger, &limits, &tool, judged(rules, None), "42", "a"), Ok(1));
+        assert_eq!(
+            poll(&mut ledger, &limits, &tool, judged(rules, None), "42", "a"),
+            Err(Refuse::Nudge(Nudge::repeat(Arc::clone(&tool), 1)))
+        );
+        assert_eq!(ledger.tool_calls(), 1, "a nudge reserves nothing");
+        assert_eq!(ledger.stop(), None);
+        assert_eq!(
+            poll(&mut ledger, &limits, &tool, judged(rules, None), "42", "a"),
+            halted(HaltReason::RepeatedCall)
+        );
+        assert_eq!(
+            kinds(&ledger),
+            ["ToolCall read_ticket 1", "Nudged read_ticket 1", "RepeatedCall read_ticket 1"]
+        );
+    }
+
+    #[test]
+    fn an_error_streak_halts_at_its_length_and_a_result_resets_it() {
+        let tool = tool();
+        let mut ledger = Ledger::default();
+        let rules = Rules { active: true, streak: Some(3), ..Rules::default() };
+        let limits = Limits::default().with_tool_calls(10);
+        assert_eq!(ledger.note_failure(OPEN, rules, Some(&tool)), Ok(()));
+        assert_eq!(ledger.note_failure(OPEN, rules, None), Ok(()));
+        let count = ledger.admit_tool(OPEN, &limits, &tool, judged(rules, None), signed("1"), &mut []);
+        assert_eq!(count, Ok(1));
+        let fine = (super::super::progress::digest("ok", false), false);
+        assert_eq!(ledger.note_result(OPEN, rules, &tool, 1, fine), Ok(()), "a result ends the streak");
+        assert_eq!(ledger.note_failure(OPEN, rules, None), Ok(()));
+        assert_eq!(ledger.note_failure(OPEN, rules, Some(&tool)), Ok(()));
+        assert_eq!(ledger.admit_tool(OPEN, &limits, &tool, judged(rules, None), signed("2"), &mut []), Ok(2));
+        let failed = (super::super::progress::digest("boom", true), true);
+        assert_eq!(
+            ledger.note_result(OPEN, rules, &tool, 2, failed),
+            Err(Stop::Halted(HaltReason::NoProgress))
+        );
+        assert_eq!(kinds(&ledger).last().map(String::as_str), Some("NoProgress read_ticket 3"));
+        assert_eq!(ledger.detail(), Some(Detail::Streak(3)));
+    }
+
+    #[test]
+    fn a_streak_is_not_decided_while_an_earlier_call_of_a_batch_has_not_answered() {
+        let tool = tool();
+        let mut ledger = Ledger::default();
+        let rules = Rules { active: true, streak: Some(2), ..Rules::default() };
+        let limits = Limits::default().with_tool_calls(10);
+        assert_eq!(ledger.admit_tool(OPEN, &limits, &tool, judged(rules, None), signed("1"), &mut []), Ok(1));
+        assert_eq!(ledger.note_failure(OPEN, rules, Some(&tool)), Ok(()));
+        assert_eq!(ledger.note_failure(OPEN, rules, Some(&tool)), Ok(()), "call 1 has not answered");
+        let fine = (super::super::progress::digest("ok", false), false);
+        assert_eq!(ledger.note_result(OPEN, rules, &tool, 1, fine), Ok(()), "its answer ends the streak");
+        assert_eq!(ledger.note_failure(OPEN, rules, None), Ok(()));
+        assert_eq!(ledger.note_failure(OPEN, rules, None), Err(Stop::Halted(HaltReason::NoProgress)));
+        assert_eq!(kinds(&ledger), ["ToolCall read_ticket 1", "NoProgress model 2"]);
+    }
+
+    #[test]
+    fn a_poll_limit_is_never_nudged() {
+        let job: Arc<str> = Arc::from("job_status");
+        let mut ledger = Ledger::default();
+        let limits = Limits::default().with_tool_calls(10);
+        let by_result = judged(Rules { active: true, nudge: true, ..Rules::default() }, Some(2));
+        assert_eq!(poll(&mut ledger, &limits, &job, by_result, "{}", "1%"), Ok(1));
+        assert_eq!(poll(&mut ledger, &limits, &job, by_result, "{}", "2%"), Ok(2));
+        assert_eq!(poll(&mut ledger, &limits, &job, by_result, "{}", "3%"), halted(HaltReason::RepeatedCall));
+        assert_eq!(kinds(&ledger).last().map(String::as_str), Some("RepeatedCall job_status 2"));
+    }
+
+    #[test]
+    fn the_progress_memory_is_part_of_the_counters_and_is_restored() {
+        let job: Arc<str> = Arc::from("job_status");
+        let limits = Limits::default().with_tool_calls(10);
+        let by_result = judged(Rules { active: true, ..Rules::default() }, Some(10));
+        let mut first = Ledger::default();
+        assert_eq!(poll(&mut first, &limits, &job, by_result, "{}", "running"), Ok(1));
+        assert_eq!(poll(&mut first, &limits, &job, by_result, "{}", "running"), Ok(2));
+        let mut resumed = Ledger::default();
+        resumed.restore(first.counters(), first.events().to_vec());
+        assert_eq!(resumed.counters(), first.counters());
+        assert_eq!(
+            poll(&mut resumed, &limits, &job, by_result, "{}", "running"),
+            halted(HaltReason::RepeatedCall),
+            "the resumed attempt knows the result did not change"
+        );
+        assert_eq!(
+            Ledger::default().counters().progress,
+            Tracker::default(),
+            "nothing tracked without a policy"
+        );
     }
 }

@@ -4,6 +4,20 @@
 //! A [`Scope`](crate::Scope) owns one guard; tools, the model budget and the runtime reach it
 //! through the scope. Nothing here knows about tools, transports or the host's state.
 //!
+//! # The order of checks
+//!
+//! A tool call, in [`Guard::admit_tool`]'s one critical section: cancellation (the caller, a
+//! recorded stop, the deadline) → permission → tool budget (this scope's, then each ancestor's)
+//! → the tool's own limit → its price under a cost budget → repetition (exact, or by result with
+//! the tool's poll limit, for a tool the scope's progress policy names) → cycle (the policy's
+//! cycle rule) → reserve. The progress checks sit with the repetition check, after permission and
+//! every budget: a call a budget or a grant refuses halts for that reason, and a repeat is judged
+//! before the cycle it may close. A repetition or cycle the policy nudges is answered without a
+//! halt and without a reservation ([`Refused::Nudge`]). The error streak is decided where a call's
+//! failure becomes known ([`Guard::note_result`] after a body, [`Guard::note_failure`] for a
+//! call of no known tool or that did not bind), under the same lock. A model call: cancellation
+//! → model budget → spend reservation.
+//!
 //! # Invariants
 //!
 //! - Every decision goes through one critical section ([`Guard::decide`]): the ledger's mutex,
@@ -39,6 +53,7 @@
 //!   takes).
 
 pub(crate) mod ledger;
+mod progress;
 mod stop;
 mod waiting;
 
@@ -50,8 +65,10 @@ use std::task::{Poll, Waker};
 
 use tokio::time::Instant;
 
-pub(crate) use ledger::{Activity, Below, Counters, SpendAsk};
-use ledger::{Branch, Gate, Ledger, ToolPrice, ToolTerms};
+pub(crate) use ledger::{Activity, Below, Counters, Refuse, SpendAsk};
+use ledger::{Branch, Detail, Gate, Ledger, ToolPrice, ToolTerms};
+pub(crate) use progress::{Entry, Seen, Tracker};
+use progress::{Rules, digest};
 pub use stop::Stop;
 pub use waiting::STORE_GRACE;
 
@@ -77,6 +94,8 @@ pub(crate) struct Terms {
     pub(crate) parent: Option<Arc<dyn Ancestor>>,
     /// The shared pools the scope draws from, if any.
     pub(crate) pools: Option<PoolDraw>,
+    /// The run's progress policy (inactive unless the host set one).
+    pub(crate) progress: crate::progress::Progress,
 }
 
 impl std::fmt::Debug for Terms {
@@ -86,6 +105,7 @@ impl std::fmt::Debug for Terms {
             .field("tool_limits", &self.tool_limits)
             .field("child", &self.parent.is_some())
             .field("pools", &self.pools)
+            .field("progress", &self.progress)
             .finish()
     }
 }
@@ -102,13 +122,16 @@ pub(crate) trait Ancestor: Send + Sync {
 pub(crate) enum Refused {
     Stop(Stop),
     Deferred(Deferred),
+    /// The run's one nudge: not a halt, the batch goes on.
+    Nudge(crate::progress::Nudge),
 }
 
 impl Refused {
-    fn new(stop: Stop, described: Option<(HaltReason, ControlEvent)>) -> Self {
-        match described {
-            Some((reason, event)) => Self::Deferred(Deferred { reason, event }),
-            None => Self::Stop(stop),
+    fn new(refuse: Refuse, described: Option<(HaltReason, ControlEvent)>) -> Self {
+        match (refuse, described) {
+            (Refuse::Nudge(nudge), _) => Self::Nudge(nudge),
+            (Refuse::Stop(_), Some((reason, event))) => Self::Deferred(Deferred { reason, event }),
+            (Refuse::Stop(stop), None) => Self::Stop(stop),
         }
     }
 }
@@ -168,6 +191,8 @@ impl Released {
 pub(crate) struct Guard {
     limits: Limits,
     capabilities: BTreeSet<Box<str>>,
+    /// The run-level rules of the progress policy, copied once.
+    rules: Rules,
     ledger: Mutex<Ledger>,
     /// Set, under the ledger's lock, once no tool call can be admitted any more (a stop is
     /// recorded or the tool budget is spent). Both conditions are permanent, so the flag never
@@ -215,6 +240,7 @@ impl Guard {
         Self {
             limits,
             capabilities,
+            rules: Rules::of(&terms.progress),
             ledger: Mutex::new(Ledger::default()),
             tools_closed: AtomicBool::new(limits.tool_calls() == 0),
             caller,
@@ -293,7 +319,56 @@ impl Guard {
                 None => ToolPrice::NoTable,
                 Some(prices) => prices.tool_price(tool).map_or(ToolPrice::Unpriced, ToolPrice::Priced),
             },
+            polls: if self.rules.active { self.terms.progress.poll_limit(tool) } else { None },
+            rules: self.rules,
         }
+    }
+
+    /// The run's progress policy.
+    pub(crate) fn progress(&self) -> &crate::progress::Progress {
+        &self.terms.progress
+    }
+
+    /// Notes the result of tool call `count` of `tool` for the progress checks (see
+    /// [`Ledger::note_result`]); its digest is computed before the lock is taken. Nothing is
+    /// done for a run without an active policy.
+    pub(crate) fn note_result(
+        &self,
+        tool: &Arc<str>,
+        count: u32,
+        text: &str,
+        failed: bool,
+    ) -> Result<(), Stop> {
+        if !self.rules.active {
+            return Ok(());
+        }
+        let noted = (digest(text, failed), failed);
+        self.decide(|ledger, gate, _| ledger.note_result(gate, self.rules, tool, count, noted))
+    }
+
+    /// As [`note_result`](Self::note_result) for a body's `output`, whichever it is.
+    pub(crate) fn note_output(
+        &self,
+        tool: &Arc<str>,
+        count: u32,
+        output: &Result<String, crate::tool::BodyError>,
+    ) -> Result<(), Stop> {
+        if !self.rules.active {
+            return Ok(());
+        }
+        match output {
+            Ok(text) => self.note_result(tool, count, text, false),
+            Err(error) => self.note_result(tool, count, &error.to_string(), true),
+        }
+    }
+
+    /// Notes a call that named no known tool (`None`) or did not bind (see
+    /// [`Ledger::note_failure`]). Nothing is done for a run without an active policy.
+    pub(crate) fn note_failure(&self, tool: Option<&Arc<str>>) -> Result<(), Stop> {
+        if !self.rules.active {
+            return Ok(());
+        }
+        self.decide(|ledger, gate, _| ledger.note_failure(gate, self.rules, tool))
     }
 
     /// The run's spend so far.
@@ -539,7 +614,17 @@ impl Guard {
     /// under the lock, copied into a `String` after it is released.
     pub(crate) fn halt_detail(&self) -> Option<String> {
         let detail = self.ledger.lock().detail();
-        detail.map(|detail| String::from(&*detail))
+        detail.map(|detail| match detail {
+            Detail::Text(text) => String::from(&*text),
+            Detail::Cycle(tools, repeats) => {
+                let names: Vec<&str> = tools.iter().map(|tool| &**tool).collect();
+                format!(
+                    "no progress: the cycle {} came round {repeats} times with no new result",
+                    names.join(" → ")
+                )
+            }
+            Detail::Streak(calls) => format!("no progress: {calls} tool calls in a row failed"),
+        })
     }
 
     /// Admits the call a wrap-up kept aside (see [`Ledger::admit_wrap_up`]).
@@ -611,7 +696,7 @@ impl Guard {
         tool: &Arc<str>,
         granted: bool,
         signature: Signature,
-    ) -> Result<u32, Stop> {
+    ) -> Result<u32, Refuse> {
         let terms = self.tool_terms(tool, granted);
         self.decide(|ledger, gate, ancestors| {
             ledger.admit_tool(gate, &self.limits, tool, terms, signature, ancestors)
@@ -624,7 +709,7 @@ impl Guard {
         self.decide(|ledger, gate, ancestors| {
             let (decided, described) = ledger
                 .tentatively(|ledger| ledger.precheck_tool(gate, &self.limits, tool, granted, ancestors));
-            decided.map_err(|stop| Refused::new(stop, described))
+            decided.map_err(|stop| Refused::new(stop.into(), described))
         })
     }
 
@@ -641,7 +726,7 @@ impl Guard {
             let (decided, described) = ledger.tentatively(|ledger| {
                 ledger.admit_tool(gate, &self.limits, tool, terms, signature, ancestors)
             });
-            decided.map_err(|stop| Refused::new(stop, described))
+            decided.map_err(|refuse| Refused::new(refuse, described))
         })
     }
 

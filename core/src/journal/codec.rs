@@ -12,12 +12,12 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use super::codec_terms;
 use super::definition::RunDefinition;
 use super::error::JournalError;
 use super::label::Labels;
 use super::record::{Decider, MAX_ACTOR_LEN, Resolution, Verdict, valid_actor, valid_reason};
 use super::row::EventRow;
+use super::{codec_progress, codec_terms};
 use crate::event::{ControlEvent, EventKind};
 use crate::guard::{Below, Counters};
 use crate::limits::Limits;
@@ -78,6 +78,9 @@ struct StoredCounters {
     /// Tool calls admitted by child scopes and charged to this run.
     #[serde(default, skip_serializing_if = "is_zero")]
     below_tool_calls: u32,
+    /// What the progress checks remember; absent for a run without a progress policy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    progress: Option<codec_progress::StoredProgress>,
 }
 
 #[allow(clippy::trivially_copy_pass_by_ref, reason = "serde's `skip_serializing_if` hands over a reference")]
@@ -129,6 +132,7 @@ pub(crate) fn encode_counters(counters: &Counters) -> String {
         },
         below_model_calls: counters.below.model_calls,
         below_tool_calls: counters.below.tool_calls,
+        progress: codec_progress::encode(&counters.progress),
     };
     serde_json::to_string(&stored).unwrap_or_default()
 }
@@ -163,6 +167,12 @@ pub(crate) fn decode_counters(text: &str) -> Result<Counters, JournalError> {
         per_tool,
         spend: (settled, Micros(spend.cost), reserved, spend.over),
         below: Below { model_calls: stored.below_model_calls, tool_calls: stored.below_tool_calls },
+        progress: match stored.progress {
+            Some(progress) => {
+                codec_progress::decode(progress).ok_or_else(|| corrupt("the run's counters (progress)"))?
+            }
+            None => crate::guard::Tracker::default(),
+        },
     })
 }
 
@@ -197,6 +207,9 @@ struct StoredDefinition {
     pools: Option<codec_terms::StoredPools>,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     stream: bool,
+    /// The progress policy; absent for the default (exact repetition, no other check).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    progress: Option<codec_progress::StoredPolicy>,
 }
 
 fn default_min_output() -> u32 {
@@ -228,6 +241,7 @@ pub(crate) fn encode_definition(definition: &RunDefinition) -> String {
         prices: definition.prices.as_deref().map(codec_terms::encode_prices),
         pools: definition.pools.as_ref().map(codec_terms::encode_pools),
         stream: definition.records_stream,
+        progress: codec_progress::encode_policy(&definition.progress),
     };
     serde_json::to_string(&stored).unwrap_or_default()
 }
@@ -282,7 +296,12 @@ pub(crate) fn decode_definition(text: &str, labels: Labels) -> Result<Option<Run
         Some(stored) => Some(codec_terms::decode_pools(&stored).ok_or_else(bad)?),
         None => None,
     };
+    let progress = match stored.progress {
+        Some(policy) => codec_progress::decode_policy(policy).ok_or_else(bad)?,
+        None => crate::progress::Progress::exact(),
+    };
     Ok(Some(RunDefinition {
+        progress,
         grants,
         limits,
         tool_limits: stored.tool_limits,
@@ -434,6 +453,7 @@ mod tests {
             pools: None,
             labels: Labels::new(),
             records_stream: false,
+            progress: crate::progress::Progress::exact(),
         }
     }
 
@@ -477,6 +497,7 @@ mod tests {
         let definition = RunDefinition {
             tool_limits: [("refund".to_owned(), 1), ("mail".to_owned(), 0)].into_iter().collect(),
             prices: Some(Arc::new(prices)),
+            progress: crate::progress::Progress::recommended().by_result("poll", 9).nudge(true),
             ..defined(&grants, Limits::default().with_cost(Micros(90_000)))
         };
         let text = encode_definition(&definition);

@@ -1,7 +1,7 @@
 //! The run's definition as its journal keeps it: the grants, the limits, the per-tool limits, the
-//! price table, the shared pools it draws from and the host's labels of its first attempt, so
-//! that a resume in any process rebuilds the same scope from the run id alone (and the pools'
-//! store handle, which a journal cannot keep).
+//! price table, the shared pools it draws from, the progress policy and the host's labels of its
+//! first attempt, so that a resume in any process rebuilds the same scope from the run id alone
+//! (and the pools' store handle, which a journal cannot keep).
 //!
 //! # Invariants
 //!
@@ -12,7 +12,8 @@
 //!   the definition sets and the scope lacks or sets higher; a per-tool limit the definition sets
 //!   and the scope lacks or sets higher), or charging less than the definition's price table (a
 //!   model or a tool priced lower or not at all, a model the table does not price), or drawing
-//!   from fewer of the definition's pools or with a larger output cap, is refused with
+//!   from fewer of the definition's pools or with a larger output cap, or with a progress policy
+//!   that stops less ([`Progress::no_looser_than`]), is refused with
 //!   [`Widened`](super::JournalError::Widened) before anything runs. Narrower is allowed.
 //! - Decoding never panics: a stored definition that does not decode, or whose limits do not
 //!   validate, is [`Corrupt`](super::JournalError::Corrupt).
@@ -23,11 +24,12 @@ use std::sync::Arc;
 use super::label::Labels;
 use crate::limits::Limits;
 use crate::pool::PoolTerms;
+use crate::progress::Progress;
 use crate::scope::{Scope, ScopeBuilder};
 use crate::spend::Prices;
 
 /// What a run was started with: its granted capabilities, its limits, its per-tool limits, its
-/// price table, the pools it draws from, its labels.
+/// price table, the pools it draws from, its progress policy, its labels.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RunDefinition {
     pub(crate) grants: BTreeSet<String>,
@@ -37,6 +39,7 @@ pub struct RunDefinition {
     pub(crate) pools: Option<PoolTerms>,
     pub(crate) labels: Labels,
     pub(crate) records_stream: bool,
+    pub(crate) progress: Progress,
 }
 
 impl RunDefinition {
@@ -50,6 +53,7 @@ impl RunDefinition {
             pools: scope.pools().map(crate::pool::PoolDraw::terms).filter(|terms| !terms.names().is_empty()),
             labels: scope.labels().clone(),
             records_stream: scope.records_stream(),
+            progress: scope.progress().clone(),
         }
     }
 
@@ -99,6 +103,12 @@ impl RunDefinition {
         &self.labels
     }
 
+    /// The run's progress policy ([`ScopeBuilder::progress`]).
+    #[must_use]
+    pub fn progress(&self) -> &Progress {
+        &self.progress
+    }
+
     /// Whether the run records its stream ([`ScopeBuilder::record_stream`]).
     #[must_use]
     pub fn records_stream(&self) -> bool {
@@ -106,7 +116,7 @@ impl RunDefinition {
     }
 
     /// A scope builder with this definition's grants, limits, per-tool limits, price table,
-    /// pools and labels, for the run's next attempt in any process: add the request's state and
+    /// pools, progress policy and labels, for the run's next attempt in any process: add the request's state and
     /// the caller's token, narrow the grants or set another deadline if need be, and build. A
     /// run that draws from pools needs their store first
     /// ([`pool_store`](ScopeBuilder::pool_store)): built without it, the builder refuses with
@@ -115,6 +125,7 @@ impl RunDefinition {
         let mut builder = Scope::builder()
             .grants(self.grants.iter().cloned())
             .limits(self.limits)
+            .progress(self.progress.clone())
             .labels(self.labels.clone());
         if let Some(pools) = &self.pools {
             builder = builder.resuming_pools(pools.clone());
@@ -134,8 +145,9 @@ impl RunDefinition {
     /// Whether `scope` asks for no more than this definition: its grants a subset of these,
     /// each of its limits at most this one's (the deadline aside: it is each attempt's own), a
     /// per-tool limit at most this one's for each tool this definition limits, and, when this
-    /// definition has a price table, one that charges at least as much, and, when it draws
-    /// from pools, a draw from every one of them with an output cap at most its own.
+    /// definition has a price table, one that charges at least as much, when it draws from
+    /// pools, a draw from every one of them with an output cap at most its own, and a progress
+    /// policy that stops no less than its own.
     pub(crate) fn covers<S>(&self, scope: &Scope<S>) -> bool {
         let pools = match (&self.pools, scope.pools()) {
             (None, _) => true,
@@ -157,6 +169,7 @@ impl RunDefinition {
         tool_limits
             && prices
             && pools
+            && scope.progress().no_looser_than(&self.progress)
             && grants.all(|grant| self.grants.contains(grant))
             && limits.model_calls() <= mine.model_calls()
             && limits.tool_calls() <= mine.tool_calls()
@@ -194,6 +207,7 @@ mod tests {
             pools: None,
             labels: Labels::new(),
             records_stream: false,
+            progress: Progress::exact(),
         }
     }
 
@@ -244,6 +258,23 @@ mod tests {
         assert!(stored(Limits::default()).covers(&scope(&[("refund", 5)])), "a per-tool limit narrows");
         let rebuilt = definition.scope_builder().build().unwrap();
         assert_eq!(rebuilt.tool_limits().collect::<Vec<_>>(), [("refund", 2)]);
+    }
+
+    #[test]
+    fn a_progress_policy_the_definition_sets_is_rebuilt_and_may_not_be_loosened() {
+        let policy = Progress::recommended().by_result("poll", 10);
+        let definition = RunDefinition { progress: policy.clone(), ..stored(Limits::default()) };
+        let rebuilt = definition.scope_builder().build().unwrap();
+        assert_eq!(rebuilt.progress(), &policy);
+        assert!(definition.covers(&rebuilt));
+        let without = Scope::builder().build().unwrap();
+        assert!(!definition.covers(&without), "dropping the policy loosens the run");
+        let nudging = Scope::builder().progress(policy.nudge(true)).build().unwrap();
+        assert!(!definition.covers(&nudging), "a nudge gives the model one more turn");
+        let plain = stored(Limits::default());
+        let stricter = Scope::builder().progress(Progress::recommended()).build().unwrap();
+        assert!(plain.covers(&stricter), "cycles and a streak narrow a run without them");
+        assert!(!plain.covers(&rebuilt), "sparing a tool's repeats loosens exact repetition");
     }
 
     #[test]

@@ -43,7 +43,7 @@ use super::tail::Tail;
 use crate::event::{ControlEvent, EventKind, HaltReason, Subject};
 use crate::guard::{Guard, Stop};
 use crate::outcome::Status;
-use crate::runtime::{Admission, Course, End, Pending, Runtime, Turn, answer_of, error_message};
+use crate::runtime::{Admission, Course, End, Pending, Runtime, Turn, answer_of, error_message, failed};
 use crate::scope::Scope;
 use crate::tool::{AdmittedCall, BodyError, EffectKind, ErasedTool, Policy, Refusal, ToolError};
 use crate::transport::{Budgeted, Message, ModelReply, ToolCall, ToolDefinition, Transport};
@@ -220,7 +220,7 @@ impl<'j, J: Journal> Journaled<'j, J> {
         let Some(tool) = runtime.tools().get(&call.name) else {
             let answer = error_message(call, &ToolError::not_found(&call.name));
             self.record_answer(index, None, &answer);
-            return Admission::Done(Turn::Answer(answer));
+            return Admission::Done(failed(scope, None, answer));
         };
         if let Err(stop) = runtime.observe_call(scope, tool.name(), call) {
             return Admission::Done(Turn::End(End::Stopped(stop)));
@@ -234,6 +234,9 @@ impl<'j, J: Journal> Journaled<'j, J> {
             Err(Refusal::Tool(error)) => {
                 let answer = error_message(call, &error);
                 self.record_answer(index, None, &answer);
+                if matches!(error, ToolError::Bind(_)) {
+                    return Admission::Done(failed(scope, Some(tool.name()), answer));
+                }
                 return Admission::Done(Turn::Answer(answer));
             }
         };

@@ -66,6 +66,7 @@
 mod bound;
 mod cancel_watch;
 mod codec;
+mod codec_progress;
 mod codec_terms;
 mod definition;
 mod driver;

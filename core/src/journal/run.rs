@@ -331,6 +331,7 @@ fn state_after(outcome: &Outcome) -> RunState {
         | Status::TokenBudget
         | Status::CostBudget
         | Status::ToolLimit
+        | Status::NoProgress
         | Status::Closed => RunState::Finished(outcome.status()),
     }
 }

@@ -44,6 +44,8 @@ type Raced = Result<Result<String, BodyError>, Stop>;
 /// A body racing the scope, and what comes back with its output.
 struct Running<'a, P> {
     index: usize,
+    /// The tool-call count the call was admitted as.
+    count: u32,
     name: &'a Arc<str>,
     plan: P,
     span: Span,
@@ -131,6 +133,7 @@ impl<T: Transport, S: Send + Sync + 'static> Runtime<T, S> {
             return Turn::End(end);
         }
         let Pending { name, admitted, plan } = pending;
+        let count = admitted.count();
         let body = match admitted.start(scope, C::operation(&plan)) {
             Ok(body) => body,
             Err(ToolError::Stopped(stop)) => return Turn::End(End::Stopped(stop)),
@@ -141,6 +144,8 @@ impl<T: Transport, S: Send + Sync + 'static> Runtime<T, S> {
             Ok(Err(stop)) => return Turn::End(End::Stopped(stop)),
             Err(end) => return Turn::End(end),
         };
+        // A streak this result completes halts the run; the check after the settlement ends it.
+        let _noted = guard.note_output(name, count, &output);
         let answer = course.answer(scope, call, name, plan, output);
         if let Err(end) = course.settle(scope).await {
             return Turn::End(end);
@@ -230,6 +235,7 @@ impl<T: Transport, S: Send + Sync + 'static> Runtime<T, S> {
                 }
                 for Queued { index, pending, span } in wave {
                     let Pending { name, admitted, plan } = pending;
+                    let count = admitted.count();
                     let body = match span.in_scope(|| admitted.start(scope, C::operation(&plan))) {
                         Ok(body) => body,
                         Err(ToolError::Stopped(stop)) => return Some(End::Stopped(stop)),
@@ -242,7 +248,7 @@ impl<T: Transport, S: Send + Sync + 'static> Runtime<T, S> {
                     };
                     let raced = async move { guard.bounded(Activity::Tool(name), body).await };
                     let body = Box::pin(raced.instrument(span.clone()));
-                    running.push(Running { index, name, plan, span, body });
+                    running.push(Running { index, count, name, plan, span, body });
                 }
             }
             if running.is_empty() {
@@ -259,6 +265,7 @@ impl<T: Transport, S: Send + Sync + 'static> Runtime<T, S> {
                 checked.get_or_insert(done.name);
                 match output {
                     Ok(output) => {
+                        let _noted = guard.note_output(done.name, done.count, &output);
                         let message = course.answer(scope, &calls[done.index], done.name, done.plan, output);
                         round.push((done.index, done.span, message));
                     }

@@ -132,7 +132,8 @@ impl<T: Transport, S: Send + Sync + 'static> Course<T, S> for Live {
         deferring: bool,
     ) -> Admission<'t, S, ()> {
         let Some(tool) = runtime.tools().get(&call.name) else {
-            return Admission::Done(Turn::Answer(error_message(call, &ToolError::not_found(&call.name))));
+            let answer = error_message(call, &ToolError::not_found(&call.name));
+            return Admission::Done(failed(scope, None, answer));
         };
         if let Err(stop) = runtime.observe_call(scope, tool.name(), call) {
             return Admission::Done(Turn::End(End::Stopped(stop)));
@@ -141,7 +142,13 @@ impl<T: Transport, S: Send + Sync + 'static> Course<T, S> for Live {
             Ok(admitted) => Admission::Body(Pending { name: tool.name(), admitted, plan: () }),
             Err(Refusal::Deferred(deferred)) => Admission::Refused(deferred),
             Err(Refusal::Tool(ToolError::Stopped(stop))) => Admission::Done(Turn::End(End::Stopped(stop))),
-            Err(Refusal::Tool(error)) => Admission::Done(Turn::Answer(error_message(call, &error))),
+            Err(Refusal::Tool(error)) => {
+                let answer = error_message(call, &error);
+                match error {
+                    ToolError::Bind(_) => Admission::Done(failed(scope, Some(tool.name()), answer)),
+                    _ => Admission::Done(Turn::Answer(answer)),
+                }
+            }
         }
     }
 
@@ -174,6 +181,15 @@ impl<T: Transport, S: Send + Sync + 'static> Course<T, S> for Live {
 
     async fn settle(&mut self, _scope: &Scope<S>) -> Result<(), End> {
         Ok(())
+    }
+}
+
+/// The turn of a call that named no known tool (`tool` is `None`) or did not bind: its `answer`,
+/// unless the error streak it extends halts the run.
+pub(crate) fn failed<S>(scope: &Scope<S>, tool: Option<&Arc<str>>, answer: Message) -> Turn {
+    match scope.guard().note_failure(tool) {
+        Ok(()) => Turn::Answer(answer),
+        Err(stop) => Turn::End(End::Stopped(stop)),
     }
 }
 

@@ -12,7 +12,9 @@
 //!   function-invocation middleware (which records a `Middleware` event), then the host's
 //!   observers, then the tool's guard. The runtime holds no bypass.
 //! - An unknown tool, a binding failure and a body error become error results for the model and
-//!   the loop goes on; an unknown tool moves no counter.
+//!   the loop goes on; an unknown tool moves no counter. Under a progress policy with an error
+//!   streak, the loop notes each of the three with the guard ([`failed`], and the body's result
+//!   after it runs): the streak is the one count they move, and it may halt the run.
 //! - A halt, the deadline and the caller's cancellation end the loop at once. The caller is
 //!   consulted last, so its cancellation wins every race.
 //! - A runtime holds no per-request state: [`Runtime::run`] takes the request's scope, so one
@@ -35,7 +37,7 @@ use std::sync::Arc;
 use tracing::Instrument;
 
 pub use composition::Composition;
-pub(crate) use course::{Admission, Course, Live, Pending, Turn, answer_of};
+pub(crate) use course::{Admission, Course, Live, Pending, Turn, answer_of, failed};
 pub use observer::{Observation, Observer};
 pub use options::{Concurrency, ConcurrencyError, Offer};
 pub use preview::Preview;

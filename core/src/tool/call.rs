@@ -146,14 +146,23 @@ where
     /// [`ToolError::Failed`] if the body returned an error.
     pub async fn run(self) -> Result<String, ToolError> {
         let name = self.admitted.tool().name();
+        let count = self.admitted.count();
         let body = self.admitted.start(self.scope, None)?;
-        finish(self.scope.guard(), name, body).await
+        finish(self.scope.guard(), name, count, body).await
     }
 }
 
-/// Runs a started body under the scope's bounds, then re-checks the scope.
-pub(crate) async fn finish(guard: &Guard, name: &Arc<str>, body: BodyFuture) -> Result<String, ToolError> {
+/// Runs a started body (admitted as tool call `count`) under the scope's bounds, notes its
+/// result for the progress checks, then re-checks the scope.
+pub(crate) async fn finish(
+    guard: &Guard,
+    name: &Arc<str>,
+    count: u32,
+    body: BodyFuture,
+) -> Result<String, ToolError> {
     let output = guard.bounded(Activity::Tool(name), body).await?;
+    // A streak this result completes halts the run: the check below reports it.
+    let _noted = guard.note_output(name, count, &output);
     guard.check(Activity::Tool(name))?;
     output.map_err(|source| ToolError::Failed { tool: Arc::clone(name), source })
 }

@@ -463,8 +463,10 @@ where
     /// [`ToolError::Bind`] if the arguments do not bind or the tool's check refuses them
     /// (nothing counted), else as [`invoke`](Self::invoke).
     pub async fn invoke_json(&self, scope: &Scope<S>, arguments: &str) -> Result<String, ToolError> {
-        let body = self.inner.prepare_json(arguments)?.admit(scope)?.start(scope, None)?;
-        finish(scope.guard(), self.inner.name(), body).await
+        let admitted = self.inner.prepare_json(arguments)?.admit(scope)?;
+        let count = admitted.count();
+        let body = admitted.start(scope, None)?;
+        finish(scope.guard(), self.inner.name(), count, body).await
     }
 
     pub(crate) fn erased(&self) -> Arc<Definition<T, S>> {

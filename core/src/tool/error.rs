@@ -12,7 +12,8 @@ use std::fmt;
 use std::sync::Arc;
 
 use super::binding::BindError;
-use crate::guard::Stop;
+use crate::guard::{Refuse, Stop};
+use crate::progress::Nudge;
 
 /// The error a tool body returns; its text goes back to the model.
 pub type BodyError = Box<dyn StdError + Send + Sync>;
@@ -40,6 +41,10 @@ pub enum ToolError {
     },
     /// The run must end: the guard refused, or the scope stopped before or during the body.
     Stopped(Stop),
+    /// The progress policy answered a repetition or a cycle with its one nudge: the body did
+    /// not run, nothing was reserved, and the run goes on (the next one halts). Its message
+    /// tells the model what it repeated.
+    Nudged(Nudge),
 }
 
 impl ToolError {
@@ -53,6 +58,7 @@ impl ToolError {
                 let text = source.to_string();
                 Some(format!("Error: tool {tool} failed: {}", truncate(&text, MAX_MESSAGE_LEN)))
             }
+            Self::Nudged(nudge) => Some(nudge.to_string()),
             Self::Stopped(_) => None,
         }
     }
@@ -73,6 +79,9 @@ impl fmt::Display for ToolError {
             Self::Bind(error) => error.fmt(f),
             Self::Failed { tool, .. } => write!(f, "tool {tool} failed"),
             Self::Stopped(stop) => stop.fmt(f),
+            Self::Nudged(nudge) => {
+                write!(f, "no progress: a call to {} was answered with a nudge", nudge.tool())
+            }
         }
     }
 }
@@ -81,7 +90,7 @@ impl StdError for ToolError {
     fn source(&self) -> Option<&(dyn StdError + 'static)> {
         match self {
             Self::Failed { source, .. } => Some(source.as_ref()),
-            Self::Bind(_) | Self::Stopped(_) | Self::NotFound { .. } => None,
+            Self::Bind(_) | Self::Stopped(_) | Self::NotFound { .. } | Self::Nudged(_) => None,
         }
     }
 }
@@ -95,6 +104,15 @@ impl From<BindError> for ToolError {
 impl From<Stop> for ToolError {
     fn from(stop: Stop) -> Self {
         Self::Stopped(stop)
+    }
+}
+
+impl From<Refuse> for ToolError {
+    fn from(refuse: Refuse) -> Self {
+        match refuse {
+            Refuse::Stop(stop) => Self::Stopped(stop),
+            Refuse::Nudge(nudge) => Self::Nudged(nudge),
+        }
     }
 }
 

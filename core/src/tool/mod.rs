@@ -18,7 +18,7 @@
 //!   reservation run later) takes a [`Scope`](crate::Scope) and goes through the same
 //!   check-and-reserve, so a direct or concurrent call is bounded exactly like a call from the
 //!   loop.
-//! - Binding comes first and a binding failure touches nothing: no counter, no reservation, no
+//! - Binding comes first and a binding failure touches nothing here: no counter, no reservation, no
 //!   event.
 //! - Immediately before a body starts, the scope is checked once more: an admitted call whose
 //!   run was cancelled, halted or past its deadline in between never starts its body.

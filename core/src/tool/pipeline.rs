@@ -262,6 +262,7 @@ impl From<Refused> for Refusal {
         match refused {
             Refused::Stop(stop) => Self::Tool(stop.into()),
             Refused::Deferred(deferred) => Self::Deferred(deferred),
+            Refused::Nudge(nudge) => Self::Tool(ToolError::Nudged(nudge)),
         }
     }
 }

@@ -118,8 +118,8 @@ impl<S: Send + Sync + 'static> ToolSet<S> {
     /// [`GuardedTool::invoke_json`].
     pub async fn invoke(&self, scope: &Scope<S>, name: &str, arguments: &str) -> Result<String, ToolError> {
         let tool = self.get(name).ok_or_else(|| ToolError::not_found(name))?;
-        let body = tool.start_json(scope, arguments)?;
-        finish(scope.guard(), tool.name(), body).await
+        let (body, count) = tool.start_json(scope, arguments)?;
+        finish(scope.guard(), tool.name(), count, body).await
     }
 
     pub(crate) fn get(&self, name: &str) -> Option<&dyn ErasedTool<S>> {
@@ -185,8 +185,9 @@ pub(crate) trait ErasedTool<S>: Send + Sync {
     fn capability(&self) -> &str;
     fn effect(&self) -> EffectKind;
     fn policy(&self) -> Policy;
-    /// Binds, checks, admits and starts the body; the caller runs it with [`finish`].
-    fn start_json(&self, scope: &Scope<S>, arguments: &str) -> Result<BodyFuture, ToolError>;
+    /// Binds, checks, admits and starts the body; the caller runs it with [`finish`]. Returns
+    /// the body and the tool-call count it was admitted as.
+    fn start_json(&self, scope: &Scope<S>, arguments: &str) -> Result<(BodyFuture, u32), ToolError>;
     /// Binds, checks and admits a call of the loop, without starting it; `deferring` hands a
     /// refusal's halt back instead of recording it (a parallel batch).
     fn admit_json<'a>(
@@ -265,8 +266,10 @@ where
         Definition::policy(self)
     }
 
-    fn start_json(&self, scope: &Scope<S>, arguments: &str) -> Result<BodyFuture, ToolError> {
-        self.prepare_json(arguments)?.admit(scope)?.start(scope, None)
+    fn start_json(&self, scope: &Scope<S>, arguments: &str) -> Result<(BodyFuture, u32), ToolError> {
+        let admitted = self.prepare_json(arguments)?.admit(scope)?;
+        let count = admitted.count();
+        Ok((admitted.start(scope, None)?, count))
     }
 
     fn admit_json<'a>(

@@ -15,6 +15,7 @@ pub mod journal_case;
 pub mod json_mirror;
 pub mod mcp_case;
 pub mod openai_case;
+pub mod progress_case;
 pub mod reference;
 pub mod run_case;
 pub mod stream_case;
@@ -111,6 +112,14 @@ pub fn mcp_arguments(data: &[u8]) {
 pub fn journal_rows(data: &[u8]) {
     if let Ok(case) = journal_case::JournalCase::arbitrary_take_rest(Unstructured::new(data)) {
         journal_case::check(&case);
+    }
+}
+
+/// Target `progress`: an arbitrary [`progress_case::ProgressCase`] (a progress policy and a
+/// trace of calls) against a reference model of every progress check.
+pub fn progress(data: &[u8]) {
+    if let Some(case) = progress_case::ProgressCase::read(data) {
+        progress_case::check(&case);
     }
 }
 
