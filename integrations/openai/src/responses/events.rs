@@ -12,9 +12,10 @@
 //!   [`Malformed`](loopbound::transport::TransportErrorKind::Malformed).
 //! - `response.failed` and `error` end the stream with the provider's error, mapped by its code
 //!   as the chat transport maps it (a `server_error` or `rate_limit_exceeded` is `Unavailable`);
-//!   an event whose data is not a JSON object of the API's shape is `Malformed`; event types this
-//!   transport does not read (created, in progress, content parts, reasoning, the `done` of a
-//!   text) are skipped.
+//!   an event whose data is not JSON, or one of a type read here whose fields are not the API's,
+//!   is `Malformed`; event types this transport does not read (created, in progress, content
+//!   parts, reasoning, the `done` of a text, types added later) are skipped on their type alone,
+//!   whatever else they carry.
 //! - Text is `response.output_text.delta` and `response.refusal.delta` fragments, in order.
 //! - A `function_call` output item is one call whose index in the reply is its `output_index`:
 //!   `response.output_item.added` brings its `call_id` and name, and each
@@ -36,11 +37,10 @@ use crate::errors::{event_error, malformed_as};
 use crate::parse::arguments_text;
 use crate::responses::reply::{Summary, parse_response};
 
-/// One event's data: the fields of every event type this transport reads.
+/// One event's data: the fields of every event type this transport reads (its type is read
+/// first, alone: [`Kind`]).
 #[derive(Debug, Deserialize)]
 struct Event<'a> {
-    #[serde(rename = "type", borrow)]
-    kind: Option<Cow<'a, str>>,
     output_index: Option<u32>,
     delta: Option<String>,
     #[serde(borrow)]
@@ -62,11 +62,12 @@ struct StreamItem<'a> {
     arguments: Option<&'a RawValue>,
 }
 
-/// The type of an event, read alone.
+/// The type of an event, read alone: events of the types this transport does not read are
+/// skipped on it, whatever else they carry.
 #[derive(Deserialize)]
 struct Kind<'a> {
     #[serde(rename = "type", borrow)]
-    kind: Cow<'a, str>,
+    kind: Option<Cow<'a, str>>,
 }
 
 /// The Responses API's stream as the shared HTTP machinery reads it; one value decodes one
@@ -96,6 +97,19 @@ pub type ResponseDecoder = StreamDecoder<ResponsesApi>;
 fn malformed(what: &str) -> Step {
     Step::Fail(TransportError::malformed(format!("the stream is not a Responses API stream: {what}")))
 }
+
+/// The event types this transport reads (besides `error`); every other type is skipped unread.
+const READ: [&str; 9] = [
+    "response.output_text.delta",
+    "response.refusal.delta",
+    "response.output_item.added",
+    "response.function_call_arguments.delta",
+    "response.function_call_arguments.done",
+    "response.output_item.done",
+    "response.failed",
+    "response.completed",
+    "response.incomplete",
+];
 
 /// Whether an event of type `kind` completes the reply.
 fn completes(kind: &str) -> bool {
@@ -189,17 +203,24 @@ impl Protocol for ResponsesApi {
         if data.is_empty() {
             return Step::Skip;
         }
+        let not_an_event = |error| {
+            Step::Fail(malformed_as("the stream event is not a Responses API event", &error, redactor))
+        };
+        let head: Kind<'_> = match serde_json::from_str(data) {
+            Ok(head) => head,
+            Err(error) => return not_an_event(error),
+        };
+        let kind = head.kind.as_deref().or(event.event.as_deref()).unwrap_or_default();
+        if kind == "error" {
+            return Step::Fail(event_error(data, redactor));
+        }
+        if !READ.contains(&kind) {
+            return Step::Skip;
+        }
         let parsed: Event<'_> = match serde_json::from_str(data) {
             Ok(parsed) => parsed,
-            Err(error) => {
-                return Step::Fail(malformed_as(
-                    "the stream event is not a Responses API event",
-                    &error,
-                    redactor,
-                ));
-            }
+            Err(error) => return not_an_event(error),
         };
-        let kind = parsed.kind.as_deref().or(event.event.as_deref()).unwrap_or_default();
         match kind {
             "response.output_text.delta" | "response.refusal.delta" => parsed
                 .delta
@@ -215,7 +236,6 @@ impl Protocol for ResponsesApi {
                     || TransportError::other("the provider reported an error: the response failed"),
                 ))
             }
-            "error" => Step::Fail(event_error(data, redactor)),
             kind if completes(kind) => match parsed.response {
                 Some(response) => match response.usage {
                     Some(usage) => Step::Final(ReplyChunk::usage(usage.usage())),
@@ -229,7 +249,8 @@ impl Protocol for ResponsesApi {
 
     /// Only a whole end event counts: its data must parse (a cut one is a cut stream).
     fn ends(&self, event: &SseEvent) -> bool {
-        serde_json::from_str::<Kind<'_>>(&event.data).is_ok_and(|only| completes(&only.kind))
+        serde_json::from_str::<Kind<'_>>(&event.data)
+            .is_ok_and(|only| only.kind.as_deref().is_some_and(completes))
     }
 
     fn whole(body: &[u8], bounds: ReplyBounds, redactor: &Redactor) -> Result<ModelReply, TransportError> {
@@ -405,7 +426,12 @@ mod tests {
             let result = decode_stream::<ResponsesApi>([stream.as_bytes()]);
             assert_eq!(result, Err(TransportError::malformed(message)), "{stream}");
         }
-        let skipped = "event: ping\ndata: {}\n\ndata: {\"type\":\"response.reasoning_summary_text.delta\",\"delta\":\"x\"}\n\ndata: {\"type\":\"response.completed\",\"response\":{}}\n\n";
+        let skipped = concat!(
+            "event: ping\ndata: {}\n\n",
+            "data: {\"type\":\"response.reasoning_summary_text.delta\",\"delta\":\"x\"}\n\n",
+            "data: {\"type\":\"response.mcp_call_arguments.delta\",\"delta\":{\"a\":1},\"output_index\":\"0\"}\n\n",
+            "data: {\"type\":\"response.completed\",\"response\":{}}\n\n",
+        );
         assert_eq!(decode_stream::<ResponsesApi>([skipped.as_bytes()]), Ok(vec![]));
     }
 
