@@ -4,21 +4,21 @@
 //! # Invariants
 //!
 //! - Each provider reads only its own variables (`LOOPBOUND_*` for the OpenAI-compatible
-//!   endpoint, `LOOPBOUND_ANTHROPIC_*` for the Messages API): one provider's key is never sent to
-//!   the other.
+//!   endpoint, whether it speaks chat completions or the Responses API; `LOOPBOUND_ANTHROPIC_*`
+//!   for the Messages API): one provider's key is never sent to the other.
 //! - Nothing is guessed: an unconfigured provider gives a transport that fails every call as
 //!   unavailable, sending nothing, so the run ends as `ProviderUnavailable`; the console says
 //!   which variables to set, in the same words for both consoles ([`Provider::connect`]).
-//! - Both providers go through one [`BoxTransport`], so the consoles run the same scope, tools,
+//! - Every provider goes through one [`BoxTransport`], so the consoles run the same scope, tools,
 //!   budget and loop whatever the provider.
 
 use std::io::Write;
 
 use clap::{Args, ValueEnum};
 use loopbound::transport::{BoxTransport, ChatRequest, ModelReply, Transport, TransportError};
-use loopbound_anthropic::AnthropicTransport;
-use loopbound_openai::OpenAiTransport;
-use loopbound_provider::{ConfigError, Connection};
+use loopbound_anthropic::Anthropic;
+use loopbound_openai::{OpenAi, Responses};
+use loopbound_provider::{Api, ConfigError, Connection, HttpTransport};
 
 use crate::vocabulary::chained;
 
@@ -29,7 +29,8 @@ pub struct Live {
     #[arg(
         long,
         help = "Talk to a live endpoint: OpenAI-compatible, configured by LOOPBOUND_BASE_URL and \
-                LOOPBOUND_MODEL (optional: LOOPBOUND_API_KEY, LOOPBOUND_TIMEOUT_SECS), or with \
+                LOOPBOUND_MODEL (optional: LOOPBOUND_API_KEY, LOOPBOUND_TIMEOUT_SECS), with \
+                --provider responses the same endpoint's Responses API, or with \
                 --provider anthropic the Anthropic Messages API, configured by \
                 LOOPBOUND_ANTHROPIC_BASE_URL and LOOPBOUND_ANTHROPIC_MODEL (optional: \
                 LOOPBOUND_ANTHROPIC_API_KEY, LOOPBOUND_ANTHROPIC_TIMEOUT_SECS, \
@@ -53,6 +54,9 @@ pub enum Provider {
     /// The Anthropic Messages API, configured by the `LOOPBOUND_ANTHROPIC_*` variables.
     #[value(help = "the Anthropic Messages API, configured by the LOOPBOUND_ANTHROPIC_* variables")]
     Anthropic,
+    /// The OpenAI Responses API, configured by the `LOOPBOUND_*` variables.
+    #[value(help = "the OpenAI Responses API (/responses), configured by the LOOPBOUND_* variables")]
+    Responses,
 }
 
 impl Provider {
@@ -62,6 +66,7 @@ impl Provider {
         match self {
             Self::Openai => "openai-compatible",
             Self::Anthropic => "anthropic-messages",
+            Self::Responses => "openai-responses",
         }
     }
 
@@ -69,7 +74,7 @@ impl Provider {
     #[must_use]
     pub const fn variables(self) -> &'static str {
         match self {
-            Self::Openai => {
+            Self::Openai | Self::Responses => {
                 "LOOPBOUND_BASE_URL (e.g. http://127.0.0.1:8080/v1) and LOOPBOUND_MODEL, optionally \
                  LOOPBOUND_API_KEY and LOOPBOUND_TIMEOUT_SECS"
             }
@@ -89,17 +94,17 @@ impl Provider {
     /// The [`ConfigError`] naming the variable that is missing or invalid.
     pub fn from_env(self) -> Result<(BoxTransport, String), ConfigError> {
         match self {
-            Self::Openai => {
-                let transport = OpenAiTransport::from_env()?;
-                let label = self.describe(transport.config().connection());
-                Ok((BoxTransport::new(transport), label))
-            }
-            Self::Anthropic => {
-                let transport = AnthropicTransport::from_env()?;
-                let label = self.describe(transport.config().connection());
-                Ok((BoxTransport::new(transport), label))
-            }
+            Self::Openai => self.connected::<OpenAi>(),
+            Self::Anthropic => self.connected::<Anthropic>(),
+            Self::Responses => self.connected::<Responses>(),
         }
+    }
+
+    /// The transport of API `A`, configured by the environment, and its header label.
+    fn connected<A: Api>(self) -> Result<(BoxTransport, String), ConfigError> {
+        let transport = HttpTransport::<A>::from_env()?;
+        let label = self.describe(A::connection(transport.config()));
+        Ok((BoxTransport::new(transport), label))
     }
 
     /// The header's label when the environment does not configure the provider.

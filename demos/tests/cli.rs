@@ -71,22 +71,30 @@ fn version_prints_the_package_version_and_exits_0() {
 
 #[test]
 fn live_without_an_endpoint_sends_nothing_and_ends_provider_unavailable() {
-    let output = Command::new(env!("CARGO_BIN_EXE_demo330"))
-        .args(["complete", "--live", "--json"])
-        .env_remove("LOOPBOUND_BASE_URL")
-        .env_remove("LOOPBOUND_MODEL")
-        .env_remove("LOOPBOUND_API_KEY")
-        .output()
-        .expect("demo330 starts");
-    assert_eq!(output.status.code(), Some(2));
-    let stderr = text(&output.stderr);
-    assert!(stderr.starts_with("demo330: --live needs an endpoint: set LOOPBOUND_BASE_URL"), "{stderr}");
-    assert!(stderr.contains("LOOPBOUND_BASE_URL"), "the message names the missing variable: {stderr}");
-    let report: serde_json::Value = serde_json::from_str(&text(&output.stdout)).expect("one JSON object");
-    assert_eq!(report["status"], "ProviderUnavailable");
-    assert_eq!(report["transport"], "openai-compatible (not configured)");
-    assert_eq!(report["text"], serde_json::Value::Null);
-    assert_eq!(report["events"], serde_json::json!([{"kind": "ModelCall", "name": "model", "count": 1}]));
+    for (provider, label) in
+        [(&[][..], "openai-compatible"), (&["--provider", "responses"], "openai-responses")]
+    {
+        let output = Command::new(env!("CARGO_BIN_EXE_demo330"))
+            .args(["complete", "--live", "--json"])
+            .args(provider)
+            .env_remove("LOOPBOUND_BASE_URL")
+            .env_remove("LOOPBOUND_MODEL")
+            .env_remove("LOOPBOUND_API_KEY")
+            .output()
+            .expect("demo330 starts");
+        assert_eq!(output.status.code(), Some(2));
+        let stderr = text(&output.stderr);
+        assert!(stderr.starts_with("demo330: --live needs an endpoint: set LOOPBOUND_BASE_URL"), "{stderr}");
+        assert!(
+            stderr.ends_with("(LOOPBOUND_BASE_URL is not set (or is empty))\n"),
+            "the message names the missing variable: {stderr}"
+        );
+        let report: serde_json::Value = serde_json::from_str(&text(&output.stdout)).expect("one JSON object");
+        assert_eq!(report["status"], "ProviderUnavailable");
+        assert_eq!(report["transport"], format!("{label} (not configured)"));
+        assert_eq!(report["text"], serde_json::Value::Null);
+        assert_eq!(report["events"], serde_json::json!([{"kind": "ModelCall", "name": "model", "count": 1}]));
+    }
 }
 
 #[test]

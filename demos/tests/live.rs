@@ -1,7 +1,8 @@
 //! `demo330 --live` over real HTTP on loopback, against the scripted aimock server: the review
 //! really goes through the OpenAI-compatible transport (or, with `--provider anthropic`, the
-//! Messages API transport), with the worked example in the conversation, and gives the same
-//! events and status as the scripted `complete` scenario.
+//! Messages API transport; with `--provider responses`, the Responses API transport), with the
+//! worked example in the conversation, and gives the same events and status as the scripted
+//! `complete` scenario.
 
 use std::process::Command;
 
@@ -100,10 +101,24 @@ async fn complete_over_http_matches_the_scripted_run_in_both_compositions_and_pa
 async fn complete_over_the_messages_api_matches_the_scripted_run_in_both_compositions_and_paths() {
     let Some(server) = Aimock::start() else { return };
     completes_on_every_path(&server, &["--provider", "anthropic"], "anthropic-messages");
-    // Every request went to /v1/messages, none to the chat endpoint; the system prompt and the
-    // worked example came first, as aimock's journal shows them.
+    // Every request went to /v1/messages, none to the chat endpoint.
     assert_eq!(server.request_bodies().await.len(), 0);
-    let bodies = server.message_bodies().await;
+    the_worked_example_came_first_with_the_cap(&server.message_bodies().await);
+}
+
+#[tokio::test]
+async fn complete_over_the_responses_api_matches_the_scripted_run_in_both_compositions_and_paths() {
+    let Some(server) = Aimock::start() else { return };
+    completes_on_every_path(&server, &["--provider", "responses"], "openai-responses");
+    // Every request went to /v1/responses, none to the chat endpoint; aimock reads the cap sent
+    // as `max_output_tokens` into `max_tokens`.
+    assert_eq!(server.request_bodies().await.len(), 0);
+    the_worked_example_came_first_with_the_cap(&server.response_bodies().await);
+}
+
+/// Twelve requests (three per run) whose first, as aimock's journal shows it in the chat shape,
+/// has the system prompt and the worked example before the real request, and the cap of 800.
+fn the_worked_example_came_first_with_the_cap(bodies: &[Value]) {
     assert_eq!(bodies.len(), 12, "three requests per run");
     let roles: Vec<&str> =
         bodies[0]["messages"].as_array().into_iter().flatten().filter_map(|m| m["role"].as_str()).collect();
@@ -112,9 +127,9 @@ async fn complete_over_the_messages_api_matches_the_scripted_run_in_both_composi
 }
 
 #[tokio::test]
-async fn watching_a_live_run_prints_each_update_through_either_provider() {
+async fn watching_a_live_run_prints_each_update_through_every_provider() {
     let Some(server) = Aimock::start() else { return };
-    for provider in ["openai", "anthropic"] {
+    for provider in ["openai", "anthropic", "responses"] {
         let output = live_command(&server, &["complete", "--watch", "--provider", provider])
             .output()
             .expect("demo330 starts");

@@ -140,12 +140,12 @@ fn an_unconfigured_anthropic_endpoint_ends_as_provider_unavailable() {
 }
 
 #[test]
-fn a_live_model_sums_with_the_real_server_over_either_provider() {
+fn a_live_model_sums_with_the_real_server_over_every_provider() {
     if !servers::available() {
         return;
     }
     let Some(aimock) = loopbound_testkit::aimock::Aimock::start() else { return };
-    for provider in ["openai", "anthropic"] {
+    for provider in ["openai", "anthropic", "responses"] {
         let prefix = if provider == "anthropic" { "LOOPBOUND_ANTHROPIC_" } else { "LOOPBOUND_" };
         let output = Command::new(env!("CARGO_BIN_EXE_mcp330"))
             .args(["complete", "--live", "--provider", provider, "--json"])
@@ -176,7 +176,8 @@ fn a_live_model_sums_with_the_real_server_over_either_provider() {
     }
     let chat = tokio_block(aimock.request_bodies());
     let messages = tokio_block(aimock.message_bodies());
-    assert_eq!((chat.len(), messages.len()), (2, 2), "two calls through each API");
+    let responses = tokio_block(aimock.response_bodies());
+    assert_eq!((chat.len(), messages.len(), responses.len()), (2, 2, 2), "two calls through each API");
 }
 
 /// Runs `future` to its end on a runtime of its own (these tests are synchronous).

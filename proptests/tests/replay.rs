@@ -56,6 +56,11 @@ fn every_anthropic_parse_seed_and_regression_holds() {
 }
 
 #[test]
+fn every_responses_parse_seed_and_regression_holds() {
+    assert!(replay("responses_parse", harness::responses_parse) > 0, "the responses_parse corpus is empty");
+}
+
+#[test]
 fn every_run_seed_and_regression_holds() {
     assert!(replay("run", harness::run) > 0, "the run corpus is empty");
 }

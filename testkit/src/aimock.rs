@@ -129,8 +129,8 @@ impl Aimock {
         Some(server)
     }
 
-    /// The base URL of both APIs, e.g. `http://127.0.0.1:41277/v1` (`/chat/completions` and
-    /// `/messages` below it).
+    /// The base URL of every API, e.g. `http://127.0.0.1:41277/v1` (`/chat/completions`,
+    /// `/messages` and `/responses` below it).
     pub fn base_url(&self) -> String {
         format!("{}/v1", self.base)
     }
@@ -176,6 +176,13 @@ impl Aimock {
         self.bodies(MESSAGES).await
     }
 
+    /// The bodies of the Responses API requests received, in order, as aimock journals them:
+    /// turned into the chat-completions shape it matches fixtures on (`input` items as
+    /// `messages`, `max_output_tokens` as `max_tokens`), not the bytes sent.
+    pub async fn response_bodies(&self) -> Vec<Value> {
+        self.bodies(RESPONSES).await
+    }
+
     /// The journal entries of the requests to `path` (each with its `headers`, credentials shown
     /// as `[REDACTED]`, and its `body`), in order.
     pub async fn entries(&self, path: &str) -> Vec<Value> {
@@ -202,6 +209,8 @@ impl Aimock {
 pub const CHAT_COMPLETIONS: &str = "/v1/chat/completions";
 /// The Anthropic Messages API path aimock serves.
 pub const MESSAGES: &str = "/v1/messages";
+/// The OpenAI Responses API path aimock serves.
+pub const RESPONSES: &str = "/v1/responses";
 
 impl Drop for Aimock {
     fn drop(&mut self) {

@@ -14,11 +14,10 @@
 //! - Chunks that carry nothing (a role-only first delta, an empty text fragment) are dropped.
 
 use loopbound::transport::{ModelReply, ReplyBounds, TransportError};
-use loopbound_provider::errors::clean;
 use loopbound_provider::sse::SseEvent;
 use loopbound_provider::{Protocol, Redactor, Step, StreamDecoder};
 
-use crate::errors::embedded_error;
+use crate::errors::event_error;
 use crate::parse::{parse_chunk, parse_completion};
 
 /// The chat-completions wire format as the shared HTTP machinery reads it: `data:` events of
@@ -49,18 +48,7 @@ impl Protocol for ChatCompletions {
         let data = event.data.trim();
         match event.event.as_deref() {
             None | Some("message") => {}
-            Some("error") => {
-                let error = serde_json::from_str::<serde_json::Value>(data).map_or_else(
-                    |_| {
-                        TransportError::other(format!(
-                            "the provider reported an error: {}",
-                            clean(data, redactor)
-                        ))
-                    },
-                    |json| embedded_error(json.get("error").unwrap_or(&json), redactor),
-                );
-                return Step::Fail(error);
-            }
+            Some("error") => return Step::Fail(event_error(data, redactor)),
             // Other named events are not part of the chat-completions stream.
             Some(_) => return Step::Skip,
         }

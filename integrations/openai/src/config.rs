@@ -187,6 +187,18 @@ impl Config {
         self.connection.endpoint("chat/completions")
     }
 
+    /// The URL the Responses transport posts to: the base URL followed by `/responses`.
+    ///
+    /// ```
+    /// let config = loopbound_openai::Config::new("http://127.0.0.1:8080/v1", "smollm2")?;
+    /// assert_eq!(config.responses_endpoint().as_str(), "http://127.0.0.1:8080/v1/responses");
+    /// # Ok::<(), loopbound_openai::ConfigError>(())
+    /// ```
+    #[must_use]
+    pub fn responses_endpoint(&self) -> Url {
+        self.connection.endpoint(crate::responses::PATH)
+    }
+
     /// Whether streamed requests ask for usage figures.
     #[must_use]
     pub fn stream_usage(&self) -> bool {

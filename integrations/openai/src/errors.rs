@@ -6,14 +6,54 @@
 //!
 //! # Invariants
 //!
-//! - The object's `code`, when it is an HTTP status, picks the kind as a status would; otherwise
-//!   a `server_error` type is `Unavailable` and anything else is `Other`.
+//! - The object's `code`, when it is an HTTP status, picks the kind as a status would; a
+//!   `server_error` type, or a `server_error` or `rate_limit_exceeded` code (the Responses API's
+//!   words for a 5xx and a 429), is `Unavailable`; anything else is `Other`.
 //! - The provider's words are redacted before they are cleaned and cut (see
-//!   `loopbound_provider::errors::clean`).
+//!   `loopbound_provider::errors::clean`); an `error` object larger than [`MAX_ERROR_OBJECT`] is
+//!   reported without its words, and never parsed into a tree.
+//! - A reply that does not parse is `Malformed`, with the parser's words, which may quote the
+//!   reply, redacted and cut like the provider's.
 
 use loopbound::transport::TransportError;
 use loopbound_provider::Redactor;
 use loopbound_provider::errors::clean;
+use serde_json::value::RawValue;
+
+/// The largest `error` object read in full to explain a failure: 64 KiB. A larger one is
+/// reported without its words.
+pub(crate) const MAX_ERROR_OBJECT: usize = 64 << 10;
+
+/// The error a provider sent inside a reply, read in full only when it is small.
+pub(crate) fn provider_error(raw: &RawValue, redactor: &Redactor) -> TransportError {
+    let text = raw.get();
+    let value = if text.len() <= MAX_ERROR_OBJECT {
+        serde_json::from_str(text).unwrap_or(serde_json::Value::Null)
+    } else {
+        serde_json::Value::Null
+    };
+    embedded_error(&value, redactor)
+}
+
+/// The error an `event: error` of a stream says: its data's `error` object, or the data itself
+/// when it is JSON, else the data as text. (An event's data is bounded by the stream's event
+/// size.)
+pub(crate) fn event_error(data: &str, redactor: &Redactor) -> TransportError {
+    serde_json::from_str::<serde_json::Value>(data).map_or_else(
+        |_| TransportError::other(format!("the provider reported an error: {}", clean(data, redactor))),
+        |json| embedded_error(json.get("error").unwrap_or(&json), redactor),
+    )
+}
+
+/// A reply that does not parse: `description` (e.g. `the reply is not a chat completion`), then
+/// the parser's words, redacted and cut.
+pub(crate) fn malformed_as(
+    description: &str,
+    error: &serde_json::Error,
+    redactor: &Redactor,
+) -> TransportError {
+    TransportError::malformed(format!("{description}: {}", clean(&error.to_string(), redactor)))
+}
 
 /// The error for an `error` object found inside a 200 reply or a stream.
 pub(crate) fn embedded_error(error: &serde_json::Value, redactor: &Redactor) -> TransportError {
@@ -25,16 +65,16 @@ pub(crate) fn embedded_error(error: &serde_json::Value, redactor: &Redactor) -> 
             .map(|text| clean(text, redactor))
             .unwrap_or_default(),
     };
-    let code = error
-        .get("code")
-        .and_then(|code| code.as_u64().or_else(|| code.as_str().and_then(|text| text.parse().ok())));
+    let code_text = error.get("code").and_then(serde_json::Value::as_str).unwrap_or_default();
+    let code = error.get("code").and_then(|code| code.as_u64().or_else(|| code_text.parse().ok()));
     let kind = error.get("type").and_then(serde_json::Value::as_str).unwrap_or_default();
+    let busy = kind == "server_error" || matches!(code_text, "server_error" | "rate_limit_exceeded");
     let label = "the provider reported an error";
     let text = if message.is_empty() { label.to_owned() } else { format!("{label}: {message}") };
     match code.and_then(|code| u16::try_from(code).ok()) {
         Some(401 | 403) => TransportError::authentication(text),
         Some(408 | 429 | 500..=599) => TransportError::unavailable(text),
-        _ if kind == "server_error" => TransportError::unavailable(text),
+        _ if busy => TransportError::unavailable(text),
         _ => TransportError::other(text),
     }
 }
@@ -68,6 +108,19 @@ mod tests {
         assert_eq!(
             embedded_error(&json!({"type": "server_error"})),
             TransportError::unavailable("the provider reported an error")
+        );
+        // The Responses API names the failure in a string code.
+        assert_eq!(
+            embedded_error(&json!({"code": "server_error", "message": "try again"})),
+            TransportError::unavailable("the provider reported an error: try again")
+        );
+        assert_eq!(
+            embedded_error(&json!({"code": "rate_limit_exceeded", "message": "slow down"})),
+            TransportError::unavailable("the provider reported an error: slow down")
+        );
+        assert_eq!(
+            embedded_error(&json!({"code": "invalid_prompt", "message": "no"})),
+            TransportError::other("the provider reported an error: no")
         );
         assert_eq!(
             embedded_error(&json!("context too long")),

@@ -1,4 +1,5 @@
-//! An OpenAI-compatible chat-completions transport for [`loopbound`].
+//! OpenAI-compatible transports for [`loopbound`]: chat completions ([`OpenAiTransport`]) and the
+//! Responses API ([`ResponsesTransport`]).
 //!
 //! [`OpenAiTransport`] implements [`loopbound::transport::Transport`] over HTTP: `POST
 //! {base}/chat/completions` with the model, the conversation (system, user, assistant with
@@ -30,6 +31,16 @@
 //!
 //! The wire format ([`wire`]), the reply parsers ([`parse`]) and the chunk decoder ([`chunks`])
 //! are pure functions of bytes, so they can be fuzzed and property-tested without a server.
+//!
+//! [`ResponsesTransport`] takes the same [`Config`] and variables and posts to
+//! `{base}/responses`: stateless (`store: false`, the whole conversation each time as `input`
+//! items, tool results as `function_call_output` items), `function` tools with `strict: false`,
+//! the run's output cap as `max_output_tokens`; whole replies are one `response` object, streams
+//! its events up to `response.completed`, whose usage (cached input tokens included) settles the
+//! call; a `response.failed` or `error` event is mapped by its `code` as above. The chat-only
+//! settings (`LOOPBOUND_STREAM_USAGE`, `LOOPBOUND_OUTPUT_CAP_FIELD`) do not apply to it. It is a
+//! second API of this crate rather than a crate of its own because all but the body is shared:
+//! the base URL, the bearer key, the error objects; a host switches by changing one constructor.
 //!
 //! # Example
 //!
@@ -86,6 +97,10 @@ mod errors;
 pub mod parse;
 #[cfg(test)]
 mod properties;
+// The Responses API: its transport is re-exported below; the module is public, like the chat
+// decoders, only for the fuzz targets and properties.
+#[doc(hidden)]
+pub mod responses;
 mod transport;
 #[doc(hidden)]
 pub mod wire;
@@ -96,4 +111,5 @@ pub use config::{
 };
 /// The key, its redaction and the configuration errors are the shared provider crate's.
 pub use loopbound_provider::{ApiKey, ConfigError, HttpVersion, REDACTED, Redactor};
+pub use responses::{Responses, ResponsesTransport};
 pub use transport::{OpenAi, OpenAiTransport};

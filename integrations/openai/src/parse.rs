@@ -19,14 +19,9 @@ use loopbound::transport::{
 use serde_json::value::RawValue;
 
 use loopbound_provider::Redactor;
-use loopbound_provider::errors::clean;
 
-use crate::errors::embedded_error;
+use crate::errors::{malformed_as, provider_error};
 use crate::wire::{CallCount, ChunkBody, CompletionBody, WireUsage};
-
-/// The largest `error` object read in full to explain a failure: 64 KiB. A larger one is
-/// reported without its words.
-const MAX_ERROR_OBJECT: usize = 64 << 10;
 
 /// Parses a whole (non-streamed) chat-completions reply, within `bounds`, with every text the
 /// provider sent back redacted by `redactor`.
@@ -142,7 +137,10 @@ pub fn parse_chunk(data: &[u8], redactor: &Redactor) -> Result<ReplyChunk, Trans
 
 /// Arguments as JSON text: a string is kept as its decoded text, `null` or absence is empty text
 /// (core reads it as `{}`), any other JSON value is kept as the text that was sent.
-fn arguments_text(arguments: Option<&RawValue>, redactor: &Redactor) -> Result<String, TransportError> {
+pub(crate) fn arguments_text(
+    arguments: Option<&RawValue>,
+    redactor: &Redactor,
+) -> Result<String, TransportError> {
     let Some(raw) = arguments.map(RawValue::get) else { return Ok(String::new()) };
     match raw.as_bytes().first() {
         Some(b'"') => serde_json::from_str(raw).map_err(|error| malformed("reply", &error, redactor)),
@@ -151,29 +149,14 @@ fn arguments_text(arguments: Option<&RawValue>, redactor: &Redactor) -> Result<S
     }
 }
 
-/// The error a provider sent inside a reply, read in full only when it is small.
-fn provider_error(raw: &RawValue, redactor: &Redactor) -> TransportError {
-    let text = raw.get();
-    let value = if text.len() <= MAX_ERROR_OBJECT {
-        serde_json::from_str(text).unwrap_or(serde_json::Value::Null)
-    } else {
-        serde_json::Value::Null
-    };
-    embedded_error(&value, redactor)
-}
-
 fn usage(wire: &WireUsage) -> Usage {
     let cached = wire.prompt_tokens_details.as_ref().and_then(|details| details.cached_tokens).unwrap_or(0);
     Usage::new(wire.prompt_tokens.unwrap_or(0), wire.completion_tokens.unwrap_or(0)).with_cached_input(cached)
 }
 
-/// A reply that is not a chat completion. The parser's own words may quote the reply, so they
-/// are redacted and cut like the provider's.
+/// A reply that is not a chat completion.
 fn malformed(what: &str, error: &serde_json::Error, redactor: &Redactor) -> TransportError {
-    TransportError::malformed(format!(
-        "the {what} is not a chat completion: {}",
-        clean(&error.to_string(), redactor)
-    ))
+    malformed_as(&format!("the {what} is not a chat completion"), error, redactor)
 }
 
 #[cfg(test)]
@@ -327,7 +310,10 @@ mod bounds_tests {
 
     #[test]
     fn a_huge_error_object_is_reported_without_its_words() {
-        let huge = format!(r#"{{"error":{{"message":"{}","code":500}}}}"#, "x".repeat(MAX_ERROR_OBJECT));
+        let huge = format!(
+            r#"{{"error":{{"message":"{}","code":500}}}}"#,
+            "x".repeat(crate::errors::MAX_ERROR_OBJECT)
+        );
         assert_eq!(
             parse_completion(huge.as_bytes(), ReplyBounds::default(), &Redactor::default()),
             Err(TransportError::other("the provider reported an error"))

@@ -6,7 +6,8 @@
 //!
 //! - Pure and incremental: bytes in any split give the same chunks as the whole input (the
 //!   event-stream decoder cuts lines on bytes, and a protocol sees whole events only).
-//! - A stream is complete only when the protocol says an event ends it ([`Step::Done`]); input
+//! - A stream is complete only when the protocol says an event ends it ([`Step::Done`], or
+//!   [`Step::Final`] with the reply's last piece, which counts like any chunk first); input
 //!   after it is ignored, and an end of input before it is
 //!   [`Malformed`](loopbound::transport::TransportErrorKind::Malformed) (a truncated stream).
 //! - The first error (an event the protocol refuses, an error the provider sent, an overlong
@@ -37,6 +38,9 @@ pub enum Step {
     Chunk(ReplyChunk),
     /// The reply is complete.
     Done,
+    /// The last piece of the reply (an end event that carries the usage): handed on, then the
+    /// reply is complete.
+    Final(ReplyChunk),
     /// The stream cannot go on: a malformed event, or an error the provider sent.
     Fail(TransportError),
 }
@@ -54,7 +58,9 @@ pub trait Protocol: Default + Send + 'static {
 
     /// Whether `event`, left without its closing blank line when the input ended, is the end of
     /// the reply (servers often close right after it). Only the end event counts: any other
-    /// unfinished event is discarded, as the event-stream format says.
+    /// unfinished event is discarded, as the event-stream format says. What [`event`](Self::event)
+    /// makes of it counts when it is [`Step::Final`] or [`Step::Fail`]; otherwise the reply is
+    /// complete.
     fn ends(&self, event: &SseEvent) -> bool;
 
     /// Parses a whole (non-streamed) reply within `bounds`, every text redacted by `redactor`.
@@ -140,8 +146,15 @@ impl<P: Protocol> StreamDecoder<P> {
         let partial = self.sse.has_pending();
         self.sse.flush(&mut self.events);
         let events = std::mem::take(&mut self.events);
-        if events.iter().any(|event| self.protocol.ends(event)) {
-            self.done(out);
+        if let Some(end) = events.iter().find(|event| self.protocol.ends(event)) {
+            match self.protocol.event(end, &self.redactor) {
+                Step::Final(chunk) => self.chunk(chunk, out),
+                Step::Fail(error) => self.fail(error, out),
+                Step::Skip | Step::Chunk(_) | Step::Done => {}
+            }
+            if self.state == State::Open {
+                self.done(out);
+            }
         } else {
             let partial = if partial { " (in the middle of an event)" } else { "" };
             let message = format!("the stream ended before {}{partial}; the reply may be incomplete", P::END);
@@ -185,6 +198,12 @@ impl<P: Protocol> StreamDecoder<P> {
                 Step::Skip => {}
                 Step::Chunk(chunk) => self.chunk(chunk, out),
                 Step::Done => self.done(out),
+                Step::Final(chunk) => {
+                    self.chunk(chunk, out);
+                    if self.state == State::Open {
+                        self.done(out);
+                    }
+                }
                 Step::Fail(error) => self.fail(error, out),
             }
         }
@@ -271,6 +290,8 @@ mod tests {
                 Step::Chunk(ReplyChunk::calls(vec![ToolCallDelta::new(index).with_name("t")]))
             } else if data == "end" {
                 Step::Done
+            } else if let Some(text) = data.strip_prefix("last:") {
+                Step::Final(ReplyChunk::text(text))
             } else if data == "fail" {
                 Step::Fail(TransportError::other("failed"))
             } else {
@@ -279,7 +300,7 @@ mod tests {
         }
 
         fn ends(&self, event: &SseEvent) -> bool {
-            event.data == "end"
+            event.data == "end" || event.data.starts_with("last:")
         }
 
         fn whole(_: &[u8], _: ReplyBounds, _: &Redactor) -> Result<ModelReply, TransportError> {
@@ -310,6 +331,14 @@ mod tests {
             Err(TransportError::malformed("the stream ended before end; the reply may be incomplete"))
         );
         assert_eq!(decode_stream::<Lines>([&b"data: t:a\n\ndata: end"[..]]), Ok(vec![ReplyChunk::text("a")]));
+    }
+
+    #[test]
+    fn a_final_chunk_is_handed_on_and_ends_the_stream_even_without_its_blank_line() {
+        let stream = b"data: t:a\n\ndata: last:b\n\ndata: t:c\n\n";
+        let expected = vec![ReplyChunk::text("a"), ReplyChunk::text("b")];
+        assert_eq!(decode_stream::<Lines>([&stream[..]]), Ok(expected.clone()));
+        assert_eq!(decode_stream::<Lines>([&b"data: t:a\n\ndata: last:b"[..]]), Ok(expected));
     }
 
     #[test]

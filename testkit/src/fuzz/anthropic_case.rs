@@ -31,16 +31,13 @@ pub fn check(case: &AnthropicCase) {
 
 #[cfg(test)]
 mod tests {
-    use arbitrary::{Arbitrary, Unstructured};
     use loopbound::transport::{ReplyBounds, Usage};
     use loopbound_provider::events::assemble;
 
     use super::*;
 
     fn seed(name: &str) -> AnthropicCase {
-        let path = format!("{}/../fuzz/seeds/anthropic_parse/{name}", env!("CARGO_MANIFEST_DIR"));
-        let data = std::fs::read(&path).unwrap_or_else(|error| panic!("reading {path}: {error}"));
-        AnthropicCase::arbitrary_take_rest(Unstructured::new(&data)).expect("a seed decodes")
+        stream_case::seed("anthropic_parse", name)
     }
 
     #[test]

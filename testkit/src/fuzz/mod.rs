@@ -17,6 +17,7 @@ pub mod mcp_case;
 pub mod openai_case;
 pub mod progress_case;
 pub mod reference;
+pub mod responses_case;
 pub mod run_case;
 pub mod stream_case;
 
@@ -96,6 +97,14 @@ pub fn openai_parse(data: &[u8]) {
 pub fn anthropic_parse(data: &[u8]) {
     if let Ok(case) = anthropic_case::AnthropicCase::arbitrary_take_rest(Unstructured::new(data)) {
         anthropic_case::check(&case);
+    }
+}
+
+/// Target `responses_parse`: an arbitrary [`responses_case::ResponsesCase`], a body and its
+/// cuts, through the Responses transport's decoders.
+pub fn responses_parse(data: &[u8]) {
+    if let Ok(case) = responses_case::ResponsesCase::arbitrary_take_rest(Unstructured::new(data)) {
+        responses_case::check(&case);
     }
 }
 

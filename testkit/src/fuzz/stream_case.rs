@@ -1,6 +1,6 @@
 //! The checks every provider's decoders go through, whatever the provider's [`Protocol`]: the
-//! targets `openai_parse` and `anthropic_parse` run them on arbitrary bytes, within arbitrary
-//! reply bounds, with an arbitrary key to redact.
+//! targets `openai_parse`, `responses_parse` and `anthropic_parse` run them on arbitrary bytes,
+//! within arbitrary reply bounds, with an arbitrary key to redact.
 //!
 //! The input is a body, the points where the network cut it, the reply's bounds, and an API key
 //! with pieces of it spliced into the body (as a provider that echoes it would). Checks: nothing
@@ -260,4 +260,18 @@ fn check_redaction<P: Protocol>(case: &StreamCase) {
     }
     let status = loopbound_provider::errors::status_error(401, None, &body, &redactor);
     assert_no_run(&status.to_string(), &bytes, "a status error");
+}
+
+/// The committed seed `name` of the fuzz target `target`, decoded as a case (for the targets'
+/// own tests, which check what each seed holds).
+///
+/// # Panics
+///
+/// When the seed cannot be read or does not decode.
+#[cfg(test)]
+pub(crate) fn seed(target: &str, name: &str) -> StreamCase {
+    use arbitrary::Unstructured;
+    let path = format!("{}/../fuzz/seeds/{target}/{name}", env!("CARGO_MANIFEST_DIR"));
+    let data = std::fs::read(&path).unwrap_or_else(|error| panic!("reading {path}: {error}"));
+    StreamCase::arbitrary_take_rest(Unstructured::new(&data)).expect("a seed decodes")
 }

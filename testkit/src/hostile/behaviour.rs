@@ -14,7 +14,7 @@
 use std::ops::Range;
 use std::time::Duration;
 
-use crate::hostile::{messages, payload};
+use crate::hostile::{messages, payload, responses};
 
 /// How the server answers each `POST /v1/chat/completions` and each `POST /v1/messages` (its
 /// Anthropic mode), in the request's API: each behaviour below says what it sends in chat
@@ -175,6 +175,12 @@ impl Reply {
     #[must_use]
     pub fn message_text(content: &str) -> Self {
         Self::new(200, messages::message_text(content))
+    }
+
+    /// A 200 Responses API `response` whose output is one message of `content`.
+    #[must_use]
+    pub fn response_text(content: &str) -> Self {
+        Self::new(200, responses::response_text(content))
     }
 
     /// A 200 `chat.completion` with one tool call (id `call_0`) of `name` with the arguments text

@@ -1,16 +1,17 @@
-//! The two APIs the hostile server speaks, and the texts each behaviour writes in each: the
-//! OpenAI-compatible chat completions (`POST /v1/chat/completions`) and the Anthropic Messages
-//! API (`POST /v1/messages`, its Anthropic mode).
+//! The three APIs the hostile server speaks, and the texts each behaviour writes in each: the
+//! OpenAI-compatible chat completions (`POST /v1/chat/completions`), the Anthropic Messages API
+//! (`POST /v1/messages`, its Anthropic mode) and the OpenAI Responses API (`POST /v1/responses`,
+//! its Responses mode).
 //!
 //! # Invariants
 //!
-//! - The request's path alone picks the API; every behaviour is written in both, with the same
+//! - The request's path alone picks the API; every behaviour is written in each, with the same
 //!   hostility: the same endless stream, flood, echo or error, in each API's own shape.
 //! - A stream opened here is well framed in its API (a Messages stream opens its text block
 //!   before the first text delta), so that what a client sees is the behaviour, not a framing
 //!   mistake of the server.
 
-use crate::hostile::{messages, payload};
+use crate::hostile::{messages, payload, responses};
 
 /// Which API a request speaks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -19,6 +20,8 @@ pub(crate) enum Dialect {
     Chat,
     /// The Anthropic Messages API.
     Messages,
+    /// The OpenAI Responses API.
+    Responses,
 }
 
 /// How a finished stream ends.
@@ -31,19 +34,22 @@ pub(crate) enum Finish {
 }
 
 impl Dialect {
-    /// The first events of every stream (the role chunk; `message_start`).
+    /// The first events of every stream (the role chunk; `message_start`; the response created
+    /// and in progress).
     pub(crate) fn open(self) -> Vec<u8> {
         match self {
             Self::Chat => payload::role_event(),
             Self::Messages => messages::start_event(),
+            Self::Responses => responses::open_events(),
         }
     }
 
-    /// What opens the reply's text (nothing; the start of text block 0).
+    /// What opens the reply's text (nothing; the start of text block 0; message item 0 added).
     pub(crate) fn open_text(self) -> Vec<u8> {
         match self {
             Self::Chat => Vec::new(),
             Self::Messages => messages::text_start_event(0),
+            Self::Responses => responses::text_open_event(),
         }
     }
 
@@ -52,14 +58,16 @@ impl Dialect {
         match self {
             Self::Chat => payload::content_event(text),
             Self::Messages => messages::text_event(0, text),
+            Self::Responses => responses::text_event(text),
         }
     }
 
-    /// What closes the reply's text (nothing; the end of text block 0).
+    /// What closes the reply's text (nothing; the end of text block 0; message item 0 done).
     pub(crate) fn close_text(self) -> Vec<u8> {
         match self {
             Self::Chat => Vec::new(),
             Self::Messages => messages::stop_event(0),
+            Self::Responses => responses::text_close_event(),
         }
     }
 
@@ -81,6 +89,11 @@ impl Dialect {
                 events.extend(messages::arguments_event(index, arguments));
                 events
             }
+            Self::Responses => {
+                let mut events = responses::call_open_event(index, id, name);
+                events.extend(responses::arguments_event(index, arguments));
+                events
+            }
         }
     }
 
@@ -95,13 +108,14 @@ impl Dialect {
                 payload::tool_call_event(&growth)
             }
             Self::Messages => messages::arguments_event(index, fragment),
+            Self::Responses => responses::arguments_event(index, fragment),
         }
     }
 
-    /// What closes call `index` (nothing; the end of its block).
+    /// What closes call `index` (nothing; the end of its block; nothing, its arguments have come).
     pub(crate) fn close_call(self, index: usize) -> Vec<u8> {
         match self {
-            Self::Chat => Vec::new(),
+            Self::Chat | Self::Responses => Vec::new(),
             Self::Messages => messages::stop_event(index),
         }
     }
@@ -113,7 +127,8 @@ impl Dialect {
         events
     }
 
-    /// A usage report of `output` tokens so far (a usage-only chunk; a `message_delta`).
+    /// A usage report of `output` tokens so far (a usage-only chunk; a `message_delta`; a response
+    /// in progress, whose usage a client has no reason to read).
     pub(crate) fn usage(self, output: u64) -> Vec<u8> {
         match self {
             Self::Chat => payload::event(&format!(
@@ -122,16 +137,19 @@ impl Dialect {
                 payload::MODEL
             )),
             Self::Messages => messages::usage_event(output, None),
+            Self::Responses => responses::usage_event(output),
         }
     }
 
-    /// An overload reported inside the stream (an `error` object; an `error` event).
+    /// An overload reported inside the stream (an `error` object; an `error` event; an `error`
+    /// event with the code `server_error`).
     pub(crate) fn overloaded(self) -> Vec<u8> {
         match self {
             Self::Chat => {
                 payload::event(r#"{"error":{"code":529,"message":"Overloaded","type":"server_error"}}"#)
             }
             Self::Messages => messages::error_event("overloaded_error", "Overloaded"),
+            Self::Responses => responses::overloaded_event(),
         }
     }
 
@@ -148,13 +166,14 @@ impl Dialect {
             (Self::Messages, Finish::ToolCalls) => {
                 [messages::usage_event(5, Some("tool_use")), messages::STOP.to_vec()].concat()
             }
+            (Self::Responses, _) => responses::completed_event(),
         }
     }
 
-    /// The keep-alive event (a comment; a `ping`).
+    /// The keep-alive event (a comment; a `ping`; a comment).
     pub(crate) fn keep_alive(self) -> &'static [u8] {
         match self {
-            Self::Chat => payload::KEEP_ALIVE,
+            Self::Chat | Self::Responses => payload::KEEP_ALIVE,
             Self::Messages => messages::PING,
         }
     }
@@ -164,6 +183,7 @@ impl Dialect {
         match self {
             Self::Chat => payload::completion_text(content),
             Self::Messages => messages::message_text(content),
+            Self::Responses => responses::response_text(content),
         }
     }
 
@@ -172,14 +192,15 @@ impl Dialect {
         match self {
             Self::Chat => payload::completion_tool_call(id, name, arguments),
             Self::Messages => messages::message_tool_call(id, name, arguments),
+            Self::Responses => responses::response_call(id, name, arguments),
         }
     }
 
-    /// An error body saying `message`; `kind` and `code` are the chat API's names, the Messages
-    /// API's type is derived from the code.
+    /// An error body saying `message`; `kind` and `code` are the chat API's names (the Responses
+    /// API's too), the Messages API's type is derived from the code.
     pub(crate) fn error(self, message: &str, kind: &str, code: &str) -> String {
         match self {
-            Self::Chat => payload::error(message, kind, code),
+            Self::Chat | Self::Responses => payload::error(message, kind, code),
             Self::Messages => {
                 let kind = match code {
                     "invalid_api_key" => "authentication_error",
@@ -197,6 +218,7 @@ impl Dialect {
         match self {
             Self::Chat => payload::CALLS_PREFIX,
             Self::Messages => messages::MESSAGE_PREFIX,
+            Self::Responses => responses::OUTPUT_PREFIX,
         }
     }
 
@@ -205,6 +227,7 @@ impl Dialect {
         match self {
             Self::Chat => payload::CALLS_SUFFIX.to_owned(),
             Self::Messages => messages::message_suffix("tool_use"),
+            Self::Responses => responses::output_suffix(),
         }
     }
 
@@ -219,6 +242,7 @@ impl Dialect {
                 let text: String = serde_json::from_str(arguments).unwrap_or_default();
                 messages::tool_use_block(&id, name, &messages::input(&text))
             }
+            Self::Responses => responses::call_item(&id, name, arguments),
         }
     }
 }

@@ -64,13 +64,15 @@ impl Request {
             .unwrap_or(false)
     }
 
-    /// The API this request speaks: `POST /v1/chat/completions` or `POST /v1/messages` (any
+    /// The API this request speaks: `POST /v1/chat/completions`, `POST /v1/messages` or
+    /// `POST /v1/responses` (any
     /// query string aside); `None` for anything else.
     pub(crate) fn dialect(&self) -> Option<Dialect> {
         let path = self.target.split_once('?').map_or(self.target.as_str(), |(path, _)| path);
         match (self.method.as_str(), path) {
             ("POST", "/v1/chat/completions") => Some(Dialect::Chat),
             ("POST", "/v1/messages") => Some(Dialect::Messages),
+            ("POST", "/v1/responses") => Some(Dialect::Responses),
             _ => None,
         }
     }

@@ -1,9 +1,11 @@
 //! A deliberately hostile model server, on loopback, for tests that prove a client's bounds hold
-//! against a provider that misbehaves on purpose. It speaks OpenAI-compatible chat completions
-//! and, in its Anthropic mode, the Messages API: the request's path decides.
+//! against a provider that misbehaves on purpose. It speaks OpenAI-compatible chat completions,
+//! in its Anthropic mode the Messages API, and in its Responses mode the OpenAI Responses API:
+//! the request's path decides.
 //!
 //! [`HostileServer::start`] binds `127.0.0.1` on an ephemeral port and answers every
-//! `POST /v1/chat/completions` and every `POST /v1/messages` with one [`Behaviour`], in the
+//! `POST /v1/chat/completions`, `POST /v1/messages` and `POST /v1/responses` with one
+//! [`Behaviour`], in the
 //! request's API: endless streams of text, of new tool-call indices, of growing arguments or of
 //! growing usage reports; an error inside the stream after many deltas; a flood of tool calls; a
 //! reply trickled one byte at a time; a stream of keep-alives only; replies that echo the
@@ -53,6 +55,7 @@ mod http;
 mod messages;
 mod payload;
 mod response;
+mod responses;
 mod server;
 
 pub use answer::{ESCAPE_TEXT, FAKE_STATUS_LINE};

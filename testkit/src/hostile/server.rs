@@ -206,7 +206,7 @@ async fn serve(stream: &mut TcpStream, shared: &Shared) {
     let out = Responder::new(stream, shared.budget.max_bytes, &shared.bytes_sent);
     let Some(api) = request.dialect() else {
         let body = payload::error(
-            "only POST /v1/chat/completions and POST /v1/messages are served",
+            "only POST /v1/chat/completions, /v1/messages and /v1/responses are served",
             "invalid_request_error",
             "not_found",
         );

@@ -1,7 +1,7 @@
-//! The release `demo330 --live` against the hostile server, through both providers (chat
-//! completions, and `--provider anthropic` against the server's Anthropic mode): every attack of
-//! issue 10, and the Messages API's own (usage reports that grow forever, an overload after
-//! 10,000 deltas), ends by itself, with its documented status and exit code, within 64 MiB of
+//! The release `demo330 --live` against the hostile server, through every provider (chat
+//! completions, `--provider anthropic` against the server's Anthropic mode and `--provider
+//! responses` against its Responses mode): every attack of issue 10, and the Messages API's own
+//! (usage reports that grow forever, an overload after 10,000 deltas), ends by itself, with its documented status and exit code, within 64 MiB of
 //! resident memory above an idle run, with at most `model calls × (2 × calls per reply + 2)`
 //! events, no run of the API key anywhere it prints, and, under the `deadline` scenario's
 //! one-second deadline, a return within 1.1 s.
@@ -101,6 +101,7 @@ fn six_replies_of_sixteen_unbindable_calls() -> Vec<String> {
 enum Provider {
     OpenAi,
     Anthropic,
+    Responses,
 }
 
 impl Provider {
@@ -109,6 +110,7 @@ impl Provider {
         match self {
             Self::OpenAi => &[],
             Self::Anthropic => &["--provider", "anthropic"],
+            Self::Responses => &["--provider", "responses"],
         }
     }
 
@@ -117,6 +119,16 @@ impl Provider {
         match self {
             Self::OpenAi => Reply::text(content),
             Self::Anthropic => Reply::message_text(content),
+            Self::Responses => Reply::response_text(content),
+        }
+    }
+
+    /// How the report names this provider's transport.
+    fn label(self) -> &'static str {
+        match self {
+            Self::OpenAi => "openai-compatible",
+            Self::Anthropic => "anthropic-messages",
+            Self::Responses => "openai-responses",
         }
     }
 }
@@ -420,6 +432,8 @@ async fn every_attack_ends_by_itself_within_its_bounds() {
         (Provider::OpenAi, Pass::OneSecond),
         (Provider::Anthropic, Pass::ByItself),
         (Provider::Anthropic, Pass::OneSecond),
+        (Provider::Responses, Pass::ByItself),
+        (Provider::Responses, Pass::OneSecond),
     ] {
         for attack in attacks(provider) {
             // Some attacks end only by the deadline, or are timed against it: they are for the second pass.
@@ -453,7 +467,7 @@ async fn every_attack_ends_by_itself_within_its_bounds() {
     }
     eprintln!("{}", table.join("\n"));
     // The text around an echoed key is kept, the key replaced, whole or split across deltas.
-    for provider in [Provider::OpenAi, Provider::Anthropic] {
+    for provider in [Provider::OpenAi, Provider::Anthropic, Provider::Responses] {
         for place in [KeyPlace::Text, KeyPlace::StreamText] {
             let mut args = vec!["complete", "--live", "--json", "--stream"];
             args.extend_from_slice(provider.args());
@@ -466,8 +480,7 @@ async fn every_attack_ends_by_itself_within_its_bounds() {
                 "{provider:?} {place:?}"
             );
             let transport = report["transport"].as_str().unwrap_or_default();
-            let label = if provider == Provider::OpenAi { "openai-compatible" } else { "anthropic-messages" };
-            assert!(transport.starts_with(label), "{provider:?}: {transport}");
+            assert!(transport.starts_with(provider.label()), "{provider:?}: {transport}");
         }
     }
     assert_eq!(KEY.len(), 52);

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use loopbound_testkit::hostile::HostileServer;
+use loopbound_testkit::hostile::{Behaviour, Budget, HostileServer};
 use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -44,6 +44,53 @@ pub(crate) fn messages_request(stream: bool, key: &str) -> Vec<u8> {
         body.len()
     )
     .into_bytes()
+}
+
+/// The bytes of `POST /v1/responses` (the Responses mode) with a Responses API body, streamed or
+/// not, authorized by `key` as a bearer token.
+pub(crate) fn responses_request(stream: bool, key: &str) -> Vec<u8> {
+    let body = format!(
+        r#"{{"model":"m","input":[{{"role":"user","content":"review ticket 42"}}],"max_output_tokens":800,"store":false,"stream":{stream}}}"#
+    );
+    format!(
+        "POST /v1/responses HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer {key}\r\n\
+         Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .into_bytes()
+}
+
+/// Starts a server with `behaviour` within `budget`, sends it `raw` and reads the one response.
+pub(crate) async fn post_once(behaviour: Behaviour, budget: Budget, raw: &[u8]) -> Response {
+    let server = HostileServer::start_with(behaviour, budget).await.unwrap();
+    let response = exchange(&server, raw).await;
+    assert_eq!(server.requests(), 1);
+    response
+}
+
+/// The data of the named events of `response` (comments aside), each checked to be named after
+/// its `type`, as the Messages and Responses APIs name their events.
+pub(crate) fn named_events(response: &Response) -> Vec<Value> {
+    response
+        .events()
+        .into_iter()
+        .filter(|event| !event.starts_with(':'))
+        .map(|event| {
+            let (name, data) = event.split_once('\n').expect("an event and a data line");
+            let json: Value = serde_json::from_str(data.strip_prefix("data: ").expect("data")).expect("JSON");
+            assert_eq!(
+                name.strip_prefix("event: "),
+                json["type"].as_str(),
+                "the event is named after its type"
+            );
+            json
+        })
+        .collect()
+}
+
+/// The `type` of each of `events`.
+pub(crate) fn types(events: &[Value]) -> Vec<&str> {
+    events.iter().map(|event| event["type"].as_str().unwrap()).collect()
 }
 
 /// Connects to `server` and sends `raw`.

@@ -7,5 +7,7 @@ mod escape;
 mod flood;
 mod lifecycle;
 mod messages;
+mod modes;
+mod responses;
 mod scripted;
 mod slow;

@@ -5,43 +5,16 @@ use std::time::Duration;
 
 use loopbound::transport::{TransportError, TransportErrorKind};
 use loopbound_anthropic::events::MessagesApi;
-use loopbound_anthropic::parse::parse_message;
-use loopbound_provider::events::{assemble, decode_stream};
-use loopbound_provider::{Redactor, StreamDecoder};
-use loopbound_testkit::hostile::{Behaviour, Budget, HostileServer, KeyPart, KeyPlace};
-use serde_json::Value;
+use loopbound_provider::events::decode_stream;
+use loopbound_testkit::hostile::{Behaviour, Budget};
 
-use crate::client::{KEY, Response, exchange, messages_request};
+use crate::client::{self, KEY, Response, messages_request, named_events as events, types};
+use crate::modes;
 
 const MIB: usize = 1024 * 1024;
 
 async fn post(behaviour: Behaviour, budget: Budget, stream: bool) -> Response {
-    let server = HostileServer::start_with(behaviour, budget).await.unwrap();
-    let response = exchange(&server, &messages_request(stream, KEY)).await;
-    assert_eq!(server.requests(), 1);
-    response
-}
-
-/// The events' data, each checked to be named after its type.
-fn events(response: &Response) -> Vec<Value> {
-    response
-        .events()
-        .into_iter()
-        .map(|event| {
-            let (name, data) = event.split_once('\n').expect("an event and a data line");
-            let json: Value = serde_json::from_str(data.strip_prefix("data: ").expect("data")).expect("JSON");
-            assert_eq!(
-                name.strip_prefix("event: "),
-                json["type"].as_str(),
-                "the event is named after its type"
-            );
-            json
-        })
-        .collect()
-}
-
-fn types(events: &[Value]) -> Vec<&str> {
-    events.iter().map(|event| event["type"].as_str().unwrap()).collect()
+    client::post_once(behaviour, budget, &messages_request(stream, KEY)).await
 }
 
 #[tokio::test]
@@ -100,49 +73,15 @@ async fn an_overload_comes_after_exactly_the_deltas_asked_for() {
 
 #[tokio::test]
 async fn a_flood_is_one_whole_message_or_a_well_formed_stream() {
-    let flood = || Behaviour::CallFlood {
-        calls: 1001,
-        arguments: r#"{"input":"x"}"#.into(),
-        name: "read_ticket".into(),
-    };
-    let whole = post(flood(), Budget::default(), false).await;
-    assert!(whole.complete, "the Content-Length is exact");
-    let reply = whole.json();
-    assert_eq!(reply["content"].as_array().unwrap().len(), 1001);
+    let reply =
+        modes::a_flood_reads_back_whole_and_streamed::<MessagesApi>(messages_request, "/content").await;
     assert_eq!(reply["content"][1000]["input"]["input"], "x");
-    let parsed = parse_message(
-        &whole.body,
-        loopbound::transport::ReplyBounds::new(2000, 16 << 20),
-        &Redactor::default(),
-    )
-    .unwrap();
-    assert_eq!((parsed.tool_calls.len(), parsed.tool_calls[7].id.as_str()), (1001, "c7"));
-    let streamed = post(flood(), Budget::default(), true).await;
-    let bounds = loopbound::transport::ReplyBounds::new(2000, 16 << 20);
-    let mut decoder = StreamDecoder::<MessagesApi>::new(bounds, Redactor::default());
-    let chunks: Result<Vec<_>, _> = decoder.decode_all([&streamed.body[..]]).into_iter().collect();
-    let chunks = chunks.expect("a whole stream");
-    let reply = assemble(chunks, loopbound::transport::ReplyBounds::new(2000, 16 << 20)).unwrap();
-    assert_eq!(reply.tool_calls.len(), 1001);
-    assert_eq!(reply.tool_calls[3].arguments, r#"{"input":"x"}"#);
 }
 
 #[tokio::test]
 async fn the_key_echoed_is_the_x_api_key_sent() {
-    let echo = |place| Behaviour::EchoKey { status: 401, padding: 3, place, part: KeyPart::Whole };
-    let error = post(echo(KeyPlace::ErrorBody), Budget::default(), false).await;
-    assert_eq!(error.status, 401);
-    assert_eq!(error.json()["error"]["message"], format!("... the key you sent was {KEY}"));
-    assert_eq!(error.json()["error"]["type"], "authentication_error");
-    let streamed = post(
-        Behaviour::EchoKey { status: 200, padding: 0, place: KeyPlace::StreamText, part: KeyPart::Whole },
-        Budget::default(),
-        true,
-    )
-    .await;
-    let reply =
-        assemble(decode_stream::<MessagesApi>([&streamed.body[..]]).unwrap(), Default::default()).unwrap();
-    assert_eq!(reply.content, Some(format!(" the key you sent was {KEY}")));
+    let error = modes::the_key_sent_is_echoed::<MessagesApi>(messages_request).await;
+    assert_eq!(error["error"]["type"], "authentication_error");
 }
 
 #[tokio::test]

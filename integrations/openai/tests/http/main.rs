@@ -1,9 +1,11 @@
-//! The transport over real HTTP on loopback: against the scripted mock server aimock (the review
-//! scenarios, the wire format, injected errors) and against a small canned server (failures that
-//! a well-behaved server does not produce: cut streams, hangs, refused connections).
+//! The transports (chat completions, and the Responses API in `responses`) over real HTTP on
+//! loopback: against the scripted mock server aimock (the review scenarios, the wire format,
+//! injected errors) and against a small canned server (failures that a well-behaved server does
+//! not produce: cut streams, hangs, refused connections).
 
 mod failures;
 mod hostile;
+mod responses;
 mod scenarios;
 mod wire;
 

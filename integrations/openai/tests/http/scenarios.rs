@@ -5,6 +5,7 @@ use loopbound::spend::{Micros, Price, Prices};
 use loopbound::transport::{Transport, Usage};
 use loopbound::{Composition, Limits, Status};
 use loopbound_openai::{ApiKey, Config, OpenAiTransport};
+use serde_json::Value;
 
 use crate::SECRET;
 use loopbound_testkit::aimock::Aimock;
@@ -49,29 +50,30 @@ async fn usage_is_summed_over_the_calls_on_both_paths_and_absent_when_not_asked_
     assert_eq!(live.outcome().usage(), None, "without stream_options the stream reports no usage");
 }
 
-#[tokio::test]
-async fn a_cost_budget_prices_each_call_by_the_configured_model_on_both_paths() {
-    let Some(server) = Aimock::start() else { return };
-    assert_eq!(transport(&server).model(), Some("loopbound-test-model"));
+/// Runs the complete review under a cost budget on both paths, over the transports `make`
+/// makes: each call is priced by the configured model, from the usage each reply reports.
+async fn priced_on_both_paths<T: Transport>(make: impl Fn() -> T) {
+    assert_eq!(make().model(), Some("loopbound-test-model"));
+    assert_eq!(make().provider_name(), "openai");
     for streaming in [false, true] {
         // 1 unit of money per million input tokens, 2 per million output tokens (micro-units).
         let prices = Prices::new()
             .model("loopbound-test-model", Price::per_million(Micros(1_000_000), Micros(2_000_000)));
         let limits = Limits::default().with_cost(Micros(100_000));
-        let live = run_priced(
-            Scenario::Complete,
-            Composition::Harness,
-            streaming,
-            limits,
-            prices,
-            transport(&server),
-        )
-        .await;
+        let live =
+            run_priced(Scenario::Complete, Composition::Harness, streaming, limits, prices, make()).await;
         assert_eq!(live.outcome().status(), Status::Completed, "streaming={streaming}");
         // The fixtures' 490 input and 20 output tokens.
         assert_eq!(live.outcome().spend().cost, Micros(490 + 2 * 20), "streaming={streaming}");
         assert_eq!(live.outcome().spend().settled, Usage::new(490, 20), "streaming={streaming}");
     }
+}
+
+#[tokio::test]
+async fn a_cost_budget_prices_each_call_by_the_configured_model_on_both_paths_of_both_apis() {
+    let Some(server) = Aimock::start() else { return };
+    priced_on_both_paths(|| transport(&server)).await;
+    priced_on_both_paths(|| crate::responses::scenarios::transport(&server)).await;
 }
 
 #[tokio::test]
@@ -113,7 +115,20 @@ async fn claiming_done_without_the_work_over_http_is_incomplete() {
 async fn arguments_of_the_wrong_type_over_http_become_an_error_result_for_the_model() {
     let Some(server) = Aimock::start() else { return };
     check(&server, Scenario::BadArguments, &PATHS[..2]).await;
-    let bodies = server.request_bodies().await;
+    assert_the_last_result_names_the_field(&server.request_bodies().await);
+    compare(
+        Scenario::BadArguments,
+        &PATHS[..2],
+        || crate::responses::scenarios::transport(&server),
+        || server.log(),
+    )
+    .await;
+    assert_the_last_result_names_the_field(&server.response_bodies().await);
+}
+
+/// The last of `bodies` (as aimock journals them) answers the bad call with an error that names
+/// the field and the expected type, never the value sent.
+fn assert_the_last_result_names_the_field(bodies: &[Value]) {
     let tool_result = &bodies.last().expect("requests were journaled")["messages"][2];
     assert_eq!(tool_result["role"], "tool");
     assert_eq!(tool_result["tool_call_id"], "call_bad");

@@ -1,9 +1,9 @@
 //! What goes over the wire, as aimock's journal recorded it, and how the server's errors end a
 //! run: the exact request bodies, injected 429 and 500 responses, refused credentials.
 
-use loopbound::transport::{TransportError, TransportErrorKind};
+use loopbound::transport::{Transport, TransportError, TransportErrorKind};
 use loopbound::{Composition, RunError, Status};
-use loopbound_openai::{ApiKey, Config, OpenAiTransport, OutputCapField};
+use loopbound_openai::{ApiKey, Config, OpenAiTransport, OutputCapField, ResponsesTransport};
 use serde_json::{Value, json};
 
 use loopbound_testkit::aimock::Aimock;
@@ -114,9 +114,18 @@ async fn an_older_server_gets_the_cap_as_max_tokens_whole_and_streamed_with_usag
 #[tokio::test]
 async fn a_queued_429_ends_the_run_as_provider_unavailable_with_the_retry_after_value() {
     let Some(server) = Aimock::start() else { return };
+    rate_limited_once_per_run(&server, || transport(&server)).await;
+    assert_eq!(server.request_bodies().await.len(), 2);
+    rate_limited_once_per_run(&server, || crate::responses::scenarios::transport(&server)).await;
+    assert_eq!(server.response_bodies().await.len(), 2);
+}
+
+/// A 429 queued before each of two runs (whole, then streamed) over the transports `make` makes
+/// ends each as provider unavailable with the `Retry-After` value.
+async fn rate_limited_once_per_run<T: Transport>(server: &Aimock, make: impl Fn() -> T) {
     for streaming in [false, true] {
         server.queue_error(429, json!({"message": "Rate limit reached", "type": "rate_limit_error"})).await;
-        let live = run(Scenario::Complete, Composition::Harness, streaming, transport(&server)).await;
+        let live = run(Scenario::Complete, Composition::Harness, streaming, make()).await;
         let outcome = live.outcome();
         assert_eq!(outcome.status(), Status::ProviderUnavailable, "streaming={streaming}");
         assert_eq!(outcome.detail(), Some("HTTP 429 (rate limited; retry after 1 s): Rate limit reached"));
@@ -124,8 +133,8 @@ async fn a_queued_429_ends_the_run_as_provider_unavailable_with_the_retry_after_
         assert_eq!(outcome.text(), None);
         assert_no_secret(outcome.detail().unwrap());
     }
-    // One error was queued per run and each was consumed by exactly one request: no retry.
-    assert_eq!(server.request_bodies().await.len(), 2);
+    // One error was queued per run and each was consumed by exactly one request: no retry (the
+    // caller counts the requests).
 }
 
 #[tokio::test]
@@ -137,7 +146,13 @@ async fn a_queued_500_ends_the_run_as_provider_unavailable() {
         assert_eq!(live.outcome().status(), Status::ProviderUnavailable);
         assert_eq!(live.outcome().detail(), Some("HTTP 500: upstream exploded"));
         assert_eq!(live.events(), ["ModelCall model 1"]);
+        server.queue_error(500, json!({"message": "upstream exploded", "type": "server_error"})).await;
+        let responses = crate::responses::scenarios::transport(&server);
+        let live = run(Scenario::Complete, composition, streaming, responses).await;
+        assert_eq!(live.outcome().status(), Status::ProviderUnavailable);
+        assert_eq!(live.outcome().detail(), Some("HTTP 500: upstream exploded"));
     }
+    assert_eq!((server.request_bodies().await.len(), server.response_bodies().await.len()), (2, 2));
 }
 
 #[tokio::test]
@@ -150,22 +165,11 @@ async fn refused_credentials_are_an_authentication_error_that_never_quotes_the_k
         "the configured key is sent as a bearer token"
     );
 
-    let wrong = "sk-wrong-key-5d2b";
-    let config = Config::new(&server.base_url(), "m").unwrap().with_api_key(ApiKey::new(wrong).unwrap());
-    for streaming in [false, true] {
-        let refused = run(
-            Scenario::Complete,
-            Composition::Harness,
-            streaming,
-            OpenAiTransport::new(config.clone()).unwrap(),
-        )
-        .await;
-        let error = refused.result.expect_err("a refused key is a provider error");
-        assert_eq!(error, RunError::Provider(TransportError::authentication("HTTP 401: Invalid API key")));
-        let text = format!("{error} {error:?}");
-        assert!(!text.contains(wrong), "{text}");
-        assert_no_secret(&text);
-    }
+    refused_on_both_paths(&server, |config| OpenAiTransport::new(config).unwrap()).await;
+    let responses = crate::responses::scenarios::transport(&server);
+    let accepted = run(Scenario::Complete, Composition::Harness, true, responses).await;
+    assert_eq!(accepted.outcome().status(), Status::Completed);
+    refused_on_both_paths(&server, |config| ResponsesTransport::new(config).unwrap()).await;
     let anonymous = OpenAiTransport::new(Config::new(&server.base_url(), "m").unwrap()).unwrap();
     let refused = run(Scenario::Complete, Composition::Simple, false, anonymous).await;
     assert!(
@@ -173,4 +177,19 @@ async fn refused_credentials_are_an_authentication_error_that_never_quotes_the_k
         "{:?}",
         refused.result
     );
+}
+
+/// A wrong key, over the transports `make` makes from a configuration, is refused on both paths
+/// with an authentication error that quotes neither key.
+async fn refused_on_both_paths<T: Transport>(server: &Aimock, make: impl Fn(Config) -> T) {
+    let wrong = "sk-wrong-key-5d2b";
+    let config = Config::new(&server.base_url(), "m").unwrap().with_api_key(ApiKey::new(wrong).unwrap());
+    for streaming in [false, true] {
+        let refused = run(Scenario::Complete, Composition::Harness, streaming, make(config.clone())).await;
+        let error = refused.result.expect_err("a refused key is a provider error");
+        assert_eq!(error, RunError::Provider(TransportError::authentication("HTTP 401: Invalid API key")));
+        let text = format!("{error} {error:?}");
+        assert!(!text.contains(wrong), "{text}");
+        assert_no_secret(&text);
+    }
 }

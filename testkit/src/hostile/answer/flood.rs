@@ -91,8 +91,8 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn the_length_matches_the_body_in_both_apis() {
-        for api in [Dialect::Chat, Dialect::Messages] {
+    async fn the_length_matches_the_body_in_every_api() {
+        for api in [Dialect::Chat, Dialect::Messages, Dialect::Responses] {
             for calls in [0, 1, 2, 10, 11, 101, 1_001] {
                 let sent = AtomicU64::new(0);
                 let mut raw = Vec::new();
@@ -108,6 +108,7 @@ mod tests {
                 let items = match api {
                     Dialect::Chat => reply["choices"][0]["message"]["tool_calls"].as_array().unwrap().len(),
                     Dialect::Messages => reply["content"].as_array().unwrap().len(),
+                    Dialect::Responses => reply["output"].as_array().unwrap().len(),
                 };
                 assert_eq!(items, calls, "{api:?}");
             }
