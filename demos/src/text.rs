@@ -192,6 +192,9 @@ const fn meaning(status: Status) -> &'static str {
         Status::CostBudget => "controlled stop, the cost budget had no room for the next call or priced tool",
         Status::ToolLimit => "controlled stop, a tool reached its own per-run limit",
         Status::Closed => "a host closed the run for good; nothing runs in it again",
+        Status::NoProgress => {
+            "controlled stop, the calls went round a cycle or failed in a row without progress"
+        }
         _ => "a status this console does not describe yet",
     }
 }
@@ -212,6 +215,8 @@ const fn gloss(kind: EventKind) -> &'static str {
         EventKind::Halt(HaltReason::TokenBudget) => "halt: token budget, no further call is sent",
         EventKind::Halt(HaltReason::CostBudget) => "halt: cost budget, no further call is sent or run",
         EventKind::Halt(HaltReason::ToolLimit) => "halt: the tool's own limit, refused before the body",
+        EventKind::Halt(HaltReason::NoProgress) => "halt: a cycle or a streak of failures, no progress",
+        EventKind::Nudged => "the repeat was answered with a warning instead of running",
         EventKind::Proposed => "proposal written, before anything is decided or run",
         EventKind::Allowed => "decision: the call may run",
         EventKind::EffectStarted => "started committed; the body runs next",

@@ -134,7 +134,7 @@ mod tests {
     #[test]
     fn exit_codes_follow_the_contract() {
         let codes: Vec<i32> = Status::ALL.iter().copied().map(status_exit_code).collect();
-        assert_eq!(codes, [0, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2]);
+        assert_eq!(codes, [0, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2]);
         assert_eq!(error_exit_code(&RunError::Cancelled), 130);
         assert_eq!(error_exit_code(&RunError::CancelledUnrecorded), 130);
         let finished = loopbound::journal::JournalError::Finished(Status::Completed);

@@ -10,7 +10,7 @@
 //! | outcome | `AwaitingApproval` | 202 Accepted | a proposal waits for `approve` or `deny` |
 //! | outcome | `PermissionDenied`, `Denied` | 403 Forbidden | a grant was missing, or a person or policy refused |
 //! | outcome | `Incomplete` | 422 Unprocessable Content | the model stopped talking but the task is not done |
-//! | outcome | `RepeatedCall`, `ToolBudget`, `ModelBudget`, `ToolLimit`, `TooManyCalls`, `TokenBudget`, `CostBudget` | 422 Unprocessable Content | a limit stopped the run before the task was done |
+//! | outcome | `RepeatedCall`, `NoProgress`, `ToolBudget`, `ModelBudget`, `ToolLimit`, `TooManyCalls`, `TokenBudget`, `CostBudget` | 422 Unprocessable Content | a limit stopped the run before the task was done |
 //! | outcome | `Ambiguous` | 409 Conflict | an effect may or may not have happened: reconcile it first |
 //! | outcome | `ProviderUnavailable` | 503 Service Unavailable | the model's endpoint could not be reached |
 //! | outcome | `DeadlineExceeded` | 504 Gateway Timeout | the run's wall-clock deadline passed |
@@ -52,6 +52,7 @@ pub fn of_outcome(status: Status) -> StatusCode {
         Status::PermissionDenied | Status::Denied => StatusCode::FORBIDDEN,
         Status::Incomplete
         | Status::RepeatedCall
+        | Status::NoProgress
         | Status::ToolBudget
         | Status::ModelBudget
         | Status::ToolLimit
@@ -154,6 +155,7 @@ mod tests {
                 ("CostBudget", 422),
                 ("ToolLimit", 422),
                 ("Closed", 409),
+                ("NoProgress", 422),
             ]
         );
     }
