@@ -20,17 +20,20 @@ use crate::refund::{self, EffectSink, MemorySink};
 
 pub(crate) async fn check_all<B: Backend>(backend: &B) {
     let (a, b) = two(backend, LONG).await;
-    lines_are_numbered_in_commit_order_and_read_a_page_at_a_time(&a, &b).await;
+    Box::pin(lines_are_numbered_in_commit_order_and_read_a_page_at_a_time(&a, &b)).await;
     let (a, _) = two(backend, LONG).await;
-    a_refused_commit_writes_no_line(&a).await;
+    Box::pin(a_refused_commit_writes_no_line(&a)).await;
     let (a, b) = two(backend, LONG).await;
-    a_runs_stream_followed_from_another_process_is_what_its_watchers_got(&a, &b).await;
+    Box::pin(a_runs_stream_followed_from_another_process_is_what_its_watchers_got(&a, &b)).await;
     let (a, b) = two(backend, LONG).await;
-    a_follower_in_the_attempts_process_sees_a_step_before_it_is_committed_under_the_same_number(&a, &b).await;
+    Box::pin(a_follower_in_the_attempts_process_sees_a_step_before_it_is_committed_under_the_same_number(
+        &a, &b,
+    ))
+    .await;
     let (a, b) = two(backend, LONG).await;
-    a_run_that_does_not_record_writes_no_line_and_is_refused_to_a_follower(&a, &b).await;
+    Box::pin(a_run_that_does_not_record_writes_no_line_and_is_refused_to_a_follower(&a, &b)).await;
     let (a, b) = pair(backend, SHORT, LONG).await;
-    a_reader_of_an_attempt_cut_before_its_end_gets_every_line_of_the_next_once(&a, &b).await;
+    Box::pin(a_reader_of_an_attempt_cut_before_its_end_gets_every_line_of_the_next_once(&a, &b)).await;
 }
 
 fn line(seq: u64, text: &str) -> Entry {
