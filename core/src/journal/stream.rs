@@ -215,7 +215,7 @@ impl<J: Journal> Follow<J> {
 }
 
 /// Whether `line` is an outcome or an error: the last of an attempt.
-fn is_final(line: &str) -> bool {
+pub(crate) fn is_final(line: &str) -> bool {
     line.starts_with(r#"{"type":"outcome""#) || line.starts_with(r#"{"type":"error""#)
 }
 

@@ -37,6 +37,7 @@ use tokio::sync::watch;
 
 use super::id::RunId;
 use super::row::UpdateRow;
+use super::stream::is_final;
 use crate::watch::{Update, Updates};
 
 /// How often, at most, the pump publishes what came.
@@ -54,9 +55,7 @@ pub const LIVE_AHEAD: u64 = 1024;
 /// committed its final line (its outcome or its error); after [`LIVE_AHEAD`] more for a run
 /// whose last attempt was cut (it may have shown that many lines live, never committed).
 pub(crate) fn first_number(resumed: bool, last: u64, last_line: Option<&str>) -> u64 {
-    let ended = last_line
-        .and_then(|line| serde_json::from_str::<serde_json::Value>(line).ok())
-        .is_some_and(|line| matches!(line["type"].as_str(), Some("outcome" | "error")));
+    let ended = last_line.is_some_and(is_final);
     if resumed && !ended { last + LIVE_AHEAD + 1 } else { last + 1 }
 }
 
