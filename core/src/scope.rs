@@ -339,6 +339,12 @@ impl<S: Send + Sync + 'static> Scope<S> {
     /// this scope's caller cancellation, halt or deadline stops it at once. A child's own halt
     /// ends the child only; an admission that exhausts a budget of this scope halts both.
     ///
+    /// Under a spend budget of the tree, a child's model call asks for at most
+    /// [`DEFAULT_OUTPUT_CAP`](crate::pool::DEFAULT_OUTPUT_CAP) output tokens unless its request
+    /// sets a cap, and a call that does not fit only because of its siblings' calls in flight
+    /// waits for one of them to settle, within its deadline, instead of halting the tree: a
+    /// budget is exhausted when what is settled leaves no room (`docs/spend.md`, "Fair shares").
+    ///
     /// ```
     /// use loopbound::{Limits, Scope, Status};
     ///

@@ -2,10 +2,13 @@
 //! name when a pool has no room, released when the run's own admission refuses, settled from
 //! the provider's usage, charged whole when its holder dies, and 64 tasks racing one pool.
 
+mod common;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
+use common::Slow;
 use loopbound::pool::{
     Amount, ManualClock, MemoryPools, PoolBudget, PoolDraw, PoolLimit, PoolName, PoolStore, Settled, Window,
 };
@@ -34,6 +37,11 @@ async fn store_with(pools: &[(&PoolName, PoolBudget)]) -> (Arc<MemoryPools>, Man
 /// The default counter's estimate of a request holding one message of `bytes` bytes.
 fn estimate(bytes: u64) -> u64 {
     bytes + ByteCounter::MESSAGE_OVERHEAD + ByteCounter::REQUEST_OVERHEAD
+}
+
+/// A pool where a call asking "Hi." leaves a second one 15 output tokens while in flight.
+fn crowded_by_one() -> u64 {
+    2 * estimate(3) + u64::from(loopbound::pool::DEFAULT_OUTPUT_CAP) + 15
 }
 
 fn answer(usage: Usage) -> Step {
@@ -91,6 +99,56 @@ async fn a_pool_without_room_halts_the_run_by_name_before_the_call_is_sent() {
     assert_eq!(user_state.settled.calls, 1);
     let events: Vec<String> = outcome.events().iter().map(ToString::to_string).collect();
     assert_eq!(events, ["ModelBudget model 0"]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_run_refused_only_by_another_runs_hold_waits_for_it_and_goes_on() {
+    // A call holds its input and the default cap of 4,096 while in flight: beside it, the
+    // second run's call would get 15 output tokens, less than the smallest output (16). The
+    // pool is crowded, not spent, and the second run waits its turn.
+    let acme = name("tenant:acme");
+    let (store, _) = store_with(&[(&acme, PoolBudget::default().with_tokens(crowded_by_one()))]).await;
+    let model = Slow::new(Scripted::new(|_, _| answer(Usage::new(100, 50))), Duration::from_millis(500));
+    let runtime = Runtime::harness(&ToolSet::default(), &model);
+    let scope = || Scope::builder().pools(PoolDraw::new(store.clone(), [acme.clone()])).build().unwrap();
+    let (first, second) = (scope(), scope());
+    let (mut one, mut two) = (vec![Message::user("Hi.")], vec![Message::user("Hi.")]);
+    let started = tokio::time::Instant::now();
+    let (a, b) = tokio::join!(runtime.run(&first, &mut one, |()| true), async {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        runtime.run(&second, &mut two, |()| true).await
+    });
+    assert_eq!((a.unwrap().status(), b.unwrap().status()), (Status::Completed, Status::Completed));
+    assert_eq!(model.most.load(Ordering::SeqCst), 1, "one call in flight at a time");
+    // The second run asked again 25, 75, 175 and 375 ms after the first ask, then at 775 ms
+    // (the first call settled at 500 ms), and its call took 500 ms.
+    assert_eq!(started.elapsed(), Duration::from_millis(1 + 775 + 500));
+    let state = store.state(&acme).await.unwrap();
+    assert_eq!((state.settled.calls, state.settled.tokens, state.reserved), (2, 300, Amount::ZERO));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_run_waiting_for_a_crowded_pool_ends_at_its_deadline_holding_nothing() {
+    let acme = name("tenant:acme");
+    let (store, _) = store_with(&[(&acme, PoolBudget::default().with_tokens(crowded_by_one()))]).await;
+    let model = Slow::new(Scripted::new(|_, _| answer(Usage::new(100, 50))), Duration::from_secs(30));
+    let runtime = Runtime::harness(&ToolSet::default(), &model);
+    let draw = PoolDraw::new(store.clone(), [acme.clone()]);
+    let patient = Scope::builder().pools(draw.clone()).build().unwrap();
+    let hurried = Scope::builder()
+        .pools(draw)
+        .limits(Limits::default().with_deadline(Duration::from_secs(2)))
+        .build()
+        .unwrap();
+    let (mut one, mut two) = (vec![Message::user("Hi.")], vec![Message::user("Hi.")]);
+    let (a, b) = tokio::join!(runtime.run(&patient, &mut one, |()| true), async {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        let outcome = runtime.run(&hurried, &mut two, |()| true).await.unwrap();
+        (outcome.status(), store.state(&acme).await.unwrap().holds)
+    });
+    assert_eq!(a.unwrap().status(), Status::Completed);
+    assert_eq!(b, (Status::DeadlineExceeded, 1), "only the first run's hold was in the pool");
+    assert_eq!(model.sent.load(Ordering::SeqCst), 1);
 }
 
 #[tokio::test]

@@ -2,10 +2,13 @@
 //! ancestor's at once, whatever the fan-out and the concurrency; a parent's stop stops its
 //! children; a child's own halt ends the child only.
 
+mod common;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
+use common::Slow;
 use loopbound::scripted::{Scripted, Step, sequence};
 use loopbound::transport::{ChatRequest, ModelReply, Usage};
 use loopbound::{
@@ -350,4 +353,162 @@ async fn a_journaled_child_resumed_by_its_parent_replays_its_effect_and_charges_
         (2, tree),
         "the parent's journal holds the tree's spend"
     );
+}
+
+/// A child of `parent` that may call `fetch` often: only the parent's budgets bound it.
+fn busy_child(parent: &Scope) -> Scope {
+    parent
+        .child()
+        .grant("web.read")
+        .limits(Limits::default().with_model_calls(1_000).with_tool_calls(1_000).with_repetitions(1_000))
+        .build()
+        .unwrap()
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_childs_call_asks_for_the_default_output_cap_when_its_request_sets_none() {
+    let parent = Scope::builder()
+        .grant("web.read")
+        .limits(Limits::default().with_total_tokens(100_000).with_model_calls(10))
+        .build()
+        .unwrap();
+    let caps = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = Arc::clone(&caps);
+    let model = Scripted::new(move |_, request| {
+        seen.lock().unwrap().push(request.options.max_output_tokens);
+        Step::Reply(ModelReply::text("done").with_usage(Usage::new(10, 5)))
+    });
+    let bodies = Arc::new(AtomicU32::new(0));
+    let child = busy_child(&parent);
+    let outcome = Runtime::harness(&fetch(&bodies), &model)
+        .run(&child, &mut vec![Message::user("Go.")], |()| true)
+        .await
+        .unwrap();
+    assert_eq!(outcome.status(), Status::Completed);
+    let root = Runtime::harness(&fetch(&bodies), &model)
+        .run(&parent, &mut vec![Message::user("Go.")], |()| true)
+        .await
+        .unwrap();
+    assert_eq!(root.status(), Status::Completed);
+    // The child's call is capped at 4,096 output tokens although its parent has 100,000 left;
+    // the root's own call (no sibling can run beside it) is capped by what its budget leaves:
+    // the child's 15 tokens and the request's input (157 by the byte counter) taken off.
+    let caps = caps.lock().unwrap().clone();
+    assert_eq!(caps, [Some(loopbound::pool::DEFAULT_OUTPUT_CAP), Some(100_000 - 15 - 157)], "{caps:?}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn siblings_whose_calls_do_not_fit_beside_each_other_take_turns_instead_of_halting_the_tree() {
+    // Each child's call holds its input (about 160 tokens by the byte counter) and 4,096 output
+    // tokens while it is in flight: a second call finds less room than its input and the
+    // smallest output, so two do not fit in 4,400 at once; one after the other they do.
+    let parent = Scope::builder()
+        .grant("web.read")
+        .limits(Limits::default().with_total_tokens(4_400).with_model_calls(100))
+        .build()
+        .unwrap();
+    let model = Slow::new(
+        Scripted::new(|n, _| {
+            let reply = if n % 2 == 1 {
+                ModelReply::call(format!("c{n}"), "fetch", format!(r#"{{"n":{n}}}"#))
+            } else {
+                ModelReply::text("done")
+            };
+            Step::Reply(reply.with_usage(Usage::new(100, 50)))
+        }),
+        Duration::from_millis(100),
+    );
+    let bodies = Arc::new(AtomicU32::new(0));
+    let tools = fetch(&bodies);
+    let runtime = Runtime::harness(&tools, &model);
+    let (first, second) = (busy_child(&parent), busy_child(&parent));
+    let (mut one, mut two) = (vec![Message::user("Go.")], vec![Message::user("Go.")]);
+    let (a, b) =
+        tokio::join!(runtime.run(&first, &mut one, |()| true), runtime.run(&second, &mut two, |()| true));
+    assert_eq!((a.unwrap().status(), b.unwrap().status()), (Status::Completed, Status::Completed));
+    assert_eq!(parent.stop_reason(), None, "a refusal by holds in flight halts nothing");
+    assert_eq!(model.most.load(Ordering::SeqCst), 1, "one call in flight at a time");
+    assert_eq!(model.inner.calls(), 4);
+    let spend = parent.spend();
+    assert_eq!((spend.settled.total_tokens(), spend.overshoot_tokens), (600, 0), "{spend:?}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_child_waiting_for_its_siblings_holds_ends_at_its_deadline() {
+    let parent = Scope::builder()
+        .grant("web.read")
+        .limits(Limits::default().with_total_tokens(4_400).with_model_calls(100))
+        .build()
+        .unwrap();
+    let patient = busy_child(&parent);
+    let hurried = parent
+        .child()
+        .grant("web.read")
+        .limits(Limits::default().with_deadline(Duration::from_secs(1)))
+        .build()
+        .unwrap();
+    // The first call holds for 10 s; the second waits for it and runs out of time first: its
+    // deadline is 1 s after it was opened.
+    let model = Slow::new(
+        Scripted::new(|_, _| Step::Reply(ModelReply::text("done").with_usage(Usage::new(100, 50)))),
+        Duration::from_secs(10),
+    );
+    let bodies = Arc::new(AtomicU32::new(0));
+    let tools = fetch(&bodies);
+    let runtime = Runtime::harness(&tools, &model);
+    let started = tokio::time::Instant::now();
+    let (mut one, mut two) = (vec![Message::user("Go.")], vec![Message::user("Go.")]);
+    let (a, b) = tokio::join!(runtime.run(&patient, &mut one, |()| true), async {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        let outcome = runtime.run(&hurried, &mut two, |()| true).await;
+        (outcome, started.elapsed())
+    });
+    assert_eq!(a.unwrap().status(), Status::Completed);
+    let (hurried, waited) = b;
+    assert_eq!(hurried.unwrap().status(), Status::DeadlineExceeded);
+    assert_eq!(waited, Duration::from_secs(1), "ended at its deadline, not at the hold's end");
+    assert_eq!(model.sent.load(Ordering::SeqCst), 1, "the waiting call was never sent");
+    assert_eq!(parent.stop_reason(), None);
+}
+
+/// A runaway child's provider: a new fetch each call, billing an honest count of the request
+/// (its bytes over four, and ten) and 200 output tokens, within the request's cap.
+fn runaway_billing_honestly() -> Scripted<impl Fn(u32, &ChatRequest<'_>) -> Step + Send + Sync> {
+    Scripted::new(|n, request| {
+        let bytes: usize = request.messages.iter().map(|message| format!("{message:?}").len()).sum();
+        let output = request.options.max_output_tokens.map_or(200, |cap| cap.min(200));
+        let usage = Usage::new(10 + (bytes as u64).div_ceil(8), u64::from(output));
+        Step::Reply(ModelReply::call(format!("c{n}"), "fetch", format!(r#"{{"n":{n}}}"#)).with_usage(usage))
+    })
+}
+
+#[tokio::test(start_paused = true)]
+async fn eight_runaway_children_spend_nearly_all_of_their_parents_budget_with_the_defaults() {
+    const TOKENS: u64 = 40_000;
+    let parent = Scope::builder()
+        .grant("web.read")
+        .limits(Limits::default().with_total_tokens(TOKENS).with_model_calls(10_000).with_tool_calls(10_000))
+        .build()
+        .unwrap();
+    let model = Arc::new(Slow::new(runaway_billing_honestly(), Duration::from_millis(100)));
+    let bodies = Arc::new(AtomicU32::new(0));
+    let tools = fetch(&bodies);
+    let mut runs = tokio::task::JoinSet::new();
+    for _ in 0..8 {
+        let (child, runtime) = (busy_child(&parent), Runtime::harness(&tools, Arc::clone(&model)));
+        runs.spawn(async move {
+            let mut conversation = vec![Message::user("Fetch every page.")];
+            runtime.run(&child, &mut conversation, |()| false).await.unwrap().status()
+        });
+    }
+    let ends = runs.join_all().await;
+    assert!(ends.iter().all(|end| *end == Status::TokenBudget), "{ends:?}");
+    assert_eq!(parent.stop_reason(), Some(HaltReason::TokenBudget));
+    let spend = parent.spend();
+    assert_eq!((spend.overshoot_tokens, spend.calls_over_reservation), (0, 0), "{spend:?}");
+    // Without a default cap and the wait, the first child's call held all 40,000 and the tree
+    // halted on the second child's refusal, 0.00 of it spent. Now eight calls run at once while
+    // there is room for eight, fewer as it runs out, and 0.98 of the budget is spent.
+    assert_eq!(model.most.load(Ordering::SeqCst), 8);
+    assert_eq!((model.sent.load(Ordering::SeqCst), spend.settled.total_tokens()), (113, 39_186), "{spend:?}");
 }

@@ -453,6 +453,35 @@ impl Ledger {
         ask: Option<SpendAsk>,
         ancestors: &[Branch<'_>],
     ) -> Option<u64> {
+        self.room_for_model(gate, limits, ask, ancestors, Holds::Counted)
+    }
+
+    /// Whether a model call of `ask` is refused now only because of holds in flight: it does not
+    /// fit this scope's and its ancestors' spend budgets as they are, and would fit them once
+    /// every call in flight settled, at most at what it holds. Such a call waits for a hold to
+    /// settle instead of halting the tree (§27's fair shares): a budget is exhausted only when
+    /// what is settled leaves no room. Nothing is recorded or held.
+    pub(crate) fn waits_for_holds(
+        &self,
+        gate: Gate,
+        limits: &Limits,
+        ask: Option<SpendAsk>,
+        ancestors: &[Branch<'_>],
+    ) -> bool {
+        ask.is_some()
+            && self.room_for_model(gate, limits, ask, ancestors, Holds::Counted).is_none()
+            && self.room_for_model(gate, limits, ask, ancestors, Holds::Released).is_some()
+    }
+
+    /// [`peek_model`](Self::peek_model), with the holds in flight counted or released.
+    fn room_for_model(
+        &self,
+        gate: Gate,
+        limits: &Limits,
+        ask: Option<SpendAsk>,
+        ancestors: &[Branch<'_>],
+        holds: Holds,
+    ) -> Option<u64> {
         if gate.caller_cancelled || gate.deadline_passed || self.stop.is_some() {
             return None;
         }
@@ -472,7 +501,11 @@ impl Ledger {
         let own = std::iter::once((limits, &self.account));
         let chain = ancestors.iter().map(|branch| (branch.limits, &branch.ledger.account));
         for (limits, account) in own.chain(chain) {
-            let room = account.room(limits, price, ask.input, ask.cap).ok()?;
+            let room = match holds {
+                Holds::Counted => account.room(limits, price, ask.input, ask.cap),
+                Holds::Released => account.without_holds().room(limits, price, ask.input, ask.cap),
+            }
+            .ok()?;
             output = output.min(Account::enough(limits, room).ok()?);
         }
         Some(output)
@@ -1021,6 +1054,14 @@ fn refusal_reason(refusal: Refusal) -> HaltReason {
         Refusal::Tokens => HaltReason::TokenBudget,
         Refusal::Cost => HaltReason::CostBudget,
     }
+}
+
+/// Whether a look at the room for a call counts the holds of calls in flight, or sees the
+/// budgets as they would be once those calls settled.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Holds {
+    Counted,
+    Released,
 }
 
 #[cfg(test)]

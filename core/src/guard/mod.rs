@@ -16,7 +16,10 @@
 //! halt and without a reservation ([`Refused::Nudge`]). The error streak is decided where a call's
 //! failure becomes known ([`Guard::note_result`] after a body, [`Guard::note_failure`] for a
 //! call of no known tool or that did not bind), under the same lock. A model call: cancellation
-//! → model budget → spend reservation.
+//! → model budget → spend reservation. A reservation that does not fit only because of holds
+//! in flight in the scope's tree ([`Ledger::waits_for_holds`]) records nothing and halts
+//! nothing: the call waits for a settlement of the tree ([`Crowded`]) and asks again; the look
+//! and the admission are one critical section, so two calls cannot both see room.
 //!
 //! # Invariants
 //!
@@ -222,6 +225,9 @@ pub(crate) struct Guard {
     /// When a store call first saw the caller's cancellation: with the deadline, the stop
     /// instant that bounds every later store call ([`waiting`]).
     cancel_seen: Mutex<Option<Instant>>,
+    /// Told, on a tree's root, each time a model call of the tree settles (after every lock is
+    /// released): what a call refused only because of holds in flight waits for ([`Crowded`]).
+    settled: tokio::sync::Notify,
 }
 
 impl Guard {
@@ -253,6 +259,7 @@ impl Guard {
             cancelled_by_id: AtomicBool::new(false),
             epoch: Mutex::new(None),
             cancel_seen: Mutex::new(None),
+            settled: tokio::sync::Notify::new(),
         }
     }
 
@@ -567,14 +574,80 @@ impl Guard {
     /// a spend budget, its reservation (`ask`; a call under a spend budget without one is
     /// refused, since nothing says what it will cost).
     pub(crate) fn admit_model(&self, ask: Option<SpendAsk>) -> Result<(u32, Option<Reserved>), Stop> {
-        let ask = if self.spend_budgeted() {
-            // Without an ask nothing says what the call costs: a request of unbounded input,
-            // capped at nothing, fits no budget.
-            Some(ask.unwrap_or(SpendAsk { input: u64::MAX, cap: 0, price: None }))
-        } else {
-            None
-        };
+        let ask = self.spend_ask(ask);
         self.decide(|ledger, gate, ancestors| ledger.admit_model(gate, &self.limits, ask, ancestors))
+    }
+
+    /// As [`admit_model`](Self::admit_model), except that a call refused only because of holds
+    /// in flight in this scope's tree is not refused: it is told to wait for one of them to
+    /// settle ([`Crowded`]), then to ask again. The look and the admission are one decision.
+    pub(crate) fn admit_model_sharing(
+        &self,
+        ask: Option<SpendAsk>,
+    ) -> Result<Result<(u32, Option<Reserved>), Crowded<'_>>, Stop> {
+        let ask = self.spend_ask(ask);
+        let settled = self.watch_settlements();
+        let decided = self.decide(|ledger, gate, ancestors| {
+            if ledger.waits_for_holds(gate, &self.limits, ask, ancestors) {
+                return None;
+            }
+            Some(ledger.admit_model(gate, &self.limits, ask, ancestors))
+        });
+        match decided {
+            None => Ok(Err(Crowded { guard: self, settled })),
+            Some(admitted) => admitted.map(Ok),
+        }
+    }
+
+    /// As [`peek_model`](Self::peek_model), except that a call refused only because of holds in
+    /// flight is told to wait for one of them to settle ([`Crowded`]).
+    pub(crate) fn peek_model_sharing(&self, ask: Option<SpendAsk>) -> Result<Option<u64>, Crowded<'_>> {
+        let cap = ask.map_or(u64::MAX, |ask| ask.cap);
+        let local = self.spend_ask(ask);
+        let settled = self.watch_settlements();
+        let decided = self.decide(|ledger, gate, ancestors| {
+            if ledger.waits_for_holds(gate, &self.limits, local, ancestors) {
+                return Err(());
+            }
+            Ok(ledger.peek_model(gate, &self.limits, local, ancestors))
+        });
+        match decided {
+            Err(()) => Err(Crowded { guard: self, settled }),
+            Ok(room) => Ok(room.map(|output| if local.is_some() { output } else { cap })),
+        }
+    }
+
+    /// What a model call asks of the spend budgets: `ask` under a spend budget (a call without
+    /// one asks for unbounded input, capped at nothing, which fits no budget), else nothing.
+    fn spend_ask(&self, ask: Option<SpendAsk>) -> Option<SpendAsk> {
+        self.spend_budgeted().then(|| ask.unwrap_or(SpendAsk { input: u64::MAX, cap: 0, price: None }))
+    }
+
+    /// The root of this scope's tree (the scope itself when it has no parent).
+    fn root(&self) -> &Self {
+        match &self.terms.parent {
+            Some(parent) => parent.guard().root(),
+            None => self,
+        }
+    }
+
+    /// Whether this scope was opened from a parent's call.
+    pub(crate) fn has_parent(&self) -> bool {
+        self.terms.parent.is_some()
+    }
+
+    /// A registration for the next settlement in this scope's tree, made before the look that may
+    /// decide to wait for it, so that a settlement between the look and the wait is not missed.
+    fn watch_settlements(&self) -> std::pin::Pin<Box<tokio::sync::futures::Notified<'_>>> {
+        let mut settled = Box::pin(self.root().settled.notified());
+        settled.as_mut().enable();
+        settled
+    }
+
+    /// Tells the calls waiting for room in this scope's tree that a call settled. Called once
+    /// every ledger lock is released.
+    fn told_settled(&self) {
+        self.root().settled.notify_waiters();
     }
 
     /// The shared pools the scope draws from, if any.
@@ -586,11 +659,7 @@ impl Guard {
     /// if [`admit_model`](Self::admit_model) would refuse it (see [`Ledger::peek_model`]).
     pub(crate) fn peek_model(&self, ask: Option<SpendAsk>) -> Option<u64> {
         let cap = ask.map_or(u64::MAX, |ask| ask.cap);
-        let local = if self.spend_budgeted() {
-            Some(ask.unwrap_or(SpendAsk { input: u64::MAX, cap: 0, price: None }))
-        } else {
-            None
-        };
+        let local = self.spend_ask(ask);
         let output =
             self.decide(|ledger, gate, ancestors| ledger.peek_model(gate, &self.limits, local, ancestors))?;
         Some(if local.is_some() { output } else { cap })
@@ -658,12 +727,19 @@ impl Guard {
         reserved: Option<Reserved>,
         reported: Option<Usage>,
     ) -> Result<(), Stop> {
-        self.decide(|ledger, _, ancestors| ledger.settle(&self.limits, price, reserved, reported, ancestors))
+        let settled = self
+            .decide(|ledger, _, ancestors| ledger.settle(&self.limits, price, reserved, reported, ancestors));
+        if reserved.is_some() {
+            self.told_settled();
+        }
+        settled
     }
 
     /// Charges a stream cut past its reservation and halts `TokenBudget`.
     pub(crate) fn settle_cut(&self, price: Option<&Price>, reserved: Reserved, output: u64) -> Stop {
-        self.decide(|ledger, _, ancestors| ledger.settle_cut(price, reserved, output, ancestors))
+        let stop = self.decide(|ledger, _, ancestors| ledger.settle_cut(price, reserved, output, ancestors));
+        self.told_settled();
+        stop
     }
 
     /// Records one middleware observation of a call to `tool`.
@@ -836,6 +912,29 @@ impl Guard {
             () = tokio::time::sleep_until(self.deadline) => Err(self.expire(activity)),
             output = &mut future => Ok(output),
         }
+    }
+}
+
+/// A model call refused only because of holds in flight in its tree ([`Guard::admit_model_sharing`]):
+/// it waits for a call of the tree to settle, within the run's deadline and cancellation, then
+/// asks again. A hold is a call in flight, which ends within its own deadline, and a call that
+/// waits holds nothing, so waits do not wait on each other.
+pub(crate) struct Crowded<'g> {
+    guard: &'g Guard,
+    settled: std::pin::Pin<Box<tokio::sync::futures::Notified<'g>>>,
+}
+
+impl std::fmt::Debug for Crowded<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Crowded").finish_non_exhaustive()
+    }
+}
+
+impl Crowded<'_> {
+    /// Waits for the next settlement in the tree, or the run's stop (its deadline, its caller's
+    /// cancellation, a halt of the tree), whichever comes first.
+    pub(crate) async fn settled(self) -> Result<(), Stop> {
+        self.guard.bounded(Activity::Model, self.settled).await
     }
 }
 

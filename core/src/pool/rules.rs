@@ -87,11 +87,30 @@ impl PoolLimit {
 
 /// A pool that had no room for a call: nothing was held anywhere.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct PoolRefusal {
     /// The pool.
     pub pool: PoolName,
     /// The bound.
     pub limit: PoolLimit,
+    /// Whether the call would fit once the holds in flight settled (at most at what they hold):
+    /// the pool is crowded, not spent, and a run waits for room instead of halting (§27).
+    pub crowded: bool,
+}
+
+impl PoolRefusal {
+    /// A refusal by `pool`'s `limit`, of a call that would not fit even with no hold in flight.
+    #[must_use]
+    pub const fn new(pool: PoolName, limit: PoolLimit) -> Self {
+        Self { pool, limit, crowded: false }
+    }
+
+    /// The same refusal, of a call that would fit once the holds in flight settled.
+    #[must_use]
+    pub const fn crowded(mut self) -> Self {
+        self.crowded = true;
+        self
+    }
 }
 
 /// What a call that fits holds in each of its pools.
@@ -108,13 +127,25 @@ pub struct Fit {
 ///
 /// # Errors
 ///
-/// The first pool, in `pools`' order, whose bound refuses the call.
+/// The first pool, in `pools`' order, whose bound refuses the call; [`crowded`](PoolRefusal::crowded)
+/// when the call would fit every pool once their holds in flight settled.
 pub fn fit(ask: &PoolAsk, pools: &[(&PoolName, &PoolBudget, &Line)]) -> Result<Fit, PoolRefusal> {
+    fit_lines(ask, pools).map_err(|refusal| {
+        let settled: Vec<Line> =
+            pools.iter().map(|(_, _, line)| Line { reserved: Amount::ZERO, ..**line }).collect();
+        let released: Vec<_> =
+            pools.iter().zip(&settled).map(|((name, budget, _), line)| (*name, *budget, line)).collect();
+        if fit_lines(ask, &released).is_ok() { refusal.crowded() } else { refusal }
+    })
+}
+
+/// [`fit`] on the figures as they are.
+fn fit_lines(ask: &PoolAsk, pools: &[(&PoolName, &PoolBudget, &Line)]) -> Result<Fit, PoolRefusal> {
     let mut output = ask.cap;
     // The pool whose bound set the output so far, and which bound.
     let mut tightest: Option<(&PoolName, PoolLimit)> = None;
     for (name, budget, line) in pools {
-        let refuse = |limit| PoolRefusal { pool: (*name).clone(), limit };
+        let refuse = |limit| PoolRefusal::new((*name).clone(), limit);
         let used = line.used();
         if let Some(calls) = budget.calls()
             && used.calls.saturating_add(1) > calls
@@ -150,7 +181,7 @@ pub fn fit(ask: &PoolAsk, pools: &[(&PoolName, &PoolBudget, &Line)]) -> Result<F
     if output < ask.min_output
         && let Some((pool, limit)) = tightest
     {
-        return Err(PoolRefusal { pool: pool.clone(), limit });
+        return Err(PoolRefusal::new(pool.clone(), limit));
     }
     Ok(Fit { output, amount: held(ask.input, output, ask.price.as_ref()) })
 }
@@ -212,16 +243,40 @@ mod tests {
         let narrow = PoolBudget::default().with_tokens(1_000);
         let line = Line { settled: Amount { tokens: 690, ..Amount::ZERO }, reserved: Amount::ZERO };
         let refused = fit(&ask(300, 4_096), &[(&a, &wide, &line), (&b, &narrow, &line)]);
-        assert_eq!(refused, Err(PoolRefusal { pool: b.clone(), limit: PoolLimit::Tokens }));
+        assert_eq!(refused, Err(PoolRefusal::new(b.clone(), PoolLimit::Tokens)));
         let calls = PoolBudget::default().with_calls(3);
         let full = Line {
             settled: Amount { calls: 2, ..Amount::ZERO },
             reserved: Amount { calls: 1, ..Amount::ZERO },
         };
+        // The third call is in flight: the pool is crowded, not spent.
         assert_eq!(
             super::fit(&ask(1, 100), &[(&a, &calls, &full)]),
-            Err(PoolRefusal { pool: a, limit: PoolLimit::Calls })
+            Err(PoolRefusal::new(a.clone(), PoolLimit::Calls).crowded())
         );
+        let spent = Line { settled: Amount { calls: 3, ..Amount::ZERO }, reserved: Amount::ZERO };
+        assert_eq!(
+            super::fit(&ask(1, 100), &[(&a, &calls, &spent)]),
+            Err(PoolRefusal::new(a, PoolLimit::Calls))
+        );
+    }
+
+    #[test]
+    fn a_refusal_that_holds_in_flight_alone_cause_is_crowded_in_every_pool_it_asks() {
+        let (a, b) = (name("a"), name("b"));
+        let budget = PoolBudget::default().with_tokens(5_000);
+        let idle = Line { settled: Amount { tokens: 500, ..Amount::ZERO }, reserved: Amount::ZERO };
+        let busy = Line {
+            settled: Amount { tokens: 500, ..Amount::ZERO },
+            reserved: Amount { calls: 1, tokens: 4_396, ..Amount::ZERO },
+        };
+        // 4,400 asked (300 in, 4,096 out): 104 left beside the hold, 4,500 once it settles.
+        let refused = fit(&ask(300, 4_096), &[(&a, &budget, &idle), (&b, &budget, &busy)]);
+        assert_eq!(refused, Err(PoolRefusal::new(b.clone(), PoolLimit::Tokens).crowded()));
+        // Spent: even with no hold in flight, 300 in and 16 out do not fit in 200.
+        let spent = Line { settled: Amount { tokens: 4_800, ..Amount::ZERO }, ..busy };
+        let refused = fit(&ask(300, 4_096), &[(&a, &budget, &idle), (&b, &budget, &spent)]);
+        assert_eq!(refused, Err(PoolRefusal::new(b, PoolLimit::Tokens)));
     }
 
     #[test]
@@ -231,7 +286,7 @@ mod tests {
         let line = Line::default();
         assert_eq!(
             fit(&ask(10, 100), &[(&a, &budget, &line)]),
-            Err(PoolRefusal { pool: a.clone(), limit: PoolLimit::Cost })
+            Err(PoolRefusal::new(a.clone(), PoolLimit::Cost))
         );
         let mut priced = ask(400, u64::MAX);
         priced.price = Some(Price::per_million(Micros(1_000_000), Micros(2_000_000)));

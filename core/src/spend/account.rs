@@ -81,6 +81,12 @@ pub(crate) struct Account {
 }
 
 impl Account {
+    /// This account as it would be with every hold in flight released: what a call could find
+    /// once the calls in flight settle (they settle at most at what they hold).
+    pub(crate) fn without_holds(&self) -> Self {
+        Self { reserved: Reserved::default(), ..self.clone() }
+    }
+
     /// The room this account leaves for a call of `input` tokens, its output capped at `cap`, at
     /// `price`. Nothing is held.
     pub(crate) fn room(

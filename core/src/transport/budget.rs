@@ -41,7 +41,7 @@ use super::{
     TransportErrorKind, Usage,
 };
 use crate::guard::{Activity, Guard, SpendAsk, Stop};
-use crate::pool::{Amount, Grant, PoolAsk, PoolDraw, PoolError, rules};
+use crate::pool::{Amount, DEFAULT_OUTPUT_CAP, Grant, PoolAsk, PoolDraw, PoolError, rules};
 use crate::scope::Scope;
 use crate::spend::{ByteCounter, Micros, Price, RequestCount, Reserved, TokenCounter};
 use crate::sync::Mutex;
@@ -289,7 +289,12 @@ impl<'a, T: Transport> Budgeted<'a, T> {
     ) -> Result<(Admitted, ChatOptions), CallError> {
         let (ask, mut options) = self.ask(messages, tools, options);
         let Some(draw) = self.guard.pools() else {
-            let (_, reserved) = self.guard.admit_model(ask).map_err(CallError::Stopped)?;
+            let reserved = loop {
+                match self.guard.admit_model_sharing(ask).map_err(CallError::Stopped)? {
+                    Ok((_, reserved)) => break reserved,
+                    Err(crowded) => crowded.settled().await.map_err(CallError::Stopped)?,
+                }
+            };
             cap_output(&mut options, reserved.map(|r| r.output_tokens));
             return Ok((Admitted { reserved, hold: None }, options));
         };
@@ -306,21 +311,34 @@ impl<'a, T: Transport> Budgeted<'a, T> {
         mut options: ChatOptions,
     ) -> Result<(Admitted, ChatOptions), CallError> {
         let ask = ask.unwrap_or(SpendAsk { input: 0, cap: u64::MAX, price: self.price });
-        // The run's own checks first: a call they refuse reaches no pool.
-        let mut hold = match self.guard.peek_model(Some(ask)) {
-            Some(room) => Some(self.hold(draw, ask, room).await?),
-            None => None,
-        };
-        let granted = hold.as_ref().map_or(ask.cap, |hold| hold.grant.output);
-        let local = SpendAsk { cap: granted, ..ask };
-        let reserved = match self.guard.admit_model(Some(local)) {
-            Ok((_, reserved)) => reserved,
-            Err(stop) => {
-                if let Some(hold) = hold {
-                    hold.release(draw, self.guard).await;
+        let (mut hold, granted, reserved) = loop {
+            // The run's own checks first: a call they refuse reaches no pool, and a call that
+            // must wait for its tree's holds waits before it holds anything in a pool.
+            let room = match self.guard.peek_model_sharing(Some(ask)) {
+                Ok(room) => room,
+                Err(crowded) => {
+                    crowded.settled().await.map_err(CallError::Stopped)?;
+                    continue;
                 }
-                return Err(CallError::Stopped(stop));
+            };
+            let hold = match room {
+                Some(room) => Some(self.hold(draw, ask, room).await?),
+                None => None,
+            };
+            let granted = hold.as_ref().map_or(ask.cap, |hold| hold.grant.output);
+            let local = SpendAsk { cap: granted, ..ask };
+            let crowded = match self.guard.admit_model_sharing(Some(local)) {
+                Ok(Ok((_, reserved))) => break (hold, granted, reserved),
+                Ok(Err(crowded)) => Ok(crowded),
+                Err(stop) => Err(stop),
+            };
+            // Not admitted: the pools' hold goes back first. A call that must wait for its
+            // tree's holds (a sibling took the room between the look and the admission) waits
+            // holding nothing, then asks again.
+            if let Some(hold) = hold {
+                hold.release(draw, self.guard).await;
             }
+            crowded.map_err(CallError::Stopped)?.settled().await.map_err(CallError::Stopped)?;
         };
         let output = reserved.map_or(granted, |r| r.output_tokens.min(granted));
         if hold.is_none() {
@@ -343,6 +361,12 @@ impl<'a, T: Transport> Budgeted<'a, T> {
 
     /// Reserves one call of `ask` in every pool of `draw`, its output at most `room` and the
     /// draw's cap; a pool without room halts the run.
+    ///
+    /// A pool that is crowded, not spent (the call would fit once the holds in flight settled,
+    /// [`PoolRefusal::crowded`](crate::pool::PoolRefusal::crowded)), is asked again after a
+    /// pause that doubles from [`CROWDED_FIRST_PAUSE`] up to [`CROWDED_LONGEST_PAUSE`], within
+    /// the run's deadline and cancellation: a hold in flight ends by its settlement or its
+    /// lease's expiry, and the call holds nothing meanwhile.
     async fn hold(&self, draw: &PoolDraw, ask: SpendAsk, room: u64) -> Result<Held, CallError> {
         let cap = room.min(u64::from(draw.max_output()));
         let pool_ask = PoolAsk {
@@ -354,13 +378,23 @@ impl<'a, T: Transport> Budgeted<'a, T> {
             lease: draw.lease_duration(),
             holder: Arc::from(draw.holder_name()),
         };
-        // Bounded by the deadline and the caller: a reservation given up may have been taken,
-        // and is then charged whole when its lease expires.
-        match self.guard.on_store(draw.store().reserve(pool_ask)).await {
-            Ok(Ok(Ok(grant))) => Ok(Held { grant, input: ask.input, sent: grant.output }),
-            Ok(Ok(Err(refusal))) => Err(CallError::Stopped(self.guard.refuse_pool(&refusal))),
-            Ok(Err(error)) => Err(CallError::Pool(error)),
-            Err(stop) => Err(CallError::Stopped(stop)),
+        let mut pause = CROWDED_FIRST_PAUSE;
+        loop {
+            // Bounded by the deadline and the caller: a reservation given up may have been
+            // taken, and is then charged whole when its lease expires.
+            match self.guard.on_store(draw.store().reserve(pool_ask.clone())).await {
+                Ok(Ok(Ok(grant))) => return Ok(Held { grant, input: ask.input, sent: grant.output }),
+                Ok(Ok(Err(refusal))) if refusal.crowded => {
+                    self.guard
+                        .bounded(Activity::Model, tokio::time::sleep(pause))
+                        .await
+                        .map_err(CallError::Stopped)?;
+                    pause = (pause * 2).min(CROWDED_LONGEST_PAUSE);
+                }
+                Ok(Ok(Err(refusal))) => return Err(CallError::Stopped(self.guard.refuse_pool(&refusal))),
+                Ok(Err(error)) => return Err(CallError::Pool(error)),
+                Err(stop) => return Err(CallError::Stopped(stop)),
+            }
         }
     }
 
@@ -383,11 +417,22 @@ impl<'a, T: Transport> Budgeted<'a, T> {
             });
             SpendAsk {
                 input: self.count.lock().input(self.counter, messages, tools).saturating_add(notice),
-                cap: options.max_output_tokens.map_or(u64::MAX, u64::from),
+                cap: self.output_cap(&options),
                 price: self.price,
             }
         });
         (ask, options)
+    }
+
+    /// The largest output a call asks for: the request's own cap; else, in a child scope,
+    /// [`DEFAULT_OUTPUT_CAP`], so that one call of a tree never holds all that a shared budget
+    /// has left while its siblings run (§27); else nothing but the budgets bounds it.
+    fn output_cap(&self, options: &ChatOptions) -> u64 {
+        match options.max_output_tokens {
+            Some(cap) => u64::from(cap),
+            None if self.guard.has_parent() => u64::from(DEFAULT_OUTPUT_CAP),
+            None => u64::MAX,
+        }
     }
 
     /// What the next call on `messages` would reserve now, changing nothing: its input, the
@@ -405,7 +450,7 @@ impl<'a, T: Transport> Budgeted<'a, T> {
                 self.counter.count(notice).saturating_add(self.counter.message_overhead())
             });
             let input = RequestCount::new().input(self.counter, messages, tools).saturating_add(notice);
-            SpendAsk { input, cap: options.max_output_tokens.map_or(u64::MAX, u64::from), price: self.price }
+            SpendAsk { input, cap: self.output_cap(&options), price: self.price }
         });
         let counted = self.guard.spend_budgeted() || self.guard.pools().is_some();
         let granted = self.guard.peek_model(counted.then_some(ask)).map(|room| {
@@ -572,6 +617,13 @@ impl<'a, T: Transport> Budgeted<'a, T> {
         }
     }
 }
+
+/// The first pause before a crowded pool is asked again ([`Budgeted::hold`]).
+pub(crate) const CROWDED_FIRST_PAUSE: std::time::Duration = std::time::Duration::from_millis(25);
+
+/// The longest pause between two asks of a crowded pool: short beside a lease (30 s by default),
+/// long enough that runs waiting on one pool ask it a few times a second at most.
+pub(crate) const CROWDED_LONGEST_PAUSE: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// A call admitted and not sent yet: what it holds, and the options it goes out with.
 pub(crate) struct Prepared {
