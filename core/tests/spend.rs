@@ -78,7 +78,10 @@ async fn each_call_goes_out_capped_at_what_the_total_budget_leaves_and_the_one_t
     let model = looping(Usage::new(10, 100), true, &caps);
     let limits = Limits::default().with_total_tokens(1_500).with_tool_calls(10).with_model_calls(10);
     let scope = scope(limits);
+    // The counter's own arithmetic: calibrated (the default), the provider's report of 10
+    // input tokens would count the requests, and the model budget would end the run first.
     let outcome = Runtime::harness(&tools(&bodies), &model)
+        .calibrate_reservations(false)
         .run(&scope, &mut vec![Message::user("Go.")], |()| false)
         .await
         .unwrap();
@@ -434,7 +437,8 @@ async fn a_preview_says_what_the_first_call_reserves_and_sends_nothing() {
     let caps = Caps::default();
     let model = looping(Usage::new(10, 100), true, &caps);
     let scope = scope(Limits::default().with_total_tokens(1_500).with_tool_calls(10).with_model_calls(10));
-    let runtime = Runtime::harness(&tools(&bodies), &model);
+    // Counted by the counter alone, so that the run ends on its token budget (see above).
+    let runtime = Runtime::harness(&tools(&bodies), &model).calibrate_reservations(false);
     let conversation = vec![Message::user("Go.")];
     let preview = runtime.preview(&scope, &conversation);
     assert_eq!(model.calls(), 0, "nothing sent");

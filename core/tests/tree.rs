@@ -472,7 +472,8 @@ async fn a_child_waiting_for_its_siblings_holds_ends_at_its_deadline() {
 }
 
 /// A runaway child's provider: a new fetch each call, billing an honest count of the request
-/// (its bytes over four, and ten) and 200 output tokens, within the request's cap.
+/// (an eighth of its messages' debug text, and ten: under the byte counter's count) and 200
+/// output tokens, within the request's cap.
 fn runaway_billing_honestly() -> Scripted<impl Fn(u32, &ChatRequest<'_>) -> Step + Send + Sync> {
     Scripted::new(|n, request| {
         let bytes: usize = request.messages.iter().map(|message| format!("{message:?}").len()).sum();
@@ -482,12 +483,12 @@ fn runaway_billing_honestly() -> Scripted<impl Fn(u32, &ChatRequest<'_>) -> Step
     })
 }
 
-#[tokio::test(start_paused = true)]
-async fn eight_runaway_children_spend_nearly_all_of_their_parents_budget_with_the_defaults() {
-    const TOKENS: u64 = 40_000;
+/// Eight runaway children of a parent of `tokens`, each call 100 ms: the most calls in flight
+/// at once, the calls sent, and the parent's settled spend.
+async fn eight_runaways(tokens: u64, calibrate: bool) -> (u32, u32, u64) {
     let parent = Scope::builder()
         .grant("web.read")
-        .limits(Limits::default().with_total_tokens(TOKENS).with_model_calls(10_000).with_tool_calls(10_000))
+        .limits(Limits::default().with_total_tokens(tokens).with_model_calls(10_000).with_tool_calls(10_000))
         .build()
         .unwrap();
     let model = Arc::new(Slow::new(runaway_billing_honestly(), Duration::from_millis(100)));
@@ -495,7 +496,8 @@ async fn eight_runaway_children_spend_nearly_all_of_their_parents_budget_with_th
     let tools = fetch(&bodies);
     let mut runs = tokio::task::JoinSet::new();
     for _ in 0..8 {
-        let (child, runtime) = (busy_child(&parent), Runtime::harness(&tools, Arc::clone(&model)));
+        let child = busy_child(&parent);
+        let runtime = Runtime::harness(&tools, Arc::clone(&model)).calibrate_reservations(calibrate);
         runs.spawn(async move {
             let mut conversation = vec![Message::user("Fetch every page.")];
             runtime.run(&child, &mut conversation, |()| false).await.unwrap().status()
@@ -506,9 +508,16 @@ async fn eight_runaway_children_spend_nearly_all_of_their_parents_budget_with_th
     assert_eq!(parent.stop_reason(), Some(HaltReason::TokenBudget));
     let spend = parent.spend();
     assert_eq!((spend.overshoot_tokens, spend.calls_over_reservation), (0, 0), "{spend:?}");
+    assert!(spend.settled.total_tokens() <= tokens);
+    (model.most.load(Ordering::SeqCst), model.sent.load(Ordering::SeqCst), spend.settled.total_tokens())
+}
+
+#[tokio::test(start_paused = true)]
+async fn eight_runaway_children_spend_nearly_all_of_their_parents_budget_with_the_defaults() {
     // Without a default cap and the wait, the first child's call held all 40,000 and the tree
     // halted on the second child's refusal, 0.00 of it spent. Now eight calls run at once while
-    // there is room for eight, fewer as it runs out, and 0.98 of the budget is spent.
-    assert_eq!(model.most.load(Ordering::SeqCst), 8);
-    assert_eq!((model.sent.load(Ordering::SeqCst), spend.settled.total_tokens()), (113, 39_186), "{spend:?}");
+    // there is room for eight, fewer as it runs out: 0.98 of the budget is spent counting every
+    // request with the byte counter, 0.999 calibrated (the default).
+    assert_eq!(eight_runaways(40_000, false).await, (8, 113, 39_186));
+    assert_eq!(eight_runaways(40_000, true).await, (8, 114, 39_967));
 }

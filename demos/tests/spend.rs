@@ -98,26 +98,27 @@ async fn spend_stops_at_its_token_budget_before_the_call_that_would_not_fit_is_s
     let played = spend(SpendArgs::default()).await;
     let outcome = &played.outcome;
     assert_eq!(outcome.status(), Status::TokenBudget);
-    // Six calls reached the provider; the seventh was refused before it was sent.
-    assert_eq!(played.bills.len(), 6);
-    assert_eq!(lines(&played).last().map(String::as_str), Some("TokenBudget model 6"));
+    // Seven calls reached the provider (each reserved from its report of the last request, plus
+    // what was appended since); the eighth was refused before it was sent.
+    assert_eq!(played.bills.len(), 7);
+    assert_eq!(lines(&played).last().map(String::as_str), Some("TokenBudget model 7"));
     let model_calls = lines(&played).iter().filter(|line| line.starts_with("ModelCall ")).count();
-    assert_eq!(model_calls, 6);
+    assert_eq!(model_calls, 7);
     // An honest provider: every report within its reservation, the settled spend exactly what
     // it reported, within both budgets.
     let spend = outcome.spend();
     assert_eq!((spend.calls_over_reservation, spend.overshoot_tokens, spend.overshoot_cost.0), (0, 0, 0));
     let reported: u64 = played.bills.iter().map(|bill| bill.usage.total_tokens()).sum();
     assert_eq!(spend.settled.total_tokens(), reported);
-    assert_eq!(spend.settled.total_tokens(), 2_328);
+    assert_eq!(spend.settled.total_tokens(), 2_907);
     assert!(spend.settled.total_tokens() <= budgets::TOTAL_TOKENS);
-    assert_eq!(spend.cost.0, 7_416);
+    assert_eq!(spend.cost.0, 9_225);
     assert!(spend.cost <= budgets::COST);
     assert_eq!(spend.reserved, loopbound::spend::Reserved::default(), "nothing left in flight");
     // Each call went out capped at what the budgets left: the review's 800 while there was
     // room, then less and less.
     let caps: Vec<Option<u32>> = played.bills.iter().map(|bill| bill.output_cap).collect();
-    assert_eq!(caps, [Some(800), Some(800), Some(730), Some(634), Some(527), Some(336)]);
+    assert_eq!(caps, [Some(800), Some(800), Some(800), Some(778), Some(679), Some(570), Some(449)]);
     assert!(played.bills.iter().all(|bill| bill.usage.output_tokens <= u64::from(bill.output_cap.unwrap())));
 }
 
@@ -175,6 +176,7 @@ async fn a_sub_agents_halt_reaches_the_planner_as_an_error_result_and_the_tree_s
             "reviewer 1",
             "reviewer 1",
             "reviewer 1",
+            "reviewer 1",
             "planner",
             "reviewer 2",
             "reviewer 2",
@@ -194,7 +196,7 @@ async fn a_sub_agents_halt_reaches_the_planner_as_an_error_result_and_the_tree_s
     let spend = outcome.spend();
     let reported: u64 = played.bills.iter().map(|bill| bill.usage.total_tokens()).sum();
     assert_eq!(spend.settled.total_tokens(), reported);
-    assert_eq!(spend.settled.total_tokens(), 3_395);
+    assert_eq!(spend.settled.total_tokens(), 3_929);
     assert!(spend.settled.total_tokens() <= tree::TREE_TOKENS);
     assert!(spend.cost <= tree::TREE_COST);
     assert_eq!((spend.calls_over_reservation, spend.overshoot_tokens), (0, 0));

@@ -183,7 +183,7 @@ impl<T: Transport, S: Send + Sync + 'static> Runtime<T, S> {
             streaming: false,
             max_iterations: None,
             disclose: false,
-            calibrate: false,
+            calibrate: true,
             counter: Arc::new(ByteCounter),
             observers: Vec::new(),
             offer: Offer::All,
@@ -287,12 +287,15 @@ impl<T: Transport, S: Send + Sync + 'static> Runtime<T, S> {
     }
 
     /// Reserves each model call after the first from the provider's own count of the last
-    /// request plus the counter's count of what was appended since (off by default). The
-    /// reservation stays an upper bound of the provider's count while the conversation keeps
-    /// its earlier messages; a conversation whose earlier messages changed is counted whole by
-    /// the counter again. With [`ByteCounter`], which counts about twice what a real tokenizer
-    /// does, a run then spends nearly all of a budget instead of stopping when the counter's
-    /// estimate of the next call no longer fits (`docs/spend.md`).
+    /// request plus the counter's count of what was appended since (on by default; `false`
+    /// counts every request with the counter alone). The reservation stays an upper bound of
+    /// the provider's count while the conversation keeps its earlier messages; a conversation
+    /// whose earlier messages changed is counted whole by the counter again. With
+    /// [`ByteCounter`], which counts about twice what a real tokenizer does, a run spends
+    /// nearly all of a budget instead of stopping when the counter's estimate of the next call
+    /// no longer fits (`docs/spend.md`). It trusts the provider's reported input tokens as its
+    /// count of the request: a provider that reports fewer input tokens than it bills is
+    /// charged what it reports, calibrated or not.
     #[must_use]
     pub fn calibrate_reservations(mut self, calibrate: bool) -> Self {
         self.calibrate = calibrate;
