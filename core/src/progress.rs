@@ -29,6 +29,9 @@
 //!
 //! - [`Progress::exact`] (the default) turns every check off: a scope without a policy decides,
 //!   records and journals exactly what it did before these checks existed.
+//! - A child scope ([`Scope::child`](crate::Scope::child)) starts from its parent's policy;
+//!   [`ScopeBuilder::progress`](crate::ScopeBuilder::progress) on the child's builder replaces
+//!   it whole. Each scope's checks remember its own calls only.
 //! - A policy is validated when the scope is built ([`Progress::validate`]): a zero poll limit,
 //!   a zero streak, a period or a repeat count out of range, or an invalid tool name is a typed
 //!   error before anything runs, never a panic.

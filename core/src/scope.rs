@@ -185,7 +185,8 @@ impl<S> ScopeBuilder<S> {
 
     /// Sets the run's progress policy (see [`progress`](crate::progress)): repetition by result
     /// for the tools it names, cycles, error streaks, a nudge before the halt. The default,
-    /// [`Progress::exact`](crate::progress::Progress::exact), is the seed's exact repetition.
+    /// [`Progress::exact`](crate::progress::Progress::exact), is the seed's exact repetition; a
+    /// child's builder ([`Scope::child`]) starts from its parent's policy, which this replaces.
     ///
     /// ```
     /// use loopbound::progress::Progress;
@@ -339,6 +340,12 @@ impl<S: Send + Sync + 'static> Scope<S> {
     /// this scope's caller cancellation, halt or deadline stops it at once. A child's own halt
     /// ends the child only; an admission that exhausts a budget of this scope halts both.
     ///
+    /// The child inherits this scope's price table, pools and progress policy: an agent run
+    /// below a host that stops oscillation stops it too, unless the child's builder sets a
+    /// policy of its own ([`ScopeBuilder::progress`] replaces the inherited one, looser or
+    /// stricter). What the checks remember is the child's own: the parent's calls do not count
+    /// toward the child's cycles or streaks, nor the child's toward the parent's.
+    ///
     /// Under a spend budget of the tree, a child's model call asks for at most
     /// [`DEFAULT_OUTPUT_CAP`](crate::pool::DEFAULT_OUTPUT_CAP) output tokens unless its request
     /// sets a cap, and a call that does not fit only because of its siblings' calls in flight
@@ -363,6 +370,7 @@ impl<S: Send + Sync + 'static> Scope<S> {
         builder.terms.parent = Some(Arc::clone(&self.inner) as Arc<dyn Ancestor>);
         builder.terms.prices.clone_from(&self.inner.guard.prices().cloned());
         builder.terms.pools = self.inner.guard.pools().cloned();
+        builder.terms.progress = self.inner.guard.progress().clone();
         builder
     }
 }

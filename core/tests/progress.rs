@@ -183,6 +183,53 @@ async fn an_oscillation_halts_no_progress_naming_its_tools() {
 }
 
 #[tokio::test]
+async fn a_child_scope_runs_under_its_parents_policy_unless_its_builder_sets_one() {
+    let policy = Progress::recommended().by_result("job_status", 10);
+    let limits = roomy().with_repetitions(10);
+    // The parent has room for all three children's calls, which are charged to it too.
+    let roomier = Limits::default().with_model_calls(60).with_tool_calls(40);
+    let parent =
+        Scope::builder().grant("jobs.read").limits(roomier).progress(policy.clone()).build().unwrap();
+    let child = |own: Option<Progress>| {
+        let builder = parent.child().grant("jobs.read").limits(limits.with_tool_calls(12));
+        let builder = match own {
+            Some(policy) => builder.progress(policy),
+            None => builder,
+        };
+        builder.state(Work::default()).build().unwrap()
+    };
+
+    let inherited = child(None);
+    assert_eq!(inherited.progress(), &policy);
+    let (outcome, _) = run(STUCK, round(&["search", "open"]), &inherited).await;
+    assert_eq!(outcome.status(), Status::NoProgress);
+    assert_eq!(
+        outcome.detail(),
+        Some("no progress: the cycle search → open came round 3 times with no new result")
+    );
+    assert_eq!(inherited.state().bodies.load(Ordering::SeqCst), 5);
+
+    let exact = child(Some(Progress::exact()));
+    assert_eq!(exact.progress(), &Progress::exact());
+    let (outcome, _) = run(STUCK, round(&["search", "open"]), &exact).await;
+    assert_eq!(outcome.status(), Status::ToolBudget, "the child's own policy has no cycle check");
+    assert_eq!(exact.state().bodies.load(Ordering::SeqCst), 12);
+
+    let stricter = child(Some(Progress::exact().cycles(2, 2)));
+    let (outcome, _) = run(STUCK, round(&["search", "open"]), &stricter).await;
+    assert_eq!(outcome.status(), Status::NoProgress);
+    assert_eq!(stricter.state().bodies.load(Ordering::SeqCst), 3, "the fourth call closes the second round");
+
+    // An invalid policy on the child's builder is refused as on any scope.
+    let refused = parent.child().grant("jobs.read").progress(Progress::exact().error_streak(0)).build();
+    assert_eq!(
+        refused.err(),
+        Some(loopbound::LimitsError::Progress(loopbound::progress::ProgressError::ZeroErrorStreak))
+    );
+    assert_eq!(parent.stop_reason(), None, "the children's halts are their own");
+}
+
+#[tokio::test]
 async fn a_nudge_answers_the_first_cycle_without_running_it_and_the_next_halts() {
     let limits = roomy().with_repetitions(10);
     let nudged = scope(Progress::recommended().nudge(true), limits);

@@ -46,7 +46,7 @@ Exit codes:
   0    Completed: the host's completion condition holds
   2    a controlled stop (PermissionDenied, RepeatedCall, ToolBudget, ModelBudget,
        DeadlineExceeded, TooManyCalls, AwaitingApproval, Denied, Ambiguous, TokenBudget,
-       CostBudget, ToolLimit), Incomplete, or ProviderUnavailable
+       CostBudget, ToolLimit, NoProgress), Incomplete, or ProviderUnavailable
   130  cancelled by the caller (Ctrl-C)
   1    provider error: the endpoint answered, but not usably
   64   bad arguments (a budget of zero, a malformed price, --cost without a price)
@@ -62,9 +62,10 @@ one) through a bounded loop.
 
 Every scenario runs the same two guarded tools (read_ticket, finish_review) in one
 scope, and the scripted model's tool calls are really executed. The console prints the
-composition, transport, capabilities, limits (with the spend budgets set) and completion
-condition, then the ordered events, then the status, only when it is kept the text, and
-what the run spent when it had budgets or its provider reported usage.
+composition, transport, capabilities, limits (with the spend budgets set), progress policy
+(retry, cycle, streak and nudge set one) and completion condition, then the ordered events,
+then the status, only when it is kept the text, and what the run spent when it had budgets
+or its provider reported usage.
 
 The spend budgets are reserved before every model call: the call goes out with its output
 cap set to what the budgets leave, a call that would not fit is never sent, and the
@@ -94,8 +95,8 @@ pub struct Cli {
     #[command(flatten)]
     pub endpoint: Live,
 
-    /// Print one JSON object with the keys agent, transport, capabilities, limits, price (when the
-    /// model has one), status, text, events, usage, detail, operation, `partial_text`, spend and pending.
+    /// Print one JSON object with the keys agent, transport, capabilities, limits, progress (when
+    /// the scenario sets a policy), price (when the model has one), status, text, events, usage, detail, operation, `partial_text`, spend and pending.
     #[arg(long)]
     pub json: bool,
 

@@ -1,11 +1,12 @@
-//! The review task of ticket 42 and its eight scripted scenarios, and the `demo330` console that
+//! The review task of ticket 42 and its twelve scripted scenarios, and the `demo330` console that
 //! plays them through a bounded loop.
 //!
 //! - the review and refund tasks themselves (tools, texts, the host's completion condition) are
 //!   the one copy in `loopbound_fixtures`, which the tests reuse: the consoles link no test
 //!   support;
-//! - [`scenario`]: the eight scenarios of the contract (capabilities, limits, scripted model,
-//!   expected status and counts), reusable by benches and other tests;
+//! - [`scenario`]: the eight scenarios of the contract and one per progress check (capabilities,
+//!   limits, progress policy, scripted model, expected status and counts), reusable by benches
+//!   and other tests;
 //! - [`service`]: `service`, an HTTP service over native and MCP tools, a live model, a journal,
 //!   approvals, live streams and cancel by id;
 //! - [`session`]: one scope per run, generic over the transport;

@@ -3,12 +3,15 @@
 //! # Invariants
 //!
 //! - The JSON form is exactly one object with the keys `agent`, `transport`, `capabilities`,
-//!   `limits`, `price` when the model has one (`limits` names the spend budgets only when they
-//!   are set), then the outcome's own form (`status`, `text`, `events`, `usage`, `detail`,
+//!   `limits`, `progress` when the scope has an active progress policy, `price` when the model
+//!   has one (`limits` names the spend budgets only when they are set), then the outcome's own form (`status`, `text`, `events`, `usage`, `detail`,
 //!   `operation`, `partial_text`, `spend`, `pending`, as [`Outcome`] serialises for any host), and no
 //!   wall-clock time: the same scenario always gives the same bytes.
 //! - `text` is `null` unless the status keeps it (`Completed` or `Incomplete`).
 
+use std::collections::BTreeMap;
+
+use loopbound::progress::Progress;
 use loopbound::{Composition, Limits, Outcome};
 
 use crate::budget::ModelPrice;
@@ -33,6 +36,8 @@ pub struct Header {
     pub capabilities: Vec<String>,
     /// The limits the scope enforces.
     pub limits: Limits,
+    /// The scope's progress policy (exact repetition unless the scenario sets one).
+    pub progress: Progress,
     /// The price of the run's model, when the scope has one.
     pub price: Option<ModelPrice>,
     /// The host's completion condition, in words.
@@ -66,6 +71,8 @@ struct JsonReport<'a> {
     capabilities: &'a [String],
     limits: JsonLimits,
     #[serde(skip_serializing_if = "Option::is_none")]
+    progress: Option<JsonProgress<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     price: Option<JsonPrice<'a>>,
     /// The outcome's own form: status, text, events, usage, detail, operation.
     #[serde(flatten)]
@@ -87,6 +94,39 @@ impl<'a> From<&'a ModelPrice> for JsonPrice<'a> {
             input_per_million: price.input_per_million().0,
             output_per_million: price.output_per_million().0,
         }
+    }
+}
+
+/// An active progress policy as JSON: the tools judged by result with their poll limits, then
+/// each run-level check only when it is on.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct JsonProgress<'a> {
+    by_result: BTreeMap<&'a str, u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cycles: Option<JsonCycles>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error_streak: Option<u32>,
+    nudge: bool,
+}
+
+/// A cycle rule as JSON.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+struct JsonCycles {
+    longest: u32,
+    repeats: u32,
+}
+
+impl<'a> JsonProgress<'a> {
+    /// The JSON form of `policy`, or `None` when it is not active (the default, exact
+    /// repetition), so that the runs without a policy print what they printed before.
+    #[must_use]
+    pub fn of(policy: &'a Progress) -> Option<Self> {
+        policy.is_active().then(|| Self {
+            by_result: policy.by_result_tools().collect(),
+            cycles: policy.cycle_rule().map(|(longest, repeats)| JsonCycles { longest, repeats }),
+            error_streak: policy.streak_rule(),
+            nudge: policy.nudges(),
+        })
     }
 }
 
@@ -131,7 +171,7 @@ impl From<Limits> for JsonLimits {
 }
 
 /// The report as one line of JSON: the header's `{agent, transport, capabilities, limits,
-/// price}`, then the outcome's own serialised form, `{status, text, events:[{kind,name,count}],
+/// progress, price}`, then the outcome's own serialised form, `{status, text, events:[{kind,name,count}],
 /// usage, detail, operation, partial_text, spend, pending}`.
 ///
 /// # Errors
@@ -144,6 +184,7 @@ pub fn render_json(report: &Report) -> Result<String, serde_json::Error> {
         transport: &report.header.transport,
         capabilities: &report.header.capabilities,
         limits: report.header.limits.into(),
+        progress: JsonProgress::of(&report.header.progress),
         price: report.header.price.as_ref().map(JsonPrice::from),
         outcome: &report.outcome,
     };

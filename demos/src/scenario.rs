@@ -1,20 +1,24 @@
-//! The eight scripted scenarios of the review task (SPEC §11).
+//! The scripted scenarios of the review task: the eight of SPEC §11, then one per progress check
+//! (SPEC §25).
 //!
-//! A scenario fixes what the host grants, the limits it sets, and what the scripted model answers
-//! on its n-th call. The model's answers are real tool-call messages that the runtime really
+//! A scenario fixes what the host grants, the limits it sets, its progress policy, and what the
+//! scripted model answers on its n-th call. The model's answers are real tool-call messages that the runtime really
 //! executes through the guarded tools; nothing about the outcome is scripted.
 //!
 //! # Invariants
 //!
 //! - A script depends only on the call number, never on the conversation, so the same scenario
 //!   gives the same events on the streaming and the non-streaming path, in both compositions.
-//! - [`Scenario::expected`] is the SPEC §11 table, written out; the tests compare real runs with
-//!   it.
+//! - [`Scenario::expected`] is the SPEC §11 table, written out, with a row for each progress
+//!   scenario; the tests compare real runs with it.
+//! - Only the progress scenarios set a progress policy; the eight of SPEC §11 keep the default,
+//!   exact repetition, so their transcripts do not mention one.
 
 use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
 
+use loopbound::progress::Progress;
 use loopbound::scripted::{Scripted, Step};
 use loopbound::transport::{ChatRequest, ModelReply, TransportError};
 use loopbound::{Limits, Status};
@@ -25,6 +29,11 @@ use loopbound_fixtures::review::{CLOSING, FINISH_CAPABILITY, READ_CAPABILITY, TI
 pub const FINAL_SENTENCE: &str = CLOSING;
 /// What the `unavailable` scenario's transport reports.
 pub const UNAVAILABLE_MESSAGE: &str = "scripted transport: connection refused";
+/// The ticket the `cycle` scenario's model tries to finish instead of 42: not in scope, so
+/// `finish_review` fails on it every time.
+pub const WRONG_TICKET: i64 = 7;
+/// How many attempts of one `finish_review` call the `retry` scenario's policy admits.
+pub const RETRY_ATTEMPTS: u32 = 3;
 
 /// One scripted scenario of the review task.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -45,6 +54,15 @@ pub enum Scenario {
     Deadline,
     /// A transport that cannot reach its provider.
     Unavailable,
+    /// `finish_review(42)` before the ticket is read, `read_ticket(42)`, `finish_review(42)` again,
+    /// with `finish_review` judged by result.
+    Retry,
+    /// `read_ticket(42)` and `finish_review(7)` in turn, under the recommended policy.
+    Cycle,
+    /// `finish_review(n)` on call n, under the recommended policy.
+    Streak,
+    /// `read_ticket(42)` on every call, with a nudge before the halt.
+    Nudge,
 }
 
 /// What a scenario must produce: the SPEC §11 table.
@@ -59,8 +77,8 @@ pub struct Expected {
 }
 
 impl Scenario {
-    /// Every scenario, in the order of the SPEC table.
-    pub const ALL: [Self; 8] = [
+    /// Every scenario: the SPEC table's order, then the progress scenarios.
+    pub const ALL: [Self; 12] = [
         Self::Complete,
         Self::Incomplete,
         Self::Forbidden,
@@ -69,6 +87,10 @@ impl Scenario {
         Self::Budget,
         Self::Deadline,
         Self::Unavailable,
+        Self::Retry,
+        Self::Cycle,
+        Self::Streak,
+        Self::Nudge,
     ];
 
     /// The scenario's name on the command line, e.g. `repeat`.
@@ -83,6 +105,10 @@ impl Scenario {
             Self::Budget => "budget",
             Self::Deadline => "deadline",
             Self::Unavailable => "unavailable",
+            Self::Retry => "retry",
+            Self::Cycle => "cycle",
+            Self::Streak => "streak",
+            Self::Nudge => "nudge",
         }
     }
 
@@ -102,6 +128,12 @@ impl Scenario {
             Self::Budget => "a model-call budget of one refuses the call that follows a tool result",
             Self::Deadline => "a model that never answers is cut off by the one-second deadline",
             Self::Unavailable => "a provider that cannot be reached ends the run without text",
+            Self::Retry => {
+                "finish_review failed, the ticket was read, the same call again: judged by its result, it runs"
+            }
+            Self::Cycle => "read_ticket(42), finish_review(7), round and round: the cycle is halted",
+            Self::Streak => "finish_review with a new id every time, failing: three failures in a row halt",
+            Self::Nudge => "the first repeat is answered with a warning instead of running; the next halts",
         }
     }
 
@@ -121,7 +153,22 @@ impl Scenario {
         match self {
             Self::Budget => defaults.with_model_calls(1),
             Self::Deadline => defaults.with_deadline(Duration::from_secs(1)),
+            // Re-reads are allowed, so that the repetition limit does not end the oscillation
+            // before the cycle check can.
+            Self::Cycle => defaults.with_tool_calls(8).with_repetitions(3),
             _ => defaults,
+        }
+    }
+
+    /// The progress policy the host sets: the default, exact repetition, except in the progress
+    /// scenarios.
+    #[must_use]
+    pub fn progress(self) -> Progress {
+        match self {
+            Self::Retry => Progress::exact().by_result("finish_review", RETRY_ATTEMPTS),
+            Self::Cycle | Self::Streak => Progress::recommended(),
+            Self::Nudge => Progress::exact().nudge(true),
+            _ => Progress::exact(),
         }
     }
 
@@ -135,8 +182,16 @@ impl Scenario {
                 _ => Step::Reply(ModelReply::text(FINAL_SENTENCE)),
             },
             Self::Incomplete => Step::Reply(ModelReply::text(FINAL_SENTENCE)),
-            Self::Forbidden | Self::Repeat => read_ticket(call, TICKET_ID),
+            Self::Forbidden | Self::Repeat | Self::Nudge => read_ticket(call, TICKET_ID),
             Self::Changing => read_ticket(call, i64::from(call)),
+            Self::Retry => match call {
+                1 | 3 => finish_review(call, TICKET_ID),
+                2 => read_ticket(call, TICKET_ID),
+                _ => Step::Reply(ModelReply::text(FINAL_SENTENCE)),
+            },
+            Self::Cycle if call % 2 == 1 => read_ticket(call, TICKET_ID),
+            Self::Cycle => finish_review(call, WRONG_TICKET),
+            Self::Streak => finish_review(call, i64::from(call)),
             Self::Deadline => Step::Hang,
             Self::Unavailable => Step::Fail(TransportError::unavailable(UNAVAILABLE_MESSAGE.to_owned())),
         }
@@ -160,6 +215,10 @@ impl Scenario {
             Self::Budget => (Status::ModelBudget, 1, 1),
             Self::Deadline => (Status::DeadlineExceeded, 0, 1),
             Self::Unavailable => (Status::ProviderUnavailable, 0, 1),
+            Self::Retry => (Status::Completed, 3, 4),
+            Self::Cycle => (Status::NoProgress, 5, 6),
+            Self::Streak => (Status::NoProgress, 3, 3),
+            Self::Nudge => (Status::RepeatedCall, 1, 3),
         };
         Expected { status, tool_calls, model_calls }
     }
@@ -235,6 +294,27 @@ mod tests {
         assert_eq!(Scenario::Budget.limits(), Limits::default().with_model_calls(1));
         assert_eq!(Scenario::Deadline.limits(), Limits::default().with_deadline(Duration::from_secs(1)));
         assert_eq!(Scenario::Complete.limits(), Limits::default());
+    }
+
+    #[test]
+    fn only_the_progress_scenarios_set_a_policy() {
+        let with_policy: Vec<Scenario> =
+            Scenario::ALL.into_iter().filter(|s| s.progress() != Progress::exact()).collect();
+        assert_eq!(with_policy, [Scenario::Retry, Scenario::Cycle, Scenario::Streak, Scenario::Nudge]);
+        assert_eq!(Scenario::Retry.progress().poll_limit("finish_review"), Some(3));
+        assert_eq!(Scenario::Retry.progress().poll_limit("read_ticket"), None);
+        assert_eq!(Scenario::Cycle.progress(), Progress::recommended());
+        assert_eq!(Scenario::Nudge.progress(), Progress::exact().nudge(true));
+        assert_eq!(Scenario::Cycle.limits(), Limits::default().with_tool_calls(8).with_repetitions(3));
+    }
+
+    #[test]
+    fn cycle_alternates_read_and_the_wrong_finish_and_streak_changes_its_id() {
+        assert_eq!(Scenario::Cycle.step(5), read_ticket(5, TICKET_ID));
+        assert_eq!(Scenario::Cycle.step(6), finish_review(6, WRONG_TICKET));
+        assert_eq!(Scenario::Streak.step(2), finish_review(2, 2));
+        assert_eq!(Scenario::Retry.step(3), finish_review(3, TICKET_ID));
+        assert_eq!(Scenario::Retry.step(4), Step::Reply(ModelReply::text(FINAL_SENTENCE)));
     }
 
     #[test]

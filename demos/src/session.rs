@@ -61,7 +61,7 @@ impl std::error::Error for SetupError {
 }
 
 impl Session {
-    /// Opens the scope of `scenario` (its capabilities and limits, linked to the `caller`'s
+    /// Opens the scope of `scenario` (its capabilities, limits and progress policy, linked to the `caller`'s
     /// cancellation, with a fresh review state) over the shared `tools`. The deadline runs from
     /// now.
     ///
@@ -93,8 +93,11 @@ impl Session {
         price: Option<ModelPrice>,
         feed: Option<Feed>,
     ) -> Result<Self, SetupError> {
-        let mut builder =
-            Scope::builder().grants(scenario.capabilities().iter().copied()).limits(limits).caller(caller);
+        let mut builder = Scope::builder()
+            .grants(scenario.capabilities().iter().copied())
+            .limits(limits)
+            .progress(scenario.progress())
+            .caller(caller);
         if let Some(price) = &price {
             builder = builder.prices(budget::table([price]));
         }
@@ -118,7 +121,7 @@ impl Session {
     }
 
     /// What the console prints before the run: composition, transport (described by `label`),
-    /// capabilities, limits and completion condition.
+    /// capabilities, limits, progress policy and completion condition.
     #[must_use]
     pub fn header(&self, label: &str, streaming: bool, live: bool) -> Header {
         let limits = self.scope.limits();
@@ -129,6 +132,7 @@ impl Session {
             transport: transport_label(label, streaming),
             capabilities: self.scope.capabilities().map(str::to_owned).collect(),
             limits,
+            progress: self.scope.progress().clone(),
             price: self.price.clone(),
             completion: review::COMPLETION_CONDITION,
             live,

@@ -3,7 +3,8 @@
 //! # Invariants
 //!
 //! - The header comes first and starts with the agent's composition, then the transport, the
-//!   granted capabilities, the limits and the completion condition.
+//!   granted capabilities, the limits, the progress policy (only when one is active, so a run
+//!   under exact repetition prints no such line) and the completion condition.
 //! - The text is printed only when the status keeps it; under `Incomplete` it is flagged as not a
 //!   completed task.
 //! - The spend comes last, and only when there is one: budgets that reserved, or a provider that
@@ -23,7 +24,7 @@ use loopbound::{ControlEvent, EventKind, HaltReason, Outcome, Status};
 
 use crate::report::{Header, Report};
 use crate::visible::visible;
-use crate::vocabulary::status_exit_code;
+use crate::vocabulary::{progress_items, status_exit_code};
 
 /// Width of the label column.
 const LABEL: usize = 14;
@@ -48,6 +49,10 @@ pub fn render_header(header: &Header) -> String {
     labelled(&mut out, "transport", &visible(&header.transport));
     labelled(&mut out, "capabilities", &header.capabilities.join(", "));
     labelled_items(&mut out, "limits", &header.limits.to_string());
+    let progress = progress_items(&header.progress);
+    if !progress.is_empty() {
+        labelled_items(&mut out, "progress", &progress.join(", "));
+    }
     if let Some(price) = &header.price {
         labelled(&mut out, "prices", &visible(&price.to_string()));
     }

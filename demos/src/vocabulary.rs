@@ -12,6 +12,7 @@
 
 use std::fmt;
 
+use loopbound::progress::Progress;
 use loopbound::{Composition, Limits, RunError, Status};
 
 /// `error` and each of its causes, joined by `: `, as the console prints an error: every level
@@ -63,6 +64,26 @@ pub fn error_exit_code(error: &RunError) -> i32 {
         RunError::Unpriced(_) => EXIT_USAGE,
         _ => EXIT_PROVIDER_ERROR,
     }
+}
+
+/// What a progress policy turns on, one item per check, in the console's words: none for exact
+/// repetition (the default). No item contains `, `, so the items can be laid out as a list.
+#[must_use]
+pub fn progress_items(policy: &Progress) -> Vec<String> {
+    let mut items: Vec<String> = policy
+        .by_result_tools()
+        .map(|(tool, polls)| format!("{tool} judged by result (at most {polls} attempts per call)"))
+        .collect();
+    if let Some((longest, repeats)) = policy.cycle_rule() {
+        items.push(format!("halt on cycles of 2 to {longest} calls repeated {repeats} times"));
+    }
+    if let Some(calls) = policy.streak_rule() {
+        items.push(format!("halt on {calls} failed calls in a row"));
+    }
+    if policy.nudges() {
+        items.push("one warning before a repeat or a cycle halts".to_owned());
+    }
+    items
 }
 
 /// Optional capabilities that richer agent runtimes bring and that neither composition has.
@@ -146,6 +167,23 @@ mod tests {
         assert_eq!(error_exit_code(&RunError::Journal(held)), 74);
         assert_eq!(error_exit_code(&RunError::Provider(TransportError::cancelled())), 1);
         assert_eq!(error_exit_code(&RunError::Unpriced("the model m".to_owned())), 64);
+    }
+
+    #[test]
+    fn a_progress_policy_is_described_one_item_per_check_and_exact_not_at_all() {
+        assert_eq!(progress_items(&Progress::exact()), Vec::<String>::new());
+        let every = Progress::recommended().by_result("poll", 5).by_result("fetch", 2).nudge(true);
+        assert_eq!(
+            progress_items(&every),
+            [
+                "fetch judged by result (at most 2 attempts per call)",
+                "poll judged by result (at most 5 attempts per call)",
+                "halt on cycles of 2 to 3 calls repeated 3 times",
+                "halt on 3 failed calls in a row",
+                "one warning before a repeat or a cycle halts",
+            ]
+        );
+        assert!(progress_items(&every).iter().all(|item| !item.contains(", ")));
     }
 
     #[test]

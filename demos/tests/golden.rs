@@ -12,8 +12,9 @@ use std::thread;
 
 use loopbound_demos::scenario::Scenario;
 
-/// Every scenario with the exit code a reader should expect (SPEC §9).
-const SCENARIOS: [(&str, i32); 8] = [
+/// Every scenario with the exit code a reader should expect (SPEC §9): 0 only when the run
+/// completed, `retry` among them; 2 for `NoProgress` as for every other controlled stop.
+const SCENARIOS: [(&str, i32); 12] = [
     ("complete", 0),
     ("incomplete", 2),
     ("forbidden", 2),
@@ -22,6 +23,10 @@ const SCENARIOS: [(&str, i32); 8] = [
     ("budget", 2),
     ("deadline", 2),
     ("unavailable", 2),
+    ("retry", 0),
+    ("cycle", 2),
+    ("streak", 2),
+    ("nudge", 2),
 ];
 const COMPOSITIONS: [(&str, Option<&str>); 2] = [("harness", None), ("simple", Some("--simple"))];
 const FORMATS: [(&str, Option<&str>); 2] = [("txt", None), ("json", Some("--json"))];
@@ -126,7 +131,7 @@ fn every_golden_file_belongs_to_a_scenario() {
     let missing: Vec<&String> = expected.difference(&found).collect();
     assert!(stale.is_empty(), "golden files with no scenario: {stale:?}");
     assert!(missing.is_empty(), "scenarios with no golden file: {missing:?}");
-    assert_eq!(found.len(), 32);
+    assert_eq!(found.len(), 48);
 }
 
 #[test]

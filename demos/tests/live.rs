@@ -2,7 +2,8 @@
 //! really goes through the OpenAI-compatible transport (or, with `--provider anthropic`, the
 //! Messages API transport; with `--provider responses`, the Responses API transport), with the
 //! worked example in the conversation, and gives the same events and status as the scripted
-//! `complete` scenario.
+//! `complete` scenario. The progress scenarios (`retry`, `cycle`, `streak`, `nudge`) go through it
+//! too, each against a mock model of its own name, and end as their scripted runs do.
 
 use std::process::Command;
 
@@ -181,4 +182,60 @@ async fn forbidden_over_http_is_refused_inside_the_tool_boundary() {
             {"kind": "PermissionDenied", "name": "read_ticket", "count": 0},
         ])
     );
+}
+
+/// The progress scenarios over HTTP. aimock plays, under a model name of its own for each, the
+/// calls of the scenario's scripted model after the worked example (its fixtures sit with the
+/// review's); each run ends as the scripted run does: its status, exit code, events, detail and
+/// text are the scripted golden transcript's, in both compositions and on both paths.
+#[tokio::test]
+async fn each_progress_scenario_over_http_ends_as_its_scripted_run() {
+    let Some(server) = Aimock::start() else { return };
+    // Each scenario, its exit code, and how many requests a run sends.
+    let cases = [("retry", 0, 4), ("cycle", 2, 6), ("streak", 2, 3), ("nudge", 2, 3)];
+    let mut sent = 0;
+    for (scenario, exit, requests) in cases {
+        let golden = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/golden")
+            .join(format!("{scenario}.harness.json"));
+        let scripted: Value =
+            serde_json::from_str(&std::fs::read_to_string(&golden).expect("the golden file"))
+                .expect("the golden file is JSON");
+        let model = format!("aimock-{scenario}");
+        for flags in [&[][..], &["--simple"], &["--stream"], &["--simple", "--stream"]] {
+            let args: Vec<&str> = [scenario].iter().chain(flags).copied().collect();
+            let mut command = live_command(&server, &args);
+            let output =
+                command.env("LOOPBOUND_MODEL", &model).arg("--json").output().expect("demo330 starts");
+            let report: Value = serde_json::from_slice(&output.stdout).unwrap_or_else(|error| {
+                panic!("{args:?}: one JSON object ({error}); server log:\n{}", server.log())
+            });
+            assert_eq!(output.status.code(), Some(exit), "{args:?}: {report}");
+            for key in ["status", "events", "detail", "text", "progress", "limits"] {
+                assert_eq!(report[key], scripted[key], "{args:?}: {key}");
+            }
+            let transport = report["transport"].as_str().unwrap_or_default();
+            let prefix = format!("openai-compatible, model {model} at http://127.0.0.1:");
+            assert!(transport.starts_with(&prefix), "{transport}");
+            sent += requests;
+        }
+    }
+    let bodies = server.request_bodies().await;
+    assert_eq!(bodies.len(), sent, "every request of every run reached the server");
+    // The nudge went over the wire as the error result of the repeated call: the last request of
+    // each nudge run carries it, and the run's next repeat halted.
+    let nudged: Vec<&Value> = bodies
+        .iter()
+        .filter_map(|body| body["messages"].as_array()?.last())
+        .filter(|last| last["tool_call_id"] == "call_nudge_2")
+        .collect();
+    assert_eq!(nudged.len(), 4, "one per nudge run");
+    for message in nudged {
+        assert_eq!(message["role"], "tool");
+        let content = message["content"].as_str().unwrap_or_default();
+        assert!(
+            content.starts_with("Error: no progress: read_ticket was called again with the same arguments"),
+            "{content}"
+        );
+    }
 }

@@ -7,12 +7,13 @@ use std::time::Duration;
 
 use loopbound::scripted::{Scripted, Step};
 use loopbound::transport::{ChatRequest, ModelReply};
-use loopbound::{Composition, EventKind, Message, Outcome, RunError, Status};
+use loopbound::{Composition, EventKind, Message, Outcome, RunError, Runtime, Scope, Status};
 use loopbound_demos::scenario::{Expected, Scenario};
 use loopbound_demos::session::{DemoError, Session, run_scenario};
 use loopbound_demos::vocabulary::{error_exit_code, status_exit_code};
 use loopbound_fixtures::review::{
-    self, COMPLETE_EVENTS, FINISH_CAPABILITY, INSTRUCTIONS, PROMPT, READ_CAPABILITY, REVIEW_DONE, TICKET_TEXT,
+    self, COMPLETE_EVENTS, FINISH_CAPABILITY, INSTRUCTIONS, PROMPT, READ_CAPABILITY, REVIEW_DONE, Review,
+    TICKET_TEXT,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -49,6 +50,10 @@ fn the_expected_table_is_the_contracts() {
             ("budget", Status::ModelBudget, 1, 1),
             ("deadline", Status::DeadlineExceeded, 0, 1),
             ("unavailable", Status::ProviderUnavailable, 0, 1),
+            ("retry", Status::Completed, 3, 4),
+            ("cycle", Status::NoProgress, 5, 6),
+            ("streak", Status::NoProgress, 3, 3),
+            ("nudge", Status::RepeatedCall, 1, 3),
         ]
     );
 }
@@ -106,6 +111,9 @@ async fn each_halt_is_recorded_once_with_its_tool_and_count() {
         (Scenario::Repeat, "RepeatedCall read_ticket 1"),
         (Scenario::Changing, "ToolBudget read_ticket 4"),
         (Scenario::Budget, "ModelBudget model 1"),
+        (Scenario::Cycle, "NoProgress finish_review 5"),
+        (Scenario::Streak, "NoProgress finish_review 3"),
+        (Scenario::Nudge, "RepeatedCall read_ticket 1"),
     ];
     for (scenario, halt) in cases {
         let outcome = outcome(scenario, Composition::Harness, false).await;
@@ -250,4 +258,94 @@ async fn a_caller_that_cancelled_before_the_run_gets_no_outcome() {
     caller.cancel();
     let result = run_scenario(Scenario::Complete, Composition::Simple, true, caller).await;
     assert!(matches!(result, Err(DemoError::Run(RunError::Cancelled))), "{result:?}");
+}
+
+/// Runs `scenario`'s script in a scope with its capabilities and limits but exact repetition,
+/// as a host without a progress policy would: what the policy changes, by contrast.
+async fn without_policy(scenario: Scenario) -> Outcome {
+    let tools = review::tools();
+    let scope =
+        review::scope(scenario.capabilities().iter().copied(), scenario.limits()).expect("valid limits");
+    Runtime::harness(&tools.set, scenario.transport())
+        .run(&scope, &mut review::conversation(), Review::completed)
+        .await
+        .expect("an outcome")
+}
+
+/// Plays `scenario` in its session (its progress policy included), recording what the model was
+/// sent on each call: the outcome, the scope (whose state is the review's), and the requests.
+async fn recorded(
+    scenario: Scenario,
+    composition: Composition,
+) -> (Outcome, Scope<Review>, Vec<Vec<Message>>) {
+    let session = Session::new(&review::tools().set, scenario, composition, CancellationToken::new())
+        .expect("valid scenario");
+    let scope = session.scope().clone();
+    let sent = Sent::default();
+    let outcome = session.run(recording(scenario, &sent), false).await.expect("an outcome");
+    let requests = sent.lock().expect("not poisoned").clone();
+    (outcome, scope, requests)
+}
+
+#[tokio::test]
+async fn retry_completes_because_finish_review_is_judged_by_its_result() {
+    let (outcome, scope, sent) = recorded(Scenario::Retry, Composition::Harness).await;
+    assert_eq!(outcome.status(), Status::Completed);
+    assert_eq!(outcome.text(), Some("Review finished."));
+    assert!(scope.state().completed());
+    assert_eq!(scope.state().bodies_run(), 3);
+    assert_eq!(
+        sent[1].last(),
+        Some(&Message::tool_error(
+            "call-1",
+            "Error: tool finish_review failed: Read ticket 42 before completing review."
+        ))
+    );
+    assert_eq!(sent[3].last(), Some(&Message::tool_result("call-3", REVIEW_DONE)));
+
+    let exact = without_policy(Scenario::Retry).await;
+    assert_eq!(exact.status(), Status::RepeatedCall, "exact repetition refuses the retry");
+    let last = exact.events().last().map(ToString::to_string);
+    assert_eq!(last.as_deref(), Some("RepeatedCall finish_review 1"));
+}
+
+#[tokio::test]
+async fn cycle_and_streak_name_what_went_round_or_failed_in_the_detail() {
+    let cycle = outcome(Scenario::Cycle, Composition::Simple, false).await;
+    assert_eq!(
+        cycle.detail(),
+        Some("no progress: the cycle read_ticket → finish_review came round 3 times with no new result")
+    );
+    assert_eq!(cycle.text(), None);
+    let streak = outcome(Scenario::Streak, Composition::Harness, true).await;
+    assert_eq!(streak.detail(), Some("no progress: 3 tool calls in a row failed"));
+    assert_eq!(status_exit_code(streak.status()), 2);
+
+    // Without a policy, the oscillation runs until the model budget, the failures until the tool
+    // budget.
+    let cycle = without_policy(Scenario::Cycle).await;
+    assert_eq!(cycle.status(), Status::ModelBudget);
+    assert_eq!(count(&cycle, EventKind::ToolCall), 6);
+    let streak = without_policy(Scenario::Streak).await;
+    assert_eq!(streak.status(), Status::ToolBudget);
+    assert_eq!(count(&streak, EventKind::ToolCall), 4);
+}
+
+#[tokio::test]
+async fn nudge_tells_the_model_what_it_repeated_without_running_the_body() {
+    let (outcome, scope, sent) = recorded(Scenario::Nudge, Composition::Simple).await;
+    assert_eq!(outcome.status(), Status::RepeatedCall);
+    assert_eq!(scope.state().bodies_run(), 1, "the nudged call did not run");
+    assert_eq!(sent.len(), 3);
+    assert_eq!(
+        sent[2].last(),
+        Some(&Message::tool_error(
+            "call-2",
+            "Error: no progress: read_ticket was called again with the same arguments after 1 \
+             attempt(s) that got the same result; this call was not run. Use the result you have \
+             or change course: the next repeat ends the run."
+        ))
+    );
+    let kinds: Vec<String> = outcome.events().iter().map(ToString::to_string).collect();
+    assert_eq!(kinds.iter().filter(|event| event.starts_with("Nudged ")).count(), 1, "{kinds:?}");
 }

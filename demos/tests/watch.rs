@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use clap::Parser;
 use loopbound::journal::{MemoryJournal, RunId};
 use loopbound::watch::{self, Update, Updates};
-use loopbound::{Composition, Concurrency, Outcome, RunError, Runtime, Scope};
+use loopbound::{Composition, Concurrency, Outcome, RunError, Runtime, Scope, Status};
 use loopbound_demos::console::{self, Cli};
 use loopbound_demos::scenario::Scenario;
 use loopbound_fixtures::review::{self, Review};
@@ -47,6 +47,7 @@ async fn watched_run(scenario: Scenario, way: Way) -> (Result<Outcome, RunError>
     let scope = Scope::builder()
         .grants(scenario.capabilities().iter().copied())
         .limits(scenario.limits())
+        .progress(scenario.progress())
         .watch(feed)
         .state(Review::default())
         .build()
@@ -105,7 +106,7 @@ async fn the_streams_events_are_the_outcomes_events_for_every_scenario_and_way()
             checked += 1;
         }
     }
-    assert_eq!(checked, 8 * 16);
+    assert_eq!(checked, 12 * 16);
 }
 
 fn golden_dir() -> PathBuf {
@@ -124,7 +125,7 @@ async fn every_watched_scenario_matches_its_golden_transcript() {
             let (mut out, mut err) = (Vec::new(), Vec::new());
             let code = console::execute(&cli, CancellationToken::new(), &mut out, &mut err).await;
             let stdout = String::from_utf8(out).expect("utf-8");
-            let expected_code = if scenario == Scenario::Complete { 0 } else { 2 };
+            let expected_code = if scenario.expected().status == Status::Completed { 0 } else { 2 };
             if code != expected_code || !err.is_empty() {
                 failures.push(format!("{args:?}: exit {code}, stderr {:?}", String::from_utf8_lossy(&err)));
             }
