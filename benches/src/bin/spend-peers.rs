@@ -199,10 +199,15 @@ fn roomy() -> Limits {
         .with_deadline(Duration::from_hours(30 * 24))
 }
 
-fn runtime_for(tools: &ToolSet, model: Workload) -> Runtime<Workload> {
-    Runtime::harness(tools, model)
-        .options(ChatOptions::default().with_max_output_tokens(u32::try_from(OUTPUT).unwrap_or(u32::MAX)))
-        .token_counter(WorkloadCounter)
+/// The runtime of one run: its requests carry a cap of 500 output tokens when `capped`, as the
+/// peers' clients may; otherwise none, and loopbound's defaults cap them.
+fn runtime_for(tools: &ToolSet, model: Workload, capped: bool) -> Runtime<Workload> {
+    let options = if capped {
+        ChatOptions::default().with_max_output_tokens(u32::try_from(OUTPUT).unwrap_or(u32::MAX))
+    } else {
+        ChatOptions::default()
+    };
+    Runtime::harness(tools, model).options(options).token_counter(WorkloadCounter)
 }
 
 /// A budget of one case.
@@ -277,7 +282,7 @@ fn single(shape: Shape, budget: Budget) -> String {
         .prices(Prices::new().model(MODEL, PRICE).other_tools(Micros(0)).shared())
         .build()
         .expect("the case's limits are valid");
-    let runtime = runtime_for(&tools, Workload::new(shape, Arc::clone(&ledger), u64::MAX, None, 1));
+    let runtime = runtime_for(&tools, Workload::new(shape, Arc::clone(&ledger), u64::MAX, None, 1), true);
     let outcome = paused_runtime()
         .block_on(runtime.run(&scope, &mut vec![Message::user("Review the tickets.")], |()| false))
         .expect("the run is priced");
@@ -334,6 +339,7 @@ fn runaway(
     seed: u64,
     index: usize,
     scope: Scope,
+    capped: bool,
 ) -> impl std::future::Future<Output = Result<Status, loopbound::RunError>> + Send + 'static {
     let model = Workload::new(
         Shape::ToolLoop,
@@ -342,7 +348,7 @@ fn runaway(
         Some((200, 600)),
         seed.wrapping_mul(1_000_003).wrapping_add(index as u64),
     );
-    let runtime = runtime_for(tools, model);
+    let runtime = runtime_for(tools, model, capped);
     async move {
         runtime
             .run(&scope, &mut vec![Message::user("Review the tickets.")], |()| false)
@@ -352,7 +358,7 @@ fn runaway(
 }
 
 /// K runaway runs as children of one parent holding a total budget of `budget` tokens.
-fn shared(k: usize, budget: u64, seed: u64) -> Shared {
+fn shared(k: usize, budget: u64, seed: u64, capped: bool) -> Shared {
     let ledger = Arc::new(Ledger::default());
     let tools = tools();
     let parent = Scope::builder()
@@ -370,7 +376,7 @@ fn shared(k: usize, budget: u64, seed: u64) -> Shared {
                 .limits(roomy())
                 .build()
                 .expect("a child within its parent");
-            runs.push(runaway(&tools, &ledger, budget, seed, child, scope));
+            runs.push(runaway(&tools, &ledger, budget, seed, child, scope, capped));
         }
         join_all(runs).await
     });
@@ -390,15 +396,15 @@ fn shared(k: usize, budget: u64, seed: u64) -> Shared {
 
 /// K runaway runs, each a scope of its own drawing from one shared pool of `budget` tokens in
 /// `store` (a tenant's pool: no parent scope; the runs could be in any process).
-fn pooled(k: usize, budget: u64, seed: u64, store: &Arc<dyn PoolStore>) -> Shared {
+fn pooled(k: usize, budget: u64, seed: u64, store: &Arc<dyn PoolStore>, capped: bool) -> Shared {
     let ledger = Arc::new(Ledger::default());
     let tools = tools();
-    let pool = PoolName::new(format!("tenant:peers-{k}-{budget}-{seed}")).expect("a pool name");
+    let pool = PoolName::new(format!("tenant:peers-{k}-{budget}-{seed}-{capped}")).expect("a pool name");
     let prices = Prices::new().model(MODEL, PRICE).other_tools(Micros(0)).shared();
     let (statuses, state) = paused_runtime().block_on(async {
         store.define(&pool, PoolBudget::default().with_tokens(budget)).await.expect("the pool is defined");
-        let draw = PoolDraw::new(Arc::clone(store), [pool.clone()])
-            .output_cap(u32::try_from(OUTPUT).unwrap_or(u32::MAX));
+        let draw = PoolDraw::new(Arc::clone(store), [pool.clone()]);
+        let draw = if capped { draw.output_cap(u32::try_from(OUTPUT).unwrap_or(u32::MAX)) } else { draw };
         let mut runs = Vec::with_capacity(k);
         for run in 0..k {
             let scope = Scope::builder()
@@ -408,7 +414,7 @@ fn pooled(k: usize, budget: u64, seed: u64, store: &Arc<dyn PoolStore>) -> Share
                 .pools(draw.clone())
                 .build()
                 .expect("a scope drawing from the pool");
-            runs.push(runaway(&tools, &ledger, budget, seed, run, scope));
+            runs.push(runaway(&tools, &ledger, budget, seed, run, scope, capped));
         }
         let statuses = join_all(runs).await;
         (statuses, store.state(&pool).await.expect("the pool's state"))
@@ -438,11 +444,26 @@ where
     out
 }
 
-fn min_median_max(mut values: Vec<u64>) -> String {
+fn min_median_max(values: Vec<u64>) -> String {
+    min_median_max_as(values, |value| value.to_string())
+}
+
+/// Thousandths as fractions (`0.990`), min / median / max.
+fn min_median_max_thousandths(values: Vec<u64>) -> String {
+    min_median_max_as(values, |value| format!("{}.{:03}", value / 1_000, value % 1_000))
+}
+
+/// The smallest, median and largest of `values`, each written by `write`; one value when they
+/// agree.
+fn min_median_max_as(mut values: Vec<u64>, write: impl Fn(u64) -> String) -> String {
     values.sort_unstable();
     let (first, last) = (values[0], values[values.len() - 1]);
     let median = values[values.len() / 2];
-    if first == last { first.to_string() } else { format!("{first} / {median} / {last}") }
+    if first == last {
+        write(first)
+    } else {
+        format!("{} / {} / {}", write(first), write(median), write(last))
+    }
 }
 
 fn main() {
@@ -473,9 +494,9 @@ fn main() {
     );
     println!();
     println!(
-        "| framework | budget B | K | calls made (a reserving gate: floor(B / per call)) | overshoot beyond B | calls sent with B already billed | calls sent with B fully committed | peak in flight | runs ended with |"
+        "| framework | budget B | K | calls made (a reserving gate: floor(B / per call)) | overshoot beyond B | utilization (billed / B) | calls sent with B already billed | calls sent with B fully committed | peak in flight | runs ended with |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|");
     let dir = loopbound_testkit::scratch::dir("spend-peers-pools");
     let sqlite: Arc<dyn PoolStore> =
         Arc::new(SqlitePools::open(dir.join("pools.db")).expect("the pools' file opens"));
@@ -489,8 +510,24 @@ fn main() {
         for (label, store) in configurations {
             let runs: Vec<Shared> = (0..cli.reps)
                 .map(|seed| match store {
-                    None => shared(k, budget, seed + 1),
-                    Some(store) => pooled(k, budget, seed + 1, store),
+                    None => shared(k, budget, seed + 1, true),
+                    Some(store) => pooled(k, budget, seed + 1, store, true),
+                })
+                .collect();
+            row(label, budget, k, &runs);
+        }
+    }
+    // The clients send no cap (LiteLLM's proxy then reserves 16,384 output tokens a call):
+    // loopbound's defaults cap each call at 4,096, and a call refused only by holds in flight
+    // waits for them.
+    for (budget, k) in [(1_000_000, 64), (100_000, 8), (100_000, 64)] {
+        for (label, store) in
+            [("loopbound tree, no cap sent", None), ("loopbound pool, memory, no cap sent", Some(&memory))]
+        {
+            let runs: Vec<Shared> = (0..cli.reps)
+                .map(|seed| match store {
+                    None => shared(k, budget, seed + 1, false),
+                    Some(store) => pooled(k, budget, seed + 1, store, false),
                 })
                 .collect();
             row(label, budget, k, &runs);
@@ -512,10 +549,11 @@ fn row(label: &str, budget: u64, k: usize, runs: &[Shared]) {
     ends.sort_unstable();
     ends.dedup();
     println!(
-        "| {label} | {budget} tokens | {k} | {} ({}) | {} | {} | {} | {} | {} |",
+        "| {label} | {budget} tokens | {k} | {} ({}) | {} | {} | {} | {} | {} | {} |",
         min_median_max(runs.iter().map(|run| run.sent).collect()),
         budget / PER_CALL,
         min_median_max(runs.iter().map(|run| run.billed.saturating_sub(budget)).collect()),
+        min_median_max_thousandths(runs.iter().map(|run| run.billed * 1_000 / budget).collect()),
         min_median_max(runs.iter().map(|run| run.sent_with_budget_billed).collect()),
         min_median_max(runs.iter().map(|run| run.sent_with_budget_committed).collect()),
         min_median_max(runs.iter().map(|run| run.peak_in_flight).collect()),
