@@ -7,6 +7,7 @@
 //! | HTTP 401, 403 | `Authentication` | provider error |
 //! | any other non-2xx status (other 4xx, an unfollowed 3xx) | `Other` | provider error |
 //! | a body cut short while it is read | `Malformed` | provider error |
+//! | a request option the API cannot send ([`unsupported_option`]), found before sending | `Unsupported` | configuration error |
 //!
 //! # Invariants
 //!
@@ -25,6 +26,25 @@ use crate::redact::Redactor;
 
 /// Longest excerpt, in bytes, of a provider's own words quoted in an error.
 pub const MAX_DETAIL: usize = 300;
+
+/// The error for a request `option` that the transport named `transport` cannot send, and
+/// `why`: refused before anything is sent.
+///
+/// ```
+/// use loopbound::transport::TransportErrorKind;
+/// use loopbound_provider::errors::unsupported_option;
+///
+/// let error = unsupported_option("ResponsesTransport", "seed", "the Responses API has no seed");
+/// assert_eq!(error.kind(), TransportErrorKind::Unsupported);
+/// assert_eq!(
+///     error.to_string(),
+///     "unsupported request option: ResponsesTransport cannot send seed: the Responses API has no seed"
+/// );
+/// ```
+#[must_use]
+pub fn unsupported_option(transport: &str, option: &str, why: &str) -> TransportError {
+    TransportError::unsupported(format!("{transport} cannot send {option}: {why}"))
+}
 
 /// The error for an HTTP response with a non-success `status`, its `Retry-After` header value
 /// (if any) and its `body`, with what the provider said redacted by `redactor`.
