@@ -135,7 +135,7 @@ impl TransportError {
         &self.message
     }
 
-    /// Whether the provider could not be reached.
+    /// Whether the provider could not be reached or could not serve now.
     #[must_use]
     pub fn is_unavailable(&self) -> bool {
         self.kind == TransportErrorKind::Unavailable
