@@ -298,5 +298,12 @@ async fn a_cut_connection_and_a_timeout_leave_the_provider_unavailable_on_every_
             let (ended, _) = ends(api, Answer::ThenHang(Vec::new()), streaming).await;
             check(&ended, &unavailable("the request timed out"), &format!("a silent server {context}"));
         }
+        // A reply that stops half-way and stays silent until the timeout.
+        let head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 400\r\n\r\n{\"choi"
+            .to_vec();
+        let (ended, _) = ends(api, Answer::ThenHang(head), false).await;
+        check(&ended, &unavailable("the response timed out"), &format!("a body stalled {api:?}"));
+        let (ended, _) = ends(api, Answer::ThenHang(event_stream(api.stream_start())), true).await;
+        check(&ended, &unavailable("the response timed out"), &format!("a stream stalled {api:?}"));
     }
 }
