@@ -212,11 +212,12 @@ fn check_top_p(value: f64) -> Result<f64, OptionError> {
     if value > 0.0 && value <= 1.0 { Ok(value) } else { Err(OptionError::TopP(value)) }
 }
 
-fn check_stop_sequences(sequences: impl Iterator<Item = String>) -> Result<Vec<String>, OptionError> {
+fn check_stop_sequences(mut sequences: impl Iterator<Item = String>) -> Result<Vec<String>, OptionError> {
     let mut kept = Vec::new();
-    for (count, sequence) in sequences.enumerate().map(|(index, sequence)| (index + 1, sequence)) {
-        if count > ChatOptions::MAX_STOP_SEQUENCES {
-            return Err(OptionError::TooManyStopSequences { count });
+    while let Some(sequence) = sequences.next() {
+        if kept.len() == ChatOptions::MAX_STOP_SEQUENCES {
+            // Counted, not kept: the error says how many were given.
+            return Err(OptionError::TooManyStopSequences { count: kept.len() + 1 + sequences.count() });
         }
         if sequence.is_empty() {
             return Err(OptionError::EmptyStopSequence);
@@ -288,11 +289,11 @@ mod tests {
         assert_eq!(four.stop_sequences(), ["a", "b", "c", "d"]);
         assert_eq!(
             ChatOptions::default().with_stop_sequences(["a", "b", "c", "d", "e", "f"]),
-            Err(OptionError::TooManyStopSequences { count: 5 })
+            Err(OptionError::TooManyStopSequences { count: 6 })
         );
         assert_eq!(
-            OptionError::TooManyStopSequences { count: 5 }.to_string(),
-            "invalid request option: at most 4 stop sequences, not 5"
+            OptionError::TooManyStopSequences { count: 6 }.to_string(),
+            "invalid request option: at most 4 stop sequences, not 6"
         );
         assert_eq!(
             ChatOptions::default().with_stop_sequences(["a", ""]),
