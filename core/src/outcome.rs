@@ -459,6 +459,11 @@ pub enum RunError {
     /// A shared pool's store failed or does not know a pool the scope draws from: the call it
     /// would have reserved was not sent (fail closed).
     Pool(PoolError),
+    /// The transport cannot send a request option the run set (a seed to an API that has none,
+    /// a temperature above the provider's range): the run's configuration, refused before
+    /// anything ran. The error is of kind
+    /// [`TransportErrorKind::Unsupported`] and names the option and the transport.
+    Unsupported(TransportError),
 }
 
 /// What kind of failure a [`RunError`] is, for a host that answers with a status code: it
@@ -474,6 +479,7 @@ pub enum RunError {
 /// | `JournalUnavailable` | the journal's storage failed | 503 |
 /// | `PoolUnavailable` | a shared pool's store failed: the call was not sent | 503 |
 /// | `Internal` | the journal's rows or the host's setup do not fit (a corrupt row, a scope already used, a tool set that changed) | 500 |
+/// | `Configuration` | the run's configuration was refused before anything ran (a cost budget without prices, a request option the transport cannot send) | 500 |
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum RunErrorKind {
@@ -494,7 +500,8 @@ pub enum RunErrorKind {
     PoolUnavailable,
     /// The journal's rows, the tools or the scope do not fit together.
     Internal,
-    /// The run's configuration was refused before anything ran (a cost budget without prices).
+    /// The run's configuration was refused before anything ran (a cost budget without prices,
+    /// a request option the transport cannot send).
     Configuration,
 }
 
@@ -546,7 +553,7 @@ impl RunError {
                 JournalError::Storage(_) => RunErrorKind::JournalUnavailable,
                 _ => RunErrorKind::Internal,
             },
-            Self::Unpriced(_) => RunErrorKind::Configuration,
+            Self::Unpriced(_) | Self::Unsupported(_) => RunErrorKind::Configuration,
             Self::Pool(error) if error.is_storage() => RunErrorKind::PoolUnavailable,
             Self::Pool(PoolError::UnknownPool | PoolError::InvalidName | PoolError::InvalidBudget) => {
                 RunErrorKind::Configuration
@@ -587,6 +594,7 @@ impl fmt::Display for RunError {
             Self::Journal(error) => error.fmt(f),
             Self::Unpriced(what) => write!(f, "a cost budget needs a price for {what}; nothing ran"),
             Self::Pool(error) => error.fmt(f),
+            Self::Unsupported(error) => write!(f, "{error}; nothing ran"),
         }
     }
 }
@@ -595,7 +603,7 @@ impl std::error::Error for RunError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             Self::Cancelled | Self::CancelledUnrecorded | Self::Unpriced(_) => None,
-            Self::Provider(error) => error.source(),
+            Self::Provider(error) | Self::Unsupported(error) => error.source(),
             Self::Journal(error) => error.source(),
             Self::Pool(error) => error.source(),
         }

@@ -269,3 +269,49 @@ fn a_run_can_be_spawned_on_a_multi_thread_runtime() {
     assert_send(&runtime);
     assert_send(&scope);
 }
+
+/// A scripted model that, like a provider without a seed, refuses every seeded request.
+struct Seedless(Scripted<fn(u32, &loopbound::transport::ChatRequest<'_>) -> Step>);
+
+impl loopbound::transport::Transport for Seedless {
+    async fn complete<'a>(
+        &'a self,
+        request: loopbound::transport::ChatRequest<'a>,
+    ) -> Result<ModelReply, TransportError> {
+        self.check_options(request.options)?;
+        self.0.complete(request).await
+    }
+
+    fn check_options(&self, options: &ChatOptions) -> Result<(), TransportError> {
+        match options.seed() {
+            Some(_) => Err(TransportError::unsupported("Seedless cannot send seed")),
+            None => Ok(()),
+        }
+    }
+}
+
+#[tokio::test]
+async fn options_the_transport_cannot_send_refuse_the_run_before_any_call() {
+    fn reply(_: u32, _: &loopbound::transport::ChatRequest<'_>) -> Step {
+        Step::Reply(ModelReply::text("Hi."))
+    }
+    for composition in [Composition::Harness, Composition::Simple] {
+        for streaming in [false, true] {
+            let scope = scope_with(Limits::default());
+            let tools = tools();
+            let model =
+                Seedless(Scripted::new(reply as fn(u32, &loopbound::transport::ChatRequest<'_>) -> Step));
+            let runtime = Runtime::new(composition, &tools.set, model)
+                .options(ChatOptions::default().with_seed(3))
+                .streaming(streaming);
+            let result = runtime.run(&scope, &mut vec![Message::user("Hi")], |_| true).await;
+            let refused = TransportError::unsupported("Seedless cannot send seed");
+            assert_eq!(result, Err(RunError::Unsupported(refused)), "{composition} streaming={streaming}");
+            assert_eq!((scope.model_calls(), runtime.transport().0.calls()), (0, 0));
+            assert_eq!(lines(&scope), Vec::<String>::new());
+        }
+    }
+    let error = RunError::Unsupported(TransportError::unsupported("Seedless cannot send seed"));
+    assert_eq!(error.kind(), loopbound::RunErrorKind::Configuration);
+    assert_eq!(error.to_string(), "unsupported request option: Seedless cannot send seed; nothing ran");
+}

@@ -182,7 +182,9 @@ const fn meaning(status: Status) -> &'static str {
         Status::ToolBudget => "controlled stop, the tool-call budget was spent",
         Status::ModelBudget => "controlled stop, the model-call budget was spent",
         Status::DeadlineExceeded => "controlled stop, the deadline passed",
-        Status::ProviderUnavailable => "the provider could not be reached",
+        Status::ProviderUnavailable => {
+            "the provider could not serve the call: unreachable, timed out, rate limited, overloaded or failing"
+        }
         Status::TooManyCalls => "controlled stop, a reply asked for more tool calls than the bound",
         Status::AwaitingApproval => {
             "controlled stop, a proposal waits for the host's decision; resume after it"

@@ -59,9 +59,9 @@ pub fn error_exit_code(error: &RunError) -> i32 {
     match error {
         RunError::Cancelled | RunError::CancelledUnrecorded => EXIT_CANCELLED,
         RunError::Journal(_) => EXIT_JOURNAL,
-        // A cost budget without the prices it needs: the console's configuration, refused
-        // before anything ran.
-        RunError::Unpriced(_) => EXIT_USAGE,
+        // A cost budget without the prices it needs, or a request option the transport cannot
+        // send: the console's configuration, refused before anything ran.
+        RunError::Unpriced(_) | RunError::Unsupported(_) => EXIT_USAGE,
         _ => EXIT_PROVIDER_ERROR,
     }
 }
@@ -167,6 +167,8 @@ mod tests {
         assert_eq!(error_exit_code(&RunError::Journal(held)), 74);
         assert_eq!(error_exit_code(&RunError::Provider(TransportError::cancelled())), 1);
         assert_eq!(error_exit_code(&RunError::Unpriced("the model m".to_owned())), 64);
+        let seed = TransportError::unsupported("AnthropicTransport cannot send seed");
+        assert_eq!(error_exit_code(&RunError::Unsupported(seed)), 64);
     }
 
     #[test]

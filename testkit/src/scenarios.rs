@@ -163,6 +163,19 @@ pub async fn run<T: Transport>(
     run_with(scenario, composition, streaming, Limits::default(), transport).await
 }
 
+/// As [`run`], with the per-call `options` in place of the review's (a test of how a transport
+/// sends or refuses them).
+pub async fn run_with_options<T: Transport>(
+    scenario: Scenario,
+    composition: Composition,
+    streaming: bool,
+    options: ChatOptions,
+    transport: T,
+) -> Run {
+    let scope = review::scope(scenario.grants().iter().copied(), Limits::default()).expect("limits");
+    play(scenario, composition, streaming, &scope, options, transport).await
+}
+
 /// As [`run`], with explicit limits.
 pub async fn run_with<T: Transport>(
     scenario: Scenario,
@@ -172,7 +185,7 @@ pub async fn run_with<T: Transport>(
     transport: T,
 ) -> Run {
     let scope = review::scope(scenario.grants().iter().copied(), limits).expect("limits");
-    play(scenario, composition, streaming, &scope, transport).await
+    play(scenario, composition, streaming, &scope, review::options(), transport).await
 }
 
 /// As [`run_with`], the scope pricing calls with `prices` (the tools free unless `prices`
@@ -193,20 +206,21 @@ pub async fn run_priced<T: Transport>(
         .state(Review::default())
         .build()
         .expect("limits");
-    play(scenario, composition, streaming, &scope, transport).await
+    play(scenario, composition, streaming, &scope, review::options(), transport).await
 }
 
-/// Runs `scenario` in `scope` over `transport`.
+/// Runs `scenario` in `scope` over `transport`, with the per-call `options`.
 async fn play<T: Transport>(
     scenario: Scenario,
     composition: Composition,
     streaming: bool,
     scope: &Scope<Review>,
+    options: ChatOptions,
     transport: T,
 ) -> Run {
     let mut conversation = vec![Message::user(scenario.request())];
     let result = Runtime::new(composition, &review::tools().set, transport)
-        .options(review::options())
+        .options(options)
         .streaming(streaming)
         .run(scope, &mut conversation, Review::completed)
         .await;
@@ -246,6 +260,37 @@ pub async fn compare<T: Transport>(
             "{context}"
         );
     }
+}
+
+/// Checks that `transport()` refuses `options` with the error `refused` (of kind
+/// `Unsupported`) before anything is sent: a run of the complete review ends with
+/// [`RunError::Unsupported`] before any call, in both compositions and on both paths, and a host
+/// that calls the transport itself gets the same error from `check_options`, `complete` and
+/// `stream`. The caller checks that its server received nothing.
+///
+/// # Panics
+///
+/// When any of them differs, naming the path.
+pub async fn assert_refused<T: Transport>(
+    transport: impl Fn() -> T,
+    options: &ChatOptions,
+    refused: &TransportError,
+) {
+    for (composition, streaming) in PATHS {
+        let run =
+            run_with_options(Scenario::Complete, composition, streaming, options.clone(), transport()).await;
+        let context = format!("{composition} streaming={streaming}");
+        assert_eq!(run.result, Err(RunError::Unsupported(refused.clone())), "{context}");
+        assert_eq!((run.model_calls, run.tool_calls), (0, 0), "nothing ran: {context}");
+    }
+    let transport = transport();
+    let messages = [Message::user("Hello")];
+    let cancel = CancellationToken::new();
+    assert_eq!(transport.check_options(options).as_ref(), Err(refused));
+    let whole = transport.complete(ChatRequest::new(&messages, &[], options, &cancel)).await;
+    assert_eq!(whole.as_ref(), Err(refused), "a direct whole call");
+    let streamed = transport.stream(ChatRequest::new(&messages, &[], options, &cancel)).await;
+    assert_eq!(streamed.err().as_ref(), Some(refused), "a direct streamed call");
 }
 
 /// Calls `transport` once, directly, with the request `Hello` and no tool, on the whole or the

@@ -135,7 +135,7 @@ impl<T: Transport, S: Send + Sync + 'static> Runtime<T, S> {
         conversation: &mut Vec<Message>,
         is_complete: impl FnOnce(Ended<'_, S>) -> bool,
     ) -> Result<Outcome, RunError> {
-        self.check_prices(scope)?;
+        self.check_configuration(scope)?;
         let mut course = match begin(journal, run, scope, conversation).await {
             Ok(course) => course,
             Err(Failed::Journal(error)) => return Err(RunError::Journal(error)),

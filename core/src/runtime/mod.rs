@@ -344,14 +344,16 @@ impl<T: Transport, S: Send + Sync + 'static> Runtime<T, S> {
     ///
     /// [`RunError::Cancelled`] if the caller cancelled (whatever else happened);
     /// [`RunError::Provider`] if the provider answered unusably; [`RunError::Unpriced`] before
-    /// anything runs, under a cost budget, if the scope's prices miss the model or a tool.
+    /// anything runs, under a cost budget, if the scope's prices miss the model or a tool;
+    /// [`RunError::Unsupported`] before anything runs if the transport cannot send an option of
+    /// [`options`](Self::options).
     pub async fn run(
         &self,
         scope: &Scope<S>,
         conversation: &mut Vec<Message>,
         is_complete: impl FnOnce(&S) -> bool,
     ) -> Result<Outcome, RunError> {
-        self.check_prices(scope)?;
+        self.check_configuration(scope)?;
         let span = self.agent_span(None);
         let mut usage = None;
         let end = self.drive(scope, conversation, &mut usage, &mut Live).instrument(span.clone()).await;
@@ -360,9 +362,11 @@ impl<T: Transport, S: Send + Sync + 'static> Runtime<T, S> {
         result
     }
 
-    /// Under a cost budget, refuses to start unless the scope's prices name the transport's model
-    /// and every tool of the set (fail closed: never "the part that could be priced").
-    pub(crate) fn check_prices(&self, scope: &Scope<S>) -> Result<(), RunError> {
+    /// Refuses to start a run whose options the transport cannot send, and, under a cost budget,
+    /// one whose scope's prices miss the transport's model or a tool of the set (fail closed:
+    /// never "the part that could be priced").
+    pub(crate) fn check_configuration(&self, scope: &Scope<S>) -> Result<(), RunError> {
+        self.transport.check_options(&self.options).map_err(RunError::Unsupported)?;
         if !scope.guard().cost_budgeted() {
             return Ok(());
         }
@@ -580,6 +584,7 @@ fn transport_error_type(error: &TransportError) -> &'static str {
         crate::transport::TransportErrorKind::Malformed => "malformed",
         crate::transport::TransportErrorKind::Cancelled => "cancelled",
         crate::transport::TransportErrorKind::TooManyCalls { .. } => "too_many_calls",
+        crate::transport::TransportErrorKind::Unsupported => "unsupported",
         _ => "_OTHER",
     }
 }
@@ -636,6 +641,9 @@ fn concluded<S>(
         End::Stopped(Stop::Cancelled) => Err(RunError::Cancelled),
         End::Transport(error) if error.is_unavailable() => {
             Ok(Outcome::stopped(Status::ProviderUnavailable, events, usage, Some(describe(&error))))
+        }
+        End::Transport(error) if error.kind() == crate::transport::TransportErrorKind::Unsupported => {
+            Err(RunError::Unsupported(error))
         }
         End::Transport(error) => Err(RunError::Provider(error)),
         End::Suspended(status, operation) => {

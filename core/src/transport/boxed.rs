@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use futures_core::Stream;
 
-use super::{ChatRequest, ModelReply, ReplyChunk, Transport, TransportError};
+use super::{ChatOptions, ChatRequest, ModelReply, ReplyChunk, Transport, TransportError};
 
 type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 type BoxStream<'a> = Pin<Box<dyn Stream<Item = Result<ReplyChunk, TransportError>> + Send + 'a>>;
@@ -25,6 +25,7 @@ trait DynTransport: Send + Sync {
     fn stream<'a>(&'a self, request: ChatRequest<'a>)
     -> BoxFuture<'a, Result<BoxStream<'a>, TransportError>>;
     fn provider_name(&self) -> &str;
+    fn check_options(&self, options: &ChatOptions) -> Result<(), TransportError>;
 }
 
 impl<T: Transport> DynTransport for T {
@@ -48,6 +49,10 @@ impl<T: Transport> DynTransport for T {
 
     fn provider_name(&self) -> &str {
         Transport::provider_name(self)
+    }
+
+    fn check_options(&self, options: &ChatOptions) -> Result<(), TransportError> {
+        Transport::check_options(self, options)
     }
 }
 
@@ -117,5 +122,9 @@ impl Transport for BoxTransport {
 
     fn provider_name(&self) -> &str {
         self.inner.provider_name()
+    }
+
+    fn check_options(&self, options: &ChatOptions) -> Result<(), TransportError> {
+        self.inner.check_options(options)
     }
 }

@@ -17,8 +17,10 @@ use std::sync::Arc;
 
 /// What kind of failure a [`TransportError`] is.
 ///
-/// [`Unavailable`](Self::Unavailable) ends a run with the status `ProviderUnavailable`; every
-/// other kind is a provider error, reported as an error of the run rather than a status.
+/// [`Unavailable`](Self::Unavailable) ends a run with the status `ProviderUnavailable`;
+/// [`Unsupported`](Self::Unsupported) is a configuration error of the run
+/// (`RunError::Unsupported`); every other kind is a provider error, reported as an error of the
+/// run rather than a status.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum TransportErrorKind {
@@ -38,6 +40,9 @@ pub enum TransportErrorKind {
         /// The bound that was crossed.
         limit: u32,
     },
+    /// The request set an option the transport cannot send (a seed to an API that has none, a
+    /// temperature above the provider's range): refused before anything was sent.
+    Unsupported,
     /// Any other error reported by the provider.
     Other,
 }
@@ -93,6 +98,12 @@ impl TransportError {
         Self::new(TransportErrorKind::TooManyCalls { limit }, "")
     }
 
+    /// The transport cannot send an option the request set; `message` names the option and the
+    /// transport.
+    pub fn unsupported(message: impl Into<String>) -> Self {
+        Self::new(TransportErrorKind::Unsupported, message)
+    }
+
     /// Any other error the provider reported.
     pub fn other(message: impl Into<String>) -> Self {
         Self::new(TransportErrorKind::Other, message)
@@ -124,7 +135,7 @@ impl TransportError {
         &self.message
     }
 
-    /// Whether the provider could not be reached.
+    /// Whether the provider could not be reached or could not serve now.
     #[must_use]
     pub fn is_unavailable(&self) -> bool {
         self.kind == TransportErrorKind::Unavailable
@@ -160,6 +171,7 @@ impl fmt::Display for TransportError {
             TransportErrorKind::TooManyCalls { limit } => {
                 write!(f, "the reply asked for more than {limit} tool calls and was refused whole")
             }
+            TransportErrorKind::Unsupported => write!(f, "unsupported request option: {message}"),
             TransportErrorKind::Other => write!(f, "provider error: {message}"),
         }
     }

@@ -11,7 +11,7 @@ use std::ops::AddAssign;
 
 use serde::{Deserialize, Serialize};
 
-use super::ReplyBounds;
+use super::{ChatOptions, ReplyBounds};
 use crate::sync::CancellationToken;
 
 /// One message of the conversation.
@@ -124,38 +124,6 @@ impl ToolDefinition {
         parameters: serde_json::Value,
     ) -> Self {
         Self { name: name.into(), description: description.into(), parameters }
-    }
-}
-
-/// Per-call options passed to the provider.
-///
-/// `max_output_tokens` bounds the length of one reply where the provider supports it. It is not
-/// a price, not a token budget over the run and not a financial circuit breaker.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[non_exhaustive]
-pub struct ChatOptions {
-    /// Longest reply, in tokens, the provider should produce.
-    pub max_output_tokens: Option<u32>,
-    /// A note for the model that a transport appends to the request as its last instruction
-    /// (a system message, or the system prompt's end): the runtime's disclosure of the
-    /// remaining budgets, when the host asks for it
-    /// ([`Runtime::disclose_budgets`](crate::Runtime::disclose_budgets)).
-    pub notice: Option<String>,
-}
-
-impl ChatOptions {
-    /// Options with `notice` appended to the request.
-    #[must_use]
-    pub fn with_notice(mut self, notice: impl Into<String>) -> Self {
-        self.notice = Some(notice.into());
-        self
-    }
-
-    /// Options with a per-call output cap.
-    #[must_use]
-    pub fn with_max_output_tokens(mut self, tokens: u32) -> Self {
-        self.max_output_tokens = Some(tokens);
-        self
     }
 }
 

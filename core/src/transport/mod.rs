@@ -10,6 +10,7 @@ mod boxed;
 mod budget;
 mod error;
 mod message;
+mod options;
 mod stream;
 
 use std::future::Future;
@@ -22,7 +23,8 @@ pub use boxed::BoxTransport;
 pub(crate) use budget::Prepared;
 pub use budget::{Budgeted, CallError};
 pub use error::{TransportError, TransportErrorKind};
-pub use message::{ChatOptions, ChatRequest, Message, ModelReply, ToolCall, ToolDefinition, Usage};
+pub use message::{ChatRequest, Message, ModelReply, ToolCall, ToolDefinition, Usage};
+pub use options::{ChatOptions, OptionError};
 pub use stream::{ChunkStream, ReplyAssembler, ReplyChunk, ToolCallDelta};
 
 /// A model client.
@@ -66,6 +68,21 @@ pub trait Transport: Send + Sync {
     fn provider_name(&self) -> &str {
         "_OTHER"
     }
+
+    /// Whether this transport can send `options` as they are: an error of kind
+    /// [`Unsupported`](TransportErrorKind::Unsupported) naming the first option it cannot
+    /// send (a seed to an API without one, say), else `Ok`. The runtime asks before a run
+    /// starts, so that a run whose options a provider cannot honour never sends anything; a
+    /// transport should refuse the same options at the call too, for a host that calls it
+    /// directly. The default accepts everything.
+    ///
+    /// # Errors
+    ///
+    /// A [`TransportError`] of kind [`Unsupported`](TransportErrorKind::Unsupported).
+    fn check_options(&self, options: &ChatOptions) -> Result<(), TransportError> {
+        let _ = options;
+        Ok(())
+    }
 }
 
 impl<T: Transport> Transport for &T {
@@ -93,6 +110,10 @@ impl<T: Transport> Transport for &T {
     fn provider_name(&self) -> &str {
         (**self).provider_name()
     }
+
+    fn check_options(&self, options: &ChatOptions) -> Result<(), TransportError> {
+        (**self).check_options(options)
+    }
 }
 
 impl<T: Transport> Transport for Arc<T> {
@@ -119,5 +140,9 @@ impl<T: Transport> Transport for Arc<T> {
 
     fn provider_name(&self) -> &str {
         (**self).provider_name()
+    }
+
+    fn check_options(&self, options: &ChatOptions) -> Result<(), TransportError> {
+        (**self).check_options(options)
     }
 }

@@ -12,7 +12,7 @@
 //! | outcome | `Incomplete` | 422 Unprocessable Content | the model stopped talking but the task is not done |
 //! | outcome | `RepeatedCall`, `NoProgress`, `ToolBudget`, `ModelBudget`, `ToolLimit`, `TooManyCalls`, `TokenBudget`, `CostBudget` | 422 Unprocessable Content | a limit stopped the run before the task was done |
 //! | outcome | `Ambiguous` | 409 Conflict | an effect may or may not have happened: reconcile it first |
-//! | outcome | `ProviderUnavailable` | 503 Service Unavailable | the model's endpoint could not be reached |
+//! | outcome | `ProviderUnavailable` | 503 Service Unavailable | the model's endpoint could not serve the call (unreachable, timed out, rate limited, overloaded or failing) |
 //! | outcome | `DeadlineExceeded` | 504 Gateway Timeout | the run's wall-clock deadline passed |
 //! | journal record | `open`, `awaiting_approval`, or held by another process's attempt | 202 Accepted | not ended: resume it, decide, or wait |
 //! | journal record | `ambiguous` | 409 Conflict | as the outcome `Ambiguous` |

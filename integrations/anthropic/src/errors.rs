@@ -3,12 +3,14 @@
 //!
 //! HTTP statuses and client failures are mapped by `loopbound_provider::errors`, the same for
 //! every provider (Anthropic's 529 overload, 5xx and 429 are `Unavailable`, 401 and 403
-//! `Authentication`). An error object is mapped by its type, as the status the API gives that
-//! type would be:
+//! `Authentication`). An error object is mapped as every transport maps one
+//! (`loopbound_provider::errors::object_kind`): by its `code` when it is an HTTP status (the
+//! OpenAI-style objects that servers such as llama.cpp send on this API too), else by its type,
+//! as the status the API gives that type would be:
 //!
 //! | `error.type` | its HTTP status | error |
 //! |---|---|---|
-//! | `overloaded_error`, `api_error`, `rate_limit_error` | 529, 500, 429 | `Unavailable` |
+//! | `overloaded_error`, `api_error`, `rate_limit_error` (and OpenAI's `server_error`) | 529, 500, 429 | `Unavailable` |
 //! | `authentication_error`, `permission_error` | 401, 403 | `Authentication` |
 //! | any other (`invalid_request_error`, `not_found_error`, `request_too_large`, …) | 4xx | `Other` |
 //!
@@ -17,11 +19,11 @@
 //! - The provider's words (its type and message) are redacted before they are cleaned and cut
 //!   (see `loopbound_provider::errors::clean`); an error object larger than
 //!   [`MAX_ERROR_OBJECT`] is reported by its type alone, its message unread.
-//! - The kind depends on the error's type only, never on its message.
+//! - The kind depends on the error's code and type only, never on its message.
 
 use loopbound::transport::TransportError;
 use loopbound_provider::Redactor;
-use loopbound_provider::errors::clean;
+use loopbound_provider::errors::{clean, object_kind};
 use serde_json::value::RawValue;
 
 /// The largest `error` object read in full to explain a failure: 64 KiB.
@@ -35,15 +37,18 @@ pub(crate) fn provider_error(raw: &RawValue, redactor: &Redactor) -> TransportEr
         let value = serde_json::from_str(text).unwrap_or(serde_json::Value::Null);
         return error_object(&value, redactor);
     }
-    let kind = serde_json::from_str::<TypeOnly>(text).ok().and_then(|only| only.kind).unwrap_or_default();
-    mapped(&clean(&kind, redactor), "")
+    let only = serde_json::from_str::<TypeOnly>(text).ok();
+    let kind = only.as_ref().and_then(|only| only.kind.clone()).unwrap_or_default();
+    let code = only.and_then(|only| only.code).unwrap_or(serde_json::Value::Null);
+    mapped(&serde_json::json!({"type": kind, "code": code}), &clean(&kind, redactor), "")
 }
 
-/// An error object's type, its other fields left unread.
+/// An error object's type and code, its other fields left unread.
 #[derive(serde::Deserialize)]
 struct TypeOnly {
     #[serde(rename = "type")]
     kind: Option<String>,
+    code: Option<serde_json::Value>,
 }
 
 /// The error for an error object already read.
@@ -56,22 +61,20 @@ pub(crate) fn error_object(error: &serde_json::Value, redactor: &Redactor) -> Tr
             .unwrap_or_default()
     };
     match error {
-        serde_json::Value::String(text) => mapped("", &clean(text, redactor)),
-        _ => mapped(&field("type"), &field("message")),
+        serde_json::Value::String(text) => mapped(error, "", &clean(text, redactor)),
+        _ => mapped(error, &field("type"), &field("message")),
     }
 }
 
-/// The error of type `kind` saying `message` (both already redacted and cleaned; either may be
-/// empty).
-fn mapped(kind: &str, message: &str) -> TransportError {
+/// The error for the object `error`, of type `kind` saying `message` (both already redacted and
+/// cleaned; either may be empty).
+fn mapped(error: &serde_json::Value, kind: &str, message: &str) -> TransportError {
     let kind_part = if kind.is_empty() { String::new() } else { format!(" ({kind})") };
     let message_part = if message.is_empty() { String::new() } else { format!(": {message}") };
-    let text = format!("the provider reported an error{kind_part}{message_part}");
-    match kind {
-        "overloaded_error" | "api_error" | "rate_limit_error" => TransportError::unavailable(text),
-        "authentication_error" | "permission_error" => TransportError::authentication(text),
-        _ => TransportError::other(text),
-    }
+    TransportError::new(
+        object_kind(error),
+        format!("the provider reported an error{kind_part}{message_part}"),
+    )
 }
 
 #[cfg(test)]
@@ -114,6 +117,15 @@ mod tests {
             TransportError::other("the provider reported an error: plain words")
         );
         assert_eq!(error(&json!(null)), TransportError::other("the provider reported an error"));
+        // OpenAI's words, as llama.cpp sends them on this API: the code is an HTTP status.
+        assert_eq!(
+            error(&json!({"code": 500, "message": "failed to parse", "type": "server_error"})),
+            TransportError::unavailable("the provider reported an error (server_error): failed to parse")
+        );
+        assert_eq!(
+            error(&json!({"code": 401, "message": "who?", "type": "x"})),
+            TransportError::authentication("the provider reported an error (x): who?")
+        );
     }
 
     #[test]

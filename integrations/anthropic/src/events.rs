@@ -40,7 +40,7 @@ use crate::wire::{WireBlock, WireUsage};
 /// One event's data: the fields of every event type this transport reads.
 #[derive(Debug, Deserialize)]
 struct Event<'a> {
-    #[serde(rename = "type", borrow)]
+    #[serde(rename = "type", borrow, default)]
     kind: Cow<'a, str>,
     index: Option<u32>,
     message: Option<StartMessage>,
@@ -219,6 +219,12 @@ impl Protocol for MessagesApi {
                 Some(error) => provider_error(error, redactor),
                 None => error_object(&serde_json::Value::Null, redactor),
             }),
+            // An error object without an event type: what a server that speaks OpenAI's words on
+            // this API sends (llama.cpp, for one). It ends the stream as an `error` event would.
+            "" => match parsed.error {
+                Some(error) => Step::Fail(provider_error(error, redactor)),
+                None => malformed("an event without a type"),
+            },
             // `ping`, and event types added to the API later.
             _ => Step::Skip,
         }
@@ -347,6 +353,22 @@ mod tests {
         assert_eq!(
             decode_stream::<MessagesApi>([&b"event: error\ndata: upstream down\n\n"[..]]),
             Err(TransportError::other("the provider reported an error: upstream down"))
+        );
+        // llama.cpp's failed generation, in OpenAI's words and without an event type: as on
+        // the chat transport, a server failure.
+        let llama =
+            "data: {\"error\":{\"code\":500,\"message\":\"failed to parse\",\"type\":\"server_error\"}}\n\n";
+        assert_eq!(
+            decode_stream::<MessagesApi>([llama.as_bytes()]),
+            Err(TransportError::unavailable(
+                "the provider reported an error (server_error): failed to parse"
+            ))
+        );
+        assert_eq!(
+            decode_stream::<MessagesApi>([&b"data: {\"index\":0}\n\n"[..]]),
+            Err(TransportError::malformed(
+                "the stream is not a Messages API stream: an event without a type"
+            ))
         );
     }
 

@@ -108,4 +108,4 @@ pub use config::{
 };
 /// The key, its redaction and the configuration errors are the shared provider crate's.
 pub use loopbound_provider::{ApiKey, ConfigError, HttpVersion, REDACTED, Redactor};
-pub use transport::{Anthropic, AnthropicTransport};
+pub use transport::{Anthropic, AnthropicTransport, MAX_TEMPERATURE};

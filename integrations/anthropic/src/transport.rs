@@ -9,14 +9,20 @@
 //! - The API key is sent only as a sensitive `x-api-key` header, with `anthropic-version`.
 //! - Every request carries an output cap: the run's (`ChatOptions::max_output_tokens`), else the
 //!   configuration's default.
+//! - A run's sampling options are sent or refused, never dropped: a seed, or a temperature above
+//!   [`MAX_TEMPERATURE`], is refused before anything is sent.
 
-use loopbound::transport::ChatRequest;
+use loopbound::transport::{ChatOptions, ChatRequest, TransportError};
+use loopbound_provider::errors::unsupported_option;
 use loopbound_provider::{Api, ConfigError, Connection, Endpoint, HttpTransport, KeyHeader};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
 use crate::config::{Config, ENV_VERSION, VISIBLE};
 use crate::events::MessagesApi;
 use crate::wire::{Mode, Settings, request_body};
+
+/// The highest temperature the Messages API accepts.
+pub const MAX_TEMPERATURE: f64 = 1.0;
 
 /// The Anthropic Messages API, as the shared [`HttpTransport`] speaks it.
 #[derive(Debug)]
@@ -46,6 +52,23 @@ impl Api for Anthropic {
         let mut headers = HeaderMap::new();
         headers.insert(HeaderName::from_static("anthropic-version"), version);
         Endpoint::connect(config.connection(), "messages", KeyHeader::Named("x-api-key"), headers)
+    }
+
+    /// Refuses a seed (the Messages API has none) and a temperature above 1 (its range is 0 to
+    /// 1, narrower than the 0 to 2 that [`ChatOptions`] accepts): sending the one or dropping
+    /// the other would run the model otherwise than the host asked.
+    fn check(_: &Config, options: &ChatOptions) -> Result<(), TransportError> {
+        if let Some(temperature) = options.temperature().filter(|&value| value > MAX_TEMPERATURE) {
+            return Err(unsupported_option(
+                Self::NAME,
+                &format!("temperature {temperature}"),
+                "the Messages API accepts a temperature from 0 to 1",
+            ));
+        }
+        if options.seed().is_some() {
+            return Err(unsupported_option(Self::NAME, "seed", "the Messages API has no seed"));
+        }
+        Ok(())
     }
 
     fn body(config: &Config, request: &ChatRequest<'_>, stream: bool) -> Vec<u8> {

@@ -15,6 +15,9 @@
 //!   binding already turned into an error result) are sent as `{}`: the API takes only an object.
 //! - `max_tokens` is always present: the run's cap, else the configured default. `tool_choice` is
 //!   sent with the tools, and neither without tools.
+//! - The sampling options go as `temperature`, `top_p` and `stop_sequences`, each only when the
+//!   run sets it (the transport refuses a seed, and a temperature above 1, before a body is
+//!   built).
 //! - The API key is never part of a body: it travels in a header only.
 //! - Response shapes are lenient about what may be absent or `null` (ids, usage, cache counts);
 //!   what is present must have the right JSON type. Reading keeps no more than it uses: the raw
@@ -64,6 +67,12 @@ struct RequestBody<'a> {
     tools: Vec<WireTool<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     tool_choice: Option<WireToolChoice>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    temperature: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    top_p: Option<f64>,
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    stop_sequences: &'a [String],
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     stream: bool,
 }
@@ -212,6 +221,14 @@ fn system(conversation: &[Message], notice: Option<&str>) -> Option<String> {
 ///     body,
 ///     br#"{"model":"m","max_tokens":800,"system":"Be brief.","messages":[{"role":"user","content":[{"type":"text","text":"Hello"}]}]}"#
 /// );
+///
+/// let options = ChatOptions::default().with_temperature(0.5)?.with_top_p(0.9)?.with_stop_sequences(["END"])?;
+/// let body = request_body(settings, &ChatRequest::new(&messages[1..], &[], &options, &cancel), Mode::Whole);
+/// assert_eq!(
+///     body,
+///     br#"{"model":"m","max_tokens":4096,"messages":[{"role":"user","content":[{"type":"text","text":"Hello"}]}],"temperature":0.5,"top_p":0.9,"stop_sequences":["END"]}"#
+/// );
+/// # Ok::<(), loopbound::transport::OptionError>(())
 /// ```
 #[must_use]
 pub fn request_body(settings: Settings<'_>, request: &ChatRequest<'_>, mode: Mode) -> Vec<u8> {
@@ -224,6 +241,9 @@ pub fn request_body(settings: Settings<'_>, request: &ChatRequest<'_>, mode: Mod
         messages: messages(request.messages),
         tools,
         tool_choice,
+        temperature: request.options.temperature(),
+        top_p: request.options.top_p(),
+        stop_sequences: request.options.stop_sequences(),
         stream: mode == Mode::Stream,
     };
     // Serialising borrowed strings, raw JSON and an existing `serde_json::Value` into memory

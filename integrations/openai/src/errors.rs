@@ -6,9 +6,10 @@
 //!
 //! # Invariants
 //!
-//! - The object's `code`, when it is an HTTP status, picks the kind as a status would; a
-//!   `server_error` type, or a `server_error` or `rate_limit_exceeded` code (the Responses API's
-//!   words for a 5xx and a 429), is `Unavailable`; anything else is `Other`.
+//! - The object's kind is `loopbound_provider::errors::object_kind`'s, the same on every
+//!   transport: its `code`, when it is an HTTP status, picks the kind as a status would; else
+//!   its type or string code (`server_error`, `rate_limit_exceeded`, Anthropic's
+//!   `overloaded_error`, …) does.
 //! - The provider's words are redacted before they are cleaned and cut (see
 //!   `loopbound_provider::errors::clean`); an `error` object larger than [`MAX_ERROR_OBJECT`] is
 //!   reported without its words, and never parsed into a tree.
@@ -17,7 +18,7 @@
 
 use loopbound::transport::TransportError;
 use loopbound_provider::Redactor;
-use loopbound_provider::errors::clean;
+use loopbound_provider::errors::{clean, object_kind};
 use serde_json::value::RawValue;
 
 /// The largest `error` object read in full to explain a failure: 64 KiB. A larger one is
@@ -65,18 +66,9 @@ pub(crate) fn embedded_error(error: &serde_json::Value, redactor: &Redactor) -> 
             .map(|text| clean(text, redactor))
             .unwrap_or_default(),
     };
-    let code_text = error.get("code").and_then(serde_json::Value::as_str).unwrap_or_default();
-    let code = error.get("code").and_then(|code| code.as_u64().or_else(|| code_text.parse().ok()));
-    let kind = error.get("type").and_then(serde_json::Value::as_str).unwrap_or_default();
-    let busy = kind == "server_error" || matches!(code_text, "server_error" | "rate_limit_exceeded");
     let label = "the provider reported an error";
     let text = if message.is_empty() { label.to_owned() } else { format!("{label}: {message}") };
-    match code.and_then(|code| u16::try_from(code).ok()) {
-        Some(401 | 403) => TransportError::authentication(text),
-        Some(408 | 429 | 500..=599) => TransportError::unavailable(text),
-        _ if busy => TransportError::unavailable(text),
-        _ => TransportError::other(text),
-    }
+    TransportError::new(object_kind(error), text)
 }
 
 #[cfg(test)]
@@ -121,6 +113,15 @@ mod tests {
         assert_eq!(
             embedded_error(&json!({"code": "invalid_prompt", "message": "no"})),
             TransportError::other("the provider reported an error: no")
+        );
+        // Anthropic's words, from a server that mixes the two APIs: the same kinds.
+        assert_eq!(
+            embedded_error(&json!({"type": "overloaded_error", "message": "Overloaded"})),
+            TransportError::unavailable("the provider reported an error: Overloaded")
+        );
+        assert_eq!(
+            embedded_error(&json!({"type": "permission_error", "message": "no"})),
+            TransportError::authentication("the provider reported an error: no")
         );
         assert_eq!(
             embedded_error(&json!("context too long")),

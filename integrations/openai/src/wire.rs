@@ -9,6 +9,9 @@
 //! - The run's output cap travels in the one field the configuration names
 //!   (`max_completion_tokens` by default, or `max_tokens`), never in both; without a cap,
 //!   neither is sent. The options' notice is the last message, a system one.
+//! - The sampling options go as `temperature`, `top_p`, `stop` (an array) and `seed`, each only
+//!   when the run sets it: a request without them is byte for byte what it was before they
+//!   existed.
 //! - The API key is never part of a body: it travels in a header only.
 //! - Response shapes are lenient about what may be absent or `null` (ids, content, usage,
 //!   choices in a usage-only chunk); what is present must have the right JSON type.
@@ -51,6 +54,14 @@ struct RequestBody<'a> {
     max_completion_tokens: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     max_tokens: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    temperature: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    top_p: Option<f64>,
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    stop: &'a [String],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    seed: Option<i64>,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     stream: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -163,6 +174,16 @@ impl<'a> From<&'a ToolDefinition> for WireTool<'a> {
 ///     body,
 ///     br#"{"model":"m","messages":[{"role":"user","content":"Hello"}],"max_completion_tokens":800}"#
 /// );
+///
+/// // The sampling options, each only when set; the stop sequences as the array `stop`.
+/// let options = ChatOptions::default().with_temperature(0.2)?.with_stop_sequences(["END"])?.with_seed(7);
+/// let request = ChatRequest::new(&messages, &[], &options, &cancel);
+/// let body = request_body("m", OutputCapField::MaxCompletionTokens, &request, Mode::Whole);
+/// assert_eq!(
+///     body,
+///     br#"{"model":"m","messages":[{"role":"user","content":"Hello"}],"temperature":0.2,"stop":["END"],"seed":7}"#
+/// );
+/// # Ok::<(), loopbound::transport::OptionError>(())
 /// ```
 #[must_use]
 pub fn request_body(
@@ -189,6 +210,10 @@ pub fn request_body(
             .max_output_tokens
             .filter(|_| cap_field == OutputCapField::MaxCompletionTokens),
         max_tokens: request.options.max_output_tokens.filter(|_| cap_field == OutputCapField::MaxTokens),
+        temperature: request.options.temperature(),
+        top_p: request.options.top_p(),
+        stop: request.options.stop_sequences(),
+        seed: request.options.seed(),
         stream,
         stream_options,
     };
@@ -472,5 +497,23 @@ mod tests {
         };
         assert_eq!(sent(OutputCapField::MaxCompletionTokens), expected("max_completion_tokens"));
         assert_eq!(sent(OutputCapField::MaxTokens), expected("max_tokens"));
+    }
+
+    #[test]
+    fn the_sampling_options_are_sent_in_the_chat_shape_in_a_fixed_order() {
+        let messages = [Message::user("Hi")];
+        let options = ChatOptions::default()
+            .with_max_output_tokens(9)
+            .with_temperature(0.25)
+            .and_then(|options| options.with_top_p(0.5))
+            .and_then(|options| options.with_stop_sequences(["END", "\n\n"]))
+            .unwrap()
+            .with_seed(42);
+        let cancel = CancellationToken::new();
+        let request = ChatRequest::new(&messages, &[], &options, &cancel);
+        assert_eq!(
+            String::from_utf8(request_body("m", CAP, &request, Mode::Whole)).unwrap(),
+            r#"{"model":"m","messages":[{"role":"user","content":"Hi"}],"max_completion_tokens":9,"temperature":0.25,"top_p":0.5,"stop":["END","\n\n"],"seed":42}"#
+        );
     }
 }

@@ -42,7 +42,7 @@ use reqwest::header::{self, HeaderMap, HeaderName, HeaderValue};
 
 use crate::body::{read_body, read_reply};
 use crate::config::{ConfigError, Connection, HttpVersion};
-use crate::errors::{send_error, status_error};
+use crate::errors::{send_error, status_error_at};
 use crate::events::Protocol;
 use crate::h1::H1;
 use crate::h2c::H2c;
@@ -349,7 +349,13 @@ impl Endpoint {
             .map(str::to_owned);
         // The body only explains the failure: a read error leaves the explanation empty.
         let body = read_body(response, MAX_ERROR_BODY).await.unwrap_or_default();
-        status_error(status.as_u16(), retry_after.as_deref(), &body, &self.redactor)
+        status_error_at(
+            status.as_u16(),
+            retry_after.as_deref(),
+            &body,
+            Some(self.url.as_str()),
+            &self.redactor,
+        )
     }
 }
 

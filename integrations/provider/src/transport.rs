@@ -8,6 +8,8 @@
 //!   streamed, within the request's bounds, redacted, cancelled with the run.
 //! - The transport's `Debug` shows the API's name and its configuration (whose own `Debug` hides
 //!   the key), nothing of the client.
+//! - A request whose options the API cannot send ([`Api::check`]) is refused before anything is
+//!   sent, at the call as at [`Transport::check_options`].
 //! - The transport names the configured model, for prices and for telemetry alike
 //!   ([`Transport::model`]), and its provider as telemetry names it
 //!   ([`Api::PROVIDER`]).
@@ -16,7 +18,8 @@ use std::fmt;
 use std::marker::PhantomData;
 
 use futures_core::Stream;
-use loopbound::transport::{ChatRequest, ModelReply, ReplyChunk, Transport, TransportError};
+use futures_util::future::Either;
+use loopbound::transport::{ChatOptions, ChatRequest, ModelReply, ReplyChunk, Transport, TransportError};
 
 use crate::config::{ConfigError, Connection};
 use crate::endpoint::Endpoint;
@@ -51,7 +54,19 @@ pub trait Api: Send + Sync + 'static {
     /// A [`ConfigError`] if the endpoint cannot be built.
     fn endpoint(config: &Self::Config) -> Result<Endpoint, ConfigError>;
 
-    /// The body of one request, streamed or not.
+    /// Whether the API can send `options`: an error of kind
+    /// [`Unsupported`](loopbound::transport::TransportErrorKind::Unsupported) naming the first
+    /// option it has no field for, or whose value it refuses. The default accepts everything.
+    ///
+    /// # Errors
+    ///
+    /// A [`TransportError`] of kind `Unsupported`.
+    fn check(config: &Self::Config, options: &ChatOptions) -> Result<(), TransportError> {
+        let _ = (config, options);
+        Ok(())
+    }
+
+    /// The body of one request, streamed or not (its options already [checked](Self::check)).
     fn body(config: &Self::Config, request: &ChatRequest<'_>, stream: bool) -> Vec<u8>;
 }
 
@@ -109,19 +124,27 @@ impl<A: Api> Transport for HttpTransport<A> {
         &'a self,
         request: ChatRequest<'a>,
     ) -> impl Future<Output = Result<ModelReply, TransportError>> + Send + 'a {
+        if let Err(refused) = A::check(&self.config, request.options) {
+            return Either::Left(std::future::ready(Err(refused)));
+        }
         let body = A::body(&self.config, &request, false);
-        self.endpoint.complete::<A::Protocol>(request, body)
+        Either::Right(self.endpoint.complete::<A::Protocol>(request, body))
     }
 
     async fn stream<'a>(
         &'a self,
         request: ChatRequest<'a>,
     ) -> Result<impl Stream<Item = Result<ReplyChunk, TransportError>> + Send + 'a, TransportError> {
+        A::check(&self.config, request.options)?;
         let body = A::body(&self.config, &request, true);
         self.endpoint.stream::<A::Protocol>(request, body).await
     }
 
     fn provider_name(&self) -> &str {
         A::PROVIDER
+    }
+
+    fn check_options(&self, options: &ChatOptions) -> Result<(), TransportError> {
+        A::check(&self.config, options)
     }
 }

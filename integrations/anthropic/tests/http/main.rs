@@ -5,6 +5,7 @@
 
 mod failures;
 mod hostile;
+mod options;
 mod scenarios;
 mod usage;
 mod wire;

@@ -68,6 +68,9 @@ struct StreamItem<'a> {
 struct Kind<'a> {
     #[serde(rename = "type", borrow)]
     kind: Option<Cow<'a, str>>,
+    /// Whether the event carries an `error` object (its value left unread here).
+    #[serde(default)]
+    error: Option<serde::de::IgnoredAny>,
 }
 
 /// The Responses API's stream as the shared HTTP machinery reads it; one value decodes one
@@ -211,7 +214,9 @@ impl Protocol for ResponsesApi {
             Err(error) => return not_an_event(error),
         };
         let kind = head.kind.as_deref().or(event.event.as_deref()).unwrap_or_default();
-        if kind == "error" {
+        // An `error` event, or an error object without an event type: what a server that speaks
+        // the chat API's words on this one sends (llama.cpp, for one).
+        if kind == "error" || (kind.is_empty() && head.error.is_some()) {
             return Step::Fail(event_error(data, redactor));
         }
         if !READ.contains(&kind) {
@@ -373,6 +378,10 @@ mod tests {
                 TransportError::unavailable(
                     "the provider reported an error: The model produced output that does not match the expected format",
                 ),
+            ),
+            (
+                "data: {\"error\":{\"code\":500,\"message\":\"failed to parse\",\"type\":\"server_error\"}}\n\n",
+                TransportError::unavailable("the provider reported an error: failed to parse"),
             ),
             (
                 "event: error\ndata: overloaded\n\n",

@@ -9,7 +9,9 @@
 //! - The request is this API's (`request::request_body`): stateless (`store: false`, the whole
 //!   conversation each time), the run's output cap as `max_output_tokens`. The chat-only settings
 //!   of [`Config`] (usage in streams, the cap's field name) do not apply: a response always
-//!   reports its usage, and the cap has one field.
+//!   reports its usage, and the cap has one field. Of the sampling options, `temperature` and
+//!   `top_p` are sent; the API has no stop sequences and no seed, so a run that sets either is
+//!   refused before anything is sent ([`Api::check`]).
 //! - Replies read as `events::ResponsesApi`: whole (one `response` object) or streamed (its
 //!   events, ended by `response.completed`). Sending, statuses, bounds, redaction and
 //!   cancellation are the shared [`HttpTransport`]'s, as for every transport: one call is one
@@ -19,7 +21,8 @@ pub mod events;
 pub mod reply;
 pub mod request;
 
-use loopbound::transport::ChatRequest;
+use loopbound::transport::{ChatOptions, ChatRequest, TransportError};
+use loopbound_provider::errors::unsupported_option;
 use loopbound_provider::{Api, ConfigError, Connection, Endpoint, HttpTransport, KeyHeader};
 use reqwest::header::HeaderMap;
 
@@ -49,6 +52,22 @@ impl Api for Responses {
 
     fn endpoint(config: &Config) -> Result<Endpoint, ConfigError> {
         Endpoint::connect(config.connection(), PATH, KeyHeader::Bearer, HeaderMap::new())
+    }
+
+    /// Refuses stop sequences and a seed: the Responses API has neither field, and dropping
+    /// them would run the model otherwise than the host asked.
+    fn check(_: &Config, options: &ChatOptions) -> Result<(), TransportError> {
+        if !options.stop_sequences().is_empty() {
+            return Err(unsupported_option(
+                Self::NAME,
+                "stop_sequences",
+                "the Responses API has no stop sequences",
+            ));
+        }
+        if options.seed().is_some() {
+            return Err(unsupported_option(Self::NAME, "seed", "the Responses API has no seed"));
+        }
+        Ok(())
     }
 
     fn body(config: &Config, request: &ChatRequest<'_>, stream: bool) -> Vec<u8> {

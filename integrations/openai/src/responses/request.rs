@@ -13,7 +13,9 @@
 //!   conversation may hold several anywhere (the options' notice is the last item, a system one).
 //! - Tools are `function` tools with `strict: false`: the API's default (`true`) would refuse the
 //!   schemas core derives, which strict mode does not accept. Empty `tools` are left out.
-//! - The run's output cap travels as `max_output_tokens`; without a cap, it is left out.
+//! - The run's output cap travels as `max_output_tokens`; without a cap, it is left out. The
+//!   sampling options the API has travel as `temperature` and `top_p`, each only when set (the
+//!   transport refuses stop sequences and a seed before a body is built).
 //! - The API key is never part of a body: it travels in a header only.
 
 use loopbound::Message;
@@ -28,6 +30,10 @@ struct RequestBody<'a> {
     tools: Vec<Tool<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     max_output_tokens: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    temperature: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    top_p: Option<f64>,
     store: bool,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     stream: bool,
@@ -110,6 +116,14 @@ impl<'a> From<&'a ToolDefinition> for Tool<'a> {
 ///     request_body("m", &request, false),
 ///     br#"{"model":"m","input":[{"role":"user","content":"Hello"}],"max_output_tokens":800,"store":false}"#
 /// );
+///
+/// let options = ChatOptions::default().with_temperature(0.2)?.with_top_p(0.9)?;
+/// let request = ChatRequest::new(&messages, &[], &options, &cancel);
+/// assert_eq!(
+///     request_body("m", &request, false),
+///     br#"{"model":"m","input":[{"role":"user","content":"Hello"}],"temperature":0.2,"top_p":0.9,"store":false}"#
+/// );
+/// # Ok::<(), loopbound::transport::OptionError>(())
 /// ```
 #[must_use]
 pub fn request_body(model: &str, request: &ChatRequest<'_>, stream: bool) -> Vec<u8> {
@@ -125,6 +139,8 @@ pub fn request_body(model: &str, request: &ChatRequest<'_>, stream: bool) -> Vec
         input,
         tools: request.tools.iter().map(Tool::from).collect(),
         max_output_tokens: request.options.max_output_tokens,
+        temperature: request.options.temperature(),
+        top_p: request.options.top_p(),
         store: false,
         stream,
     };

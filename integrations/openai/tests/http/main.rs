@@ -5,6 +5,7 @@
 
 mod failures;
 mod hostile;
+mod options;
 mod responses;
 mod scenarios;
 mod wire;

@@ -4,6 +4,7 @@
 //! echoes the key (`hostile`).
 
 mod hostile;
+mod options;
 pub(crate) mod scenarios;
 mod stream;
 mod wire;
