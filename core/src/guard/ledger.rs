@@ -945,6 +945,14 @@ impl Ledger {
         self.tool_calls
     }
 
+    /// The model and tool calls admitted in this scope and every scope below it.
+    pub(crate) fn tree_calls(&self) -> (u32, u32) {
+        (
+            self.model_calls.saturating_add(self.below.model_calls),
+            self.tool_calls.saturating_add(self.below.tool_calls),
+        )
+    }
+
     pub(crate) fn events(&self) -> &[ControlEvent] {
         &self.events
     }

@@ -469,6 +469,10 @@ impl Guard {
         self.ledger.lock().tool_calls()
     }
 
+    pub(crate) fn tree_calls(&self) -> (u32, u32) {
+        self.ledger.lock().tree_calls()
+    }
+
     /// What holds now: read by every critical section right after it takes the lock.
     ///
     /// In a child, the caller is the root's (or a cancel by this scope's id): a parent's halt is
