@@ -9,6 +9,12 @@
 //! Without the `tiktoken` feature the provider still counts with `o200k_base` (through the
 //! `tiktoken-rs` crate the benches depend on) and every row but `tiktoken` prints.
 //!
+//! With `--tokenizer-url http://127.0.0.1:PORT` the provider counts with a real model's own
+//! template and tokenizer instead: llama.cpp's server renders each request (`/apply-template`)
+//! and counts it (`/tokenize`), and the reply the same way (not a model's reply: the runaway's
+//! scripted one). `demos/smoke/real-model.sh` starts such a server; the `exact` row is not
+//! printed then (no counter of a templated model's requests exists here).
+//!
 //! # The workload
 //!
 //! A runaway loop: every reply says a line and asks for one more order (`lookup` with a new id),
@@ -57,10 +63,12 @@ const LATENCY: Duration = Duration::from_millis(100);
 const BUDGETS: [u64; 3] = [4_000, 20_000, 60_000];
 const CHILDREN: usize = 8;
 
-/// The provider's tokenizer, counting a text once (texts repeat in every request).
+/// The provider's tokenizer, counting a text once (texts repeat in every request); with a
+/// server, a real model's template and tokenizer.
 #[derive(Default)]
 struct Tokenizer {
     seen: Mutex<HashMap<String, u64>>,
+    server: Option<(reqwest::Client, String)>,
 }
 
 impl Tokenizer {
@@ -73,8 +81,27 @@ impl Tokenizer {
         count
     }
 
-    /// The provider's count of a request: its messages and tool definitions, framed.
-    fn request(&self, messages: &[Message], tools: &[ToolDefinition]) -> u64 {
+    /// The provider's count of a request: the server's, or [`framed`](Self::framed).
+    async fn request(&self, messages: &[Message], tools: &[ToolDefinition]) -> u64 {
+        match &self.server {
+            Some((client, url)) => served(client, url, messages, tools).await,
+            None => self.framed(messages, tools),
+        }
+    }
+
+    /// The provider's count of a reply of `line` and one call with `arguments`.
+    async fn reply(&self, line: &str, arguments: &str) -> u64 {
+        match &self.server {
+            Some((client, url)) => {
+                let text = format!(r#"{{"name": "lookup", "arguments": {arguments}}}"#);
+                tokens(client, url, &text).await + 2
+            }
+            None => self.count(line) + self.count(arguments) + MESSAGE_FRAMING,
+        }
+    }
+
+    /// `o200k_base`'s count of a request: its messages and tool definitions, framed.
+    fn framed(&self, messages: &[Message], tools: &[ToolDefinition]) -> u64 {
         let message = |message: &Message| -> u64 {
             let text = match message {
                 Message::System { content, .. } | Message::User { content, .. } => self.count(content),
@@ -103,6 +130,69 @@ impl Tokenizer {
             .sum();
         messages.iter().map(message).sum::<u64>() + tools + REQUEST_FRAMING
     }
+}
+
+/// A request as OpenAI's chat completions would send it, for llama.cpp's `/apply-template`.
+fn wire(messages: &[Message], tools: &[ToolDefinition]) -> serde_json::Value {
+    use serde_json::json;
+    let messages: Vec<serde_json::Value> = messages
+        .iter()
+        .map(|message| match message {
+            Message::System { content, .. } => json!({"role": "system", "content": content}),
+            Message::User { content, .. } => json!({"role": "user", "content": content}),
+            Message::Assistant { content, tool_calls, .. } => json!({
+                "role": "assistant",
+                "content": content,
+                "tool_calls": tool_calls.iter().map(|call| json!({
+                    "id": call.id, "type": "function",
+                    "function": {"name": call.name, "arguments": call.arguments},
+                })).collect::<Vec<_>>(),
+            }),
+            Message::Tool { call_id, content, .. } => {
+                json!({"role": "tool", "tool_call_id": call_id, "content": content})
+            }
+        })
+        .collect();
+    let tools: Vec<serde_json::Value> = tools
+        .iter()
+        .map(|tool| {
+            json!({"type": "function", "function": {
+                "name": tool.name, "description": tool.description, "parameters": tool.parameters,
+            }})
+        })
+        .collect();
+    json!({"messages": messages, "tools": tools})
+}
+
+/// The server's count of a request: its template applied, the prompt tokenized.
+async fn served(client: &reqwest::Client, url: &str, messages: &[Message], tools: &[ToolDefinition]) -> u64 {
+    let templated: serde_json::Value = client
+        .post(format!("{url}/apply-template"))
+        .json(&wire(messages, tools))
+        .send()
+        .await
+        .and_then(reqwest::Response::error_for_status)
+        .expect("the server applies its template")
+        .json()
+        .await
+        .expect("the server answers JSON");
+    let prompt = templated["prompt"].as_str().expect("a prompt");
+    tokens(client, url, prompt).await
+}
+
+/// The server's count of `text`.
+async fn tokens(client: &reqwest::Client, url: &str, text: &str) -> u64 {
+    let counted: serde_json::Value = client
+        .post(format!("{url}/tokenize"))
+        .json(&serde_json::json!({"content": text}))
+        .send()
+        .await
+        .and_then(reqwest::Response::error_for_status)
+        .expect("the server tokenizes")
+        .json()
+        .await
+        .expect("the server answers JSON");
+    counted["tokens"].as_array().map_or(0, Vec::len) as u64
 }
 
 /// The provider's own count as a counter: what an exact count of this provider would reserve.
@@ -136,10 +226,10 @@ impl Transport for Runaway {
 
     async fn complete<'a>(&'a self, request: ChatRequest<'a>) -> Result<ModelReply, TransportError> {
         let n = self.calls.fetch_add(1, Ordering::SeqCst) + 1;
-        let input = self.tokenizer.request(request.messages, request.tools);
+        let input = self.tokenizer.request(request.messages, request.tools).await;
         let line = format!("Order {n} is not the one; looking up the next order to compare its lines.");
         let arguments = format!(r#"{{"id":{n}}}"#);
-        let written = self.tokenizer.count(&line) + self.tokenizer.count(&arguments) + MESSAGE_FRAMING;
+        let written = self.tokenizer.reply(&line, &arguments).await;
         let output = request.options.max_output_tokens.map_or(written, |cap| written.min(u64::from(cap)));
         self.billed.fetch_add(input + output, Ordering::SeqCst);
         tokio::time::sleep(LATENCY).await;
@@ -225,10 +315,18 @@ struct Spent {
     ended: Vec<Status>,
 }
 
+/// A fresh runaway model, counting with `server`'s tokenizer if one is given.
+fn runaway(server: Option<&str>) -> Arc<Runaway> {
+    let tokenizer = Tokenizer {
+        seen: Mutex::default(),
+        server: server.map(|url| (reqwest::Client::new(), url.trim_end_matches('/').to_owned())),
+    };
+    Arc::new(Runaway { tokenizer: Arc::new(tokenizer), calls: AtomicU64::new(0), billed: AtomicU64::new(0) })
+}
+
 /// One runaway run under `budget`.
-async fn one(counting: Counting, budget: u64) -> Spent {
-    let model =
-        Arc::new(Runaway { tokenizer: Arc::default(), calls: AtomicU64::new(0), billed: AtomicU64::new(0) });
+async fn one(counting: Counting, budget: u64, server: Option<&str>) -> Spent {
+    let model = runaway(server);
     let scope = Scope::builder()
         .grant("orders.read")
         .limits(roomy().with_total_tokens(budget))
@@ -251,9 +349,8 @@ async fn one(counting: Counting, budget: u64) -> Spent {
 }
 
 /// Eight runaway children of one parent holding `budget`.
-async fn children(counting: Counting, budget: u64) -> Spent {
-    let model =
-        Arc::new(Runaway { tokenizer: Arc::default(), calls: AtomicU64::new(0), billed: AtomicU64::new(0) });
+async fn children(counting: Counting, budget: u64, server: Option<&str>) -> Spent {
+    let model = runaway(server);
     let parent = Scope::builder()
         .grant("orders.read")
         .limits(roomy().with_total_tokens(budget))
@@ -283,22 +380,39 @@ fn ended(statuses: &[Status]) -> String {
     names.join(", ")
 }
 
+/// The command's arguments.
+#[derive(clap::Parser)]
+#[command(about = "The share of a token budget a runaway loop spends, per way of counting a request.")]
+struct Cli {
+    /// Count with a llama.cpp server's template and tokenizer (its base URL, without `/v1`)
+    /// instead of `o200k_base`; the runs then take real time.
+    #[arg(long, value_name = "URL")]
+    tokenizer_url: Option<String>,
+}
+
 fn main() {
-    let clock = tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .start_paused(true)
-        .build()
-        .expect("a current-thread runtime builds");
+    let cli = <Cli as clap::Parser>::parse();
+    let server = cli.tokenizer_url.as_deref();
+    // The paused clock, unless the provider waits on a real server: a paused clock would jump
+    // to the next timer (a deadline) while the runs wait on the network.
+    let mut builder = tokio::runtime::Builder::new_current_thread();
+    let clock =
+        if server.is_some() { builder.enable_all() } else { builder.enable_time().start_paused(true) }
+            .build()
+            .expect("a current-thread runtime builds");
     println!("| shape | counting | budget | calls | billed | utilization | overshoot | ended with |");
     println!("|---|---|---:|---:|---:|---:|---:|---|");
     for shape in ["one run", "8 parallel children"] {
         for budget in BUDGETS {
             for &counting in Counting::ALL {
+                if server.is_some() && matches!(counting, Counting::Exact) {
+                    continue;
+                }
                 let spent = clock.block_on(async {
                     if shape == "one run" {
-                        one(counting, budget).await
+                        one(counting, budget, server).await
                     } else {
-                        children(counting, budget).await
+                        children(counting, budget, server).await
                     }
                 });
                 #[allow(clippy::cast_precision_loss, reason = "token counts far below 2^52")]

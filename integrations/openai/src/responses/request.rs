@@ -43,9 +43,24 @@ struct RequestBody<'a> {
 #[derive(Serialize)]
 #[serde(untagged)]
 enum Item<'a> {
-    Message { role: &'static str, content: &'a str },
-    Call { r#type: &'static str, call_id: &'a str, name: &'a str, arguments: &'a str },
-    Output { r#type: &'static str, call_id: &'a str, output: &'a str },
+    /// Typed: the API takes an untyped message too, and llama.cpp's server refuses an untyped
+    /// assistant message ("Cannot determine type of 'item'").
+    Message {
+        r#type: &'static str,
+        role: &'static str,
+        content: &'a str,
+    },
+    Call {
+        r#type: &'static str,
+        call_id: &'a str,
+        name: &'a str,
+        arguments: &'a str,
+    },
+    Output {
+        r#type: &'static str,
+        call_id: &'a str,
+        output: &'a str,
+    },
 }
 
 #[derive(Serialize)]
@@ -71,11 +86,16 @@ impl<'a> Item<'a> {
 /// Appends the items of `message` to `items`.
 fn push_items<'a>(message: &'a Message, items: &mut Vec<Item<'a>>) {
     match message {
-        Message::System { content, .. } => items.push(Item::Message { role: "system", content }),
-        Message::User { content, .. } => items.push(Item::Message { role: "user", content }),
+        Message::System { content, .. } => {
+            items.push(Item::Message { r#type: "message", role: "system", content })
+        }
+        Message::User { content, .. } => {
+            items.push(Item::Message { r#type: "message", role: "user", content })
+        }
         Message::Assistant { content, tool_calls, .. } => {
             if content.is_some() || tool_calls.is_empty() {
                 items.push(Item::Message {
+                    r#type: "message",
                     role: "assistant",
                     content: content.as_deref().unwrap_or_default(),
                 });
@@ -114,14 +134,14 @@ impl<'a> From<&'a ToolDefinition> for Tool<'a> {
 /// let request = ChatRequest::new(&messages, &[], &options, &cancel);
 /// assert_eq!(
 ///     request_body("m", &request, false),
-///     br#"{"model":"m","input":[{"role":"user","content":"Hello"}],"max_output_tokens":800,"store":false}"#
+///     br#"{"model":"m","input":[{"type":"message","role":"user","content":"Hello"}],"max_output_tokens":800,"store":false}"#
 /// );
 ///
 /// let options = ChatOptions::default().with_temperature(0.2)?.with_top_p(0.9)?;
 /// let request = ChatRequest::new(&messages, &[], &options, &cancel);
 /// assert_eq!(
 ///     request_body("m", &request, false),
-///     br#"{"model":"m","input":[{"role":"user","content":"Hello"}],"temperature":0.2,"top_p":0.9,"store":false}"#
+///     br#"{"model":"m","input":[{"type":"message","role":"user","content":"Hello"}],"temperature":0.2,"top_p":0.9,"store":false}"#
 /// );
 /// # Ok::<(), loopbound::transport::OptionError>(())
 /// ```
@@ -132,7 +152,7 @@ pub fn request_body(model: &str, request: &ChatRequest<'_>, stream: bool) -> Vec
         push_items(message, &mut input);
     }
     if let Some(content) = request.options.notice.as_deref() {
-        input.push(Item::Message { role: "system", content });
+        input.push(Item::Message { r#type: "message", role: "system", content });
     }
     let body = RequestBody {
         model,
@@ -186,18 +206,18 @@ mod tests {
             json!({
                 "model": "m",
                 "input": [
-                    {"role": "system", "content": "Be brief."},
-                    {"role": "user", "content": "Review 42."},
+                    {"type": "message", "role": "system", "content": "Be brief."},
+                    {"type": "message", "role": "user", "content": "Review 42."},
                     {"type": "function_call", "call_id": "c1", "name": "read_ticket", "arguments": "{\"input\":42}"},
                     {"type": "function_call_output", "call_id": "c1", "output": "Ticket 42"},
-                    {"role": "assistant", "content": "Two more."},
+                    {"type": "message", "role": "assistant", "content": "Two more."},
                     {"type": "function_call", "call_id": "c2", "name": "a", "arguments": "{}"},
                     {"type": "function_call", "call_id": "c3", "name": "b", "arguments": ""},
                     {"type": "function_call_output", "call_id": "c2", "output": "Error: nope."},
                     {"type": "function_call_output", "call_id": "c3", "output": "ok"},
-                    {"role": "assistant", "content": "Done."},
-                    {"role": "assistant", "content": ""},
-                    {"role": "system", "content": "2 model calls left."}
+                    {"type": "message", "role": "assistant", "content": "Done."},
+                    {"type": "message", "role": "assistant", "content": ""},
+                    {"type": "message", "role": "system", "content": "2 model calls left."}
                 ],
                 "tools": [{
                     "type": "function",
@@ -221,11 +241,11 @@ mod tests {
         let request = ChatRequest::new(&messages, &[], &options, &cancel);
         assert_eq!(
             request_body("m", &request, true),
-            br#"{"model":"m","input":[{"role":"user","content":"Hi"}],"store":false,"stream":true}"#
+            br#"{"model":"m","input":[{"type":"message","role":"user","content":"Hi"}],"store":false,"stream":true}"#
         );
         assert_eq!(
             request_body("m", &request, false),
-            br#"{"model":"m","input":[{"role":"user","content":"Hi"}],"store":false}"#
+            br#"{"model":"m","input":[{"type":"message","role":"user","content":"Hi"}],"store":false}"#
         );
     }
 }

@@ -60,7 +60,7 @@ async fn the_exact_body_carries_temperature_and_top_p_after_the_cap() {
     assert_eq!(
         server.requests(),
         [
-            r#"{"model":"m","input":[{"role":"user","content":"Hi"}],"max_output_tokens":800,"temperature":1.5,"top_p":0.25,"store":false}"#
+            r#"{"model":"m","input":[{"type":"message","role":"user","content":"Hi"}],"max_output_tokens":800,"temperature":1.5,"top_p":0.25,"store":false}"#
         ]
     );
 }

@@ -41,7 +41,7 @@ async fn the_exact_body_is_stateless_input_items_with_the_cap_and_the_key_only_i
     assert_eq!(
         server.requests(),
         [concat!(
-            r#"{"model":"m","input":[{"role":"system","content":"Be brief."},{"role":"user","content":"Review 42."},"#,
+            r#"{"model":"m","input":[{"type":"message","role":"system","content":"Be brief."},{"type":"message","role":"user","content":"Review 42."},"#,
             r#"{"type":"function_call","call_id":"c1","name":"read_ticket","arguments":"{\"input\":42}"},"#,
             r#"{"type":"function_call_output","call_id":"c1","output":"Ticket 42"}],"max_output_tokens":640,"store":false}"#
         )]
