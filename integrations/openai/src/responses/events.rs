@@ -20,6 +20,8 @@
 //! - A `function_call` output item is one call whose index in the reply is its `output_index`:
 //!   `response.output_item.added` brings its `call_id` and name, and each
 //!   `response.function_call_arguments.delta` a fragment of its arguments. A server that sends
+//!   no `output_index` (llama.cpp's) names the item by its `id` and each event by its `item_id`:
+//!   such a call takes the next index after the calls added so far. A server that sends
 //!   no fragment has the arguments of the call's `done` event (of its arguments or of its item)
 //!   taken whole, once; fragments for a call never opened are `Malformed`. The calls remembered
 //!   are those handed on, which the decoder bounds.
@@ -42,6 +44,7 @@ use crate::responses::reply::{Summary, parse_response};
 #[derive(Debug, Deserialize)]
 struct Event<'a> {
     output_index: Option<u32>,
+    item_id: Option<String>,
     delta: Option<String>,
     #[serde(borrow)]
     arguments: Option<&'a RawValue>,
@@ -56,6 +59,7 @@ struct Event<'a> {
 struct StreamItem<'a> {
     #[serde(rename = "type", borrow)]
     kind: Option<Cow<'a, str>>,
+    id: Option<String>,
     call_id: Option<String>,
     name: Option<String>,
     #[serde(borrow)]
@@ -79,6 +83,9 @@ struct Kind<'a> {
 pub struct ResponsesApi {
     /// The calls handed on, by output index: whether their arguments have come.
     calls: BTreeMap<u32, bool>,
+    /// The index given to each call whose server sent no `output_index`, by its item id (as
+    /// many as the calls handed on).
+    ids: BTreeMap<String, u32>,
 }
 
 /// Decodes a streamed Responses API reply into [`ReplyChunk`](loopbound::transport::ReplyChunk)s.
@@ -125,7 +132,16 @@ impl ResponsesApi {
         let Some(item) = item.filter(|item| item.kind.as_deref() == Some("function_call")) else {
             return Step::Skip;
         };
-        let Some(index) = index else { return malformed("a function_call without its output_index") };
+        let index = match (index, item.id.as_deref().filter(|id| !id.is_empty())) {
+            (Some(index), _) => index,
+            (None, Some(id)) if self.ids.contains_key(id) => return malformed("a function_call added twice"),
+            (None, Some(id)) => {
+                let index = self.calls.keys().next_back().map_or(0, |last| last.saturating_add(1));
+                self.ids.insert(id.to_owned(), index);
+                index
+            }
+            (None, None) => return malformed("a function_call without its output_index or its id"),
+        };
         if self.calls.contains_key(&index) {
             return malformed("a function_call added twice");
         }
@@ -139,6 +155,11 @@ impl ResponsesApi {
         delta.id = item.call_id.filter(|id| !id.is_empty());
         delta.arguments = Some(arguments).filter(|text| !text.is_empty());
         Step::Chunk(ReplyChunk::calls(vec![delta]))
+    }
+
+    /// The index of an event's call: its `output_index`, or the index its item id was given.
+    fn index(&self, index: Option<u32>, item_id: Option<&str>) -> Option<u32> {
+        index.or_else(|| item_id.and_then(|id| self.ids.get(id).copied()))
     }
 
     /// `response.function_call_arguments.delta`: a fragment of an open call's arguments.
@@ -160,20 +181,25 @@ impl ResponsesApi {
     fn done(
         &mut self,
         index: Option<u32>,
+        item_id: Option<&str>,
         item: Option<StreamItem<'_>>,
         arguments: Option<&RawValue>,
         redactor: &Redactor,
     ) -> Step {
-        let Some(index) = index else { return Step::Skip };
         if let Some(item) = item {
             if item.kind.as_deref() != Some("function_call") {
                 return Step::Skip;
             }
-            if !self.calls.contains_key(&index) {
-                return self.added(Some(index), Some(item), redactor);
-            }
-            return self.whole_arguments(index, item.arguments, redactor);
+            return match self.index(index, item.id.as_deref()) {
+                Some(index) if self.calls.contains_key(&index) => {
+                    self.whole_arguments(index, item.arguments, redactor)
+                }
+                // Named by neither: nothing says which call it ends.
+                None if item.id.is_none() => Step::Skip,
+                _ => self.added(index, Some(item), redactor),
+            };
         }
+        let Some(index) = self.index(index, item_id) else { return Step::Skip };
         self.whole_arguments(index, arguments, redactor)
     }
 
@@ -232,10 +258,16 @@ impl Protocol for ResponsesApi {
                 .filter(|text| !text.is_empty())
                 .map_or(Step::Skip, |text| Step::Chunk(ReplyChunk::text(text))),
             "response.output_item.added" => self.added(parsed.output_index, parsed.item, redactor),
-            "response.function_call_arguments.delta" => self.fragment(parsed.output_index, parsed.delta),
-            "response.function_call_arguments.done" | "response.output_item.done" => {
-                self.done(parsed.output_index, parsed.item, parsed.arguments, redactor)
+            "response.function_call_arguments.delta" => {
+                self.fragment(self.index(parsed.output_index, parsed.item_id.as_deref()), parsed.delta)
             }
+            "response.function_call_arguments.done" | "response.output_item.done" => self.done(
+                parsed.output_index,
+                parsed.item_id.as_deref(),
+                parsed.item,
+                parsed.arguments,
+                redactor,
+            ),
             "response.failed" => {
                 Step::Fail(parsed.response.and_then(|response| response.failure(redactor)).unwrap_or_else(
                     || TransportError::other("the provider reported an error: the response failed"),
@@ -397,6 +429,36 @@ mod tests {
     }
 
     #[test]
+    fn a_stream_that_names_its_items_by_id_alone_gives_each_call_the_next_index() {
+        // llama.cpp's server: no `output_index`, every event named by its item's id.
+        let stream = concat!(
+            "data: {\"type\":\"response.output_item.added\",\"item\":{\"id\":\"fc_a\",\"arguments\":\"\",\"call_id\":\"call_a\",\"name\":\"read_ticket\",\"type\":\"function_call\",\"status\":\"in_progress\"}}\n\n",
+            "data: {\"type\":\"response.function_call_arguments.delta\",\"delta\":\"{\\\"input\\\":\",\"item_id\":\"fc_a\"}\n\n",
+            "data: {\"type\":\"response.output_item.added\",\"item\":{\"id\":\"fc_b\",\"arguments\":\"\",\"call_id\":\"call_b\",\"name\":\"finish_review\",\"type\":\"function_call\"}}\n\n",
+            "data: {\"type\":\"response.function_call_arguments.delta\",\"delta\":\" 42}\",\"item_id\":\"fc_a\"}\n\n",
+            "data: {\"type\":\"response.output_item.done\",\"item\":{\"id\":\"fc_a\",\"type\":\"function_call\",\"arguments\":\"{\\\"input\\\": 42}\",\"call_id\":\"call_a\",\"name\":\"read_ticket\"}}\n\n",
+            "data: {\"type\":\"response.output_item.done\",\"item\":{\"id\":\"fc_b\",\"type\":\"function_call\",\"arguments\":\"{}\",\"call_id\":\"call_b\",\"name\":\"finish_review\"}}\n\n",
+            "data: {\"type\":\"response.completed\",\"response\":{\"status\":\"completed\"}}\n\n",
+        );
+        let chunks = decode_stream::<ResponsesApi>([stream.as_bytes()]).unwrap();
+        let reply = assemble(chunks, ReplyBounds::default()).unwrap();
+        let calls: Vec<(&str, &str, &str)> = reply
+            .tool_calls
+            .iter()
+            .map(|call| (call.id.as_str(), call.name.as_str(), call.arguments.as_str()))
+            .collect();
+        assert_eq!(calls, [("call_a", "read_ticket", "{\"input\": 42}"), ("call_b", "finish_review", "{}")]);
+        let twice = concat!(
+            "data: {\"type\":\"response.output_item.added\",\"item\":{\"id\":\"fc_a\",\"call_id\":\"c\",\"name\":\"t\",\"type\":\"function_call\"}}\n\n",
+            "data: {\"type\":\"response.output_item.added\",\"item\":{\"id\":\"fc_a\",\"call_id\":\"c\",\"name\":\"t\",\"type\":\"function_call\"}}\n\n",
+        );
+        assert_eq!(
+            decode_stream::<ResponsesApi>([twice.as_bytes()]).err().map(|error| error.to_string()),
+            Some("malformed provider response: the stream is not a Responses API stream: a function_call added twice".to_owned())
+        );
+    }
+
+    #[test]
     fn events_that_are_not_the_apis_are_malformed_and_unknown_types_are_skipped() {
         for (stream, message) in [
             (
@@ -413,7 +475,7 @@ mod tests {
             ),
             (
                 "data: {\"type\":\"response.output_item.added\",\"item\":{\"type\":\"function_call\",\"name\":\"t\"}}\n\n",
-                "the stream is not a Responses API stream: a function_call without its output_index",
+                "the stream is not a Responses API stream: a function_call without its output_index or its id",
             ),
             (
                 "data: {\"type\":\"response.output_item.added\",\"output_index\":0,\"item\":{\"type\":\"function_call\"}}\n\n",
