@@ -46,6 +46,22 @@ struct Case {
     /// The usage each call reports, by call: (input, output) as drawn. An honest provider
     /// clamps them to the request's bytes and the cap.
     reports: Vec<(u64, u64)>,
+    /// A consistent provider's tokens per 100 bytes of each message (its tokenizer).
+    per_100_bytes: u64,
+}
+
+/// How the provider reports a call's usage.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Reports {
+    /// Within what it was sent (the request's bytes, the cap), drawn anew on each call: an
+    /// upper bound holds, two calls' counts need not agree.
+    Honest,
+    /// A tokenizer's count: each message's bytes at the case's rate, rounded up, and the output
+    /// drawn within the cap. The count of a request is the count of its first messages plus
+    /// that of the rest, as a real provider's is.
+    Consistent,
+    /// What was drawn, whatever was sent.
+    Careless,
 }
 
 fn case() -> impl Strategy<Value = Case> {
@@ -57,34 +73,45 @@ fn case() -> impl Strategy<Value = Case> {
         prop::option::weighted(0.5, (1u64..=200_000, 0u64..=5_000_000, 1u64..=20_000_000)),
         prop::collection::vec(0usize..3_000, MODEL_CALLS as usize),
         prop::collection::vec((0u64..6_000, 0u64..3_000), MODEL_CALLS as usize),
+        1u64..=100,
     )
-        .prop_map(|(input_budget, output_budget, total_budget, cost, results, reports)| Case {
-            input_budget,
-            output_budget,
-            total_budget,
-            cost,
-            results,
-            reports,
-        })
+        .prop_map(
+            |(input_budget, output_budget, total_budget, cost, results, reports, per_100_bytes)| Case {
+                input_budget,
+                output_budget,
+                total_budget,
+                cost,
+                results,
+                reports,
+                per_100_bytes,
+            },
+        )
 }
 
 /// The bytes of every text the request carries: a lower bound of the default counter's
 /// estimate of its input, so an honest provider's input report.
 fn request_bytes(request: &ChatRequest<'_>) -> u64 {
-    let bytes: usize = request
-        .messages
-        .iter()
-        .map(|message| match message {
-            Message::System { content, .. }
-            | Message::User { content, .. }
-            | Message::Tool { content, .. } => content.len(),
-            Message::Assistant { content, tool_calls, .. } => {
-                content.as_ref().map_or(0, String::len)
-                    + tool_calls.iter().map(|call| call.name.len() + call.arguments.len()).sum::<usize>()
-            }
-        })
-        .sum();
+    request.messages.iter().map(message_bytes).sum()
+}
+
+/// The bytes of one message's texts.
+fn message_bytes(message: &Message) -> u64 {
+    let bytes = match message {
+        Message::System { content, .. } | Message::User { content, .. } | Message::Tool { content, .. } => {
+            content.len()
+        }
+        Message::Assistant { content, tool_calls, .. } => {
+            content.as_ref().map_or(0, String::len)
+                + tool_calls.iter().map(|call| call.name.len() + call.arguments.len()).sum::<usize>()
+        }
+    };
     bytes as u64
+}
+
+/// A consistent provider's count of a request: each message's bytes at `per_100_bytes`,
+/// rounded up (at most its bytes).
+fn consistent_input(request: &ChatRequest<'_>, per_100_bytes: u64) -> u64 {
+    request.messages.iter().map(|message| (message_bytes(message) * per_100_bytes).div_ceil(100)).sum()
 }
 
 /// What the model was sent and what it reported, call by call.
@@ -120,8 +147,10 @@ fn limits(case: &Case) -> Limits {
     limits
 }
 
-/// Plays `case` with an honest or a careless provider; `None` if its limits are refused.
-fn play(case: &Case, honest: bool) -> Option<Played> {
+/// Plays `case` with a provider reporting as `reports` says, its requests counted from the
+/// provider's reports (`calibrate`, the default) or by the counter alone; `None` if its limits
+/// are refused.
+fn play(case: &Case, reports_as: Reports, calibrate: bool) -> Option<Played> {
     let mut set = ToolSet::builder();
     let results = case.results.clone();
     set.tool("lookup", "orders.read")
@@ -141,16 +170,18 @@ fn play(case: &Case, honest: bool) -> Option<Played> {
 
     let sent = Arc::new(Mutex::new(Vec::new()));
     let reports = case.reports.clone();
+    let per_100_bytes = case.per_100_bytes;
     let log = Arc::clone(&sent);
     let model = Scripted::new(move |n, request: &ChatRequest<'_>| {
         let index = usize::try_from(n).unwrap_or(usize::MAX).saturating_sub(1);
         let (input, output) = reports.get(index).copied().unwrap_or((0, 0));
         let bytes = request_bytes(request);
         let cap = request.options.max_output_tokens;
-        let reported = if honest {
-            Usage::new(input.min(bytes), cap.map_or(output, |cap| output.min(u64::from(cap))))
-        } else {
-            Usage::new(input, output)
+        let within_cap = cap.map_or(output, |cap| output.min(u64::from(cap)));
+        let reported = match reports_as {
+            Reports::Honest => Usage::new(input.min(bytes), within_cap),
+            Reports::Consistent => Usage::new(consistent_input(request, per_100_bytes), within_cap),
+            Reports::Careless => Usage::new(input, output),
         };
         log.lock().expect("one writer at a time").push(Sent { bytes, cap, reported });
         Step::Reply(
@@ -162,7 +193,7 @@ fn play(case: &Case, honest: bool) -> Option<Played> {
     let runtime =
         tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true).build().ok()?;
     let outcome = runtime
-        .block_on(Runtime::harness(&tools, &model).run(
+        .block_on(Runtime::harness(&tools, &model).calibrate_reservations(calibrate).run(
             &scope,
             &mut vec![Message::user("look up every order")],
             |()| false,
@@ -217,23 +248,54 @@ fn check_common(case: &Case, played: &Played) -> Result<(), TestCaseError> {
     Ok(())
 }
 
+/// What a run within every budget shows: the common properties, no report past a budget, no
+/// call past its reservation, and no end but a limit's.
+fn check_within_every_budget(case: &Case, played: &Played) -> Result<(), TestCaseError> {
+    check_common(case, played)?;
+    prop_assert!(!past(case, sums(&played.sent, played.price)), "honest reports stayed within every budget");
+    prop_assert_eq!(played.spend.calls_over_reservation, 0);
+    prop_assert_eq!(played.spend.overshoot_tokens, 0);
+    prop_assert_eq!(played.spend.overshoot_cost, Micros(0));
+    prop_assert!(played.status != Status::Completed, "the runaway loop never completes: {:?}", played.status);
+    Ok(())
+}
+
 proptest! {
     #![proptest_config(with_cases(192, regressions!("spend_bound")))]
 
     #[test]
     fn an_honest_provider_never_takes_a_run_past_any_budget(case in case()) {
-        let Some(played) = play(&case, true) else { return Ok(()) };
+        // Counted by the counter alone: an upper bound of any report within the request's bytes.
+        let Some(played) = play(&case, Reports::Honest, false) else { return Ok(()) };
+        check_within_every_budget(&case, &played)?;
+    }
+
+    #[test]
+    fn a_consistent_provider_never_takes_a_calibrated_run_past_any_budget(case in case()) {
+        // Calibrated (the default): the last report plus the counter's count of what was
+        // appended bounds a consistent provider's count of the next request.
+        let Some(played) = play(&case, Reports::Consistent, true) else { return Ok(()) };
+        check_within_every_budget(&case, &played)?;
+    }
+
+    #[test]
+    fn a_calibrated_run_reserves_at_most_one_call_short_of_an_inconsistent_provider(case in case()) {
+        // Honest reports drawn anew on each call need not agree with each other: the first that
+        // comes back above its calibrated reservation ends the calibration for the run.
+        let Some(played) = play(&case, Reports::Honest, true) else { return Ok(()) };
         check_common(&case, &played)?;
-        prop_assert!(!past(&case, sums(&played.sent, played.price)), "honest reports stayed within every budget");
-        prop_assert_eq!(played.spend.calls_over_reservation, 0);
-        prop_assert_eq!(played.spend.overshoot_tokens, 0);
-        prop_assert_eq!(played.spend.overshoot_cost, Micros(0));
-        prop_assert!(played.status != Status::Completed, "the runaway loop never completes: {:?}", played.status);
+        prop_assert!(played.spend.calls_over_reservation <= 1, "{:?}", played.spend);
+        if past(&case, sums(&played.sent, played.price)) {
+            prop_assert!(
+                matches!(played.status, Status::TokenBudget | Status::CostBudget),
+                "a run past a budget halts on it, not {:?}", played.status
+            );
+        }
     }
 
     #[test]
     fn any_provider_overshoots_by_at_most_its_last_calls_report_beyond_what_it_was_sent(case in case()) {
-        let Some(played) = play(&case, false) else { return Ok(()) };
+        let Some(played) = play(&case, Reports::Careless, false) else { return Ok(()) };
         check_common(&case, &played)?;
         let Some(last) = played.sent.last() else { return Ok(()) };
         let excess_input = last.reported.input_tokens.saturating_sub(last.bytes);

@@ -293,9 +293,10 @@ impl<T: Transport, S: Send + Sync + 'static> Runtime<T, S> {
     /// whose earlier messages changed is counted whole by the counter again. With
     /// [`ByteCounter`], which counts about twice what a real tokenizer does, a run spends
     /// nearly all of a budget instead of stopping when the counter's estimate of the next call
-    /// no longer fits (`docs/spend.md`). It trusts the provider's reported input tokens as its
-    /// count of the request: a provider that reports fewer input tokens than it bills is
-    /// charged what it reports, calibrated or not.
+    /// no longer fits (`docs/spend.md`). It trusts the provider to count consistently (its
+    /// count of a request at most its count of the request's first messages plus what was
+    /// appended): a report that comes back above its calibrated reservation ends the
+    /// calibration for the run, so at most one call is reserved short.
     #[must_use]
     pub fn calibrate_reservations(mut self, calibrate: bool) -> Self {
         self.calibrate = calibrate;

@@ -81,6 +81,12 @@ impl TokenCounter for ByteCounter {
 /// is exact, and the counter bounds the rest from above, so the sum stays an upper bound of the
 /// provider's count of the new request (the notice a request carries is counted in its report
 /// and again in the next request's own, which only adds).
+///
+/// That holds for a provider whose count is consistent: its count of a request is at most its
+/// earlier count of the request's first messages plus what was appended. A provider whose
+/// report of a calibrated request comes back above the request's reserved input has shown it is
+/// not: the count is [distrusted](Self::distrust) and counts every later request with the
+/// counter alone, so one call at most is reserved short.
 pub(crate) struct RequestCount {
     /// The digest of each message counted, in order.
     digests: Vec<u64>,
@@ -92,6 +98,8 @@ pub(crate) struct RequestCount {
     tools: Option<u64>,
     /// The last report: how many messages its request had, and its input tokens.
     calibration: Option<(usize, u64)>,
+    /// Set once a report came back above a calibrated reservation: no report is used again.
+    distrusted: bool,
 }
 
 impl fmt::Debug for RequestCount {
@@ -101,13 +109,21 @@ impl fmt::Debug for RequestCount {
             .field("tokens", &self.tokens)
             .field("tools", &self.tools)
             .field("calibration", &self.calibration)
+            .field("distrusted", &self.distrusted)
             .finish_non_exhaustive()
     }
 }
 
 impl RequestCount {
     pub(crate) const fn new() -> Self {
-        Self { digests: Vec::new(), counts: Vec::new(), tokens: 0, tools: None, calibration: None }
+        Self {
+            digests: Vec::new(),
+            counts: Vec::new(),
+            tokens: 0,
+            tools: None,
+            calibration: None,
+            distrusted: false,
+        }
     }
 
     /// An upper bound of the input tokens of a request of `messages` and `tools`: the provider's
@@ -123,7 +139,7 @@ impl RequestCount {
         let kept = self.digests.len() <= messages.len()
             && self.digests.iter().zip(messages).all(|(digest, message)| *digest == message_digest(message));
         if !kept {
-            *self = Self { tools: self.tools, ..Self::new() };
+            *self = Self { tools: self.tools, distrusted: self.distrusted, ..Self::new() };
         }
         for message in &messages[self.counts.len()..] {
             let count = message_tokens(counter, message);
@@ -149,9 +165,22 @@ impl RequestCount {
     pub(crate) fn calibrate(&mut self, messages: &[Message], input: u64) {
         let counted = self.digests.len() >= messages.len()
             && self.digests.iter().zip(messages).all(|(digest, message)| *digest == message_digest(message));
-        if input > 0 && counted {
+        if input > 0 && counted && !self.distrusted {
             self.calibration = Some((messages.len(), input));
         }
+    }
+
+    /// The provider counted a request above the input reserved for it from a calibration: its
+    /// counts are not consistent, and no report calibrates this run's requests any more.
+    pub(crate) fn distrust(&mut self) {
+        self.distrusted = true;
+        self.calibration = None;
+    }
+
+    /// Whether the next request of `messages` would be counted from a report.
+    pub(crate) fn is_calibrated(&self, messages: &[Message]) -> bool {
+        matches!(self.calibration, Some((reported, _)) if reported <= messages.len())
+            && self.digests.len() <= messages.len()
     }
 }
 

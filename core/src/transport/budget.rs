@@ -238,7 +238,12 @@ impl<'a, T: Transport> Budgeted<'a, T> {
         options: &ChatOptions,
     ) -> Result<Prepared, CallError> {
         let (admitted, options) = self.admit(messages, tools, options).await?;
-        Ok(Prepared { admitted, options })
+        let reserved_input = admitted
+            .reserved
+            .map(|reserved| reserved.input_tokens)
+            .or_else(|| admitted.hold.as_ref().map(|hold| hold.input));
+        let calibrated = self.calibrate && self.count.lock().is_calibrated(messages);
+        Ok(Prepared { admitted, options, calibrated_input: reserved_input.filter(|_| calibrated) })
     }
 
     /// Sends a prepared call, whole or as a stream, and settles it. A prepared call is sent
@@ -260,9 +265,16 @@ impl<'a, T: Transport> Budgeted<'a, T> {
             Box::pin(async move { self.transport.complete(request).await.map(Received::Reply) })
         };
         let reply = self.conclude(request.bounds, &prepared.admitted, sent).await?;
-        // The provider's count of this request calibrates the next one's reservation.
+        // The provider's count of this request calibrates the next one's reservation, unless
+        // it came back above what was reserved from its last count: then no report is used
+        // again in this run.
         if let Some(usage) = reply.usage.filter(|_| self.calibrate) {
-            self.count.lock().calibrate(messages, usage.input_tokens);
+            let mut count = self.count.lock();
+            if prepared.calibrated_input.is_some_and(|reserved| usage.input_tokens > reserved) {
+                count.distrust();
+            } else {
+                count.calibrate(messages, usage.input_tokens);
+            }
         }
         Ok(reply)
     }
@@ -629,6 +641,9 @@ pub(crate) const CROWDED_LONGEST_PAUSE: std::time::Duration = std::time::Duratio
 pub(crate) struct Prepared {
     admitted: Admitted,
     options: ChatOptions,
+    /// The input reserved for the call when it was counted from a provider's report: a report
+    /// of the call above it shows the provider's counts are not consistent.
+    calibrated_input: Option<u64>,
 }
 
 impl Prepared {

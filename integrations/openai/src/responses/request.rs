@@ -87,10 +87,10 @@ impl<'a> Item<'a> {
 fn push_items<'a>(message: &'a Message, items: &mut Vec<Item<'a>>) {
     match message {
         Message::System { content, .. } => {
-            items.push(Item::Message { r#type: "message", role: "system", content })
+            items.push(Item::Message { r#type: "message", role: "system", content });
         }
         Message::User { content, .. } => {
-            items.push(Item::Message { r#type: "message", role: "user", content })
+            items.push(Item::Message { r#type: "message", role: "user", content });
         }
         Message::Assistant { content, tool_calls, .. } => {
             if content.is_some() || tool_calls.is_empty() {
