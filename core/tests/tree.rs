@@ -436,6 +436,45 @@ async fn siblings_whose_calls_do_not_fit_beside_each_other_take_turns_instead_of
 }
 
 #[tokio::test(start_paused = true)]
+async fn siblings_that_wait_for_room_take_turns_with_the_one_that_freed_it() {
+    // Each call holds what the whole budget leaves: one call in flight at a time, until the
+    // budget is spent. The child whose call settles asks again after the siblings it woke.
+    let parent = Scope::builder()
+        .grant("web.read")
+        .limits(Limits::default().with_total_tokens(3_000).with_model_calls(1_000).with_tool_calls(1_000))
+        .build()
+        .unwrap();
+    let runaway = || {
+        Slow::new(
+            Scripted::new(|n, _| {
+                let reply = ModelReply::call(format!("c{n}"), "fetch", format!(r#"{{"n":{n}}}"#));
+                Step::Reply(reply.with_usage(Usage::new(100, 50)))
+            }),
+            Duration::from_millis(100),
+        )
+    };
+    let (one, two, three) = (runaway(), runaway(), runaway());
+    let bodies = Arc::new(AtomicU32::new(0));
+    let tools = fetch(&bodies);
+    let (a, b, c) = (busy_child(&parent), busy_child(&parent), busy_child(&parent));
+    let (mut first, mut second, mut third) =
+        (vec![Message::user("Go.")], vec![Message::user("Go.")], vec![Message::user("Go.")]);
+    let runtimes =
+        [Runtime::harness(&tools, &one), Runtime::harness(&tools, &two), Runtime::harness(&tools, &three)];
+    let ends = tokio::join!(
+        runtimes[0].run(&a, &mut first, |()| false),
+        runtimes[1].run(&b, &mut second, |()| false),
+        runtimes[2].run(&c, &mut third, |()| false),
+    );
+    let statuses = [ends.0.unwrap().status(), ends.1.unwrap().status(), ends.2.unwrap().status()];
+    assert_eq!(statuses, [Status::TokenBudget; 3]);
+    let sent = [&one, &two, &three].map(|model| model.sent.load(Ordering::SeqCst));
+    // Without the turn, the first child took all 19 calls and the others none.
+    assert_eq!(sent, [6, 7, 6], "turns in order, not one child taking every one");
+    assert_eq!(parent.spend().settled.total_tokens(), 19 * 150);
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_child_waiting_for_its_siblings_holds_ends_at_its_deadline() {
     let parent = Scope::builder()
         .grant("web.read")
@@ -520,6 +559,6 @@ async fn eight_runaway_children_spend_nearly_all_of_their_parents_budget_with_th
     // halted on the second child's refusal, 0.00 of it spent. Now eight calls run at once while
     // there is room for eight, fewer as it runs out: 0.98 of the budget is spent counting every
     // request with the byte counter, 0.999 calibrated (the default).
-    assert_eq!(eight_runaways(40_000, false).await, (8, 113, 39_186));
+    assert_eq!(eight_runaways(40_000, false).await, (8, 113, 39_275));
     assert_eq!(eight_runaways(40_000, true).await, (8, 114, 39_967));
 }

@@ -19,7 +19,8 @@
 //! → model budget → spend reservation. A reservation that does not fit only because of holds
 //! in flight in the scope's tree ([`Ledger::waits_for_holds`]) records nothing and halts
 //! nothing: the call waits for a settlement of the tree ([`Crowded`]) and asks again; the look
-//! and the admission are one critical section, so two calls cannot both see room.
+//! and the admission are one critical section, so two calls cannot both see room. A call that
+//! asks while others of its tree wait lets them ask first ([`Guard::yield_to_waiting`]).
 //!
 //! # Invariants
 //!
@@ -228,6 +229,9 @@ pub(crate) struct Guard {
     /// Told, on a tree's root, each time a model call of the tree settles (after every lock is
     /// released): what a call refused only because of holds in flight waits for ([`Crowded`]).
     settled: tokio::sync::Notify,
+    /// On a tree's root, how many calls of the tree wait for a settlement ([`Crowded`]): a call
+    /// that asks while others wait lets them ask first ([`Guard::yield_to_waiting`]).
+    waiting: std::sync::atomic::AtomicUsize,
 }
 
 impl Guard {
@@ -260,6 +264,7 @@ impl Guard {
             epoch: Mutex::new(None),
             cancel_seen: Mutex::new(None),
             settled: tokio::sync::Notify::new(),
+            waiting: std::sync::atomic::AtomicUsize::new(0),
         }
     }
 
@@ -648,6 +653,16 @@ impl Guard {
         settled
     }
 
+    /// Lets the calls of this scope's tree that wait for a settlement ask before this one does:
+    /// a call that has just settled would otherwise take back the room it freed before the
+    /// siblings it woke could ask for it. A hint, read without the lock; every admission is
+    /// still decided under it.
+    pub(crate) async fn yield_to_waiting(&self) {
+        if self.root().waiting.load(Ordering::Acquire) > 0 {
+            tokio::task::yield_now().await;
+        }
+    }
+
     /// Tells the calls waiting for room in this scope's tree that a call settled. Called once
     /// every ledger lock is released.
     fn told_settled(&self) {
@@ -938,8 +953,27 @@ impl Crowded<'_> {
     /// Waits for the next settlement in the tree, or the run's stop (its deadline, its caller's
     /// cancellation, a halt of the tree), whichever comes first.
     pub(crate) async fn settled(self) -> Result<(), Stop> {
+        let waiting = &self.guard.root().waiting;
+        waiting.fetch_add(1, Ordering::AcqRel);
+        // Counted off however the wait ends, its future dropped included.
+        let _done = scopeguard(|| {
+            waiting.fetch_sub(1, Ordering::AcqRel);
+        });
         self.guard.bounded(Activity::Model, self.settled).await
     }
+}
+
+/// Runs `then` when dropped.
+struct OnDrop<F: FnMut()>(F);
+
+impl<F: FnMut()> Drop for OnDrop<F> {
+    fn drop(&mut self) {
+        (self.0)();
+    }
+}
+
+fn scopeguard<F: FnMut()>(then: F) -> OnDrop<F> {
+    OnDrop(then)
 }
 
 /// The feeds a scope's steps go to (see [`Guard::feeds`]): each step is pushed to each.

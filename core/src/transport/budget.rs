@@ -299,6 +299,8 @@ impl<'a, T: Transport> Budgeted<'a, T> {
         tools: &[ToolDefinition],
         options: &ChatOptions,
     ) -> Result<(Admitted, ChatOptions), CallError> {
+        // Siblings waiting for room ask first.
+        self.guard.yield_to_waiting().await;
         let (ask, mut options) = self.ask(messages, tools, options);
         let Some(draw) = self.guard.pools() else {
             let reserved = loop {
