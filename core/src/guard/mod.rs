@@ -595,6 +595,12 @@ impl Guard {
         ask: Option<SpendAsk>,
     ) -> Result<Result<(u32, Option<Reserved>), Crowded<'_>>, Stop> {
         let ask = self.spend_ask(ask);
+        if ask.is_none() {
+            // Nothing is reserved, so nothing held can crowd it: no registration to make.
+            return self
+                .decide(|ledger, gate, ancestors| ledger.admit_model(gate, &self.limits, None, ancestors))
+                .map(Ok);
+        }
         let settled = self.watch_settlements();
         let decided = self.decide(|ledger, gate, ancestors| {
             if ledger.waits_for_holds(gate, &self.limits, ask, ancestors) {
@@ -956,7 +962,7 @@ impl Crowded<'_> {
         let waiting = &self.guard.root().waiting;
         waiting.fetch_add(1, Ordering::AcqRel);
         // Counted off however the wait ends, its future dropped included.
-        let _done = scopeguard(|| {
+        let _done = OnDrop(|| {
             waiting.fetch_sub(1, Ordering::AcqRel);
         });
         self.guard.bounded(Activity::Model, self.settled).await
@@ -970,10 +976,6 @@ impl<F: FnMut()> Drop for OnDrop<F> {
     fn drop(&mut self) {
         (self.0)();
     }
-}
-
-fn scopeguard<F: FnMut()>(then: F) -> OnDrop<F> {
-    OnDrop(then)
 }
 
 /// The feeds a scope's steps go to (see [`Guard::feeds`]): each step is pushed to each.
