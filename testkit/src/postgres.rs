@@ -61,6 +61,11 @@ const READY_WITHIN: Duration = Duration::from_secs(60);
 /// How many free ports are tried when another process takes the one picked first.
 const PORT_ATTEMPTS: usize = 5;
 
+/// The variable whose `name=value` pairs (comma-separated) are passed to every cluster's server
+/// after this module's own settings, so that they win: for benchmarks that try a server setting
+/// (`LOOPBOUND_POSTGRES_SETTINGS=shared_buffers=128MB`); tests never set it.
+pub const EXTRA_SETTINGS: &str = "LOOPBOUND_POSTGRES_SETTINGS";
+
 /// Whether a cluster's commits survive a crash of the server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Durability {
@@ -217,6 +222,12 @@ impl Cluster {
         ];
         for (name, value) in settings.into_iter().chain(self.durability.settings()) {
             command.arg("-c").arg(format!("{name}={value}"));
+        }
+        // A bench's own settings last, so that they win: `name=value` pairs, comma-separated.
+        if let Ok(extra) = std::env::var(EXTRA_SETTINGS) {
+            for setting in extra.split(',').map(str::trim).filter(|setting| !setting.is_empty()) {
+                command.arg("-c").arg(setting);
+            }
         }
         command
     }

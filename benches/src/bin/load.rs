@@ -39,7 +39,7 @@ use std::time::{Duration, Instant};
 use clap::{Parser, ValueEnum};
 use loopbound_benches::load::control::Control;
 use loopbound_benches::load::drive::{ReviewLoad, RunEnd};
-use loopbound_benches::load::process::cpu_time;
+use loopbound_benches::load::process::{cpu_time, tree_cpu_time};
 use loopbound_benches::load::report::Report;
 use loopbound_benches::timing::{peak_rss_mib, rss_kib};
 use loopbound_openai::HttpVersion;
@@ -245,7 +245,8 @@ fn load(cli: &Cli) -> Result<Report, String> {
         ))?),
         None => None,
     };
-    let report = runtime.block_on(measure(cli, &base_url, journal));
+    let server_pid = cluster.as_ref().and_then(loopbound_testkit::postgres::Cluster::pid);
+    let report = runtime.block_on(measure(cli, &base_url, journal, server_pid));
     drop(cluster);
     drop(child);
     if let Some(dir) = scratch {
@@ -265,6 +266,7 @@ async fn measure(
     cli: &Cli,
     base_url: &str,
     journal: Option<loopbound_testkit::backend::AnyJournal>,
+    server_pid: Option<u32>,
 ) -> Result<Report, String> {
     let runs = cli.runs;
     let control = Control::new(base_url);
@@ -284,6 +286,7 @@ async fn measure(
 
     let rss_before = rss_kib().unwrap_or(0);
     let cpu_before = cpu_time();
+    let server_cpu_before = server_pid.and_then(tree_cpu_time);
     let calls_before = load.store_calls();
     let began = Instant::now();
     let ended = Arc::new(AtomicUsize::new(0));
@@ -317,6 +320,10 @@ async fn measure(
     }
     let wall = began.elapsed();
     let cpu = cpu_time().saturating_sub(cpu_before);
+    let server_cpu = server_pid
+        .and_then(tree_cpu_time)
+        .zip(server_cpu_before)
+        .map(|(after, before)| after.saturating_sub(before).as_secs_f64());
     let store_calls = load.store_calls().zip(calls_before).map(|(after, before)| after - before);
     let stats = control.stats().await.map_err(|error| error.to_string())?;
     let seen = control.runs().await.map_err(|error| error.to_string())?.runs;
@@ -341,6 +348,7 @@ async fn measure(
         journal: cli.journal.map(|journal| journal.name().to_owned()),
         recorded_stream: cli.record_stream,
         store_calls,
+        store_server_cpu_s: server_cpu,
         store_calls_per_s: store_calls.map(|calls| calls as f64 / wall.as_secs_f64().max(f64::MIN_POSITIVE)),
         http2_connections: cli.http2.map(|n| n.get() as u64),
         completed,

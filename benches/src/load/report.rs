@@ -77,6 +77,10 @@ pub struct Report {
     pub cpu_s: f64,
     /// CPU time per run, in microseconds.
     pub cpu_per_run_us: f64,
+    /// CPU time of the journal's database server (its processes) over the load, in seconds,
+    /// where the command started the server (`--journal postgres`).
+    #[serde(default)]
+    pub store_server_cpu_s: Option<f64>,
     /// The time per journaled effect, from its `started` commit to its result commit.
     pub journal_effect_us: Option<Summary>,
     /// The calls that reached the journal's store during the measured runs (acquisitions,
@@ -160,6 +164,10 @@ impl Report {
                 summary(effects),
                 effects.count
             );
+        }
+        if let Some(server) = self.store_server_cpu_s {
+            let per_run = server * 1e6 / (self.runs.max(1) as f64);
+            let _ = writeln!(out, "  store server CPU:              {server:.2} s ({per_run:.0} µs per run)");
         }
         if let (Some(calls), Some(per_s)) = (self.store_calls, self.store_calls_per_s) {
             let _ = writeln!(out, "  journal store calls:           {per_s:.0} per second ({calls} in all)");

@@ -14,6 +14,12 @@
 //! - Every operation of the journal and the pools is given up after the configured query timeout
 //!   ([`Config::query_timeout`], 30 s by default), taking a connection from the pool included: a
 //!   server that stops answering yields a storage error, not a caller that waits forever.
+//! - Every statement of the journal and the pools finds its rows through an index (each is keyed
+//!   by run, pool or hold), and the sessions tell the planner so (`enable_seqscan = off`, unless
+//!   the URL's options set it back): a table that grew faster than its statistics (a new
+//!   database taking its first ten thousand runs in seconds, with plans cached while it was
+//!   empty) must not turn a commit's lookups of a few runs into scans of every run, each row
+//!   compared with each run of the group.
 //! - A transaction left idle for longer than the lease (its worker paused or stuck between two
 //!   statements) is ended by the server (`idle_in_transaction_session_timeout`), so it cannot
 //!   keep a run's row locked, and with it the run, from the worker that takes the run over.
@@ -111,10 +117,37 @@ impl Store {
 fn session_settings(config: &Config) -> tokio_postgres::Config {
     let mut postgres = config.postgres().clone();
     let idle = format!("-c idle_in_transaction_session_timeout={}", config.lease().as_millis().max(1));
-    let options = match postgres.get_options() {
-        Some(own) if !own.trim().is_empty() => format!("{own} {idle}"),
-        _ => idle,
-    };
+    // Before the URL's own options, so that a host may set it back.
+    let keyed = format!("-c enable_seqscan=off {}", postgres.get_options().unwrap_or_default());
+    let options = format!("{} {idle}", keyed.trim_end());
     postgres.options(options);
     postgres
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    #[test]
+    fn sessions_find_rows_through_indexes_unless_the_url_says_otherwise() {
+        let config = Config::new("postgres://app@127.0.0.1:5432/jobs")
+            .unwrap()
+            .with_lease(Duration::from_secs(30))
+            .unwrap();
+        assert_eq!(
+            session_settings(&config).get_options(),
+            Some("-c enable_seqscan=off -c idle_in_transaction_session_timeout=30000")
+        );
+        let own = Config::new("postgres://app@127.0.0.1:5432/jobs?options=-c%20enable_seqscan%3Don")
+            .unwrap()
+            .with_lease(Duration::from_secs(30))
+            .unwrap();
+        // The URL's own options come after, so they win.
+        assert_eq!(
+            session_settings(&own).get_options(),
+            Some("-c enable_seqscan=off -c enable_seqscan=on -c idle_in_transaction_session_timeout=30000")
+        );
+    }
 }

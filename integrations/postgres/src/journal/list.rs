@@ -59,7 +59,11 @@ pub(super) async fn page(
     let mut conditions = vec![format!(r#"{id} COLLATE "C" > $1"#), "r.state IS NOT NULL".to_owned()];
     match query.state_filter() {
         None => {}
-        Some(StateFilter::Running) => conditions.push("r.lease_until > now()".to_owned()),
+        // `lease_holder IS NOT NULL` (implied by a live lease) lets the leased runs' partial
+        // index serve the walk in id order.
+        Some(StateFilter::Running) => {
+            conditions.push("r.lease_holder IS NOT NULL AND r.lease_until > now()".to_owned());
+        }
         Some(filter) => {
             conditions.push("(r.lease_until IS NULL OR r.lease_until <= now())".to_owned());
             let name = placeholder(Box::new(state_name(filter).unwrap_or_default().to_owned()));

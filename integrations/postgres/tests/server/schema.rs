@@ -12,10 +12,10 @@ async fn connecting_again_applies_nothing_more() {
     for _ in 0..2 {
         let _store = Store::connect(&config(&database.url)).await.unwrap();
     }
-    assert_eq!(supported_version(), 6);
+    assert_eq!(supported_version(), 7);
     assert_eq!(
         cluster.execute(&database.name, "SELECT version FROM loopbound_schema ORDER BY version"),
-        "1\n2\n3\n4\n5\n6"
+        "1\n2\n3\n4\n5\n6\n7"
     );
     assert_eq!(
         cluster.execute(
@@ -39,7 +39,7 @@ async fn eight_workers_starting_at_once_migrate_once() {
     for start in starts {
         start.await.expect("no panic").expect("every worker connects");
     }
-    assert_eq!(cluster.execute(&database.name, "SELECT count(*), max(version) FROM loopbound_schema"), "6|6");
+    assert_eq!(cluster.execute(&database.name, "SELECT count(*), max(version) FROM loopbound_schema"), "7|7");
 }
 
 #[tokio::test]
@@ -47,12 +47,38 @@ async fn a_database_migrated_by_a_newer_version_is_refused_untouched() {
     let Some(cluster) = cluster() else { return };
     let database = cluster.create_database("migrate_newer");
     drop(Store::connect(&config(&database.url)).await.unwrap());
-    let _ = cluster.execute(&database.name, "INSERT INTO loopbound_schema (version) VALUES (7)");
+    let _ = cluster.execute(&database.name, "INSERT INTO loopbound_schema (version) VALUES (8)");
     let error = Store::connect(&config(&database.url)).await.unwrap_err();
-    assert_eq!(error, Error::UnsupportedSchema { found: 7, supported: 6 });
-    assert_eq!(error.to_string(), "the database's schema version 7 is newer than this build's (6)");
+    assert_eq!(error, Error::UnsupportedSchema { found: 8, supported: 7 });
+    assert_eq!(error.to_string(), "the database's schema version 8 is newer than this build's (7)");
     assert_eq!(
         cluster.execute(&database.name, "SELECT version FROM loopbound_schema ORDER BY version"),
-        "1\n2\n3\n4\n5\n6\n7"
+        "1\n2\n3\n4\n5\n6\n7\n8"
     );
+}
+
+/// Every commit of an attempt renews its lease: a renewal must change no column that an index of
+/// the runs' table covers (in its keys or its predicate), or PostgreSQL adds an entry to every
+/// index of the table for each commit instead of rewriting the row in its page. The columns a
+/// renewal or a commit changes are `lease_until`, `updated_at`, `ledger`, `definition` and
+/// `cancel_by` (a commit's state is the run's state while it runs; `cancel_by` changes only when
+/// a cancel is requested or honoured).
+#[tokio::test]
+async fn renewing_a_lease_changes_no_indexed_column_of_the_runs() {
+    let Some(cluster) = cluster() else { return };
+    let database = cluster.create_database("migrate_hot");
+    drop(Store::connect(&config(&database.url)).await.unwrap());
+    let keys = "SELECT string_agg(DISTINCT a.attname, ',' ORDER BY a.attname) \
+                  FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY (i.indkey) \
+                 WHERE i.indrelid = 'loopbound_runs'::regclass";
+    assert_eq!(cluster.execute(&database.name, keys), "run_id,state,state_status");
+    let predicates = "SELECT string_agg(pg_get_expr(indpred, indrelid), ',' ORDER BY indexrelid::regclass::text) \
+                        FROM pg_index WHERE indrelid = 'loopbound_runs'::regclass AND indpred IS NOT NULL";
+    assert_eq!(
+        cluster.execute(&database.name, predicates),
+        "(cancel_by IS NOT NULL),(lease_holder IS NOT NULL)"
+    );
+    let options =
+        "SELECT array_to_string(reloptions, ',') FROM pg_class WHERE oid = 'loopbound_runs'::regclass";
+    assert_eq!(cluster.execute(&database.name, options), "fillfactor=70");
 }
