@@ -66,22 +66,30 @@
 #![allow(clippy::module_name_repetitions)]
 
 pub mod annotations;
+pub mod answer;
 mod arguments;
 mod connection;
 mod error;
 mod mapping;
 mod output;
 mod register;
+mod request;
+pub mod revision;
+pub mod rounds;
 pub mod schema;
 pub mod server;
+pub mod task;
 
 pub use annotations::Hints;
+pub use answer::{Answer, Answerer, Answering, Decline, InputKind, Question};
 pub use arguments::Arguments;
 pub use connection::{Connection, MAX_LIST_PAGES, MAX_TOOLS, RemoteTool};
 pub use error::{CallError, ConnectError, SkipReason};
 pub use mapping::{DEFAULT_MAX_OUTPUT, Mapping};
 pub use register::{MAX_DESCRIPTION, McpTool, Registered, Skipped};
+pub use revision::{Protocol, Revision};
 pub use rmcp;
+pub use rounds::{MAX_QUESTIONS, MAX_ROUNDS};
 pub use schema::Unsupported;
 pub use server::{HttpServer, StdioServer, Timeouts};
 
