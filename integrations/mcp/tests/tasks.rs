@@ -188,7 +188,7 @@ async fn the_deadline_cuts_a_task_that_never_ends_and_the_server_is_told() {
     let (outcome, conversation) = run(&tools, &scope, calls(&[("endless", "{}")])).await;
     let elapsed = started.elapsed();
     assert_eq!(outcome.status(), Status::DeadlineExceeded);
-    assert!(elapsed < Duration::from_millis(1200), "the run returned {elapsed:?} after it started");
+    assert!(elapsed < Duration::from_millis(1500), "the run returned {elapsed:?} after it started");
     assert!(results(&conversation).is_empty());
     assert_eq!(received.cancelled(1).await, [json!("t-endless")]);
     assert!(received.of("tasks/get").len() >= 10, "polled every 50 ms while it waited");
@@ -204,7 +204,7 @@ async fn the_callers_cancellation_cuts_a_task_and_the_server_is_told() {
     let result = endless.invoke(&scope, arguments(json!({}))).await;
     let elapsed = started.elapsed();
     assert!(matches!(result, Err(ToolError::Stopped(Stop::Cancelled))), "{result:?}");
-    assert!(elapsed < Duration::from_millis(500), "the call returned {elapsed:?} after it started");
+    assert!(elapsed < Duration::from_millis(800), "the call returned {elapsed:?} after it started");
     assert_eq!(received.cancelled(1).await, [json!("t-endless")]);
 }
 
@@ -215,7 +215,7 @@ async fn the_call_timeout_cuts_a_task_and_the_server_is_told() {
     let started = Instant::now();
     let error = body_error(tools.invoke(&granted("endless"), "endless", "{}").await);
     assert_eq!(error, CallError::Timeout { server: "tasks".into(), after: Duration::from_millis(400) });
-    assert!(started.elapsed() < Duration::from_millis(600), "{:?}", started.elapsed());
+    assert!(started.elapsed() < Duration::from_millis(900), "{:?}", started.elapsed());
     assert_eq!(received.cancelled(1).await, [json!("t-endless")]);
 }
 
