@@ -43,7 +43,8 @@ pub struct McpBench {
 }
 
 /// Answers `initialize`, `tools/list` (one tool, `get-sum`) and `tools/call`, one JSON message
-/// per line, until the client goes away.
+/// per line, until the client goes away; any other method (`server/discover`) is not found, as
+/// on any 2025-06-18 server.
 async fn serve(stream: DuplexStream) {
     let (read, mut write) = tokio::io::split(stream);
     let mut lines = BufReader::new(read).lines();
@@ -62,7 +63,13 @@ async fn serve(stream: DuplexStream) {
                 "annotations": {"readOnlyHint": true},
             }]}),
             Some("tools/call") => json!({"content": [{"type": "text", "text": ANSWER}]}),
-            _ => json!({}),
+            _ => {
+                let error = json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": "Method not found"}});
+                if write.write_all(format!("{error}\n").as_bytes()).await.is_err() {
+                    return;
+                }
+                continue;
+            }
         };
         let mut reply = json!({"jsonrpc": "2.0", "id": id, "result": result}).to_string();
         reply.push('\n');

@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
-# Installs the two pinned reference MCP servers into testkit/mcp/node_modules, where the
-# loopbound-mcp tests and the mcp330 console look for them:
-#   @modelcontextprotocol/server-everything 2026.8.31 (tools of many shapes, long operations)
-#   @modelcontextprotocol/server-filesystem 2026.8.31 (real side effects in a temporary folder)
-# Idempotent: does nothing when both pinned versions are already installed.
+# Installs the pinned MCP servers into testkit/mcp/node_modules, where the loopbound-mcp tests
+# and the mcp330 console look for them:
+#   @modelcontextprotocol/server-everything 2026.8.31 (2025-06-18: tools of many shapes, long operations)
+#   @modelcontextprotocol/server-filesystem 2026.8.31 (2025-06-18: real side effects in a temporary folder)
+#   @modelcontextprotocol/server 2.4.0, the TypeScript SDK v2, which modern.mjs (in this folder)
+#     runs on (2026-07-28: discovery, multi-round-trip requests)
+# Idempotent: does nothing when every pinned version is already installed.
 set -euo pipefail
 cd "$(dirname "$0")"
 
-readonly PINNED=2026.8.31
-readonly PACKAGES=(server-everything server-filesystem)
+# package@version, each under node_modules/@modelcontextprotocol/.
+readonly PINNED=(server-everything@2026.8.31 server-filesystem@2026.8.31 server@2.4.0 core@2.4.0)
 
 installed_version() {
     local manifest="node_modules/@modelcontextprotocol/$1/package.json"
@@ -16,15 +18,15 @@ installed_version() {
 }
 
 all_installed() {
-    for package in "${PACKAGES[@]}"; do
-        [ "$(installed_version "$package" || true)" = "$PINNED" ] || return 1
+    for pinned in "${PINNED[@]}"; do
+        [ "$(installed_version "${pinned%@*}" || true)" = "${pinned#*@}" ] || return 1
     done
 }
 
 command -v node >/dev/null || { echo "error: node (>= 20) is required" >&2; exit 1; }
 
 if all_installed; then
-    echo "MCP servers $PINNED already installed in $(pwd)/node_modules"
+    echo "MCP servers ${PINNED[*]} already installed in $(pwd)/node_modules"
     exit 0
 fi
 
@@ -32,11 +34,11 @@ command -v npm >/dev/null || { echo "error: npm is required" >&2; exit 1; }
 
 npm install --no-audit --no-fund --no-package-lock --loglevel=error
 
-for package in "${PACKAGES[@]}"; do
-    version="$(installed_version "$package" || true)"
-    if [ "$version" != "$PINNED" ]; then
-        echo "error: expected @modelcontextprotocol/$package $PINNED, found '${version}'" >&2
+for pinned in "${PINNED[@]}"; do
+    version="$(installed_version "${pinned%@*}" || true)"
+    if [ "$version" != "${pinned#*@}" ]; then
+        echo "error: expected @modelcontextprotocol/${pinned%@*} ${pinned#*@}, found '${version}'" >&2
         exit 1
     fi
 done
-echo "MCP servers $PINNED installed in $(pwd)/node_modules"
+echo "MCP servers ${PINNED[*]} installed in $(pwd)/node_modules"

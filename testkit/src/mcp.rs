@@ -1,5 +1,6 @@
 //! The two pinned reference MCP servers (`@modelcontextprotocol/server-everything` and
-//! `server-filesystem`, 2026.8.31), installed by `testkit/mcp/setup.sh` and started by the tests
+//! `server-filesystem`, 2026.8.31, speaking 2025-06-18) and `modern.mjs` (2026-07-28, on the
+//! pinned TypeScript SDK v2), installed by `testkit/mcp/setup.sh` and started by the tests
 //! as child processes; a recording transport that proves what reached a server; temporary
 //! folders for the filesystem server. Where the servers are and how they start is
 //! `loopbound_fixtures::mcp_servers`, which the consoles use too; this module re-exports it.
@@ -16,7 +17,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use loopbound_fixtures::mcp_servers::install_dir as package_dir;
-pub use loopbound_fixtures::mcp_servers::{everything, everything_js, filesystem, filesystem_js};
+pub use loopbound_fixtures::mcp_servers::{
+    everything, everything_js, filesystem, filesystem_js, modern, modern_js,
+};
 use loopbound_mcp::rmcp::RoleClient;
 use loopbound_mcp::rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use loopbound_mcp::rmcp::transport::{TokioChildProcess, Transport};
@@ -56,7 +59,12 @@ pub fn available() -> bool {
 fn ensure_installed() {
     static INSTALL: Mutex<()> = Mutex::new(());
     let _guard = INSTALL.lock().unwrap_or_else(PoisonError::into_inner);
-    if everything_js().is_file() && filesystem_js().is_file() {
+    let installed = || {
+        everything_js().is_file()
+            && filesystem_js().is_file()
+            && package_dir().join("node_modules/@modelcontextprotocol/server/package.json").is_file()
+    };
+    if installed() {
         return;
     }
     let output = Command::new("bash")
@@ -64,7 +72,7 @@ fn ensure_installed() {
         .output()
         .expect("bash must be able to run testkit/mcp/setup.sh");
     assert!(
-        output.status.success() && everything_js().is_file() && filesystem_js().is_file(),
+        output.status.success() && installed(),
         "testkit/mcp/setup.sh failed ({}):\n{}\n{}",
         output.status,
         String::from_utf8_lossy(&output.stdout),

@@ -1,5 +1,6 @@
-//! One connection to one server: the handshake, the tools listed once, the calls, and the
-//! server's end.
+//! One connection to one server: the handshake (`server/discover` on 2026-07-28,
+//! `initialize` on 2025-06-18, see [`revision`](crate::revision)), the tools listed once, the
+//! calls, and the server's end.
 //!
 //! # Invariants
 //!
@@ -13,25 +14,31 @@
 //!   every tool that holds it) is dropped, or when [`Connection::close`] is called.
 //! - A call future dropped before its answer (the scope's deadline, a halt, the caller's
 //!   cancellation, the call timeout) sends `notifications/cancelled` for its request id, and
-//!   an answer that still arrives is discarded.
+//!   an answer that still arrives is discarded; a call that became a task sends `tasks/cancel`
+//!   for it ([`task`](crate::task)).
+//! - The call timeout bounds the whole call: every round of a multi-round-trip request
+//!   ([`rounds`](crate::rounds)) and the wait for a task.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResult, ClientCapabilities, Implementation, InitializeRequestParams,
-    PaginatedRequestParams, Tool,
+    CallToolResult, ClientCapabilities, Implementation, InitializeRequestParams, PaginatedRequestParams,
+    ProtocolVersion, RequestMetaObject, TASKS_EXTENSION_ID, Tool,
 };
-use rmcp::service::{Peer, RunningService};
+use rmcp::service::{ClientInitializeError, ClientLifecycleMode, ClientServiceExt, Peer, RunningService};
 use rmcp::transport::common::client_side_sse::ExponentialBackoff;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{IntoTransport, StreamableHttpClientTransport, TokioChildProcess};
-use rmcp::{RoleClient, ServiceError, ServiceExt};
-use serde_json::{Map, Value};
+use rmcp::{RoleClient, ServiceError};
+use serde_json::{Map, Value, json};
 
 use crate::annotations::Hints;
+use crate::answer::Answerer;
 use crate::error::{CallError, ConnectError, cut, name};
+use crate::revision::{Protocol, Revision};
+use crate::rounds;
 use crate::server::{HttpServer, StdioServer, Timeouts};
 
 /// Most tools one connection accepts from a server.
@@ -69,20 +76,27 @@ pub struct Connection {
     inner: Arc<Inner>,
 }
 
-struct Inner {
-    name: String,
-    peer: Peer<RoleClient>,
+/// What every call of a connection shares.
+pub(crate) struct Inner {
+    pub(crate) name: String,
+    pub(crate) peer: Peer<RoleClient>,
     service: Mutex<Option<Service>>,
     tools: Vec<RemoteTool>,
     timeouts: Timeouts,
     closed: AtomicBool,
     process_id: Option<u32>,
+    /// The protocol version the server and the client agreed on.
+    version: ProtocolVersion,
+    /// The client's context sent with every request, on a 2026-07-28 connection.
+    pub(crate) meta: Option<RequestMetaObject>,
+    pub(crate) answerer: Arc<dyn Answerer>,
 }
 
 impl std::fmt::Debug for Connection {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Connection")
             .field("server", &self.inner.name)
+            .field("version", &self.inner.version.as_str())
             .field("tools", &self.inner.tools.len())
             .field("closed", &self.is_closed())
             .finish_non_exhaustive()
@@ -133,12 +147,55 @@ impl RemoteTool {
     }
 }
 
-/// What the client says about itself in the handshake.
+/// The client's name and version, as servers see it.
+fn implementation() -> Implementation {
+    Implementation::new("loopbound-mcp", env!("CARGO_PKG_VERSION"))
+}
+
+/// What the client says about itself in the handshake: no capability (see
+/// [`revision`](crate::revision)), and 2025-06-18 when it greets with `initialize`.
 fn client_config() -> InitializeRequestParams {
-    InitializeRequestParams::new(
-        ClientCapabilities::default(),
-        Implementation::new("loopbound-mcp", env!("CARGO_PKG_VERSION")),
-    )
+    InitializeRequestParams::new(ClientCapabilities::default(), implementation())
+        .with_protocol_version(ProtocolVersion::V_2025_06_18)
+}
+
+/// How the SDK opens the connection for `revision`.
+fn lifecycle(revision: Revision) -> ClientLifecycleMode {
+    match revision {
+        Revision::V2025_06_18 => ClientLifecycleMode::Initialize,
+        Revision::V2026_07_28 => {
+            ClientLifecycleMode::Discover { preferred_versions: vec![ProtocolVersion::V_2026_07_28] }
+        }
+        Revision::Newest => ClientLifecycleMode::Auto {
+            preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+            legacy_version: Some(ProtocolVersion::V_2025_06_18),
+        },
+    }
+}
+
+/// The client's context on every 2026-07-28 request: elicitation and roots (the answerer
+/// answers both, if only by declining), sampling when the answerer samples, and the tasks
+/// extension.
+fn modern_meta(version: ProtocolVersion, answerer: &dyn Answerer) -> RequestMetaObject {
+    let mut capabilities = json!({"elicitation": {}, "roots": {}, "extensions": {TASKS_EXTENSION_ID: {}}});
+    if answerer.samples() {
+        capabilities["sampling"] = json!({});
+    }
+    let capabilities = serde_json::from_value(capabilities).unwrap_or_default();
+    RequestMetaObject::with_client_context(version, implementation(), capabilities)
+}
+
+/// The connection error of a failed opening.
+fn opening_failed(server: String, revision: Revision, error: ClientInitializeError) -> ConnectError {
+    match error {
+        ClientInitializeError::JsonRpcError(_)
+        | ClientInitializeError::NoCompatibleProtocolVersion { .. }
+            if revision == Revision::V2026_07_28 =>
+        {
+            ConnectError::RevisionUnsupported { server, revision }
+        }
+        error => ConnectError::Initialize { server, detail: error.to_string() },
+    }
 }
 
 impl Connection {
@@ -161,7 +218,7 @@ impl Connection {
             .spawn()
             .map_err(|source| ConnectError::Spawn { server: server.name.clone(), source })?;
         let process_id = transport.id();
-        Self::establish(server.name.clone(), transport, timeouts, process_id).await
+        Self::establish(server.name.clone(), transport, timeouts, process_id, &server.protocol).await
     }
 
     /// Connects to `server` over streamable HTTP (`http://` only, see
@@ -186,12 +243,12 @@ impl Connection {
         retries.base_duration = Duration::from_millis(200);
         config.retry_config = Arc::new(retries);
         let transport = StreamableHttpClientTransport::from_config(config);
-        Self::establish(server.name.clone(), transport, timeouts, None).await
+        Self::establish(server.name.clone(), transport, timeouts, None, &server.protocol).await
     }
 
     /// Connects over any transport of the MCP SDK (`rmcp`, re-exported as
     /// [`loopbound_mcp::rmcp`](crate::rmcp)): an HTTP client with TLS, an in-process pipe, a
-    /// transport that records what it carries.
+    /// transport that records what it carries. The default [`Protocol`].
     ///
     /// # Errors
     ///
@@ -205,7 +262,25 @@ impl Connection {
         T: IntoTransport<RoleClient, E, A>,
         E: std::error::Error + Send + Sync + 'static,
     {
-        Self::establish(server.into(), transport, timeouts, None).await
+        Self::establish(server.into(), transport, timeouts, None, &Protocol::default()).await
+    }
+
+    /// As [`Connection::with_transport`], speaking as `protocol` says.
+    ///
+    /// # Errors
+    ///
+    /// A [`ConnectError`].
+    pub async fn with_transport_and_protocol<T, E, A>(
+        server: impl Into<String>,
+        transport: T,
+        timeouts: Timeouts,
+        protocol: &Protocol,
+    ) -> Result<Self, ConnectError>
+    where
+        T: IntoTransport<RoleClient, E, A>,
+        E: std::error::Error + Send + Sync + 'static,
+    {
+        Self::establish(server.into(), transport, timeouts, None, protocol).await
     }
 
     async fn establish<T, E, A>(
@@ -213,24 +288,32 @@ impl Connection {
         transport: T,
         timeouts: Timeouts,
         process_id: Option<u32>,
+        protocol: &Protocol,
     ) -> Result<Self, ConnectError>
     where
         T: IntoTransport<RoleClient, E, A>,
         E: std::error::Error + Send + Sync + 'static,
     {
-        let service =
-            match tokio::time::timeout(timeouts.initialize(), client_config().serve(transport)).await {
-                Ok(Ok(service)) => service,
-                Ok(Err(error)) => return Err(ConnectError::Initialize { server, detail: error.to_string() }),
-                Err(_) => {
-                    return Err(ConnectError::Timeout {
-                        server,
-                        step: "initialize",
-                        after: timeouts.initialize(),
-                    });
-                }
-            };
+        let revision = protocol.revision;
+        let opening = client_config().serve_with_lifecycle(transport, lifecycle(revision));
+        let service = match tokio::time::timeout(timeouts.initialize(), opening).await {
+            Ok(Ok(service)) => service,
+            Ok(Err(error)) => return Err(opening_failed(server, revision, error)),
+            Err(_) => {
+                let step = match revision {
+                    Revision::V2025_06_18 => "initialize",
+                    Revision::V2026_07_28 => "server/discover",
+                    _ => "server/discover then initialize",
+                };
+                return Err(ConnectError::Timeout { server, step, after: timeouts.initialize() });
+            }
+        };
         let peer = service.peer().clone();
+        let version =
+            peer.peer_info().map_or(ProtocolVersion::V_2025_06_18, |info| info.protocol_version.clone());
+        let answerer = Arc::clone(&protocol.answerer);
+        let meta =
+            (version >= ProtocolVersion::V_2026_07_28).then(|| modern_meta(version.clone(), &*answerer));
         let tools = match tokio::time::timeout(timeouts.list(), list_tools(&peer, &server)).await {
             Ok(Ok(tools)) => tools,
             Ok(Err(error)) => return Err(error),
@@ -247,6 +330,9 @@ impl Connection {
                 timeouts,
                 closed: AtomicBool::new(false),
                 process_id,
+                version,
+                meta,
+                answerer,
             }),
         })
     }
@@ -261,6 +347,20 @@ impl Connection {
     #[must_use]
     pub fn tools(&self) -> &[RemoteTool] {
         &self.inner.tools
+    }
+
+    /// The protocol version the server and the client agreed on: `2026-07-28`, `2025-06-18`,
+    /// or an older one a 2025-era server chose.
+    #[must_use]
+    pub fn protocol_version(&self) -> &str {
+        self.inner.version.as_str()
+    }
+
+    /// Whether the connection speaks the stateless 2026-07-28 revision (multi-round-trip
+    /// requests, tasks).
+    #[must_use]
+    pub fn is_stateless(&self) -> bool {
+        self.inner.meta.is_some()
     }
 
     /// The timeouts of this connection.
@@ -291,39 +391,46 @@ impl Connection {
         }
     }
 
-    /// Calls the server's tool `tool` with `arguments`, within the call timeout.
+    /// Calls the server's tool `tool` with `arguments`, within the call timeout: every round of
+    /// a multi-round-trip request and the wait for a task included.
     pub(crate) async fn call(
         &self,
         tool: &str,
         arguments: Map<String, Value>,
     ) -> Result<CallToolResult, CallError> {
-        let inner = &self.inner;
+        let inner = &*self.inner;
         if inner.closed.load(Ordering::SeqCst) || inner.peer.is_transport_closed() {
-            return Err(self.closed());
+            return Err(inner.closed());
         }
-        let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
-        match tokio::time::timeout(inner.timeouts.call(), inner.peer.call_tool(params)).await {
-            Ok(Ok(result)) => Ok(result),
-            Ok(Err(ServiceError::TransportClosed | ServiceError::TransportSend(_))) => Err(self.closed()),
-            Ok(Err(ServiceError::McpError(error))) => {
-                Err(CallError::Protocol { code: error.code.0, message: cut(&error.message) })
-            }
-            Ok(Err(_)) => Err(CallError::Malformed { server: name(&inner.name) }),
+        match tokio::time::timeout(inner.timeouts.call(), rounds::call(inner, tool, arguments)).await {
+            Ok(outcome) => outcome,
             Err(_) => Err(CallError::Timeout { server: name(&inner.name), after: inner.timeouts.call() }),
+        }
+    }
+}
+
+impl Inner {
+    /// The call error of a request that failed in the SDK.
+    pub(crate) fn failed(&self, error: ServiceError) -> CallError {
+        match error {
+            ServiceError::TransportClosed | ServiceError::TransportSend(_) => self.closed(),
+            ServiceError::McpError(error) => {
+                CallError::Protocol { code: error.code.0, message: cut(&error.message) }
+            }
+            _ => CallError::Malformed { server: name(&self.name) },
         }
     }
 
     /// Records that the server is gone, reports it the first time, and returns the error every
     /// call gets from now on.
     fn closed(&self) -> CallError {
-        let inner = &self.inner;
-        if !inner.closed.swap(true, Ordering::SeqCst) {
+        if !self.closed.swap(true, Ordering::SeqCst) {
             tracing::warn!(
-                server = %inner.name,
+                server = %self.name,
                 "MCP server closed: its process ended or its connection broke; calls to its tools now fail at once"
             );
         }
-        CallError::Closed { server: name(&inner.name) }
+        CallError::Closed { server: name(&self.name) }
     }
 }
 

@@ -4,9 +4,10 @@
 //!
 //! - Every failure is typed; none panics. A classification comes from the variant, never from
 //!   a message's text.
-//! - No message carries an argument's value. Two carry the server's own words, cut
-//!   to [`MAX_MESSAGE_LEN`] bytes: a tool's reported error ([`CallError::Reported`]) and a
-//!   JSON-RPC error's message ([`CallError::Protocol`]); a server may quote what it was sent
+//! - No message carries an argument's value. Three carry the server's own words, cut
+//!   to [`MAX_MESSAGE_LEN`] bytes: a tool's reported error ([`CallError::Reported`]), a
+//!   JSON-RPC error's message ([`CallError::Protocol`]) and a failed task's
+//!   ([`CallError::TaskFailed`]); a server may quote what it was sent
 //!   in them, as in any tool result.
 
 use std::fmt;
@@ -14,6 +15,8 @@ use std::time::Duration;
 
 use loopbound::tool::{MAX_MESSAGE_LEN, RegistrationError};
 
+use crate::answer::InputKind;
+use crate::revision::Revision;
 use crate::schema::{SchemaError, short};
 
 /// Why a connection to a server could not be made. Nothing was registered.
@@ -62,6 +65,14 @@ pub enum ConnectError {
         /// What rmcp reported.
         detail: String,
     },
+    /// The host pinned a revision the server does not speak (it answered `server/discover`
+    /// with an error, or named only other revisions). Nothing else was sent.
+    RevisionUnsupported {
+        /// The host's name for the server.
+        server: String,
+        /// The revision asked for.
+        revision: Revision,
+    },
     /// The server listed more tools, or more pages of tools, than a connection accepts.
     TooManyTools {
         /// The host's name for the server.
@@ -92,6 +103,9 @@ impl fmt::Display for ConnectError {
             }
             Self::List { server, detail } => {
                 write!(f, "MCP server {server}: tools/list failed: {}", cut(detail))
+            }
+            Self::RevisionUnsupported { server, revision } => {
+                write!(f, "MCP server {server} does not speak protocol revision {revision}")
             }
             Self::TooManyTools { server, limit } => {
                 write!(f, "MCP server {server}: more tools (or pages of tools) than the limit of {limit}")
@@ -144,6 +158,42 @@ pub enum CallError {
         /// The host's name for the server.
         server: String,
     },
+    /// The server still asked for input after [`MAX_ROUNDS`](crate::MAX_ROUNDS) requests of a
+    /// multi-round-trip call, or a task asked more often than that. A task is cancelled.
+    TooManyRounds {
+        /// The host's name for the server.
+        server: String,
+        /// The limit.
+        limit: usize,
+    },
+    /// One answer of the server asked more than [`MAX_QUESTIONS`](crate::MAX_QUESTIONS)
+    /// questions; none was asked of the answerer.
+    TooManyQuestions {
+        /// The host's name for the server.
+        server: String,
+        /// The limit.
+        limit: usize,
+    },
+    /// The server asked for input the connection's [`Answerer`](crate::Answerer) does not give
+    /// (by default: a sampling). Nothing more was sent for the call.
+    Unanswered {
+        /// The host's name for the server.
+        server: String,
+        /// What it asked for.
+        kind: InputKind,
+    },
+    /// The call ran as a task and the task failed at the server.
+    TaskFailed {
+        /// The JSON-RPC error code of the failure (0 when it gave none).
+        code: i32,
+        /// The server's message, cut to [`MAX_MESSAGE_LEN`] bytes.
+        message: String,
+    },
+    /// The call ran as a task and the server cancelled it.
+    TaskCancelled {
+        /// The host's name for the server.
+        server: String,
+    },
 }
 
 impl fmt::Display for CallError {
@@ -164,6 +214,23 @@ impl fmt::Display for CallError {
             Self::Malformed { server } => {
                 write!(f, "MCP server {server} answered something that is not a tool result")
             }
+            Self::TooManyRounds { server, limit } => write!(
+                f,
+                "MCP server {server} still asked for input after {limit} rounds; the call was given up"
+            ),
+            Self::TooManyQuestions { server, limit } => {
+                write!(
+                    f,
+                    "MCP server {server} asked more than {limit} questions at once; the call was given up"
+                )
+            }
+            Self::Unanswered { server, kind } => {
+                write!(f, "MCP server {server} asked for {kind}, which this client does not answer")
+            }
+            Self::TaskFailed { code, message } => {
+                write!(f, "the tool's task failed with error {code}: {message}")
+            }
+            Self::TaskCancelled { server } => write!(f, "MCP server {server} cancelled the tool's task"),
         }
     }
 }
@@ -181,6 +248,21 @@ impl fmt::Debug for CallError {
                 f.debug_struct("Timeout").field("server", server).field("after", after).finish()
             }
             Self::Malformed { server } => f.debug_struct("Malformed").field("server", server).finish(),
+            Self::TooManyRounds { server, limit } => {
+                f.debug_struct("TooManyRounds").field("server", server).field("limit", limit).finish()
+            }
+            Self::TooManyQuestions { server, limit } => {
+                f.debug_struct("TooManyQuestions").field("server", server).field("limit", limit).finish()
+            }
+            Self::Unanswered { server, kind } => {
+                f.debug_struct("Unanswered").field("server", server).field("kind", kind).finish()
+            }
+            Self::TaskFailed { code, message } => {
+                f.debug_struct("TaskFailed").field("code", code).field("bytes", &message.len()).finish()
+            }
+            Self::TaskCancelled { server } => {
+                f.debug_struct("TaskCancelled").field("server", server).finish()
+            }
         }
     }
 }

@@ -25,6 +25,14 @@
 //!   journaled run ([`Runtime::run_journaled`](loopbound::Runtime::run_journaled)) stops
 //!   `AwaitingApproval` before sending it, as for any loopbound tool; outside a journal such a
 //!   call fails closed (the run halts `Denied`, nothing is sent). Annotations are hints from the server, not guarantees.
+//! - both protocol **revisions** ([`revision`]): 2026-07-28 (stateless: `server/discover`,
+//!   multi-round-trip requests, tasks) and 2025-06-18 (`initialize`); by default the newest the
+//!   server speaks, so a host moves to a new server without changing its code, and a
+//!   [`Protocol`] pins one. A server's questions in the middle of a call are answered by the
+//!   host's [`Answerer`] ([`Decline`] by default, which never waits and gives nothing away);
+//!   every round ([`rounds`]) and every task ([`task`]) is bounded by the call's deadline,
+//!   cancellation and timeout, the rounds by [`MAX_ROUNDS`], and a task the call stops waiting
+//!   for is sent `tasks/cancel`.
 //!
 //! ```no_run
 //! use loopbound::scripted::{sequence, Step};
@@ -66,22 +74,30 @@
 #![allow(clippy::module_name_repetitions)]
 
 pub mod annotations;
+pub mod answer;
 mod arguments;
 mod connection;
 mod error;
 mod mapping;
 mod output;
 mod register;
+mod request;
+pub mod revision;
+pub mod rounds;
 pub mod schema;
 pub mod server;
+pub mod task;
 
 pub use annotations::Hints;
+pub use answer::{Answer, Answerer, Answering, Decline, InputKind, Question};
 pub use arguments::Arguments;
 pub use connection::{Connection, MAX_LIST_PAGES, MAX_TOOLS, RemoteTool};
 pub use error::{CallError, ConnectError, SkipReason};
 pub use mapping::{DEFAULT_MAX_OUTPUT, Mapping};
 pub use register::{MAX_DESCRIPTION, McpTool, Registered, Skipped};
+pub use revision::{Protocol, Revision};
 pub use rmcp;
+pub use rounds::{MAX_QUESTIONS, MAX_ROUNDS};
 pub use schema::Unsupported;
 pub use server::{HttpServer, StdioServer, Timeouts};
 

@@ -6,7 +6,8 @@
 //! - A stdio server is the program itself, spawned directly (no shell): the process the
 //!   connection kills is the server. Wrappers such as `sh -c`, `npx` or `uv run` would leave
 //!   the real server behind as a grandchild when the connection ends.
-//! - Every step has a timeout: `initialize`, `tools/list`, and each `tools/call`. The MCP SDK
+//! - Every step has a timeout: the opening (`server/discover` and/or `initialize`),
+//!   `tools/list`, and each `tools/call` with all its rounds and its task. The MCP SDK
 //!   sets none by default; a silent server would hang the caller forever.
 //! - Only `http://` URLs are accepted by the built-in HTTP transport. No TLS stack is compiled
 //!   in (no C build, no process-wide crypto provider to install); an `https://` URL is a typed
@@ -17,6 +18,8 @@
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
+
+use crate::revision::Protocol;
 
 /// A server started as a child process, speaking JSON-RPC on its stdin and stdout.
 ///
@@ -36,6 +39,7 @@ pub struct StdioServer {
     pub(crate) env: Vec<(OsString, OsString)>,
     pub(crate) current_dir: Option<PathBuf>,
     pub(crate) inherit_stderr: bool,
+    pub(crate) protocol: Protocol,
 }
 
 impl StdioServer {
@@ -49,6 +53,7 @@ impl StdioServer {
             env: Vec::new(),
             current_dir: None,
             inherit_stderr: false,
+            protocol: Protocol::default(),
         }
     }
 
@@ -87,6 +92,14 @@ impl StdioServer {
         self
     }
 
+    /// Speaks to the server as `protocol` says (default: the newest revision it speaks, every
+    /// question declined).
+    #[must_use]
+    pub fn protocol(mut self, protocol: Protocol) -> Self {
+        self.protocol = protocol;
+        self
+    }
+
     /// The host's name for the server.
     #[must_use]
     pub fn name(&self) -> &str {
@@ -99,12 +112,21 @@ impl StdioServer {
 pub struct HttpServer {
     pub(crate) name: String,
     pub(crate) url: String,
+    pub(crate) protocol: Protocol,
 }
 
 impl HttpServer {
     /// The server the host calls `name`, at `url` (e.g. `http://127.0.0.1:3001/mcp`).
     pub fn new(name: impl Into<String>, url: impl Into<String>) -> Self {
-        Self { name: name.into(), url: url.into() }
+        Self { name: name.into(), url: url.into(), protocol: Protocol::default() }
+    }
+
+    /// Speaks to the server as `protocol` says (default: the newest revision it speaks, every
+    /// question declined).
+    #[must_use]
+    pub fn protocol(mut self, protocol: Protocol) -> Self {
+        self.protocol = protocol;
+        self
     }
 
     /// The host's name for the server.

@@ -7,10 +7,10 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{Warnings, calls, events, register, results, run, scope};
+use common::{Warnings, arguments, body_error, calls, events, register, results, run, scope};
 use loopbound::tool::{EffectKind, Policy};
 use loopbound::{HaltReason, Limits, Status, Stop, ToolError};
-use loopbound_mcp::{Arguments, CallError, Connection};
+use loopbound_mcp::{CallError, Connection};
 use loopbound_testkit::mcp;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
@@ -33,20 +33,6 @@ const TOOLS: [&str; 13] = [
 
 async fn connect() -> Connection {
     Connection::stdio(&mcp::everything(), mcp::timeouts()).await.expect("server-everything starts")
-}
-
-fn arguments(value: Value) -> Arguments {
-    serde_json::from_value(value).expect("an object")
-}
-
-/// The body error a call ended with.
-fn body_error(result: Result<String, ToolError>) -> CallError {
-    match result {
-        Err(ToolError::Failed { source, .. }) => {
-            source.downcast_ref::<CallError>().expect("a CallError").clone()
-        }
-        other => panic!("expected a body error, got {other:?}"),
-    }
 }
 
 #[tokio::test]

@@ -26,7 +26,8 @@ fn tools() -> Value {
 }
 
 /// Answers `initialize`, `tools/list` and `tools/call` (counted in `calls`), one JSON message a
-/// line, until the client goes away.
+/// line, until the client goes away; any other method (`server/discover`) is not found, as on
+/// any 2025-06-18 server.
 async fn server(stream: DuplexStream, calls: Arc<AtomicUsize>) {
     let (read, mut write) = tokio::io::split(stream);
     let mut lines = BufReader::new(read).lines();
@@ -34,19 +35,25 @@ async fn server(stream: DuplexStream, calls: Arc<AtomicUsize>) {
         let message: Value = serde_json::from_str(&line).unwrap_or_default();
         let Some(id) = message.get("id") else { continue };
         let result = match message["method"].as_str().unwrap_or_default() {
-            "initialize" => json!({
+            "initialize" => Some(json!({
                 "protocolVersion": message["params"]["protocolVersion"],
                 "capabilities": {"tools": {}},
                 "serverInfo": {"name": "schemas", "version": "0"},
-            }),
-            "tools/list" => json!({"tools": tools()}),
+            })),
+            "tools/list" => Some(json!({"tools": tools()})),
             "tools/call" => {
                 calls.fetch_add(1, Ordering::SeqCst);
-                json!({"content": [{"type": "text", "text": "found"}]})
+                Some(json!({"content": [{"type": "text", "text": "found"}]}))
             }
-            _ => json!({}),
+            _ => None,
         };
-        let reply = format!("{}\n", json!({"jsonrpc": "2.0", "id": id, "result": result}));
+        let reply = match result {
+            Some(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
+            None => {
+                json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": "Method not found"}})
+            }
+        };
+        let reply = format!("{reply}\n");
         if write.write_all(reply.as_bytes()).await.is_err() {
             break;
         }

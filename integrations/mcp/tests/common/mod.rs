@@ -4,11 +4,14 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
 
 use loopbound::scripted::{Step, sequence};
 use loopbound::transport::ModelReply;
-use loopbound::{Limits, Message, Outcome, Runtime, Scope, ToolSet};
-use loopbound_mcp::{Connection, Mapping, Registered};
+use loopbound::{Limits, Message, Outcome, Runtime, Scope, ToolError, ToolSet};
+use loopbound_mcp::{Arguments, CallError, Connection, Mapping, Registered};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
 use tracing_subscriber::layer::{Context, SubscriberExt};
 
 /// A scripted model asking for these calls, one per reply, then saying `done`.
@@ -65,6 +68,32 @@ pub(crate) fn register_with(connection: &Connection, mapping: &Mapping) -> (Tool
 /// A scope granting `capabilities` under `limits`.
 pub(crate) fn scope(capabilities: &[&str], limits: Limits) -> Scope {
     Scope::builder().grants(capabilities.iter().copied()).limits(limits).build().expect("valid limits")
+}
+
+/// A scope granting `capability` whose caller cancels it `after` from now.
+pub(crate) fn cancelled_after(capability: &str, after: Duration) -> Scope {
+    let caller = CancellationToken::new();
+    let scope = Scope::builder().grant(capability).caller(caller.clone()).build().expect("valid limits");
+    tokio::spawn(async move {
+        tokio::time::sleep(after).await;
+        caller.cancel();
+    });
+    scope
+}
+
+/// `value` (an object) as a tool's arguments.
+pub(crate) fn arguments(value: Value) -> Arguments {
+    serde_json::from_value(value).expect("an object")
+}
+
+/// The body error a call ended with.
+pub(crate) fn body_error(result: Result<String, ToolError>) -> CallError {
+    match result {
+        Err(ToolError::Failed { source, .. }) => {
+            source.downcast_ref::<CallError>().expect("a CallError").clone()
+        }
+        other => panic!("expected a body error, got {other:?}"),
+    }
 }
 
 /// Counts the `warn` events of this crate, on the current thread while the guard lives.
