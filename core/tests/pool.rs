@@ -94,7 +94,7 @@ async fn a_pool_without_room_halts_the_run_by_name_before_the_call_is_sent() {
     assert_eq!(outcome.detail(), Some("pool user:7 has no room for this call (calls)"));
     assert_eq!(model.calls(), 1, "the refused call was never sent");
     let (acme_state, user_state) = (store.state(&acme).await.unwrap(), store.state(&user).await.unwrap());
-    assert_eq!(acme_state.settled, Amount { calls: 1, tokens: 60, cost: Micros::ZERO });
+    assert_eq!(acme_state.settled, Amount::new(1, 60, Micros::ZERO));
     assert_eq!(acme_state.reserved, Amount::ZERO, "all or nothing: the tenant holds nothing for it");
     assert_eq!(user_state.settled.calls, 1);
     let events: Vec<String> = outcome.events().iter().map(ToString::to_string).collect();
@@ -297,14 +297,12 @@ async fn a_pool_store_that_fails_stops_the_run_before_anything_is_sent() {
 async fn a_dead_holders_hold_is_charged_whole_at_expiry_and_a_late_settlement_adds_only_the_excess() {
     let acme = name("tenant:acme");
     let (store, clock) = store_with(&[(&acme, PoolBudget::default().with_tokens(1_000))]).await;
-    let ask = |lease| loopbound::pool::PoolAsk {
-        pools: vec![acme.clone()],
-        input: 100,
-        cap: 300,
-        price: None,
-        min_output: 16,
-        lease,
-        holder: Arc::from("w"),
+    let ask = |lease| {
+        loopbound::pool::PoolAsk::new(vec![acme.clone()], 100)
+            .cap(300)
+            .min_output(16)
+            .lease(lease)
+            .holder("w")
     };
     let grant = store.reserve(ask(Duration::from_secs(10))).await.unwrap().unwrap();
     assert_eq!((grant.output, grant.amount.tokens), (300, 400));
@@ -316,7 +314,7 @@ async fn a_dead_holders_hold_is_charged_whole_at_expiry_and_a_late_settlement_ad
     let state = store.state(&acme).await.unwrap();
     assert_eq!((state.settled.tokens, state.reserved.tokens, state.holds), (400, 0, 0), "charged whole");
     assert!(!store.renew(grant.hold, Duration::from_secs(10)).await.unwrap());
-    let report = Amount { calls: 1, tokens: 450, cost: Micros::ZERO };
+    let report = Amount::new(1, 450, Micros::ZERO);
     assert_eq!(store.settle(grant.hold, report).await.unwrap(), Settled::Late);
     assert_eq!(store.state(&acme).await.unwrap().settled.tokens, 450, "only the excess, once");
     assert_eq!(store.settle(grant.hold, report).await, Err(loopbound::pool::PoolError::UnknownHold));
@@ -339,23 +337,19 @@ async fn a_dead_holders_hold_is_charged_whole_at_expiry_and_a_late_settlement_ad
 async fn each_utc_day_has_its_own_figures_and_a_hold_settles_in_its_own_day() {
     let acme = name("tenant:acme");
     let (store, clock) = store_with(&[(&acme, PoolBudget::default().with_calls(1).per(Window::Day))]).await;
-    let ask = loopbound::pool::PoolAsk {
-        pools: vec![acme.clone()],
-        input: 1,
-        cap: 10,
-        price: None,
-        min_output: 1,
-        lease: Duration::from_secs(3_600 * 20),
-        holder: Arc::from("w"),
-    };
+    let ask = loopbound::pool::PoolAsk::new(vec![acme.clone()], 1)
+        .cap(10)
+        .min_output(1)
+        .lease(Duration::from_secs(3_600 * 20))
+        .holder("w");
     let today = store.reserve(ask.clone()).await.unwrap().unwrap();
     assert!(store.reserve(ask.clone()).await.unwrap().is_err(), "one call a day");
     clock.advance(Duration::from_secs(14 * 3_600));
     let state = store.state(&acme).await.unwrap();
     assert_eq!((state.window_start, state.settled.calls, state.reserved.calls), (NOW + 14 * 3_600_000, 0, 0));
     let tomorrow = store.reserve(ask.clone()).await.unwrap().unwrap();
-    store.settle(today.hold, Amount { calls: 1, tokens: 5, cost: Micros::ZERO }).await.unwrap();
-    store.settle(tomorrow.hold, Amount { calls: 1, tokens: 7, cost: Micros::ZERO }).await.unwrap();
+    store.settle(today.hold, Amount::new(1, 5, Micros::ZERO)).await.unwrap();
+    store.settle(tomorrow.hold, Amount::new(1, 7, Micros::ZERO)).await.unwrap();
     let state = store.state(&acme).await.unwrap();
     assert_eq!(
         (state.settled.calls, state.settled.tokens),

@@ -51,10 +51,7 @@ async fn every_call_fits_the_pool_and_the_last_request_is_refused_unsent() {
     assert_eq!(played.provider_calls, 4);
     let reported: u64 =
         sent.iter().filter_map(|r| r.reported).map(|u| u.input_tokens + u.output_tokens).sum();
-    assert_eq!(
-        played.pool.settled,
-        Amount { calls: 4, tokens: reported, cost: loopbound::spend::Micros::ZERO }
-    );
+    assert_eq!(played.pool.settled, Amount::new(4, reported, loopbound::spend::Micros::ZERO));
     assert!(played.pool.settled.tokens <= BUDGET);
     assert_eq!((played.pool.reserved, played.pool.holds), (Amount::ZERO, 0));
     // The fourth call was granted only what the pool had left: less than the cap.

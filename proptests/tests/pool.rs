@@ -81,7 +81,7 @@ fn figures(amount: Amount) -> Figures {
 }
 
 fn amount(figures: Figures) -> Amount {
-    Amount { calls: figures.calls, tokens: figures.tokens, cost: Micros(figures.cost) }
+    Amount::new(figures.calls, figures.tokens, Micros(figures.cost))
 }
 
 /// Plays `ops` on `store` (on `clock`) and on the model, comparing after every step.
@@ -99,17 +99,14 @@ async fn play(store: &dyn PoolStore, clock: &ManualClock, ops: &[Op]) -> Result<
         match op {
             Op::Reserve { pools, input, cap, min_output, lease } => {
                 let lease = Duration::from_secs(*lease);
-                let ask = PoolAsk {
-                    pools: pools.iter().map(|&pool| names[pool].clone()).collect(),
-                    input: *input,
-                    cap: *cap,
-                    price: Some(price),
-                    min_output: *min_output,
-                    lease,
-                    holder: Arc::from("model"),
-                };
+                let ask = PoolAsk::new(pools.iter().map(|&pool| names[pool].clone()).collect(), *input)
+                    .cap(*cap)
+                    .price(Some(price))
+                    .min_output(*min_output)
+                    .lease(lease)
+                    .holder("model");
                 let got = store.reserve(ask).await.unwrap();
-                let id = got.as_ref().map_or(0, |grant| grant.hold.0);
+                let id = got.as_ref().map_or(0, |grant| grant.hold.get());
                 let expected = model.reserve(pools, *input, *cap, *min_output, lease, id);
                 match (&got, expected) {
                     (Ok(grant), Reserved::Granted(output, held)) => {
@@ -132,7 +129,7 @@ async fn play(store: &dyn PoolStore, clock: &ManualClock, ops: &[Op]) -> Result<
                     tokens: held.tokens * percent / 100,
                     cost: held.cost * percent / 100,
                 };
-                let got = store.settle(loopbound::pool::HoldId(id), amount(charge)).await;
+                let got = store.settle(loopbound::pool::HoldId::new(id), amount(charge)).await;
                 match (got, model.settle(id, charge)) {
                     (Ok(Settled::Late), Some(true)) | (Err(PoolError::UnknownHold), None) => {}
                     (Ok(Settled::InTime { over }), Some(false)) => {
@@ -143,13 +140,13 @@ async fn play(store: &dyn PoolStore, clock: &ManualClock, ops: &[Op]) -> Result<
             }
             Op::Release { pick } => {
                 let Some(&id) = ids.get(pick % ids.len().max(1)) else { continue };
-                let got = store.release(loopbound::pool::HoldId(id)).await;
+                let got = store.release(loopbound::pool::HoldId::new(id)).await;
                 prop_assert_eq!(got.is_ok(), model.release(id), "release: {:?}", got);
             }
             Op::Renew { pick, lease } => {
                 let Some(&id) = ids.get(pick % ids.len().max(1)) else { continue };
                 let lease = Duration::from_secs(*lease);
-                let got = store.renew(loopbound::pool::HoldId(id), lease).await.unwrap();
+                let got = store.renew(loopbound::pool::HoldId::new(id), lease).await.unwrap();
                 prop_assert_eq!(got, model.renew(id, lease));
             }
             Op::Advance { ms } => {

@@ -51,15 +51,11 @@ async fn stores(
 }
 
 fn ask(pool: &PoolName) -> PoolAsk {
-    PoolAsk {
-        pools: vec![pool.clone()],
-        input: 1_000,
-        cap: 500,
-        price: None,
-        min_output: 16,
-        lease: Duration::from_secs(30),
-        holder: Arc::from("bench"),
-    }
+    PoolAsk::new(vec![pool.clone()], 1_000)
+        .cap(500)
+        .min_output(16)
+        .lease(Duration::from_secs(30))
+        .holder("bench")
 }
 
 fn percentile(sorted: &[f64], p: f64) -> f64 {
@@ -73,10 +69,7 @@ async fn cycle(store: &dyn PoolStore, pool: &PoolName) -> (f64, f64) {
     let grant = store.reserve(ask(pool)).await.expect("the store answers").expect("room");
     let reserved = began.elapsed().as_secs_f64() * 1e6;
     let began = Instant::now();
-    store
-        .settle(grant.hold, Amount { calls: 1, tokens: 1_500, cost: loopbound::spend::Micros::ZERO })
-        .await
-        .expect("settled");
+    store.settle(grant.hold, Amount::new(1, 1_500, loopbound::spend::Micros::ZERO)).await.expect("settled");
     (reserved, began.elapsed().as_secs_f64() * 1e6)
 }
 

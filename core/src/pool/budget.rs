@@ -254,6 +254,7 @@ impl PoolBudget {
 /// Model calls, tokens and money: what a hold reserves, a settlement charges, or a window has
 /// settled or reserved.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize)]
+#[non_exhaustive]
 pub struct Amount {
     /// Model calls.
     pub calls: u64,
@@ -266,6 +267,12 @@ pub struct Amount {
 impl Amount {
     /// Nothing.
     pub const ZERO: Self = Self { calls: 0, tokens: 0, cost: Micros::ZERO };
+
+    /// `calls` model calls, `tokens` tokens and `cost`.
+    #[must_use]
+    pub const fn new(calls: u64, tokens: u64, cost: Micros) -> Self {
+        Self { calls, tokens, cost }
+    }
 
     /// This amount and `other`, saturating.
     #[must_use]

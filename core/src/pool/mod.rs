@@ -114,10 +114,25 @@ pub type PoolFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, PoolError>> +
 /// One reservation in a store, across the pools of its ask.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 #[serde(transparent)]
-pub struct HoldId(pub u64);
+pub struct HoldId(u64);
+
+impl HoldId {
+    /// The hold a store numbered `id`.
+    #[must_use]
+    pub const fn new(id: u64) -> Self {
+        Self(id)
+    }
+
+    /// The store's number for it.
+    #[must_use]
+    pub const fn get(self) -> u64 {
+        self.0
+    }
+}
 
 /// A reservation a store granted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Grant {
     /// The hold, to settle, release or renew.
     pub hold: HoldId,
@@ -126,6 +141,15 @@ pub struct Grant {
     pub output: u64,
     /// What it holds in each pool.
     pub amount: Amount,
+}
+
+impl Grant {
+    /// A grant of `hold`, sending the call with `output` as its cap and holding `amount` in each
+    /// pool.
+    #[must_use]
+    pub const fn new(hold: HoldId, output: u64, amount: Amount) -> Self {
+        Self { hold, output, amount }
+    }
 }
 
 /// What a settlement did.
@@ -145,6 +169,7 @@ pub enum Settled {
 
 /// A pool's state, as a host reads it: its budget and its current window's figures.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct PoolState {
     /// The pool.
     pub name: PoolName,
@@ -161,6 +186,22 @@ pub struct PoolState {
     pub reserved: Amount,
     /// How many holds are open in the current window.
     pub holds: u64,
+}
+
+impl PoolState {
+    /// `name`'s state under `budget`: its current window (from `window_start`, until
+    /// `window_end` if it ends), that window's figures `line` and its open holds.
+    #[must_use]
+    pub const fn new(
+        name: PoolName,
+        budget: PoolBudget,
+        window_start: u64,
+        window_end: Option<u64>,
+        line: Line,
+        holds: u64,
+    ) -> Self {
+        Self { name, budget, window_start, window_end, settled: line.settled, reserved: line.reserved, holds }
+    }
 }
 
 /// Where pools live: one transaction per operation, every figure behind it.

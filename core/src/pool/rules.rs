@@ -26,6 +26,7 @@ use crate::spend::{Micros, Price};
 
 /// What one model call asks of the pools it draws from.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct PoolAsk {
     /// The pools, each once.
     pub pools: Vec<PoolName>,
@@ -44,8 +45,62 @@ pub struct PoolAsk {
     pub holder: Arc<str>,
 }
 
+impl PoolAsk {
+    /// A call whose request counts `input` tokens, asking `pools`: no cap of its own, no price,
+    /// worth sending for one output token, held for [`DEFAULT_LEASE`](super::DEFAULT_LEASE) by
+    /// no one in particular; the setters below say otherwise.
+    #[must_use]
+    pub fn new(pools: Vec<PoolName>, input: u64) -> Self {
+        Self {
+            pools,
+            input,
+            cap: u64::MAX,
+            price: None,
+            min_output: 1,
+            lease: super::DEFAULT_LEASE,
+            holder: Arc::from(""),
+        }
+    }
+
+    /// The largest output the call may be granted.
+    #[must_use]
+    pub const fn cap(mut self, cap: u64) -> Self {
+        self.cap = cap;
+        self
+    }
+
+    /// The model's price (needed under a cost bound).
+    #[must_use]
+    pub const fn price(mut self, price: Option<Price>) -> Self {
+        self.price = price;
+        self
+    }
+
+    /// The smallest output worth sending the call for.
+    #[must_use]
+    pub const fn min_output(mut self, min_output: u64) -> Self {
+        self.min_output = min_output;
+        self
+    }
+
+    /// How long the hold lives unless renewed.
+    #[must_use]
+    pub const fn lease(mut self, lease: Duration) -> Self {
+        self.lease = lease;
+        self
+    }
+
+    /// Who holds it.
+    #[must_use]
+    pub fn holder(mut self, holder: impl Into<Arc<str>>) -> Self {
+        self.holder = holder.into();
+        self
+    }
+}
+
 /// One pool's figures in one window.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct Line {
     /// Charged by settlements and by expired holds.
     pub settled: Amount,
@@ -54,6 +109,12 @@ pub struct Line {
 }
 
 impl Line {
+    /// A window's figures: `settled` charged, `reserved` held.
+    #[must_use]
+    pub const fn new(settled: Amount, reserved: Amount) -> Self {
+        Self { settled, reserved }
+    }
+
     /// Settled and reserved together.
     #[must_use]
     pub const fn used(&self) -> Amount {
@@ -115,6 +176,7 @@ impl PoolRefusal {
 
 /// What a call that fits holds in each of its pools.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Fit {
     /// The output granted (`u64::MAX`: the call's cap was none and no pool bounds spend).
     pub output: u64,
@@ -219,6 +281,20 @@ mod tests {
             lease: Duration::from_secs(30),
             holder: Arc::from("test"),
         }
+    }
+
+    #[test]
+    fn an_ask_built_with_defaults_has_no_cap_no_price_and_the_default_lease() {
+        let ask = PoolAsk::new(vec![name("tenant:acme")], 120);
+        assert_eq!((ask.input, ask.cap, ask.price, ask.min_output), (120, u64::MAX, None, 1));
+        assert_eq!((ask.lease, &*ask.holder), (crate::pool::DEFAULT_LEASE, ""));
+        let ask = ask.cap(300).min_output(16).lease(Duration::from_secs(5)).holder("worker-1");
+        assert_eq!(
+            (ask.cap, ask.min_output, ask.lease, &*ask.holder),
+            (300, 16, Duration::from_secs(5), "worker-1")
+        );
+        let line = Line::new(Amount::new(1, 2, Micros(3)), Amount::new(4, 5, Micros(6)));
+        assert_eq!(line.used(), Amount::new(5, 7, Micros(9)));
     }
 
     fn name(text: &str) -> PoolName {

@@ -98,7 +98,7 @@ fn figure(value: i64) -> Result<u64, PoolError> {
 }
 
 fn amount(calls: i64, tokens: i64, cost: i64) -> Result<Amount, PoolError> {
-    Ok(Amount { calls: figure(calls)?, tokens: figure(tokens)?, cost: Micros(figure(cost)?) })
+    Ok(Amount::new(figure(calls)?, figure(tokens)?, Micros(figure(cost)?)))
 }
 
 /// Runs `$body` (with the transaction bound to `$tx`) in a transaction of `$self`'s store,
@@ -250,10 +250,7 @@ async fn line(tx: &Transaction<'_>, pool: &str, start: u64) -> Result<Line, Fail
     let Some(row) = tx.query_opt(&statement, &[&pool, &int(start)]).await? else {
         return Ok(Line::default());
     };
-    Ok(Line {
-        settled: amount(row.get(0), row.get(1), row.get(2))?,
-        reserved: amount(row.get(3), row.get(4), row.get(5))?,
-    })
+    Ok(Line::new(amount(row.get(0), row.get(1), row.get(2))?, amount(row.get(3), row.get(4), row.get(5))?))
 }
 
 /// Adds `settled` and subtracts or adds `reserved` (by `sign`) to a window's figures.
@@ -379,15 +376,7 @@ impl PoolStore for PostgresPools {
                     )
                     .await?
                     .get(0);
-                Ok(PoolState {
-                    name: pool.clone(),
-                    budget,
-                    window_start: start,
-                    window_end: budget.window().end(now),
-                    settled: line.settled,
-                    reserved: line.reserved,
-                    holds: figure(holds)?,
-                })
+                Ok(PoolState::new(pool.clone(), budget, start, budget.window().end(now), line, figure(holds)?))
             })
         })
     }
@@ -406,10 +395,10 @@ impl PoolStore for PostgresPools {
                     .await?;
                 let mut windows = Vec::with_capacity(rows.len());
                 for row in rows {
-                    let line = Line {
-                        settled: amount(row.get(1), row.get(2), row.get(3))?,
-                        reserved: amount(row.get(4), row.get(5), row.get(6))?,
-                    };
+                    let line = Line::new(
+                        amount(row.get(1), row.get(2), row.get(3))?,
+                        amount(row.get(4), row.get(5), row.get(6))?,
+                    );
                     windows.push((figure(row.get(0))?, line));
                 }
                 Ok(windows)
@@ -456,15 +445,15 @@ impl PoolStore for PostgresPools {
                     .await?;
                     add(&tx, pool.as_str(), *start, Amount::ZERO, held, 1).await?;
                 }
-                let hold = HoldId(figure(id)?);
-                Ok(Ok(Grant { hold, output: fit.output, amount: held }))
+                let hold = HoldId::new(figure(id)?);
+                Ok(Ok(Grant::new(hold, fit.output, held)))
             })
         })
     }
 
     fn renew(&self, hold: HoldId, lease: Duration) -> PoolFuture<'_, bool> {
         self.bounded(async move {
-            let Ok(id) = i64::try_from(hold.0) else { return Ok(false) };
+            let Ok(id) = i64::try_from(hold.get()) else { return Ok(false) };
             let lease = int(lease_millis(lease));
             transact!(self, "renewing a hold", |tx| {
                 // A hold past its lease is not renewed: the next sweep charges it whole.
@@ -484,14 +473,14 @@ impl PoolStore for PostgresPools {
 
     fn settle(&self, hold: HoldId, charge: Amount) -> PoolFuture<'_, Settled> {
         self.bounded(async move {
-            let id = i64::try_from(hold.0).map_err(|_| PoolError::UnknownHold)?;
+            let id = i64::try_from(hold.get()).map_err(|_| PoolError::UnknownHold)?;
             transact!(self, "settling a hold", |tx| conclude(&tx, id, Some(charge)).await)
         })
     }
 
     fn release(&self, hold: HoldId) -> PoolFuture<'_, ()> {
         self.bounded(async move {
-            let id = i64::try_from(hold.0).map_err(|_| PoolError::UnknownHold)?;
+            let id = i64::try_from(hold.get()).map_err(|_| PoolError::UnknownHold)?;
             transact!(self, "releasing a hold", |tx| conclude(&tx, id, None).await.map(|_| ()))
         })
     }

@@ -186,17 +186,14 @@ fn expire(transaction: &Transaction<'_>, now: u64) -> Result<(), PoolError> {
         for row in rows {
             let (hold, calls, tokens, cost): (i64, i64, i64, i64) =
                 row.map_err(fail("reading expired holds"))?;
-            expired.push((
-                hold,
-                Amount { calls: figure(calls)?, tokens: figure(tokens)?, cost: Micros(figure(cost)?) },
-            ));
+            expired.push((hold, Amount::new(figure(calls)?, figure(tokens)?, Micros(figure(cost)?))));
         }
         expired
     };
     for (hold, amount) in expired {
         for (pool, start) in parts(transaction, hold)? {
             let line = line(transaction, &pool, start)?;
-            let line = Line { settled: line.settled.plus(amount), reserved: line.reserved.minus(amount) };
+            let line = Line::new(line.settled.plus(amount), line.reserved.minus(amount));
             put(transaction, &pool, start, &line)?;
         }
         transaction
@@ -237,9 +234,9 @@ fn line(transaction: &Transaction<'_>, pool: &str, start: u64) -> Result<Line, P
         .map_err(fail("reading a pool's window"))?;
     let Some(row) = row else { return Ok(Line::default()) };
     let amount = |calls: i64, tokens: i64, cost: i64| -> Result<Amount, PoolError> {
-        Ok(Amount { calls: figure(calls)?, tokens: figure(tokens)?, cost: Micros(figure(cost)?) })
+        Ok(Amount::new(figure(calls)?, figure(tokens)?, Micros(figure(cost)?)))
     };
-    Ok(Line { settled: amount(row[0], row[1], row[2])?, reserved: amount(row[3], row[4], row[5])? })
+    Ok(Line::new(amount(row[0], row[1], row[2])?, amount(row[3], row[4], row[5])?))
 }
 
 /// Writes the figures of `pool`'s window starting at `start`.
@@ -298,7 +295,7 @@ fn budget(transaction: &Transaction<'_>, pool: &str) -> Result<PoolBudget, PoolE
 
 /// Whether `hold` is in the store, and if so its amount and whether it expired.
 fn hold_row(transaction: &Transaction<'_>, hold: HoldId) -> Result<Option<(i64, Amount, bool)>, PoolError> {
-    let Ok(id) = i64::try_from(hold.0) else { return Ok(None) };
+    let Ok(id) = i64::try_from(hold.get()) else { return Ok(None) };
     let row: Option<(i64, i64, i64, i64)> = transaction
         .prepare_cached("SELECT calls, tokens, cost, expired FROM loopbound_pool_holds WHERE hold = ?1")
         .and_then(|mut statement| {
@@ -308,11 +305,7 @@ fn hold_row(transaction: &Transaction<'_>, hold: HoldId) -> Result<Option<(i64, 
         })
         .map_err(fail("reading a hold"))?;
     row.map(|(calls, tokens, cost, expired)| {
-        Ok((
-            id,
-            Amount { calls: figure(calls)?, tokens: figure(tokens)?, cost: Micros(figure(cost)?) },
-            expired != 0,
-        ))
+        Ok((id, Amount::new(figure(calls)?, figure(tokens)?, Micros(figure(cost)?)), expired != 0))
     })
     .transpose()
 }
@@ -355,11 +348,12 @@ fn reserve(
                 params![id, pool.as_str(), int(*start)],
             )
             .map_err(fail("writing a hold"))?;
-        let held = Line { settled: line.settled, reserved: line.reserved.plus(fit.amount) };
+        let held = Line::new(line.settled, line.reserved.plus(fit.amount));
         put(transaction, pool.as_str(), *start, &held)?;
     }
-    let hold = HoldId(u64::try_from(id).map_err(|_| PoolError::Corrupt("a hold id is negative".into()))?);
-    Ok(Ok(Grant { hold, output: fit.output, amount: fit.amount }))
+    let hold =
+        HoldId::new(u64::try_from(id).map_err(|_| PoolError::Corrupt("a hold id is negative".into()))?);
+    Ok(Ok(Grant::new(hold, fit.output, fit.amount)))
 }
 
 impl PoolStore for SqlitePools {
@@ -406,15 +400,7 @@ impl PoolStore for SqlitePools {
                     |row| row.get(0),
                 )
                 .map_err(fail("counting a pool's holds"))?;
-            Ok(PoolState {
-                name: pool,
-                budget,
-                window_start: start,
-                window_end: budget.window().end(now),
-                settled: line.settled,
-                reserved: line.reserved,
-                holds: figure(holds)?,
-            })
+            Ok(PoolState::new(pool, budget, start, budget.window().end(now), line, figure(holds)?))
         })
     }
 
@@ -447,7 +433,7 @@ impl PoolStore for SqlitePools {
 
     fn renew(&self, hold: HoldId, lease: Duration) -> PoolFuture<'_, bool> {
         self.write(move |transaction, now| {
-            let Ok(id) = i64::try_from(hold.0) else { return Ok(false) };
+            let Ok(id) = i64::try_from(hold.get()) else { return Ok(false) };
             let expires = int(now.saturating_add(lease_millis(lease)));
             let changed = transaction
                 .execute(
@@ -466,7 +452,7 @@ impl PoolStore for SqlitePools {
             for (pool, start) in parts(transaction, row)? {
                 let line = line(transaction, &pool, start)?;
                 let reserved = if expired { line.reserved } else { line.reserved.minus(held) };
-                put(transaction, &pool, start, &Line { settled: line.settled.plus(added), reserved })?;
+                put(transaction, &pool, start, &Line::new(line.settled.plus(added), reserved))?;
             }
             delete_hold(transaction, row)?;
             Ok(if expired { Settled::Late } else { Settled::InTime { over: charge.exceeds(&held) } })
@@ -479,12 +465,7 @@ impl PoolStore for SqlitePools {
             if !expired {
                 for (pool, start) in parts(transaction, row)? {
                     let line = line(transaction, &pool, start)?;
-                    put(
-                        transaction,
-                        &pool,
-                        start,
-                        &Line { settled: line.settled, reserved: line.reserved.minus(held) },
-                    )?;
+                    put(transaction, &pool, start, &Line::new(line.settled, line.reserved.minus(held)))?;
                 }
             }
             delete_hold(transaction, row)
