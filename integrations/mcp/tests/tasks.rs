@@ -14,13 +14,14 @@ use std::time::{Duration, Instant};
 use common::{arguments, body_error, calls, cancelled_after, register, results, run, scope};
 use loopbound::{Limits, Status, Stop, ToolError};
 use loopbound_mcp::task::{MAX_POLL_INTERVAL, MIN_POLL_INTERVAL};
-use loopbound_mcp::{CallError, Connection, MAX_ROUNDS, Timeouts};
+use loopbound_mcp::{CallError, Connection, MAX_QUESTIONS, MAX_ROUNDS, Timeouts};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream};
 
 mod common;
 
-const TOOLS: [&str; 7] = ["slow", "endless", "failing", "asking", "asking-forever", "eager", "lazy"];
+const TOOLS: [&str; 8] =
+    ["slow", "endless", "failing", "asking", "asking-forever", "flooding", "eager", "lazy"];
 
 /// Every request the server received, in order.
 #[derive(Clone, Default)]
@@ -100,6 +101,13 @@ fn status(tool: &str, poll: usize, updates: &[Value]) -> Value {
         },
         "asking-forever" => {
             with(task(&id, "input_required", 50), json!({"inputRequests": elicit(format!("q{poll}"))}))
+        }
+        // One question more than a round may ask, in one answer.
+        "flooding" => {
+            let questions: serde_json::Map<String, Value> = (0..=MAX_QUESTIONS)
+                .flat_map(|n| elicit(format!("q{n}")).as_object().cloned().unwrap_or_default())
+                .collect();
+            with(task(&id, "input_required", 50), json!({"inputRequests": questions}))
         }
         "eager" => task(&id, "working", 0),
         "lazy" if poll >= 2 => with(task(&id, "completed", 60_000), json!({"result": text("done")})),
@@ -241,6 +249,16 @@ async fn a_tasks_question_is_answered_once_and_one_that_asks_forever_is_given_up
     let updates = received.of("tasks/update");
     assert_eq!(updates.len(), 1 + MAX_ROUNDS, "one answer per question, at most MAX_ROUNDS");
     assert_eq!(received.cancelled(1).await, [json!("t-asking-forever")]);
+}
+
+#[tokio::test]
+async fn a_round_of_more_questions_than_allowed_is_refused_unanswered_and_its_task_cancelled() {
+    let (connection, received) = connect(Timeouts::default()).await;
+    let (tools, _) = register(&connection);
+    let error = body_error(tools.invoke(&granted("flooding"), "flooding", "{}").await);
+    assert_eq!(error, CallError::TooManyQuestions { server: "tasks".into(), limit: MAX_QUESTIONS });
+    assert_eq!(received.of("tasks/update"), Vec::<Value>::new(), "nothing answered");
+    assert_eq!(received.cancelled(1).await, [json!("t-flooding")]);
 }
 
 #[tokio::test]
