@@ -4,7 +4,7 @@
 //!
 //! ```text
 //! cargo run --release -p loopbound-benches --bin load -- --runs 1000 [--latency-ms 200] [--stream] [--watch]
-//!     [--journal sqlite|postgres] [--http2 CONNECTIONS] [--release-over-ms MS] [--server http://127.0.0.1:PORT/v1]
+//!     [--journal sqlite|postgres] [--http2 CONNECTIONS] [--pooled] [--release-over-ms MS] [--server http://127.0.0.1:PORT/v1]
 //!     [--out report.json]
 //! ```
 //!
@@ -38,11 +38,11 @@ use std::time::{Duration, Instant};
 
 use clap::{Parser, ValueEnum};
 use loopbound_benches::load::control::Control;
-use loopbound_benches::load::drive::{ReviewLoad, RunEnd};
+use loopbound_benches::load::drive::{MODEL, ReviewLoad, RunEnd};
 use loopbound_benches::load::process::{cpu_time, tree_cpu_time};
 use loopbound_benches::load::report::Report;
 use loopbound_benches::timing::{peak_rss_mib, rss_kib};
-use loopbound_openai::HttpVersion;
+use loopbound_openai::{Config, HttpVersion};
 use loopbound_testkit::load::clock::monotonic_ns;
 use loopbound_testkit::load::stats::RunFigures;
 use loopbound_testkit::load::{self as server, Mode, ServerConfig, Snapshot, Summary};
@@ -78,6 +78,11 @@ struct Cli {
     /// one connection per call in flight).
     #[arg(long, value_name = "CONNECTIONS")]
     http2: Option<std::num::NonZeroUsize>,
+    /// Send the model calls through `reqwest`'s pooled client instead of the connections the
+    /// transport drives itself (its default for `http://`): the row the direct connections are
+    /// measured against.
+    #[arg(long)]
+    pooled: bool,
     /// Answer the held first calls evenly over this window, in milliseconds, instead of all at
     /// once: the runs' later calls then arrive spread, as a service's would. With a window of
     /// three latencies, about all N runs are in flight at once and the calls arrive at N ÷ the
@@ -261,6 +266,15 @@ fn load(cli: &Cli) -> Result<Report, String> {
     Ok(report)
 }
 
+/// The transport's configuration the options ask for: the HTTP version, direct or pooled.
+fn transport_config(cli: &Cli, base_url: &str) -> Result<Config, String> {
+    let http = cli.http2.map_or(HttpVersion::Http1, |connections| HttpVersion::Http2 { connections });
+    Ok(Config::new(base_url, MODEL)
+        .map_err(|error| error.to_string())?
+        .with_http(http)
+        .with_direct(!cli.pooled))
+}
+
 #[allow(clippy::cast_precision_loss, reason = "counts and times far below 2^52")]
 async fn measure(
     cli: &Cli,
@@ -270,15 +284,13 @@ async fn measure(
 ) -> Result<Report, String> {
     let runs = cli.runs;
     let control = Control::new(base_url);
-    let http = cli.http2.map_or(HttpVersion::Http1, |connections| HttpVersion::Http2 { connections });
     let load = ReviewLoad::new(
-        base_url,
+        transport_config(cli, base_url)?,
         cli.stream,
         journal,
         Duration::from_secs(cli.deadline_secs),
         cli.watch,
         cli.record_stream,
-        http,
     )
     .map_err(|error| error.to_string())?;
     warm_up(&load, &control, cli.warmup).await?;
@@ -351,6 +363,7 @@ async fn measure(
         store_server_cpu_s: server_cpu,
         store_calls_per_s: store_calls.map(|calls| calls as f64 / wall.as_secs_f64().max(f64::MIN_POSITIVE)),
         http2_connections: cli.http2.map(|n| n.get() as u64),
+        http_client: cli.pooled.then(|| "pooled".to_owned()),
         completed,
         failures,
         wall_s: wall.as_secs_f64(),

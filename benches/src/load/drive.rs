@@ -19,7 +19,7 @@ use std::time::Duration;
 use loopbound::journal::RunId;
 use loopbound::watch::{self, Update, Updates};
 use loopbound::{Limits, Message, Outcome, RunError, Runtime, Scope, Status};
-use loopbound_openai::{Config, ConfigError, HttpVersion, OpenAiTransport};
+use loopbound_openai::{Config, ConfigError, OpenAiTransport};
 use loopbound_testkit::backend::AnyJournal;
 use loopbound_testkit::load::script::prompt;
 use loopbound_testkit::review::{self, BOTH_CAPABILITIES, CLOSING, INSTRUCTIONS, Review};
@@ -105,7 +105,7 @@ pub struct ReviewLoad {
 }
 
 impl ReviewLoad {
-    /// The review against the server at `base_url`, streamed or whole, over `http`; journaled
+    /// The review against the server `config` names, streamed or whole; journaled
     /// on `journal` (a SQLite file or a PostgreSQL database) when given, each journaled run
     /// recording its stream with `record`. Each run's deadline is `deadline`.
     ///
@@ -113,15 +113,13 @@ impl ReviewLoad {
     ///
     /// A [`SetupError`] if the transport or the journal cannot be set up.
     pub fn new(
-        base_url: &str,
+        config: Config,
         streaming: bool,
         journal: Option<AnyJournal>,
         deadline: Duration,
         watch: bool,
         record: bool,
-        http: HttpVersion,
     ) -> Result<Arc<Self>, SetupError> {
-        let config = Config::new(base_url, MODEL).map_err(SetupError::Transport)?.with_http(http);
         let transport = OpenAiTransport::new(config).map_err(SetupError::Transport)?;
         let runtime =
             Runtime::harness(&review::tools().set, transport).options(review::options()).streaming(streaming);

@@ -43,6 +43,10 @@ pub struct Report {
     /// connections. The peers' scripts leave it out (their clients speak HTTP/1.1).
     #[serde(default)]
     pub http2_connections: Option<u64>,
+    /// `pooled` when the calls went through `reqwest`'s pooled client rather than the
+    /// connections the transport drives itself (absent then).
+    #[serde(default)]
+    pub http_client: Option<String>,
     /// Runs that did exactly the review.
     pub completed: u64,
     /// Up to ten descriptions of runs that did not.
@@ -117,8 +121,11 @@ impl Report {
             .journal
             .as_deref()
             .map_or_else(String::new, |name| format!(", journaled on {name}{recorded}"));
+        let client =
+            if self.http_client.as_deref() == Some("pooled") { ", reqwest's pooled client" } else { "" };
         let http =
-            self.http2_connections.map_or_else(String::new, |n| format!(", HTTP/2 over {n} connections"));
+            self.http2_connections.map_or_else(String::new, |n| format!(", HTTP/2 over {n} connections"))
+                + client;
         let release = if self.release_over_ms > 0.0 {
             format!(", first calls answered over {:.0} ms", self.release_over_ms)
         } else {

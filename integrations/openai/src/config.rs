@@ -161,6 +161,16 @@ impl Config {
         self
     }
 
+    /// This configuration with `http://` requests sent on the connections the transport drives
+    /// itself (`true`, the default: less memory and CPU per call in flight) or through
+    /// `reqwest`'s pooled client (`false`), as `https://` requests always are. See
+    /// [`Connection::set_direct`](loopbound_provider::Connection::set_direct).
+    #[must_use]
+    pub fn with_direct(mut self, direct: bool) -> Self {
+        self.connection.set_direct(direct);
+        self
+    }
+
     /// Whether streamed requests ask for usage figures with `stream_options` (default yes).
     #[must_use]
     pub fn with_stream_usage(mut self, ask: bool) -> Self {

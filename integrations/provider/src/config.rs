@@ -300,6 +300,7 @@ pub struct Connection {
     api_key: Option<ApiKey>,
     timeout: Option<Duration>,
     http: HttpVersion,
+    direct: bool,
 }
 
 /// The HTTP version a connection speaks, and over how many connections its requests spread.
@@ -353,7 +354,7 @@ impl Connection {
             return Err(ConfigError::Missing { variable: names.model });
         }
         let base_url = self::base_url(base_url, names.base_url, names.api_key)?;
-        Ok(Self { base_url, model, api_key: None, timeout: None, http: HttpVersion::Http1 })
+        Ok(Self { base_url, model, api_key: None, timeout: None, http: HttpVersion::Http1, direct: true })
     }
 
     /// The connection the variables `names` hold in `settings`: the base URL and the model are
@@ -390,6 +391,24 @@ impl Connection {
     #[must_use]
     pub fn http(&self) -> HttpVersion {
         self.http
+    }
+
+    /// Sets whether `http://` requests go on the connections this crate drives itself (the
+    /// default, `true`) or through `reqwest`'s pooled client (`false`), as `https://` requests
+    /// and requests through a proxy named in the environment always do.
+    ///
+    /// The direct connections keep less per call in flight (at 10,000 waiting calls over
+    /// HTTP/1.1, about 26.5 KiB against 34 KiB, and a third less CPU; see the performance page);
+    /// the pooled client is the fallback for a server the direct path does not suit.
+    pub fn set_direct(&mut self, direct: bool) {
+        self.direct = direct;
+    }
+
+    /// Whether `http://` requests go on the connections this crate drives itself (see
+    /// [`Connection::set_direct`]).
+    #[must_use]
+    pub fn direct(&self) -> bool {
+        self.direct
     }
 
     /// The base URL.
@@ -431,6 +450,7 @@ impl fmt::Debug for Connection {
             .field("api_key", &self.api_key)
             .field("timeout", &self.timeout)
             .field("http", &self.http)
+            .field("direct", &self.direct)
             .finish()
     }
 }

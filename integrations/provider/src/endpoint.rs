@@ -14,7 +14,7 @@
 //!   HTTP/1.1 connections (the `h1` module) or one `h2` connection per connection asked for
 //!   (the `h2c` module). When the environment names a proxy (`HTTP_PROXY`, `ALL_PROXY`, or
 //!   their lower-case forms), `http://` goes through `reqwest` too, which applies it (and
-//!   `NO_PROXY`).
+//!   `NO_PROXY`); so does a [`Connection`](crate::Connection) built with `set_direct(false)`.
 //! - The headers are fixed when the endpoint is built (an API key among them, marked sensitive);
 //!   the endpoint's `Debug` shows its URL and nothing of the client or the headers.
 //! - Everything the provider sends back passes through the [`Redactor`] before it leaves: error
@@ -78,7 +78,7 @@ pub struct Endpoint {
 /// What the requests go out on.
 enum Connections {
     /// `reqwest` clients, each with its own pool: HTTPS, or any endpoint when a proxy is set
-    /// in the environment.
+    /// in the environment or the connection turned the direct connections off.
     Pooled(Box<[reqwest::Client]>),
     /// Cleartext HTTP/1.1 connections driven directly, the target every request names (origin
     /// form) and its `Host`.
@@ -114,14 +114,15 @@ impl Endpoint {
         Self::build(url, headers, timeout, http, redactor, proxy_in_environment())
     }
 
-    /// [`Self::new`], told whether the environment names a proxy.
+    /// [`Self::new`], told whether every request goes through `reqwest`'s pool (a proxy is
+    /// named in the environment, or the connection asked for it).
     fn build(
         url: Url,
         headers: HeaderMap,
         timeout: Option<Duration>,
         http: HttpVersion,
         redactor: Redactor,
-        proxied: bool,
+        pooled: bool,
     ) -> Result<Self, ConfigError> {
         let client = |http2: bool| {
             let mut builder = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none());
@@ -142,9 +143,10 @@ impl Endpoint {
             builder.build().map_err(|error| ConfigError::Client(error.without_url().to_string()))
         };
         // `reqwest` applies the proxy the environment names; the connections driven directly
-        // do not, so with one set every request goes through `reqwest`.
+        // do not, so with one set every request goes through `reqwest`, as it does when the
+        // connection asks for the pooled client.
         // The host and port a direct connection dials, when the requests go direct.
-        let direct = match (url.scheme(), proxied, url.host_str(), url.port_or_known_default()) {
+        let direct = match (url.scheme(), pooled, url.host_str(), url.port_or_known_default()) {
             ("http", false, Some(host), Some(port)) => Some(format!("{host}:{port}")),
             _ => None,
         };
@@ -210,7 +212,15 @@ impl Endpoint {
             headers.insert(name, value);
         }
         let redactor = Redactor::new(connection.api_key().cloned());
-        Self::new(connection.endpoint(path), headers, connection.timeout(), connection.http(), redactor)
+        let pooled = proxy_in_environment() || !connection.direct();
+        Self::build(
+            connection.endpoint(path),
+            headers,
+            connection.timeout(),
+            connection.http(),
+            redactor,
+            pooled,
+        )
     }
 
     /// The URL requests are posted to.
@@ -372,16 +382,20 @@ mod tests {
 
     use super::*;
 
-    fn connections(url: &str, http: HttpVersion, proxied: bool) -> &'static str {
+    fn connections(url: &str, http: HttpVersion, pooled: bool) -> &'static str {
         let endpoint = Endpoint::build(
             url.parse().expect("a URL"),
             HeaderMap::new(),
             None,
             http,
             Redactor::new(None),
-            proxied,
+            pooled,
         )
         .expect("an endpoint");
+        kind(&endpoint)
+    }
+
+    fn kind(endpoint: &Endpoint) -> &'static str {
         match endpoint.connections {
             Connections::Pooled(_) => "pooled",
             Connections::H1(..) => "h1",
@@ -398,6 +412,23 @@ mod tests {
         assert_eq!(connections("http://127.0.0.1:8080/v1/chat", http2, true), "pooled");
         assert_eq!(connections("https://api.example.com/v1/chat", HttpVersion::Http1, false), "pooled");
         assert_eq!(connections("https://api.example.com/v1/chat", http2, false), "pooled");
+    }
+
+    #[test]
+    fn a_connection_that_turns_direct_off_sends_cleartext_through_reqwest() {
+        let names =
+            crate::config::Names { base_url: "URL", model: "MODEL", api_key: "KEY", timeout: "TIMEOUT" };
+        let mut connection =
+            crate::Connection::new("http://127.0.0.1:8080/v1", "m", &names).expect("a connection");
+        assert!(connection.direct());
+        let endpoint = |connection: &crate::Connection| {
+            Endpoint::connect(connection, "chat", KeyHeader::Bearer, HeaderMap::new()).expect("an endpoint")
+        };
+        let expected_default = if proxy_in_environment() { "pooled" } else { "h1" };
+        assert_eq!(kind(&endpoint(&connection)), expected_default);
+        connection.set_direct(false);
+        assert!(!connection.direct());
+        assert_eq!(kind(&endpoint(&connection)), "pooled");
     }
 
     #[test]

@@ -35,6 +35,23 @@ async fn the_complete_review_over_http_matches_the_scripted_run_in_both_composit
 }
 
 #[tokio::test]
+async fn the_complete_review_through_reqwests_pool_matches_the_scripted_run_on_both_paths() {
+    let Some(server) = Aimock::start() else { return };
+    let pooled = || {
+        let config = Config::new(&server.base_url(), "loopbound-test-model")
+            .expect("the mock's URL is valid")
+            .with_api_key(ApiKey::new(SECRET).expect("a valid key"))
+            .with_direct(false);
+        assert!(!config.connection().direct());
+        OpenAiTransport::new(config).expect("the client builds")
+    };
+    compare(Scenario::Complete, &PATHS, pooled, || server.log()).await;
+    let live = run(Scenario::Complete, Composition::Harness, true, pooled()).await;
+    assert_eq!(live.outcome().text(), Some("Review finished."));
+    assert_eq!((live.model_calls, live.tool_calls), (3, 2));
+}
+
+#[tokio::test]
 async fn usage_is_summed_over_the_calls_on_both_paths_and_absent_when_not_asked_for() {
     let Some(server) = Aimock::start() else { return };
     // The fixtures report 120+160+210 prompt and 7+9+4 completion tokens for the three calls.
