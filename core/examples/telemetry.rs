@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use loopbound::scripted::{Step, sequence};
 use loopbound::transport::{ChatOptions, ModelReply, Usage};
 use loopbound::{Message, Runtime, Status};
-use loopbound_testkit::review::{self, Review};
+use loopbound_fixtures::review::{self, Review};
 use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_sdk::error::OTelSdkResult;
 use opentelemetry_sdk::trace::{SdkTracerProvider, SpanData, SpanExporter};

@@ -7,7 +7,7 @@ use std::io;
 use loopbound::journal::{JournalError, StorageError};
 use loopbound::transport::{CallError, TransportError, TransportErrorKind};
 use loopbound::{RunError, Stop, ToolError};
-use loopbound_testkit::chain::assert_chain;
+use loopbound_test::chain::assert_chain;
 
 fn refused() -> io::Error {
     io::Error::new(io::ErrorKind::ConnectionRefused, "connection refused (os error 111)")

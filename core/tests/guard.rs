@@ -26,7 +26,7 @@ async fn a_direct_call_without_the_capability_is_refused_before_the_body() {
 #[tokio::test]
 async fn permission_is_checked_before_the_tool_budget() {
     let scope =
-        loopbound_testkit::review::scope(["review.finish"], Limits::default().with_tool_calls(0)).unwrap();
+        loopbound_fixtures::review::scope(["review.finish"], Limits::default().with_tool_calls(0)).unwrap();
     let tools = tools();
     let result = tools.read_ticket.invoke(&scope, Ticket { input: 1 }).await;
     assert_eq!(stopped(result), Some(Stop::Halted(HaltReason::PermissionDenied)));

@@ -12,7 +12,7 @@ use loopbound::journal::{
 use loopbound::tool::Policy;
 use loopbound::transport::{ModelReply, Usage};
 use loopbound::{Limits, Message, Outcome, RunError, Runtime, Scope, Status};
-use loopbound_testkit::refund::{self, EffectSink, MemorySink};
+use loopbound_test::refund::{self, EffectSink, MemorySink};
 
 fn scope(limits: Limits) -> Scope {
     Scope::builder().grants(refund::CAPABILITIES).limits(limits).build().unwrap()

@@ -12,7 +12,7 @@ use loopbound::scripted::{Step, sequence};
 use loopbound::tool::{EffectKind, Policy};
 use loopbound::transport::ModelReply;
 use loopbound::{Call, Limits, Outcome, RunError, Runtime, Scope, Status, ToolSet};
-use loopbound_testkit::refund::{self, EffectSink, MemorySink, RefundInput};
+use loopbound_test::refund::{self, EffectSink, MemorySink, RefundInput};
 
 /// What this attempt's refund body set in host memory.
 #[derive(Default)]

@@ -16,7 +16,7 @@ use loopbound::transport::{ChatRequest, ModelReply, ToolCall};
 use loopbound::{
     Call, Composition, Concurrency, Limits, Message, Offer, Outcome, Runtime, Scope, Status, ToolSet,
 };
-use loopbound_testkit::refund::{self, EffectSink};
+use loopbound_test::refund::{self, EffectSink};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
@@ -243,10 +243,10 @@ fn offered_to(
 
 #[tokio::test]
 async fn the_model_is_offered_every_tool_unless_the_host_offers_only_granted_ones() {
-    let tools = loopbound_testkit::review::tools();
+    let tools = loopbound_fixtures::review::tools();
     for (offer, expected) in [(Offer::All, "read_ticket,finish_review"), (Offer::Granted, "finish_review")] {
         let seen = Arc::new(Mutex::new(Vec::new()));
-        let scope = loopbound_testkit::review::scope(["review.finish"], Limits::default()).unwrap();
+        let scope = loopbound_fixtures::review::scope(["review.finish"], Limits::default()).unwrap();
         let runtime = Runtime::harness(&tools.set, offered_to(Arc::clone(&seen))).offer(offer);
         runtime.run(&scope, &mut Vec::new(), |_| true).await.unwrap();
         assert_eq!(seen.lock().unwrap().clone(), [expected], "{offer:?}");

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use loopbound::tool::Policy;
 use loopbound::{HaltReason, Limits, Runtime, Scope, Status, Stop, ToolError};
-use loopbound_testkit::refund::{self, EffectSink, MemorySink, RefundInput};
+use loopbound_test::refund::{self, EffectSink, MemorySink, RefundInput};
 
 fn scope() -> Scope {
     Scope::builder().grants(refund::CAPABILITIES).limits(Limits::default()).build().unwrap()

@@ -16,7 +16,7 @@ use loopbound::scripted::{Scripted, Step, sequence};
 use loopbound::spend::{ByteCounter, Micros, Price, Prices};
 use loopbound::transport::{ModelReply, Usage};
 use loopbound::{Limits, LimitsError, Message, RunError, RunErrorKind, Runtime, Scope, Status, ToolSet};
-use loopbound_testkit::pool::{Billing, CALL_TOKENS, race};
+use loopbound_test::pool::{Billing, CALL_TOKENS};
 
 /// 2026-12-01T10:00:00Z.
 const NOW: u64 = 1_796_119_200_000;
@@ -50,28 +50,7 @@ fn answer(usage: Usage) -> Step {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sixty_four_tasks_racing_one_pool_settle_within_it_and_use_at_least_95_percent() {
-    let tenant = name("tenant:race");
-    let (tasks, runs) = (64, 25);
-    // The budget covers 60 % of what the runs would bill.
-    let budget = tasks * runs * CALL_TOKENS * 6 / 10;
-    let store = Arc::new(MemoryPools::new());
-    store.define(&tenant, PoolBudget::default().with_tokens(budget)).await.unwrap();
-    let draw = loopbound_testkit::pool::draw(
-        store.clone(),
-        std::slice::from_ref(&tenant),
-        Duration::from_secs(30),
-        "race",
-    );
-    let model = Arc::new(Billing::new(0, 3, 7));
-    let tally = race(&draw, &model, tasks, runs).await;
-    let state = store.state(&tenant).await.unwrap();
-    assert_eq!(state.reserved, Amount::ZERO, "nothing left in flight");
-    assert_eq!(state.settled.tokens, model.billed(), "the pool settled exactly what was billed");
-    assert_eq!(state.settled.calls, model.calls());
-    assert_eq!(tally.completed, model.calls());
-    assert_eq!(tally.completed + tally.refused, tasks * runs);
-    assert!(state.settled.tokens <= budget, "{} > {budget}", state.settled.tokens);
-    assert!(state.settled.tokens * 100 >= budget * 95, "only {} of {budget} used", state.settled.tokens);
+    loopbound_test::pool::check_race(Arc::new(MemoryPools::new()), &name("tenant:race"), 64, 25).await;
 }
 
 #[tokio::test]
@@ -462,7 +441,7 @@ async fn a_call_longer_than_the_lease_keeps_its_hold_by_renewing_it() {
     let acme = name("tenant:acme");
     let store = Arc::new(MemoryPools::new());
     store.define(&acme, PoolBudget::default().with_tokens(10_000)).await.unwrap();
-    let draw = loopbound_testkit::pool::draw(
+    let draw = loopbound_test::pool::draw(
         store.clone(),
         std::slice::from_ref(&acme),
         Duration::from_millis(60),
@@ -470,7 +449,7 @@ async fn a_call_longer_than_the_lease_keeps_its_hold_by_renewing_it() {
     );
     // Each answer takes more than three leases.
     let model = Billing::new(200, 200, 1);
-    let (status, _) = loopbound_testkit::pool::one_run(&draw, &model).await.unwrap();
+    let (status, _) = loopbound_test::pool::one_run(&draw, &model).await.unwrap();
     assert_eq!(status, Status::Completed);
     let state = store.state(&acme).await.unwrap();
     assert_eq!(state.settled.tokens, CALL_TOKENS, "settled in time, not charged whole at expiry");

@@ -6,7 +6,7 @@ use common::{REVIEW_DONE, TICKET_TEXT, lines, scope_with, tools};
 use loopbound::scripted::{Scripted, Step, sequence};
 use loopbound::transport::{ChatOptions, ModelReply, ToolCall, TransportError, Usage};
 use loopbound::{Composition, Limits, Message, RunError, Runtime, Status};
-use loopbound_testkit::review::COMPLETE_EVENTS;
+use loopbound_fixtures::review::COMPLETE_EVENTS;
 
 fn complete_script() -> Vec<Step> {
     vec![

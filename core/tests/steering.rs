@@ -12,7 +12,7 @@ use loopbound::journal::{
 use loopbound::scripted::{Scripted, Step};
 use loopbound::transport::ModelReply;
 use loopbound::{Message, RunError, RunErrorKind, RunRegistry, Runtime, Scope, ToolSet};
-use loopbound_testkit::hooked::{Call, Hook, Hooked};
+use loopbound_test::hooked::{Call, Hook, Hooked};
 use tokio::time::Instant;
 
 fn hanging() -> Scripted<impl Fn(u32, &loopbound::transport::ChatRequest<'_>) -> Step + Send + Sync> {

@@ -14,8 +14,8 @@ use loopbound::transport::ModelReply;
 use loopbound::{
     CancellationToken, EndRecord, Limits, Outcome, RunError, Runtime, STORE_GRACE, Scope, Status, ToolSet,
 };
-use loopbound_testkit::hooked::{Call, Hook, Hooked};
-use loopbound_testkit::refund::{self, EffectSink, MemorySink};
+use loopbound_test::hooked::{Call, Hook, Hooked};
+use loopbound_test::refund::{self, EffectSink, MemorySink};
 use tokio::time::Instant;
 
 /// Which of a journal's calls never return.

@@ -11,7 +11,7 @@ use loopbound::transport::{
     ChatOptions, ChatRequest, ModelReply, ReplyChunk, Transport, TransportError, Usage,
 };
 use loopbound::{Composition, Limits, Runtime, Status};
-use loopbound_testkit::telemetry::Capture;
+use loopbound_test::telemetry::Capture;
 
 const SECRET: &str = "4242424242";
 

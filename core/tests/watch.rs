@@ -12,8 +12,8 @@ use loopbound::tool::Policy;
 use loopbound::transport::{ModelReply, ToolCall};
 use loopbound::watch::{self, Update, Updates};
 use loopbound::{CancellationToken, Limits, Message, Outcome, RunError, Runtime, Scope, Status};
-use loopbound_testkit::refund::{self, EffectSink, MemorySink};
-use loopbound_testkit::review::{COMPLETE_EVENTS, Review};
+use loopbound_fixtures::review::{COMPLETE_EVENTS, Review};
+use loopbound_test::refund::{self, EffectSink, MemorySink};
 
 fn complete_script() -> Vec<Step> {
     vec![

@@ -1,8 +1,11 @@
 //! Test support shared by loopbound's crates, as a normal dependency (no `#[path]` includes):
 //!
-//! - [`review`] and [`refund`]: the tasks the consoles run, re-exported from
-//!   `loopbound-fixtures` (their one copy, which a release console links without this crate);
-//! - [`conformance`]: the journal conformance suite every backend runs;
+//! - [`review`]: the task the consoles run, re-exported from `loopbound-fixtures` (its one
+//!   copy, which a release console links without this crate);
+//! - [`conformance`], [`hooked`], [`telemetry`], [`chain`] and [`refund`]: the published test
+//!   support of `loopbound-test`, re-exported (their one copy);
+//! - [`pool`]: `loopbound-test`'s shared-pool races, re-exported, and the SQLite or PostgreSQL
+//!   pool store a worker process opens;
 //! - [`backend`]: one journal type over SQLite and PostgreSQL, opened from a short text, for
 //!   test processes told where their journal is;
 //! - [`child`]: test binaries that run themselves again as child processes;
@@ -21,7 +24,6 @@
 //!   task for thousands of concurrent runs and measures each client's added latency per call;
 //! - [`postgres`]: a throwaway PostgreSQL cluster (initdb in a temporary folder, a free loopback
 //!   port, stopped by PID), shared per test binary with a database per test;
-//! - [`telemetry`]: a tracing layer that records every span and field a run emits;
 //! - [`leaks`]: one review run with all it produced as text and spans, and the check that no
 //!   run of a key's characters is in it, for every provider transport's hostile tests;
 //! - [`release`]: release builds of the workspace's programs, for tests about release code;
@@ -37,12 +39,9 @@
 pub mod aimock;
 pub mod backend;
 pub mod canned;
-pub mod chain;
 pub mod child;
-pub mod conformance;
 pub mod fuzz;
 pub mod golden;
-pub mod hooked;
 pub mod hostile;
 pub mod json_schema_suite;
 pub mod leaks;
@@ -54,6 +53,6 @@ pub mod release;
 pub mod scenarios;
 pub mod scratch;
 pub mod skip;
-pub mod telemetry;
 
-pub use loopbound_fixtures::{refund, review};
+pub use loopbound_fixtures::review;
+pub use loopbound_test::{chain, conformance, hooked, refund, telemetry};

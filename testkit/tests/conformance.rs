@@ -1,35 +1,15 @@
-//! The journal conformance suite, run by this one entry point on every backend: the in-memory
-//! reference, SQLite (under both durabilities), and PostgreSQL (a throwaway cluster, a fresh
-//! database per check; `SKIPPED` where PostgreSQL is absent, a failure in CI).
+//! The journal conformance suite on the database backends: SQLite (under both durabilities) and
+//! PostgreSQL (a throwaway cluster, a fresh database per check; `SKIPPED` where PostgreSQL is
+//! absent, a failure in CI). The in-memory reference runs it in `core/tests/conformance.rs`.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
-use loopbound::journal::MemoryJournal;
 use loopbound_postgres::{Config, PostgresJournal, WorkerId};
 use loopbound_sqlite::{SqliteJournal, Synchronous};
 use loopbound_testkit::conformance::{self, Backend};
 use loopbound_testkit::postgres::{Cluster, Durability};
 use loopbound_testkit::scratch;
-
-struct Memory;
-
-impl Backend for Memory {
-    type Place = MemoryJournal;
-    type Journal = MemoryJournal;
-
-    async fn fresh(&self) -> MemoryJournal {
-        MemoryJournal::default()
-    }
-
-    async fn open(&self, place: &MemoryJournal, holder: &str, lease: Duration) -> MemoryJournal {
-        place
-            .clone()
-            .with_holder(holder)
-            .and_then(|journal| journal.with_lease(lease))
-            .expect("a valid holder and lease")
-    }
-}
 
 struct Sqlite(Synchronous);
 
@@ -67,11 +47,6 @@ impl Backend for Postgres {
             .and_then(|journal| journal.with_worker(worker).with_lease(lease))
             .expect("the fresh database accepts the journal")
     }
-}
-
-#[tokio::test]
-async fn the_memory_journal_conforms() {
-    conformance::check_all(&Memory).await;
 }
 
 #[tokio::test]

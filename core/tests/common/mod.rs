@@ -1,4 +1,5 @@
-//! Shared helpers of the core integration tests, over the one review-task fixture of the testkit.
+//! Shared helpers of the core integration tests, over the one review-task fixture
+//! (`loopbound-fixtures`).
 
 #![allow(
     dead_code,
@@ -12,19 +13,19 @@ use std::time::Duration;
 
 use loopbound::transport::{ChatRequest, ModelReply, ReplyChunk, Transport, TransportError};
 use loopbound::{Limits, Scope};
-pub use loopbound_testkit::review::{
+pub use loopbound_fixtures::review::{
     BOTH_CAPABILITIES, NOT_FOUND, READ_FIRST, REVIEW_DONE, Review, ReviewTools, TICKET_TEXT,
     TicketInput as Ticket, tools,
 };
 
 /// A scope with both review capabilities and `limits`.
 pub fn scope_with(limits: Limits) -> Scope<Review> {
-    loopbound_testkit::review::scope(BOTH_CAPABILITIES, limits).expect("valid limits")
+    loopbound_fixtures::review::scope(BOTH_CAPABILITIES, limits).expect("valid limits")
 }
 
 /// A scope granting only `capabilities`, with the default limits.
 pub fn scope_granting(capabilities: &[&str]) -> Scope<Review> {
-    loopbound_testkit::review::scope(capabilities.iter().copied(), Limits::default()).expect("valid limits")
+    loopbound_fixtures::review::scope(capabilities.iter().copied(), Limits::default()).expect("valid limits")
 }
 
 /// The events as `Kind name count` lines.

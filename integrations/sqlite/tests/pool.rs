@@ -1,9 +1,12 @@
 //! Shared pools in a SQLite file: one file for the journal and the pools (opened in either
-//! order), a foreign database refused untouched, and the figures surviving a reopen.
+//! order), a foreign database refused untouched, the figures surviving a reopen, and the race
+//! every pool store must pass (`loopbound_test::pool::check_race`).
+
+use std::sync::Arc;
 
 use loopbound::pool::{Amount, PoolBudget, PoolError, PoolName, PoolStore, Window};
 use loopbound_sqlite::{SqliteJournal, SqlitePools};
-use loopbound_testkit::scratch;
+use loopbound_testkit::{pool, scratch};
 
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap()
@@ -43,4 +46,10 @@ fn a_foreign_database_is_refused_untouched() {
         .unwrap();
     let orders: i64 = foreign.query_row("SELECT id FROM orders", [], |row| row.get(0)).unwrap();
     assert_eq!((tables, orders), (1, 7), "untouched");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sixty_four_tasks_racing_one_sqlite_pool_settle_within_it_and_use_at_least_95_percent() {
+    let store = SqlitePools::open(scratch::dir("pool-race").join("pools.db")).unwrap();
+    pool::check_race(Arc::new(store), &PoolName::new("tenant:race").unwrap(), 64, 25).await;
 }

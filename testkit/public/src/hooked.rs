@@ -4,7 +4,7 @@
 //!
 //! ```
 //! use loopbound::journal::{JournalError, MemoryJournal};
-//! use loopbound_testkit::hooked::{Call, Hook, Hooked};
+//! use loopbound_test::hooked::{Call, Hook, Hooked};
 //!
 //! /// A disk that is full: every commit fails.
 //! struct Full;

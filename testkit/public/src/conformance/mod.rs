@@ -5,27 +5,27 @@
 //! opened on it under a holder's name and a lease. Two journals opened on one storage stand for
 //! two processes sharing it. Each check panics with a message naming the rule it found broken.
 //!
-//! - [`rows`]: batches written whole or not at all, keys written once, rows read back in key
+//! - `rows`: batches written whole or not at all, keys written once, rows read back in key
 //!   order, unknown runs;
-//! - [`leases`]: one live attempt per run, refused with `LeaseHeld` and nothing written, taken
+//! - `leases`: one live attempt per run, refused with `LeaseHeld` and nothing written, taken
 //!   over once released or expired, kept by renewals, fencing an expired attempt out, host
 //!   writes waiting for no live lease;
-//! - [`listing`]: runs listed by state and by label, one page at a time, in id order;
-//! - [`cancels`]: cancel requests recorded without a lease, read by every journal, replaced,
+//! - `listing`: runs listed by state and by label, one page at a time, in id order;
+//! - `cancels`: cancel requests recorded without a lease, read by every journal, replaced,
 //!   and cleared by the attempt that honours one;
-//! - [`definitions`]: a run's grants, limits, per-tool limits, price table and labels rebuilt
+//! - `definitions`: a run's grants, limits, per-tool limits, price table and labels rebuilt
 //!   by another journal from the run id alone, a wider resume refused, an explicit widening;
-//! - [`runs`]: journaled runs of the refund task end to end: approval, a second live attempt
+//! - `runs`: journaled runs of the refund task end to end: approval, a second live attempt
 //!   refused while the first is inside its effect, and a reconciliation after a later attempt
 //!   died too;
-//! - [`closing`]: a host closes a run for good with a reason: listed finished `Closed`, its
+//! - `closing`: a host closes a run for good with a reason: listed finished `Closed`, its
 //!   proposal never run, no attempt taking it again, refused while an attempt holds it;
-//! - [`spend`]: a model call's reservation in flight when its attempt died is charged whole on
+//! - `spend`: a model call's reservation in flight when its attempt died is charged whole on
 //!   resume, and replayed replies are not charged again;
-//! - [`approvals`]: a proposal's expiry kept by the backend, a late approval refused and
+//! - `approvals`: a proposal's expiry kept by the backend, a late approval refused and
 //!   nothing written, a host asking again (a new expiry, audited) after which the approval is
 //!   taken and the effect runs once, and asking again refused for bad input or a held run;
-//! - [`streams`]: recorded streams numbered per run in commit order, read a page at a time from
+//! - `streams`: recorded streams numbered per run in commit order, read a page at a time from
 //!   any position, no line from a refused commit, and a run's stream followed from another
 //!   process line for line what its watchers got, across a suspension and a resume.
 //!

@@ -1,0 +1,75 @@
+//! Test support for code built on [`loopbound`], as `tower-test` is to `tower`: what a third
+//! party needs to test a journal store, a pool store or a host against loopbound's contract.
+//!
+//! - [`conformance`]: the journal conformance suite. A store passes it before it is trusted
+//!   with runs: the in-memory journal, SQLite and PostgreSQL all run it unchanged;
+//! - [`hooked`]: a journal with a test's hook in front of it (a store that stops answering,
+//!   fails a commit, or counts its calls);
+//! - [`pool`]: races of many runs drawing from one shared pool, against a model that bills every
+//!   call it answers, to check that a pool store never lets spend past its budget;
+//! - [`refund`]: the refund task (a read, an effect, an idempotent call) whose effects are
+//!   counted outside the run, which the conformance suite runs;
+//! - [`telemetry`]: a tracing layer that records every span and field a run emits;
+//! - [`chain`]: error chains as a host prints them, and the check that each level says
+//!   something of its own.
+//!
+//! The scripted transport a test drives a run with is [`loopbound::scripted`]: it stays in
+//! `loopbound` because consoles and examples run it outside tests too.
+//!
+//! # Running the journal conformance suite
+//!
+//! A store's test implements [`conformance::Backend`] (fresh storage, and journals opened on it
+//! under a holder's name and a lease) and awaits [`conformance::check_all`], which panics with
+//! the rule a check found broken. Here, the in-memory journal; a file or a database is opened the
+//! same way, one fresh file or database per [`conformance::Backend::fresh`]. The suite takes
+//! tens of seconds (some checks wait for short leases to expire), so this example is only
+//! compiled; `loopbound`'s own tests run the same code.
+//!
+//! ```no_run
+//! use std::time::Duration;
+//!
+//! use loopbound::journal::MemoryJournal;
+//! use loopbound_test::conformance::{self, Backend};
+//!
+//! struct Memory;
+//!
+//! impl Backend for Memory {
+//!     type Place = MemoryJournal;
+//!     type Journal = MemoryJournal;
+//!
+//!     async fn fresh(&self) -> MemoryJournal {
+//!         MemoryJournal::default()
+//!     }
+//!
+//!     async fn open(&self, place: &MemoryJournal, holder: &str, lease: Duration) -> MemoryJournal {
+//!         place
+//!             .clone()
+//!             .with_holder(holder)
+//!             .and_then(|journal| journal.with_lease(lease))
+//!             .expect("a valid holder and lease")
+//!     }
+//! }
+//!
+//! #[tokio::main(flavor = "current_thread")]
+//! async fn main() {
+//!     conformance::check_all(&Memory).await;
+//! }
+//! ```
+//!
+//! # Invariants
+//!
+//! - This crate depends on `loopbound` and on crates `loopbound` already builds (tokio, serde,
+//!   serde_json, schemars, tracing), so a test that uses it builds no database client, no MCP
+//!   client and no TLS stack.
+//! - Everything here uses `loopbound`'s public API only: a check that passes here passes for
+//!   any host.
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod chain;
+pub mod conformance;
+pub mod hooked;
+pub mod pool;
+pub mod refund;
+pub mod telemetry;
