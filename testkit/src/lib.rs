@@ -5,6 +5,8 @@
 //! - [`conformance`]: the journal conformance suite every backend runs;
 //! - [`backend`]: one journal type over SQLite and PostgreSQL, opened from a short text, for
 //!   test processes told where their journal is;
+//! - [`journal_fixture`]: the journal fixtures written once by an earlier version, and the
+//!   upgrade check every later version runs over them;
 //! - [`child`]: test binaries that run themselves again as child processes;
 //! - [`scratch`]: fresh scratch directories for tests that write files;
 //! - [`aimock`]: the pinned scripted mock server, started per test on loopback;
@@ -44,6 +46,7 @@ pub mod fuzz;
 pub mod golden;
 pub mod hooked;
 pub mod hostile;
+pub mod journal_fixture;
 pub mod json_schema_suite;
 pub mod leaks;
 pub mod load;
