@@ -284,8 +284,9 @@ async fn open(place: &str, holder: &str, lease: Duration) -> AnyJournal {
     backend::open(place, holder, lease).await.unwrap_or_else(|error| panic!("{place}: {error}"))
 }
 
-/// One line per run as listed and as its record reads: state, attempts, labels, replies,
-/// counters, settled spend, and each operation's tool, status, starts and result.
+/// One line per run as listed and as its record reads: state, attempts, lease, labels, replies,
+/// counters, settled spend, and each operation's tool, status, starts and result; then one
+/// line of its audit log (each event's kind, subject, count and decider).
 async fn describe(journal: &AnyJournal) -> Vec<String> {
     let page = journal::list(journal, &RunQuery::new()).await.unwrap_or_else(|error| panic!("list: {error}"));
     let mut lines = Vec::new();
@@ -311,8 +312,20 @@ async fn describe(journal: &AnyJournal) -> Vec<String> {
                 )
             })
             .collect();
+        let events: Vec<String> = record
+            .events()
+            .iter()
+            .map(|event| {
+                let by = event.decided_by().map(|by| format!(" by {by}")).unwrap_or_default();
+                format!("{:?} {} {}{by}", event.kind(), event.name(), event.count())
+            })
+            .collect();
+        let lease = match summary.lease() {
+            Some(lease) => format!("{} live={}", lease.holder, summary.is_running()),
+            None => "none".to_owned(),
+        };
         lines.push(format!(
-            "{} {:?} attempts={} labels=[{}] replies={} model={} tools={} usage={}/{}/{}/{} ops=[{}]",
+            "{} {:?} attempts={} lease={lease} labels=[{}] replies={} model={} tools={} usage={}/{}/{}/{} ops=[{}]",
             summary.run(),
             summary.state(),
             summary.attempts(),
@@ -326,6 +339,7 @@ async fn describe(journal: &AnyJournal) -> Vec<String> {
             spend.output_tokens,
             operations.join("; "),
         ));
+        lines.push(format!("{} events: {}", summary.run(), events.join(", ")));
     }
     lines
 }
@@ -396,12 +410,18 @@ async fn ambiguous(journal: &AnyJournal, fixture: Fixture) -> journal::Operation
 
 fn expected_before() -> Vec<String> {
     [
-        r#"after-effect Open attempts=1 labels=[tenant=acme] replies=2 model=3 tools=2 usage=0/0/0/0 ops=[lookup_order settled starts=0 result=Some("Order 42: 15.00 EUR, paid, delivered damaged."); refund settled starts=1 result=Some("Refunded 1500 cents on order 42.")]"#,
-        r#"cancel-requested Open attempts=1 labels=[tenant=acme] replies=1 model=2 tools=1 usage=0/0/0/0 ops=[lookup_order settled starts=0 result=Some("Order 42: 15.00 EUR, paid, delivered damaged.")]"#,
-        r#"cut-before-effect Open attempts=2 labels=[region=eu-west,tenant=globex] replies=2 model=2 tools=2 usage=0/0/0/0 ops=[lookup_order settled starts=0 result=Some("Order 42: 15.00 EUR, paid, delivered damaged."); refund Ready { start: 1 } starts=0 result=None]"#,
-        r#"cut-in-effect Ambiguous(2) attempts=1 labels=[tenant=initech] replies=2 model=2 tools=2 usage=0/0/0/0 ops=[lookup_order settled starts=0 result=Some("Order 42: 15.00 EUR, paid, delivered damaged."); refund Started { start: 1 } starts=1 result=None]"#,
-        r#"done Finished(Completed) attempts=1 labels=[tenant=acme,tier=gold] replies=5 model=5 tools=4 usage=100/40/20/50 ops=[lookup_order settled starts=0 result=Some("Order 42: 15.00 EUR, paid, delivered damaged."); refund settled starts=1 result=Some("Refunded 1500 cents on order 42."); refund settled starts=1 result=Some("Refunded 700 cents on order 43."); send_receipt settled starts=1 result=Some("Receipt for order 42 sent.")]"#,
-        r#"waiting AwaitingApproval(2) attempts=1 labels=[tenant=globex] replies=2 model=2 tools=2 usage=0/0/0/0 ops=[lookup_order settled starts=0 result=Some("Order 42: 15.00 EUR, paid, delivered damaged."); refund AwaitingDecision starts=0 result=None]"#,
+        r#"after-effect Open attempts=1 lease=none labels=[tenant=acme] replies=2 model=3 tools=2 usage=0/0/0/0 ops=[lookup_order settled starts=0 result=Some("Order 42: 15.00 EUR, paid, delivered damaged."); refund settled starts=1 result=Some("Refunded 1500 cents on order 42.")]"#,
+        r#"after-effect events: ModelCall model 1, Middleware lookup_order 1, ToolCall lookup_order 1, Proposed lookup_order 1, Allowed lookup_order 1 by policy, ModelCall model 2, Middleware refund 2, ToolCall refund 2, Proposed refund 2, Allowed refund 2 by policy, EffectStarted refund 2, EffectRecorded refund 2, ModelCall model 3"#,
+        r#"cancel-requested Open attempts=1 lease=none labels=[tenant=acme] replies=1 model=2 tools=1 usage=0/0/0/0 ops=[lookup_order settled starts=0 result=Some("Order 42: 15.00 EUR, paid, delivered damaged.")]"#,
+        r#"cancel-requested events: ModelCall model 1, Middleware lookup_order 1, ToolCall lookup_order 1, Proposed lookup_order 1, Allowed lookup_order 1 by policy, ModelCall model 2"#,
+        r#"cut-before-effect Open attempts=2 lease=fixture-writer live=false labels=[region=eu-west,tenant=globex] replies=2 model=2 tools=2 usage=0/0/0/0 ops=[lookup_order settled starts=0 result=Some("Order 42: 15.00 EUR, paid, delivered damaged."); refund Ready { start: 1 } starts=0 result=None]"#,
+        r#"cut-before-effect events: ModelCall model 1, Middleware lookup_order 1, ToolCall lookup_order 1, Proposed lookup_order 1, Allowed lookup_order 1 by policy, ModelCall model 2, Middleware refund 2, ToolCall refund 2, Proposed refund 2, AwaitingApproval refund 2"#,
+        r#"cut-in-effect Ambiguous(2) attempts=1 lease=fixture-writer live=false labels=[tenant=initech] replies=2 model=2 tools=2 usage=0/0/0/0 ops=[lookup_order settled starts=0 result=Some("Order 42: 15.00 EUR, paid, delivered damaged."); refund Started { start: 1 } starts=1 result=None]"#,
+        r#"cut-in-effect events: ModelCall model 1, Middleware lookup_order 1, ToolCall lookup_order 1, Proposed lookup_order 1, Allowed lookup_order 1 by policy, ModelCall model 2, Middleware refund 2, ToolCall refund 2, Proposed refund 2, Allowed refund 2 by policy, EffectStarted refund 2"#,
+        r#"done Finished(Completed) attempts=1 lease=none labels=[tenant=acme,tier=gold] replies=5 model=5 tools=4 usage=100/40/20/50 ops=[lookup_order settled starts=0 result=Some("Order 42: 15.00 EUR, paid, delivered damaged."); refund settled starts=1 result=Some("Refunded 1500 cents on order 42."); refund settled starts=1 result=Some("Refunded 700 cents on order 43."); send_receipt settled starts=1 result=Some("Receipt for order 42 sent.")]"#,
+        r#"done events: ModelCall model 1, Middleware lookup_order 1, ToolCall lookup_order 1, Proposed lookup_order 1, Allowed lookup_order 1 by policy, ModelCall model 2, Middleware refund 2, ToolCall refund 2, Proposed refund 2, Allowed refund 2 by policy, EffectStarted refund 2, EffectRecorded refund 2, ModelCall model 3, Middleware refund 3, ToolCall refund 3, Proposed refund 3, Allowed refund 3 by policy, EffectStarted refund 3, EffectRecorded refund 3, ModelCall model 4, Middleware send_receipt 4, ToolCall send_receipt 4, Proposed send_receipt 4, Allowed send_receipt 4 by policy, EffectStarted send_receipt 4, EffectRecorded send_receipt 4, ModelCall model 5"#,
+        r#"waiting AwaitingApproval(2) attempts=1 lease=none labels=[tenant=globex] replies=2 model=2 tools=2 usage=0/0/0/0 ops=[lookup_order settled starts=0 result=Some("Order 42: 15.00 EUR, paid, delivered damaged."); refund AwaitingDecision starts=0 result=None]"#,
+        r#"waiting events: ModelCall model 1, Middleware lookup_order 1, ToolCall lookup_order 1, Proposed lookup_order 1, Allowed lookup_order 1 by policy, ModelCall model 2, Middleware refund 2, ToolCall refund 2, Proposed refund 2, AwaitingApproval refund 2"#,
     ]
     .map(str::to_owned)
     .to_vec()
@@ -423,12 +443,18 @@ fn expected_resumed() -> Vec<String> {
 
 fn expected_after() -> Vec<String> {
     [
-        r#"after-effect Finished(Completed) attempts=2 labels=[tenant=acme] replies=3 model=4 tools=2 usage=0/0/0/0 ops=[lookup_order settled starts=0 result=Some("Order 42: 15.00 EUR, paid, delivered damaged."); refund settled starts=1 result=Some("Refunded 1500 cents on order 42.")]"#,
-        r#"cancel-requested Open attempts=2 labels=[tenant=acme] replies=1 model=2 tools=1 usage=0/0/0/0 ops=[lookup_order settled starts=0 result=Some("Order 42: 15.00 EUR, paid, delivered damaged.")]"#,
-        r#"cut-before-effect Finished(Completed) attempts=3 labels=[region=eu-west,tenant=globex] replies=3 model=3 tools=2 usage=0/0/0/0 ops=[lookup_order settled starts=0 result=Some("Order 42: 15.00 EUR, paid, delivered damaged."); refund settled starts=1 result=Some("Refunded 1500 cents on order 42.")]"#,
-        r#"cut-in-effect Finished(Completed) attempts=3 labels=[tenant=initech] replies=3 model=3 tools=2 usage=0/0/0/0 ops=[lookup_order settled starts=0 result=Some("Order 42: 15.00 EUR, paid, delivered damaged."); refund settled starts=1 result=Some("Refunded 1500 cents on order 42.")]"#,
-        r#"done Finished(Completed) attempts=1 labels=[tenant=acme,tier=gold] replies=5 model=5 tools=4 usage=100/40/20/50 ops=[lookup_order settled starts=0 result=Some("Order 42: 15.00 EUR, paid, delivered damaged."); refund settled starts=1 result=Some("Refunded 1500 cents on order 42."); refund settled starts=1 result=Some("Refunded 700 cents on order 43."); send_receipt settled starts=1 result=Some("Receipt for order 42 sent.")]"#,
-        r#"waiting Finished(Completed) attempts=2 labels=[tenant=globex] replies=3 model=3 tools=2 usage=0/0/0/0 ops=[lookup_order settled starts=0 result=Some("Order 42: 15.00 EUR, paid, delivered damaged."); refund settled starts=1 result=Some("Refunded 1500 cents on order 42.")]"#,
+        r#"after-effect Finished(Completed) attempts=2 lease=none labels=[tenant=acme] replies=3 model=4 tools=2 usage=0/0/0/0 ops=[lookup_order settled starts=0 result=Some("Order 42: 15.00 EUR, paid, delivered damaged."); refund settled starts=1 result=Some("Refunded 1500 cents on order 42.")]"#,
+        r#"after-effect events: ModelCall model 1, Middleware lookup_order 1, ToolCall lookup_order 1, Proposed lookup_order 1, Allowed lookup_order 1 by policy, ModelCall model 2, Middleware refund 2, ToolCall refund 2, Proposed refund 2, Allowed refund 2 by policy, EffectStarted refund 2, EffectRecorded refund 2, ModelCall model 3, Resumed run 2, ModelCall model 4"#,
+        r#"cancel-requested Open attempts=2 lease=none labels=[tenant=acme] replies=1 model=2 tools=1 usage=0/0/0/0 ops=[lookup_order settled starts=0 result=Some("Order 42: 15.00 EUR, paid, delivered damaged.")]"#,
+        r#"cancel-requested events: ModelCall model 1, Middleware lookup_order 1, ToolCall lookup_order 1, Proposed lookup_order 1, Allowed lookup_order 1 by policy, ModelCall model 2, Resumed run 2, Cancelled run 2 by ops-bob"#,
+        r#"cut-before-effect Finished(Completed) attempts=3 lease=none labels=[region=eu-west,tenant=globex] replies=3 model=3 tools=2 usage=0/0/0/0 ops=[lookup_order settled starts=0 result=Some("Order 42: 15.00 EUR, paid, delivered damaged."); refund settled starts=1 result=Some("Refunded 1500 cents on order 42.")]"#,
+        r#"cut-before-effect events: ModelCall model 1, Middleware lookup_order 1, ToolCall lookup_order 1, Proposed lookup_order 1, Allowed lookup_order 1 by policy, ModelCall model 2, Middleware refund 2, ToolCall refund 2, Proposed refund 2, AwaitingApproval refund 2, Resumed run 3, Allowed refund 2 by approver alice, EffectStarted refund 2, EffectRecorded refund 2, ModelCall model 3"#,
+        r#"cut-in-effect Finished(Completed) attempts=3 lease=none labels=[tenant=initech] replies=3 model=3 tools=2 usage=0/0/0/0 ops=[lookup_order settled starts=0 result=Some("Order 42: 15.00 EUR, paid, delivered damaged."); refund settled starts=1 result=Some("Refunded 1500 cents on order 42.")]"#,
+        r#"cut-in-effect events: ModelCall model 1, Middleware lookup_order 1, ToolCall lookup_order 1, Proposed lookup_order 1, Allowed lookup_order 1 by policy, ModelCall model 2, Middleware refund 2, ToolCall refund 2, Proposed refund 2, Allowed refund 2 by policy, EffectStarted refund 2, Resumed run 2, Resumed run 3, Reconciled refund 2 by ops-carol, ModelCall model 3"#,
+        r#"done Finished(Completed) attempts=1 lease=none labels=[tenant=acme,tier=gold] replies=5 model=5 tools=4 usage=100/40/20/50 ops=[lookup_order settled starts=0 result=Some("Order 42: 15.00 EUR, paid, delivered damaged."); refund settled starts=1 result=Some("Refunded 1500 cents on order 42."); refund settled starts=1 result=Some("Refunded 700 cents on order 43."); send_receipt settled starts=1 result=Some("Receipt for order 42 sent.")]"#,
+        r#"done events: ModelCall model 1, Middleware lookup_order 1, ToolCall lookup_order 1, Proposed lookup_order 1, Allowed lookup_order 1 by policy, ModelCall model 2, Middleware refund 2, ToolCall refund 2, Proposed refund 2, Allowed refund 2 by policy, EffectStarted refund 2, EffectRecorded refund 2, ModelCall model 3, Middleware refund 3, ToolCall refund 3, Proposed refund 3, Allowed refund 3 by policy, EffectStarted refund 3, EffectRecorded refund 3, ModelCall model 4, Middleware send_receipt 4, ToolCall send_receipt 4, Proposed send_receipt 4, Allowed send_receipt 4 by policy, EffectStarted send_receipt 4, EffectRecorded send_receipt 4, ModelCall model 5"#,
+        r#"waiting Finished(Completed) attempts=2 lease=none labels=[tenant=globex] replies=3 model=3 tools=2 usage=0/0/0/0 ops=[lookup_order settled starts=0 result=Some("Order 42: 15.00 EUR, paid, delivered damaged."); refund settled starts=1 result=Some("Refunded 1500 cents on order 42.")]"#,
+        r#"waiting events: ModelCall model 1, Middleware lookup_order 1, ToolCall lookup_order 1, Proposed lookup_order 1, Allowed lookup_order 1 by policy, ModelCall model 2, Middleware refund 2, ToolCall refund 2, Proposed refund 2, AwaitingApproval refund 2, Resumed run 2, Allowed refund 2 by approver alice, EffectStarted refund 2, EffectRecorded refund 2, ModelCall model 3"#,
     ]
     .map(str::to_owned)
     .to_vec()
