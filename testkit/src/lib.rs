@@ -8,6 +8,8 @@
 //!   pool store a worker process opens;
 //! - [`backend`]: one journal type over SQLite and PostgreSQL, opened from a short text, for
 //!   test processes told where their journal is;
+//! - [`journal_fixture`]: the journal fixtures written once by an earlier version, and the
+//!   upgrade check every later version runs over them;
 //! - [`child`]: test binaries that run themselves again as child processes;
 //! - [`scratch`]: fresh scratch directories for tests that write files;
 //! - [`aimock`]: the pinned scripted mock server, started per test on loopback;
@@ -43,6 +45,7 @@ pub mod child;
 pub mod fuzz;
 pub mod golden;
 pub mod hostile;
+pub mod journal_fixture;
 pub mod json_schema_suite;
 pub mod leaks;
 pub mod load;

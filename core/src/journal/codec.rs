@@ -1,8 +1,23 @@
 //! The one encoding of the journal's stored values, shared by every backend: JSON for
 //! structured values (replies, the conversation, the counters), short names for enumerations.
 //!
+//! Every JSON value is written and read through a private `Stored*` struct of this module or
+//! of `codec_messages`, `codec_progress` and `codec_terms`, never through a public type's serde
+//! derive: a public type may grow, the stored text may not change by accident.
+//!
+//! No value carries a version of its own. The format changes in two ways only: additively (a
+//! new field is optional, read as its default when absent and not written while it holds it,
+//! as `below_model_calls` and `progress` were added), which every reader of the same schema
+//! handles; or with a new schema version of the backend (`PRAGMA user_version` for SQLite,
+//! `loopbound_schema` for PostgreSQL), whose migration rewrites the stored rows. A version
+//! field in each value would repeat the schema version, change the text of every row written
+//! so far, and still not let an older build read a newer value, which the schema version
+//! already refuses ([`JournalError::UnsupportedSchema`]).
+//!
 //! # Invariants
 //!
+//! - Every stored text is pinned by a test (`codec_pins.rs` and this module's tests): the
+//!   journals an earlier version wrote (`testkit/fixtures/`) read as they did.
 //! - `decode(encode(x)) == x` for every value this module encodes.
 //! - Decoding never panics: any text gives a value or a typed
 //!   [`Corrupt`](JournalError::Corrupt) error naming the field, never the stored text.
@@ -12,6 +27,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+use super::codec_messages::{StoredMessage, StoredToolCall, StoredUsage};
 use super::definition::RunDefinition;
 use super::error::JournalError;
 use super::label::Labels;
@@ -23,7 +39,7 @@ use crate::guard::{Below, Counters};
 use crate::limits::Limits;
 use crate::spend::{Micros, Reserved};
 use crate::tool::EffectKind;
-use crate::transport::{Message, ModelReply, ToolCall, Usage};
+use crate::transport::{Message, ModelReply, Usage};
 
 fn corrupt(what: &str) -> JournalError {
     JournalError::Corrupt(what.to_owned())
@@ -34,30 +50,37 @@ fn corrupt(what: &str) -> JournalError {
 #[serde(deny_unknown_fields)]
 struct StoredReply {
     content: Option<String>,
-    tool_calls: Vec<ToolCall>,
-    usage: Option<Usage>,
+    tool_calls: Vec<StoredToolCall>,
+    usage: Option<StoredUsage>,
 }
 
 pub(crate) fn encode_reply(reply: &ModelReply) -> String {
     let stored = StoredReply {
         content: reply.content.clone(),
-        tool_calls: reply.tool_calls.clone(),
-        usage: reply.usage,
+        tool_calls: reply.tool_calls.iter().map(StoredToolCall::encode).collect(),
+        usage: reply.usage.as_ref().map(StoredUsage::encode),
     };
     serde_json::to_string(&stored).unwrap_or_default()
 }
 
 pub(crate) fn decode_reply(text: &str) -> Result<ModelReply, JournalError> {
     let stored: StoredReply = serde_json::from_str(text).map_err(|_| corrupt("a recorded model reply"))?;
-    Ok(ModelReply { content: stored.content, tool_calls: stored.tool_calls, usage: stored.usage })
+    Ok(ModelReply {
+        content: stored.content,
+        tool_calls: stored.tool_calls.into_iter().map(StoredToolCall::decode).collect(),
+        usage: stored.usage.map(StoredUsage::decode),
+    })
 }
 
 pub(crate) fn encode_conversation(conversation: &[Message]) -> String {
-    serde_json::to_string(conversation).unwrap_or_default()
+    let stored: Vec<StoredMessage> = conversation.iter().map(StoredMessage::encode).collect();
+    serde_json::to_string(&stored).unwrap_or_default()
 }
 
 pub(crate) fn decode_conversation(text: &str) -> Result<Vec<Message>, JournalError> {
-    serde_json::from_str(text).map_err(|_| corrupt("the run's initial conversation"))
+    let stored: Vec<StoredMessage> =
+        serde_json::from_str(text).map_err(|_| corrupt("the run's initial conversation"))?;
+    Ok(stored.into_iter().map(StoredMessage::decode).collect())
 }
 
 /// The counters as stored.
@@ -184,7 +207,7 @@ struct StoredDefinition {
     model_calls: u32,
     tool_calls: u32,
     repetitions: u32,
-    deadline: std::time::Duration,
+    deadline: StoredDuration,
     calls_per_reply: u32,
     reply_bytes: usize,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -212,6 +235,27 @@ struct StoredDefinition {
     progress: Option<codec_progress::StoredPolicy>,
 }
 
+/// A duration as stored: whole seconds and the nanoseconds beyond them (the form serde gives
+/// [`Duration`](std::time::Duration), which the definition was first stored with).
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StoredDuration {
+    secs: u64,
+    nanos: u32,
+}
+
+impl StoredDuration {
+    fn encode(duration: std::time::Duration) -> Self {
+        Self { secs: duration.as_secs(), nanos: duration.subsec_nanos() }
+    }
+
+    /// The duration, or `None` when its nanoseconds carried into the seconds overflow them.
+    fn decode(&self) -> Option<std::time::Duration> {
+        self.secs.checked_add(u64::from(self.nanos / 1_000_000_000))?;
+        Some(std::time::Duration::new(self.secs, self.nanos))
+    }
+}
+
 fn default_min_output() -> u32 {
     Limits::DEFAULT_MIN_OUTPUT_TOKENS
 }
@@ -228,7 +272,7 @@ pub(crate) fn encode_definition(definition: &RunDefinition) -> String {
         model_calls: limits.model_calls(),
         tool_calls: limits.tool_calls(),
         repetitions: limits.repetitions(),
-        deadline: limits.deadline(),
+        deadline: StoredDuration::encode(limits.deadline()),
         calls_per_reply: limits.calls_per_reply(),
         reply_bytes: limits.reply_bytes(),
         input_tokens: limits.input_tokens(),
@@ -258,7 +302,7 @@ pub(crate) fn decode_definition(text: &str, labels: Labels) -> Result<Option<Run
         .with_model_calls(stored.model_calls)
         .with_tool_calls(stored.tool_calls)
         .with_repetitions(stored.repetitions)
-        .with_deadline(stored.deadline)
+        .with_deadline(stored.deadline.decode().ok_or_else(bad)?)
         .with_calls_per_reply(stored.calls_per_reply)
         .with_reply_bytes(stored.reply_bytes)
         .with_min_output_tokens(stored.min_output_tokens);

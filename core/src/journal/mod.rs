@@ -47,6 +47,21 @@
 //! running a run, [`close`] a run for good, and [`follow`] a run's recorded stream from any
 //! position (a Server-Sent-Events `Last-Event-ID`), in any process.
 //!
+//! # Stored format
+//!
+//! What a journal stores is a promise to every later version: a journal written today is
+//! opened, listed and resumed by every later release. Its values (conversation, replies,
+//! counters, definitions) are written as JSON by private stored structs, mapped to and from the
+//! public types by hand (`codec*.rs`), never through the public types' serde derives, so a
+//! field added to a `#[non_exhaustive]` type changes nothing stored. A change to the stored
+//! text is additive (a new optional field, absent when it holds its default) or comes with a
+//! backend schema migration that rewrites the rows; the pinned texts of `codec_pins.rs` show
+//! any change. `testkit/fixtures/journal-<date>/` holds journals (a SQLite file, a PostgreSQL
+//! dump) that an earlier version wrote, never regenerated; the backends' upgrade tests open a
+//! copy of each and resume its runs to their outcomes. A format change adds a new folder beside
+//! them. The lines of a run's recorded stream are the JSON of its live
+//! [`Update`](crate::watch::Update)s, stored as text and replayed verbatim, never decoded.
+//!
 //! # Invariants
 //!
 //! - Nothing that could not be recorded runs: a failed commit ends the run (fail closed).
@@ -66,6 +81,9 @@
 mod bound;
 mod cancel_watch;
 mod codec;
+mod codec_messages;
+#[cfg(test)]
+mod codec_pins;
 mod codec_progress;
 mod codec_terms;
 mod definition;

@@ -20,8 +20,9 @@ use loopbound::tool::Policy;
 use loopbound::transport::{ModelReply, Usage};
 use loopbound::{Limits, Outcome, RunError, Runtime, Scope, Status};
 use loopbound_sqlite::SqliteJournal;
+use loopbound_sqlite::Synchronous;
 use loopbound_testkit::refund::{self, EffectSink, MemorySink};
-use loopbound_testkit::scratch;
+use loopbound_testkit::{backend, journal_fixture, scratch};
 
 const FIXTURE: &str = "tests/fixtures/journal-2026-12-06.db";
 
@@ -121,4 +122,16 @@ async fn a_journal_written_on_2026_12_06_opens_lists_and_resumes_to_the_right_ou
     assert_eq!(resumed.status(), Status::Completed);
     assert_eq!(sink.count("refund"), 1);
     assert_eq!(*asked.lock().unwrap(), [3], "replies 1 and 2 were replayed from the old journal");
+}
+
+/// The journal fixture of `testkit/fixtures/journal-2026-12-06/` (see
+/// `loopbound_testkit::journal_fixture`): six runs, each left in a state a resume must handle,
+/// open, list, read and resume to the right outcome.
+#[tokio::test]
+async fn the_2026_12_06_fixture_opens_lists_reads_and_resumes_every_run_to_its_outcome() {
+    let path = scratch::dir("sqlite-fixture").join("journal.db");
+    let fixture =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testkit/fixtures/journal-2026-12-06/journal.db");
+    std::fs::copy(&fixture, &path).unwrap_or_else(|error| panic!("{}: {error}", fixture.display()));
+    journal_fixture::check(&backend::sqlite_place(&path, Synchronous::Full)).await;
 }

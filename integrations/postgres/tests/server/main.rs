@@ -10,6 +10,7 @@ mod leases;
 mod notify;
 mod processes;
 mod schema;
+mod upgrade;
 
 use std::time::Duration;
 
