@@ -13,7 +13,7 @@ set -euo pipefail
 cd "$(dirname "$0")"
 
 seconds="${1:-30}"
-targets="${FUZZ_TARGETS:-canonical bind_guard run openai_parse responses_parse anthropic_parse mcp_arguments journal_rows progress}"
+targets="${FUZZ_TARGETS:-canonical json_read bind_guard run openai_parse responses_parse anthropic_parse mcp_arguments journal_rows progress}"
 
 step() {
     echo

@@ -104,14 +104,16 @@
 //! # Features
 //!
 //! No default feature changes serde_json for the rest of the build: arguments are bound by
-//! loopbound's own JSON reader, which reads numbers by value (`42`, `42.0` and `4.2e1` bind an
+//! loopbound's own JSON reader ([`loopbound_json`], which also holds the canonical writer
+//! re-exported here as [`canonical`]), which reads numbers by value (`42`, `42.0` and `4.2e1` bind an
 //! integer field to 42; a float field gets the correctly rounded nearest `f64` for every
 //! spelling), so typed inputs are compared exactly without any serde_json feature. What each
 //! mode guarantees for numbers is detailed in [`canonical`].
 //!
 //! - `exact-numbers` (off by default): a `serde_json::Value` input keeps every number's exact
 //!   text, so numbers beyond `f64` are compared exactly too (by default such a `Value` holds
-//!   them rounded to the nearest `f64`). It enables serde_json's `arbitrary_precision`, which
+//!   them rounded to the nearest `f64`). It enables serde_json's `arbitrary_precision` (through
+//!   `loopbound-json`'s feature of the same name), which
 //!   changes serde_json for the whole build (numbers inside `#[serde(untagged)]` enums or
 //!   `#[serde(flatten)]` fields deserialized by serde_json itself no longer fit primitive
 //!   types), which is why it is opt-in.
@@ -122,11 +124,11 @@
 // Module names prefix most types; repeating them in item names reads well here.
 #![allow(clippy::module_name_repetitions)]
 
-pub mod canonical;
+#[doc(inline)]
+pub use loopbound_json::canonical;
 mod event;
 mod guard;
 pub mod journal;
-mod json;
 mod limits;
 mod outcome;
 pub mod pool;

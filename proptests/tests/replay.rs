@@ -41,6 +41,11 @@ fn every_canonical_seed_and_regression_holds() {
 }
 
 #[test]
+fn every_json_read_seed_and_regression_holds() {
+    assert!(replay("json_read", harness::json_read) > 0, "the json_read corpus is empty");
+}
+
+#[test]
 fn every_bind_guard_seed_and_regression_holds() {
     assert!(replay("bind_guard", harness::bind_guard) > 0, "the bind_guard corpus is empty");
 }

@@ -1080,8 +1080,14 @@ mod tests {
         Arc::from("read_ticket")
     }
 
-    fn signed(arguments: &str) -> Signature {
-        Signature::from_parts(format!("read_ticket:{arguments}"), "read_ticket".len())
+    /// The signature of a call of `name` whose arguments are the JSON string `argument`.
+    fn signed_as(name: &str, argument: &str) -> Signature {
+        crate::canonical::signature(name, argument)
+            .unwrap_or_else(|error| panic!("a string is signed: {error}"))
+    }
+
+    fn signed(argument: &str) -> Signature {
+        signed_as("read_ticket", argument)
     }
 
     fn kinds(ledger: &Ledger) -> Vec<String> {
@@ -1154,8 +1160,8 @@ mod tests {
             ledger.admit_tool(OPEN, &limits, &tool, terms(true), signed("a"), &mut []),
             halted(HaltReason::RepeatedCall)
         );
-        assert_eq!(ledger.repetitions_of("read_ticket:a"), 2);
-        assert_eq!(ledger.repetitions_of("read_ticket:b"), 1);
+        assert_eq!(ledger.repetitions_of(r#"read_ticket:"a""#), 2);
+        assert_eq!(ledger.repetitions_of(r#"read_ticket:"b""#), 1);
         assert_eq!(kinds(&ledger).last().map(String::as_str), Some("RepeatedCall read_ticket 2"));
     }
 
@@ -1303,7 +1309,7 @@ mod tests {
         arguments: &str,
         result: &str,
     ) -> Result<u32, Refuse> {
-        let signature = Signature::from_parts(format!("{name}:{arguments}"), name.len());
+        let signature = signed_as(name, arguments);
         let decided = ledger.admit_tool(OPEN, limits, name, terms, signature, &mut []);
         if let Ok(count) = decided {
             let noted = (super::super::progress::digest(result, false), false);

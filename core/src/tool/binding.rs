@@ -4,8 +4,8 @@
 //!
 //! - Binding touches nothing: no counter, no reservation, no event. A failure is a
 //!   [`BindError`] for the model, never a halt.
-//! - Arguments are read by loopbound's own JSON reader (no serde_json parser, no serde_json
-//!   feature): numbers by value, nesting at most [`MAX_DEPTH`](crate::canonical::MAX_DEPTH) levels, so a deep input is a typed
+//! - Arguments are read by loopbound's own JSON reader ([`loopbound_json::from_str`]: no
+//!   serde_json parser, no serde_json feature): numbers by value, nesting at most [`MAX_DEPTH`](crate::canonical::MAX_DEPTH) levels, so a deep input is a typed
 //!   error, never a stack overflow.
 //! - A [`BindError`] holds no argument value, in its message, its `Display` or its `Debug`: it
 //!   names the field path (declared field and variant names, array indices; other object keys
@@ -21,7 +21,7 @@ use serde::de::DeserializeOwned;
 
 use super::error::{MAX_MESSAGE_LEN, truncate};
 use crate::canonical::SignatureError;
-use crate::json::{self, Class};
+use loopbound_json::Class;
 
 /// Binds JSON text to `T`.
 ///
@@ -34,12 +34,14 @@ pub(crate) fn bind<T: DeserializeOwned>(tool: &Arc<str>, arguments: &str) -> Res
     if !text.trim_start_matches(WHITESPACE).starts_with('{') {
         return Err(BindError::new(tool, BindErrorKind::NotAnObject, "", "arguments must be a JSON object"));
     }
-    json::from_str(text).map_err(|error| {
+    loopbound_json::from_str(text).map_err(|error| {
         let described = error.describe(text);
         let kind = match described.class {
             Class::InvalidJson => BindErrorKind::InvalidJson,
             Class::TooDeep => BindErrorKind::TooDeep,
-            Class::Mismatch => BindErrorKind::Mismatch,
+            // A class the codec adds later is, like every class but the two above, about the
+            // text against the type.
+            _ => BindErrorKind::Mismatch,
         };
         BindError::new(tool, kind, &described.path, &described.message)
     })

@@ -153,7 +153,7 @@ impl Agrees for Floats {
 
 /// How many floats lie between two of the same width, given their bits and the sign bit's
 /// position (different signs count as far apart, but for zeros).
-fn ulps_apart(a: u64, b: u64, sign: u32) -> u64 {
+pub(crate) fn ulps_apart(a: u64, b: u64, sign: u32) -> u64 {
     let magnitude = |bits: u64| bits & !(1 << sign);
     if (a >> sign) != (b >> sign) {
         return if magnitude(a) == 0 && magnitude(b) == 0 { 0 } else { u64::MAX };

@@ -13,6 +13,7 @@ pub mod bind_case;
 pub mod guard_model;
 pub mod journal_case;
 pub mod json_mirror;
+pub mod json_read;
 pub mod mcp_case;
 pub mod openai_case;
 pub mod progress_case;
@@ -75,6 +76,14 @@ pub fn read_value(text: &str) -> Result<Value, loopbound::tool::BindError> {
             .unwrap_or_else(|error| panic!("building the value tool: {error}"))
     });
     tool.bind(&format!(r#"{{"x":{text}}}"#)).map(|arg| arg.x)
+}
+
+/// Target `json_read`: bytes that are UTF-8 read by `loopbound-json`'s reader into a `Value`
+/// and by serde_json's, compared (see [`json_read`]).
+pub fn json_read(data: &[u8]) {
+    if let Ok(text) = std::str::from_utf8(data) {
+        json_read::check(text);
+    }
 }
 
 /// Target `bind_guard`: an arbitrary [`bind_case::BindCase`].

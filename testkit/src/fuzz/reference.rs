@@ -1,5 +1,5 @@
 //! An independent reference for loopbound's canonical JSON, written from the contract (SPEC §5)
-//! and the number format that `core/src/canonical/number.rs` documents, without reusing any of
+//! and the number format that `json/src/canonical/number.rs` documents, without reusing any of
 //! core's code.
 //!
 //! # Invariants

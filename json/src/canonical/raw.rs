@@ -15,8 +15,8 @@ use std::borrow::Cow;
 use super::error::SignatureError;
 use super::writer::{Entries, Scratch, nest, write_bool, write_null};
 use super::{write_json_string, write_number};
-use crate::json::SyntaxCode;
-use crate::json::read::{Reader, Text};
+use crate::reader::SyntaxCode;
+use crate::reader::read::{Reader, Text};
 
 /// Appends the canonical form of the JSON `text`, found inside `depth` containers.
 pub(crate) fn write_raw(out: &mut String, text: &str, depth: usize) -> Result<(), SignatureError> {

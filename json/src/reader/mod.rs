@@ -1,5 +1,5 @@
-//! loopbound's own JSON reader: tool arguments bound straight from their text into a tool's
-//! input type, with typed errors that never hold the arguments' values.
+//! The JSON reader: text bound straight into a serde type (for loopbound, tool arguments into
+//! a tool's input type), with typed errors that never hold the text's values.
 //!
 //! - [`read`]: the scanner (whitespace, literals, strings, number tokens, values skipped);
 //! - [`number`]: number tokens read by value;
@@ -29,16 +29,29 @@ pub(crate) mod read;
 use serde::de::DeserializeOwned;
 
 pub(crate) use de::Deserializer;
-pub(crate) use error::{Class, Error, SyntaxCode};
+pub(crate) use error::SyntaxCode;
+pub use error::{Class, Described, Error};
 use read::Reader;
 
-/// The struct name serde_json gives a number's exact text under `arbitrary_precision`.
+/// The struct name serde_json gives a number's exact text under `arbitrary_precision`: private
+/// to serde_json, and watched by the tests of `serde_json_tokens`.
 pub(crate) const NUMBER_TOKEN: &str = "$serde_json::private::Number";
-/// The struct name serde_json gives a `RawValue`'s text.
+/// The struct name serde_json gives a `RawValue`'s text: private to serde_json, and watched by
+/// the tests of `serde_json_tokens`.
 pub(crate) const RAW_VALUE_TOKEN: &str = "$serde_json::private::RawValue";
 
 /// Binds JSON `text` to `T`.
-pub(crate) fn from_str<T: DeserializeOwned>(text: &str) -> Result<T, Error> {
+///
+/// The text must be one JSON value (RFC 8259), with nothing else but whitespace around it.
+/// Numbers are read by value, whatever their spelling; arrays and objects may nest at most
+/// [`MAX_DEPTH`](crate::canonical::MAX_DEPTH) levels.
+///
+/// # Errors
+///
+/// An [`Error`] if the text is not JSON (the first grammar error, whatever the type found
+/// before it), nests too deep, or does not fit `T`. It holds no value of the text; see
+/// [`Error::describe`].
+pub fn from_str<T: DeserializeOwned>(text: &str) -> Result<T, Error> {
     let mut de = Deserializer::new(text);
     let bound =
         T::deserialize(&mut de).and_then(|value| de.read.end().map(|()| value).map_err(Error::syntax));
@@ -52,5 +65,7 @@ fn first_syntax_error(text: &str) -> Option<Error> {
     reader.skip_value(None).and_then(|()| reader.end()).err().map(Error::syntax)
 }
 
+#[cfg(test)]
+mod serde_json_tokens;
 #[cfg(test)]
 mod tests;

@@ -25,7 +25,7 @@ use super::writer::{
     Entries, Scratch, nest, write_bool, write_float, write_integer, write_null, write_wide_integer,
 };
 use super::{raw, write_json_string, write_number};
-use crate::json::{NUMBER_TOKEN, RAW_VALUE_TOKEN};
+use crate::reader::{NUMBER_TOKEN, RAW_VALUE_TOKEN};
 
 /// Returns the signature of `value` for tool `name`: `name + ":" + canonical JSON of value`,
 /// written directly from the typed value. This is the key the repetition limit counts.
@@ -33,9 +33,9 @@ use crate::json::{NUMBER_TOKEN, RAW_VALUE_TOKEN};
 /// ```
 /// #[derive(serde::Serialize)]
 /// struct Ticket { input: i64 }
-/// let signature = loopbound::canonical::signature("read_ticket", &Ticket { input: 42 })?;
+/// let signature = loopbound_json::canonical::signature("read_ticket", &Ticket { input: 42 })?;
 /// assert_eq!(signature.as_str(), r#"read_ticket:{"input":42}"#);
-/// # Ok::<(), loopbound::canonical::SignatureError>(())
+/// # Ok::<(), loopbound_json::canonical::SignatureError>(())
 /// ```
 ///
 /// # Errors

@@ -70,7 +70,7 @@ pub const MAX_DEPTH: usize = 128;
 ///
 /// ```
 /// use serde_json::json;
-/// use loopbound::canonical::canonical_json;
+/// use loopbound_json::canonical::canonical_json;
 ///
 /// let a = json!({"b": [1, 2.0, null], "a": "x"});
 /// let b: serde_json::Value = serde_json::from_str(r#"{ "a" : "x", "b" : [1e0, 2, null] }"#).unwrap();

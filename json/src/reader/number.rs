@@ -140,7 +140,7 @@ pub(crate) fn float32(token: Token<'_>) -> Option<f32> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::json::read::Reader;
+    use crate::reader::read::Reader;
 
     fn read(text: &str) -> Integer {
         let token = Reader::new(text).number().unwrap_or(Token { text: "0", plain: true });

@@ -14,12 +14,12 @@ use std::fmt;
 /// ```
 /// #[derive(serde::Serialize)]
 /// struct Ticket { input: i64 }
-/// let signature = loopbound::canonical::signature("read_ticket", &Ticket { input: 42 })?;
+/// let signature = loopbound_json::canonical::signature("read_ticket", &Ticket { input: 42 })?;
 /// assert_eq!(signature.tool(), "read_ticket");
 /// assert_eq!(signature.arguments(), r#"{"input":42}"#);
 /// assert_eq!(signature.as_str(), r#"read_ticket:{"input":42}"#);
 /// assert_eq!(format!("{signature:?}"), r#"Signature { tool: "read_ticket", .. }"#);
-/// # Ok::<(), loopbound::canonical::SignatureError>(())
+/// # Ok::<(), loopbound_json::canonical::SignatureError>(())
 /// ```
 #[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Signature {

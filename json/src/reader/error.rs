@@ -156,17 +156,28 @@ pub(crate) enum Problem {
     Refused,
 }
 
-/// How a problem is classified for the caller.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Class {
+/// How an [`Error`] is classified for the caller.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Class {
+    /// The text is not one JSON value (including truncated text and text after the value).
     InvalidJson,
+    /// Arrays and objects nest deeper than [`MAX_DEPTH`](crate::canonical::MAX_DEPTH).
     TooDeep,
+    /// The text is JSON, but it does not fit the type: a wrong kind of value, a missing or
+    /// unknown field, an unknown variant, a number out of the type's range, or a value the
+    /// type's own validation refused.
     Mismatch,
 }
 
-/// A binding problem and where it was found.
+/// Why JSON text did not bind to a type, and where in the value.
+///
+/// It holds no value of the text, in its [`describe`](Self::describe)d message, its `Display`
+/// or its `Debug`: only the path (field and variant names, array indices, `[<key>]` for other
+/// object keys), what the type expected and what kind of value was found. It is one pointer
+/// wide.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Error(Box<Inner>);
+pub struct Error(Box<Inner>);
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct Inner {
@@ -175,12 +186,17 @@ struct Inner {
     path: Vec<Segment>,
 }
 
-/// An error rendered for people and models.
+/// An [`Error`] rendered for people and models, made by [`Error::describe`].
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Described {
-    pub(crate) class: Class,
-    pub(crate) path: String,
-    pub(crate) message: String,
+#[non_exhaustive]
+pub struct Described {
+    /// How the error is classified.
+    pub class: Class,
+    /// Where in the value, as `shapes[2].Circle.radius` (empty at the top level).
+    pub path: String,
+    /// The whole message: the path, then the problem, with a syntax error's position as a
+    /// line and column of the text.
+    pub message: String,
 }
 
 impl Error {
@@ -223,8 +239,10 @@ impl Error {
         matches!(self.0.problem, Problem::Syntax(_))
     }
 
-    /// The class, path and message of the error, with positions counted in `text`.
-    pub(crate) fn describe(&self, text: &str) -> Described {
+    /// The class, path and message of the error, with positions counted in `text`, the text
+    /// the error was read from (any other text gives a wrong position, never a panic).
+    #[must_use]
+    pub fn describe(&self, text: &str) -> Described {
         let path = render(&self.0.path);
         let (class, problem) = match &self.0.problem {
             Problem::Syntax(syntax) => {
