@@ -76,7 +76,7 @@
 //! ]);
 //! let mut conversation = vec![Message::user("Review ticket 42.")];
 //! let outcome = Runtime::harness(&tools, model)
-//!     .run(&scope, &mut conversation, |review| review.finished.load(Ordering::SeqCst))
+//!     .run(&scope, &mut conversation, |ended| ended.state().finished.load(Ordering::SeqCst))
 //!     .await?;
 //!
 //! assert_eq!(outcome.status(), Status::Completed);
@@ -123,6 +123,7 @@
 #![allow(clippy::module_name_repetitions)]
 
 pub mod canonical;
+mod ended;
 mod event;
 mod guard;
 pub mod journal;
@@ -141,6 +142,7 @@ pub mod tool;
 pub mod transport;
 pub mod watch;
 
+pub use ended::Ended;
 pub use event::{ControlEvent, EventKind, HaltReason, Subject};
 pub use guard::{STORE_GRACE, Stop};
 pub use limits::{Limits, LimitsError};

@@ -82,7 +82,7 @@ async fn a_child_that_exhausts_a_budget_of_its_parent_halts_both() {
         .build()
         .unwrap();
     let outcome =
-        Runtime::harness(&fetch(&bodies), runaway()).run(&child, &mut Vec::new(), |()| false).await.unwrap();
+        Runtime::harness(&fetch(&bodies), runaway()).run(&child, &mut Vec::new(), |_| false).await.unwrap();
     assert_eq!(outcome.status(), Status::ToolBudget);
     assert_eq!(bodies.load(Ordering::SeqCst), 2, "the parent's two tool calls");
     assert_eq!(parent.stop_reason(), Some(HaltReason::ToolBudget));
@@ -116,7 +116,7 @@ async fn eight_children_in_parallel_never_spend_past_their_parents_budgets() {
                     .build()
                     .unwrap();
                 let runtime = Runtime::harness(&tools, runaway());
-                tokio::spawn(async move { runtime.run(&child, &mut Vec::new(), |()| false).await })
+                tokio::spawn(async move { runtime.run(&child, &mut Vec::new(), |_| false).await })
             })
             .collect();
         let mut ends = Vec::with_capacity(8);
@@ -154,7 +154,7 @@ async fn a_sub_agents_own_halt_is_an_error_result_and_the_parent_goes_on() {
             let researcher = researcher.clone();
             async move {
                 researcher
-                    .run(&call, |child| child.grant("web.read"), vec![Message::user("Go.")], |()| true)
+                    .run(&call, |child| child.grant("web.read"), vec![Message::user("Go.")], |_| true)
                     .await
             }
         })
@@ -166,7 +166,7 @@ async fn a_sub_agents_own_halt_is_an_error_result_and_the_parent_goes_on() {
     let scope = Scope::builder().grants(["agents.research", "web.read"]).build().unwrap();
     let mut conversation = vec![Message::user("Research.")];
     let outcome =
-        Runtime::harness(&tools.build(), model).run(&scope, &mut conversation, |()| true).await.unwrap();
+        Runtime::harness(&tools.build(), model).run(&scope, &mut conversation, |_| true).await.unwrap();
     assert_eq!(outcome.status(), Status::Completed);
     assert_eq!(bodies.load(Ordering::SeqCst), 1);
     let result = conversation.iter().find_map(|message| match message {
@@ -201,7 +201,7 @@ async fn a_child_under_its_parents_budget_is_reserved_and_capped_though_it_has_n
         Step::Reply(ModelReply::call(format!("c{n}"), "fetch", format!(r#"{{"n":{n}}}"#)).with_usage(usage))
     });
     let outcome =
-        Runtime::harness(&fetch(&bodies), careless).run(&child, &mut Vec::new(), |()| false).await.unwrap();
+        Runtime::harness(&fetch(&bodies), careless).run(&child, &mut Vec::new(), |_| false).await.unwrap();
     assert_eq!(outcome.status(), Status::TokenBudget);
     // Each call goes out capped at what the parent's budget leaves: 120, 70, 20; then 20 are
     // left, at least the minimum output of 16, and the careless 50 crosses the budget.
@@ -232,7 +232,7 @@ async fn a_child_under_its_parents_cost_budget_needs_a_priced_model() {
     let child = parent.child().grant("web.read").build().unwrap();
     let bodies = Arc::new(AtomicU32::new(0));
     let ended = Runtime::harness(&fetch(&bodies), runaway().with_model("unlisted"))
-        .run(&child, &mut Vec::new(), |()| false)
+        .run(&child, &mut Vec::new(), |_| false)
         .await;
     assert!(matches!(&ended, Err(RunError::Unpriced(what)) if what == "the model unlisted"), "{ended:?}");
     assert_eq!(bodies.load(Ordering::SeqCst), 0, "nothing ran");
@@ -383,12 +383,12 @@ async fn a_childs_call_asks_for_the_default_output_cap_when_its_request_sets_non
     let bodies = Arc::new(AtomicU32::new(0));
     let child = busy_child(&parent);
     let outcome = Runtime::harness(&fetch(&bodies), &model)
-        .run(&child, &mut vec![Message::user("Go.")], |()| true)
+        .run(&child, &mut vec![Message::user("Go.")], |_| true)
         .await
         .unwrap();
     assert_eq!(outcome.status(), Status::Completed);
     let root = Runtime::harness(&fetch(&bodies), &model)
-        .run(&parent, &mut vec![Message::user("Go.")], |()| true)
+        .run(&parent, &mut vec![Message::user("Go.")], |_| true)
         .await
         .unwrap();
     assert_eq!(root.status(), Status::Completed);
@@ -426,7 +426,7 @@ async fn siblings_whose_calls_do_not_fit_beside_each_other_take_turns_instead_of
     let (first, second) = (busy_child(&parent), busy_child(&parent));
     let (mut one, mut two) = (vec![Message::user("Go.")], vec![Message::user("Go.")]);
     let (a, b) =
-        tokio::join!(runtime.run(&first, &mut one, |()| true), runtime.run(&second, &mut two, |()| true));
+        tokio::join!(runtime.run(&first, &mut one, |_| true), runtime.run(&second, &mut two, |_| true));
     assert_eq!((a.unwrap().status(), b.unwrap().status()), (Status::Completed, Status::Completed));
     assert_eq!(parent.stop_reason(), None, "a refusal by holds in flight halts nothing");
     assert_eq!(model.most.load(Ordering::SeqCst), 1, "one call in flight at a time");
@@ -462,9 +462,9 @@ async fn siblings_that_wait_for_room_take_turns_with_the_one_that_freed_it() {
     let runtimes =
         [Runtime::harness(&tools, &one), Runtime::harness(&tools, &two), Runtime::harness(&tools, &three)];
     let ends = tokio::join!(
-        runtimes[0].run(&a, &mut first, |()| false),
-        runtimes[1].run(&b, &mut second, |()| false),
-        runtimes[2].run(&c, &mut third, |()| false),
+        runtimes[0].run(&a, &mut first, |_| false),
+        runtimes[1].run(&b, &mut second, |_| false),
+        runtimes[2].run(&c, &mut third, |_| false),
     );
     let statuses = [ends.0.unwrap().status(), ends.1.unwrap().status(), ends.2.unwrap().status()];
     assert_eq!(statuses, [Status::TokenBudget; 3]);
@@ -499,9 +499,9 @@ async fn a_child_waiting_for_its_siblings_holds_ends_at_its_deadline() {
     let runtime = Runtime::harness(&tools, &model);
     let started = tokio::time::Instant::now();
     let (mut one, mut two) = (vec![Message::user("Go.")], vec![Message::user("Go.")]);
-    let (a, b) = tokio::join!(runtime.run(&patient, &mut one, |()| true), async {
+    let (a, b) = tokio::join!(runtime.run(&patient, &mut one, |_| true), async {
         tokio::time::sleep(Duration::from_millis(1)).await;
-        let outcome = runtime.run(&hurried, &mut two, |()| true).await;
+        let outcome = runtime.run(&hurried, &mut two, |_| true).await;
         (outcome, started.elapsed())
     });
     assert_eq!(a.unwrap().status(), Status::Completed);
@@ -541,7 +541,7 @@ async fn eight_runaways(tokens: u64, calibrate: bool) -> (u32, u32, u64) {
         let runtime = Runtime::harness(&tools, Arc::clone(&model)).calibrate_reservations(calibrate);
         runs.spawn(async move {
             let mut conversation = vec![Message::user("Fetch every page.")];
-            runtime.run(&child, &mut conversation, |()| false).await.unwrap().status()
+            runtime.run(&child, &mut conversation, |_| false).await.unwrap().status()
         });
     }
     let ends = runs.join_all().await;
