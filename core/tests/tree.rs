@@ -91,6 +91,39 @@ async fn a_child_that_exhausts_a_budget_of_its_parent_halts_both() {
     assert_eq!((child.tree_tool_calls(), child.tool_calls()), (2, 2), "a leaf's tree is itself");
 }
 
+#[tokio::test]
+async fn a_parents_tree_totals_count_its_own_calls_and_every_childs() {
+    let bodies = Arc::new(AtomicU32::new(0));
+    let parent = Scope::builder()
+        .grant("web.read")
+        .limits(Limits::default().with_model_calls(20).with_tool_calls(20))
+        .build()
+        .unwrap();
+    assert_eq!(parent.admit_model(), Ok(1));
+    let child = |model_calls| {
+        parent
+            .child()
+            .grant("web.read")
+            .limits(Limits::default().with_model_calls(model_calls))
+            .build()
+            .unwrap()
+    };
+    let (first, second) = (child(3), child(2));
+    let runtime = Runtime::harness(&fetch(&bodies), runaway());
+    // Each child's model calls for one fetch per call until its own model budget halts it.
+    let ends = [
+        runtime.run(&first, &mut Vec::new(), |_| false).await.map(|o| o.status()),
+        runtime.run(&second, &mut Vec::new(), |_| false).await.map(|o| o.status()),
+    ];
+    assert_eq!(ends, [Ok(Status::ModelBudget), Ok(Status::ModelBudget)]);
+    assert_eq!((first.model_calls(), first.tool_calls()), (3, 3));
+    assert_eq!((second.model_calls(), second.tool_calls()), (2, 2));
+    assert_eq!((first.tree_model_calls(), first.tree_tool_calls()), (3, 3), "a leaf's tree is itself");
+    assert_eq!((parent.model_calls(), parent.tool_calls()), (1, 0), "the parent's own calls");
+    assert_eq!((parent.tree_model_calls(), parent.tree_tool_calls()), (6, 5), "its own and its children's");
+    assert_eq!(bodies.load(Ordering::SeqCst), 5);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn eight_children_in_parallel_never_spend_past_their_parents_budgets() {
     const TOKENS: u64 = 3_700;
