@@ -183,6 +183,8 @@ mod docs_doctests {
     struct Outcomes;
     #[doc = include_str!("../../docs/watch.md")]
     struct Watch;
+    #[doc = include_str!("../../docs/cancel.md")]
+    struct Cancel;
     #[doc = include_str!("../../docs/durable.md")]
     struct Durable;
     #[doc = include_str!("../../docs/live.md")]
