@@ -137,7 +137,8 @@ async fn serve(requests: usize) -> Result<Vec<Served>, Box<dyn std::error::Error
             let scope = scope.state(Desk::default()).build()?;
             let mut conversation = vec![Message::user(format!("{} {order}", kind.name()))];
             // The host's completion condition: exactly this order was refunded, once.
-            let outcome = runtime.run(&scope, &mut conversation, |desk| desk.refunds() == [order]).await?;
+            let outcome =
+                runtime.run(&scope, &mut conversation, |ended| ended.state().refunds() == [order]).await?;
             Ok::<_, Box<dyn std::error::Error + Send + Sync>>(Served {
                 kind,
                 order,

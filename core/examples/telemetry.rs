@@ -52,7 +52,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         Runtime::harness(&tools.set, model).options(ChatOptions::default().with_max_output_tokens(800));
     let scope = review::scope(review::BOTH_CAPABILITIES, loopbound::Limits::default())?;
     let mut conversation = vec![Message::user("Review ticket 42.")];
-    let outcome = runtime.run(&scope, &mut conversation, Review::completed).await?;
+    let outcome = runtime.run(&scope, &mut conversation, |ended| Review::completed(ended.state())).await?;
     provider.force_flush()?;
 
     let spans = kept.0.lock().unwrap_or_else(PoisonError::into_inner).clone();

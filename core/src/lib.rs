@@ -76,7 +76,7 @@
 //! ]);
 //! let mut conversation = vec![Message::user("Review ticket 42.")];
 //! let outcome = Runtime::harness(&tools, model)
-//!     .run(&scope, &mut conversation, |review| review.finished.load(Ordering::SeqCst))
+//!     .run(&scope, &mut conversation, |ended| ended.state().finished.load(Ordering::SeqCst))
 //!     .await?;
 //!
 //! assert_eq!(outcome.status(), Status::Completed);
@@ -126,6 +126,7 @@
 
 #[doc(inline)]
 pub use loopbound_json::canonical;
+mod ended;
 mod event;
 mod guard;
 pub mod journal;
@@ -143,6 +144,7 @@ pub mod tool;
 pub mod transport;
 pub mod watch;
 
+pub use ended::Ended;
 pub use event::{ControlEvent, EventKind, HaltReason, Subject};
 pub use guard::{STORE_GRACE, Stop};
 pub use limits::{Limits, LimitsError};
@@ -183,6 +185,8 @@ mod docs_doctests {
     struct Outcomes;
     #[doc = include_str!("../../docs/watch.md")]
     struct Watch;
+    #[doc = include_str!("../../docs/cancel.md")]
+    struct Cancel;
     #[doc = include_str!("../../docs/durable.md")]
     struct Durable;
     #[doc = include_str!("../../docs/live.md")]

@@ -335,7 +335,10 @@ impl<S: Send + Sync + 'static> Scope<S> {
     /// The child is bounded by its own limits and, at once, by this scope's: every model call,
     /// tool call, token and unit of money it is admitted is admitted here too, in the same
     /// critical section, so the tree never spends past any ancestor's budget, however many
-    /// children run and however they interleave. Its grants must be among this scope's
+    /// children run and however they interleave. This scope's totals for the tree read them
+    /// ([`tree_model_calls`](Self::tree_model_calls), [`tree_tool_calls`](Self::tree_tool_calls),
+    /// [`spend`](Self::spend)); its [`model_calls`](Self::model_calls) and
+    /// [`tool_calls`](Self::tool_calls) count its own calls only. Its grants must be among this scope's
     /// ([`LimitsError::GrantsBeyondParent`] otherwise), its deadline is at most this scope's, and
     /// this scope's caller cancellation, halt or deadline stops it at once. A child's own halt
     /// ends the child only; an admission that exhausts a budget of this scope halts both.

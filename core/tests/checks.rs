@@ -76,7 +76,7 @@ async fn the_loop_hands_a_refusal_to_the_model_and_goes_on() {
     let scope = scope();
     let mut conversation = vec![Message::user("list")];
     let outcome =
-        Runtime::harness(&set.build(), model).run(&scope, &mut conversation, |()| true).await.unwrap();
+        Runtime::harness(&set.build(), model).run(&scope, &mut conversation, |_| true).await.unwrap();
     assert_eq!(outcome.text(), Some("done"));
     assert_eq!(scope.tool_calls(), 1);
     let results: Vec<String> = conversation

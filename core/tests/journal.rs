@@ -575,7 +575,7 @@ async fn a_body_sees_its_attempts_fencing_token_and_a_later_attempt_has_a_greate
     assert_eq!(hanging_attempt(&journal, &tools).await.unwrap().status(), Status::Completed);
 
     let plain = Runtime::harness(&tools, refund::model(vec![refund::short_script()[1].clone()], |_| {}));
-    let _ = plain.run(&scope(Limits::default()), &mut refund::conversation(), |()| true).await;
+    let _ = plain.run(&scope(Limits::default()), &mut refund::conversation(), |_| true).await;
     assert_eq!(
         *tokens.lock().unwrap(),
         [Some("refund-42/op/1@1".to_owned()), Some("refund-42/op/1@2".to_owned()), None],

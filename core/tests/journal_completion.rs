@@ -7,11 +7,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::Duration;
 
-use loopbound::journal::{self, Ended, MemoryJournal, OperationId, Resolution, RunId, RunState};
+use loopbound::journal::{self, MemoryJournal, OperationId, Resolution, RunId, RunState};
 use loopbound::scripted::{Step, sequence};
 use loopbound::tool::{EffectKind, Policy};
 use loopbound::transport::ModelReply;
-use loopbound::{Call, Limits, Outcome, RunError, Runtime, Scope, Status, ToolSet};
+use loopbound::{Call, Ended, Limits, Outcome, RunError, Runtime, Scope, Status, ToolSet};
 use loopbound_test::refund::{self, EffectSink, MemorySink, RefundInput};
 
 /// What this attempt's refund body set in host memory.

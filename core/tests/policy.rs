@@ -28,7 +28,7 @@ async fn the_loop_halts_denied_before_an_ask_or_deny_body_runs() {
         let model = refund::model(refund::short_script(), |_| {});
         let scope = scope();
         let outcome = Runtime::harness(&tools.set, model)
-            .run(&scope, &mut refund::conversation(), |()| true)
+            .run(&scope, &mut refund::conversation(), |_| true)
             .await
             .unwrap();
         assert_eq!(outcome.status(), Status::Denied, "{policy}");

@@ -65,10 +65,10 @@ async fn a_pool_without_room_halts_the_run_by_name_before_the_call_is_sent() {
     let model = sequence(vec![answer(Usage::new(10, 50)), answer(Usage::new(10, 50))]);
     let runtime = Runtime::harness(&ToolSet::default(), &model);
     let first = Scope::builder().pools(draw.clone()).build().unwrap();
-    let outcome = runtime.run(&first, &mut vec![Message::user("Hi.")], |()| true).await.unwrap();
+    let outcome = runtime.run(&first, &mut vec![Message::user("Hi.")], |_| true).await.unwrap();
     assert_eq!(outcome.status(), Status::Completed);
     let second = Scope::builder().pools(draw).build().unwrap();
-    let outcome = runtime.run(&second, &mut vec![Message::user("Hi.")], |()| true).await.unwrap();
+    let outcome = runtime.run(&second, &mut vec![Message::user("Hi.")], |_| true).await.unwrap();
     assert_eq!(outcome.status(), Status::ModelBudget, "the user's call budget");
     assert_eq!(outcome.detail(), Some("pool user:7 has no room for this call (calls)"));
     assert_eq!(model.calls(), 1, "the refused call was never sent");
@@ -93,9 +93,9 @@ async fn a_run_refused_only_by_another_runs_hold_waits_for_it_and_goes_on() {
     let (first, second) = (scope(), scope());
     let (mut one, mut two) = (vec![Message::user("Hi.")], vec![Message::user("Hi.")]);
     let started = tokio::time::Instant::now();
-    let (a, b) = tokio::join!(runtime.run(&first, &mut one, |()| true), async {
+    let (a, b) = tokio::join!(runtime.run(&first, &mut one, |_| true), async {
         tokio::time::sleep(Duration::from_millis(1)).await;
-        runtime.run(&second, &mut two, |()| true).await
+        runtime.run(&second, &mut two, |_| true).await
     });
     assert_eq!((a.unwrap().status(), b.unwrap().status()), (Status::Completed, Status::Completed));
     assert_eq!(model.most.load(Ordering::SeqCst), 1, "one call in flight at a time");
@@ -120,9 +120,9 @@ async fn a_run_waiting_for_a_crowded_pool_ends_at_its_deadline_holding_nothing()
         .build()
         .unwrap();
     let (mut one, mut two) = (vec![Message::user("Hi.")], vec![Message::user("Hi.")]);
-    let (a, b) = tokio::join!(runtime.run(&patient, &mut one, |()| true), async {
+    let (a, b) = tokio::join!(runtime.run(&patient, &mut one, |_| true), async {
         tokio::time::sleep(Duration::from_millis(1)).await;
-        let outcome = runtime.run(&hurried, &mut two, |()| true).await.unwrap();
+        let outcome = runtime.run(&hurried, &mut two, |_| true).await.unwrap();
         (outcome.status(), store.state(&acme).await.unwrap().holds)
     });
     assert_eq!(a.unwrap().status(), Status::Completed);
@@ -144,7 +144,7 @@ async fn the_request_goes_out_capped_at_the_grant_and_the_unused_part_is_release
     let scope = Scope::builder().pools(draw).build().unwrap();
     let runtime = Runtime::harness(&ToolSet::default(), &model);
     let mut conversation = vec![Message::user("x".repeat(300))];
-    let outcome = runtime.run(&scope, &mut conversation, |()| true).await.unwrap();
+    let outcome = runtime.run(&scope, &mut conversation, |_| true).await.unwrap();
     assert_eq!(outcome.status(), Status::Completed);
     // The byte counter's estimate of the request, and what the pool leaves after it.
     let input = estimate(300);
@@ -167,13 +167,13 @@ async fn the_runs_own_budget_narrows_the_pools_hold_and_its_refusal_reaches_no_p
     let limits = Limits::default().with_total_tokens(500);
     let scope = Scope::builder().pools(draw.clone()).limits(limits).build().unwrap();
     let runtime = Runtime::harness(&ToolSet::default(), &model);
-    let outcome = runtime.run(&scope, &mut vec![Message::user("x".repeat(100))], |()| true).await.unwrap();
+    let outcome = runtime.run(&scope, &mut vec![Message::user("x".repeat(100))], |_| true).await.unwrap();
     assert_eq!(outcome.status(), Status::Completed);
     let input = estimate(100);
     assert_eq!(u64::from(seen.load(Ordering::SeqCst)), 500 - input, "the run's budget is tighter");
     // A request that does not fit the run's own budget is refused without asking the pool.
     let scope = Scope::builder().pools(draw).limits(limits).build().unwrap();
-    let outcome = runtime.run(&scope, &mut vec![Message::user("x".repeat(600))], |()| true).await.unwrap();
+    let outcome = runtime.run(&scope, &mut vec![Message::user("x".repeat(600))], |_| true).await.unwrap();
     assert_eq!((outcome.status(), outcome.detail()), (Status::TokenBudget, None));
     let state = store.state(&acme).await.unwrap();
     assert_eq!((state.settled.calls, state.settled.tokens, state.reserved), (1, 20, Amount::ZERO));
@@ -189,13 +189,13 @@ async fn a_cost_bound_prices_the_call_and_fails_closed_without_a_price() {
     let draw = PoolDraw::new(store.clone(), [acme.clone()]);
     let scope = Scope::builder().pools(draw.clone()).prices(prices).build().unwrap();
     let runtime = Runtime::harness(&ToolSet::default(), &model);
-    let outcome = runtime.run(&scope, &mut vec![Message::user("Hi.")], |()| true).await.unwrap();
+    let outcome = runtime.run(&scope, &mut vec![Message::user("Hi.")], |_| true).await.unwrap();
     assert_eq!(outcome.status(), Status::Completed);
     assert_eq!(store.state(&acme).await.unwrap().settled.cost, Micros(300), "100 in at 1, 100 out at 2");
     let unpriced = Scripted::new(|_, _| answer(Usage::new(1, 1)));
     let scope = Scope::builder().pools(draw).build().unwrap();
     let runtime = Runtime::harness(&ToolSet::default(), &unpriced);
-    let outcome = runtime.run(&scope, &mut vec![Message::user("Hi.")], |()| true).await.unwrap();
+    let outcome = runtime.run(&scope, &mut vec![Message::user("Hi.")], |_| true).await.unwrap();
     assert_eq!(outcome.status(), Status::CostBudget);
     assert_eq!(outcome.detail(), Some("pool tenant:acme has no room for this call (cost)"));
     assert_eq!(unpriced.calls(), 0);
@@ -228,12 +228,12 @@ async fn a_child_draws_from_its_parents_pools_and_its_own() {
     let child = parent.child().pools(PoolDraw::new(store.clone(), [search.clone()])).build().unwrap();
     let model = sequence(vec![answer(Usage::new(1, 1)), answer(Usage::new(1, 1))]);
     let runtime = Runtime::harness(&ToolSet::default(), &model);
-    let outcome = runtime.run(&child, &mut vec![Message::user("Hi.")], |()| true).await.unwrap();
+    let outcome = runtime.run(&child, &mut vec![Message::user("Hi.")], |_| true).await.unwrap();
     assert_eq!(outcome.status(), Status::Completed);
     assert_eq!(store.state(&acme).await.unwrap().settled.calls, 1);
     assert_eq!(store.state(&search).await.unwrap().settled.calls, 1);
     let again = parent.child().pools(PoolDraw::new(store.clone(), [search.clone()])).build().unwrap();
-    let outcome = runtime.run(&again, &mut vec![Message::user("Hi.")], |()| true).await.unwrap();
+    let outcome = runtime.run(&again, &mut vec![Message::user("Hi.")], |_| true).await.unwrap();
     assert_eq!(outcome.detail(), Some("pool feature:search has no room for this call (calls)"));
     assert_eq!(store.state(&acme).await.unwrap().reserved, Amount::ZERO);
 }
@@ -247,7 +247,7 @@ async fn a_stop_during_the_call_charges_its_hold_whole() {
     let scope = Scope::builder().pools(draw).limits(limits).build().unwrap();
     let model = sequence(vec![Step::Hang]);
     let runtime = Runtime::harness(&ToolSet::default(), &model);
-    let outcome = runtime.run(&scope, &mut vec![Message::user("x".repeat(100))], |()| true).await.unwrap();
+    let outcome = runtime.run(&scope, &mut vec![Message::user("x".repeat(100))], |_| true).await.unwrap();
     assert_eq!(outcome.status(), Status::DeadlineExceeded);
     let input = estimate(100);
     let state = store.state(&acme).await.unwrap();
@@ -265,7 +265,7 @@ async fn a_pool_store_that_fails_stops_the_run_before_anything_is_sent() {
     // A pool the store does not know: the store refuses, the call is not sent.
     let store = Arc::new(MemoryPools::new());
     let scope = Scope::builder().pools(PoolDraw::new(store, [name("tenant:ghost")])).build().unwrap();
-    let error = runtime.run(&scope, &mut vec![Message::user("Hi.")], |()| true).await.unwrap_err();
+    let error = runtime.run(&scope, &mut vec![Message::user("Hi.")], |_| true).await.unwrap_err();
     assert!(matches!(error, RunError::Pool(_)), "{error:?}");
     assert_eq!(error.kind(), RunErrorKind::Configuration);
     assert_eq!(error.to_string(), "the pool is not defined in this store");
@@ -409,7 +409,7 @@ async fn a_refusal_by_the_run_after_the_pools_grant_releases_the_hold() {
         Scope::builder().caller(caller).pools(PoolDraw::new(store.clone(), [acme.clone()])).build().unwrap();
     let model = sequence(vec![answer(Usage::new(1, 1))]);
     let runtime = Runtime::harness(&ToolSet::default(), &model);
-    let error = runtime.run(&scope, &mut vec![Message::user("Hi.")], |()| true).await.unwrap_err();
+    let error = runtime.run(&scope, &mut vec![Message::user("Hi.")], |_| true).await.unwrap_err();
     assert_eq!(error, RunError::Cancelled, "the caller cancelled while the pool reserved");
     assert_eq!(model.calls(), 0);
     let state = store.state(&acme).await.unwrap();
@@ -428,7 +428,7 @@ async fn a_pool_store_that_is_down_fails_closed_with_its_cause() {
     let scope = Scope::builder().pools(PoolDraw::new(store, [acme])).build().unwrap();
     let model = sequence(vec![answer(Usage::new(1, 1))]);
     let runtime = Runtime::harness(&ToolSet::default(), &model);
-    let error = runtime.run(&scope, &mut vec![Message::user("Hi.")], |()| true).await.unwrap_err();
+    let error = runtime.run(&scope, &mut vec![Message::user("Hi.")], |_| true).await.unwrap_err();
     assert_eq!(error.kind(), RunErrorKind::PoolUnavailable);
     assert_eq!(error.to_string(), "the pool store failed: a reservation");
     let source = std::error::Error::source(&error).map(ToString::to_string);

@@ -25,7 +25,8 @@ async fn a_reply_over_the_call_bound_halts_before_any_call_is_seen() {
             let runtime = Runtime::harness(&tools.set, sequence(vec![Step::Reply(flood(4, name))]))
                 .streaming(streaming);
             let mut conversation = vec![Message::user("Review ticket 42.")];
-            let outcome = runtime.run(&scope, &mut conversation, |review| review.completed()).await.unwrap();
+            let outcome =
+                runtime.run(&scope, &mut conversation, |ended| ended.state().completed()).await.unwrap();
             let case = format!("streaming={streaming} {name}");
             assert_eq!(outcome.status(), Status::TooManyCalls, "{case}");
             assert_eq!(outcome.text(), None, "{case}");

@@ -25,7 +25,8 @@ async fn complete_gives_the_same_outcome_in_both_compositions_and_both_paths() {
             let runtime =
                 Runtime::new(composition, &tools.set, sequence(complete_script())).streaming(streaming);
             let mut conversation = vec![Message::user("Review ticket 42.")];
-            let outcome = runtime.run(&scope, &mut conversation, |review| review.completed()).await.unwrap();
+            let outcome =
+                runtime.run(&scope, &mut conversation, |ended| ended.state().completed()).await.unwrap();
             let case = format!("{composition} streaming={streaming}");
             assert_eq!(outcome.status(), Status::Completed, "{case}");
             assert_eq!(outcome.text(), Some("Review finished."), "{case}");
@@ -58,7 +59,7 @@ async fn the_model_saying_done_is_not_completion() {
     let tools = tools();
     let model = sequence(vec![Step::Reply(ModelReply::text("Review finished."))]);
     let outcome = Runtime::harness(&tools.set, model)
-        .run(&scope, &mut Vec::new(), |review| review.completed())
+        .run(&scope, &mut Vec::new(), |ended| ended.state().completed())
         .await
         .unwrap();
     assert_eq!(outcome.status(), Status::Incomplete);
@@ -80,7 +81,7 @@ async fn unknown_tools_bad_arguments_and_body_errors_go_back_to_the_model() {
     ]);
     let mut conversation = Vec::new();
     let outcome = Runtime::simple(&tools.set, model)
-        .run(&scope, &mut conversation, |review| review.completed())
+        .run(&scope, &mut conversation, |ended| ended.state().completed())
         .await
         .unwrap();
     assert_eq!(outcome.status(), Status::Incomplete);
@@ -129,7 +130,7 @@ async fn repeat_changing_and_budget_stop_where_the_contract_says() {
     let tools = tools();
     let scope = scope_with(Limits::default());
     let outcome = Runtime::harness(&tools.set, &repeat)
-        .run(&scope, &mut Vec::new(), |review| review.completed())
+        .run(&scope, &mut Vec::new(), |ended| ended.state().completed())
         .await
         .unwrap();
     assert_eq!((outcome.status(), scope.tool_calls(), scope.model_calls()), (Status::RepeatedCall, 1, 2));
@@ -138,7 +139,7 @@ async fn repeat_changing_and_budget_stop_where_the_contract_says() {
 
     let scope = scope_with(Limits::default());
     let outcome = Runtime::harness(&tools.set, &changing)
-        .run(&scope, &mut Vec::new(), |review| review.completed())
+        .run(&scope, &mut Vec::new(), |ended| ended.state().completed())
         .await
         .unwrap();
     assert_eq!((outcome.status(), scope.tool_calls(), scope.model_calls()), (Status::ToolBudget, 4, 5));
@@ -146,7 +147,7 @@ async fn repeat_changing_and_budget_stop_where_the_contract_says() {
 
     let scope = scope_with(Limits::default().with_model_calls(1));
     let outcome = Runtime::harness(&tools.set, &changing)
-        .run(&scope, &mut Vec::new(), |review| review.completed())
+        .run(&scope, &mut Vec::new(), |ended| ended.state().completed())
         .await
         .unwrap();
     assert_eq!((outcome.status(), scope.tool_calls(), scope.model_calls()), (Status::ModelBudget, 1, 1));
@@ -223,8 +224,11 @@ async fn usage_is_summed_over_the_calls_that_report_it() {
     ]);
     let runtime =
         Runtime::harness(&tools.set, model).options(ChatOptions::default().with_max_output_tokens(800));
-    let outcome =
-        runtime.streaming(true).run(&scope, &mut Vec::new(), |review| review.completed()).await.unwrap();
+    let outcome = runtime
+        .streaming(true)
+        .run(&scope, &mut Vec::new(), |ended| ended.state().completed())
+        .await
+        .unwrap();
     assert_eq!(outcome.usage(), Some(usage(40, 7)));
 }
 

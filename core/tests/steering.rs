@@ -34,7 +34,7 @@ async fn a_cancel_by_id_from_another_task_ends_the_run_at_once() {
     };
     let runtime = Runtime::harness(&ToolSet::default(), hanging());
     let started = Instant::now();
-    let result = runtime.run(&scope, &mut vec![Message::user("Hi.")], |()| true).await;
+    let result = runtime.run(&scope, &mut vec![Message::user("Hi.")], |_| true).await;
     let ended = Instant::now();
     let (found, cancelled_at) = canceller.await.unwrap();
     assert!(found);

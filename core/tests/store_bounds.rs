@@ -206,7 +206,7 @@ async fn a_healthy_journals_attempt_says_its_end_was_recorded_and_serialises_it(
     assert_eq!(json["end_record"], "recorded");
     let plain = Runtime::harness(&ToolSet::default(), refund::model(vec![ModelReply::text("Done.")], |_| {}));
     let scope = Scope::builder().build().unwrap();
-    let unjournaled = plain.run(&scope, &mut refund::conversation(), |()| true).await.unwrap();
+    let unjournaled = plain.run(&scope, &mut refund::conversation(), |_| true).await.unwrap();
     assert_eq!(unjournaled.end_record(), EndRecord::NotJournaled);
     assert!(serde_json::to_value(&unjournaled).unwrap().get("end_record").is_none());
 }

@@ -64,7 +64,7 @@ async fn run_and_capture(composition: Composition, journaled: bool) -> Vec<Strin
             .run_journaled(&journal, &run, &scope, &mut Vec::new(), |ended| ended.state().completed())
             .await
     } else {
-        runtime.run(&scope, &mut Vec::new(), |review| review.completed()).await
+        runtime.run(&scope, &mut Vec::new(), |ended| ended.state().completed()).await
     };
     assert_eq!(outcome.map(|o| o.status()), Ok(Status::RepeatedCall));
     let seen = capture.seen();

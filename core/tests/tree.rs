@@ -82,13 +82,46 @@ async fn a_child_that_exhausts_a_budget_of_its_parent_halts_both() {
         .build()
         .unwrap();
     let outcome =
-        Runtime::harness(&fetch(&bodies), runaway()).run(&child, &mut Vec::new(), |()| false).await.unwrap();
+        Runtime::harness(&fetch(&bodies), runaway()).run(&child, &mut Vec::new(), |_| false).await.unwrap();
     assert_eq!(outcome.status(), Status::ToolBudget);
     assert_eq!(bodies.load(Ordering::SeqCst), 2, "the parent's two tool calls");
     assert_eq!(parent.stop_reason(), Some(HaltReason::ToolBudget));
     assert_eq!(parent.tool_calls(), 0, "the parent's own counter counts its own calls");
     assert_eq!((parent.tree_tool_calls(), parent.tree_model_calls()), (2, child.model_calls()));
     assert_eq!((child.tree_tool_calls(), child.tool_calls()), (2, 2), "a leaf's tree is itself");
+}
+
+#[tokio::test]
+async fn a_parents_tree_totals_count_its_own_calls_and_every_childs() {
+    let bodies = Arc::new(AtomicU32::new(0));
+    let parent = Scope::builder()
+        .grant("web.read")
+        .limits(Limits::default().with_model_calls(20).with_tool_calls(20))
+        .build()
+        .unwrap();
+    assert_eq!(parent.admit_model(), Ok(1));
+    let child = |model_calls| {
+        parent
+            .child()
+            .grant("web.read")
+            .limits(Limits::default().with_model_calls(model_calls))
+            .build()
+            .unwrap()
+    };
+    let (first, second) = (child(3), child(2));
+    let runtime = Runtime::harness(&fetch(&bodies), runaway());
+    // Each child's model calls for one fetch per call until its own model budget halts it.
+    let ends = [
+        runtime.run(&first, &mut Vec::new(), |_| false).await.map(|o| o.status()),
+        runtime.run(&second, &mut Vec::new(), |_| false).await.map(|o| o.status()),
+    ];
+    assert_eq!(ends, [Ok(Status::ModelBudget), Ok(Status::ModelBudget)]);
+    assert_eq!((first.model_calls(), first.tool_calls()), (3, 3));
+    assert_eq!((second.model_calls(), second.tool_calls()), (2, 2));
+    assert_eq!((first.tree_model_calls(), first.tree_tool_calls()), (3, 3), "a leaf's tree is itself");
+    assert_eq!((parent.model_calls(), parent.tool_calls()), (1, 0), "the parent's own calls");
+    assert_eq!((parent.tree_model_calls(), parent.tree_tool_calls()), (6, 5), "its own and its children's");
+    assert_eq!(bodies.load(Ordering::SeqCst), 5);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -116,7 +149,7 @@ async fn eight_children_in_parallel_never_spend_past_their_parents_budgets() {
                     .build()
                     .unwrap();
                 let runtime = Runtime::harness(&tools, runaway());
-                tokio::spawn(async move { runtime.run(&child, &mut Vec::new(), |()| false).await })
+                tokio::spawn(async move { runtime.run(&child, &mut Vec::new(), |_| false).await })
             })
             .collect();
         let mut ends = Vec::with_capacity(8);
@@ -154,7 +187,7 @@ async fn a_sub_agents_own_halt_is_an_error_result_and_the_parent_goes_on() {
             let researcher = researcher.clone();
             async move {
                 researcher
-                    .run(&call, |child| child.grant("web.read"), vec![Message::user("Go.")], |()| true)
+                    .run(&call, |child| child.grant("web.read"), vec![Message::user("Go.")], |_| true)
                     .await
             }
         })
@@ -166,7 +199,7 @@ async fn a_sub_agents_own_halt_is_an_error_result_and_the_parent_goes_on() {
     let scope = Scope::builder().grants(["agents.research", "web.read"]).build().unwrap();
     let mut conversation = vec![Message::user("Research.")];
     let outcome =
-        Runtime::harness(&tools.build(), model).run(&scope, &mut conversation, |()| true).await.unwrap();
+        Runtime::harness(&tools.build(), model).run(&scope, &mut conversation, |_| true).await.unwrap();
     assert_eq!(outcome.status(), Status::Completed);
     assert_eq!(bodies.load(Ordering::SeqCst), 1);
     let result = conversation.iter().find_map(|message| match message {
@@ -201,7 +234,7 @@ async fn a_child_under_its_parents_budget_is_reserved_and_capped_though_it_has_n
         Step::Reply(ModelReply::call(format!("c{n}"), "fetch", format!(r#"{{"n":{n}}}"#)).with_usage(usage))
     });
     let outcome =
-        Runtime::harness(&fetch(&bodies), careless).run(&child, &mut Vec::new(), |()| false).await.unwrap();
+        Runtime::harness(&fetch(&bodies), careless).run(&child, &mut Vec::new(), |_| false).await.unwrap();
     assert_eq!(outcome.status(), Status::TokenBudget);
     // Each call goes out capped at what the parent's budget leaves: 120, 70, 20; then 20 are
     // left, at least the minimum output of 16, and the careless 50 crosses the budget.
@@ -232,7 +265,7 @@ async fn a_child_under_its_parents_cost_budget_needs_a_priced_model() {
     let child = parent.child().grant("web.read").build().unwrap();
     let bodies = Arc::new(AtomicU32::new(0));
     let ended = Runtime::harness(&fetch(&bodies), runaway().with_model("unlisted"))
-        .run(&child, &mut Vec::new(), |()| false)
+        .run(&child, &mut Vec::new(), |_| false)
         .await;
     assert!(matches!(&ended, Err(RunError::Unpriced(what)) if what == "the model unlisted"), "{ended:?}");
     assert_eq!(bodies.load(Ordering::SeqCst), 0, "nothing ran");
@@ -383,12 +416,12 @@ async fn a_childs_call_asks_for_the_default_output_cap_when_its_request_sets_non
     let bodies = Arc::new(AtomicU32::new(0));
     let child = busy_child(&parent);
     let outcome = Runtime::harness(&fetch(&bodies), &model)
-        .run(&child, &mut vec![Message::user("Go.")], |()| true)
+        .run(&child, &mut vec![Message::user("Go.")], |_| true)
         .await
         .unwrap();
     assert_eq!(outcome.status(), Status::Completed);
     let root = Runtime::harness(&fetch(&bodies), &model)
-        .run(&parent, &mut vec![Message::user("Go.")], |()| true)
+        .run(&parent, &mut vec![Message::user("Go.")], |_| true)
         .await
         .unwrap();
     assert_eq!(root.status(), Status::Completed);
@@ -426,7 +459,7 @@ async fn siblings_whose_calls_do_not_fit_beside_each_other_take_turns_instead_of
     let (first, second) = (busy_child(&parent), busy_child(&parent));
     let (mut one, mut two) = (vec![Message::user("Go.")], vec![Message::user("Go.")]);
     let (a, b) =
-        tokio::join!(runtime.run(&first, &mut one, |()| true), runtime.run(&second, &mut two, |()| true));
+        tokio::join!(runtime.run(&first, &mut one, |_| true), runtime.run(&second, &mut two, |_| true));
     assert_eq!((a.unwrap().status(), b.unwrap().status()), (Status::Completed, Status::Completed));
     assert_eq!(parent.stop_reason(), None, "a refusal by holds in flight halts nothing");
     assert_eq!(model.most.load(Ordering::SeqCst), 1, "one call in flight at a time");
@@ -462,9 +495,9 @@ async fn siblings_that_wait_for_room_take_turns_with_the_one_that_freed_it() {
     let runtimes =
         [Runtime::harness(&tools, &one), Runtime::harness(&tools, &two), Runtime::harness(&tools, &three)];
     let ends = tokio::join!(
-        runtimes[0].run(&a, &mut first, |()| false),
-        runtimes[1].run(&b, &mut second, |()| false),
-        runtimes[2].run(&c, &mut third, |()| false),
+        runtimes[0].run(&a, &mut first, |_| false),
+        runtimes[1].run(&b, &mut second, |_| false),
+        runtimes[2].run(&c, &mut third, |_| false),
     );
     let statuses = [ends.0.unwrap().status(), ends.1.unwrap().status(), ends.2.unwrap().status()];
     assert_eq!(statuses, [Status::TokenBudget; 3]);
@@ -499,9 +532,9 @@ async fn a_child_waiting_for_its_siblings_holds_ends_at_its_deadline() {
     let runtime = Runtime::harness(&tools, &model);
     let started = tokio::time::Instant::now();
     let (mut one, mut two) = (vec![Message::user("Go.")], vec![Message::user("Go.")]);
-    let (a, b) = tokio::join!(runtime.run(&patient, &mut one, |()| true), async {
+    let (a, b) = tokio::join!(runtime.run(&patient, &mut one, |_| true), async {
         tokio::time::sleep(Duration::from_millis(1)).await;
-        let outcome = runtime.run(&hurried, &mut two, |()| true).await;
+        let outcome = runtime.run(&hurried, &mut two, |_| true).await;
         (outcome, started.elapsed())
     });
     assert_eq!(a.unwrap().status(), Status::Completed);
@@ -541,7 +574,7 @@ async fn eight_runaways(tokens: u64, calibrate: bool) -> (u32, u32, u64) {
         let runtime = Runtime::harness(&tools, Arc::clone(&model)).calibrate_reservations(calibrate);
         runs.spawn(async move {
             let mut conversation = vec![Message::user("Fetch every page.")];
-            runtime.run(&child, &mut conversation, |()| false).await.unwrap().status()
+            runtime.run(&child, &mut conversation, |_| false).await.unwrap().status()
         });
     }
     let ends = runs.join_all().await;

@@ -77,7 +77,9 @@ async fn every_step_arrives_in_order_and_ends_with_the_outcome() {
         let scope = watched(Limits::default(), feed);
         let tools = tools();
         let runtime = Runtime::harness(&tools.set, sequence(complete_script())).streaming(streaming);
-        let outcome = runtime.run(&scope, &mut vec![Message::user("Review 42.")], Review::completed).await;
+        let outcome = runtime
+            .run(&scope, &mut vec![Message::user("Review 42.")], |ended| Review::completed(ended.state()))
+            .await;
         let outcome = outcome.expect("an outcome");
         let updates = drain(&mut updates);
         let lines: Vec<String> = updates.iter().map(line).collect();
@@ -131,13 +133,16 @@ async fn a_slow_watcher_changes_nothing_and_gets_merged_text() {
     let unwatched = scope_with(limits);
     let tools = tools();
     let runtime = Runtime::harness(&tools.set, chatty(1000, 8, 16)).streaming(true);
-    let expected = runtime.run(&unwatched, &mut Vec::new(), Review::completed).await.expect("an outcome");
+    let expected = runtime
+        .run(&unwatched, &mut Vec::new(), |ended| Review::completed(ended.state()))
+        .await
+        .expect("an outcome");
 
     let (feed, mut updates) = watch::channel();
     let scope = watched(limits, feed);
     let runtime = Runtime::harness(&tools.set, chatty(1000, 8, 16)).streaming(true);
     let mut conversation = Vec::new();
-    let run = runtime.run(&scope, &mut conversation, Review::completed);
+    let run = runtime.run(&scope, &mut conversation, |ended| Review::completed(ended.state()));
     let slow = async {
         let mut seen = Vec::new();
         while let Some(update) = updates.next().await {
@@ -168,7 +173,10 @@ async fn a_watcher_that_never_reads_holds_the_documented_updates_only() {
     let scope = watched(limits, feed);
     let tools = tools();
     let runtime = Runtime::harness(&tools.set, chatty(10_000, 4, 16)).streaming(true);
-    let outcome = runtime.run(&scope, &mut Vec::new(), Review::completed).await.expect("an outcome");
+    let outcome = runtime
+        .run(&scope, &mut Vec::new(), |ended| Review::completed(ended.state()))
+        .await
+        .expect("an outcome");
     assert_eq!(outcome.status(), Status::Incomplete);
     // 2 model calls, 16 calls each with 2 events, a start and an answer, one merged text per
     // reply and the outcome: nothing grows with the 20,000 text pieces.
@@ -185,7 +193,10 @@ async fn arguments_reach_the_stream_only_on_request_and_never_its_debug() {
         let scope = watched(Limits::default(), feed);
         let tools = tools();
         let runtime = Runtime::harness(&tools.set, sequence(complete_script()));
-        runtime.run(&scope, &mut Vec::new(), Review::completed).await.expect("an outcome");
+        runtime
+            .run(&scope, &mut Vec::new(), |ended| Review::completed(ended.state()))
+            .await
+            .expect("an outcome");
         let updates = drain(&mut updates);
         let started = updates
             .iter()
@@ -239,7 +250,7 @@ async fn a_cancelled_run_ends_its_stream_with_the_error() {
         Step::Reply(ModelReply::text("too late"))
     });
     let runtime = Runtime::harness(&loopbound::ToolSet::default(), model);
-    let result = runtime.run(&scope, &mut Vec::new(), |()| true).await;
+    let result = runtime.run(&scope, &mut Vec::new(), |_| true).await;
     assert_eq!(result, Err(RunError::Cancelled));
     let updates = drain(&mut updates);
     assert_eq!(updates.last(), Some(&Update::Error(RunError::Cancelled)));
@@ -255,7 +266,10 @@ async fn updates_serialise_with_a_type_tag() {
     let scope = watched(Limits::default(), feed);
     let tools = tools();
     let runtime = Runtime::harness(&tools.set, sequence(complete_script()));
-    let outcome: Outcome = runtime.run(&scope, &mut Vec::new(), Review::completed).await.expect("an outcome");
+    let outcome: Outcome = runtime
+        .run(&scope, &mut Vec::new(), |ended| Review::completed(ended.state()))
+        .await
+        .expect("an outcome");
     let json: Vec<String> =
         drain(&mut updates).iter().map(|u| serde_json::to_string(u).unwrap_or_default()).collect();
     assert_eq!(json[0], r#"{"type":"event","kind":"ModelCall","name":"model","count":1}"#);

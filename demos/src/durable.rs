@@ -27,11 +27,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use loopbound::journal::{
-    self, Batch, Digest, Ended, Entry, Fence, Journal, JournalError, ListedRow, OperationId, RunId, RunQuery,
+    self, Batch, Digest, Entry, Fence, Journal, JournalError, ListedRow, OperationId, RunId, RunQuery,
     RunRecord, RunRow, StoredRun,
 };
 use loopbound::tool::Policy;
-use loopbound::{Composition, Limits, Outcome, RunError, Runtime, Scope, Status};
+use loopbound::{Composition, Ended, Limits, Outcome, RunError, Runtime, Scope, Status};
 use loopbound_fixtures::refund::{self, EffectSink, FileSink};
 use loopbound_sqlite::SqliteJournal;
 

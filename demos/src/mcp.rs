@@ -326,7 +326,7 @@ pub async fn play<T: Transport>(
     }
     let mut conversation = vec![Message::user(TASK)];
     let runtime = Runtime::new(cli.composition(), &tools, transport);
-    let outcome = runtime.run(&scope, &mut conversation, McpState::completed).await;
+    let outcome = runtime.run(&scope, &mut conversation, |ended| McpState::completed(ended.state())).await;
     connection.close().await;
     let outcome = match outcome {
         Ok(outcome) => outcome,

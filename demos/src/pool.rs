@@ -126,7 +126,7 @@ pub async fn run(store: Arc<dyn PoolStore>) -> Result<Played, PoolDemoError> {
             Scope::builder().pools(draw.clone()).build().map_err(|error| failed("the scope", &error))?;
         let mut conversation = vec![Message::user(format!("Review ticket {n}: {}", "x".repeat(280)))];
         let outcome = runtime
-            .run(&scope, &mut conversation, |()| true)
+            .run(&scope, &mut conversation, |_| true)
             .await
             .map_err(|error| failed("a request", &error))?;
         let sent = model.calls() > sent_before;

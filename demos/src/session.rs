@@ -165,7 +165,7 @@ impl Session {
         Runtime::new(self.composition, &self.tools, transport)
             .options(review::options())
             .streaming(streaming)
-            .run(&self.scope, &mut conversation, Review::completed)
+            .run(&self.scope, &mut conversation, |ended| Review::completed(ended.state()))
             .await
     }
 }

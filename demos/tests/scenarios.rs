@@ -267,7 +267,7 @@ async fn without_policy(scenario: Scenario) -> Outcome {
     let scope =
         review::scope(scenario.capabilities().iter().copied(), scenario.limits()).expect("valid limits");
     Runtime::harness(&tools.set, scenario.transport())
-        .run(&scope, &mut review::conversation(), Review::completed)
+        .run(&scope, &mut review::conversation(), |ended| Review::completed(ended.state()))
         .await
         .expect("an outcome")
 }

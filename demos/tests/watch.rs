@@ -65,7 +65,7 @@ async fn watched_run(scenario: Scenario, way: Way) -> (Result<Outcome, RunError>
             .run_journaled(&journal, &run, &scope, &mut conversation, |ended| ended.state().completed())
             .await
     } else {
-        runtime.run(&scope, &mut conversation, Review::completed).await
+        runtime.run(&scope, &mut conversation, |ended| Review::completed(ended.state())).await
     };
     (result, drain(&mut updates))
 }

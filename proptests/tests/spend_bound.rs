@@ -196,7 +196,7 @@ fn play(case: &Case, reports_as: Reports, calibrate: bool) -> Option<Played> {
         .block_on(Runtime::harness(&tools, &model).calibrate_reservations(calibrate).run(
             &scope,
             &mut vec![Message::user("look up every order")],
-            |()| false,
+            |_| false,
         ))
         .expect("a priced model under valid limits runs");
     let sent = sent.lock().expect("the run has ended").clone();

@@ -49,7 +49,9 @@ pub async fn captured_run<T: Transport>(transport: T, streaming: bool) -> Captur
     let capture = Capture::default();
     let result = {
         let _installed = capture.install();
-        runtime.run(&scope, &mut vec![Message::user(review::PROMPT)], Review::completed).await
+        runtime
+            .run(&scope, &mut vec![Message::user(review::PROMPT)], |ended| Review::completed(ended.state()))
+            .await
     };
     let printed = match &result {
         Ok(outcome) => format!(

@@ -222,7 +222,7 @@ async fn play<T: Transport>(
     let result = Runtime::new(composition, &review::tools().set, transport)
         .options(options)
         .streaming(streaming)
-        .run(scope, &mut conversation, Review::completed)
+        .run(scope, &mut conversation, |ended| ended.state().completed())
         .await;
     Run { result, conversation, model_calls: scope.model_calls(), tool_calls: scope.tool_calls() }
 }

@@ -110,10 +110,10 @@ async fn pool_scenario(
             tokio::time::sleep(Duration::from_millis(200)).await;
             store.freeze()
         };
-        tokio::join!(runtime.run(&scope, &mut conversation, |()| true), freezing)
+        tokio::join!(runtime.run(&scope, &mut conversation, |_| true), freezing)
     } else {
         let frozen = store.freeze();
-        (runtime.run(&scope, &mut conversation, |()| true).await, frozen)
+        (runtime.run(&scope, &mut conversation, |_| true).await, frozen)
     };
     let returned = Instant::now();
     drop(frozen);

@@ -706,7 +706,7 @@ fn definer() {
 
 /// The completion condition that survives a resume in another process: the record says the
 /// refund succeeded, whichever attempt ran it.
-fn refunded(ended: journal::Ended<'_, ()>) -> bool {
+fn refunded(ended: loopbound::Ended<'_, ()>) -> bool {
     ended.has_succeeded("refund")
 }
 

@@ -39,7 +39,10 @@ async fn reviews(
             tokio::spawn(async move {
                 let scope = review::scope(BOTH_CAPABILITIES, Limits::default()).expect("valid limits");
                 let mut conversation = vec![Message::system(INSTRUCTIONS), Message::user(prompt(n))];
-                let outcome = runtime.run(&scope, &mut conversation, Review::completed).await.expect("a run");
+                let outcome = runtime
+                    .run(&scope, &mut conversation, |ended| Review::completed(ended.state()))
+                    .await
+                    .expect("a run");
                 let text = outcome.text().unwrap_or_default().to_owned();
                 (outcome.status(), scope.model_calls(), scope.tool_calls(), text)
             })
@@ -84,7 +87,10 @@ async fn every_reply_waits_the_latency_and_streams_report_usage_when_asked() {
     let scope = review::scope(BOTH_CAPABILITIES, Limits::default()).expect("valid limits");
     let began = std::time::Instant::now();
     let mut conversation = vec![Message::system(INSTRUCTIONS), Message::user(prompt("usage"))];
-    let outcome = runtime.run(&scope, &mut conversation, Review::completed).await.expect("a run");
+    let outcome = runtime
+        .run(&scope, &mut conversation, |ended| Review::completed(ended.state()))
+        .await
+        .expect("a run");
     assert!(began.elapsed() >= LATENCY * 3, "three calls, each {LATENCY:?} at least");
     assert_eq!(outcome.status(), Status::Completed);
     let usage = outcome.usage().expect("usage in the stream");
@@ -136,7 +142,10 @@ async fn a_release_spread_over_a_window_answers_the_held_calls_evenly_over_it() 
             tokio::spawn(async move {
                 let scope = review::scope(BOTH_CAPABILITIES, Limits::default()).expect("valid limits");
                 let mut conversation = vec![Message::system(INSTRUCTIONS), Message::user(prompt(n))];
-                let outcome = runtime.run(&scope, &mut conversation, Review::completed).await.expect("a run");
+                let outcome = runtime
+                    .run(&scope, &mut conversation, |ended| Review::completed(ended.state()))
+                    .await
+                    .expect("a run");
                 (outcome.status(), scope.model_calls(), monotonic_ns())
             })
         })

@@ -284,7 +284,7 @@ fn single(shape: Shape, budget: Budget) -> String {
         .expect("the case's limits are valid");
     let runtime = runtime_for(&tools, Workload::new(shape, Arc::clone(&ledger), u64::MAX, None, 1), true);
     let outcome = paused_runtime()
-        .block_on(runtime.run(&scope, &mut vec![Message::user("Review the tickets.")], |()| false))
+        .block_on(runtime.run(&scope, &mut vec![Message::user("Review the tickets.")], |_| false))
         .expect("the run is priced");
     let (per_call, limit) = budget.per_call_and_limit();
     let run_spend = outcome.spend();
@@ -351,7 +351,7 @@ fn runaway(
     let runtime = runtime_for(tools, model, capped);
     async move {
         runtime
-            .run(&scope, &mut vec![Message::user("Review the tickets.")], |()| false)
+            .run(&scope, &mut vec![Message::user("Review the tickets.")], |_| false)
             .await
             .map(|outcome| outcome.status())
     }

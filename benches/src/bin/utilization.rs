@@ -338,7 +338,7 @@ async fn one(counting: Counting, budget: u64, server: Option<&str>) -> Spent {
     ];
     let outcome = counting
         .runtime(&tools(), Arc::clone(&model))
-        .run(&scope, &mut conversation, |()| false)
+        .run(&scope, &mut conversation, |_| false)
         .await
         .expect("the run is valid");
     Spent {
@@ -367,7 +367,7 @@ async fn children(counting: Counting, budget: u64, server: Option<&str>) -> Spen
                 Message::system("You audit orders. Look each one up until told otherwise."),
                 Message::user("Find the order with a wrong total."),
             ];
-            runtime.run(&child, &mut conversation, |()| false).await.expect("the run is valid").status()
+            runtime.run(&child, &mut conversation, |_| false).await.expect("the run is valid").status()
         });
     }
     let ended = runs.join_all().await;

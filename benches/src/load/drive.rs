@@ -158,7 +158,9 @@ impl ReviewLoad {
         // Each run's end is reduced to what it records as the run's future returns: a whole
         // outcome kept in this future would be kept beside the run's own while it waits.
         let (ended, closed) = match &self.journal {
-            None => ended(self.runtime.run(&scope, &mut conversation, Review::completed).await),
+            None => ended(
+                self.runtime.run(&scope, &mut conversation, |ended| Review::completed(ended.state())).await,
+            ),
             Some(journal) => match RunId::new(format!("load-{id}")) {
                 // Boxed: a plain run's task is then as large as a plain run needs, not as the
                 // journaled run's larger future.

@@ -88,7 +88,6 @@ mod codec_progress;
 mod codec_terms;
 mod definition;
 mod driver;
-mod ended;
 mod error;
 mod heartbeat;
 mod holder;
@@ -108,7 +107,6 @@ mod widening;
 
 pub use cancel_watch::{CancelWatch, WeakCancelWatch};
 pub use definition::RunDefinition;
-pub use ended::Ended;
 pub use error::{JournalError, StorageError};
 pub use holder::{is_dead_holder, process_holder};
 pub use host::{

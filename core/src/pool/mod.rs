@@ -25,7 +25,7 @@
 //! let scope = Scope::builder().pools(draw.clone()).build()?;
 //! let reply = ModelReply::text("Done.").with_usage(Usage::new(100, 300));
 //! let runtime = Runtime::harness(&ToolSet::default(), sequence(vec![Step::Reply(reply)]));
-//! let outcome = runtime.run(&scope, &mut vec![Message::user("Hi.")], |()| true).await?;
+//! let outcome = runtime.run(&scope, &mut vec![Message::user("Hi.")], |_| true).await?;
 //! assert_eq!(outcome.status(), Status::Completed);
 //! assert_eq!(pools.state(&acme).await?.settled.tokens, 400, "the reported usage");
 //!
@@ -35,7 +35,7 @@
 //! let model = sequence(vec![Step::Reply(ModelReply::text("never sent"))]);
 //! let runtime = Runtime::harness(&ToolSet::default(), &model);
 //! let mut conversation = vec![Message::user("x".repeat(600))];
-//! let outcome = runtime.run(&scope, &mut conversation, |()| true).await?;
+//! let outcome = runtime.run(&scope, &mut conversation, |_| true).await?;
 //! assert_eq!(outcome.status(), Status::TokenBudget);
 //! assert_eq!(outcome.detail(), Some("pool tenant:acme has no room for this call (tokens)"));
 //! assert_eq!(model.calls(), 0);

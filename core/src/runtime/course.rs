@@ -11,7 +11,8 @@
 //!   it, after [`Course::before_bodies`], and hands its output back to [`Course::answer`]. So
 //!   a course never runs a body itself, and the loop decides when bodies run.
 //! - [`Live`] is the plain run: every reply is a counted model call, every answer goes through
-//!   middleware, observers, guard and body, and nothing is recorded.
+//!   middleware, observers, guard and body, and nothing is recorded; it keeps the name and
+//!   answer of every call whose body succeeded, for the run's completion condition.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -106,7 +107,18 @@ pub(crate) trait Course<T, S> {
 }
 
 /// The plain run: everything live, nothing recorded.
-pub(crate) struct Live;
+#[derive(Default)]
+pub(crate) struct Live {
+    /// Every call whose body returned an answer: the tool's name and the answer's text.
+    succeeded: Vec<(Arc<str>, String)>,
+}
+
+impl Live {
+    /// Every call whose body returned an answer, in the order the answers were handed on.
+    pub(crate) fn succeeded(&self) -> &[(Arc<str>, String)] {
+        &self.succeeded
+    }
+}
 
 impl<T: Transport, S: Send + Sync + 'static> Course<T, S> for Live {
     type Plan = ();
@@ -168,6 +180,9 @@ impl<T: Transport, S: Send + Sync + 'static> Course<T, S> for Live {
         (): (),
         output: Result<String, BodyError>,
     ) -> Message {
+        if let Ok(text) = &output {
+            self.succeeded.push((Arc::clone(name), text.clone()));
+        }
         answer_of(call, name, output)
     }
 

@@ -46,6 +46,7 @@ pub(crate) use telemetry::record_end;
 
 use std::borrow::Cow;
 
+use crate::ended::Ended;
 use crate::guard::Stop;
 use crate::outcome::{Outcome, RunError, Status};
 use crate::scope::Scope;
@@ -240,7 +241,7 @@ impl<T: Transport, S: Send + Sync + 'static> Runtime<T, S> {
     /// let runtime = Runtime::harness(&tools.build(), model).parallel(Concurrency::new(4)?);
     /// let scope = Scope::builder().grant("orders.read").limits(Limits::default().with_tool_calls(4)).build()?;
     /// let mut conversation = vec![Message::user("Look up orders 1 to 8.")];
-    /// let outcome = runtime.run(&scope, &mut conversation, |()| true).await?;
+    /// let outcome = runtime.run(&scope, &mut conversation, |_| true).await?;
     /// assert_eq!(outcome.status(), Status::ToolBudget);
     /// assert_eq!(scope.tool_calls(), 4, "four bodies ran, never eight");
     /// assert_eq!(conversation.len(), 1 + 1 + 8, "every call got a result message");
@@ -339,7 +340,8 @@ impl<T: Transport, S: Send + Sync + 'static> Runtime<T, S> {
 
     /// Runs the loop for one request: `scope` bounds it, `conversation` receives every assistant
     /// message and tool result, and the host's completion condition `is_complete` decides, from
-    /// the request's state, whether an ended run is `Completed`.
+    /// the run as it ends ([`Ended`]: the request's state and the calls that succeeded), whether
+    /// an ended run is `Completed`.
     ///
     /// # Errors
     ///
@@ -352,13 +354,14 @@ impl<T: Transport, S: Send + Sync + 'static> Runtime<T, S> {
         &self,
         scope: &Scope<S>,
         conversation: &mut Vec<Message>,
-        is_complete: impl FnOnce(&S) -> bool,
+        is_complete: impl FnOnce(Ended<'_, S>) -> bool,
     ) -> Result<Outcome, RunError> {
         self.check_configuration(scope)?;
         let span = self.agent_span(None);
         let mut usage = None;
-        let end = self.drive(scope, conversation, &mut usage, &mut Live).instrument(span.clone()).await;
-        let result = conclude(scope, end, usage, is_complete);
+        let mut live = Live::default();
+        let end = self.drive(scope, conversation, &mut usage, &mut live).instrument(span.clone()).await;
+        let result = conclude(scope, end, usage, |state| is_complete(Ended::plain(state, live.succeeded())));
         finished(scope, &span, &result);
         result
     }

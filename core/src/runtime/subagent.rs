@@ -19,7 +19,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::Runtime;
-use crate::journal::{Ended, Journal, JournalError, OperationId, RunId};
+use crate::ended::Ended;
+use crate::journal::{Journal, JournalError, OperationId, RunId};
 use crate::limits::LimitsError;
 use crate::outcome::{RunError, Status};
 use crate::scope::ScopeBuilder;
@@ -52,7 +53,7 @@ use crate::transport::{Message, Transport};
 ///     let researcher = researcher.clone();
 ///     async move {
 ///         let start = vec![Message::user(question.text)];
-///         researcher.run(&call, |child| child.limits(Limits::default().with_model_calls(2)), start, |()| true).await
+///         researcher.run(&call, |child| child.limits(Limits::default().with_model_calls(2)), start, |_| true).await
 ///     }
 /// })?;
 /// let parent = Runtime::harness(&tools.build(), sequence(vec![
@@ -60,7 +61,7 @@ use crate::transport::{Message, Transport};
 ///     Step::Reply(ModelReply::text("It is 42.")),
 /// ]));
 /// let scope = Scope::builder().grant("agents.research").build()?;
-/// let outcome = parent.run(&scope, &mut vec![Message::user("Ask.")], |()| true).await?;
+/// let outcome = parent.run(&scope, &mut vec![Message::user("Ask.")], |_| true).await?;
 /// assert_eq!(outcome.status(), Status::Completed);
 /// // The sub-agent's model call was admitted in the parent's scope too.
 /// assert_eq!(scope.model_calls(), 2);
@@ -91,7 +92,7 @@ impl<T: Transport, C: Send + Sync + 'static> SubAgent<T, C> {
 
     /// Runs the sub-agent in a child of `call`'s scope, built by `child` from the child's
     /// builder (its grants, limits and state), from `conversation`; returns its text when it
-    /// completes.
+    /// completes (`is_complete` decides, from the child's run as it ends: [`Ended`]).
     ///
     /// # Errors
     ///
@@ -103,7 +104,7 @@ impl<T: Transport, C: Send + Sync + 'static> SubAgent<T, C> {
         call: &Call<S>,
         child: impl FnOnce(ScopeBuilder) -> ScopeBuilder<C>,
         mut conversation: Vec<Message>,
-        is_complete: impl FnOnce(&C) -> bool,
+        is_complete: impl FnOnce(Ended<'_, C>) -> bool,
     ) -> Result<String, SubAgentError> {
         let scope = child(call.child()).build().map_err(SubAgentError::Open)?;
         let outcome =

@@ -75,7 +75,7 @@ impl<T: Transport> DynTransport for T {
 /// };
 /// let runtime = Runtime::harness(&ToolSet::default(), transport);
 /// let scope = Scope::builder().build()?;
-/// let outcome = runtime.run(&scope, &mut vec![Message::user("hi")], |()| true).await?;
+/// let outcome = runtime.run(&scope, &mut vec![Message::user("hi")], |_| true).await?;
 /// assert_eq!(outcome.status(), Status::Completed);
 /// # Ok(())
 /// # }

@@ -16,7 +16,7 @@
 //! // A service spawns the run and hands `updates` to its response (each update serialises as
 //! // one JSON object, a Server-Sent Event's data); here both run in one task.
 //! let mut conversation = vec![Message::user("Hi.")];
-//! let run = runtime.run(&scope, &mut conversation, |()| true);
+//! let run = runtime.run(&scope, &mut conversation, |_| true);
 //! let (outcome, seen) = tokio::join!(run, async {
 //!     let mut seen = Vec::new();
 //!     while let Some(update) = updates.next().await {

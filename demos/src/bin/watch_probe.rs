@@ -81,7 +81,8 @@ async fn probe(mode: &str) -> ExitCode {
         return ExitCode::SUCCESS;
     }
     let mut conversation = vec![Message::user("Review the tickets.")];
-    let outcome = match runtime.run(&scope, &mut conversation, Review::completed).await {
+    let outcome = match runtime.run(&scope, &mut conversation, |ended| Review::completed(ended.state())).await
+    {
         Ok(outcome) => outcome,
         Err(error) => {
             eprintln!("watch-probe: {error}");

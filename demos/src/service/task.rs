@@ -8,7 +8,7 @@
 //! - A task's name ([`Task::as_str`]) is what a run's journal stores, and [`Task::from_label`]
 //!   reads it back: renaming one strands the runs stored under the old name.
 
-use loopbound::journal::Ended;
+use loopbound::Ended;
 use serde::Deserialize;
 
 /// What a request asks the agent to do; each task has its own completion condition.

@@ -89,7 +89,7 @@ pub async fn run(args: SpendArgs, caller: CancellationToken) -> Result<Played, D
     let outcome = Runtime::new(args.composition(), &tools.set, &model)
         .options(review::options())
         .streaming(args.stream)
-        .run(&scope, &mut conversation, Review::completed)
+        .run(&scope, &mut conversation, |ended| Review::completed(ended.state()))
         .await
         .map_err(DemoError::Run)?;
     // The tool results are the ticket texts and not-found answers: the spend is the point here.

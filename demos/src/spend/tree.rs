@@ -157,7 +157,7 @@ fn planner_tools(composition: Composition, stream: bool, bills: &Bills) -> ToolS
                             child.grants(BOTH_CAPABILITIES).limits(reviewer_limits()).state(Review::default())
                         },
                         start,
-                        Review::completed,
+                        |ended| ended.state().completed(),
                     )
                     .await;
                 if answer.is_ok() {
@@ -207,7 +207,7 @@ pub async fn run(args: SpendArgs, caller: CancellationToken) -> Result<Played, D
     let outcome = Runtime::new(args.composition(), &tools, &planner)
         .options(review::options())
         .streaming(args.stream)
-        .run(&scope, &mut conversation, Delegations::completed)
+        .run(&scope, &mut conversation, |ended| Delegations::completed(ended.state()))
         .await
         .map_err(DemoError::Run)?;
     Ok(Played { stated, outcome, bills: bills.all(), results: results(&conversation) })

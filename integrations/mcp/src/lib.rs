@@ -57,7 +57,7 @@
 //!     Step::Reply(ModelReply::text("42.")),
 //! ]);
 //! let outcome = Runtime::harness(&tools, model)
-//!     .run(&scope, &mut vec![Message::user("Add 2 and 40.")], |()| true)
+//!     .run(&scope, &mut vec![Message::user("Add 2 and 40.")], |_| true)
 //!     .await?;
 //! assert_eq!(outcome.status(), Status::Completed);
 //! # Ok(())

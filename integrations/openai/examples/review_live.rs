@@ -126,6 +126,6 @@ async fn run<T: Transport>(
     Runtime::new(composition, &review::tools().set, transport)
         .options(review::options())
         .streaming(streaming)
-        .run(scope, messages, Review::completed)
+        .run(scope, messages, |ended| ended.state().completed())
         .await
 }

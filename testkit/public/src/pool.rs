@@ -127,7 +127,7 @@ pub fn draw(store: Arc<dyn PoolStore>, pools: &[PoolName], lease: Duration, hold
 pub async fn one_run(draw: &PoolDraw, model: &Billing) -> Result<(Status, Option<String>), RunError> {
     let scope = Scope::builder().pools(draw.clone()).build().expect("a scope drawing from pools");
     let runtime = Runtime::harness(&ToolSet::default(), model);
-    let outcome = runtime.run(&scope, &mut vec![Message::user(prompt())], |()| true).await?;
+    let outcome = runtime.run(&scope, &mut vec![Message::user(prompt())], |_| true).await?;
     Ok((outcome.status(), outcome.detail().map(str::to_owned)))
 }
 

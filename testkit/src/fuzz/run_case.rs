@@ -604,7 +604,8 @@ async fn played(case: &RunCase, parallel: Option<usize>) -> Played {
             runtime.parallel(loopbound::Concurrency::new(cap).unwrap_or_else(|error| panic!("{error}")));
     }
     let mut conversation = vec![Message::user("Review ticket 42.")];
-    let result = runtime.run(&scope, &mut conversation, |host| host.finished.load(Ordering::SeqCst)).await;
+    let result =
+        runtime.run(&scope, &mut conversation, |ended| ended.state().finished.load(Ordering::SeqCst)).await;
     let starts = scope.state().starts.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
     Played {
         result: result.map(|o| (o.status(), o.text().map(str::to_owned))).map_err(|error| error.to_string()),
@@ -631,7 +632,7 @@ async fn check_run(case: &RunCase) {
     let transport = Scripted::new(move |call, _| play(case, call, &script_caller)).fragment_size(3);
     let runtime = Runtime::new(case.composition(), &tools(), &transport).streaming(case.streaming);
     let mut conversation = vec![Message::user("Review ticket 42.")];
-    let run = runtime.run(&scope, &mut conversation, |host| host.finished.load(Ordering::SeqCst));
+    let run = runtime.run(&scope, &mut conversation, |ended| ended.state().finished.load(Ordering::SeqCst));
     let result = tokio::time::timeout(limits.deadline() + Duration::from_secs(1), run)
         .await
         .unwrap_or_else(|_| panic!("the run did not end by its deadline"));

@@ -130,7 +130,7 @@ async fn the_tool_choice_and_default_cap_come_from_the_configuration() {
     let scope = review_task::scope(review_task::BOTH_CAPABILITIES, loopbound::Limits::default()).unwrap();
     let runtime = loopbound::Runtime::harness(&review_task::tools().set, transport);
     let outcome = runtime
-        .run(&scope, &mut vec![loopbound::Message::user("Hi")], review_task::Review::completed)
+        .run(&scope, &mut vec![loopbound::Message::user("Hi")], |ended| ended.state().completed())
         .await
         .unwrap();
     assert_eq!(outcome.text(), Some("Hi."));

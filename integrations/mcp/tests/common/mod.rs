@@ -31,7 +31,7 @@ pub(crate) fn calls(calls: &[(&str, &str)]) -> Vec<Step> {
 pub(crate) async fn run(tools: &ToolSet, scope: &Scope, steps: Vec<Step>) -> (Outcome, Vec<Message>) {
     let mut conversation = vec![Message::user("Use the tools.")];
     let outcome = Runtime::harness(tools, sequence(steps))
-        .run(scope, &mut conversation, |()| true)
+        .run(scope, &mut conversation, |_| true)
         .await
         .expect("the run ends with an outcome");
     (outcome, conversation)
