@@ -19,6 +19,7 @@
 //!   every backend.
 //! - A [`Batch`] is written in one transaction, in order, or not at all.
 
+pub use super::boxed::JournalFuture;
 pub use super::cancel_watch::{CancelWatch, WeakCancelWatch};
 pub use super::holder::{is_dead_holder, process_holder};
 pub use super::row::{

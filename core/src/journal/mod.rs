@@ -54,7 +54,8 @@
 //! names as a bound (`run_journaled`, `approve` and the rest are generic over it). What only a
 //! backend implements or reads (the rows it stores, the batches it writes under a fence, the
 //! lease and holder helpers, the watchers it may share) is in [`backend`]: a host never needs
-//! it.
+//! it. A host that picks its backend at run time holds it as `Arc<dyn` [`DynJournal`]`>`, the
+//! boxed form of `Journal` (see there for why the two styles).
 //!
 //! # Stored format
 //!
@@ -89,6 +90,7 @@
 
 pub mod backend;
 mod bound;
+mod boxed;
 mod cancel_watch;
 mod codec;
 mod codec_messages;
@@ -116,6 +118,7 @@ mod stream;
 mod tail;
 mod widening;
 
+pub use boxed::DynJournal;
 pub use definition::RunDefinition;
 pub use ended::Ended;
 pub use error::{JournalError, StorageError};

@@ -62,7 +62,14 @@ pub fn check_lease(lease: Duration) -> Result<Duration, JournalError> {
     if lease.is_zero() || lease > MAX_LEASE { Err(JournalError::InvalidLease) } else { Ok(lease) }
 }
 
-/// A journal backend.
+/// A journal backend: what a backend implements, and what a host names as the bound of the
+/// functions that take a journal.
+///
+/// Its futures are `impl Future` in the trait, the one style of the traits a backend implements
+/// here (`Journal`, [`Transport`](crate::transport::Transport)): a backend writes plain `async`
+/// code and a call allocates nothing. Such a trait is not `dyn`-compatible; a host that holds a
+/// journal chosen at run time holds `Arc<dyn` [`DynJournal`](super::DynJournal)`>`, its boxed
+/// form, which implements `Journal` in turn.
 pub trait Journal: Send + Sync {
     /// How long an acquisition, a renewal or a commit holds the run: an attempt that neither
     /// commits nor renews for this long loses it.
@@ -273,10 +280,14 @@ macro_rules! delegate {
     };
 }
 
-impl<J: Journal> Journal for &J {
+impl<J: Journal + ?Sized> Journal for &J {
     delegate!();
 }
 
-impl<J: Journal> Journal for std::sync::Arc<J> {
+impl<J: Journal + ?Sized> Journal for std::sync::Arc<J> {
+    delegate!();
+}
+
+impl<J: Journal + ?Sized> Journal for Box<J> {
     delegate!();
 }
