@@ -17,9 +17,8 @@
 use std::time::{Duration, Instant};
 
 use loopbound::Status;
-use loopbound::journal::{
-    self, Batch, Entry, Fence, Journal, LabelRow, RunId, RunQuery, RunRow, RunState, StateFilter,
-};
+use loopbound::journal::backend::{Batch, Entry, Fence, LabelRow, RunRow};
+use loopbound::journal::{self, Journal, RunId, RunQuery, RunState, StateFilter};
 use loopbound_benches::journal::percentile;
 use loopbound_postgres::{Config, PostgresJournal};
 use loopbound_sqlite::{SqliteJournal, Synchronous};

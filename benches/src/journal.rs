@@ -13,10 +13,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use loopbound::journal::{
-    Batch, CancelWatch, Entry, Fence, Journal, JournalError, ListedRow, RunId, RunQuery, RunRow, StoredRun,
-    UpdateRow,
+use loopbound::journal::backend::{
+    Batch, CancelWatch, Entry, Fence, ListedRow, RunRow, StoredRun, UpdateRow,
 };
+use loopbound::journal::{Journal, JournalError, RunId, RunQuery};
 
 /// A journal that times each effect from its `started` commit to its result commit.
 #[derive(Debug)]
@@ -102,7 +102,7 @@ impl<J: Journal> Journal for TimedJournal<J> {
         self.inner.updates(run, after, limit).await
     }
 
-    fn live_streams(&self) -> Option<&loopbound::journal::LiveStreams> {
+    fn live_streams(&self) -> Option<&loopbound::journal::backend::LiveStreams> {
         self.inner.live_streams()
     }
 

@@ -5,9 +5,10 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use loopbound::journal::backend::{Batch, Fence, ListedRow, RunRow, StoredRun};
 use loopbound::journal::{
-    self, Batch, Digest, Fence, Journal, JournalError, ListedRow, MemoryJournal, OperationId, Resolution,
-    RunId, RunQuery, RunRow, RunState, StoredRun, Widening,
+    self, Digest, Journal, JournalError, MemoryJournal, OperationId, Resolution, RunId, RunQuery, RunState,
+    Widening,
 };
 use loopbound::tool::Policy;
 use loopbound::transport::{ModelReply, Usage};

@@ -7,9 +7,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use loopbound::journal::{
-    Batch, Entry, Fence, Journal, JournalError, ListedRow, MemoryJournal, RunId, RunQuery, RunRow, StoredRun,
-};
+use loopbound::journal::backend::{Batch, Entry, Fence, ListedRow, RunRow, StoredRun};
+use loopbound::journal::{Journal, JournalError, MemoryJournal, RunId, RunQuery};
 use loopbound::scripted::{Scripted, Step, sequence};
 use loopbound::tool::Policy;
 use loopbound::transport::{ChatRequest, ModelReply, ToolCall};

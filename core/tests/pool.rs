@@ -9,9 +9,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use common::Slow;
-use loopbound::pool::{
-    Amount, ManualClock, MemoryPools, PoolBudget, PoolDraw, PoolLimit, PoolName, PoolStore, Settled, Window,
-};
+use loopbound::pool::backend::{PoolBackend, PoolLimit, Settled};
+use loopbound::pool::{Amount, ManualClock, MemoryPools, PoolBudget, PoolDraw, PoolName, PoolStore, Window};
 use loopbound::scripted::{Scripted, Step, sequence};
 use loopbound::spend::{ByteCounter, Micros, Price, Prices};
 use loopbound::transport::{ModelReply, Usage};
@@ -277,7 +276,7 @@ async fn a_dead_holders_hold_is_charged_whole_at_expiry_and_a_late_settlement_ad
     let acme = name("tenant:acme");
     let (store, clock) = store_with(&[(&acme, PoolBudget::default().with_tokens(1_000))]).await;
     let ask = |lease| {
-        loopbound::pool::PoolAsk::new(vec![acme.clone()], 100)
+        loopbound::pool::backend::PoolAsk::new(vec![acme.clone()], 100)
             .cap(300)
             .min_output(16)
             .lease(lease)
@@ -316,7 +315,7 @@ async fn a_dead_holders_hold_is_charged_whole_at_expiry_and_a_late_settlement_ad
 async fn each_utc_day_has_its_own_figures_and_a_hold_settles_in_its_own_day() {
     let acme = name("tenant:acme");
     let (store, clock) = store_with(&[(&acme, PoolBudget::default().with_calls(1).per(Window::Day))]).await;
-    let ask = loopbound::pool::PoolAsk::new(vec![acme.clone()], 1)
+    let ask = loopbound::pool::backend::PoolAsk::new(vec![acme.clone()], 1)
         .cap(10)
         .min_output(1)
         .lease(Duration::from_secs(3_600 * 20))
@@ -370,10 +369,16 @@ impl PoolStore for Interfering {
     ) -> loopbound::pool::PoolFuture<'a, Vec<(u64, loopbound::pool::Line)>> {
         self.inner.windows(pool)
     }
+}
+
+impl PoolBackend for Interfering {
     fn reserve(
         &self,
-        ask: loopbound::pool::PoolAsk,
-    ) -> loopbound::pool::PoolFuture<'_, Result<loopbound::pool::Grant, loopbound::pool::PoolRefusal>> {
+        ask: loopbound::pool::backend::PoolAsk,
+    ) -> loopbound::pool::PoolFuture<
+        '_,
+        Result<loopbound::pool::backend::Grant, loopbound::pool::backend::PoolRefusal>,
+    > {
         self.during.cancel();
         if self.down {
             let refused = std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "connection refused");
@@ -384,17 +389,21 @@ impl PoolStore for Interfering {
         }
         self.inner.reserve(ask)
     }
-    fn renew(&self, hold: loopbound::pool::HoldId, lease: Duration) -> loopbound::pool::PoolFuture<'_, bool> {
+    fn renew(
+        &self,
+        hold: loopbound::pool::backend::HoldId,
+        lease: Duration,
+    ) -> loopbound::pool::PoolFuture<'_, bool> {
         self.inner.renew(hold, lease)
     }
     fn settle(
         &self,
-        hold: loopbound::pool::HoldId,
+        hold: loopbound::pool::backend::HoldId,
         charge: Amount,
     ) -> loopbound::pool::PoolFuture<'_, Settled> {
         self.inner.settle(hold, charge)
     }
-    fn release(&self, hold: loopbound::pool::HoldId) -> loopbound::pool::PoolFuture<'_, ()> {
+    fn release(&self, hold: loopbound::pool::backend::HoldId) -> loopbound::pool::PoolFuture<'_, ()> {
         self.inner.release(hold)
     }
 }

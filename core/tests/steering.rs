@@ -6,9 +6,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use loopbound::journal::{
-    Batch, Fence, Journal, JournalError, ListedRow, MemoryJournal, RunId, RunQuery, RunRow, StoredRun,
-};
+use loopbound::journal::backend::{Batch, Fence, ListedRow, RunRow, StoredRun};
+use loopbound::journal::{Journal, JournalError, MemoryJournal, RunId, RunQuery};
 use loopbound::scripted::{Scripted, Step};
 use loopbound::transport::ModelReply;
 use loopbound::{Message, RunError, RunErrorKind, RunRegistry, Runtime, Scope, ToolSet};

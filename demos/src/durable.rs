@@ -26,9 +26,9 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use loopbound::journal::backend::{Batch, Entry, Fence, ListedRow, RunRow, StoredRun};
 use loopbound::journal::{
-    self, Batch, Digest, Entry, Fence, Journal, JournalError, ListedRow, OperationId, RunId, RunQuery,
-    RunRecord, RunRow, StoredRun,
+    self, Digest, Journal, JournalError, OperationId, RunId, RunQuery, RunRecord,
 };
 use loopbound::tool::Policy;
 use loopbound::{Composition, Ended, Limits, Outcome, RunError, Runtime, Scope, Status};

@@ -10,7 +10,8 @@
 //! - The model never calls the library's arithmetic: fit, expiry and settlement are re-derived
 //!   here from the contract's words.
 
-use loopbound::pool::{Window, lease_millis};
+use loopbound::pool::Window;
+use loopbound::pool::backend::lease_millis;
 use std::time::Duration;
 
 /// Micro-units per input token.

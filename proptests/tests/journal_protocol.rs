@@ -15,9 +15,9 @@ use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use loopbound::journal::backend::{Batch, Fence, ListedRow, RunRow, StoredRun};
 use loopbound::journal::{
-    self, Batch, Digest, Fence, Journal, JournalError, ListedRow, MemoryJournal, OperationId, Resolution,
-    RunId, RunQuery, RunRow, RunState, StoredRun,
+    self, Digest, Journal, JournalError, MemoryJournal, OperationId, Resolution, RunId, RunQuery, RunState,
 };
 use loopbound::tool::{EffectKind, Policy as ToolPolicy};
 use loopbound::{Call, Limits, RunError, Runtime, Scope, ToolSet};

@@ -10,9 +10,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use loopbound::pool::{
-    Amount, ManualClock, MemoryPools, PoolAsk, PoolBudget, PoolError, PoolName, PoolStore, Settled, Window,
-};
+use loopbound::pool::backend::{PoolAsk, Settled};
+use loopbound::pool::{Amount, ManualClock, MemoryPools, PoolBudget, PoolError, PoolName, PoolStore, Window};
 use loopbound::spend::{Micros, Price};
 use loopbound_proptests::config::with_cases;
 use loopbound_proptests::pool_model::{Bounds, Figures, INPUT_PRICE, Model, OUTPUT_PRICE, Reserved};
@@ -129,7 +128,7 @@ async fn play(store: &dyn PoolStore, clock: &ManualClock, ops: &[Op]) -> Result<
                     tokens: held.tokens * percent / 100,
                     cost: held.cost * percent / 100,
                 };
-                let got = store.settle(loopbound::pool::HoldId::new(id), amount(charge)).await;
+                let got = store.settle(loopbound::pool::backend::HoldId::new(id), amount(charge)).await;
                 match (got, model.settle(id, charge)) {
                     (Ok(Settled::Late), Some(true)) | (Err(PoolError::UnknownHold), None) => {}
                     (Ok(Settled::InTime { over }), Some(false)) => {
@@ -140,13 +139,13 @@ async fn play(store: &dyn PoolStore, clock: &ManualClock, ops: &[Op]) -> Result<
             }
             Op::Release { pick } => {
                 let Some(&id) = ids.get(pick % ids.len().max(1)) else { continue };
-                let got = store.release(loopbound::pool::HoldId::new(id)).await;
+                let got = store.release(loopbound::pool::backend::HoldId::new(id)).await;
                 prop_assert_eq!(got.is_ok(), model.release(id), "release: {:?}", got);
             }
             Op::Renew { pick, lease } => {
                 let Some(&id) = ids.get(pick % ids.len().max(1)) else { continue };
                 let lease = Duration::from_secs(*lease);
-                let got = store.renew(loopbound::pool::HoldId::new(id), lease).await.unwrap();
+                let got = store.renew(loopbound::pool::backend::HoldId::new(id), lease).await.unwrap();
                 prop_assert_eq!(got, model.renew(id, lease));
             }
             Op::Advance { ms } => {

@@ -10,10 +10,8 @@
 
 use std::time::Duration;
 
-use loopbound::journal::{
-    Batch, CancelWatch, Fence, Journal, JournalError, ListedRow, RunId, RunQuery, RunRow, StoredRun,
-    UpdateRow,
-};
+use loopbound::journal::backend::{Batch, CancelWatch, Fence, ListedRow, RunRow, StoredRun, UpdateRow};
+use loopbound::journal::{Journal, JournalError, RunId, RunQuery};
 use loopbound_postgres::{Config, PostgresJournal, WorkerId};
 use loopbound_sqlite::{SqliteJournal, Synchronous};
 
@@ -122,7 +120,7 @@ impl Journal for AnyJournal {
         each!(self, journal => journal.updates(run, after, limit).await)
     }
 
-    fn live_streams(&self) -> Option<&loopbound::journal::LiveStreams> {
+    fn live_streams(&self) -> Option<&loopbound::journal::backend::LiveStreams> {
         each!(self, journal => journal.live_streams())
     }
 }

@@ -30,7 +30,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use loopbound::journal::{self, Entry, JournalError, Labels, OperationStatus, RunId, RunQuery, RunState};
+use loopbound::journal::backend::Entry;
+use loopbound::journal::{self, JournalError, Labels, OperationStatus, RunId, RunQuery, RunState};
 use loopbound::scripted::{Scripted, Step};
 use loopbound::tool::Policy;
 use loopbound::transport::{Message, ModelReply, ToolCall, Transport, TransportError, Usage};

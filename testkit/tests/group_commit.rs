@@ -15,7 +15,8 @@ use std::future::Future;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use loopbound::journal::{Batch, Entry, EventRow, Fence, Journal, JournalError, ReplyRow, RunId};
+use loopbound::journal::backend::{Batch, Entry, EventRow, Fence, ReplyRow};
+use loopbound::journal::{Journal, JournalError, RunId};
 use loopbound_postgres::tokio_postgres::{self, NoTls};
 use loopbound_postgres::{Config, GROUP_WRITERS, PostgresJournal, WorkerId};
 use loopbound_sqlite::SqliteJournal;

@@ -263,14 +263,14 @@ fn opener() {
             let fresh = loopbound_testkit::conformance::fresh_row();
             use loopbound::journal::Journal as _;
             let stored = journal.acquire(&run, fresh).await.map_err(|error| error.to_string())?;
-            let end = loopbound::journal::Batch {
+            let end = loopbound::journal::backend::Batch {
                 entries: vec![
-                    loopbound::journal::Entry::State(RunState::Finished(Status::Completed)),
-                    loopbound::journal::Entry::Release,
+                    loopbound::journal::backend::Entry::State(RunState::Finished(Status::Completed)),
+                    loopbound::journal::backend::Entry::Release,
                 ],
             };
             journal
-                .commit(&run, loopbound::journal::Fence::Epoch(stored.run.epoch), end)
+                .commit(&run, loopbound::journal::backend::Fence::Epoch(stored.run.epoch), end)
                 .await
                 .map_err(|error| error.to_string())
         });
@@ -448,9 +448,9 @@ const LONG_LEASE: Duration = Duration::from_secs(60);
 /// What "at once" means here: the takers' attempts end well within the dead one's lease.
 const AT_ONCE: Duration = Duration::from_secs(10);
 
-/// A child that names its leases as a process does (`journal::process_holder`) and says so.
+/// A child that names its leases as a process does (`journal::backend::process_holder`) and says so.
 fn named_journal(rt: &tokio::runtime::Runtime) -> AnyJournal {
-    let holder = journal::process_holder();
+    let holder = journal::backend::process_holder();
     let journal = rt.block_on(backend::open(&env(PLACE), &holder, LONG_LEASE)).expect("opens");
     report(&format!("holder {holder}"));
     journal
@@ -499,14 +499,14 @@ fn a_sigkilled_attempts_run_is_taken_over_at_once_by_one_fresh_process_of_its_ma
         let mut output = child::output(&mut doomed);
         let dead = holder_of(&mut output);
         assert_eq!(next_report(&mut output).as_deref(), Some("inside"), "{place}");
-        assert!(!journal::is_dead_holder(&dead), "{place}: {dead} is alive inside the refund");
+        assert!(!journal::backend::is_dead_holder(&dead), "{place}: {dead} is alive inside the refund");
         let mut takers: Vec<Child> =
             (0..2).map(|_| spawn(KILLED_HERE, "taker", &effects, &place, "-")).collect();
         let mut outputs: Vec<_> = takers.iter_mut().map(child::output).collect();
         let names: Vec<String> = outputs.iter_mut().map(holder_of).collect();
         doomed.kill().expect("SIGKILL");
         doomed.wait().expect("reaped");
-        assert!(journal::is_dead_holder(&dead), "{place}: {dead} is gone");
+        assert!(journal::backend::is_dead_holder(&dead), "{place}: {dead} is gone");
         let host = rt.block_on(backend::open(&place, "host", LONG_LEASE)).expect("opens");
         let record = rt.block_on(journal::inspect(&host, &run)).expect("inspect");
         let lease = record.lease().expect("the dead attempt's lease");
@@ -625,8 +625,8 @@ impl loopbound::journal::Journal for KilledAfterResult {
     async fn acquire(
         &self,
         run: &RunId,
-        fresh: loopbound::journal::RunRow,
-    ) -> Result<loopbound::journal::StoredRun, JournalError> {
+        fresh: loopbound::journal::backend::RunRow,
+    ) -> Result<loopbound::journal::backend::StoredRun, JournalError> {
         self.0.acquire(run, fresh).await
     }
 
@@ -634,20 +634,23 @@ impl loopbound::journal::Journal for KilledAfterResult {
         self.0.renew(run, epoch).await
     }
 
-    async fn load(&self, run: &RunId) -> Result<Option<loopbound::journal::StoredRun>, JournalError> {
+    async fn load(
+        &self,
+        run: &RunId,
+    ) -> Result<Option<loopbound::journal::backend::StoredRun>, JournalError> {
         self.0.load(run).await
     }
 
     async fn commit(
         &self,
         run: &RunId,
-        fence: loopbound::journal::Fence,
-        batch: loopbound::journal::Batch,
+        fence: loopbound::journal::backend::Fence,
+        batch: loopbound::journal::backend::Batch,
     ) -> Result<(), JournalError> {
         let records = batch
             .entries
             .iter()
-            .any(|entry| matches!(entry, loopbound::journal::Entry::Call(call) if call.operation == Some(2)));
+            .any(|entry| matches!(entry, loopbound::journal::backend::Entry::Call(call) if call.operation == Some(2)));
         self.0.commit(run, fence, batch).await?;
         if records {
             report("recorded");
@@ -658,7 +661,10 @@ impl loopbound::journal::Journal for KilledAfterResult {
         Ok(())
     }
 
-    async fn list(&self, query: &RunQuery) -> Result<Vec<loopbound::journal::ListedRow>, JournalError> {
+    async fn list(
+        &self,
+        query: &RunQuery,
+    ) -> Result<Vec<loopbound::journal::backend::ListedRow>, JournalError> {
         self.0.list(query).await
     }
 }

@@ -12,7 +12,8 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use loopbound::pool::{Amount, MemoryPools, PoolAsk, PoolBudget, PoolName, PoolStore};
+use loopbound::pool::backend::PoolAsk;
+use loopbound::pool::{Amount, MemoryPools, PoolBudget, PoolName, PoolStore};
 use loopbound_postgres::{Config, PostgresPools, Store};
 use loopbound_sqlite::SqlitePools;
 use loopbound_testkit::postgres::{Cluster, Durability};

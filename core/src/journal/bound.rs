@@ -17,7 +17,7 @@
 //!   [`Unconfirmed`](crate::EndRecord::Unconfirmed). Its lease is then left to expire.
 //! - A cancel check that fails or is given up answers "no request": it changes nothing.
 //! - Cancel checks are reads: a waiting attempt makes them through its handle's shared
-//!   [`CancelWatch`](super::CancelWatch) when the backend keeps one (one call per period for
+//!   [`CancelWatch`](super::backend::CancelWatch) when the backend keeps one (one call per period for
 //!   every run the handle drives, and one call for the checks before admissions that arrive
 //!   together), else one per run.
 
@@ -183,7 +183,7 @@ impl<'j, J: Journal> Canceller<'j, J> {
     }
 
     /// The handle's shared watcher of cancel requests, if its backend keeps one.
-    pub(crate) fn watch(self) -> Option<&'j super::CancelWatch> {
+    pub(crate) fn watch(self) -> Option<&'j super::backend::CancelWatch> {
         self.journal.cancel_watch()
     }
 }

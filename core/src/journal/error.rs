@@ -68,7 +68,7 @@ pub enum JournalError {
     LeaseLost,
     /// Another attempt holds a live lease on this run (every backend refuses to take it over
     /// before the lease expires or is released, or, for a holder that is a process of this
-    /// machine, before that process is gone: see [`is_dead_holder`](super::is_dead_holder)):
+    /// machine, before that process is gone: see [`is_dead_holder`](super::backend::is_dead_holder)):
     /// this attempt did not start, wrote nothing and ran nothing. Retry after `remaining`.
     /// Displays as `another attempt holds this run: held by host-a:4242 for 12.3 s more;
     /// nothing ran`.

@@ -153,7 +153,7 @@ fn parse_holder(holder: &str) -> Option<(u32, u64, &str)> {
 /// hides other users' processes or cannot be read, and on every system but Linux.
 ///
 /// ```
-/// use loopbound::journal::{is_dead_holder, process_holder};
+/// use loopbound::journal::backend::{is_dead_holder, process_holder};
 ///
 /// assert!(!is_dead_holder(&process_holder()), "this process is alive");
 /// assert!(!is_dead_holder("pod-7"), "a chosen name is never judged");

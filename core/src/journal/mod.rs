@@ -47,6 +47,16 @@
 //! running a run, [`close`] a run for good, and [`follow`] a run's recorded stream from any
 //! position (a Server-Sent-Events `Last-Event-ID`), in any process.
 //!
+//! # A host's module and a backend's
+//!
+//! This module holds what a host calls or names: the runs' ids, the commands above, the
+//! records and listings they return, the errors, and the [`Journal`] trait itself, which a host
+//! names as a bound (`run_journaled`, `approve` and the rest are generic over it). What only a
+//! backend implements or reads (the rows it stores, the batches it writes under a fence, the
+//! lease and holder helpers, the watchers it may share) is in [`backend`]: a host never needs
+//! it. A host that picks its backend at run time holds it as `Arc<dyn` [`DynJournal`]`>`, the
+//! boxed form of `Journal` (see there for why the two styles).
+//!
 //! # Stored format
 //!
 //! What a journal stores is a promise to every later version: a journal written today is
@@ -78,7 +88,9 @@
 //!   resumes, reconciliations) is in the outcome's events and in the journal, in order, with
 //!   operation ids and never argument values.
 
+pub mod backend;
 mod bound;
+mod boxed;
 mod cancel_watch;
 mod codec;
 mod codec_messages;
@@ -105,10 +117,9 @@ mod stream;
 mod tail;
 mod widening;
 
-pub use cancel_watch::{CancelWatch, WeakCancelWatch};
+pub use boxed::DynJournal;
 pub use definition::RunDefinition;
 pub use error::{JournalError, StorageError};
-pub use holder::{is_dead_holder, process_holder};
 pub use host::{
     Presented, approve, ask_again, cancel, close, deny, inspect, list, reconcile, scope_of, widen,
 };
@@ -120,13 +131,9 @@ pub use record::{
     CallResult, Decider, Decision, MAX_ACTOR_LEN, MAX_REASON_LEN, Operation, OperationStatus, Proposal,
     Reconciliation, Resolution, RunState, Verdict, valid_actor, valid_reason,
 };
-pub use row::{
-    Batch, CallRow, DecisionRow, Entry, EventRow, ExpiryRow, Fence, LabelRow, Lease, ListedRow, ProposalRow,
-    ReconciliationRow, ReplyRow, RunRow, StartedRow, StoredRun, UpdateRow,
-};
+pub use row::Lease;
 pub use run::CANCEL_POLL;
 pub use run_record::RunRecord;
-pub use store::{DEFAULT_LEASE, Journal, MAX_LEASE, check_lease};
+pub use store::{DEFAULT_LEASE, Journal, MAX_LEASE};
 pub use stream::{FOLLOW_PAGE, FOLLOW_POLL, Follow, StreamLine, follow};
-pub use tail::{LIVE_AHEAD, LiveStreams};
 pub use widening::Widening;

@@ -83,6 +83,14 @@ impl Lease {
     pub fn is_live(&self) -> bool {
         !self.remaining.is_zero()
     }
+
+    /// Whether the lease was live when it was read and its holder may still be running the run:
+    /// a holder that this machine knows is gone ([`is_dead_holder`](super::backend::is_dead_holder))
+    /// holds nothing, since the next attempt takes its run over at once.
+    #[must_use]
+    pub fn is_held(&self) -> bool {
+        self.is_live() && !super::holder::is_dead_holder(&self.holder)
+    }
 }
 
 /// One recorded model reply.

@@ -190,7 +190,7 @@ impl<T: Transport, S: Send + Sync + 'static> Runtime<T, S> {
 pub const CANCEL_POLL: Duration = Duration::from_millis(500);
 
 /// Asks the journal every [`CANCEL_POLL`] whether a host requested to cancel `run` (through the
-/// handle's shared [`CancelWatch`](super::CancelWatch) when it keeps one: one query per period
+/// handle's shared [`CancelWatch`](super::backend::CancelWatch) when it keeps one: one query per period
 /// for all its waiting runs), and cancels the scope as its caller would when one did. Never
 /// returns: the attempt's loop ends first.
 async fn watch_cancel_requests<J: Journal, S>(

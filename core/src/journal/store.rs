@@ -14,7 +14,7 @@
 //!   [`LeaseHeld`](JournalError::LeaseHeld), whoever asks (another process, another task of the
 //!   same process, the same journal value), and nothing is written.
 //! - **A dead holder on this machine is taken over at once.** A live lease whose holder
-//!   [`is_dead_holder`](super::is_dead_holder) (a process of this machine's current boot and
+//!   [`is_dead_holder`](super::backend::is_dead_holder) (a process of this machine's current boot and
 //!   pid namespace that no longer exists) is granted as an expired one would be, in a write
 //!   conditioned in the storage on the lease still being that holder's under the same epoch:
 //!   of acquisitions racing to take one dead holder's run, one is granted and the others are
@@ -26,7 +26,7 @@
 //!   under the same conditions. An attempt whose lease expired has lost the run, whether or not
 //!   another attempt took it since.
 //! - A host's commit ([`Fence::Host`]) is refused with `LeaseHeld` while a lease is live.
-//! - A commit whose batch holds [`Entry::Release`](super::Entry::Release) is its attempt's
+//! - A commit whose batch holds [`Entry::Release`](super::backend::Entry::Release) is its attempt's
 //!   last: the lease is released in the same transaction.
 //! - `acquire` never changes the run's state, conversation, definition or labels of an
 //!   existing run; a finished run ([`RunState::Finished`](super::RunState::Finished)) is
@@ -62,7 +62,14 @@ pub fn check_lease(lease: Duration) -> Result<Duration, JournalError> {
     if lease.is_zero() || lease > MAX_LEASE { Err(JournalError::InvalidLease) } else { Ok(lease) }
 }
 
-/// A journal backend.
+/// A journal backend: what a backend implements, and what a host names as the bound of the
+/// functions that take a journal.
+///
+/// Its futures are `impl Future` in the trait, the one style of the traits a backend implements
+/// here (`Journal`, [`Transport`](crate::transport::Transport)): a backend writes plain `async`
+/// code and a call allocates nothing. Such a trait is not `dyn`-compatible; a host that holds a
+/// journal chosen at run time holds `Arc<dyn` [`DynJournal`](super::DynJournal)`>`, its boxed
+/// form, which implements `Journal` in turn.
 pub trait Journal: Send + Sync {
     /// How long an acquisition, a renewal or a commit holds the run: an attempt that neither
     /// commits nor renews for this long loses it.
@@ -71,7 +78,7 @@ pub trait Journal: Send + Sync {
     /// Takes `run` for a new attempt, in one durable commit: creates it from `fresh` with epoch 1
     /// and one attempt if it does not exist; else, unless it is finished or its lease is live,
     /// adds one to its epoch and its attempts (its state and everything else unchanged). A live
-    /// lease whose holder [`is_dead_holder`](super::is_dead_holder) counts as expired, in a
+    /// lease whose holder [`is_dead_holder`](super::backend::is_dead_holder) counts as expired, in a
     /// write conditioned on the lease still being that holder's under the same epoch. Either
     /// way the new attempt holds the lease. Returns everything stored about the run afterwards.
     ///
@@ -112,7 +119,7 @@ pub trait Journal: Send + Sync {
     /// yet. An attempt running the run asks before each admission it makes (each model call it
     /// sends, each tool call it admits) and every [`CANCEL_POLL`](super::CANCEL_POLL) while it
     /// waits, and ends as a caller cancellation when someone did; its last commit clears the
-    /// request ([`Entry::CancelHonoured`](super::Entry::CancelHonoured)). The default answers
+    /// request ([`Entry::CancelHonoured`](super::backend::Entry::CancelHonoured)). The default answers
     /// no one: a backend that records cancel requests overrides it.
     fn cancel_requested(
         &self,
@@ -148,7 +155,7 @@ pub trait Journal: Send + Sync {
     /// [`cancel_requested`](Self::cancel_requested) per run. The default keeps none: each waiting
     /// attempt then asks for its own run. A journal that wraps another forwards this and
     /// [`cancel_requests`](Self::cancel_requests), or its attempts poll one by one.
-    fn cancel_watch(&self) -> Option<&super::CancelWatch> {
+    fn cancel_watch(&self) -> Option<&super::backend::CancelWatch> {
         None
     }
 
@@ -168,7 +175,7 @@ pub trait Journal: Send + Sync {
     /// The lines of `run`'s recorded stream after line `after` (0: from the first), in order,
     /// at most `limit` of them: what [`follow`](super::follow) reads. Each line is one
     /// [`Update`](crate::watch::Update) that an attempt of the run committed
-    /// ([`Entry::Update`](super::Entry::Update)); a run the journal does not know has none.
+    /// ([`Entry::Update`](super::backend::Entry::Update)); a run the journal does not know has none.
     ///
     /// # Errors
     ///
@@ -188,7 +195,7 @@ pub trait Journal: Send + Sync {
     /// backend keeps them: what lets [`follow`](super::follow) in this process see a step as it
     /// happens, before its attempt commits it. The default keeps none: a follower then sees
     /// lines as they are committed. A journal that wraps another forwards this.
-    fn live_streams(&self) -> Option<&super::LiveStreams> {
+    fn live_streams(&self) -> Option<&super::backend::LiveStreams> {
         None
     }
 }
@@ -254,7 +261,7 @@ macro_rules! delegate {
             (**self).cancel_requests(runs)
         }
 
-        fn cancel_watch(&self) -> Option<&super::CancelWatch> {
+        fn cancel_watch(&self) -> Option<&super::backend::CancelWatch> {
             (**self).cancel_watch()
         }
 
@@ -267,16 +274,20 @@ macro_rules! delegate {
             (**self).updates(run, after, limit)
         }
 
-        fn live_streams(&self) -> Option<&super::LiveStreams> {
+        fn live_streams(&self) -> Option<&super::backend::LiveStreams> {
             (**self).live_streams()
         }
     };
 }
 
-impl<J: Journal> Journal for &J {
+impl<J: Journal + ?Sized> Journal for &J {
     delegate!();
 }
 
-impl<J: Journal> Journal for std::sync::Arc<J> {
+impl<J: Journal + ?Sized> Journal for std::sync::Arc<J> {
+    delegate!();
+}
+
+impl<J: Journal + ?Sized> Journal for Box<J> {
     delegate!();
 }

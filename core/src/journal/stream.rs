@@ -252,7 +252,8 @@ impl StreamLine {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::journal::{Batch, Entry, Fence, MemoryJournal, RunRow};
+    use crate::journal::MemoryJournal;
+    use crate::journal::backend::{Batch, Entry, Fence, RunRow};
     use crate::outcome::RunError;
     use crate::watch::Update;
 
@@ -312,13 +313,20 @@ mod tests {
             fn lease(&self) -> Duration {
                 Duration::from_secs(1)
             }
-            async fn acquire(&self, _: &RunId, _: RunRow) -> Result<crate::journal::StoredRun, JournalError> {
+            async fn acquire(
+                &self,
+                _: &RunId,
+                _: RunRow,
+            ) -> Result<crate::journal::backend::StoredRun, JournalError> {
                 Err(JournalError::UnknownRun)
             }
             async fn renew(&self, _: &RunId, _: u64) -> Result<(), JournalError> {
                 Ok(())
             }
-            async fn load(&self, _: &RunId) -> Result<Option<crate::journal::StoredRun>, JournalError> {
+            async fn load(
+                &self,
+                _: &RunId,
+            ) -> Result<Option<crate::journal::backend::StoredRun>, JournalError> {
                 Ok(None)
             }
             async fn commit(&self, _: &RunId, _: Fence, _: Batch) -> Result<(), JournalError> {
@@ -327,7 +335,7 @@ mod tests {
             async fn list(
                 &self,
                 _: &crate::journal::RunQuery,
-            ) -> Result<Vec<crate::journal::ListedRow>, JournalError> {
+            ) -> Result<Vec<crate::journal::backend::ListedRow>, JournalError> {
                 Ok(Vec::new())
             }
         }

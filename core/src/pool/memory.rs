@@ -13,10 +13,11 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::backend::rules::{self, PoolAsk, PoolRefusal};
+use super::backend::{Grant, HoldId, PoolBackend, Settled, lease_millis};
 use super::budget::{Amount, PoolBudget, PoolName};
 use super::error::PoolError;
-use super::rules::{self, Line, PoolAsk, PoolRefusal};
-use super::{Clock, Grant, HoldId, PoolFuture, PoolState, PoolStore, Settled, SystemClock, lease_millis};
+use super::{Clock, Line, PoolFuture, PoolState, PoolStore, SystemClock};
 use crate::sync::Mutex;
 
 /// Pools kept in this process's memory: for one process, and for tests.
@@ -119,11 +120,11 @@ impl Book {
         let id = self.next;
         let expires = now.saturating_add(lease_millis(ask.lease));
         self.holds.insert(id, Hold { parts, amount: fit.amount, expires, expired: false });
-        Ok(Ok(Grant { hold: HoldId(id), output: fit.output, amount: fit.amount }))
+        Ok(Ok(Grant { hold: HoldId::new(id), output: fit.output, amount: fit.amount }))
     }
 
     fn settle(&mut self, hold: HoldId, charge: Amount) -> Result<Settled, PoolError> {
-        let open = self.holds.remove(&hold.0).ok_or(PoolError::UnknownHold)?;
+        let open = self.holds.remove(&hold.get()).ok_or(PoolError::UnknownHold)?;
         let added = rules::settlement(open.amount, charge, open.expired);
         for part in &open.parts {
             let line = self.lines.entry(part.clone()).or_default();
@@ -136,7 +137,7 @@ impl Book {
     }
 
     fn release(&mut self, hold: HoldId) -> Result<(), PoolError> {
-        let open = self.holds.remove(&hold.0).ok_or(PoolError::UnknownHold)?;
+        let open = self.holds.remove(&hold.get()).ok_or(PoolError::UnknownHold)?;
         if !open.expired {
             for part in &open.parts {
                 let line = self.lines.entry(part.clone()).or_default();
@@ -199,7 +200,9 @@ impl PoolStore for MemoryPools {
         });
         Box::pin(std::future::ready(windows))
     }
+}
 
+impl PoolBackend for MemoryPools {
     fn reserve(&self, ask: PoolAsk) -> PoolFuture<'_, Result<Grant, PoolRefusal>> {
         let now = self.now();
         let mut book = self.book.lock();
@@ -211,7 +214,7 @@ impl PoolStore for MemoryPools {
         let now = self.now();
         let mut book = self.book.lock();
         book.expire(now);
-        let renewed = match book.holds.get_mut(&hold.0) {
+        let renewed = match book.holds.get_mut(&hold.get()) {
             Some(open) if !open.expired => {
                 open.expires = now.saturating_add(lease_millis(lease));
                 true

@@ -43,6 +43,15 @@
 //! # }
 //! ```
 //!
+//! # A host's trait and a backend's
+//!
+//! A host calls [`PoolStore`]'s `define`, `state` and `windows`, and hands the store to its
+//! scopes in a [`PoolDraw`]. What the runtime calls for each model call (reserve, renew,
+//! settle, release) is [`PoolBackend`](backend::PoolBackend), `PoolStore`'s supertrait, in
+//! [`backend`] with the holds, grants and the arithmetic every store shares: a store implements
+//! both, and a host never needs `backend`. Both traits box their futures ([`PoolFuture`]),
+//! since every run holds its store as `Arc<dyn PoolStore>`.
+//!
 //! # How a call is admitted
 //!
 //! 1. The run's own checks are looked at first, without holding anything (cancellation, the
@@ -87,11 +96,11 @@
 //! - Priced tools are not drawn from pools: a scope that draws from pools and has tool prices is
 //!   refused when it is built (fail closed) rather than spend money its pools never saw.
 
+pub mod backend;
 mod budget;
 mod draw;
 mod error;
 mod memory;
-pub mod rules;
 
 use std::fmt;
 use std::future::Future;
@@ -102,70 +111,14 @@ use std::time::{Duration, SystemTime};
 
 use serde::Serialize;
 
+pub use backend::rules::Line;
 pub use budget::{Amount, MAX_POOL_NAME_LEN, PoolBudget, PoolName, Window};
 pub use draw::{DEFAULT_LEASE, DEFAULT_OUTPUT_CAP, PoolDraw, PoolTerms};
 pub use error::PoolError;
 pub use memory::MemoryPools;
-pub use rules::{Line, PoolAsk, PoolLimit, PoolRefusal};
 
 /// A pool store's future: `Send`, so a run that awaits it can be spawned.
 pub type PoolFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, PoolError>> + Send + 'a>>;
-
-/// One reservation in a store, across the pools of its ask.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
-#[serde(transparent)]
-pub struct HoldId(u64);
-
-impl HoldId {
-    /// The hold a store numbered `id`.
-    #[must_use]
-    pub const fn new(id: u64) -> Self {
-        Self(id)
-    }
-
-    /// The store's number for it.
-    #[must_use]
-    pub const fn get(self) -> u64 {
-        self.0
-    }
-}
-
-/// A reservation a store granted.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct Grant {
-    /// The hold, to settle, release or renew.
-    pub hold: HoldId,
-    /// The output granted: the request goes out with this cap (`u64::MAX`: no pool bounds spend
-    /// and the call had no cap).
-    pub output: u64,
-    /// What it holds in each pool.
-    pub amount: Amount,
-}
-
-impl Grant {
-    /// A grant of `hold`, sending the call with `output` as its cap and holding `amount` in each
-    /// pool.
-    #[must_use]
-    pub const fn new(hold: HoldId, output: u64, amount: Amount) -> Self {
-        Self { hold, output, amount }
-    }
-}
-
-/// What a settlement did.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Settled {
-    /// The hold was open: its amount left the reserved figures and the charge was settled.
-    /// `over` says whether the charge exceeded the hold.
-    InTime {
-        /// The charge exceeded the hold.
-        over: bool,
-    },
-    /// The hold had expired and was charged whole: only what the charge adds beyond it was
-    /// settled.
-    Late,
-}
 
 /// A pool's state, as a host reads it: its budget and its current window's figures.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -204,11 +157,17 @@ impl PoolState {
     }
 }
 
-/// Where pools live: one transaction per operation, every figure behind it.
+/// Where pools live, as a host uses them: define a pool, read its state and its windows.
 ///
 /// A store is shared by every run of a process (`Arc<dyn PoolStore>`). Each operation is
-/// atomic: it happens whole, or not at all with an error.
-pub trait PoolStore: Send + Sync + fmt::Debug {
+/// atomic: it happens whole, or not at all with an error. What the runtime calls on a store for
+/// each model call (reserve, renew, settle, release) is its supertrait,
+/// [`PoolBackend`](backend::PoolBackend), which a store implements too and a host never calls.
+///
+/// Its futures are boxed ([`PoolFuture`]), unlike [`Journal`](crate::journal::Journal)'s:
+/// every run holds its store as `Arc<dyn PoolStore>` ([`PoolDraw`]), and a boxed future is the
+/// only way to call an `async` method through `dyn`.
+pub trait PoolStore: backend::PoolBackend + fmt::Debug {
     /// Creates `pool` with `budget`, or sets an existing pool's bounds to `budget`'s (a host
     /// raising or lowering a limit): the current window's figures are kept, holds in flight stay
     /// held, and a bound lowered below what is used refuses the next calls.
@@ -233,39 +192,6 @@ pub trait PoolStore: Send + Sync + fmt::Debug {
     ///
     /// [`PoolError::UnknownPool`]; a storage error.
     fn windows<'a>(&'a self, pool: &'a PoolName) -> PoolFuture<'a, Vec<(u64, Line)>>;
-
-    /// Reserves one call in every pool of `ask`, all or nothing (after charging the holds of
-    /// those pools whose lease expired): a [`Grant`], or the pool that had no room.
-    ///
-    /// # Errors
-    ///
-    /// [`PoolError::UnknownPool`] when a pool of the ask was never defined; a storage error.
-    fn reserve(&self, ask: PoolAsk) -> PoolFuture<'_, Result<Grant, PoolRefusal>>;
-
-    /// Extends an open hold's lease to `lease` from now; `false` when the hold is no longer open
-    /// (it expired, was settled or released).
-    ///
-    /// # Errors
-    ///
-    /// A storage error.
-    fn renew(&self, hold: HoldId, lease: Duration) -> PoolFuture<'_, bool>;
-
-    /// Settles a hold with `charge` (the provider's usage, priced), releasing the rest; a hold
-    /// that expired gets only what `charge` adds beyond it.
-    ///
-    /// # Errors
-    ///
-    /// [`PoolError::UnknownHold`] for a hold settled or released already, or unknown; a
-    /// storage error.
-    fn settle(&self, hold: HoldId, charge: Amount) -> PoolFuture<'_, Settled>;
-
-    /// Releases an open hold whose call was never sent, charging nothing; a hold that expired
-    /// stays charged (nothing says the call was not sent).
-    ///
-    /// # Errors
-    ///
-    /// [`PoolError::UnknownHold`]; a storage error.
-    fn release(&self, hold: HoldId) -> PoolFuture<'_, ()>;
 }
 
 /// The clock a store judges leases and windows by, in milliseconds since 1970-01-01 UTC.
@@ -312,10 +238,4 @@ impl Clock for ManualClock {
     fn now(&self) -> u64 {
         self.0.load(Ordering::SeqCst)
     }
-}
-
-/// A lease as milliseconds, saturating.
-#[must_use]
-pub fn lease_millis(lease: Duration) -> u64 {
-    u64::try_from(lease.as_millis()).unwrap_or(u64::MAX)
 }

@@ -41,7 +41,8 @@ use super::{
     TransportErrorKind, Usage,
 };
 use crate::guard::{Activity, Guard, SpendAsk, Stop};
-use crate::pool::{Amount, DEFAULT_OUTPUT_CAP, Grant, PoolAsk, PoolDraw, PoolError, rules};
+use crate::pool::backend::{Grant, PoolAsk, rules};
+use crate::pool::{Amount, DEFAULT_OUTPUT_CAP, PoolDraw, PoolError};
 use crate::scope::Scope;
 use crate::spend::{ByteCounter, Micros, Price, RequestCount, Reserved, TokenCounter};
 use crate::sync::Mutex;
@@ -377,7 +378,7 @@ impl<'a, T: Transport> Budgeted<'a, T> {
     /// draw's cap; a pool without room halts the run.
     ///
     /// A pool that is crowded, not spent (the call would fit once the holds in flight settled,
-    /// [`PoolRefusal::crowded`](crate::pool::PoolRefusal::crowded)), is asked again after a
+    /// [`PoolRefusal::crowded`](crate::pool::backend::PoolRefusal::crowded)), is asked again after a
     /// pause that doubles from [`CROWDED_FIRST_PAUSE`] up to [`CROWDED_LONGEST_PAUSE`], within
     /// the run's deadline and cancellation: a hold in flight ends by its settlement or its
     /// lease's expiry, and the call holds nothing meanwhile.

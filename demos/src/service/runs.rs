@@ -83,7 +83,7 @@ impl Recorded {
 /// next attempt take its run over at once).
 #[must_use]
 pub fn is_held(record: &RunRecord) -> bool {
-    record.lease().is_some_and(|lease| lease.is_live() && !journal::is_dead_holder(&lease.holder))
+    record.lease().is_some_and(journal::Lease::is_held)
 }
 
 /// Where a run stands.

@@ -74,10 +74,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use loopbound::journal::{
-    Batch, CancelWatch, DEFAULT_LEASE, Fence, Journal, JournalError, ListedRow, LiveStreams, RunId, RunQuery,
-    RunRow, StoredRun, UpdateRow, check_lease, process_holder, valid_actor,
+use loopbound::journal::backend::{
+    Batch, CancelWatch, Fence, ListedRow, LiveStreams, RunRow, StoredRun, UpdateRow, check_lease,
+    process_holder,
 };
+use loopbound::journal::{DEFAULT_LEASE, Journal, JournalError, RunId, RunQuery, valid_actor};
 use rusqlite::Connection;
 
 pub use pool::{POOL_SCHEMA_VERSION, SqlitePools};
@@ -115,7 +116,7 @@ impl Synchronous {
 /// [`process_holder`] by default) and their length
 /// ([`with_lease`](Self::with_lease), 30 s by default). A lease whose holder is a process of
 /// this machine that no longer exists is taken over at once, not after it expires
-/// ([`is_dead_holder`](loopbound::journal::is_dead_holder)); a name given to `with_holder` is
+/// ([`is_dead_holder`](loopbound::journal::backend::is_dead_holder)); a name given to `with_holder` is
 /// never judged so, and its lease is waited out.
 #[derive(Clone)]
 pub struct SqliteJournal {

@@ -8,7 +8,8 @@
 //! - A run whose lease is live is `Running` and in no other state's listing, by the same clock
 //!   the leases are judged by.
 
-use loopbound::journal::{JournalError, ListedRow, RunQuery, StateFilter};
+use loopbound::journal::backend::ListedRow;
+use loopbound::journal::{JournalError, RunQuery, StateFilter};
 use rusqlite::{Connection, params};
 
 use crate::error::{storage, to_u32, to_u64};

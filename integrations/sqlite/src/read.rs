@@ -5,10 +5,11 @@
 //! - Rows come back in key order (events in append order); an integer out of its range or a
 //!   value of the wrong type is [`Corrupt`](JournalError::Corrupt), never a panic.
 
-use loopbound::journal::{
-    CallRow, DecisionRow, EventRow, JournalError, LabelRow, Lease, ProposalRow, ReconciliationRow, ReplyRow,
-    RunRow, RunState, StartedRow, StoredRun, UpdateRow,
+use loopbound::journal::backend::{
+    CallRow, DecisionRow, EventRow, LabelRow, ProposalRow, ReconciliationRow, ReplyRow, RunRow, StartedRow,
+    StoredRun, UpdateRow,
 };
+use loopbound::journal::{JournalError, Lease, RunState};
 use rusqlite::{Connection, OptionalExtension, Row};
 
 use crate::error::{storage, to_u32, to_u64};

@@ -10,7 +10,7 @@
 //!   granted; the others find its live lease and are refused
 //!   ([`LeaseHeld`](JournalError::LeaseHeld)) without a write.
 //! - A live lease whose holder is a dead process of this machine
-//!   ([`is_dead_holder`](loopbound::journal::is_dead_holder)) is taken over at once by an
+//!   ([`is_dead_holder`](loopbound::journal::backend::is_dead_holder)) is taken over at once by an
 //!   update conditioned on the lease still being that holder's under the same epoch (and under
 //!   the write lock): of processes racing to take it, the first is granted and the others find
 //!   its live lease.
@@ -22,9 +22,8 @@
 //! - [`Entry::ExpectState`] reads the run's state inside the same transaction: a state another
 //!   writer changed since the host read it fails the batch as a conflict, nothing written.
 
-use loopbound::journal::{
-    Batch, Entry, Fence, JournalError, RunId, RunRow, RunState, StoredRun, is_dead_holder,
-};
+use loopbound::journal::backend::{Batch, Entry, Fence, RunRow, StoredRun, is_dead_holder};
+use loopbound::journal::{JournalError, RunId, RunState};
 use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
 
 use crate::error::storage;

@@ -32,10 +32,8 @@
 use std::future::Future;
 use std::time::Duration;
 
-use loopbound::journal::{
-    Batch, CancelWatch, Fence, Journal, JournalError, ListedRow, RunId, RunQuery, RunRow, StoredRun,
-    UpdateRow,
-};
+use loopbound::journal::backend::{Batch, CancelWatch, Fence, ListedRow, RunRow, StoredRun, UpdateRow};
+use loopbound::journal::{Journal, JournalError, RunId, RunQuery};
 
 /// A call as a hook sees it.
 #[derive(Clone, Copy, Debug)]
@@ -156,7 +154,7 @@ impl<J: Journal, H: Hook> Journal for Hooked<J, H> {
         self.inner.updates(run, after, limit).await
     }
 
-    fn live_streams(&self) -> Option<&loopbound::journal::LiveStreams> {
+    fn live_streams(&self) -> Option<&loopbound::journal::backend::LiveStreams> {
         self.inner.live_streams()
     }
 

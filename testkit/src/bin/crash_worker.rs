@@ -34,10 +34,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use loopbound::journal::{
-    self, Batch, Entry, Fence, Journal, JournalError, ListedRow, OperationId, Resolution, RunId, RunQuery,
-    RunRow, StoredRun,
-};
+use loopbound::journal::backend::{Batch, Entry, Fence, ListedRow, RunRow, StoredRun};
+use loopbound::journal::{self, Journal, JournalError, OperationId, Resolution, RunId, RunQuery};
 use loopbound::tool::Policy;
 use loopbound::{Concurrency, Runtime, Scope};
 use loopbound_sqlite::Synchronous;

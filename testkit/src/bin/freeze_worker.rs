@@ -30,7 +30,8 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use loopbound::journal::{self, Batch, Entry, JournalError, OperationId, Resolution, RunId};
+use loopbound::journal::backend::{Batch, Entry};
+use loopbound::journal::{self, JournalError, OperationId, Resolution, RunId};
 use loopbound::tool::{EffectKind, Policy};
 use loopbound::{Call, CancellationToken, Limits, RunError, Runtime, Scope, Status, ToolSet};
 use loopbound_testkit::backend::{self, AnyJournal};

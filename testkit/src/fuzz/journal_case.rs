@@ -17,8 +17,9 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use arbitrary::Arbitrary;
+use loopbound::journal::backend::StoredRun;
 use loopbound::journal::{
-    Journal, JournalError, MemoryJournal, OperationId, OperationStatus, RunId, RunRecord, StoredRun,
+    Journal, JournalError, MemoryJournal, OperationId, OperationStatus, RunId, RunRecord,
 };
 use loopbound::tool::{EffectKind, Policy};
 use loopbound::transport::ModelReply;

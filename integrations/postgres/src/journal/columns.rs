@@ -22,7 +22,8 @@
 
 use std::sync::LazyLock;
 
-use loopbound::journal::{Batch, Entry, JournalError};
+use loopbound::journal::JournalError;
+use loopbound::journal::backend::{Batch, Entry};
 use tokio_postgres::types::ToSql;
 
 /// A column's type.
@@ -408,7 +409,7 @@ static NO_RUNS: Vec<Option<&str>> = Vec::new();
 
 #[cfg(test)]
 mod tests {
-    use loopbound::journal::{EventRow, ReplyRow, UpdateRow};
+    use loopbound::journal::backend::{EventRow, ReplyRow, UpdateRow};
 
     use super::*;
 

@@ -42,7 +42,8 @@ use std::collections::{HashSet, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use loopbound::journal::{Batch, Fence, JournalError};
+use loopbound::journal::JournalError;
+use loopbound::journal::backend::{Batch, Fence};
 use tokio::runtime::Handle;
 use tokio::sync::oneshot;
 

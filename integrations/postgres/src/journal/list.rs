@@ -12,7 +12,8 @@
 use std::collections::BTreeMap;
 
 use deadpool_postgres::Transaction;
-use loopbound::journal::{JournalError, LabelRow, ListedRow, RunQuery, StateFilter};
+use loopbound::journal::backend::{LabelRow, ListedRow};
+use loopbound::journal::{JournalError, RunQuery, StateFilter};
 use tokio_postgres::types::ToSql;
 
 use super::convert::{corrupt, to_u32, to_u64};

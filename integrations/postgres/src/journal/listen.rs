@@ -19,7 +19,8 @@ use std::future::poll_fn;
 use std::pin::pin;
 use std::time::Duration;
 
-use loopbound::journal::{RunId, WeakCancelWatch};
+use loopbound::journal::RunId;
+use loopbound::journal::backend::WeakCancelWatch;
 use tokio_postgres::{AsyncMessage, NoTls};
 
 /// The channel that cancel requests are notified on.
@@ -108,7 +109,7 @@ async fn session(config: &tokio_postgres::Config, watch: &WeakCancelWatch) -> st
 async fn drive_until<S, T>(
     connection: &mut tokio_postgres::Connection<S, T>,
     mut check: std::pin::Pin<&mut impl std::future::Future<Output = bool>>,
-    watch: &loopbound::journal::CancelWatch,
+    watch: &loopbound::journal::backend::CancelWatch,
 ) -> bool
 where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,

@@ -7,7 +7,7 @@
 //! [`with_worker`](PostgresJournal::with_worker) says otherwise) and has a lease duration. Its
 //! `acquire` takes the run's lease (adding one to the epoch) only when the run is new, or its
 //! lease was released or has expired, or its holder is a process of this machine that no longer
-//! exists ([`is_dead_holder`](loopbound::journal::is_dead_holder): taken over at once, only
+//! exists ([`is_dead_holder`](loopbound::journal::backend::is_dead_holder): taken over at once, only
 //! while the lease is still that holder's; a worker of another machine or one named with
 //! `with_worker` is waited out until its lease expires); a live lease is refused with
 //! [`JournalError::LeaseHeld`], whoever holds it (this worker too), so two attempts racing for
@@ -44,10 +44,10 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use loopbound::journal::{
-    Batch, CancelWatch, Fence, Journal, JournalError, ListedRow, LiveStreams, RunId, RunQuery, RunRow,
-    StoredRun, UpdateRow, process_holder,
+use loopbound::journal::backend::{
+    Batch, CancelWatch, Fence, ListedRow, LiveStreams, RunRow, StoredRun, UpdateRow, process_holder,
 };
+use loopbound::journal::{Journal, JournalError, RunId, RunQuery};
 use tokio_postgres::IsolationLevel;
 
 use crate::config::Config;
@@ -318,8 +318,10 @@ impl PostgresJournal {
         // An attempt's commits join a group; a host's, fenced by a free lease, go alone, as does
         // one that expects a state (checked under the row's lock on the single path) and any
         // commit made where no tokio runtime runs (a group's writer is a task of its own).
-        let expects =
-            batch.entries.iter().any(|entry| matches!(entry, loopbound::journal::Entry::ExpectState(_)));
+        let expects = batch
+            .entries
+            .iter()
+            .any(|entry| matches!(entry, loopbound::journal::backend::Entry::ExpectState(_)));
         if let (Fence::Epoch(epoch), Ok(runtime), false) =
             (fence, tokio::runtime::Handle::try_current(), expects)
         {

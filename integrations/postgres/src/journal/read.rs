@@ -10,10 +10,11 @@
 use std::time::Duration;
 
 use deadpool_postgres::Transaction;
-use loopbound::journal::{
-    CallRow, DecisionRow, EventRow, JournalError, LabelRow, Lease, ProposalRow, ReconciliationRow, ReplyRow,
-    RunRow, RunState, StartedRow, StoredRun,
+use loopbound::journal::backend::{
+    CallRow, DecisionRow, EventRow, LabelRow, ProposalRow, ReconciliationRow, ReplyRow, RunRow, StartedRow,
+    StoredRun,
 };
+use loopbound::journal::{JournalError, Lease, RunState};
 use tokio_postgres::Row;
 
 use super::convert::{corrupt, to_u32, to_u64};

@@ -9,7 +9,7 @@
 //!   for one run, one is granted while its lease is live; the others read the holder and are
 //!   refused with [`LeaseHeld`](JournalError::LeaseHeld), having written nothing.
 //! - A live lease whose holder is a dead process of this machine
-//!   ([`is_dead_holder`](loopbound::journal::is_dead_holder)) is taken over at once, by an
+//!   ([`is_dead_holder`](loopbound::journal::backend::is_dead_holder)) is taken over at once, by an
 //!   update conditioned on the lease still being that holder's under the epoch read: of
 //!   workers racing to take one dead holder's run, one is granted and the others find its live
 //!   lease and are refused. Judged by the worker, on its own machine: a holder of another
@@ -39,9 +39,8 @@ use std::time::Duration;
 
 use deadpool_postgres::Transaction;
 use futures_util::future::{join, join_all};
-use loopbound::journal::{
-    Batch, Entry, EventRow, Fence, JournalError, RunRow, RunState, StoredRun, is_dead_holder,
-};
+use loopbound::journal::backend::{Batch, Entry, EventRow, Fence, RunRow, StoredRun, is_dead_holder};
+use loopbound::journal::{JournalError, RunState};
 use tokio_postgres::types::ToSql;
 
 use super::convert::corrupt;

@@ -18,7 +18,7 @@
 //!   (up to [`ATTEMPTS`] times).
 //! - Window figures are only ever changed relatively (`reserved = reserved + n`), so a sweep
 //!   by another transaction in between loses nothing.
-//! - The arithmetic is `loopbound::pool::rules`', the same as every store's; leases and windows
+//! - The arithmetic is `loopbound::pool::backend::rules`', the same as every store's; leases and windows
 //!   are judged by the server's clock (`clock_timestamp()`), one clock for every machine.
 //! - A worker that dies mid-call holds its rows no longer than its session lives, and a
 //!   transaction left idle is ended by the server (the store's
@@ -34,10 +34,10 @@ use std::future::Future;
 use std::time::Duration;
 
 use deadpool_postgres::Transaction;
-use loopbound::pool::rules::{self, Line, PoolAsk, PoolRefusal};
+use loopbound::pool::backend::rules::{self, PoolAsk, PoolRefusal};
+use loopbound::pool::backend::{Grant, HoldId, PoolBackend, Settled, lease_millis};
 use loopbound::pool::{
-    Amount, Grant, HoldId, PoolBudget, PoolError, PoolFuture, PoolName, PoolState, PoolStore, Settled,
-    Window, lease_millis,
+    Amount, Line, PoolBudget, PoolError, PoolFuture, PoolName, PoolState, PoolStore, Window,
 };
 use loopbound::spend::Micros;
 use tokio_postgres::error::SqlState;
@@ -405,7 +405,9 @@ impl PoolStore for PostgresPools {
             })
         })
     }
+}
 
+impl PoolBackend for PostgresPools {
     fn reserve(&self, ask: PoolAsk) -> PoolFuture<'_, Result<Grant, PoolRefusal>> {
         self.bounded(async move {
             transact!(self, "reserving", |tx| {

@@ -5,7 +5,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use loopbound::journal::{self, Batch, Entry, Fence, Journal, JournalError, OperationId, RunId, RunState};
+use loopbound::journal::backend::{Batch, Entry, Fence};
+use loopbound::journal::{self, Journal, JournalError, OperationId, RunId, RunState};
 use loopbound::tool::Policy;
 use loopbound::{Outcome, RunError, Runtime, Scope, Status};
 use loopbound_postgres::{PostgresJournal, Store};

@@ -22,7 +22,7 @@
 //!   anything is read, so a reservation's check and its hold are one atomic step for every
 //!   process on the file (others wait, up to the busy timeout). The holds whose lease expired
 //!   are charged in the same transaction, before the decision.
-//! - The arithmetic is `loopbound::pool::rules`', the same as every store's.
+//! - The arithmetic is `loopbound::pool::backend::rules`', the same as every store's.
 //! - Leases and windows are judged by the store's [`Clock`] (the process's clock by default;
 //!   processes of one machine share it).
 //! - Hold ids are never reused (`AUTOINCREMENT`).
@@ -37,10 +37,11 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use loopbound::pool::rules::{self, Line, PoolAsk, PoolRefusal};
+use loopbound::pool::backend::rules::{self, PoolAsk, PoolRefusal};
+use loopbound::pool::backend::{Grant, HoldId, PoolBackend, Settled, lease_millis};
 use loopbound::pool::{
-    Amount, Clock, Grant, HoldId, PoolBudget, PoolError, PoolFuture, PoolName, PoolState, PoolStore, Settled,
-    SystemClock, Window, lease_millis,
+    Amount, Clock, Line, PoolBudget, PoolError, PoolFuture, PoolName, PoolState, PoolStore, SystemClock,
+    Window,
 };
 use loopbound::spend::Micros;
 use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
@@ -426,7 +427,9 @@ impl PoolStore for SqlitePools {
                 .collect()
         })
     }
+}
 
+impl PoolBackend for SqlitePools {
     fn reserve(&self, ask: PoolAsk) -> PoolFuture<'_, Result<Grant, PoolRefusal>> {
         self.write(move |transaction, now| reserve(transaction, &ask, now))
     }

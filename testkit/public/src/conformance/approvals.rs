@@ -97,8 +97,11 @@ async fn asking_again_is_refused_for_bad_input_and_writes_nothing(a: &impl Journ
         Err(JournalError::LeaseHeld { holder, .. }) => assert_eq!(holder, "attempt-a"),
         other => panic!("expected LeaseHeld, got {other:?}"),
     }
-    let release = loopbound::journal::Batch { entries: vec![loopbound::journal::Entry::Release] };
-    a.commit(&run(), loopbound::journal::Fence::Epoch(held.run.epoch), release).await.expect("released");
+    let release =
+        loopbound::journal::backend::Batch { entries: vec![loopbound::journal::backend::Entry::Release] };
+    a.commit(&run(), loopbound::journal::backend::Fence::Epoch(held.run.epoch), release)
+        .await
+        .expect("released");
     journal::deny(a, &pending, "alice").await.expect("denied");
     assert_eq!(journal::ask_again(a, &pending, hour, "ops").await.err(), Some(JournalError::AlreadyDecided));
     let elsewhere =

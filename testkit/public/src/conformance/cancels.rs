@@ -2,7 +2,8 @@
 //! at a time, or many in one call), replaced by a later request, and cleared by the attempt that
 //! honours one.
 
-use loopbound::journal::{Entry, Fence, Journal, JournalError, RunId, RunState};
+use loopbound::journal::backend::{Entry, Fence};
+use loopbound::journal::{Journal, JournalError, RunId, RunState};
 
 use super::{Backend, LONG, batch, ending, fresh_row, run, two};
 

@@ -5,7 +5,8 @@
 
 use std::sync::Arc;
 
-use loopbound::journal::{self, Journal, JournalError, RunId, RunQuery, RunState, StateFilter, StoredRun};
+use loopbound::journal::backend::StoredRun;
+use loopbound::journal::{self, Journal, JournalError, RunId, RunQuery, RunState, StateFilter};
 use loopbound::tool::Policy;
 use loopbound::{Outcome, RunError, Runtime, Scope, Status};
 
@@ -106,7 +107,7 @@ async fn closing_is_refused_while_an_attempt_holds_the_run_and_for_bad_input(
     let held: StoredRun = b.load(&run()).await.expect("load").expect("the run exists");
     assert_eq!((held.run.state, held.events.len()), (RunState::Open, 0), "the refusals wrote nothing");
 
-    a.commit(&run(), loopbound::journal::Fence::Epoch(1), ending(RunState::Open))
+    a.commit(&run(), loopbound::journal::backend::Fence::Epoch(1), ending(RunState::Open))
         .await
         .expect("the attempt stops");
     let longest = "y".repeat(journal::MAX_REASON_LEN);

@@ -4,7 +4,8 @@
 
 use std::time::Duration;
 
-use loopbound::journal::{self, Entry, Fence, Journal, JournalError, LabelRow, RunRow, RunState, StoredRun};
+use loopbound::journal::backend::{Entry, Fence, LabelRow, RunRow, StoredRun};
+use loopbound::journal::{self, Journal, JournalError, RunState};
 
 use super::rows::{event, reply};
 use super::{Backend, LONG, PAST_SHORT, SHORT, batch, ending, fresh_row, pair, run, two};
@@ -32,7 +33,7 @@ pub(crate) async fn check_all<B: Backend>(backend: &B) {
 /// such form (not Linux), `None`.
 #[must_use]
 pub(crate) fn dead_process_holder() -> Option<String> {
-    let holder = journal::process_holder();
+    let holder = journal::backend::process_holder();
     let mut parts = holder.rsplitn(3, '/');
     let (scope, start, rest) = (parts.next()?, parts.next()?.parse::<u64>().ok()?, parts.next()?);
     Some(format!("{rest}/{}/{scope}", start.checked_sub(1)?))
@@ -48,7 +49,7 @@ async fn a_dead_process_holders_lease_is_taken_over_at_once_by_one_of_two<B: Bac
     let (b, c) =
         (backend.open(&place, "attempt-b", LONG).await, backend.open(&place, "attempt-c", LONG).await);
     crashed.acquire(&run(), fresh_row()).await.expect("the run is free");
-    assert!(journal::is_dead_holder(&dead), "{dead} is judged dead");
+    assert!(journal::backend::is_dead_holder(&dead), "{dead} is judged dead");
     let id = run();
     let (by_b, by_c) = tokio::join!(b.acquire(&id, fresh_row()), c.acquire(&id, fresh_row()));
     let (taken, refused, winner) = match (by_b, by_c) {
@@ -66,7 +67,7 @@ async fn a_dead_process_holders_lease_is_taken_over_at_once_by_one_of_two<B: Bac
 }
 
 async fn holders_alive_or_not_judged_are_waited_out<B: Backend>(backend: &B) {
-    let alive = journal::process_holder();
+    let alive = journal::backend::process_holder();
     let host = alive.split(':').next().unwrap_or("host-a").to_owned();
     let elsewhere = dead_process_holder().map(|dead| {
         let (rest, _) = dead.rsplit_once('/').unwrap_or_default();
@@ -78,7 +79,7 @@ async fn holders_alive_or_not_judged_are_waited_out<B: Backend>(backend: &B) {
         let holding = backend.open(&place, &holder, LONG).await;
         let other = backend.open(&place, "attempt-b", LONG).await;
         holding.acquire(&run(), fresh_row()).await.expect("the run is free");
-        assert!(!journal::is_dead_holder(&holder), "{holder} is not judged dead");
+        assert!(!journal::backend::is_dead_holder(&holder), "{holder} is not judged dead");
         assert_held(other.acquire(&run(), fresh_row()).await, &holder, LONG, &holder);
         assert_eq!(stored(&other).await.run.epoch, 1, "{holder}: the refusal wrote nothing");
     }

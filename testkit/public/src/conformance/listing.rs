@@ -1,7 +1,8 @@
 //! Listing: runs by state and by label, one page at a time, in id order, the running ones apart.
 
 use loopbound::Status;
-use loopbound::journal::{self, Fence, Journal, LabelRow, RunQuery, RunState, StateFilter};
+use loopbound::journal::backend::{Fence, LabelRow};
+use loopbound::journal::{self, Journal, RunQuery, RunState, StateFilter};
 
 use super::{Backend, LONG, ending, fresh_row, run_named, two};
 

@@ -49,7 +49,8 @@ mod streams;
 use std::future::Future;
 use std::time::Duration;
 
-use loopbound::journal::{Batch, Entry, Journal, RunId, RunRow, RunState};
+use loopbound::journal::backend::{Batch, Entry, RunRow};
+use loopbound::journal::{Journal, RunId, RunState};
 
 /// A lease that no check outlives.
 pub const LONG: Duration = Duration::from_secs(60);

@@ -1,10 +1,11 @@
 //! Rows: a batch is written whole or not at all, keys once, rows read back in key order.
 
 use loopbound::Status;
-use loopbound::journal::{
-    CallRow, DecisionRow, Entry, EventRow, Fence, Journal, JournalError, LabelRow, ProposalRow,
-    ReconciliationRow, ReplyRow, RunState, StartedRow,
+use loopbound::journal::backend::{
+    CallRow, DecisionRow, Entry, EventRow, Fence, LabelRow, ProposalRow, ReconciliationRow, ReplyRow,
+    StartedRow,
 };
+use loopbound::journal::{Journal, JournalError, RunState};
 
 use super::{Backend, batch, ending, fresh_row, one, run};
 

@@ -6,10 +6,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use loopbound::journal::{
-    self, Batch, Entry, Fence, Journal, JournalError, ListedRow, Resolution, RunId, RunQuery, RunRow,
-    RunState, StateFilter, StoredRun,
-};
+use loopbound::journal::backend::{Batch, Entry, Fence, ListedRow, RunRow, StoredRun};
+use loopbound::journal::{self, Journal, JournalError, Resolution, RunId, RunQuery, RunState, StateFilter};
 use loopbound::tool::{EffectKind, Policy};
 use loopbound::{Call, Outcome, RunError, Runtime, Scope, Status, ToolSet};
 use tokio::sync::Notify;

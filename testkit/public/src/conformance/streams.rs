@@ -8,7 +8,8 @@
 
 use std::sync::Arc;
 
-use loopbound::journal::{self, Entry, EventRow, Fence, Journal, JournalError, UpdateRow};
+use loopbound::journal::backend::{Entry, EventRow, Fence, UpdateRow};
+use loopbound::journal::{self, Journal, JournalError};
 use loopbound::scripted::{self, Step};
 use loopbound::tool::Policy;
 use loopbound::transport::ModelReply;
@@ -86,7 +87,7 @@ async fn a_refused_commit_writes_no_line(a: &impl Journal) {
     a.commit(&run(), Fence::Epoch(epoch), batch(vec![line(1, "kept")])).await.expect("a commit");
     let stale = a.commit(&run(), Fence::Epoch(epoch + 1), batch(vec![line(2, "fenced out")])).await;
     assert_eq!(stale, Err(JournalError::LeaseLost), "another epoch's commit is refused");
-    let reply = || Entry::Reply(loopbound::journal::ReplyRow { ordinal: 1, reply: "{}".to_owned() });
+    let reply = || Entry::Reply(loopbound::journal::backend::ReplyRow { ordinal: 1, reply: "{}".to_owned() });
     a.commit(&run(), Fence::Epoch(epoch), batch(vec![reply()])).await.expect("a reply");
     let conflict = a.commit(&run(), Fence::Epoch(epoch), batch(vec![line(2, "conflicting"), reply()])).await;
     assert!(matches!(conflict, Err(JournalError::Conflict(_))), "a key written twice: {conflict:?}");
@@ -275,7 +276,7 @@ async fn a_reader_of_an_attempt_cut_before_its_end_gets_every_line_of_the_next_o
     assert_eq!(done.expect("an attempt").status(), Status::Completed);
     let all = followed(b, 0).await;
     assert_eq!(during, all, "read live from the resuming handle: none missed, none repeated");
-    let first = journal::LIVE_AHEAD + 1;
+    let first = journal::backend::LIVE_AHEAD + 1;
     assert_eq!(
         all.iter().map(|(id, _)| *id).collect::<Vec<_>>(),
         (first..first + 4).collect::<Vec<_>>(),

@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use super::budget::{Amount, PoolBudget, PoolName};
+use crate::pool::{Amount, PoolBudget, PoolName};
 use crate::spend::{Micros, Price};
 
 /// What one model call asks of the pools it draws from.
@@ -47,7 +47,7 @@ pub struct PoolAsk {
 
 impl PoolAsk {
     /// A call whose request counts `input` tokens, asking `pools`: no cap of its own, no price,
-    /// worth sending for one output token, held for [`DEFAULT_LEASE`](super::DEFAULT_LEASE) by
+    /// worth sending for one output token, held for [`DEFAULT_LEASE`](crate::pool::DEFAULT_LEASE) by
     /// no one in particular; the setters below say otherwise.
     #[must_use]
     pub fn new(pools: Vec<PoolName>, input: u64) -> Self {
@@ -57,7 +57,7 @@ impl PoolAsk {
             cap: u64::MAX,
             price: None,
             min_output: 1,
-            lease: super::DEFAULT_LEASE,
+            lease: crate::pool::DEFAULT_LEASE,
             holder: Arc::from(""),
         }
     }

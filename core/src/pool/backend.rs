@@ -1,0 +1,128 @@
+//! What a pool store implements for the runtime, apart from what a host calls.
+//!
+//! A host defines pools and reads them through [`PoolStore`](super::PoolStore) (`define`,
+//! `state`, `windows`). For each model call of a run that draws from pools, the runtime
+//! reserves, renews, settles and releases holds through [`PoolBackend`], the supertrait every
+//! store implements beside it, with the arithmetic of [`rules`] (the same in every store) and
+//! the types of this module. `loopbound-test`'s pool conformance suite checks a store against
+//! both traits.
+//!
+//! # Invariants
+//!
+//! - A host never needs `backend`: defining pools, drawing from them
+//!   ([`PoolDraw`](super::PoolDraw)) and reading their state take the types of
+//!   [`pool`](super) only.
+//! - A reservation is all or nothing across the pools of its ask, in one transaction of the
+//!   store; each hold is settled or released at most once.
+
+pub mod rules;
+
+use std::time::Duration;
+
+use serde::Serialize;
+
+use super::{Amount, PoolFuture};
+
+pub use rules::{PoolAsk, PoolLimit, PoolRefusal};
+
+/// One reservation in a store, across the pools of its ask.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(transparent)]
+pub struct HoldId(u64);
+
+impl HoldId {
+    /// The hold a store numbered `id`.
+    #[must_use]
+    pub const fn new(id: u64) -> Self {
+        Self(id)
+    }
+
+    /// The store's number for it.
+    #[must_use]
+    pub const fn get(self) -> u64 {
+        self.0
+    }
+}
+
+/// A reservation a store granted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Grant {
+    /// The hold, to settle, release or renew.
+    pub hold: HoldId,
+    /// The output granted: the request goes out with this cap (`u64::MAX`: no pool bounds spend
+    /// and the call had no cap).
+    pub output: u64,
+    /// What it holds in each pool.
+    pub amount: Amount,
+}
+
+impl Grant {
+    /// A grant of `hold`, sending the call with `output` as its cap and holding `amount` in each
+    /// pool.
+    #[must_use]
+    pub const fn new(hold: HoldId, output: u64, amount: Amount) -> Self {
+        Self { hold, output, amount }
+    }
+}
+
+/// What a settlement did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Settled {
+    /// The hold was open: its amount left the reserved figures and the charge was settled.
+    /// `over` says whether the charge exceeded the hold.
+    InTime {
+        /// The charge exceeded the hold.
+        over: bool,
+    },
+    /// The hold had expired and was charged whole: only what the charge adds beyond it was
+    /// settled.
+    Late,
+}
+
+/// What the runtime calls on a pool store for each model call: one transaction per operation.
+///
+/// Every [`PoolStore`](super::PoolStore) implements it (it is `PoolStore`'s supertrait), so a
+/// run holds one `Arc<dyn PoolStore>` for both. Its futures are boxed ([`PoolFuture`]) for the
+/// same reason: a store is held as `dyn`.
+pub trait PoolBackend: Send + Sync {
+    /// Reserves one call in every pool of `ask`, all or nothing (after charging the holds of
+    /// those pools whose lease expired): a [`Grant`], or the pool that had no room.
+    ///
+    /// # Errors
+    ///
+    /// [`PoolError::UnknownPool`](super::PoolError::UnknownPool) when a pool of the ask was never defined; a storage error.
+    fn reserve(&self, ask: PoolAsk) -> PoolFuture<'_, Result<Grant, PoolRefusal>>;
+
+    /// Extends an open hold's lease to `lease` from now; `false` when the hold is no longer open
+    /// (it expired, was settled or released).
+    ///
+    /// # Errors
+    ///
+    /// A storage error.
+    fn renew(&self, hold: HoldId, lease: Duration) -> PoolFuture<'_, bool>;
+
+    /// Settles a hold with `charge` (the provider's usage, priced), releasing the rest; a hold
+    /// that expired gets only what `charge` adds beyond it.
+    ///
+    /// # Errors
+    ///
+    /// [`PoolError::UnknownHold`](super::PoolError::UnknownHold) for a hold settled or released already, or unknown; a
+    /// storage error.
+    fn settle(&self, hold: HoldId, charge: Amount) -> PoolFuture<'_, Settled>;
+
+    /// Releases an open hold whose call was never sent, charging nothing; a hold that expired
+    /// stays charged (nothing says the call was not sent).
+    ///
+    /// # Errors
+    ///
+    /// [`PoolError::UnknownHold`](super::PoolError::UnknownHold); a storage error.
+    fn release(&self, hold: HoldId) -> PoolFuture<'_, ()>;
+}
+
+/// A lease as milliseconds, saturating.
+#[must_use]
+pub fn lease_millis(lease: Duration) -> u64 {
+    u64::try_from(lease.as_millis()).unwrap_or(u64::MAX)
+}
