@@ -27,9 +27,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use loopbound::journal::backend::{Batch, Entry, Fence, ListedRow, RunRow, StoredRun};
-use loopbound::journal::{
-    self, Digest, Journal, JournalError, OperationId, RunId, RunQuery, RunRecord,
-};
+use loopbound::journal::{self, Digest, Journal, JournalError, OperationId, RunId, RunQuery, RunRecord};
 use loopbound::tool::Policy;
 use loopbound::{Composition, Ended, Limits, Outcome, RunError, Runtime, Scope, Status};
 use loopbound_fixtures::refund::{self, EffectSink, FileSink};
