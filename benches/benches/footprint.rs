@@ -12,7 +12,7 @@
 
 use loopbound::scripted::{Step, sequence};
 use loopbound::transport::{ModelReply, ToolCall};
-use loopbound::{Composition, Limits, Message, Runtime, Scope};
+use loopbound::{Composition, Limits, Message, Runner, Scope};
 use loopbound_benches::fixtures::{ARGUMENTS, Fixture, admit};
 use loopbound_benches::runs;
 use loopbound_demos::scenario::Scenario;
@@ -55,7 +55,7 @@ async fn unbindable_calls(fixture: &Fixture, calls: usize) -> usize {
     let model = sequence(vec![Step::Reply(ModelReply::calls(bad)), Step::Reply(ModelReply::text("done"))]);
     let mut conversation = vec![Message::user("Review ticket 42.")];
     let outcome =
-        Runtime::harness(&fixture.tools.set, model).run(&fixture.scope, &mut conversation, |_| false).await;
+        Runner::harness(&fixture.tools.set, model).run(&fixture.scope, &mut conversation, |_| false).await;
     drop((outcome, conversation));
     fixture.scope.events().len()
 }

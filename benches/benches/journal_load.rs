@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use loopbound::journal::{self, Journal, RunId};
 use loopbound::tool::Policy;
-use loopbound::{Runtime, Scope, Status};
+use loopbound::{Runner, Scope, Status};
 use loopbound_benches::journal::{TimedJournal, percentile};
 use loopbound_postgres::{Config, PostgresJournal, WorkerId};
 use loopbound_sqlite::SqliteJournal;
@@ -55,7 +55,7 @@ async fn load<J: Journal + 'static>(journals: Vec<J>, runs: usize, sink: Arc<Mem
                     }
                     let run = RunId::new(format!("load-{n}")).expect("a run id");
                     let scope = Scope::builder().grants(refund::CAPABILITIES).build().expect("valid limits");
-                    let runtime = Runtime::harness(&tools.set, refund::model(refund::short_script(), |_| {}));
+                    let runtime = Runner::harness(&tools.set, refund::model(refund::short_script(), |_| {}));
                     let outcome = runtime
                         .run_journaled(&journal, &run, &scope, &mut refund::conversation(), |_| true)
                         .await

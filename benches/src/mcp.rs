@@ -16,7 +16,7 @@
 //! - The three paths return the same text (`The sum of 2 and 40 is 42.`), checked by the
 //!   bench's smoke test, and run in one runtime on one thread.
 
-use loopbound::{Call, GuardedTool, Limits, Scope, ToolSet};
+use loopbound::{GuardedTool, Limits, Scope, ToolContext, ToolSet};
 use loopbound_mcp::rmcp::model::{
     CallToolRequestParams, ClientCapabilities, Implementation, InitializeRequestParams,
 };
@@ -110,7 +110,7 @@ impl McpBench {
             (connection, guarded, raw)
         });
         let direct = loopbound::tool::ToolBuilder::new("get-sum", "mcp.bench.get-sum")
-            .build(|_: Arguments, _: Call| async move { Ok::<_, String>(ANSWER) })
+            .build(|_: Arguments, _: ToolContext| async move { Ok::<_, String>(ANSWER) })
             .expect("a valid name");
         let limits =
             Limits::default().with_tool_calls(u32::MAX).with_repetitions(u32::MAX).with_model_calls(1);

@@ -20,7 +20,7 @@ use std::sync::Mutex;
 
 use loopbound::scripted::{Scripted, Step};
 use loopbound::transport::{ChatRequest, ModelReply};
-use loopbound::{Call, Limits, Message, Outcome, Runtime, Scope, ToolSet};
+use loopbound::{Limits, Message, Outcome, Runner, Scope, ToolContext, ToolSet};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -48,7 +48,7 @@ struct Order {
 fn tools() -> Result<ToolSet<Desk>, loopbound::RegistrationError> {
     let mut tools = ToolSet::builder();
     tools.tool("lookup_order", "orders.read").description("Look an order up by its id.").build(
-        |order: Order, call: Call<Desk>| {
+        |order: Order, call: ToolContext<Desk>| {
             if let Ok(mut lookups) = call.state().lookups.lock() {
                 lookups.push(order.order_id);
             }
@@ -56,7 +56,7 @@ fn tools() -> Result<ToolSet<Desk>, loopbound::RegistrationError> {
         },
     )?;
     tools.tool("refund_order", "orders.refund").description("Refund an order in full.").build(
-        |order: Order, call: Call<Desk>| {
+        |order: Order, call: ToolContext<Desk>| {
             if let Ok(mut refunds) = call.state().refunds.lock() {
                 refunds.push(order.order_id);
             }
@@ -123,7 +123,7 @@ struct Served {
 
 /// Serves `requests` concurrent requests with one set of tools and one runtime.
 async fn serve(requests: usize) -> Result<Vec<Served>, Box<dyn std::error::Error + Send + Sync>> {
-    let runtime = Arc::new(Runtime::harness(&tools()?, Scripted::new(model)));
+    let runtime = Arc::new(Runner::harness(&tools()?, Scripted::new(model)));
     let mut handles = Vec::with_capacity(requests);
     for request in 0..requests {
         let runtime = Arc::clone(&runtime);

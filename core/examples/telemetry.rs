@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use loopbound::scripted::{Step, sequence};
 use loopbound::transport::{ChatOptions, ModelReply, Usage};
-use loopbound::{Message, Runtime, Status};
+use loopbound::{Message, Runner, Status};
 use loopbound_fixtures::review::{self, Review};
 use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_sdk::error::OTelSdkResult;
@@ -49,7 +49,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         Step::Reply(ModelReply::text("Review finished.").with_usage(Usage::new(300, 4))),
     ]);
     let runtime =
-        Runtime::harness(&tools.set, model).options(ChatOptions::default().with_max_output_tokens(800));
+        Runner::harness(&tools.set, model).options(ChatOptions::default().with_max_output_tokens(800));
     let scope = review::scope(review::BOTH_CAPABILITIES, loopbound::Limits::default())?;
     let mut conversation = vec![Message::user("Review ticket 42.")];
     let outcome = runtime.run(&scope, &mut conversation, |ended| Review::completed(ended.state())).await?;

@@ -1,8 +1,8 @@
 //! What every run's completion condition reads when the run ends: the request's state in host
 //! memory, and the calls that succeeded.
 //!
-//! One type for every run ([`Runtime::run`](crate::Runtime::run),
-//! [`Runtime::run_journaled`](crate::Runtime::run_journaled) and both of
+//! One type for every run ([`Runner::run`](crate::Runner::run),
+//! [`Runner::run_journaled`](crate::Runner::run_journaled) and both of
 //! [`SubAgent`](crate::SubAgent)'s), so that a condition written for a plain run reads the same
 //! for a journaled one.
 //!

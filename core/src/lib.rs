@@ -15,7 +15,7 @@
 //!    critical section of the scope (cancellation → permission → tool budget → repetition),
 //!    on every path: the loop, a direct call, a reservation run later. Signatures compare
 //!    [canonical JSON](canonical) of the bound arguments, with numbers compared by exact value.
-//! 4. **Runtime**: the [`Runtime`] loop counts every model call before it is sent and races
+//! 4. **Runner**: the [`Runner`] loop counts every model call before it is sent and races
 //!    every transport call and tool body against the scope, so a deadline, a halt or the
 //!    caller's cancellation ends the run even when the future ignores its token.
 //! 5. **Outcome**: the run ends with an explicit [`Outcome`] (`Completed` only when the host's
@@ -31,7 +31,7 @@
 //! ```
 //! use loopbound::scripted::{sequence, Step};
 //! use loopbound::transport::ModelReply;
-//! use loopbound::{Call, Limits, Message, Runtime, Scope, Status, ToolSet};
+//! use loopbound::{ToolContext, Limits, Message, Runner, Scope, Status, ToolSet};
 //! use schemars::JsonSchema;
 //! use serde::{Deserialize, Serialize};
 //! use std::sync::atomic::{AtomicBool, Ordering};
@@ -52,10 +52,10 @@
 //! // Once, at start-up: the tools.
 //! let mut tools = ToolSet::builder();
 //! tools.tool("read_ticket", "ticket.read").description("Read a ticket.").build(
-//!     |t: Ticket, _call: Call<Review>| async move { Ok::<_, String>(format!("Ticket {}: login fails.", t.input)) },
+//!     |t: Ticket, _call: ToolContext<Review>| async move { Ok::<_, String>(format!("Ticket {}: login fails.", t.input)) },
 //! )?;
 //! tools.tool("finish_review", "review.finish").description("Finish the review.").build(
-//!     |_: Ticket, call: Call<Review>| async move {
+//!     |_: Ticket, call: ToolContext<Review>| async move {
 //!         call.state().finished.store(true, Ordering::SeqCst);
 //!         Ok::<_, String>("Review completed.")
 //!     },
@@ -75,7 +75,7 @@
 //!     Step::Reply(ModelReply::text("Review finished.")),
 //! ]);
 //! let mut conversation = vec![Message::user("Review ticket 42.")];
-//! let outcome = Runtime::harness(&tools, model)
+//! let outcome = Runner::harness(&tools, model)
 //!     .run(&scope, &mut conversation, |ended| ended.state().finished.load(Ordering::SeqCst))
 //!     .await?;
 //!
@@ -135,7 +135,7 @@ mod outcome;
 pub mod pool;
 pub mod progress;
 mod registry;
-mod runtime;
+mod runner;
 mod scope;
 pub mod scripted;
 pub mod spend;
@@ -150,12 +150,12 @@ pub use guard::{STORE_GRACE, Stop};
 pub use limits::{Limits, LimitsError};
 pub use outcome::{EndRecord, Outcome, RunError, RunErrorKind, Status};
 pub use registry::{AlreadyRegistered, Registration, RunRegistry};
-pub use runtime::{
-    Composition, Concurrency, ConcurrencyError, Observation, Observer, Offer, Preview, Runtime, SubAgent,
+pub use runner::{
+    Composition, Concurrency, ConcurrencyError, Observation, Observer, Offer, Preview, Runner, SubAgent,
     SubAgentError,
 };
 pub use scope::{Scope, ScopeBuilder};
-pub use tool::{Call, GuardedTool, RegistrationError, ToolError, ToolSet, ToolSetBuilder};
+pub use tool::{GuardedTool, RegistrationError, ToolContext, ToolError, ToolSet, ToolSetBuilder};
 pub use transport::Message;
 
 /// The cancellation token a scope links to its caller ([`ScopeBuilder::caller`]): tokio-util's

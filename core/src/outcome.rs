@@ -59,7 +59,7 @@ pub enum Status {
     /// an attempt still running the body never leads to it. The host may conclude "it did not
     /// run" only when the effect's system shows no effect under the operation's id and will
     /// refuse one from that attempt from now on (it applies each operation id once, or refuses
-    /// an epoch older than one it has seen: see [`Call::fencing_token`](crate::Call::fencing_token));
+    /// an epoch older than one it has seen: see [`ToolContext::fencing_token`](crate::ToolContext::fencing_token));
     /// a process paused inside the body may otherwise still apply the effect later.
     Ambiguous,
     /// A model call's reservation or a settlement did not fit a token budget; the outcome's
@@ -183,11 +183,11 @@ impl Serialize for Status {
 /// ```
 /// use loopbound::scripted::{Step, sequence};
 /// use loopbound::transport::ModelReply;
-/// use loopbound::{Message, Runtime, Scope, ToolSet};
+/// use loopbound::{Message, Runner, Scope, ToolSet};
 ///
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-/// let runtime = Runtime::harness(&ToolSet::default(), sequence(vec![Step::Reply(ModelReply::text("Hi."))]));
+/// let runtime = Runner::harness(&ToolSet::default(), sequence(vec![Step::Reply(ModelReply::text("Hi."))]));
 /// let outcome = runtime.run(&Scope::builder().build()?, &mut vec![Message::user("Hello.")], |_| true).await?;
 /// let json = serde_json::to_value(&outcome)?;
 /// assert_eq!(json["status"], "Completed");
@@ -226,7 +226,7 @@ pub struct Outcome {
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum EndRecord {
-    /// The run was not journaled ([`Runtime::run`](crate::Runtime::run)).
+    /// The run was not journaled ([`Runner::run`](crate::Runner::run)).
     #[default]
     NotJournaled,
     /// The attempt's last commit (how it ended) is durable, and it released the run's lease:

@@ -11,8 +11,8 @@
 //!   returns can grant a capability or raise a limit.
 //! - The deadline runs from [`ScopeBuilder::build`].
 //! - The state `S` belongs to this request only: tool bodies reach it through the
-//!   [`Call`](crate::Call) they are handed, the completion condition through
-//!   [`Runtime::run`](crate::Runtime::run); nothing global is involved.
+//!   [`ToolContext`](crate::ToolContext) they are handed, the completion condition through
+//!   [`Runner::run`](crate::Runner::run); nothing global is involved.
 //! - Cloning a scope yields a handle to the same request, never a copy of its counters.
 
 use std::collections::BTreeSet;
@@ -236,7 +236,7 @@ impl<S> ScopeBuilder<S> {
     }
 
     /// Attaches the request's own state, which tool bodies read through
-    /// [`Call::state`](crate::Call::state) and the completion condition receives.
+    /// [`ToolContext::state`](crate::ToolContext::state) and the completion condition receives.
     pub fn state<T>(self, state: T) -> ScopeBuilder<T> {
         ScopeBuilder {
             capabilities: self.capabilities,
@@ -330,7 +330,7 @@ impl<S: Send + Sync> Ancestor for Inner<S> {
 
 impl<S: Send + Sync + 'static> Scope<S> {
     /// Starts building a child of this scope, for an agent run inside one of its tools' bodies
-    /// (usually reached as [`Call::child`](crate::Call::child)).
+    /// (usually reached as [`ToolContext::child`](crate::ToolContext::child)).
     ///
     /// The child is bounded by its own limits and, at once, by this scope's: every model call,
     /// tool call, token and unit of money it is admitted is admitted here too, in the same
@@ -430,7 +430,7 @@ impl<S> Scope<S> {
 
     /// A token that fires when the scope stops: the caller cancels, a halt is recorded, or a
     /// bounded wait sees the deadline pass. Tool bodies receive it through their
-    /// [`Call`](crate::Call).
+    /// [`ToolContext`](crate::ToolContext).
     #[must_use]
     pub fn token(&self) -> &CancellationToken {
         self.inner.guard.token()

@@ -9,7 +9,7 @@ use std::time::Duration;
 use common::{Review, Ticket, lines, scope_with, tools};
 use loopbound::scripted::{Scripted, Step, sequence};
 use loopbound::transport::ModelReply;
-use loopbound::{Call, Limits, RunError, Runtime, Scope, Status, ToolSet};
+use loopbound::{Limits, RunError, Runner, Scope, Status, ToolContext, ToolSet};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
@@ -31,7 +31,7 @@ async fn a_transport_that_never_answers_ends_at_the_deadline_exactly() {
         let scope = scope_with(Limits::default().with_deadline(Duration::from_secs(1)));
         let started = Instant::now();
         let hang = Scripted::new(|_, _| Step::Hang);
-        let runtime = Runtime::harness(&tools.set, hang).streaming(streaming);
+        let runtime = Runner::harness(&tools.set, hang).streaming(streaming);
         let outcome = runtime.run(&scope, &mut Vec::new(), |_| true).await.unwrap();
         assert_eq!(outcome.status(), Status::DeadlineExceeded);
         assert_eq!(outcome.text(), None);
@@ -54,7 +54,7 @@ struct Dropped(Arc<AtomicBool>);
 async fn a_body_that_ignores_its_token_is_dropped_at_the_deadline() {
     let mut set = ToolSet::builder();
     set.tool("wait", "ticket.read")
-        .build(|wait: Wait, call: Call<Dropped>| {
+        .build(|wait: Wait, call: ToolContext<Dropped>| {
             let guard = DropFlag(Arc::clone(&call.state().0));
             async move {
                 tokio::time::sleep(Duration::from_secs(wait.seconds)).await;
@@ -72,7 +72,7 @@ async fn a_body_that_ignores_its_token_is_dropped_at_the_deadline() {
         .unwrap();
     let model = sequence(vec![Step::Reply(ModelReply::call("w", "wait", r#"{"seconds":3600}"#))]);
     let started = Instant::now();
-    let outcome = Runtime::simple(&tools, model).run(&scope, &mut Vec::new(), |_| true).await.unwrap();
+    let outcome = Runner::simple(&tools, model).run(&scope, &mut Vec::new(), |_| true).await.unwrap();
     assert_eq!(outcome.status(), Status::DeadlineExceeded);
     assert_eq!(started.elapsed(), Duration::from_secs(5));
     assert!(scope.state().0.load(Ordering::SeqCst), "the body's future was dropped");
@@ -92,7 +92,7 @@ async fn the_caller_cancelling_during_a_hang_is_an_error_not_a_status() {
         cancel.cancel();
     });
     let started = Instant::now();
-    let runtime = Runtime::harness(&tools().set, Scripted::new(|_, _| Step::Hang));
+    let runtime = Runner::harness(&tools().set, Scripted::new(|_, _| Step::Hang));
     let result = runtime.run(&scope, &mut Vec::new(), |_| true).await;
     assert_eq!(result, Err(RunError::Cancelled));
     assert_eq!(started.elapsed(), Duration::from_millis(200));
@@ -112,10 +112,10 @@ async fn the_caller_wins_a_race_with_a_halt() {
     let mut set = ToolSet::builder();
     let finish = set
         .tool("finish_review", "review.finish")
-        .build(|_: Ticket, _: Call<Triggering>| async { Ok::<_, String>("finished") })
+        .build(|_: Ticket, _: ToolContext<Triggering>| async { Ok::<_, String>("finished") })
         .unwrap();
     set.tool("trigger", "ticket.read")
-        .build(|_: Ticket, call: Call<Triggering>| async move {
+        .build(|_: Ticket, call: ToolContext<Triggering>| async move {
             let _refused = call.state().finish.invoke(call.scope(), Ticket { input: 42 }).await;
             call.state().caller.cancel();
             Ok::<_, String>("done")
@@ -130,7 +130,7 @@ async fn the_caller_wins_a_race_with_a_halt() {
         .build()
         .unwrap();
     let model = sequence(vec![Step::Reply(ModelReply::call("t", "trigger", r#"{"input":1}"#))]);
-    let result = Runtime::harness(&tools, model).run(&scope, &mut Vec::new(), |_| true).await;
+    let result = Runner::harness(&tools, model).run(&scope, &mut Vec::new(), |_| true).await;
     assert_eq!(scope.stop_reason(), Some(loopbound::HaltReason::PermissionDenied));
     assert_eq!(result, Err(RunError::Cancelled));
 }

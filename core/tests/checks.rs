@@ -9,7 +9,7 @@ use loopbound::journal::{MemoryJournal, RunId};
 use loopbound::scripted::{Step, sequence};
 use loopbound::tool::{BindErrorKind, ToolBuilder};
 use loopbound::transport::ModelReply;
-use loopbound::{Call, Message, Runtime, Scope, ToolError, ToolSet};
+use loopbound::{Message, Runner, Scope, ToolContext, ToolError, ToolSet};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -76,7 +76,7 @@ async fn the_loop_hands_a_refusal_to_the_model_and_goes_on() {
     let scope = scope();
     let mut conversation = vec![Message::user("list")];
     let outcome =
-        Runtime::harness(&set.build(), model).run(&scope, &mut conversation, |_| true).await.unwrap();
+        Runner::harness(&set.build(), model).run(&scope, &mut conversation, |_| true).await.unwrap();
     assert_eq!(outcome.text(), Some("done"));
     assert_eq!(scope.tool_calls(), 1);
     let results: Vec<String> = conversation
@@ -98,13 +98,17 @@ async fn a_schema_given_at_run_time_replaces_the_derived_one() {
     let list = ToolBuilder::new("list", "items.read")
         .parameters(schema.clone())
         .description("List items.")
-        .build(|page: Page, _call: Call| async move { Ok::<_, String>(format!("{} items", page.size)) })
+        .build(
+            |page: Page, _call: ToolContext| async move { Ok::<_, String>(format!("{} items", page.size)) },
+        )
         .unwrap();
     assert_eq!(list.definition().parameters, schema);
     assert_eq!(list.definition().description, "List items.");
 
     let derived = ToolBuilder::new("list", "items.read")
-        .build(|page: Page, _call: Call| async move { Ok::<_, String>(format!("{} items", page.size)) })
+        .build(
+            |page: Page, _call: ToolContext| async move { Ok::<_, String>(format!("{} items", page.size)) },
+        )
         .unwrap();
     assert_eq!(derived.definition().parameters["properties"]["size"]["type"], "integer");
     assert_eq!(derived.definition().parameters["properties"]["size"].get("maximum"), None);
@@ -151,7 +155,7 @@ async fn a_journaled_run_checks_the_input_before_the_guard_and_proposes_nothing(
     let journal = MemoryJournal::default();
     let scope = Scope::builder().grant("payments.refund").build().unwrap();
     let mut conversation = vec![Message::user("Refund 1000.")];
-    let outcome = Runtime::harness(&tools, model)
+    let outcome = Runner::harness(&tools, model)
         .run_journaled(&journal, &RunId::new("big-refund").unwrap(), &scope, &mut conversation, |_| false)
         .await
         .unwrap();
@@ -180,7 +184,7 @@ async fn a_journaled_run_runs_an_input_that_passes_its_check() {
     let journal = MemoryJournal::default();
     let scope = Scope::builder().grant("payments.refund").build().unwrap();
     let mut conversation = vec![Message::user("Refund 40.")];
-    let outcome = Runtime::harness(&tools, model)
+    let outcome = Runner::harness(&tools, model)
         .run_journaled(&journal, &RunId::new("small-refund").unwrap(), &scope, &mut conversation, |_| true)
         .await
         .unwrap();

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use loopbound::progress::Progress;
 use loopbound::scripted::{Step, sequence};
 use loopbound::transport::ModelReply;
-use loopbound::{Call, Ended, Message, Outcome, Runtime, Scope, Status, ToolSet};
+use loopbound::{Ended, Message, Outcome, Runner, Scope, Status, ToolContext, ToolSet};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -27,20 +27,20 @@ fn tools() -> ToolSet<Desk> {
     let mut tools = ToolSet::builder();
     tools
         .tool("lookup", "orders.read")
-        .build(|input: Order, _: Call<Desk>| async move {
+        .build(|input: Order, _: ToolContext<Desk>| async move {
             Ok::<_, String>(format!("order {} found", input.order))
         })
         .unwrap();
     tools
         .tool("refund", "orders.refund")
-        .build(|_: Order, call: Call<Desk>| async move {
+        .build(|_: Order, call: ToolContext<Desk>| async move {
             call.state().refunds_tried.fetch_add(1, Ordering::SeqCst);
             Err::<String, _>("card declined".to_owned())
         })
         .unwrap();
     tools
         .tool("notify", "orders.notify")
-        .build(|_: Order, _: Call<Desk>| async move { Ok::<_, String>("sent".to_owned()) })
+        .build(|_: Order, _: ToolContext<Desk>| async move { Ok::<_, String>("sent".to_owned()) })
         .unwrap();
     tools.build()
 }
@@ -75,7 +75,7 @@ fn seen(ended: Ended<'_, Desk>) -> Seen {
 /// condition saw.
 async fn run_seeing(steps: Vec<Step>, scope: &Scope<Desk>, tool: &str) -> (Outcome, Option<Seen>) {
     let saw = Mutex::new(None);
-    let outcome = Runtime::harness(&tools(), sequence(steps))
+    let outcome = Runner::harness(&tools(), sequence(steps))
         .run(scope, &mut vec![Message::user("Serve order 42.")], |ended| {
             *saw.lock().unwrap() = Some(seen(ended));
             ended.has_succeeded(tool)
@@ -162,7 +162,7 @@ async fn a_denied_call_halts_a_plain_run_before_its_condition_is_asked() {
     ]);
     let scope = Scope::builder().grant("orders.read").state(Desk::default()).build().unwrap();
     let asked = AtomicU32::new(0);
-    let outcome = Runtime::harness(&tools(), model)
+    let outcome = Runner::harness(&tools(), model)
         .run(&scope, &mut vec![Message::user("Refund order 42.")], |ended| {
             asked.fetch_add(1, Ordering::SeqCst);
             ended.has_succeeded("refund")

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use loopbound::journal::{self, DynJournal, Journal, MemoryJournal, RunId, RunQuery, RunState};
 use loopbound::tool::Policy;
-use loopbound::{Limits, Outcome, RunError, Runtime, Scope, Status};
+use loopbound::{Limits, Outcome, RunError, Runner, Scope, Status};
 use loopbound_test::refund::{self, EffectSink, MemorySink};
 
 fn run_id() -> RunId {
@@ -23,7 +23,7 @@ async fn attempt(
     let tools = refund::tools(Arc::clone(sink) as Arc<dyn EffectSink>, Policy::Ask);
     let log = Arc::clone(asked);
     let model = refund::model(refund::short_script(), move |step| log.lock().unwrap().push(step));
-    let runtime = Runtime::harness(&tools.set, model);
+    let runtime = Runner::harness(&tools.set, model);
     let scope = Scope::builder().grants(refund::CAPABILITIES).limits(Limits::default()).build().unwrap();
     let mut conversation = refund::conversation();
     runtime.run_journaled(journal, &run_id(), &scope, &mut conversation, |_| true).await

@@ -11,7 +11,7 @@ use loopbound::journal::{self, MemoryJournal, OperationId, Resolution, RunId, Ru
 use loopbound::scripted::{Step, sequence};
 use loopbound::tool::{EffectKind, Policy};
 use loopbound::transport::ModelReply;
-use loopbound::{Call, Ended, Limits, Outcome, RunError, Runtime, Scope, Status, ToolSet};
+use loopbound::{Ended, Limits, Outcome, RunError, Runner, Scope, Status, ToolContext, ToolSet};
 use loopbound_test::refund::{self, EffectSink, MemorySink, RefundInput};
 
 /// What this attempt's refund body set in host memory.
@@ -37,7 +37,7 @@ fn tools(sink: &Arc<MemorySink>, policy: Policy, body: Body) -> ToolSet<Desk> {
     set.tool("refund", refund::REFUND_CAPABILITY)
         .effect(EffectKind::Effect)
         .policy(policy)
-        .build(move |input: RefundInput, call: Call<Desk>| {
+        .build(move |input: RefundInput, call: ToolContext<Desk>| {
             applied.apply("refund", call.idempotency_key());
             call.state().refunded.store(true, Ordering::SeqCst);
             async move {
@@ -76,7 +76,7 @@ async fn attempt(
     steps: Vec<Step>,
     condition: impl FnOnce(Ended<'_, Desk>) -> bool,
 ) -> Result<Outcome, RunError> {
-    let runtime = Runtime::harness(tools, sequence(steps));
+    let runtime = Runner::harness(tools, sequence(steps));
     runtime.run_journaled(journal, &run_id(), &scope(), &mut refund::conversation(), condition).await
 }
 

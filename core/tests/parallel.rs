@@ -13,7 +13,7 @@ use loopbound::scripted::{Scripted, Step, sequence};
 use loopbound::tool::Policy;
 use loopbound::transport::{ChatRequest, ModelReply, ToolCall};
 use loopbound::{
-    Call, Composition, Concurrency, Limits, Message, Offer, Outcome, Runtime, Scope, Status, ToolSet,
+    Composition, Concurrency, Limits, Message, Offer, Outcome, Runner, Scope, Status, ToolContext, ToolSet,
 };
 use loopbound_test::refund::{self, EffectSink};
 use schemars::JsonSchema;
@@ -38,7 +38,7 @@ fn lookup_tools() -> ToolSet<Bodies> {
     let mut tools = ToolSet::builder();
     tools
         .tool("lookup", "orders.read")
-        .build(|order: Order, call: Call<Bodies>| async move {
+        .build(|order: Order, call: ToolContext<Bodies>| async move {
             let bodies = call.state();
             bodies.started.fetch_add(1, Ordering::SeqCst);
             let now = bodies.running.fetch_add(1, Ordering::SeqCst) + 1;
@@ -67,7 +67,7 @@ struct Ran {
 async fn run(limits: Limits, parallel: Option<usize>, composition: Composition) -> Ran {
     let scope =
         Scope::builder().grant("orders.read").limits(limits).state(Bodies::default()).build().unwrap();
-    let mut runtime = Runtime::new(composition, &lookup_tools(), sequence(eight_lookups()));
+    let mut runtime = Runner::new(composition, &lookup_tools(), sequence(eight_lookups()));
     if let Some(cap) = parallel {
         runtime = runtime.parallel(Concurrency::new(cap).unwrap());
     }
@@ -217,7 +217,7 @@ async fn a_journaled_batch_commits_its_started_records_before_its_bodies() {
         ModelReply::text(refund::CLOSING),
     ];
     let runtime =
-        Runtime::harness(&tools.set, refund::model(script, |_| {})).parallel(Concurrency::new(2).unwrap());
+        Runner::harness(&tools.set, refund::model(script, |_| {})).parallel(Concurrency::new(2).unwrap());
     let scope = Scope::builder().grants(refund::CAPABILITIES).build().unwrap();
     let run = RunId::new("refund-42").unwrap();
     let outcome = runtime.run_journaled(&journal, &run, &scope, &mut refund::conversation(), |_| true).await;
@@ -246,7 +246,7 @@ async fn the_model_is_offered_every_tool_unless_the_host_offers_only_granted_one
     for (offer, expected) in [(Offer::All, "read_ticket,finish_review"), (Offer::Granted, "finish_review")] {
         let seen = Arc::new(Mutex::new(Vec::new()));
         let scope = loopbound_fixtures::review::scope(["review.finish"], Limits::default()).unwrap();
-        let runtime = Runtime::harness(&tools.set, offered_to(Arc::clone(&seen))).offer(offer);
+        let runtime = Runner::harness(&tools.set, offered_to(Arc::clone(&seen))).offer(offer);
         runtime.run(&scope, &mut Vec::new(), |_| true).await.unwrap();
         assert_eq!(seen.lock().unwrap().clone(), [expected], "{offer:?}");
     }

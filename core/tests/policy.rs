@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use loopbound::tool::Policy;
-use loopbound::{HaltReason, Limits, Runtime, Scope, Status, Stop, ToolError};
+use loopbound::{HaltReason, Limits, Runner, Scope, Status, Stop, ToolError};
 use loopbound_test::refund::{self, EffectSink, MemorySink, RefundInput};
 
 fn scope() -> Scope {
@@ -27,7 +27,7 @@ async fn the_loop_halts_denied_before_an_ask_or_deny_body_runs() {
         let tools = refund::tools(Arc::clone(&sink) as Arc<dyn EffectSink>, policy);
         let model = refund::model(refund::short_script(), |_| {});
         let scope = scope();
-        let outcome = Runtime::harness(&tools.set, model)
+        let outcome = Runner::harness(&tools.set, model)
             .run(&scope, &mut refund::conversation(), |_| true)
             .await
             .unwrap();

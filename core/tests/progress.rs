@@ -10,7 +10,7 @@ use loopbound::scripted::{Scripted, Step, sequence};
 use loopbound::tool::Policy;
 use loopbound::transport::{ChatRequest, ModelReply, ToolCall};
 use loopbound::watch::{self, Update};
-use loopbound::{Concurrency, Limits, Message, Outcome, RunError, Runtime, Scope, Status, ToolSet};
+use loopbound::{Concurrency, Limits, Message, Outcome, RunError, Runner, Scope, Status, ToolSet};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -37,7 +37,7 @@ fn tools(statuses: &'static [&'static str]) -> ToolSet<Work> {
     let mut tools = ToolSet::builder();
     tools
         .tool("job_status", "jobs.read")
-        .build(move |_: Job, call: loopbound::Call<Work>| async move {
+        .build(move |_: Job, call: loopbound::ToolContext<Work>| async move {
             let at = call.state().polls.fetch_add(1, Ordering::SeqCst) as usize;
             Ok::<_, String>(statuses[at.min(statuses.len() - 1)].to_owned())
         })
@@ -45,7 +45,7 @@ fn tools(statuses: &'static [&'static str]) -> ToolSet<Work> {
     for name in ["search", "open"] {
         tools
             .tool(name, "jobs.read")
-            .build(|_: Query, call: loopbound::Call<Work>| async move {
+            .build(|_: Query, call: loopbound::ToolContext<Work>| async move {
                 call.state().bodies.fetch_add(1, Ordering::SeqCst);
                 Ok::<_, String>("nothing new".to_owned())
             })
@@ -53,7 +53,7 @@ fn tools(statuses: &'static [&'static str]) -> ToolSet<Work> {
     }
     tools
         .tool("flaky", "jobs.read")
-        .build(|_: Query, call: loopbound::Call<Work>| async move {
+        .build(|_: Query, call: loopbound::ToolContext<Work>| async move {
             call.state().bodies.fetch_add(1, Ordering::SeqCst);
             Err::<String, _>("upstream unavailable".to_owned())
         })
@@ -61,9 +61,9 @@ fn tools(statuses: &'static [&'static str]) -> ToolSet<Work> {
     tools
         .tool("confirm", "jobs.read")
         .policy(Policy::Ask)
-        .build(
-            |_: Query, _call: loopbound::Call<Work>| async move { Ok::<_, String>("confirmed".to_owned()) },
-        )
+        .build(|_: Query, _call: loopbound::ToolContext<Work>| async move {
+            Ok::<_, String>("confirmed".to_owned())
+        })
         .unwrap();
     tools.build()
 }
@@ -113,7 +113,7 @@ async fn run<T: loopbound::transport::Transport>(
     scope: &Scope<Work>,
 ) -> (Outcome, Vec<Message>) {
     let tools = tools(statuses);
-    let runtime = Runtime::harness(&tools, model);
+    let runtime = Runner::harness(&tools, model);
     let mut conversation = vec![Message::user("Wait for job 1.")];
     let outcome = runtime.run(scope, &mut conversation, |_| true).await.unwrap();
     (outcome, conversation)
@@ -329,7 +329,7 @@ async fn a_parallel_batch_decides_a_streak_as_one_after_another_would() {
     for parallel in [false, true] {
         let streaky = scope(Progress::exact().error_streak(3), roomy());
         let tools = tools(STUCK);
-        let runtime = Runtime::harness(&tools, steps());
+        let runtime = Runner::harness(&tools, steps());
         let runtime = if parallel { runtime.parallel(Concurrency::new(3).unwrap()) } else { runtime };
         let outcome = runtime.run(&streaky, &mut vec![Message::user("Go.")], |_| true).await.unwrap();
         endings.push((outcome.status(), lines(&outcome), streaky.state().bodies.load(Ordering::SeqCst)));
@@ -386,7 +386,7 @@ async fn a_journaled_resume_keeps_what_the_checks_remember() {
         let journal = &journal;
         let id = &id;
         async move {
-            let runtime = Runtime::harness(&tools, script());
+            let runtime = Runner::harness(&tools, script());
             let mut conversation = vec![Message::user("Wait for job 1.")];
             runtime.run_journaled(journal, id, &scope, &mut conversation, |_| true).await
         }

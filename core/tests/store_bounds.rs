@@ -12,7 +12,7 @@ use loopbound::journal::{Journal, JournalError, MemoryJournal, RunId, RunState};
 use loopbound::tool::Policy;
 use loopbound::transport::ModelReply;
 use loopbound::{
-    CancellationToken, EndRecord, Limits, Outcome, RunError, Runtime, STORE_GRACE, Scope, Status, ToolSet,
+    CancellationToken, EndRecord, Limits, Outcome, RunError, Runner, STORE_GRACE, Scope, Status, ToolSet,
 };
 use loopbound_test::hooked::{Call, Hook, Hooked};
 use loopbound_test::refund::{self, EffectSink, MemorySink};
@@ -72,7 +72,7 @@ fn tools(sink: &Arc<MemorySink>, body: Duration) -> ToolSet {
     set.tool("refund", refund::REFUND_CAPABILITY)
         .effect(loopbound::tool::EffectKind::Effect)
         .policy(Policy::Allow)
-        .build(move |input: refund::RefundInput, call: loopbound::Call| {
+        .build(move |input: refund::RefundInput, call: loopbound::ToolContext| {
             let applied = Arc::clone(&applied);
             let key = call.idempotency_key().map(str::to_owned);
             async move {
@@ -96,7 +96,7 @@ async fn attempt(
 ) -> (Result<Outcome, RunError>, Duration) {
     let tools = tools(sink, body);
     let script = vec![refund::short_script()[1].clone(), ModelReply::text(refund::CLOSING)];
-    let runtime = Runtime::harness(&tools, refund::model(script, |_| {}));
+    let runtime = Runner::harness(&tools, refund::model(script, |_| {}));
     let scope = Scope::builder()
         .grants(refund::CAPABILITIES)
         .limits(Limits::default().with_deadline(deadline))
@@ -204,7 +204,7 @@ async fn a_healthy_journals_attempt_says_its_end_was_recorded_and_serialises_it(
     assert_eq!((outcome.status(), outcome.end_record()), (Status::Completed, EndRecord::Recorded));
     let json = serde_json::to_value(&outcome).unwrap();
     assert_eq!(json["end_record"], "recorded");
-    let plain = Runtime::harness(&ToolSet::default(), refund::model(vec![ModelReply::text("Done.")], |_| {}));
+    let plain = Runner::harness(&ToolSet::default(), refund::model(vec![ModelReply::text("Done.")], |_| {}));
     let scope = Scope::builder().build().unwrap();
     let unjournaled = plain.run(&scope, &mut refund::conversation(), |_| true).await.unwrap();
     assert_eq!(unjournaled.end_record(), EndRecord::NotJournaled);

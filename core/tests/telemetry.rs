@@ -10,7 +10,7 @@ use loopbound::scripted::{Step, sequence};
 use loopbound::transport::{
     ChatOptions, ChatRequest, ModelReply, ReplyChunk, Transport, TransportError, Usage,
 };
-use loopbound::{Composition, Limits, Runtime, Status};
+use loopbound::{Composition, Limits, Runner, Status};
 use loopbound_test::telemetry::Capture;
 
 const SECRET: &str = "4242424242";
@@ -55,7 +55,7 @@ async fn run_and_capture(composition: Composition, journaled: bool) -> Vec<Strin
     let _installed = capture.install();
     let scope = scope_with(Limits::default());
     let tools = tools();
-    let runtime = Runtime::new(composition, &tools.set, model())
+    let runtime = Runner::new(composition, &tools.set, model())
         .options(ChatOptions::default().with_max_output_tokens(800));
     let outcome = if journaled {
         let journal = MemoryJournal::default();

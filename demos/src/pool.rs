@@ -21,7 +21,7 @@ use clap::Args;
 use loopbound::pool::{Amount, PoolBudget, PoolDraw, PoolName, PoolState, PoolStore};
 use loopbound::scripted::{Scripted, Step};
 use loopbound::transport::{ModelReply, Usage};
-use loopbound::{Message, Runtime, Scope, Status, ToolSet};
+use loopbound::{Message, Runner, Scope, Status, ToolSet};
 use loopbound_sqlite::SqlitePools;
 use serde::Serialize;
 
@@ -118,7 +118,7 @@ pub async fn run(store: Arc<dyn PoolStore>) -> Result<Played, PoolDemoError> {
         Step::Reply(ModelReply::text("Reviewed.").with_usage(usage))
     });
     let draw = PoolDraw::new(Arc::clone(&store), [pool.clone()]).output_cap(OUTPUT_CAP).holder("demo330");
-    let runtime = Runtime::harness(&ToolSet::default(), &model);
+    let runtime = Runner::harness(&ToolSet::default(), &model);
     let mut requests = Vec::with_capacity(REQUESTS);
     for n in 1..=REQUESTS {
         let sent_before = model.calls();

@@ -17,7 +17,7 @@ use std::fmt;
 
 use loopbound::transport::Transport;
 use loopbound::watch::Feed;
-use loopbound::{Composition, Limits, LimitsError, Message, Outcome, RunError, Runtime, Scope, ToolSet};
+use loopbound::{Composition, Limits, LimitsError, Message, Outcome, RunError, Runner, Scope, ToolSet};
 use loopbound_fixtures::review::{self, Review};
 use tokio_util::sync::CancellationToken;
 
@@ -162,7 +162,7 @@ impl Session {
         streaming: bool,
         mut conversation: Vec<Message>,
     ) -> Result<Outcome, RunError> {
-        Runtime::new(self.composition, &self.tools, transport)
+        Runner::new(self.composition, &self.tools, transport)
             .options(review::options())
             .streaming(streaming)
             .run(&self.scope, &mut conversation, |ended| Review::completed(ended.state()))

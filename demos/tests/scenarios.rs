@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use loopbound::scripted::{Scripted, Step};
 use loopbound::transport::{ChatRequest, ModelReply};
-use loopbound::{Composition, EventKind, Message, Outcome, RunError, Runtime, Scope, Status};
+use loopbound::{Composition, EventKind, Message, Outcome, RunError, Runner, Scope, Status};
 use loopbound_demos::scenario::{Expected, Scenario};
 use loopbound_demos::session::{DemoError, Session, run_scenario};
 use loopbound_demos::vocabulary::{error_exit_code, status_exit_code};
@@ -266,7 +266,7 @@ async fn without_policy(scenario: Scenario) -> Outcome {
     let tools = review::tools();
     let scope =
         review::scope(scenario.capabilities().iter().copied(), scenario.limits()).expect("valid limits");
-    Runtime::harness(&tools.set, scenario.transport())
+    Runner::harness(&tools.set, scenario.transport())
         .run(&scope, &mut review::conversation(), |ended| Review::completed(ended.state()))
         .await
         .expect("an outcome")

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use clap::Parser;
 use loopbound::journal::{MemoryJournal, RunId};
 use loopbound::watch::{self, Update, Updates};
-use loopbound::{Composition, Concurrency, Outcome, RunError, Runtime, Scope, Status};
+use loopbound::{Composition, Concurrency, Outcome, RunError, Runner, Scope, Status};
 use loopbound_demos::console::{self, Cli};
 use loopbound_demos::scenario::Scenario;
 use loopbound_fixtures::review::{self, Review};
@@ -52,8 +52,7 @@ async fn watched_run(scenario: Scenario, way: Way) -> (Result<Outcome, RunError>
         .state(Review::default())
         .build()
         .expect("the scenario's limits");
-    let mut runtime =
-        Runtime::new(way.composition, &tools.set, scenario.transport()).streaming(way.streaming);
+    let mut runtime = Runner::new(way.composition, &tools.set, scenario.transport()).streaming(way.streaming);
     if way.parallel {
         runtime = runtime.parallel(Concurrency::new(4).expect("a cap of 4"));
     }

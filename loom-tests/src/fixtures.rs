@@ -108,7 +108,7 @@ fn build(
 /// started.
 fn tool() -> GuardedTool<Id, Started> {
     ToolBuilder::new("t", "cap")
-        .build(|_: Id, call: loopbound::Call<Started>| {
+        .build(|_: Id, call: loopbound::ToolContext<Started>| {
             // The body starts when its closure is called.
             call.state().0.store(true, Ordering::SeqCst);
             async { Ok::<_, String>(String::new()) }

@@ -20,7 +20,7 @@ use loopbound::journal::{
     self, Digest, Journal, JournalError, MemoryJournal, OperationId, Resolution, RunId, RunQuery, RunState,
 };
 use loopbound::tool::{EffectKind, Policy as ToolPolicy};
-use loopbound::{Call, Limits, RunError, Runtime, Scope, ToolSet};
+use loopbound::{Limits, RunError, Runner, Scope, ToolContext, ToolSet};
 use loopbound_proptests::config::with_cases;
 use loopbound_proptests::harness;
 use loopbound_proptests::journal_model::{Crash, Model, Policy, Reported, RunState as ModelState, Settled};
@@ -190,7 +190,7 @@ fn tools(policy: Policy, plan: &Arc<Plan>, effects: &Arc<Mutex<Vec<(u32, String)
         Policy::Deny => ToolPolicy::Deny,
     };
     let body = |plan: Arc<Plan>, effects: Arc<Mutex<Vec<(u32, String)>>>| {
-        move |call: &Call| {
+        move |call: &ToolContext| {
             let key = call.idempotency_key().unwrap_or_default().to_owned();
             let ordinal = OperationId::parse(&key).map_or(0, |id| id.ordinal());
             effects.lock().unwrap().push((ordinal, key));
@@ -200,15 +200,15 @@ fn tools(policy: Policy, plan: &Arc<Plan>, effects: &Arc<Mutex<Vec<(u32, String)
     let mut set = ToolSet::builder();
     set.tool("lookup_order", refund::READ_CAPABILITY)
         .effect(EffectKind::Read)
-        .build(
-            |input: OrderInput, _call: Call| async move { Ok::<_, String>(format!("order {}", input.order)) },
-        )
+        .build(|input: OrderInput, _call: ToolContext| async move {
+            Ok::<_, String>(format!("order {}", input.order))
+        })
         .unwrap();
     let refund_body = body(Arc::clone(plan), Arc::clone(effects));
     set.tool("refund", refund::REFUND_CAPABILITY)
         .effect(EffectKind::Effect)
         .policy(policy)
-        .build(move |input: RefundInput, call: Call| {
+        .build(move |input: RefundInput, call: ToolContext| {
             let dies = refund_body(&call);
             async move {
                 if dies {
@@ -221,7 +221,7 @@ fn tools(policy: Policy, plan: &Arc<Plan>, effects: &Arc<Mutex<Vec<(u32, String)
     let receipt_body = body(Arc::clone(plan), Arc::clone(effects));
     set.tool("send_receipt", refund::MAIL_CAPABILITY)
         .effect(EffectKind::Idempotent)
-        .build(move |input: OrderInput, call: Call| {
+        .build(move |input: OrderInput, call: ToolContext| {
             let dies = receipt_body(&call);
             async move {
                 if dies {
@@ -267,7 +267,7 @@ impl Sut {
             let asked_before = self.asked.lock().unwrap().len();
             let asked = Arc::clone(&self.asked);
             let model = refund::model(refund::long_script(), move |step| asked.lock().unwrap().push(step));
-            let runtime = Runtime::harness(&self.tools, model);
+            let runtime = Runner::harness(&self.tools, model);
             let limits = Limits::default().with_deadline(Duration::from_secs(10));
             let scope = Scope::builder().grants(refund::CAPABILITIES).limits(limits).build().unwrap();
             let result = runtime

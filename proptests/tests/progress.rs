@@ -16,7 +16,7 @@
 use std::sync::Mutex;
 
 use loopbound::progress::Progress;
-use loopbound::{Call, Limits, Scope, ToolError, ToolSet};
+use loopbound::{Limits, Scope, ToolContext, ToolError, ToolSet};
 use loopbound_proptests::config::with_cases;
 use loopbound_proptests::regressions;
 use proptest::prelude::*;
@@ -39,7 +39,7 @@ fn tools() -> ToolSet<Script> {
     let mut tools = ToolSet::builder();
     tools
         .tool("poll", "jobs.read")
-        .build(|_: Job, call: Call<Script>| async move {
+        .build(|_: Job, call: ToolContext<Script>| async move {
             let mut ran = call.state().ran.lock().map_err(|_| "poisoned".to_owned())?;
             let result = call.state().results.get(*ran).cloned().unwrap_or_default();
             *ran += 1;

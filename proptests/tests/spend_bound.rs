@@ -18,7 +18,7 @@ use std::sync::{Arc, Mutex};
 use loopbound::scripted::{Scripted, Step};
 use loopbound::spend::{Micros, Price, Prices};
 use loopbound::transport::{ChatRequest, Message, ModelReply, Usage};
-use loopbound::{Call, Limits, Runtime, Scope, Status, ToolSet};
+use loopbound::{Limits, Runner, Scope, Status, ToolContext, ToolSet};
 use loopbound_proptests::config::with_cases;
 use loopbound_proptests::regressions;
 use proptest::prelude::*;
@@ -154,7 +154,7 @@ fn play(case: &Case, reports_as: Reports, calibrate: bool) -> Option<Played> {
     let mut set = ToolSet::builder();
     let results = case.results.clone();
     set.tool("lookup", "orders.read")
-        .build(move |lookup: Lookup, _call: Call| {
+        .build(move |lookup: Lookup, _call: ToolContext| {
             let text = "r".repeat(results.get(lookup.id).copied().unwrap_or(0));
             async move { Ok::<_, String>(text) }
         })
@@ -193,7 +193,7 @@ fn play(case: &Case, reports_as: Reports, calibrate: bool) -> Option<Played> {
     let runtime =
         tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true).build().ok()?;
     let outcome = runtime
-        .block_on(Runtime::harness(&tools, &model).calibrate_reservations(calibrate).run(
+        .block_on(Runner::harness(&tools, &model).calibrate_reservations(calibrate).run(
             &scope,
             &mut vec![Message::user("look up every order")],
             |_| false,

@@ -35,7 +35,7 @@ use loopbound::journal::{self, JournalError, Labels, OperationStatus, RunId, Run
 use loopbound::scripted::{Scripted, Step};
 use loopbound::tool::Policy;
 use loopbound::transport::{Message, ModelReply, ToolCall, Transport, TransportError, Usage};
-use loopbound::{Limits, Outcome, RunError, Runtime, Scope};
+use loopbound::{Limits, Outcome, RunError, Runner, Scope};
 
 use crate::backend::{self, AnyJournal};
 use crate::hooked::{Call, Hook, Hooked};
@@ -212,7 +212,7 @@ async fn attempt<J: journal::Journal>(
 ) -> Result<Outcome, RunError> {
     let tools = refund::tools(Arc::clone(sink) as Arc<dyn EffectSink>, fixture.policy());
     let model = model(script, Arc::clone(asked));
-    let runtime = Runtime::harness(&tools.set, model).options(refund::metered_options());
+    let runtime = Runner::harness(&tools.set, model).options(refund::metered_options());
     let scope = Scope::builder()
         .grants(refund::CAPABILITIES)
         .limits(fixture.limits())

@@ -11,7 +11,7 @@
 //!   detail and text, or the run error's `Display` and `Debug`.
 
 use loopbound::transport::Transport;
-use loopbound::{Limits, Message, Outcome, RunError, Runtime};
+use loopbound::{Limits, Message, Outcome, RunError, Runner};
 
 use crate::hostile::{Behaviour, HostileServer, KeyPart, KeyPlace};
 use crate::review::{self, BOTH_CAPABILITIES, Review};
@@ -44,7 +44,7 @@ pub struct Captured {
 /// If the outcome cannot be written as JSON.
 pub async fn captured_run<T: Transport>(transport: T, streaming: bool) -> Captured {
     let tools = review::tools();
-    let runtime = Runtime::harness(&tools.set, transport).streaming(streaming);
+    let runtime = Runner::harness(&tools.set, transport).streaming(streaming);
     let scope = review::scope(BOTH_CAPABILITIES, Limits::default().with_model_calls(2)).expect("limits");
     let capture = Capture::default();
     let result = {

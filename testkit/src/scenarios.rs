@@ -13,7 +13,7 @@ use futures_util::StreamExt;
 use loopbound::scripted::{Scripted, Step};
 use loopbound::spend::Prices;
 use loopbound::transport::{ChatOptions, ChatRequest, ModelReply, ReplyAssembler, Transport, TransportError};
-use loopbound::{Composition, Limits, Message, Outcome, RunError, Runtime, Scope, Status};
+use loopbound::{Composition, Limits, Message, Outcome, RunError, Runner, Scope, Status};
 use tokio_util::sync::CancellationToken;
 
 use crate::review::{self, BOTH_CAPABILITIES, COMPLETE_EVENTS, FINISH_CAPABILITY, Review};
@@ -219,7 +219,7 @@ async fn play<T: Transport>(
     transport: T,
 ) -> Run {
     let mut conversation = vec![Message::user(scenario.request())];
-    let result = Runtime::new(composition, &review::tools().set, transport)
+    let result = Runner::new(composition, &review::tools().set, transport)
         .options(options)
         .streaming(streaming)
         .run(scope, &mut conversation, |ended| ended.state().completed())

@@ -30,7 +30,7 @@ use std::sync::mpsc::{self, Receiver};
 use std::time::Duration;
 
 use loopbound::pool::{PoolBudget, PoolName, PoolStore};
-use loopbound::{EndRecord, Limits, Message, Runtime, Scope, Status, ToolSet};
+use loopbound::{EndRecord, Limits, Message, Runner, Scope, Status, ToolSet};
 use loopbound_postgres::{Config, PostgresPools};
 use loopbound_sqlite::{SqlitePools, Synchronous};
 use loopbound_testkit::pool::{Billing, CALL_TOKENS, draw, prompt};
@@ -102,7 +102,7 @@ async fn pool_scenario(
         .limits(Limits::default().with_deadline(POOL_DEADLINE))
         .build()
         .expect("a scope drawing from a pool");
-    let runtime = Runtime::harness(&ToolSet::default(), &model);
+    let runtime = Runner::harness(&ToolSet::default(), &model);
     let started = Instant::now();
     let mut conversation = vec![Message::user(prompt())];
     let (outcome, frozen) = if during_settlement {

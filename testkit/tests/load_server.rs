@@ -7,7 +7,7 @@ use std::net::TcpStream;
 use std::sync::Arc;
 use std::time::Duration;
 
-use loopbound::{Limits, Message, Runtime, Status};
+use loopbound::{Limits, Message, Runner, Status};
 use loopbound_openai::{Config, OpenAiTransport};
 use loopbound_testkit::load::clock::monotonic_ns;
 use loopbound_testkit::load::script::prompt;
@@ -20,17 +20,15 @@ fn server(mode: Mode) -> LoadServer {
     LoadServer::start(ServerConfig { latency: LATENCY, mode }).expect("a loopback server")
 }
 
-fn runtime(server: &LoadServer, streaming: bool) -> Arc<Runtime<OpenAiTransport, Review>> {
+fn runtime(server: &LoadServer, streaming: bool) -> Arc<Runner<OpenAiTransport, Review>> {
     let config = Config::new(&server.base_url(), "load-model").expect("a base URL");
     let transport = OpenAiTransport::new(config).expect("a client");
-    Arc::new(
-        Runtime::harness(&review::tools().set, transport).options(review::options()).streaming(streaming),
-    )
+    Arc::new(Runner::harness(&review::tools().set, transport).options(review::options()).streaming(streaming))
 }
 
 /// Runs `runs` reviews at once; returns each one's model calls, tool calls and text.
 async fn reviews(
-    runtime: &Arc<Runtime<OpenAiTransport, Review>>,
+    runtime: &Arc<Runner<OpenAiTransport, Review>>,
     runs: usize,
 ) -> Vec<(Status, u32, u32, String)> {
     let tasks: Vec<_> = (0..runs)

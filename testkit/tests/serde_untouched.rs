@@ -52,7 +52,7 @@ fn serde_json_numbers_are_not_arbitrary_precision() {
 #[test]
 fn loopbound_binds_the_same_types_with_its_own_reader() {
     let tool = ToolBuilder::new("query", "query.run")
-        .build(|_: Query, _: loopbound::Call| async { Ok::<_, String>("") })
+        .build(|_: Query, _: loopbound::ToolContext| async { Ok::<_, String>("") })
         .unwrap_or_else(|error| panic!("{error}"));
     assert_eq!(tool.bind(TEXT).ok(), Some(expected()));
     assert_eq!(tool.bind(r#"{"id":42.0,"max":7e0,"ratio":5e-1}"#).ok(), Some(expected()));

@@ -42,7 +42,7 @@ use clap::Parser;
 use loopbound::pool::{MemoryPools, PoolBudget, PoolDraw, PoolName, PoolStore};
 use loopbound::spend::{Micros, Price, Prices, TokenCounter};
 use loopbound::transport::{ChatOptions, ChatRequest, ModelReply, Transport, TransportError, Usage};
-use loopbound::{Call, Limits, Message, Runtime, Scope, Status, ToolSet};
+use loopbound::{Limits, Message, Runner, Scope, Status, ToolContext, ToolSet};
 use loopbound_sqlite::SqlitePools;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -186,7 +186,7 @@ struct Lookup {
 fn tools() -> ToolSet {
     let mut set = ToolSet::builder();
     set.tool("lookup", "orders.read")
-        .build(|lookup: Lookup, _call: Call| async move { Ok::<_, String>(format!("order {}", lookup.id)) })
+        .build(|lookup: Lookup, _call: ToolContext| async move { Ok::<_, String>(format!("order {}", lookup.id)) })
         .expect("the tool is valid");
     set.build()
 }
@@ -201,13 +201,13 @@ fn roomy() -> Limits {
 
 /// The runtime of one run: its requests carry a cap of 500 output tokens when `capped`, as the
 /// peers' clients may; otherwise none, and loopbound's defaults cap them.
-fn runtime_for(tools: &ToolSet, model: Workload, capped: bool) -> Runtime<Workload> {
+fn runtime_for(tools: &ToolSet, model: Workload, capped: bool) -> Runner<Workload> {
     let options = if capped {
         ChatOptions::default().with_max_output_tokens(u32::try_from(OUTPUT).unwrap_or(u32::MAX))
     } else {
         ChatOptions::default()
     };
-    Runtime::harness(tools, model).options(options).token_counter(WorkloadCounter)
+    Runner::harness(tools, model).options(options).token_counter(WorkloadCounter)
 }
 
 /// A budget of one case.

@@ -51,7 +51,7 @@ use loopbound::spend::{Encoding, TiktokenCounter};
 use loopbound::transport::{
     ChatRequest, ModelReply, ToolCall, ToolDefinition, Transport, TransportError, Usage,
 };
-use loopbound::{Call, Limits, Message, Runtime, Scope, Status, ToolSet};
+use loopbound::{Limits, Message, Runner, Scope, Status, ToolContext, ToolSet};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -249,7 +249,7 @@ fn tools() -> ToolSet {
     let mut set = ToolSet::builder();
     set.tool("lookup", "orders.read")
         .description("Reads one order: its customer, lines, totals and status.")
-        .build(|lookup: Lookup, _call: Call| async move {
+        .build(|lookup: Lookup, _call: ToolContext| async move {
             let id = lookup.id;
             Ok::<_, String>(format!(
                 r#"{{"order":{id},"customer":"C-{:05}","status":"shipped","lines":[{{"sku":"A-{id}","qty":2,"price":"19.90"}},{{"sku":"B-{id}","qty":1,"price":"249.00"}},{{"sku":"C-{id}","qty":4,"price":"3.25"}}],"total":"301.80","currency":"EUR","note":"Delivered to the front desk; the customer asked for an invoice with the company's VAT number."}}"#,
@@ -293,9 +293,9 @@ impl Counting {
         }
     }
 
-    fn runtime(self, tools: &ToolSet, model: Arc<Runaway>) -> Runtime<Arc<Runaway>> {
+    fn runtime(self, tools: &ToolSet, model: Arc<Runaway>) -> Runner<Arc<Runaway>> {
         let tokenizer = Arc::clone(&model.tokenizer);
-        let runtime = Runtime::harness(tools, model);
+        let runtime = Runner::harness(tools, model);
         match self {
             Self::Bytes => runtime.calibrate_reservations(false),
             Self::Calibrated => runtime,

@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use loopbound::journal::RunId;
 use loopbound::watch::{self, Update, Updates};
-use loopbound::{Limits, Message, Outcome, RunError, Runtime, Scope, Status};
+use loopbound::{Limits, Message, Outcome, RunError, Runner, Scope, Status};
 use loopbound_openai::{Config, ConfigError, OpenAiTransport};
 use loopbound_testkit::backend::AnyJournal;
 use loopbound_testkit::load::script::prompt;
@@ -97,7 +97,7 @@ impl std::error::Error for SetupError {}
 /// The review, ready to run any number of times at once.
 #[derive(Debug)]
 pub struct ReviewLoad {
-    runtime: Runtime<OpenAiTransport, Review>,
+    runtime: Runner<OpenAiTransport, Review>,
     journal: Option<TimedJournal<AnyJournal>>,
     deadline: Duration,
     watch: bool,
@@ -122,7 +122,7 @@ impl ReviewLoad {
     ) -> Result<Arc<Self>, SetupError> {
         let transport = OpenAiTransport::new(config).map_err(SetupError::Transport)?;
         let runtime =
-            Runtime::harness(&review::tools().set, transport).options(review::options()).streaming(streaming);
+            Runner::harness(&review::tools().set, transport).options(review::options()).streaming(streaming);
         let journal = journal.map(TimedJournal::new);
         Ok(Arc::new(Self { runtime, journal, deadline, watch, record }))
     }

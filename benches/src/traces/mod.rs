@@ -25,7 +25,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use loopbound::progress::Progress;
 use loopbound::scripted::{Scripted, Step};
 use loopbound::transport::{ChatRequest, Message, ModelReply};
-use loopbound::{Limits, Runtime, Scope, Status};
+use loopbound::{Limits, Runner, Scope, Status};
 
 pub use catalog::{TRACES, Trace, Turn, Verdict};
 
@@ -116,7 +116,7 @@ pub async fn run(trace: &Trace, policy: &Policy) -> Result<Ending, Box<dyn std::
         })
     });
     let tools = world::tools();
-    let runtime = Runtime::harness(&tools, model);
+    let runtime = Runner::harness(&tools, model);
     let limits = Limits::default()
         .with_model_calls(MODEL_CALLS)
         .with_tool_calls(TOOL_CALLS)

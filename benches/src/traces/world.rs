@@ -12,7 +12,7 @@
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
-use loopbound::{Call, ToolSet};
+use loopbound::{ToolContext, ToolSet};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -119,83 +119,78 @@ fn job_status(job: i64, nth: u32) -> String {
 #[must_use]
 pub fn tools() -> ToolSet<World> {
     let mut set = ToolSet::builder();
-    let added =
-        [
-            set.tool("job_status", CAPABILITY)
-                .build(|input: Job, call: Call<World>| async move {
-                    let nth = call.state().ask(format!("job {}", input.job));
-                    Ok::<_, String>(job_status(input.job, nth))
+    let added = [
+        set.tool("job_status", CAPABILITY)
+            .build(|input: Job, call: ToolContext<World>| async move {
+                let nth = call.state().ask(format!("job {}", input.job));
+                Ok::<_, String>(job_status(input.job, nth))
+            })
+            .map(|_| ()),
+        set.tool("sleep", CAPABILITY)
+            .build(|input: Seconds, _call: ToolContext<World>| async move {
+                Ok::<_, String>(format!("slept {}s", input.seconds))
+            })
+            .map(|_| ()),
+        set.tool("list_page", CAPABILITY)
+            .build(|input: Cursor, _call: ToolContext<World>| async move {
+                Ok::<_, String>(if input.cursor >= 9 {
+                    format!("page {}: 3 items, last page", input.cursor)
+                } else {
+                    format!("page {}: 10 items, next cursor {}", input.cursor, input.cursor + 1)
                 })
-                .map(|_| ()),
-            set.tool("sleep", CAPABILITY)
-                .build(|input: Seconds, _call: Call<World>| async move {
-                    Ok::<_, String>(format!("slept {}s", input.seconds))
+            })
+            .map(|_| ()),
+        set.tool("read_file", CAPABILITY)
+            .build(|input: Path, call: ToolContext<World>| async move {
+                Ok::<_, String>(call.state().read(&input.path))
+            })
+            .map(|_| ()),
+        set.tool("write_file", CAPABILITY)
+            .build(|input: Write, call: ToolContext<World>| async move {
+                call.state().write(input.path, input.text);
+                Ok::<_, String>("written".to_owned())
+            })
+            .map(|_| ()),
+        set.tool("fetch", CAPABILITY)
+            .build(|input: Url, call: ToolContext<World>| async move {
+                let nth = call.state().ask(format!("url {}", input.url));
+                let failures = input.url.strip_prefix("flaky-").and_then(|k| k.parse::<u32>().ok());
+                match failures {
+                    Some(failures) if nth >= failures => Ok("payload".to_owned()),
+                    _ => Err("503 service unavailable".to_owned()),
+                }
+            })
+            .map(|_| ()),
+        set.tool("search", CAPABILITY)
+            .build(|input: Query, _call: ToolContext<World>| async move {
+                Ok::<_, String>(format!("results for {}: documents 1, 2, 3", input.q))
+            })
+            .map(|_| ()),
+        set.tool("open", CAPABILITY)
+            .build(|input: Id, _call: ToolContext<World>| async move {
+                Ok::<_, String>(format!("document {}", input.id))
+            })
+            .map(|_| ()),
+        set.tool("lookup", CAPABILITY)
+            .build(|input: Id, _call: ToolContext<World>| async move {
+                if input.id == 7 { Ok("record 7".to_owned()) } else { Err(format!("no record {}", input.id)) }
+            })
+            .map(|_| ()),
+        set.tool("read_ticket", CAPABILITY)
+            .build(|input: Ticket, _call: ToolContext<World>| async move {
+                Ok::<_, String>(if input.input == 42 {
+                    "Ticket 42: Login returns HTTP 401.".to_owned()
+                } else {
+                    "NotFound: only ticket 42 is in scope.".to_owned()
                 })
-                .map(|_| ()),
-            set.tool("list_page", CAPABILITY)
-                .build(|input: Cursor, _call: Call<World>| async move {
-                    Ok::<_, String>(if input.cursor >= 9 {
-                        format!("page {}: 3 items, last page", input.cursor)
-                    } else {
-                        format!("page {}: 10 items, next cursor {}", input.cursor, input.cursor + 1)
-                    })
-                })
-                .map(|_| ()),
-            set.tool("read_file", CAPABILITY)
-                .build(|input: Path, call: Call<World>| async move {
-                    Ok::<_, String>(call.state().read(&input.path))
-                })
-                .map(|_| ()),
-            set.tool("write_file", CAPABILITY)
-                .build(|input: Write, call: Call<World>| async move {
-                    call.state().write(input.path, input.text);
-                    Ok::<_, String>("written".to_owned())
-                })
-                .map(|_| ()),
-            set.tool("fetch", CAPABILITY)
-                .build(|input: Url, call: Call<World>| async move {
-                    let nth = call.state().ask(format!("url {}", input.url));
-                    let failures = input.url.strip_prefix("flaky-").and_then(|k| k.parse::<u32>().ok());
-                    match failures {
-                        Some(failures) if nth >= failures => Ok("payload".to_owned()),
-                        _ => Err("503 service unavailable".to_owned()),
-                    }
-                })
-                .map(|_| ()),
-            set.tool("search", CAPABILITY)
-                .build(|input: Query, _call: Call<World>| async move {
-                    Ok::<_, String>(format!("results for {}: documents 1, 2, 3", input.q))
-                })
-                .map(|_| ()),
-            set.tool("open", CAPABILITY)
-                .build(|input: Id, _call: Call<World>| async move {
-                    Ok::<_, String>(format!("document {}", input.id))
-                })
-                .map(|_| ()),
-            set.tool("lookup", CAPABILITY)
-                .build(|input: Id, _call: Call<World>| async move {
-                    if input.id == 7 {
-                        Ok("record 7".to_owned())
-                    } else {
-                        Err(format!("no record {}", input.id))
-                    }
-                })
-                .map(|_| ()),
-            set.tool("read_ticket", CAPABILITY)
-                .build(|input: Ticket, _call: Call<World>| async move {
-                    Ok::<_, String>(if input.input == 42 {
-                        "Ticket 42: Login returns HTTP 401.".to_owned()
-                    } else {
-                        "NotFound: only ticket 42 is in scope.".to_owned()
-                    })
-                })
-                .map(|_| ()),
-            set.tool("finish", CAPABILITY)
-                .build(|_: Ticket, _call: Call<World>| async move {
-                    Ok::<_, String>("Review finished.".to_owned())
-                })
-                .map(|_| ()),
-        ];
+            })
+            .map(|_| ()),
+        set.tool("finish", CAPABILITY)
+            .build(|_: Ticket, _call: ToolContext<World>| async move {
+                Ok::<_, String>("Review finished.".to_owned())
+            })
+            .map(|_| ()),
+    ];
     assert!(added.iter().all(Result::is_ok), "valid, distinct tool names");
     set.build()
 }

@@ -43,7 +43,7 @@ use super::tail::Tail;
 use crate::event::{ControlEvent, EventKind, HaltReason, Subject};
 use crate::guard::{Guard, Stop};
 use crate::outcome::Status;
-use crate::runtime::{Admission, Course, End, Pending, Runtime, Turn, answer_of, error_message, failed};
+use crate::runner::{Admission, Course, End, Pending, Runner, Turn, answer_of, error_message, failed};
 use crate::scope::Scope;
 use crate::tool::{AdmittedCall, BodyError, EffectKind, ErasedTool, Policy, Refusal, ToolError};
 use crate::transport::{Budgeted, Message, ModelReply, ToolCall, ToolDefinition, Transport};
@@ -207,7 +207,7 @@ impl<'j, J: Journal> Journaled<'j, J> {
     /// proposal, the decision by policy; an allowed call comes back to be run.
     fn live<'t, T, S>(
         &mut self,
-        runtime: &'t Runtime<T, S>,
+        runtime: &'t Runner<T, S>,
         scope: &Scope<S>,
         index: u32,
         call: &ToolCall,
@@ -438,7 +438,7 @@ impl<'j, J: Journal> Journaled<'j, J> {
     /// A call whose operation an earlier attempt proposed: continue it where the journal left it.
     fn resume_operation<'t, T, S>(
         &mut self,
-        runtime: &'t Runtime<T, S>,
+        runtime: &'t Runner<T, S>,
         scope: &Scope<S>,
         index: u32,
         call: &ToolCall,
@@ -680,7 +680,7 @@ where
 
     async fn reply(
         &mut self,
-        runtime: &Runtime<T, S>,
+        runtime: &Runner<T, S>,
         model: &Budgeted<'_, T>,
         conversation: &[Message],
         tools: &[ToolDefinition],
@@ -712,7 +712,7 @@ where
 
     async fn admit<'t>(
         &mut self,
-        runtime: &'t Runtime<T, S>,
+        runtime: &'t Runner<T, S>,
         scope: &Scope<S>,
         index: usize,
         call: &ToolCall,

@@ -241,7 +241,7 @@ pub async fn cancel<J: Journal>(journal: &J, run: &RunId, by: &str) -> Result<()
 /// Closes `run` as `by`, for `reason`: the run ends for good where it stands, with the status
 /// [`Status::Closed`] (a listing shows it finished), and its audit log records a `Closed` event
 /// naming `by` and `reason`. No attempt takes it again: a later
-/// [`run_journaled`](crate::Runtime::run_journaled) is refused with
+/// [`run_journaled`](crate::Runner::run_journaled) is refused with
 /// [`JournalError::Finished`] and runs nothing. A run waiting for approval can be closed: its
 /// pending proposal never runs, and approving or denying it is refused from then on. An
 /// ambiguous run can be closed too: its effect stays unreconciled in the record, as the host
@@ -559,7 +559,7 @@ pub async fn ask_again<J: Journal>(
 /// the effect later. Reconcile [`Resolution::NotRun`] only when the effect's own system shows
 /// no effect under this operation's id and will refuse one from this attempt from now on: it
 /// applies each operation id once (the body's idempotency key) or refuses a write whose epoch
-/// ([`Call::epoch`](crate::Call)) is older than one it has seen. Without such a system, say it did
+/// ([`ToolContext::epoch`](crate::ToolContext)) is older than one it has seen. Without such a system, say it did
 /// not run only once the attempt's process is known to be gone for good.
 ///
 /// # Errors

@@ -1,7 +1,7 @@
 //! Durable decisions: a journal that protects side effects across crashes and
 //! restarts, where the guard protects one loop.
 //!
-//! A journaled run ([`Runtime::run_journaled`](crate::Runtime::run_journaled)) records each step
+//! A journaled run ([`Runner::run_journaled`](crate::Runner::run_journaled)) records each step
 //! of the loop in a [`Journal`]:
 //!
 //! 1. every admitted tool call becomes an immutable [`Proposal`] (tool, capability, canonical
@@ -29,7 +29,7 @@
 //!
 //! Never exactly once by claim. An `effect` operation's body runs **at most once**, whatever
 //! crashes and restarts happen; an `idempotent` one runs **at least once with one stable key**
-//! ([`Call::idempotency_key`](crate::Call::idempotency_key)), and the external system must apply
+//! ([`ToolContext::idempotency_key`](crate::ToolContext::idempotency_key)), and the external system must apply
 //! a key once. `Ambiguous` asks the host to find out, in the effect's own system, whether the
 //! effect happened, and to [`reconcile`] it: it ran (with a result for the model) or it did not
 //! (the resume runs it).

@@ -40,11 +40,11 @@ use std::time::Duration;
 
 use tracing::Instrument;
 
-use crate::runtime::{End, Runtime, conclude, finished};
+use crate::runner::{End, Runner, conclude, finished};
 use crate::scope::Scope;
 use crate::transport::{Message, Transport};
 
-impl<T: Transport, S: Send + Sync + 'static> Runtime<T, S> {
+impl<T: Transport, S: Send + Sync + 'static> Runner<T, S> {
     /// Runs, or resumes, the logical run `run` recorded in `journal`.
     ///
     /// A new run starts from `conversation`. A run the journal knows continues from its
@@ -54,7 +54,7 @@ impl<T: Transport, S: Send + Sync + 'static> Runtime<T, S> {
     /// `scope`'s own. Every tool call the loop admits is proposed, decided by the tool's
     /// [`Policy`](crate::tool::Policy) or an approver, and run per its
     /// [`EffectKind`](crate::tool::EffectKind): an `effect` at most once, an `idempotent` one at
-    /// least once with one key ([`Call::idempotency_key`](crate::Call::idempotency_key)).
+    /// least once with one key ([`ToolContext::idempotency_key`](crate::ToolContext::idempotency_key)).
     ///
     /// One attempt at a time: the attempt takes the run's lease first (refused with
     /// [`JournalError::LeaseHeld`] while another attempt, in any process, holds it), renews it
@@ -77,14 +77,14 @@ impl<T: Transport, S: Send + Sync + 'static> Runtime<T, S> {
     ///
     /// ```
     /// # use loopbound::journal::{MemoryJournal, RunId};
-    /// # use loopbound::{Runtime, Scope, Status, ToolSet};
+    /// # use loopbound::{Runner, Scope, Status, ToolSet};
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// # let tools = ToolSet::default();
     /// # let model = loopbound::scripted::sequence(vec![loopbound::scripted::Step::Reply(
     /// #     loopbound::transport::ModelReply::text("Done."),
     /// # )]);
-    /// # let runtime = Runtime::harness(&tools, model);
+    /// # let runtime = Runner::harness(&tools, model);
     /// # let journal = MemoryJournal::default();
     /// # let run = RunId::new("refund-42")?;
     /// # let scope = Scope::builder().build()?;

@@ -16,13 +16,13 @@
 //! use loopbound::journal::{self, MemoryJournal, RunId};
 //! use loopbound::scripted::{Step, sequence};
 //! use loopbound::transport::ModelReply;
-//! use loopbound::{Message, Runtime, Scope, ToolSet};
+//! use loopbound::{Message, Runner, Scope, ToolSet};
 //!
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let journal = MemoryJournal::default();
 //! let run = RunId::new("review-7")?;
-//! let runtime = Runtime::harness(&ToolSet::default(), sequence(vec![Step::Reply(ModelReply::text("Hello."))]));
+//! let runtime = Runner::harness(&ToolSet::default(), sequence(vec![Step::Reply(ModelReply::text("Hello."))]));
 //! // The run records its stream (kept in its definition, for every attempt).
 //! let scope = Scope::builder().record_stream().build()?;
 //! runtime.run_journaled(&journal, &run, &scope, &mut vec![Message::user("Hi.")], |_| true).await?;

@@ -2,7 +2,7 @@
 //!
 //! # Invariants
 //!
-//! - A [`Call`] exists only for an admitted attempt: it is built by the guarded tool right after
+//! - A [`ToolContext`] exists only for an admitted attempt: it is built by the guarded tool right after
 //!   the scope was checked once more, and handed to the body's closure.
 //! - A [`Reservation`] is counted when it is made and never given back, run or not; running it
 //!   later takes the same body-start check as every other path.
@@ -26,13 +26,13 @@ use crate::sync::CancellationToken;
 /// Through it a body reads the request's own state ([`state`](Self::state)), watches the
 /// request's cancellation ([`cancellation`](Self::cancellation)), or calls other tools in the
 /// same scope ([`scope`](Self::scope)), which the guard counts like any other call.
-pub struct Call<S = ()> {
+pub struct ToolContext<S = ()> {
     scope: Scope<S>,
     count: u32,
     operation: Option<Arc<str>>,
 }
 
-impl<S> Call<S> {
+impl<S> ToolContext<S> {
     pub(crate) fn new(scope: Scope<S>, count: u32, operation: Option<Arc<str>>) -> Self {
         Self { scope, count, operation }
     }
@@ -98,9 +98,9 @@ impl<S> Call<S> {
     }
 }
 
-impl<S> fmt::Debug for Call<S> {
+impl<S> fmt::Debug for ToolContext<S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Call")
+        f.debug_struct("ToolContext")
             .field("tool_count", &self.count)
             .field("operation", &self.operation)
             .finish_non_exhaustive()

@@ -22,7 +22,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use super::binding::BindError;
-use super::call::{Call, Reservation, finish};
+use super::call::{Reservation, ToolContext, finish};
 use super::effect::{EffectKind, Policy};
 use super::error::{BodyError, ToolError};
 use super::pipeline::{Body, CheckFn, Definition, Parts};
@@ -104,13 +104,13 @@ impl<T> Parameters<T> for Given {
     }
 }
 
-/// A tool's body: an async function of the bound input and the [`Call`], returning the result
+/// A tool's body: an async function of the bound input and the [`ToolContext`], returning the result
 /// text for the model or an error for it. Implemented by every closure or function of that
 /// shape, for [`ToolBuilder::build`].
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a tool body for input `{T}` and state `{S}`",
-    label = "expected `Fn({T}, Call<{S}>) -> impl Future<Output = Result<impl Into<String>, impl Into<BodyError>>>`",
-    note = "a body takes the bound input and the `Call`, and is `Send + Sync + 'static`, as is its future: `|input: {T}, call: Call<{S}>| async move {{ Ok::<_, String>(\"result\") }}`"
+    label = "expected `Fn({T}, ToolContext<{S}>) -> impl Future<Output = Result<impl Into<String>, impl Into<BodyError>>>`",
+    note = "a body takes the bound input and the `ToolContext`, and is `Send + Sync + 'static`, as is its future: `|input: {T}, call: ToolContext<{S}>| async move {{ Ok::<_, String>(\"result\") }}`"
 )]
 pub trait ToolBody<T, S>: Send + Sync + 'static {
     /// The body, boxed.
@@ -120,7 +120,7 @@ pub trait ToolBody<T, S>: Send + Sync + 'static {
 
 impl<T, S, F, Fut, R, E> ToolBody<T, S> for F
 where
-    F: Fn(T, Call<S>) -> Fut + Send + Sync + 'static,
+    F: Fn(T, ToolContext<S>) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Result<R, E>> + Send + 'static,
     R: Into<String>,
     E: Into<BodyError>,
@@ -307,7 +307,7 @@ impl<S: Send + Sync + 'static, V, P> ToolBuilder<'_, S, V, P> {
 
     /// Sets the host's standing decision for this tool's proposals (default [`Policy::Allow`]).
     ///
-    /// A journal reads it ([`Runtime::run_journaled`](crate::Runtime::run_journaled)). Outside a
+    /// A journal reads it ([`Runner::run_journaled`](crate::Runner::run_journaled)). Outside a
     /// journal no decision can be recorded, so the policy fails closed: a call to a tool under
     /// [`Policy::Deny`] or [`Policy::Ask`] is admitted and counted by the guard, then halts the
     /// scope `Denied` instead of running its body, on every path.
@@ -319,7 +319,7 @@ impl<S: Send + Sync + 'static, V, P> ToolBuilder<'_, S, V, P> {
     /// Defines the tool with its private `body`, adds it to the set it came from (if any), and
     /// returns the guarded handle.
     ///
-    /// The body receives the bound input and the [`Call`]: the request's scope and state, and
+    /// The body receives the bound input and the [`ToolContext`]: the request's scope and state, and
     /// the cancellation that fires when the request stops. Its `Ok` text is the tool result; its
     /// `Err` becomes an error result for the model (not a halt).
     ///

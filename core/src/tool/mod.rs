@@ -7,7 +7,7 @@
 //!   private body, built once;
 //! - [`set`](ToolSet): the host's tools, shared by every request;
 //! - [`binding`](BindError): JSON arguments to the typed input, before the guard;
-//! - [`call`](Call): what a body receives, and admitted calls not yet run ([`Reservation`]);
+//! - [`call`](ToolContext): what a body receives, and admitted calls not yet run ([`Reservation`]);
 //! - [`error`](ToolError): why an invocation produced no result;
 //! - [`effect`](EffectKind): what a tool does to the world and the host's standing
 //!   [`Policy`] for it, read by a journal.
@@ -32,7 +32,7 @@ pub(crate) mod pipeline;
 mod set;
 
 pub use binding::{BindError, BindErrorKind};
-pub use call::{Call, Reservation};
+pub use call::{Reservation, ToolContext};
 pub use definition::{
     Check, CheckWith, Derived, Given, GuardedTool, NoCheck, Parameters, ToolBody, ToolBuilder,
 };

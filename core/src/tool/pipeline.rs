@@ -39,7 +39,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use super::binding::{BindError, bind};
-use super::call::Call;
+use super::call::ToolContext;
 use super::effect::{EffectKind, Policy};
 use super::error::{BodyError, ToolError};
 use crate::canonical::{Signature, signature};
@@ -52,7 +52,7 @@ use crate::transport::ToolDefinition;
 pub(crate) type BodyFuture = Pin<Box<dyn Future<Output = Result<String, BodyError>> + Send>>;
 
 /// A tool's body, with its input type and the request's state type.
-pub(crate) type Body<T, S> = Box<dyn Fn(T, Call<S>) -> BodyFuture + Send + Sync>;
+pub(crate) type Body<T, S> = Box<dyn Fn(T, ToolContext<S>) -> BodyFuture + Send + Sync>;
 
 /// A tool's check of its bound input.
 pub(crate) type CheckFn<T> = Box<dyn Fn(&T) -> Result<(), String> + Send + Sync>;
@@ -315,6 +315,6 @@ where
             .by(Arc::from(by));
             return Err(ToolError::Stopped(guard.halt_with(HaltReason::Denied, event)));
         }
-        Ok((tool.body)(self.input, Call::new(scope.clone(), self.count, operation)))
+        Ok((tool.body)(self.input, ToolContext::new(scope.clone(), self.count, operation)))
     }
 }

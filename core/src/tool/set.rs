@@ -30,7 +30,7 @@ use crate::transport::ToolDefinition;
 /// requests, each with its own [`Scope`].
 ///
 /// ```
-/// use loopbound::{Call, Scope, ToolSet};
+/// use loopbound::{ToolContext, Scope, ToolSet};
 /// use schemars::JsonSchema;
 /// use serde::{Deserialize, Serialize};
 /// use std::sync::atomic::{AtomicU32, Ordering};
@@ -49,7 +49,7 @@ use crate::transport::ToolDefinition;
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// let mut tools = ToolSet::builder();
-/// tools.tool("read_ticket", "ticket.read").build(|t: Ticket, call: Call<Request>| async move {
+/// tools.tool("read_ticket", "ticket.read").build(|t: Ticket, call: ToolContext<Request>| async move {
 ///     call.state().reads.fetch_add(1, Ordering::SeqCst);
 ///     Ok::<_, String>(format!("ticket {}", t.input))
 /// })?;

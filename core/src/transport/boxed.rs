@@ -63,7 +63,7 @@ impl<T: Transport> DynTransport for T {
 /// ```
 /// use loopbound::scripted::{Step, sequence};
 /// use loopbound::transport::{BoxTransport, ModelReply};
-/// use loopbound::{Message, Runtime, Scope, Status, ToolSet};
+/// use loopbound::{Message, Runner, Scope, Status, ToolSet};
 ///
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -73,7 +73,7 @@ impl<T: Transport> DynTransport for T {
 /// } else {
 ///     BoxTransport::new(sequence(vec![Step::Reply(ModelReply::text("hello"))]))
 /// };
-/// let runtime = Runtime::harness(&ToolSet::default(), transport);
+/// let runtime = Runner::harness(&ToolSet::default(), transport);
 /// let scope = Scope::builder().build()?;
 /// let outcome = runtime.run(&scope, &mut vec![Message::user("hi")], |_| true).await?;
 /// assert_eq!(outcome.status(), Status::Completed);

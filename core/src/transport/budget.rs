@@ -152,7 +152,7 @@ impl<'a, T: Transport> Budgeted<'a, T> {
     }
 
     /// This transport, counting each request after one the provider reported from that report
-    /// plus what was appended since (see [`Runtime::calibrate_reservations`](crate::Runtime)).
+    /// plus what was appended since (see [`Runner::calibrate_reservations`](crate::Runner)).
     #[must_use]
     pub fn calibrating(mut self, calibrate: bool) -> Self {
         self.calibrate = calibrate;

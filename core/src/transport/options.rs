@@ -48,7 +48,7 @@ pub struct ChatOptions {
     /// A note for the model that a transport appends to the request as its last instruction
     /// (a system message, or the system prompt's end): the runtime's disclosure of the
     /// remaining budgets, when the host asks for it
-    /// ([`Runtime::disclose_budgets`](crate::Runtime::disclose_budgets)).
+    /// ([`Runner::disclose_budgets`](crate::Runner::disclose_budgets)).
     pub notice: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "checked_temperature")]
     temperature: Option<f64>,

@@ -6,13 +6,13 @@
 //! use loopbound::scripted::{Step, sequence};
 //! use loopbound::transport::ModelReply;
 //! use loopbound::watch::{self, Update};
-//! use loopbound::{Message, Runtime, Scope, ToolSet};
+//! use loopbound::{Message, Runner, Scope, ToolSet};
 //!
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let (feed, mut updates) = watch::channel();
 //! let scope = Scope::builder().watch(feed).build()?;
-//! let runtime = Runtime::harness(&ToolSet::default(), sequence(vec![Step::Reply(ModelReply::text("Hello."))]));
+//! let runtime = Runner::harness(&ToolSet::default(), sequence(vec![Step::Reply(ModelReply::text("Hello."))]));
 //! // A service spawns the run and hands `updates` to its response (each update serialises as
 //! // one JSON object, a Server-Sent Event's data); here both run in one task.
 //! let mut conversation = vec![Message::user("Hi.")];

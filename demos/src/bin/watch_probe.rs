@@ -15,7 +15,7 @@ use std::process::ExitCode;
 use loopbound::scripted::{Scripted, Step};
 use loopbound::transport::{ModelReply, ToolCall};
 use loopbound::watch;
-use loopbound::{Limits, Message, Runtime, Scope};
+use loopbound::{Limits, Message, Runner, Scope};
 use loopbound_fixtures::review::{self, Review};
 
 /// Text pieces per reply.
@@ -60,7 +60,7 @@ async fn probe(mode: &str) -> ExitCode {
         Step::Reply(ModelReply::new(Some(text.clone()), calls))
     })
     .fragment_size(PIECE);
-    let runtime = Runtime::harness(&tools.set, model).streaming(true);
+    let runtime = Runner::harness(&tools.set, model).streaming(true);
     let limits = Limits::default().with_model_calls(5).with_tool_calls(64);
     let (feed, updates) = watch::channel();
     let mut scope = Scope::builder().grants(review::BOTH_CAPABILITIES).limits(limits);

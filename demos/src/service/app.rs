@@ -18,7 +18,7 @@ use std::sync::Arc;
 
 use loopbound::journal::{self, Journal, JournalError, RunId, RunState};
 use loopbound::transport::{Message, Transport};
-use loopbound::{Limits, Registration, RunRegistry, Runtime, Scope};
+use loopbound::{Limits, Registration, RunRegistry, Runner, Scope};
 
 use super::durable::{self, Opening, ScopeError, Verdict};
 use super::runs::{self, Ended, Failure, Full, Phase, Recorded, RunSlot, Runs};
@@ -28,7 +28,7 @@ use super::tenants::Tenants;
 /// What the service holds for its whole life.
 #[derive(Debug)]
 pub struct App<T, J> {
-    runtime: Runtime<T>,
+    runtime: Runner<T>,
     journal: Arc<J>,
     registry: RunRegistry,
     runs: Runs,
@@ -116,7 +116,7 @@ where
     /// most `capacity` runs in memory; `files` is the folder the file tools work in (told to the
     /// model).
     #[must_use]
-    pub fn new(runtime: Runtime<T>, journal: J, limits: Limits, capacity: usize, files: String) -> Self {
+    pub fn new(runtime: Runner<T>, journal: J, limits: Limits, capacity: usize, files: String) -> Self {
         let journal = Arc::new(journal);
         let runs = Runs::new(capacity);
         let tenants = Tenants::none();

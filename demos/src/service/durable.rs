@@ -23,7 +23,7 @@ use loopbound::journal::{
     self, Digest, Journal, JournalError, Labels, OperationId, Presented, Proposal, RunId, RunRecord,
 };
 use loopbound::transport::{Message, Transport};
-use loopbound::{Limits, LimitsError, Outcome, RunError, Runtime, Scope};
+use loopbound::{Limits, LimitsError, Outcome, RunError, Runner, Scope};
 use serde::Serialize;
 use serde::ser::SerializeStruct;
 
@@ -125,9 +125,9 @@ pub fn task_of(record: &RunRecord) -> Option<Task> {
 ///
 /// # Errors
 ///
-/// As [`Runtime::run_journaled`].
+/// As [`Runner::run_journaled`].
 pub async fn attempt<T: Transport, J: Journal>(
-    runtime: &Runtime<T>,
+    runtime: &Runner<T>,
     journal: &J,
     run: &RunId,
     scope: &Scope,

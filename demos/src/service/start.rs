@@ -20,7 +20,7 @@ use clap::Parser;
 use loopbound::journal::{Journal, JournalError};
 use loopbound::pool::PoolError;
 use loopbound::transport::{ChatOptions, Transport};
-use loopbound::{Limits, LimitsError, Runtime};
+use loopbound::{Limits, LimitsError, Runner};
 use loopbound_mcp::{ConnectError, Connection, StdioServer, Timeouts};
 use loopbound_openai::{ConfigError, OpenAiTransport};
 
@@ -157,7 +157,7 @@ pub async fn serve(config: Config) -> Result<(), StartError> {
         Timeouts::default().with_initialize(Duration::from_mins(1)).with_list(Duration::from_secs(30));
     let connection = Connection::stdio(&server, timeouts).await.map_err(StartError::Mcp)?;
     let tools = tools::define(&connection).map_err(StartError::Tools)?;
-    let runtime = Runtime::harness(&tools, transport)
+    let runtime = Runner::harness(&tools, transport)
         .options(ChatOptions::default().with_max_output_tokens(800))
         .streaming(true);
     let limits = Limits::default().with_deadline(Duration::from_secs(config.deadline_secs));

@@ -17,7 +17,7 @@
 use std::fmt;
 
 use loopbound::tool::EffectKind;
-use loopbound::{Call, RegistrationError, ToolSet};
+use loopbound::{RegistrationError, ToolContext, ToolSet};
 use loopbound_mcp::{Connection, Mapping, Skipped};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -77,7 +77,7 @@ pub fn define(filesystem: &Connection) -> Result<ToolSet, ToolsError> {
         .tool("read_ticket", READ_TICKET)
         .description("Read one support ticket by its number.")
         .effect(EffectKind::Read)
-        .build(|input: TicketId, _call: Call| {
+        .build(|input: TicketId, _call: ToolContext| {
             let found = ticket(input.id);
             async move { found.ok_or_else(|| format!("no ticket {}", input.id)) }
         })

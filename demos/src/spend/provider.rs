@@ -92,7 +92,7 @@ fn json_len<T: Serialize + ?Sized>(value: &T) -> usize {
 #[cfg(test)]
 mod tests {
     use loopbound::transport::{ChatOptions, Message};
-    use loopbound::{CancellationToken, Runtime, Scope};
+    use loopbound::{CancellationToken, Runner, Scope};
 
     use super::*;
 
@@ -133,7 +133,7 @@ mod tests {
             .state(loopbound_fixtures::review::Review::default())
             .build()
             .unwrap();
-        let outcome = Runtime::harness(&review.set, &model)
+        let outcome = Runner::harness(&review.set, &model)
             .run(&scope, &mut loopbound_fixtures::review::conversation(), |_| false)
             .await
             .unwrap();

@@ -19,7 +19,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
 use loopbound::spend::{Micros, Price};
 use loopbound::transport::ModelReply;
-use loopbound::{Call, Composition, Limits, Message, Runtime, Scope, SubAgent, ToolSet};
+use loopbound::{Composition, Limits, Message, Runner, Scope, SubAgent, ToolContext, ToolSet};
 use loopbound_fixtures::review::{self, BOTH_CAPABILITIES, CLOSING, Review, TICKET_ID, TicketInput};
 use tokio_util::sync::CancellationToken;
 
@@ -138,12 +138,12 @@ fn planner_tools(composition: Composition, stream: bool, bills: &Bills) -> ToolS
     let built = set
         .tool("delegate", DELEGATE_CAPABILITY)
         .description("Ask a reviewer to review one ticket by its id; returns its answer, or why it stopped.")
-        .build(move |ticket: TicketInput, call: Call<Delegations>| {
+        .build(move |ticket: TicketInput, call: ToolContext<Delegations>| {
             let asked = call.state().asked.fetch_add(1, Ordering::SeqCst) + 1;
             let agent = REVIEWERS[usize::try_from(asked).map_or(3, |n| n.clamp(1, 4) - 1)];
             let model = provider::honest(REVIEWER, agent, &bills, move |n| reviewer_reply(asked, n));
             let runtime =
-                Runtime::new(composition, &reviews, model).options(review::options()).streaming(stream);
+                Runner::new(composition, &reviews, model).options(review::options()).streaming(stream);
             let reviewer = SubAgent::new(runtime);
             let start = vec![
                 Message::system(review::INSTRUCTIONS),
@@ -204,7 +204,7 @@ pub async fn run(args: SpendArgs, caller: CancellationToken) -> Result<Played, D
         scenario: format!("subagent: {DEMONSTRATES}"),
     };
     let mut conversation = vec![Message::system(INSTRUCTIONS), Message::user(PROMPT)];
-    let outcome = Runtime::new(args.composition(), &tools, &planner)
+    let outcome = Runner::new(args.composition(), &tools, &planner)
         .options(review::options())
         .streaming(args.stream)
         .run(&scope, &mut conversation, |ended| Delegations::completed(ended.state()))

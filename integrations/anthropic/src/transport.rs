@@ -85,13 +85,13 @@ impl Api for Anthropic {
 /// `AnthropicTransport::from_env()` (see [`Config::from_env`]).
 ///
 /// ```no_run
-/// use loopbound::{Message, Runtime, Scope, ToolSet};
+/// use loopbound::{Message, Runner, Scope, ToolSet};
 /// use loopbound_anthropic::AnthropicTransport;
 ///
 /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 /// // LOOPBOUND_ANTHROPIC_BASE_URL=https://api.anthropic.com/v1 LOOPBOUND_ANTHROPIC_MODEL=claude-…
 /// let transport = AnthropicTransport::from_env()?;
-/// let runtime = Runtime::harness(&ToolSet::default(), transport).streaming(true);
+/// let runtime = Runner::harness(&ToolSet::default(), transport).streaming(true);
 /// let scope = Scope::builder().build()?;
 /// let outcome = runtime.run(&scope, &mut vec![Message::user("Say hello.")], |_| true).await?;
 /// println!("{} {:?}", outcome.status(), outcome.text());

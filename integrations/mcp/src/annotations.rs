@@ -24,14 +24,14 @@
 //! # Who reads the effect kind and the policy
 //!
 //! A journal does, exactly as for a tool defined in the host; the adapter adds no
-//! rule of its own. Under [`Runtime::run_journaled`](loopbound::Runtime::run_journaled) a call to
+//! rule of its own. Under [`Runner::run_journaled`](loopbound::Runner::run_journaled) a call to
 //! an `Ask` tool is proposed and the run stops `AwaitingApproval` naming the operation, before
 //! anything is sent to the server; after
 //! [`journal::approve`](loopbound::journal::approve) (bound to the proposal's digest) the same
 //! call resumes the run and sends it once; after [`journal::deny`](loopbound::journal::deny) the
 //! run halts `Denied` and nothing is sent. A `Deny` tool halts `Denied` when proposed.
 //!
-//! Outside a journal (a plain [`Runtime::run`](loopbound::Runtime::run), or a direct
+//! Outside a journal (a plain [`Runner::run`](loopbound::Runner::run), or a direct
 //! [`ToolSet::invoke`](loopbound::ToolSet::invoke)) no decision can be recorded, so, for MCP
 //! tools as for any other, a policy other than `Allow` fails closed: the admitted call halts the
 //! run `Denied` and nothing is sent. A host that runs destructive tools without a journal says
@@ -40,7 +40,7 @@
 //! # Idempotent tools
 //!
 //! MCP has no standard field for an idempotency key, so the operation id a journal hands an
-//! `Idempotent` body ([`Call::idempotency_key`](loopbound::Call::idempotency_key)) is not sent
+//! `Idempotent` body ([`ToolContext::idempotency_key`](loopbound::ToolContext::idempotency_key)) is not sent
 //! to the server. When a crash leaves such a call between its `started` record and its result,
 //! the resume drives it again **with the same arguments**, and nothing else: whether that is
 //! harmless is what the server's `idempotentHint` claims, not something loopbound can check. A

@@ -22,7 +22,7 @@
 //!   reported once;
 //! - the tool's **annotations** (`readOnlyHint`, `destructiveHint`, `idempotentHint`) map to an
 //!   effect kind and a standing decision ([`annotations`]): a destructive tool is `Ask`, and a
-//!   journaled run ([`Runtime::run_journaled`](loopbound::Runtime::run_journaled)) stops
+//!   journaled run ([`Runner::run_journaled`](loopbound::Runner::run_journaled)) stops
 //!   `AwaitingApproval` before sending it, as for any loopbound tool; outside a journal such a
 //!   call fails closed (the run halts `Denied`, nothing is sent). Annotations are hints from the server, not guarantees.
 //! - both protocol **revisions** ([`revision`]): 2026-07-28 (stateless: `server/discover`,
@@ -37,7 +37,7 @@
 //! ```no_run
 //! use loopbound::scripted::{sequence, Step};
 //! use loopbound::transport::ModelReply;
-//! use loopbound::{Message, Runtime, Scope, Status, ToolSet};
+//! use loopbound::{Message, Runner, Scope, Status, ToolSet};
 //! use loopbound_mcp::{Connection, Mapping, StdioServer, Timeouts};
 //!
 //! # #[tokio::main(flavor = "current_thread")]
@@ -56,7 +56,7 @@
 //!     Step::Reply(ModelReply::call("c1", "get-sum", r#"{"a": 2, "b": 40}"#)),
 //!     Step::Reply(ModelReply::text("42.")),
 //! ]);
-//! let outcome = Runtime::harness(&tools, model)
+//! let outcome = Runner::harness(&tools, model)
 //!     .run(&scope, &mut vec![Message::user("Add 2 and 40.")], |_| true)
 //!     .await?;
 //! assert_eq!(outcome.status(), Status::Completed);

@@ -10,7 +10,7 @@
 //!
 //! - The guard's signature is the canonical JSON of exactly the arguments sent.
 //! - The body reads no policy: deciding is the journal's, as for every loopbound tool. Under
-//!   [`Runtime::run_journaled`](loopbound::Runtime::run_journaled) a call the policy does not
+//!   [`Runner::run_journaled`](loopbound::Runner::run_journaled) a call the policy does not
 //!   allow reaches this body only after an approval; outside a journal core halts such a call
 //!   `Denied` before this body starts (see [`annotations`](crate::annotations)).
 //! - A tool that cannot be offered safely (unsupported schema, invalid or taken name) is left
@@ -19,7 +19,7 @@
 use std::sync::Arc;
 
 use loopbound::tool::{EffectKind, Policy};
-use loopbound::{Call, GuardedTool, ToolSetBuilder};
+use loopbound::{GuardedTool, ToolContext, ToolSetBuilder};
 use serde_json::Value;
 
 use crate::arguments::Arguments;
@@ -151,7 +151,7 @@ struct ToolBody<S> {
 }
 
 impl<S: Send + Sync + 'static> ToolBody<S> {
-    async fn run(&self, arguments: Arguments, call: Call<S>) -> Result<String, CallError> {
+    async fn run(&self, arguments: Arguments, call: ToolContext<S>) -> Result<String, CallError> {
         let result = self.connection.call(&self.remote, arguments.into_map()).await?;
         let text = render(&result, self.max_output);
         if result.is_error == Some(true) {
@@ -215,7 +215,7 @@ impl Connection {
             .validate(move |arguments: &Arguments| {
                 schema.check(arguments.as_value()).map_err(|v| v.to_string())
             })
-            .build(move |arguments: Arguments, call: Call<S>| {
+            .build(move |arguments: Arguments, call: ToolContext<S>| {
                 let body = Arc::clone(&body);
                 async move { body.run(arguments, call).await }
             })

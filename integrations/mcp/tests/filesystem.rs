@@ -15,7 +15,7 @@ use common::{calls, events, register, register_with, results, run, scope};
 use loopbound::journal::{self, Digest, JournalError, MemoryJournal, OperationId, OperationStatus, RunId};
 use loopbound::tool::{EffectKind, Policy};
 use loopbound::transport::ModelReply;
-use loopbound::{Limits, Message, Outcome, RunError, Runtime, Status, ToolSet};
+use loopbound::{Limits, Message, Outcome, RunError, Runner, Status, ToolSet};
 use loopbound_mcp::{Connection, Mapping};
 use loopbound_testkit::mcp::{self, TempDir, WireLog};
 use loopbound_testkit::refund;
@@ -313,7 +313,7 @@ async fn attempt(
     let model = refund::model(script.to_vec(), |_| ());
     let mut conversation = vec![Message::user("Use the tools.")];
     let run = RunId::new(run).expect("a valid run id");
-    let outcome = Runtime::harness(tools, model)
+    let outcome = Runner::harness(tools, model)
         .run_journaled(journal, &run, &scope(granted, Limits::default()), &mut conversation, |_| true)
         .await;
     (outcome, conversation)

@@ -17,7 +17,7 @@
 use std::process::ExitCode;
 
 use loopbound::transport::Transport;
-use loopbound::{Composition, Limits, Message, Runtime};
+use loopbound::{Composition, Limits, Message, Runner};
 use loopbound_openai::OpenAiTransport;
 use loopbound_testkit::review::{self, BOTH_CAPABILITIES, Review};
 
@@ -123,7 +123,7 @@ async fn run<T: Transport>(
     scope: &loopbound::Scope<Review>,
     messages: &mut Vec<Message>,
 ) -> Result<loopbound::Outcome, loopbound::RunError> {
-    Runtime::new(composition, &review::tools().set, transport)
+    Runner::new(composition, &review::tools().set, transport)
         .options(review::options())
         .streaming(streaming)
         .run(scope, messages, |ended| ended.state().completed())

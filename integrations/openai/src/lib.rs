@@ -45,7 +45,7 @@
 //! # Example
 //!
 //! ```no_run
-//! use loopbound::{Message, Runtime, Scope, Status, ToolSet};
+//! use loopbound::{Message, Runner, Scope, Status, ToolSet};
 //! use loopbound::transport::ChatOptions;
 //! use loopbound_openai::{Config, OpenAiTransport};
 //! use std::time::Duration;
@@ -66,7 +66,7 @@
 //! tools.tool("read_ticket", "ticket.read").description("Read one ticket by its id.").build(
 //!     |t: Ticket, _call| async move { Ok::<_, String>(format!("Ticket {}: login fails.", t.input)) },
 //! )?;
-//! let runtime = Runtime::harness(&tools.build(), transport)
+//! let runtime = Runner::harness(&tools.build(), transport)
 //!     .options(ChatOptions::default().with_max_output_tokens(800))
 //!     .streaming(true);
 //!

@@ -49,13 +49,13 @@ impl Api for OpenAi {
 /// `OpenAiTransport::from_env()` (see [`Config::from_env`]).
 ///
 /// ```no_run
-/// use loopbound::{Message, Runtime, Scope, ToolSet};
+/// use loopbound::{Message, Runner, Scope, ToolSet};
 /// use loopbound_openai::OpenAiTransport;
 ///
 /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 /// // LOOPBOUND_BASE_URL=http://127.0.0.1:8080/v1 LOOPBOUND_MODEL=smollm2
 /// let transport = OpenAiTransport::from_env()?;
-/// let runtime = Runtime::harness(&ToolSet::default(), transport).streaming(true);
+/// let runtime = Runner::harness(&ToolSet::default(), transport).streaming(true);
 /// let scope = Scope::builder().build()?;
 /// let outcome = runtime.run(&scope, &mut vec![Message::user("Say hello.")], |_| true).await?;
 /// println!("{} {:?}", outcome.status(), outcome.text());

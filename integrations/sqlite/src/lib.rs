@@ -11,7 +11,7 @@
 //! use loopbound::journal::RunId;
 //! use loopbound_sqlite::SqliteJournal;
 //!
-//! # async fn demo(runtime: loopbound::Runtime<impl loopbound::transport::Transport>, scope: loopbound::Scope)
+//! # async fn demo(runtime: loopbound::Runner<impl loopbound::transport::Transport>, scope: loopbound::Scope)
 //! # -> Result<(), Box<dyn std::error::Error>> {
 //! let journal = SqliteJournal::open("runs.db")?;
 //! let run = RunId::new("refund-42")?;

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use loopbound::journal::{self, JournalError, RunId};
 use loopbound::tool::Policy;
 use loopbound::transport::ModelReply;
-use loopbound::{Limits, Outcome, RunError, Runtime, Scope, Status};
+use loopbound::{Limits, Outcome, RunError, Runner, Scope, Status};
 use loopbound_sqlite::{APPLICATION_ID, SCHEMA_VERSION, SqliteJournal, Synchronous};
 use loopbound_testkit::refund::{self, EffectSink, MemorySink};
 use loopbound_testkit::scratch;
@@ -23,7 +23,7 @@ async fn attempt(
 ) -> Result<Outcome, RunError> {
     let tools = refund::tools(Arc::clone(sink) as Arc<dyn EffectSink>, Policy::Allow);
     let scope = Scope::builder().grants(refund::CAPABILITIES).limits(Limits::default()).build().unwrap();
-    let runtime = Runtime::harness(&tools.set, refund::model(script, |_| {}));
+    let runtime = Runner::harness(&tools.set, refund::model(script, |_| {}));
     runtime.run_journaled(journal, &run_id(), &scope, &mut refund::conversation(), |_| true).await
 }
 

@@ -18,7 +18,7 @@ use std::sync::{Arc, Mutex};
 use loopbound::journal::{self, JournalError, RunId, RunQuery, RunState};
 use loopbound::tool::Policy;
 use loopbound::transport::{ModelReply, Usage};
-use loopbound::{Limits, Outcome, RunError, Runtime, Scope, Status};
+use loopbound::{Limits, Outcome, RunError, Runner, Scope, Status};
 use loopbound_sqlite::SqliteJournal;
 use loopbound_sqlite::Synchronous;
 use loopbound_testkit::refund::{self, EffectSink, MemorySink};
@@ -48,7 +48,7 @@ async fn attempt(
     let tools = refund::tools(Arc::clone(sink) as Arc<dyn EffectSink>, policy);
     let log = Arc::clone(asked);
     let model = refund::model(script, move |step| log.lock().unwrap().push(step));
-    let runtime = Runtime::harness(&tools.set, model).options(refund::metered_options());
+    let runtime = Runner::harness(&tools.set, model).options(refund::metered_options());
     let scope = Scope::builder().grants(refund::CAPABILITIES).limits(limits).build().unwrap();
     runtime.run_journaled(journal, run, &scope, &mut refund::conversation(), |_| true).await
 }

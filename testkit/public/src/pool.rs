@@ -22,7 +22,7 @@ use std::time::Duration;
 
 use loopbound::pool::{Amount, PoolBudget, PoolDraw, PoolName, PoolStore};
 use loopbound::transport::{ChatRequest, ModelReply, Transport, TransportError, Usage};
-use loopbound::{Message, RunError, Runtime, Scope, Status, ToolSet};
+use loopbound::{Message, RunError, Runner, Scope, Status, ToolSet};
 
 /// The prompt's length in bytes.
 pub const PROMPT_BYTES: usize = 400;
@@ -126,7 +126,7 @@ pub fn draw(store: Arc<dyn PoolStore>, pools: &[PoolName], lease: Duration, hold
 /// The run's error (a pool store that failed is [`RunError::Pool`]).
 pub async fn one_run(draw: &PoolDraw, model: &Billing) -> Result<(Status, Option<String>), RunError> {
     let scope = Scope::builder().pools(draw.clone()).build().expect("a scope drawing from pools");
-    let runtime = Runtime::harness(&ToolSet::default(), model);
+    let runtime = Runner::harness(&ToolSet::default(), model);
     let outcome = runtime.run(&scope, &mut vec![Message::user(prompt())], |_| true).await?;
     Ok((outcome.status(), outcome.detail().map(str::to_owned)))
 }

@@ -33,7 +33,7 @@ use std::time::Duration;
 use loopbound::journal::backend::{Batch, Entry};
 use loopbound::journal::{self, JournalError, OperationId, Resolution, RunId};
 use loopbound::tool::{EffectKind, Policy};
-use loopbound::{Call, CancellationToken, Limits, RunError, Runtime, Scope, Status, ToolSet};
+use loopbound::{CancellationToken, Limits, RunError, Runner, Scope, Status, ToolContext, ToolSet};
 use loopbound_testkit::backend::{self, AnyJournal};
 use loopbound_testkit::hooked::{self, Hook, Hooked};
 use loopbound_testkit::refund::{self, EffectSink, FileSink, OrderInput, RefundInput};
@@ -109,7 +109,7 @@ fn tools(effects: FileSink, point: &str) -> ToolSet {
     let mut set = ToolSet::builder();
     set.tool("lookup_order", refund::READ_CAPABILITY)
         .effect(EffectKind::Read)
-        .build(|input: OrderInput, _call: Call| async move {
+        .build(|input: OrderInput, _call: ToolContext| async move {
             Ok::<_, String>(format!("Order {}: 15.00 EUR, paid, delivered damaged.", input.order))
         })
         .unwrap_or_else(|error| fail(&error.to_string()));
@@ -117,7 +117,7 @@ fn tools(effects: FileSink, point: &str) -> ToolSet {
     set.tool("refund", refund::REFUND_CAPABILITY)
         .effect(EffectKind::Effect)
         .policy(Policy::Allow)
-        .build(move |input: RefundInput, call: Call| {
+        .build(move |input: RefundInput, call: ToolContext| {
             effects.apply("refund", call.idempotency_key());
             let point = point.clone();
             async move {
@@ -137,7 +137,7 @@ fn tools(effects: FileSink, point: &str) -> ToolSet {
 
 async fn attempt(dir: &Path, journal: AnyJournal, point: &str, cancel: bool) -> String {
     let tools = tools(FileSink::new(dir.join("effects")), point);
-    let runtime = Runtime::harness(&tools, refund::model(refund::short_script(), |_| {}));
+    let runtime = Runner::harness(&tools, refund::model(refund::short_script(), |_| {}));
     let journal = Hooked::new(journal, Freezing { point: point.to_owned() });
     if point == "before-acquire" {
         reached(point).await;
@@ -185,7 +185,7 @@ async fn attempt(dir: &Path, journal: AnyJournal, point: &str, cancel: bool) -> 
 async fn finish(dir: &Path, journal: AnyJournal) -> String {
     let effects = FileSink::new(dir.join("effects"));
     let tools = tools(effects.clone(), "none");
-    let runtime = Runtime::harness(&tools, refund::model(refund::short_script(), |_| {}));
+    let runtime = Runner::harness(&tools, refund::model(refund::short_script(), |_| {}));
     for _ in 0..20 {
         let scope = Scope::builder()
             .grants(refund::CAPABILITIES)

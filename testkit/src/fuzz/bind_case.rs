@@ -639,7 +639,7 @@ mod tests {
         T: DeserializeOwned + Serialize + JsonSchema + Agrees + Debug + Send + 'static,
     {
         let tool = loopbound::tool::ToolBuilder::new("probe", "probe.use")
-            .build(|_: T, _: loopbound::Call| async { Ok::<_, String>("") })
+            .build(|_: T, _: loopbound::ToolContext| async { Ok::<_, String>("") })
             .unwrap_or_else(|error| panic!("{error}"));
         let mut refused = 0;
         for document in documents {

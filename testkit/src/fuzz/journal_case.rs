@@ -23,7 +23,7 @@ use loopbound::journal::{
 };
 use loopbound::tool::{EffectKind, Policy};
 use loopbound::transport::ModelReply;
-use loopbound::{Limits, Runtime, Scope};
+use loopbound::{Limits, Runner, Scope};
 
 use crate::refund::{self, EffectSink, MemorySink};
 
@@ -145,7 +145,7 @@ fn bases() -> &'static [StoredRun] {
 /// One attempt of the long refund script; the first refund body hangs while `hangs` is not 0.
 async fn attempt(journal: &impl Journal, sink: &Arc<MemorySink>, policy: Policy, hangs: &Arc<AtomicU32>) {
     let tools = hanging_tools(sink, policy, hangs);
-    let runtime = Runtime::harness(&tools, refund::model(refund::long_script(), |_| {}));
+    let runtime = Runner::harness(&tools, refund::model(refund::long_script(), |_| {}));
     let limits = Limits::default().with_deadline(Duration::from_secs(5));
     let scope = Scope::builder()
         .grants(refund::CAPABILITIES)
@@ -161,7 +161,7 @@ fn hanging_tools(sink: &Arc<MemorySink>, policy: Policy, hangs: &Arc<AtomicU32>)
     let _ = set.add(&base.lookup_order);
     let (applied, hangs) = (Arc::clone(sink), Arc::clone(hangs));
     let _ = set.tool("refund", refund::REFUND_CAPABILITY).effect(EffectKind::Effect).policy(policy).build(
-        move |input: refund::RefundInput, call: loopbound::Call| {
+        move |input: refund::RefundInput, call: loopbound::ToolContext| {
             applied.apply("refund", call.idempotency_key());
             let hang = hangs.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1)).is_ok();
             async move {
@@ -342,7 +342,7 @@ async fn resume(
 ) -> Result<loopbound::Outcome, loopbound::RunError> {
     let tools = refund::tools(Arc::clone(sink) as Arc<dyn EffectSink>, Policy::Allow);
     let script = refund::long_script().into_iter().chain([ModelReply::text("extra")]).collect();
-    let runtime = Runtime::harness(&tools.set, refund::model(script, |_| {}));
+    let runtime = Runner::harness(&tools.set, refund::model(script, |_| {}));
     let limits = Limits::default().with_deadline(Duration::from_secs(5));
     let scope = Scope::builder()
         .grants(refund::CAPABILITIES)

@@ -16,7 +16,7 @@
 
 use arbitrary::Arbitrary;
 use loopbound::tool::{BindErrorKind, ToolBuilder};
-use loopbound::{Call, GuardedTool, Scope, ToolError};
+use loopbound::{GuardedTool, Scope, ToolContext, ToolError};
 use loopbound_mcp::schema::InputSchema;
 use loopbound_mcp::{Arguments, Unsupported};
 use serde_json::{Map, Value, json};
@@ -271,7 +271,7 @@ impl McpCase {
 fn tool(schema: InputSchema) -> GuardedTool<Arguments> {
     ToolBuilder::new("t", "cap")
         .validate(move |arguments: &Arguments| schema.check(arguments.as_value()).map_err(|v| v.to_string()))
-        .build(|_: Arguments, _: Call| async move { Ok::<_, String>("ran") })
+        .build(|_: Arguments, _: ToolContext| async move { Ok::<_, String>("ran") })
         .unwrap_or_else(|error| panic!("a valid tool name was refused: {error}"))
 }
 

@@ -282,7 +282,7 @@ fn tools() -> ToolSet<Answer> {
     for name in ["poll", "other"] {
         tools
             .tool(name, "cap")
-            .build(|_: Arg, call: loopbound::Call<Answer>| async move {
+            .build(|_: Arg, call: loopbound::ToolContext<Answer>| async move {
                 let (text, fails) = call.state().0.lock().map_err(|_| "poisoned".to_owned())?.clone();
                 if fails { Err(text) } else { Ok(text) }
             })

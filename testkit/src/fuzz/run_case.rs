@@ -29,7 +29,8 @@ use loopbound::scripted::{Scripted, Step};
 use loopbound::tool::ToolSetBuilder;
 use loopbound::transport::{ModelReply, ToolCall, TransportError};
 use loopbound::{
-    Call, Composition, HaltReason, Limits, Message, Outcome, RunError, Runtime, Scope, Status, Stop, ToolSet,
+    Composition, HaltReason, Limits, Message, Outcome, RunError, Runner, Scope, Status, Stop, ToolContext,
+    ToolSet,
 };
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -332,7 +333,7 @@ where
     Fut: Future<Output = Result<String, String>> + Send + 'static,
 {
     let (name, capability) = TOOLS[index];
-    let built = set.tool(name, capability).build(move |input: T, call: Call<Host>| {
+    let built = set.tool(name, capability).build(move |input: T, call: ToolContext<Host>| {
         call.state().start(reference_signature(name, &input));
         act(call.state(), &input)
     });
@@ -598,7 +599,7 @@ async fn played(case: &RunCase, parallel: Option<usize>) -> Played {
         .build()
         .unwrap_or_else(|error| panic!("valid limits were refused: {error}"));
     let transport = Scripted::new(move |call, _| play(case, call, &caller)).fragment_size(3);
-    let mut runtime = Runtime::new(case.composition(), &tools(), &transport).streaming(case.streaming);
+    let mut runtime = Runner::new(case.composition(), &tools(), &transport).streaming(case.streaming);
     if let Some(cap) = parallel {
         runtime =
             runtime.parallel(loopbound::Concurrency::new(cap).unwrap_or_else(|error| panic!("{error}")));
@@ -630,7 +631,7 @@ async fn check_run(case: &RunCase) {
         .unwrap_or_else(|error| panic!("valid limits were refused: {error}"));
     let script_caller = caller.clone();
     let transport = Scripted::new(move |call, _| play(case, call, &script_caller)).fragment_size(3);
-    let runtime = Runtime::new(case.composition(), &tools(), &transport).streaming(case.streaming);
+    let runtime = Runner::new(case.composition(), &tools(), &transport).streaming(case.streaming);
     let mut conversation = vec![Message::user("Review ticket 42.")];
     let run = runtime.run(&scope, &mut conversation, |ended| ended.state().finished.load(Ordering::SeqCst));
     let result = tokio::time::timeout(limits.deadline() + Duration::from_secs(1), run)

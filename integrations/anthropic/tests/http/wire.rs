@@ -128,7 +128,7 @@ async fn the_tool_choice_and_default_cap_come_from_the_configuration() {
         Config::new(&server.base_url(), "m").unwrap().with_tool_choice(ToolChoice::Any).with_max_tokens(77);
     let transport = AnthropicTransport::new(config).unwrap();
     let scope = review_task::scope(review_task::BOTH_CAPABILITIES, loopbound::Limits::default()).unwrap();
-    let runtime = loopbound::Runtime::harness(&review_task::tools().set, transport);
+    let runtime = loopbound::Runner::harness(&review_task::tools().set, transport);
     let outcome = runtime
         .run(&scope, &mut vec![loopbound::Message::user("Hi")], |ended| ended.state().completed())
         .await

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use loopbound::scripted::{Step, sequence};
 use loopbound::transport::ModelReply;
-use loopbound::{Limits, Message, Outcome, Runtime, Scope, ToolError, ToolSet};
+use loopbound::{Limits, Message, Outcome, Runner, Scope, ToolError, ToolSet};
 use loopbound_mcp::{Arguments, CallError, Connection, Mapping, Registered};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
@@ -30,7 +30,7 @@ pub(crate) fn calls(calls: &[(&str, &str)]) -> Vec<Step> {
 /// Runs `steps` over `tools` in `scope`; the host's condition is always true.
 pub(crate) async fn run(tools: &ToolSet, scope: &Scope, steps: Vec<Step>) -> (Outcome, Vec<Message>) {
     let mut conversation = vec![Message::user("Use the tools.")];
-    let outcome = Runtime::harness(tools, sequence(steps))
+    let outcome = Runner::harness(tools, sequence(steps))
         .run(scope, &mut conversation, |_| true)
         .await
         .expect("the run ends with an outcome");

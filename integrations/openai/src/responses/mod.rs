@@ -80,13 +80,13 @@ impl Api for Responses {
 /// transport takes.
 ///
 /// ```no_run
-/// use loopbound::{Message, Runtime, Scope, ToolSet};
+/// use loopbound::{Message, Runner, Scope, ToolSet};
 /// use loopbound_openai::{Config, ResponsesTransport};
 ///
 /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 /// let transport = ResponsesTransport::new(Config::new("http://127.0.0.1:8080/v1", "smollm2")?)?;
 /// assert_eq!(transport.config().responses_endpoint().as_str(), "http://127.0.0.1:8080/v1/responses");
-/// let runtime = Runtime::harness(&ToolSet::default(), transport).streaming(true);
+/// let runtime = Runner::harness(&ToolSet::default(), transport).streaming(true);
 /// let scope = Scope::builder().build()?;
 /// let outcome = runtime.run(&scope, &mut vec![Message::user("Say hello.")], |_| true).await?;
 /// println!("{} {:?}", outcome.status(), outcome.text());

@@ -102,7 +102,7 @@ impl PostgresJournal {
     /// use loopbound::journal::RunId;
     /// use loopbound_postgres::{Config, PostgresJournal};
     ///
-    /// # async fn demo(runtime: loopbound::Runtime<impl loopbound::transport::Transport>, scope: loopbound::Scope)
+    /// # async fn demo(runtime: loopbound::Runner<impl loopbound::transport::Transport>, scope: loopbound::Scope)
     /// # -> Result<(), Box<dyn std::error::Error>> {
     /// let journal = PostgresJournal::connect(&Config::from_env()?).await?;
     /// let run = RunId::new("refund-42")?;

@@ -8,7 +8,7 @@ use std::time::Duration;
 use loopbound::journal::backend::{Batch, Entry, Fence};
 use loopbound::journal::{self, Journal, JournalError, OperationId, RunId, RunState};
 use loopbound::tool::Policy;
-use loopbound::{Outcome, RunError, Runtime, Scope, Status};
+use loopbound::{Outcome, RunError, Runner, Scope, Status};
 use loopbound_postgres::{PostgresJournal, Store};
 use loopbound_testkit::conformance::fresh_row;
 use loopbound_testkit::postgres::{Cluster, Durability};
@@ -32,7 +32,7 @@ async fn attempt(
 ) -> Result<Outcome, RunError> {
     let tools = refund::tools(Arc::clone(sink) as Arc<dyn EffectSink>, policy);
     let scope = Scope::builder().grants(refund::CAPABILITIES).build().expect("valid limits");
-    let runtime = Runtime::harness(&tools.set, refund::model(refund::short_script(), |_| {}));
+    let runtime = Runner::harness(&tools.set, refund::model(refund::short_script(), |_| {}));
     runtime.run_journaled(journal, &run(), &scope, &mut refund::conversation(), |_| true).await
 }
 

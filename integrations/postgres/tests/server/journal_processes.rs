@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use loopbound::journal::{JournalError, RunId};
 use loopbound::tool::Policy;
-use loopbound::{RunError, Runtime, Scope, Status};
+use loopbound::{RunError, Runner, Scope, Status};
 use loopbound_postgres::PostgresJournal;
 use loopbound_testkit::refund::{self, EffectSink, FileSink};
 use loopbound_testkit::scratch;
@@ -35,7 +35,7 @@ async fn attempt(
     let sink = Arc::new(FileSink::new(effects));
     let tools = refund::tools(sink as Arc<dyn EffectSink>, Policy::Allow);
     let scope = Scope::builder().grants(refund::CAPABILITIES).build().expect("valid limits");
-    let runtime = Runtime::harness(&tools.set, refund::model(refund::short_script(), observe));
+    let runtime = Runner::harness(&tools.set, refund::model(refund::short_script(), observe));
     let run = RunId::new(run).expect("a valid run id");
     let outcome = runtime.run_journaled(journal, &run, &scope, &mut refund::conversation(), |_| true).await?;
     Ok(outcome.status())

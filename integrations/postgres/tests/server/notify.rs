@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use loopbound::journal::{Journal, JournalError, RunId};
 use loopbound::scripted::{Scripted, Step};
-use loopbound::{Message, RunError, Runtime, Scope, ToolSet};
+use loopbound::{Message, RunError, Runner, Scope, ToolSet};
 use loopbound_postgres::PostgresJournal;
 use loopbound_testkit::hooked::{Call, Hook, Hooked};
 
@@ -34,7 +34,7 @@ fn hang(
 ) -> tokio::task::JoinHandle<Result<loopbound::Outcome, RunError>> {
     let (journal, run) = (Arc::clone(journal), run.clone());
     tokio::spawn(async move {
-        let runtime = Runtime::harness(&ToolSet::default(), Scripted::new(|_, _| Step::Hang));
+        let runtime = Runner::harness(&ToolSet::default(), Scripted::new(|_, _| Step::Hang));
         let scope = Scope::builder().build().unwrap();
         runtime.run_journaled(&*journal, &run, &scope, &mut vec![Message::user("Hi.")], |_| true).await
     })

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use loopbound::journal::backend::StoredRun;
 use loopbound::journal::{self, Journal, JournalError, RunId, RunQuery, RunState, StateFilter};
 use loopbound::tool::Policy;
-use loopbound::{Outcome, RunError, Runtime, Scope, Status};
+use loopbound::{Outcome, RunError, Runner, Scope, Status};
 
 use super::{Backend, LONG, ending, fresh_row, run, run_named, two};
 use crate::refund::{self, EffectSink, MemorySink};
@@ -26,7 +26,7 @@ pub(crate) async fn check_all<B: Backend>(backend: &B) {
 async fn attempt(journal: &impl Journal, run: &RunId, sink: &Arc<MemorySink>) -> Result<Outcome, RunError> {
     let tools = refund::tools(Arc::clone(sink) as Arc<dyn EffectSink>, Policy::Ask).set;
     let scope = Scope::builder().grants(refund::CAPABILITIES).build().expect("valid limits");
-    let runtime = Runtime::harness(&tools, refund::model(refund::short_script(), |_| {}));
+    let runtime = Runner::harness(&tools, refund::model(refund::short_script(), |_| {}));
     runtime.run_journaled(journal, run, &scope, &mut refund::conversation(), |_| true).await
 }
 

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use loopbound::journal::{self, Journal, JournalError, Labels, Widening};
 use loopbound::spend::{Micros, Price, Prices};
 use loopbound::tool::Policy;
-use loopbound::{Ended, Limits, Outcome, RunError, Runtime, Scope, Status, ToolSet};
+use loopbound::{Ended, Limits, Outcome, RunError, Runner, Scope, Status, ToolSet};
 
 use super::{Backend, LONG, run, two};
 use crate::refund::{self, EffectSink, MemorySink};
@@ -28,7 +28,7 @@ fn prices() -> Prices {
 
 async fn attempt(journal: &impl Journal, tools: &ToolSet, scope: &Scope) -> Result<Outcome, RunError> {
     let model = refund::model(refund::short_script(), |_| {}).with_model(MODEL);
-    let runtime = Runtime::harness(tools, model);
+    let runtime = Runner::harness(tools, model);
     let refunded = |ended: Ended<'_, ()>| ended.has_succeeded("refund");
     runtime.run_journaled(journal, &run(), scope, &mut refund::conversation(), refunded).await
 }

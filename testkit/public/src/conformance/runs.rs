@@ -9,7 +9,7 @@ use std::time::Duration;
 use loopbound::journal::backend::{Batch, Entry, Fence, ListedRow, RunRow, StoredRun};
 use loopbound::journal::{self, Journal, JournalError, Resolution, RunId, RunQuery, RunState, StateFilter};
 use loopbound::tool::{EffectKind, Policy};
-use loopbound::{Call, Outcome, RunError, Runtime, Scope, Status, ToolSet};
+use loopbound::{Outcome, RunError, Runner, Scope, Status, ToolContext, ToolSet};
 use tokio::sync::Notify;
 
 use super::{Backend, LONG, PAST_SHORT, SHORT, run, two};
@@ -29,7 +29,7 @@ pub(crate) async fn check_all<B: Backend>(backend: &B) {
 /// One attempt of the refund task (short script) on `journal` with `tools`.
 async fn attempt(journal: &impl Journal, tools: &ToolSet) -> Result<Outcome, RunError> {
     let scope = Scope::builder().grants(refund::CAPABILITIES).build().expect("valid limits");
-    let runtime = Runtime::harness(tools, refund::model(refund::short_script(), |_| {}));
+    let runtime = Runner::harness(tools, refund::model(refund::short_script(), |_| {}));
     runtime.run_journaled(journal, &run(), &scope, &mut refund::conversation(), |_| true).await
 }
 
@@ -51,7 +51,7 @@ fn gated_tools(sink: &Arc<MemorySink>, gate: &Arc<Gate>) -> ToolSet {
     let (applied, gate) = (Arc::clone(sink), Arc::clone(gate));
     set.tool("refund", refund::REFUND_CAPABILITY)
         .effect(EffectKind::Effect)
-        .build(move |input: refund::RefundInput, call: Call| {
+        .build(move |input: refund::RefundInput, call: ToolContext| {
             let (applied, gate) = (Arc::clone(&applied), Arc::clone(&gate));
             let key = call.idempotency_key().map(str::to_owned);
             async move {
@@ -74,7 +74,7 @@ fn slow_tools(sink: &Arc<MemorySink>, long: Duration) -> ToolSet {
     let applied = Arc::clone(sink);
     set.tool("refund", refund::REFUND_CAPABILITY)
         .effect(EffectKind::Effect)
-        .build(move |input: refund::RefundInput, call: Call| {
+        .build(move |input: refund::RefundInput, call: ToolContext| {
             let applied = Arc::clone(&applied);
             let key = call.idempotency_key().map(str::to_owned);
             async move {

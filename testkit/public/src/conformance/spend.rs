@@ -10,7 +10,7 @@ use loopbound::scripted::{Scripted, Step};
 use loopbound::spend::Reserved;
 use loopbound::tool::Policy;
 use loopbound::transport::{TransportError, Usage};
-use loopbound::{Outcome, RunError, Runtime, Scope, Status};
+use loopbound::{Outcome, RunError, Runner, Scope, Status};
 use tokio::sync::Notify;
 
 use super::{Backend, PAST_SHORT, SHORT, run, two};
@@ -44,7 +44,7 @@ async fn attempt(
             .cloned()
             .map_or_else(|| Step::Fail(TransportError::other("no such step")), Step::Reply)
     });
-    let runtime = Runtime::harness(&tools.set, model).options(refund::metered_options());
+    let runtime = Runner::harness(&tools.set, model).options(refund::metered_options());
     let scope = Scope::builder()
         .grants(refund::CAPABILITIES)
         .limits(refund::metered_limits())

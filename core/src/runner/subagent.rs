@@ -18,13 +18,13 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::Runtime;
+use super::Runner;
 use crate::ended::Ended;
 use crate::journal::{Journal, JournalError, OperationId, RunId};
 use crate::limits::LimitsError;
 use crate::outcome::{RunError, Status};
 use crate::scope::ScopeBuilder;
-use crate::tool::Call;
+use crate::tool::ToolContext;
 use crate::transport::{Message, Transport};
 
 /// A runtime that runs as a sub-agent inside tools' bodies; cloning shares it.
@@ -32,7 +32,7 @@ use crate::transport::{Message, Transport};
 /// ```
 /// use loopbound::scripted::{Step, sequence};
 /// use loopbound::transport::ModelReply;
-/// use loopbound::{Call, Limits, Message, Runtime, Scope, Status, SubAgent, ToolSet};
+/// use loopbound::{ToolContext, Limits, Message, Runner, Scope, Status, SubAgent, ToolSet};
 /// use schemars::JsonSchema;
 /// use serde::{Deserialize, Serialize};
 ///
@@ -44,19 +44,19 @@ use crate::transport::{Message, Transport};
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// // The sub-agent: its own tools and model.
-/// let researcher = SubAgent::new(Runtime::harness(&ToolSet::default(), sequence(vec![
+/// let researcher = SubAgent::new(Runner::harness(&ToolSet::default(), sequence(vec![
 ///     Step::Reply(ModelReply::text("The answer is 42.")),
 /// ])));
 /// // The parent's tool that asks it.
 /// let mut tools = ToolSet::builder();
-/// tools.tool("research", "agents.research").build(move |question: Question, call: Call| {
+/// tools.tool("research", "agents.research").build(move |question: Question, call: ToolContext| {
 ///     let researcher = researcher.clone();
 ///     async move {
 ///         let start = vec![Message::user(question.text)];
 ///         researcher.run(&call, |child| child.limits(Limits::default().with_model_calls(2)), start, |_| true).await
 ///     }
 /// })?;
-/// let parent = Runtime::harness(&tools.build(), sequence(vec![
+/// let parent = Runner::harness(&tools.build(), sequence(vec![
 ///     Step::Reply(ModelReply::call("c1", "research", r#"{"text":"What is the answer?"}"#)),
 ///     Step::Reply(ModelReply::text("It is 42.")),
 /// ]));
@@ -69,7 +69,7 @@ use crate::transport::{Message, Transport};
 /// # }
 /// ```
 pub struct SubAgent<T, C = ()> {
-    runtime: Arc<Runtime<T, C>>,
+    runtime: Arc<Runner<T, C>>,
 }
 
 impl<T, C> Clone for SubAgent<T, C> {
@@ -86,7 +86,7 @@ impl<T: fmt::Debug, C> fmt::Debug for SubAgent<T, C> {
 
 impl<T: Transport, C: Send + Sync + 'static> SubAgent<T, C> {
     /// `runtime`, as a sub-agent.
-    pub fn new(runtime: Runtime<T, C>) -> Self {
+    pub fn new(runtime: Runner<T, C>) -> Self {
         Self { runtime: Arc::new(runtime) }
     }
 
@@ -101,7 +101,7 @@ impl<T: Transport, C: Send + Sync + 'static> SubAgent<T, C> {
     /// result for the parent's model (not a halt of the parent).
     pub async fn run<S: Send + Sync + 'static>(
         &self,
-        call: &Call<S>,
+        call: &ToolContext<S>,
         child: impl FnOnce(ScopeBuilder) -> ScopeBuilder<C>,
         mut conversation: Vec<Message>,
         is_complete: impl FnOnce(Ended<'_, C>) -> bool,
@@ -142,7 +142,7 @@ impl<T: Transport, C: Send + Sync + 'static> SubAgent<T, C> {
     pub async fn run_journaled<S: Send + Sync + 'static, J: Journal>(
         &self,
         journal: &J,
-        call: &Call<S>,
+        call: &ToolContext<S>,
         child: impl FnOnce(ScopeBuilder) -> ScopeBuilder<C>,
         mut conversation: Vec<Message>,
         is_complete: impl FnOnce(Ended<'_, C>) -> bool,
@@ -188,7 +188,7 @@ const LEASE_MARGIN: Duration = Duration::from_millis(50);
 async fn finished<J: Journal, S>(
     journal: &J,
     run: &RunId,
-    call: &Call<S>,
+    call: &ToolContext<S>,
     status: Status,
 ) -> Result<String, SubAgentError> {
     let record =

@@ -15,16 +15,16 @@ use crate::scope::Scope;
 use crate::spend::Micros;
 use crate::transport::{Budgeted, Message, Transport};
 
-use super::Runtime;
+use super::Runner;
 
-/// What a model call of a scope would reserve now ([`Runtime::preview`]).
+/// What a model call of a scope would reserve now ([`Runner::preview`]).
 ///
 /// ```
 /// use loopbound::scripted::{Step, sequence};
 /// use loopbound::transport::ModelReply;
-/// use loopbound::{Limits, Message, Runtime, Scope, ToolSet};
+/// use loopbound::{Limits, Message, Runner, Scope, ToolSet};
 ///
-/// let runtime = Runtime::harness(&ToolSet::default(), sequence(vec![Step::Reply(ModelReply::text("Hi."))]));
+/// let runtime = Runner::harness(&ToolSet::default(), sequence(vec![Step::Reply(ModelReply::text("Hi."))]));
 /// let scope = Scope::builder().limits(Limits::default().with_total_tokens(1_000)).build()?;
 /// let preview = runtime.preview(&scope, &[Message::user("Hello.")]);
 /// // 6 bytes of text, 8 for the message's framing, 16 for the request's.
@@ -71,7 +71,7 @@ impl Preview {
     }
 }
 
-impl<T: Transport, S: Send + Sync + 'static> Runtime<T, S> {
+impl<T: Transport, S: Send + Sync + 'static> Runner<T, S> {
     /// What the next model call of a run in `scope` on `conversation` would reserve, without
     /// sending or reserving anything (see [`Preview`]).
     #[must_use]

@@ -24,12 +24,12 @@
 use tracing::Span;
 use tracing::field::Empty;
 
-use super::Runtime;
+use super::Runner;
 use crate::journal::RunId;
 use crate::outcome::{Outcome, RunError};
 use crate::transport::{ToolCall, Transport, Usage};
 
-impl<T: Transport, S> Runtime<T, S> {
+impl<T: Transport, S> Runner<T, S> {
     /// The run's `invoke_agent` span.
     pub(crate) fn agent_span(&self, run: Option<&RunId>) -> Span {
         if !self.composition.telemetry() {

@@ -29,7 +29,7 @@ use std::task::Poll;
 use tracing::{Instrument, Span};
 
 use super::course::{Admission, Course, Pending, Turn};
-use super::{End, Runtime, error_message};
+use super::{End, Runner, error_message};
 use crate::guard::{Activity, Stop};
 use crate::scope::Scope;
 use crate::tool::{BodyError, ToolError};
@@ -59,7 +59,7 @@ struct Queued<'t, S, P> {
     span: Span,
 }
 
-impl<T: Transport, S: Send + Sync + 'static> Runtime<T, S> {
+impl<T: Transport, S: Send + Sync + 'static> Runner<T, S> {
     /// The calls of reply `reply`, one after another or as a parallel batch, as the runtime
     /// runs them. Returns the answers handed on, and the end of the run if a call ended it.
     ///

@@ -6,7 +6,7 @@
 //! - A [`Concurrency`] is at least 2: a cap of 1 would be the sequential loop under another
 //!   name, with other events, so it is refused rather than reinterpreted.
 //! - Neither option changes the guard: the same calls are admitted or refused, with the same
-//!   events (see [`Runtime::parallel`](crate::Runtime::parallel)).
+//!   events (see [`Runner::parallel`](crate::Runner::parallel)).
 
 use std::fmt;
 use std::num::NonZeroUsize;

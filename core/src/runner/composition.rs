@@ -4,7 +4,7 @@
 //! they let a host check (the same guard gives the same events and the same outcome whatever
 //! loop drives it, so a harness does not replace business control) is about this crate's
 //! runtime, and the tests of every integration run both. A host that wants another cap sets it
-//! with [`Runtime::max_iterations`](crate::Runtime::max_iterations).
+//! with [`Runner::max_iterations`](crate::Runner::max_iterations).
 //!
 //! # Invariants
 //!

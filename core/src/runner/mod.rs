@@ -2,7 +2,7 @@
 //!
 //! Both compositions run the same loop over the same scope: call the transport with the
 //! conversation and the tool definitions; if the reply asks for tools, run them (one after
-//! another in order, or, opted in, as a parallel batch: [`Runtime::parallel`]), append the
+//! another in order, or, opted in, as a parallel batch: [`Runner::parallel`]), append the
 //! assistant message and one result per call, and loop; otherwise the reply's text ends the
 //! run.
 //!
@@ -17,7 +17,7 @@
 //!   after it runs): the streak is the one count they move, and it may halt the run.
 //! - A halt, the deadline and the caller's cancellation end the loop at once. The caller is
 //!   consulted last, so its cancellation wins every race.
-//! - A runtime holds no per-request state: [`Runtime::run`] takes the request's scope, so one
+//! - A runtime holds no per-request state: [`Runner::run`] takes the request's scope, so one
 //!   runtime serves concurrent requests.
 //! - A watched scope's feed gets the loop's steps as they happen: each reply's text, each call
 //!   taken up and its answer, and the run's end (see [`watch`](crate::watch)).
@@ -62,7 +62,7 @@ use crate::transport::{
 /// ```
 /// use loopbound::scripted::{Scripted, Step};
 /// use loopbound::transport::ModelReply;
-/// use loopbound::{Message, Runtime, Scope, Status, ToolSet};
+/// use loopbound::{Message, Runner, Scope, Status, ToolSet};
 /// use schemars::JsonSchema;
 /// use serde::{Deserialize, Serialize};
 ///
@@ -79,7 +79,7 @@ use crate::transport::{
 /// })?;
 /// // A model that asks for the same ticket forever.
 /// let model = Scripted::new(|n, _| Step::Reply(ModelReply::call(format!("c{n}"), "read_ticket", r#"{"input":42}"#)));
-/// let runtime = Runtime::harness(&tools.build(), model);
+/// let runtime = Runner::harness(&tools.build(), model);
 ///
 /// let scope = Scope::builder().grant("ticket.read").build()?;
 /// let outcome = runtime.run(&scope, &mut vec![Message::user("Review 42.")], |_| false).await?;
@@ -89,7 +89,7 @@ use crate::transport::{
 /// # Ok(())
 /// # }
 /// ```
-pub struct Runtime<T, S = ()> {
+pub struct Runner<T, S = ()> {
     tools: ToolSet<S>,
     transport: T,
     composition: Composition,
@@ -104,9 +104,9 @@ pub struct Runtime<T, S = ()> {
     concurrency: Option<Concurrency>,
 }
 
-impl<T: fmt::Debug, S> fmt::Debug for Runtime<T, S> {
+impl<T: fmt::Debug, S> fmt::Debug for Runner<T, S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Runtime")
+        f.debug_struct("Runner")
             .field("composition", &self.composition)
             .field("transport", &self.transport)
             .field("streaming", &self.streaming)
@@ -163,7 +163,7 @@ impl From<CallError> for End {
     }
 }
 
-impl<T: Transport, S: Send + Sync + 'static> Runtime<T, S> {
+impl<T: Transport, S: Send + Sync + 'static> Runner<T, S> {
     /// The `harness` composition over `tools`, talking to `transport`.
     pub fn harness(tools: &ToolSet<S>, transport: T) -> Self {
         Self::new(Composition::Harness, tools, transport)
@@ -221,7 +221,7 @@ impl<T: Transport, S: Send + Sync + 'static> Runtime<T, S> {
     /// ```
     /// use loopbound::scripted::{Step, sequence};
     /// use loopbound::transport::{ModelReply, ToolCall};
-    /// use loopbound::{Concurrency, Limits, Message, Runtime, Scope, Status, ToolSet};
+    /// use loopbound::{Concurrency, Limits, Message, Runner, Scope, Status, ToolSet};
     /// use schemars::JsonSchema;
     /// use serde::{Deserialize, Serialize};
     ///
@@ -238,7 +238,7 @@ impl<T: Transport, S: Send + Sync + 'static> Runtime<T, S> {
     /// })?;
     /// let calls = (1..=8).map(|id| ToolCall::new(format!("c{id}"), "lookup", format!(r#"{{"id":{id}}}"#))).collect();
     /// let model = sequence(vec![Step::Reply(ModelReply::calls(calls))]);
-    /// let runtime = Runtime::harness(&tools.build(), model).parallel(Concurrency::new(4)?);
+    /// let runtime = Runner::harness(&tools.build(), model).parallel(Concurrency::new(4)?);
     /// let scope = Scope::builder().grant("orders.read").limits(Limits::default().with_tool_calls(4)).build()?;
     /// let mut conversation = vec![Message::user("Look up orders 1 to 8.")];
     /// let outcome = runtime.run(&scope, &mut conversation, |_| true).await?;

@@ -17,7 +17,7 @@
 use std::future::Future;
 use std::sync::Arc;
 
-use super::{End, Runtime, error_message};
+use super::{End, Runner, error_message};
 use crate::guard::Deferred;
 use crate::scope::Scope;
 use crate::tool::{AdmittedCall, BodyError, Refusal, ToolError};
@@ -56,7 +56,7 @@ pub(crate) trait Course<T, S> {
     /// The next model reply, or how the run ends instead.
     fn reply(
         &mut self,
-        runtime: &Runtime<T, S>,
+        runtime: &Runner<T, S>,
         model: &Budgeted<'_, T>,
         conversation: &[Message],
         tools: &[ToolDefinition],
@@ -66,7 +66,7 @@ pub(crate) trait Course<T, S> {
     /// halt back instead of recording it (a parallel batch).
     fn admit<'t>(
         &mut self,
-        runtime: &'t Runtime<T, S>,
+        runtime: &'t Runner<T, S>,
         scope: &Scope<S>,
         index: usize,
         call: &ToolCall,
@@ -127,7 +127,7 @@ impl<T: Transport, S: Send + Sync + 'static> Course<T, S> for Live {
     // `async` block and awaited inside it would be stored twice (captured, then awaited).
     async fn reply(
         &mut self,
-        runtime: &Runtime<T, S>,
+        runtime: &Runner<T, S>,
         model: &Budgeted<'_, T>,
         conversation: &[Message],
         tools: &[ToolDefinition],
@@ -137,7 +137,7 @@ impl<T: Transport, S: Send + Sync + 'static> Course<T, S> for Live {
 
     async fn admit<'t>(
         &mut self,
-        runtime: &'t Runtime<T, S>,
+        runtime: &'t Runner<T, S>,
         scope: &Scope<S>,
         _index: usize,
         call: &ToolCall,
