@@ -38,7 +38,7 @@ for flags in "" "--simple" "--stream" "--simple --stream" \
     "--provider anthropic" "--provider anthropic --simple" "--provider anthropic --stream" \
     "--provider anthropic --simple --stream"; do
     # shellcheck disable=SC2086 # The flags are words.
-    report="$(LOOPBOUND_BASE_URL="http://127.0.0.1:$port/v1" LOOPBOUND_MODEL=aimock-review \
+    report="$(LOOPBOUND_OPENAI_BASE_URL="http://127.0.0.1:$port/v1" LOOPBOUND_OPENAI_MODEL=aimock-review \
         LOOPBOUND_ANTHROPIC_BASE_URL="http://127.0.0.1:$port/v1" LOOPBOUND_ANTHROPIC_MODEL=aimock-review \
         "$demo" complete --live --json $flags)"
     status="$(python3 -c 'import json, sys; print(json.loads(sys.argv[1])["status"])' "$report")"

@@ -82,7 +82,7 @@ if ! grep -q "Loaded $expected fixture(s)" "$aimock_log"; then
 fi
 echo "aimock (PID $aimock_pid) serves $expected fixtures at $model_url/v1 (log: $aimock_log)"
 
-LOOPBOUND_BASE_URL="$model_url/v1" LOOPBOUND_MODEL=aimock "$service_bin" \
+LOOPBOUND_OPENAI_BASE_URL="$model_url/v1" LOOPBOUND_OPENAI_MODEL=aimock "$service_bin" \
     --listen "$listen" --files "$state/files" --journal "$state/service.db" \
     --tenant acme=20000 --tenant globex=20000 \
     --mcp-program node --mcp-arg "$FILESYSTEM" &

@@ -265,13 +265,13 @@ curl -sf "http://127.0.0.1:$port/health" >/dev/null || { echo "error: the server
 
 # One server, three transports: chat completions and Responses at /v1, Anthropic Messages at
 # /v1/messages.
-export LOOPBOUND_BASE_URL="http://127.0.0.1:$port/v1"
-export LOOPBOUND_MODEL="SmolLM2-135M-Instruct"
-export LOOPBOUND_TIMEOUT_SECS=60
+export LOOPBOUND_OPENAI_BASE_URL="http://127.0.0.1:$port/v1"
+export LOOPBOUND_OPENAI_MODEL="SmolLM2-135M-Instruct"
+export LOOPBOUND_OPENAI_TIMEOUT_SECS=60
 export LOOPBOUND_ANTHROPIC_BASE_URL="http://127.0.0.1:$port/v1"
 export LOOPBOUND_ANTHROPIC_MODEL="SmolLM2-135M-Instruct"
 export LOOPBOUND_ANTHROPIC_TIMEOUT_SECS=60
-unset LOOPBOUND_API_KEY LOOPBOUND_ANTHROPIC_API_KEY
+unset LOOPBOUND_OPENAI_API_KEY LOOPBOUND_ANTHROPIC_API_KEY
 
 failures=0
 # One run of demo330 SCENARIO --live --json with FLAGS, checked: an outcome (exit 0 iff

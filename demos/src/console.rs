@@ -8,7 +8,7 @@
 //! - With `--json`, stdout receives exactly one JSON object and nothing else; every other message
 //!   goes to stderr. Without it, the header is printed before the run starts.
 //! - `--live` never pretends and never falls back: without its provider's base URL and model
-//!   (`LOOPBOUND_BASE_URL` and `LOOPBOUND_MODEL`, or with `--provider anthropic`
+//!   (`LOOPBOUND_OPENAI_BASE_URL` and `LOOPBOUND_OPENAI_MODEL`, or with `--provider anthropic`
 //!   `LOOPBOUND_ANTHROPIC_BASE_URL` and `LOOPBOUND_ANTHROPIC_MODEL`) it says so, sends nothing,
 //!   and the run ends as `ProviderUnavailable` (exit 2). `--provider` needs `--live`.
 //! - The run itself is generic over the transport ([`play`]): a live transport plugs in there,

@@ -28,8 +28,8 @@ pub struct Live {
     /// Talk to a live endpoint configured by the environment.
     #[arg(
         long,
-        help = "Talk to a live endpoint: OpenAI-compatible, configured by LOOPBOUND_BASE_URL and \
-                LOOPBOUND_MODEL (optional: LOOPBOUND_API_KEY, LOOPBOUND_TIMEOUT_SECS), with \
+        help = "Talk to a live endpoint: OpenAI-compatible, configured by LOOPBOUND_OPENAI_BASE_URL and \
+                LOOPBOUND_OPENAI_MODEL (optional: LOOPBOUND_OPENAI_API_KEY, LOOPBOUND_OPENAI_TIMEOUT_SECS), with \
                 --provider responses the same endpoint's Responses API, or with \
                 --provider anthropic the Anthropic Messages API, configured by \
                 LOOPBOUND_ANTHROPIC_BASE_URL and LOOPBOUND_ANTHROPIC_MODEL (optional: \
@@ -75,8 +75,8 @@ impl Provider {
     pub const fn variables(self) -> &'static str {
         match self {
             Self::Openai | Self::Responses => {
-                "LOOPBOUND_BASE_URL (e.g. http://127.0.0.1:8080/v1) and LOOPBOUND_MODEL, optionally \
-                 LOOPBOUND_API_KEY and LOOPBOUND_TIMEOUT_SECS"
+                "LOOPBOUND_OPENAI_BASE_URL (e.g. http://127.0.0.1:8080/v1) and LOOPBOUND_OPENAI_MODEL, optionally \
+                 LOOPBOUND_OPENAI_API_KEY and LOOPBOUND_OPENAI_TIMEOUT_SECS"
             }
             Self::Anthropic => {
                 "LOOPBOUND_ANTHROPIC_BASE_URL (e.g. https://api.anthropic.com/v1) and \

@@ -77,16 +77,19 @@ fn live_without_an_endpoint_sends_nothing_and_ends_provider_unavailable() {
         let output = Command::new(env!("CARGO_BIN_EXE_demo330"))
             .args(["complete", "--live", "--json"])
             .args(provider)
-            .env_remove("LOOPBOUND_BASE_URL")
-            .env_remove("LOOPBOUND_MODEL")
-            .env_remove("LOOPBOUND_API_KEY")
+            .env_remove("LOOPBOUND_OPENAI_BASE_URL")
+            .env_remove("LOOPBOUND_OPENAI_MODEL")
+            .env_remove("LOOPBOUND_OPENAI_API_KEY")
             .output()
             .expect("demo330 starts");
         assert_eq!(output.status.code(), Some(2));
         let stderr = text(&output.stderr);
-        assert!(stderr.starts_with("demo330: --live needs an endpoint: set LOOPBOUND_BASE_URL"), "{stderr}");
         assert!(
-            stderr.ends_with("(LOOPBOUND_BASE_URL is not set (or is empty))\n"),
+            stderr.starts_with("demo330: --live needs an endpoint: set LOOPBOUND_OPENAI_BASE_URL"),
+            "{stderr}"
+        );
+        assert!(
+            stderr.ends_with("(LOOPBOUND_OPENAI_BASE_URL is not set (or is empty))\n"),
             "the message names the missing variable: {stderr}"
         );
         let report: serde_json::Value = serde_json::from_str(&text(&output.stdout)).expect("one JSON object");
@@ -101,8 +104,8 @@ fn live_without_an_endpoint_sends_nothing_and_ends_provider_unavailable() {
 fn an_unconfigured_anthropic_endpoint_is_named_and_never_falls_back_to_the_openai_one() {
     let output = Command::new(env!("CARGO_BIN_EXE_demo330"))
         .args(["complete", "--live", "--provider", "anthropic", "--json"])
-        .env("LOOPBOUND_BASE_URL", "http://127.0.0.1:9/v1")
-        .env("LOOPBOUND_MODEL", "m")
+        .env("LOOPBOUND_OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+        .env("LOOPBOUND_OPENAI_MODEL", "m")
         .env_remove("LOOPBOUND_ANTHROPIC_BASE_URL")
         .env_remove("LOOPBOUND_ANTHROPIC_MODEL")
         .output()

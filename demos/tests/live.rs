@@ -31,14 +31,14 @@ fn live_command(server: &Aimock, args: &[&str]) -> Command {
             .env("LOOPBOUND_ANTHROPIC_API_KEY", "sk-demo-live-secret")
             .env("LOOPBOUND_ANTHROPIC_TIMEOUT_SECS", "10")
             // The OpenAI variables point nowhere: the Anthropic run must not read them.
-            .env("LOOPBOUND_BASE_URL", "http://127.0.0.1:9/v1")
-            .env("LOOPBOUND_MODEL", "unused");
+            .env("LOOPBOUND_OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+            .env("LOOPBOUND_OPENAI_MODEL", "unused");
     } else {
         command
-            .env("LOOPBOUND_BASE_URL", server.base_url())
-            .env("LOOPBOUND_MODEL", "aimock-review")
-            .env("LOOPBOUND_API_KEY", "sk-demo-live-secret")
-            .env("LOOPBOUND_TIMEOUT_SECS", "10");
+            .env("LOOPBOUND_OPENAI_BASE_URL", server.base_url())
+            .env("LOOPBOUND_OPENAI_MODEL", "aimock-review")
+            .env("LOOPBOUND_OPENAI_API_KEY", "sk-demo-live-secret")
+            .env("LOOPBOUND_OPENAI_TIMEOUT_SECS", "10");
     }
     command
 }
@@ -206,7 +206,7 @@ async fn each_progress_scenario_over_http_ends_as_its_scripted_run() {
             let args: Vec<&str> = [scenario].iter().chain(flags).copied().collect();
             let mut command = live_command(&server, &args);
             let output =
-                command.env("LOOPBOUND_MODEL", &model).arg("--json").output().expect("demo330 starts");
+                command.env("LOOPBOUND_OPENAI_MODEL", &model).arg("--json").output().expect("demo330 starts");
             let report: Value = serde_json::from_slice(&output.stdout).unwrap_or_else(|error| {
                 panic!("{args:?}: one JSON object ({error}); server log:\n{}", server.log())
             });

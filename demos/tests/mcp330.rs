@@ -112,8 +112,8 @@ fn live_without_an_endpoint_sends_nothing_and_ends_as_provider_unavailable() {
     }
     let output = Command::new(env!("CARGO_BIN_EXE_mcp330"))
         .args(["complete", "--live", "--json"])
-        .env_remove("LOOPBOUND_BASE_URL")
-        .env_remove("LOOPBOUND_MODEL")
+        .env_remove("LOOPBOUND_OPENAI_BASE_URL")
+        .env_remove("LOOPBOUND_OPENAI_MODEL")
         .output()
         .expect("mcp330 starts");
     assert_eq!(output.status.code(), Some(2));

@@ -35,8 +35,8 @@ pub const FILESYSTEM_SERVER: &str = "@modelcontextprotocol/server-filesystem@202
 
 /// `service`: an HTTP service that runs bounded agent runs.
 ///
-/// The model endpoint comes from `LOOPBOUND_BASE_URL` and `LOOPBOUND_MODEL` (`LOOPBOUND_API_KEY`,
-/// `LOOPBOUND_TIMEOUT_SECS` optional). The journal is the SQLite file `--journal`, or PostgreSQL
+/// The model endpoint comes from `LOOPBOUND_OPENAI_BASE_URL` and `LOOPBOUND_OPENAI_MODEL` (`LOOPBOUND_OPENAI_API_KEY`,
+/// `LOOPBOUND_OPENAI_TIMEOUT_SECS` optional). The journal is the SQLite file `--journal`, or PostgreSQL
 /// when `LOOPBOUND_DATABASE_URL` is set.
 #[derive(Debug, Parser)]
 #[command(name = "service", version)]

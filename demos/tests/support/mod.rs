@@ -51,8 +51,8 @@ impl Service {
             .arg(mcp::filesystem_js())
             .args(extra)
             .env_remove("LOOPBOUND_APPROVER_TOKEN")
-            .env("LOOPBOUND_BASE_URL", model.base_url())
-            .env("LOOPBOUND_MODEL", "aimock");
+            .env("LOOPBOUND_OPENAI_BASE_URL", model.base_url())
+            .env("LOOPBOUND_OPENAI_MODEL", "aimock");
         Self::spawn(command, Duration::from_secs(60))
     }
 

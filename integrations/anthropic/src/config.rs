@@ -272,7 +272,8 @@ mod tests {
     #[test]
     fn each_missing_required_variable_is_named_and_the_openai_variables_are_not_read() {
         assert_eq!(Config::from_lookup(lookup(&[])), Err(ConfigError::Missing { variable: ENV_BASE_URL }));
-        let openai = [("LOOPBOUND_BASE_URL", "http://127.0.0.1:9/v1"), ("LOOPBOUND_MODEL", "m")];
+        let openai =
+            [("LOOPBOUND_OPENAI_BASE_URL", "http://127.0.0.1:9/v1"), ("LOOPBOUND_OPENAI_MODEL", "m")];
         assert_eq!(
             Config::from_lookup(lookup(&openai)),
             Err(ConfigError::Missing { variable: ENV_BASE_URL })

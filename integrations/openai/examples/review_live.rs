@@ -1,7 +1,7 @@
 //! The review task over a live OpenAI-compatible endpoint, bounded by loopbound.
 //!
 //! ```sh
-//! LOOPBOUND_BASE_URL=http://127.0.0.1:8080/v1 LOOPBOUND_MODEL=smollm2 \
+//! LOOPBOUND_OPENAI_BASE_URL=http://127.0.0.1:8080/v1 LOOPBOUND_OPENAI_MODEL=smollm2 \
 //!     cargo run -p loopbound-openai --example review_live -- [--simple] [--stream] [--transcript]
 //! ```
 //!

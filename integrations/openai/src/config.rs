@@ -9,7 +9,7 @@
 //! - The API key is held in an [`ApiKey`], whose `Debug` and `Display` print `[redacted]`; no
 //!   error of this module quotes it.
 //! - The base URL is `http` or `https`, carries no user name, password, query or fragment
-//!   (credentials belong in `LOOPBOUND_API_KEY`, never in a URL that may be printed).
+//!   (credentials belong in `LOOPBOUND_OPENAI_API_KEY`, never in a URL that may be printed).
 
 use std::fmt;
 use std::time::Duration;
@@ -19,20 +19,20 @@ use loopbound_provider::{ApiKey, ConfigError, HttpVersion, Variables};
 use reqwest::Url;
 
 /// Environment variable holding the endpoint's base URL, e.g. `http://127.0.0.1:8080/v1`.
-pub const ENV_BASE_URL: &str = "LOOPBOUND_BASE_URL";
+pub const ENV_BASE_URL: &str = "LOOPBOUND_OPENAI_BASE_URL";
 /// Environment variable holding the model name sent with every request.
-pub const ENV_MODEL: &str = "LOOPBOUND_MODEL";
+pub const ENV_MODEL: &str = "LOOPBOUND_OPENAI_MODEL";
 /// Optional environment variable holding the API key, sent as `Authorization: Bearer …`.
-pub const ENV_API_KEY: &str = "LOOPBOUND_API_KEY";
+pub const ENV_API_KEY: &str = "LOOPBOUND_OPENAI_API_KEY";
 /// Optional environment variable holding the per-request timeout in whole seconds.
-pub const ENV_TIMEOUT_SECS: &str = "LOOPBOUND_TIMEOUT_SECS";
+pub const ENV_TIMEOUT_SECS: &str = "LOOPBOUND_OPENAI_TIMEOUT_SECS";
 /// Optional environment variable: `off` stops asking for usage figures in streams
 /// (`stream_options`), for servers that reject the field. Default `on`.
-pub const ENV_STREAM_USAGE: &str = "LOOPBOUND_STREAM_USAGE";
+pub const ENV_STREAM_USAGE: &str = "LOOPBOUND_OPENAI_STREAM_USAGE";
 /// Optional environment variable naming the field the output cap is sent in:
 /// `max_completion_tokens` (the default, what OpenAI's chat completions expect) or `max_tokens`
 /// (for servers that know only the older field).
-pub const ENV_OUTPUT_CAP_FIELD: &str = "LOOPBOUND_OUTPUT_CAP_FIELD";
+pub const ENV_OUTPUT_CAP_FIELD: &str = "LOOPBOUND_OPENAI_OUTPUT_CAP_FIELD";
 
 /// The request field that carries the run's output cap.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -93,9 +93,9 @@ impl Config {
         Ok(Self::around(Connection::new(base_url, model, &NAMES)?))
     }
 
-    /// Reads the configuration from the process environment: `LOOPBOUND_BASE_URL` and
-    /// `LOOPBOUND_MODEL` (required), `LOOPBOUND_API_KEY`, `LOOPBOUND_TIMEOUT_SECS` and
-    /// `LOOPBOUND_STREAM_USAGE` and `LOOPBOUND_OUTPUT_CAP_FIELD` (optional). An empty variable
+    /// Reads the configuration from the process environment: `LOOPBOUND_OPENAI_BASE_URL` and
+    /// `LOOPBOUND_OPENAI_MODEL` (required), `LOOPBOUND_OPENAI_API_KEY`, `LOOPBOUND_OPENAI_TIMEOUT_SECS` and
+    /// `LOOPBOUND_OPENAI_STREAM_USAGE` and `LOOPBOUND_OPENAI_OUTPUT_CAP_FIELD` (optional). An empty variable
     /// counts as unset.
     ///
     /// # Errors
@@ -112,7 +112,7 @@ impl Config {
     /// use loopbound_openai::{Config, ConfigError};
     ///
     /// let missing = Config::from_lookup(|_| None).unwrap_err();
-    /// assert_eq!(missing, ConfigError::Missing { variable: "LOOPBOUND_BASE_URL" });
+    /// assert_eq!(missing, ConfigError::Missing { variable: "LOOPBOUND_OPENAI_BASE_URL" });
     /// ```
     ///
     /// # Errors
@@ -247,7 +247,7 @@ mod tests {
             Err(ConfigError::Missing { variable: ENV_MODEL })
         );
         let message = ConfigError::Missing { variable: ENV_MODEL }.to_string();
-        assert_eq!(message, "LOOPBOUND_MODEL is not set (or is empty)");
+        assert_eq!(message, "LOOPBOUND_OPENAI_MODEL is not set (or is empty)");
     }
 
     #[test]
@@ -298,7 +298,7 @@ mod tests {
         ]));
         assert_eq!(
             refused.unwrap_err().to_string(),
-            "LOOPBOUND_OUTPUT_CAP_FIELD must be max_completion_tokens or max_tokens, not \"n_predict\""
+            "LOOPBOUND_OPENAI_OUTPUT_CAP_FIELD must be max_completion_tokens or max_tokens, not \"n_predict\""
         );
     }
 
@@ -307,7 +307,10 @@ mod tests {
         for (url, reason) in [
             ("localhost:8080/v1", "the scheme must be http or https"),
             ("ftp://host/v1", "the scheme must be http or https"),
-            ("http://user:pw@host/v1", "credentials in the URL are refused; set LOOPBOUND_API_KEY instead"),
+            (
+                "http://user:pw@host/v1",
+                "credentials in the URL are refused; set LOOPBOUND_OPENAI_API_KEY instead",
+            ),
             ("http://host/v1?key=1", "the URL must not have a query or a fragment"),
         ] {
             assert_eq!(
@@ -399,7 +402,7 @@ mod tests {
         assert_eq!(
             error,
             loopbound::transport::TransportError::unavailable(
-                "the endpoint is not configured: LOOPBOUND_BASE_URL is not set (or is empty)"
+                "the endpoint is not configured: LOOPBOUND_OPENAI_BASE_URL is not set (or is empty)"
             )
         );
     }

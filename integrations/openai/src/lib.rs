@@ -14,12 +14,12 @@
 //!
 //! | variable | required | meaning |
 //! |---|---|---|
-//! | `LOOPBOUND_BASE_URL` | yes | base URL, e.g. `http://127.0.0.1:8080/v1` |
-//! | `LOOPBOUND_MODEL` | yes | model name sent with each request |
-//! | `LOOPBOUND_API_KEY` | no | sent as `Authorization: Bearer …`; never printed |
-//! | `LOOPBOUND_TIMEOUT_SECS` | no | per-request timeout (connection, then whole response) |
-//! | `LOOPBOUND_STREAM_USAGE` | no | `off` stops asking for usage in streams (default `on`) |
-//! | `LOOPBOUND_OUTPUT_CAP_FIELD` | no | `max_tokens` sends the output cap in the older field (default `max_completion_tokens`) |
+//! | `LOOPBOUND_OPENAI_BASE_URL` | yes | base URL, e.g. `http://127.0.0.1:8080/v1` |
+//! | `LOOPBOUND_OPENAI_MODEL` | yes | model name sent with each request |
+//! | `LOOPBOUND_OPENAI_API_KEY` | no | sent as `Authorization: Bearer …`; never printed |
+//! | `LOOPBOUND_OPENAI_TIMEOUT_SECS` | no | per-request timeout (connection, then whole response) |
+//! | `LOOPBOUND_OPENAI_STREAM_USAGE` | no | `off` stops asking for usage in streams (default `on`) |
+//! | `LOOPBOUND_OPENAI_OUTPUT_CAP_FIELD` | no | `max_tokens` sends the output cap in the older field (default `max_completion_tokens`) |
 //!
 //! Failures map to the transport contract as `loopbound_provider`'s error table tells: an
 //! unreachable endpoint, a timeout, HTTP 5xx or 429 end a run with `ProviderUnavailable`; refused
@@ -38,7 +38,7 @@
 //! the run's output cap as `max_output_tokens`; whole replies are one `response` object, streams
 //! its events up to `response.completed`, whose usage (cached input tokens included) settles the
 //! call; a `response.failed` or `error` event is mapped by its `code` as above. The chat-only
-//! settings (`LOOPBOUND_STREAM_USAGE`, `LOOPBOUND_OUTPUT_CAP_FIELD`) do not apply to it. It is a
+//! settings (`LOOPBOUND_OPENAI_STREAM_USAGE`, `LOOPBOUND_OPENAI_OUTPUT_CAP_FIELD`) do not apply to it. It is a
 //! second API of this crate rather than a crate of its own because all but the body is shared:
 //! the base URL, the bearer key, the error objects; a host switches by changing one constructor.
 //!
@@ -57,7 +57,7 @@
 //!
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! // Or `OpenAiTransport::from_env()?` with LOOPBOUND_BASE_URL and LOOPBOUND_MODEL set.
+//! // Or `OpenAiTransport::from_env()?` with LOOPBOUND_OPENAI_BASE_URL and LOOPBOUND_OPENAI_MODEL set.
 //! let config = Config::new("http://127.0.0.1:8080/v1", "smollm2")?.with_timeout(Duration::from_secs(30));
 //! let transport = OpenAiTransport::new(config)?;
 //!

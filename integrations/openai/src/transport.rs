@@ -53,7 +53,7 @@ impl Api for OpenAi {
 /// use loopbound_openai::OpenAiTransport;
 ///
 /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
-/// // LOOPBOUND_BASE_URL=http://127.0.0.1:8080/v1 LOOPBOUND_MODEL=smollm2
+/// // LOOPBOUND_OPENAI_BASE_URL=http://127.0.0.1:8080/v1 LOOPBOUND_OPENAI_MODEL=smollm2
 /// let transport = OpenAiTransport::from_env()?;
 /// let runtime = Runner::harness(&ToolSet::default(), transport).streaming(true);
 /// let scope = Scope::builder().build()?;
