@@ -68,8 +68,11 @@
 #![warn(missing_docs)]
 
 pub mod chain;
+#[cfg(feature = "journal")]
 pub mod conformance;
+#[cfg(feature = "journal")]
 pub mod hooked;
+#[cfg(feature = "pools")]
 pub mod pool;
 pub mod refund;
 pub mod telemetry;
