@@ -25,7 +25,8 @@
 //! tens of seconds (some checks wait for short leases to expire), so this example is only
 //! compiled; `loopbound`'s own tests run the same code.
 //!
-//! ```no_run
+#![cfg_attr(feature = "journal", doc = "```no_run")]
+#![cfg_attr(not(feature = "journal"), doc = "```ignore")]
 //! use std::time::Duration;
 //!
 //! use loopbound::journal::MemoryJournal;
@@ -55,6 +56,11 @@
 //!     conformance::check_all(&Memory).await;
 //! }
 //! ```
+//!
+//! # Features
+//!
+//! `journal` ([`conformance`], [`hooked`]) and `pools` ([`pool`]), both on by default, turn on
+//! `loopbound`'s features of the same names; the rest needs neither.
 //!
 //! # Invariants
 //!
