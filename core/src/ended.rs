@@ -19,7 +19,9 @@
 
 use std::sync::Arc;
 
-use crate::journal::{Operation, RunId, RunRecord};
+use crate::RunId;
+#[cfg(feature = "journal")]
+use crate::journal::{Operation, RunRecord};
 
 /// A run as it ends, handed to its completion condition.
 ///
@@ -47,6 +49,7 @@ enum Calls<'a> {
     /// A plain run's successful calls: each tool's name and its answer's text.
     Plain(&'a [(Arc<str>, String)]),
     /// A journaled run's record.
+    #[cfg(feature = "journal")]
     Journaled(&'a RunRecord),
 }
 
@@ -68,6 +71,7 @@ impl<'a, S> Ended<'a, S> {
     /// The journaled run `record` holds, ending with `state`: what a journaled run hands its
     /// condition, and what a host builds to judge a run it [inspected](crate::journal::inspect)
     /// by the same condition.
+    #[cfg(feature = "journal")]
     #[must_use]
     pub fn new(state: &'a S, record: &'a RunRecord) -> Self {
         Self { state, calls: Calls::Journaled(record) }
@@ -84,6 +88,7 @@ impl<'a, S> Ended<'a, S> {
     pub fn run(&self) -> Option<&'a RunId> {
         match self.calls {
             Calls::Plain(_) => None,
+            #[cfg(feature = "journal")]
             Calls::Journaled(record) => Some(&record.run),
         }
     }
@@ -106,15 +111,25 @@ impl<'a, S> Ended<'a, S> {
     /// order their answers were handed on; a journaled run's in every attempt, by operation (as
     /// [`RunRecord::succeeded`]).
     pub fn succeeded(&self) -> impl Iterator<Item = (&'a str, &'a str)> + use<'a, S> {
-        let (plain, journaled) = match self.calls {
-            Calls::Plain(calls) => (Some(calls.iter().map(|(name, text)| (&**name, text.as_str()))), None),
-            Calls::Journaled(record) => (None, Some(record.succeeded())),
+        let plain = match self.calls {
+            Calls::Plain(calls) => Some(calls),
+            #[cfg(feature = "journal")]
+            Calls::Journaled(_) => None,
         };
-        plain.into_iter().flatten().chain(journaled.into_iter().flatten())
+        #[cfg(feature = "journal")]
+        let journaled = match self.calls {
+            Calls::Plain(_) => None,
+            Calls::Journaled(record) => Some(record.succeeded()),
+        };
+        #[cfg(not(feature = "journal"))]
+        let journaled: Option<std::iter::Empty<(&'a str, &'a str)>> = None;
+        let plain = plain.into_iter().flatten().map(|(name, text)| (&**name, text.as_str()));
+        plain.chain(journaled.into_iter().flatten())
     }
 
     /// Every operation of a journaled run, by ordinal: its proposal, decision, starts and result.
     /// A plain run has none.
+    #[cfg(feature = "journal")]
     pub fn operations(&self) -> impl Iterator<Item = &'a Operation> + use<'a, S> {
         let record = match self.calls {
             Calls::Plain(_) => None,

@@ -196,6 +196,7 @@ impl fmt::Display for EventKind {
 
 impl HaltReason {
     /// Every halt reason of this version.
+    #[cfg(feature = "journal")]
     pub(crate) const ALL: [Self; 11] = [
         Self::PermissionDenied,
         Self::RepeatedCall,
@@ -213,6 +214,7 @@ impl HaltReason {
 
 impl EventKind {
     /// Every kind that is not a halt.
+    #[cfg(feature = "journal")]
     const PLAIN: [Self; 16] = [
         Self::ModelCall,
         Self::Middleware,
@@ -233,6 +235,7 @@ impl EventKind {
     ];
 
     /// The kind whose [`as_str`](Self::as_str) is `name`, as a journal stores it.
+    #[cfg(feature = "journal")]
     pub(crate) fn from_name(name: &str) -> Option<Self> {
         Self::PLAIN
             .into_iter()
@@ -333,12 +336,14 @@ impl ControlEvent {
     }
 
     /// This event, giving the host's reason (a `Closed` event's).
+    #[cfg(feature = "journal")]
     pub(crate) fn because(mut self, reason: Arc<str>) -> Self {
         self.reason = Some(reason);
         self
     }
 
     /// This event, naming `operation`.
+    #[cfg(feature = "journal")]
     pub(crate) fn on(mut self, operation: Arc<str>) -> Self {
         self.operation = Some(operation);
         self
@@ -454,6 +459,7 @@ mod tests {
         assert_eq!(event.to_string(), "RepeatedCall read_ticket 1");
     }
 
+    #[cfg(feature = "journal")]
     #[test]
     fn a_durable_event_names_its_operation_and_who_decided() {
         let event = ControlEvent::new(EventKind::Allowed, Subject::Tool("refund".into()), 1)
@@ -475,6 +481,7 @@ mod tests {
         assert!(!Subject::is_reserved("Model"));
     }
 
+    #[cfg(feature = "journal")]
     #[test]
     fn every_kind_is_found_by_its_name() {
         for kind in EventKind::PLAIN.into_iter().chain(HaltReason::ALL.into_iter().map(EventKind::Halt)) {

@@ -117,6 +117,18 @@
 //!   changes serde_json for the whole build (numbers inside `#[serde(untagged)]` enums or
 //!   `#[serde(flatten)]` fields deserialized by serde_json itself no longer fit primitive
 //!   types), which is why it is opt-in.
+//! - `journal` (on by default): [`journal`], durable runs across crashes and restarts
+//!   ([`Runner::run_journaled`], [`SubAgent::run_journaled`]), approvals, reconciliation,
+//!   listings and recorded streams, and what only they hand out ([`Outcome::pending`],
+//!   [`Ended::operations`], [`RunError::Journal`], [`ScopeBuilder::labels`],
+//!   [`ToolContext::fencing_token`]). Without it, a run is one process's: nothing else changes.
+//! - `pools` (on by default): the in-process pool store and its clocks
+//!   ([`pool::MemoryPools`], [`pool::Clock`]). The pool API a run draws through
+//!   ([`pool::PoolDraw`], [`pool::PoolStore`], [`ScopeBuilder::pools`]) is there either way:
+//!   the model call's reservation holds it.
+//!
+//! A crate that uses either names it in its own manifest, so that it keeps building for a host
+//! that turns the defaults off.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
@@ -129,12 +141,14 @@ pub use loopbound_json::canonical;
 mod ended;
 mod event;
 mod guard;
+#[cfg(feature = "journal")]
 pub mod journal;
 mod limits;
 mod outcome;
 pub mod pool;
 pub mod progress;
 mod registry;
+mod run_id;
 mod runner;
 mod scope;
 pub mod scripted;
@@ -150,6 +164,7 @@ pub use guard::{STORE_GRACE, Stop};
 pub use limits::{Limits, LimitsError};
 pub use outcome::{EndRecord, Outcome, RunError, RunErrorKind, Status};
 pub use registry::{AlreadyRegistered, Registration, RunRegistry};
+pub use run_id::{InvalidRunId, MAX_RUN_ID_LEN, RunId};
 pub use runner::{
     Composition, Concurrency, ConcurrencyError, Observation, Observer, Offer, Preview, Runner, SubAgent,
     SubAgentError,
@@ -179,14 +194,18 @@ mod docs_doctests {
     struct Progress;
     #[doc = include_str!("../../docs/spend.md")]
     struct Spend;
+    #[cfg(feature = "pools")]
     #[doc = include_str!("../../docs/pools.md")]
     struct Pools;
     #[doc = include_str!("../../docs/outcomes.md")]
     struct Outcomes;
+    #[cfg(feature = "journal")]
     #[doc = include_str!("../../docs/watch.md")]
     struct Watch;
+    #[cfg(feature = "journal")]
     #[doc = include_str!("../../docs/cancel.md")]
     struct Cancel;
+    #[cfg(feature = "journal")]
     #[doc = include_str!("../../docs/durable.md")]
     struct Durable;
     #[doc = include_str!("../../docs/live.md")]

@@ -16,6 +16,7 @@ use serde::ser::SerializeStruct;
 use serde::{Serialize, Serializer};
 
 use crate::event::{ControlEvent, HaltReason};
+#[cfg(feature = "journal")]
 use crate::journal::JournalError;
 use crate::pool::PoolError;
 use crate::spend::Spend;
@@ -209,9 +210,20 @@ pub struct Outcome {
     operation: Option<Arc<str>>,
     spend: Spend,
     partial: Option<String>,
-    pending: Option<Box<crate::journal::Proposal>>,
+    pending: Option<Box<Pending>>,
     end: EndRecord,
 }
+
+/// What an outcome (or a watcher's suspension) may hand out as pending: a journal's proposal.
+/// Without the `journal` feature nothing can wait for the host, and the type has no value.
+#[cfg(feature = "journal")]
+pub(crate) type Pending = crate::journal::Proposal;
+
+/// Without the `journal` feature nothing waits for the host's decision: no value of this type
+/// exists, so `pending` is always `None` (and serialises as `null`).
+#[cfg(not(feature = "journal"))]
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Pending {}
 
 /// Whether a journaled attempt's end is in its journal: what a host reads to know if the run's
 /// state there is how this attempt ended, or what an earlier write left.
@@ -299,18 +311,21 @@ impl Outcome {
 
     /// This outcome, naming the operation it stopped on (`AwaitingApproval`, `Denied`,
     /// `Ambiguous`).
+    #[cfg(feature = "journal")]
     pub(crate) fn on(mut self, operation: Option<Arc<str>>) -> Self {
         self.operation = operation;
         self
     }
 
     /// This outcome of a journaled attempt, saying whether its end was recorded.
+    #[cfg(feature = "journal")]
     pub(crate) fn recorded(mut self, end: EndRecord) -> Self {
         self.end = end;
         self
     }
 
     /// This outcome, handing out the proposal it stopped on.
+    #[cfg(feature = "journal")]
     pub(crate) fn awaiting(mut self, proposal: Box<crate::journal::Proposal>) -> Self {
         self.pending = Some(proposal);
         self
@@ -373,9 +388,15 @@ impl Outcome {
     /// id, tool, capability, canonical arguments (a stored value, for the host's own display to
     /// an approver) and digest. Hand it to [`journal::approve`](crate::journal::approve) or
     /// [`journal::deny`](crate::journal::deny) as it is.
+    #[cfg(feature = "journal")]
     #[must_use]
     pub fn pending(&self) -> Option<&crate::journal::Proposal> {
         self.pending.as_deref()
+    }
+
+    /// The proposal this outcome stopped on, as a watcher's suspension hands it on.
+    pub(crate) fn pending_copy(&self) -> Option<Box<Pending>> {
+        self.pending.clone()
     }
 
     /// For a journaled run, whether this attempt's end is recorded in its journal
@@ -413,8 +434,16 @@ impl Serialize for Outcome {
 /// "arguments":…,"digest":…}`, the arguments as their canonical JSON text, for the host's own
 /// display to an approver; a proposal that expires adds `"expires_at_ms"` (milliseconds since
 /// the Unix epoch).
-pub(crate) struct PendingForm<'p>(pub(crate) &'p crate::journal::Proposal);
+pub(crate) struct PendingForm<'p>(pub(crate) &'p Pending);
 
+#[cfg(not(feature = "journal"))]
+impl Serialize for PendingForm<'_> {
+    fn serialize<S: Serializer>(&self, _: S) -> Result<S::Ok, S::Error> {
+        match *self.0 {}
+    }
+}
+
+#[cfg(feature = "journal")]
 impl Serialize for PendingForm<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let proposal = self.0;
@@ -452,6 +481,7 @@ pub enum RunError {
     Provider(TransportError),
     /// A journaled run's journal refused or failed: it fails closed, so nothing that
     /// could not be recorded ran.
+    #[cfg(feature = "journal")]
     Journal(JournalError),
     /// The run has a cost budget but no price for what it may spend on (the model, or a tool
     /// of its set): nothing ran.
@@ -534,10 +564,10 @@ impl RunError {
     ///
     /// ```
     /// use loopbound::{RunError, RunErrorKind};
-    /// use loopbound::journal::JournalError;
     ///
     /// assert_eq!(RunError::Cancelled.kind(), RunErrorKind::Cancelled);
-    /// assert_eq!(RunError::Journal(JournalError::LeaseLost).kind(), RunErrorKind::Busy);
+    /// # #[cfg(feature = "journal")]
+    /// assert_eq!(RunError::Journal(loopbound::journal::JournalError::LeaseLost).kind(), RunErrorKind::Busy);
     /// ```
     #[must_use]
     pub fn kind(&self) -> RunErrorKind {
@@ -547,6 +577,7 @@ impl RunError {
                 RunErrorKind::ProviderAuthentication
             }
             Self::Provider(_) => RunErrorKind::Provider,
+            #[cfg(feature = "journal")]
             Self::Journal(error) => match error {
                 JournalError::LeaseLost | JournalError::LeaseHeld { .. } => RunErrorKind::Busy,
                 JournalError::Finished(_) => RunErrorKind::Finished,
@@ -591,6 +622,7 @@ impl fmt::Display for RunError {
                 "the run was cancelled by its caller, and its journal did not confirm the attempt's end in time",
             ),
             Self::Provider(error) => error.fmt(f),
+            #[cfg(feature = "journal")]
             Self::Journal(error) => error.fmt(f),
             Self::Unpriced(what) => write!(f, "a cost budget needs a price for {what}; nothing ran"),
             Self::Pool(error) => error.fmt(f),
@@ -604,6 +636,7 @@ impl std::error::Error for RunError {
         match self {
             Self::Cancelled | Self::CancelledUnrecorded | Self::Unpriced(_) => None,
             Self::Provider(error) | Self::Unsupported(error) => error.source(),
+            #[cfg(feature = "journal")]
             Self::Journal(error) => error.source(),
             Self::Pool(error) => error.source(),
         }
@@ -621,6 +654,12 @@ mod tests {
             serde_json::to_string(&error).unwrap_or_default(),
             r#"{"kind":"provider_authentication","message":"provider refused authentication: 401"}"#
         );
+        assert_eq!(RunError::Provider(TransportError::malformed("x")).kind(), RunErrorKind::Provider);
+    }
+
+    #[cfg(feature = "journal")]
+    #[test]
+    fn a_journal_error_is_classified_by_what_the_host_can_do() {
         let held = RunError::Journal(JournalError::LeaseHeld {
             holder: "w1".to_owned(),
             remaining: std::time::Duration::from_secs(3),
@@ -635,7 +674,6 @@ mod tests {
             RunErrorKind::JournalUnavailable
         );
         assert_eq!(RunError::Journal(JournalError::ScopeInUse).kind(), RunErrorKind::Internal);
-        assert_eq!(RunError::Provider(TransportError::malformed("x")).kind(), RunErrorKind::Provider);
     }
 
     #[test]

@@ -167,6 +167,7 @@ impl Progress {
     /// there with a poll limit at least as high; its cycle rule looks for periods at least as
     /// long and stops after no more repeats; its streak is no longer; it nudges only if that one
     /// does. Judging fewer tools by result is stricter, never looser.
+    #[cfg(feature = "journal")]
     pub(crate) fn no_looser_than(&self, definition: &Self) -> bool {
         let by_result = self
             .by_result
@@ -368,6 +369,7 @@ mod tests {
         assert_eq!(policy.by_result_tools().collect::<Vec<_>>(), [("poll", 5)]);
     }
 
+    #[cfg(feature = "journal")]
     #[test]
     fn a_policy_is_no_looser_than_a_definition_when_it_stops_no_less() {
         let definition = Progress::recommended().by_result("poll", 10);

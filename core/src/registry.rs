@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
-use crate::journal::RunId;
+use crate::RunId;
 use crate::scope::Scope;
 use crate::sync::{CancellationToken, Mutex};
 
@@ -25,8 +25,7 @@ use crate::sync::{CancellationToken, Mutex};
 /// request (cloning shares the same registry).
 ///
 /// ```
-/// use loopbound::journal::RunId;
-/// use loopbound::{RunRegistry, Scope};
+/// use loopbound::{RunId, RunRegistry, Scope};
 ///
 /// let runs = RunRegistry::new();
 /// let scope = Scope::builder().build()?;

@@ -24,6 +24,7 @@ use tokio::time::Instant;
 
 use crate::event::{ControlEvent, HaltReason};
 use crate::guard::{Activity, Ancestor, Guard, Stop, Terms};
+#[cfg(feature = "journal")]
 use crate::journal::Labels;
 use crate::limits::{Limits, LimitsError};
 use crate::pool::{PoolDraw, PoolStore, PoolTerms};
@@ -53,7 +54,9 @@ pub struct Scope<S = ()> {
 struct Inner<S> {
     guard: Guard,
     state: S,
+    #[cfg(feature = "journal")]
     labels: Labels,
+    #[cfg(feature = "journal")]
     records_stream: bool,
 }
 
@@ -79,7 +82,9 @@ pub struct ScopeBuilder<S = ()> {
     resumed_pools: Option<PoolTerms>,
     feed: Option<Feed>,
     state: S,
+    #[cfg(feature = "journal")]
     labels: Labels,
+    #[cfg(feature = "journal")]
     records_stream: bool,
 }
 
@@ -95,7 +100,9 @@ impl Default for ScopeBuilder {
             resumed_pools: None,
             feed: None,
             state: (),
+            #[cfg(feature = "journal")]
             labels: Labels::new(),
+            #[cfg(feature = "journal")]
             records_stream: false,
         }
     }
@@ -135,6 +142,7 @@ impl<S> ScopeBuilder<S> {
 
     /// Sets the host's labels of the request (a tenant, a user). A journaled run stores them with
     /// its definition when it is created, and a host lists its runs by them.
+    #[cfg(feature = "journal")]
     pub fn labels(mut self, labels: Labels) -> Self {
         self.labels = labels;
         self
@@ -230,6 +238,7 @@ impl<S> ScopeBuilder<S> {
     }
 
     /// This builder, noting that the run it resumes draws from the pools of `terms`.
+    #[cfg(feature = "journal")]
     pub(crate) fn resuming_pools(mut self, terms: PoolTerms) -> Self {
         self.resumed_pools = Some(terms);
         self
@@ -248,7 +257,9 @@ impl<S> ScopeBuilder<S> {
             resumed_pools: self.resumed_pools,
             feed: self.feed,
             state,
+            #[cfg(feature = "journal")]
             labels: self.labels,
+            #[cfg(feature = "journal")]
             records_stream: self.records_stream,
         }
     }
@@ -268,6 +279,7 @@ impl<S> ScopeBuilder<S> {
     /// ([`journal::scope_of`](crate::journal::scope_of) carries it). Off by default: the lines
     /// ride on the attempt's commits, but they are rows to write (a run without a watcher need
     /// not pay for them). A run that is not journaled records nothing.
+    #[cfg(feature = "journal")]
     pub fn record_stream(mut self) -> Self {
         self.records_stream = true;
         self
@@ -317,8 +329,16 @@ impl<S> ScopeBuilder<S> {
             None => self.caller.unwrap_or_default(),
         };
         let guard = Guard::new(self.limits, self.capabilities, caller, deadline, self.terms, self.feed);
-        let records_stream = self.records_stream;
-        Ok(Scope { inner: Arc::new(Inner { guard, state: self.state, labels: self.labels, records_stream }) })
+        Ok(Scope {
+            inner: Arc::new(Inner {
+                guard,
+                state: self.state,
+                #[cfg(feature = "journal")]
+                labels: self.labels,
+                #[cfg(feature = "journal")]
+                records_stream: self.records_stream,
+            }),
+        })
     }
 }
 
@@ -399,6 +419,7 @@ impl<S> Scope<S> {
     }
 
     /// The host's labels of the request.
+    #[cfg(feature = "journal")]
     #[must_use]
     pub fn labels(&self) -> &Labels {
         &self.inner.labels
@@ -406,6 +427,7 @@ impl<S> Scope<S> {
 
     /// Whether a journaled run of this scope records its stream
     /// ([`ScopeBuilder::record_stream`]).
+    #[cfg(feature = "journal")]
     #[must_use]
     pub fn records_stream(&self) -> bool {
         self.inner.records_stream

@@ -2,9 +2,12 @@
 //! (a typed call, a call by JSON, a reservation, a call by name, the loop, and a journaled run),
 //! and a schema given at run time is what the model sees.
 
+#[cfg(feature = "journal")]
 use std::sync::Arc;
+#[cfg(feature = "journal")]
 use std::sync::atomic::{AtomicU32, Ordering};
 
+#[cfg(feature = "journal")]
 use loopbound::journal::{MemoryJournal, RunId};
 use loopbound::scripted::{Step, sequence};
 use loopbound::tool::{BindErrorKind, ToolBuilder};
@@ -115,6 +118,7 @@ async fn a_schema_given_at_run_time_replaces_the_derived_one() {
 }
 
 /// A refund tool whose check refuses amounts above 100, with a counter of the bodies it ran.
+#[cfg(feature = "journal")]
 fn refund_tools(bodies: &Arc<AtomicU32>) -> ToolSet {
     #[derive(Deserialize, Serialize, JsonSchema)]
     struct Refund {
@@ -134,6 +138,7 @@ fn refund_tools(bodies: &Arc<AtomicU32>) -> ToolSet {
     set.build()
 }
 
+#[cfg(feature = "journal")]
 fn tool_results(conversation: &[Message]) -> Vec<String> {
     conversation
         .iter()
@@ -144,6 +149,7 @@ fn tool_results(conversation: &[Message]) -> Vec<String> {
         .collect()
 }
 
+#[cfg(feature = "journal")]
 #[tokio::test]
 async fn a_journaled_run_checks_the_input_before_the_guard_and_proposes_nothing() {
     let bodies = Arc::new(AtomicU32::new(0));
@@ -173,6 +179,7 @@ async fn a_journaled_run_checks_the_input_before_the_guard_and_proposes_nothing(
     assert_eq!(stored.operations().count(), 0);
 }
 
+#[cfg(feature = "journal")]
 #[tokio::test]
 async fn a_journaled_run_runs_an_input_that_passes_its_check() {
     let bodies = Arc::new(AtomicU32::new(0));

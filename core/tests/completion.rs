@@ -66,7 +66,10 @@ fn seen(ended: Ended<'_, Desk>) -> Seen {
         ghost: ended.has_succeeded("ghost"),
         succeeded: ended.succeeded().map(|(tool, text)| (tool.to_owned(), text.to_owned())).collect(),
         run: ended.run().map(|run| run.as_str().to_owned()),
+        #[cfg(feature = "journal")]
         operations: ended.operations().count(),
+        #[cfg(not(feature = "journal"))]
+        operations: 0,
         refunds_tried: ended.state().refunds_tried.load(Ordering::SeqCst),
     }
 }

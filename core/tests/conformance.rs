@@ -2,6 +2,8 @@
 //! every other backend is held to. SQLite and PostgreSQL run the same suite in
 //! `testkit/tests/conformance.rs`.
 
+#![cfg(feature = "journal")]
+
 use std::time::Duration;
 
 use loopbound::journal::MemoryJournal;

@@ -2,6 +2,8 @@
 //! forwards every call, so the run, its approval and its resume go as they do on the journal
 //! itself.
 
+#![cfg(feature = "journal")]
+
 use std::sync::{Arc, Mutex};
 
 use loopbound::journal::{self, DynJournal, Journal, MemoryJournal, RunId, RunQuery, RunState};

@@ -4,6 +4,7 @@
 
 use std::io;
 
+#[cfg(feature = "journal")]
 use loopbound::journal::{JournalError, StorageError};
 use loopbound::transport::{CallError, TransportError, TransportErrorKind};
 use loopbound::{RunError, Stop, ToolError};
@@ -25,6 +26,7 @@ fn a_provider_error_reaches_the_clients_error() {
     assert_eq!(assert_chain(&call, "connection refused (os error 111)").len(), 2);
 }
 
+#[cfg(feature = "journal")]
 #[test]
 fn a_storage_error_reaches_the_backends_error() {
     let storage = JournalError::Storage(StorageError::new("the commit failed").with_source(refused()));

@@ -1,6 +1,8 @@
 //! Journaled runs (SPEC §15) on the in-memory journal: proposals, decisions, at-most-once
 //! effects, resumes, reconciliations, the commit budget, and failing closed.
 
+#![cfg(all(feature = "journal", feature = "pools"))]
+
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

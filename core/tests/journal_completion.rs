@@ -3,6 +3,8 @@
 //! in the attempt that ends the run; a refused, failed, denied or ambiguous call never counts;
 //! a condition on host state still decides the attempt whose body ran.
 
+#![cfg(feature = "journal")]
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::Duration;

@@ -7,14 +7,18 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+#[cfg(feature = "journal")]
 use loopbound::journal::backend::{Batch, Entry, Fence, ListedRow, RunRow, StoredRun};
+#[cfg(feature = "journal")]
 use loopbound::journal::{Journal, JournalError, MemoryJournal, RunId, RunQuery};
 use loopbound::scripted::{Scripted, Step, sequence};
+#[cfg(feature = "journal")]
 use loopbound::tool::Policy;
 use loopbound::transport::{ChatRequest, ModelReply, ToolCall};
 use loopbound::{
     Composition, Concurrency, Limits, Message, Offer, Outcome, Runner, Scope, Status, ToolContext, ToolSet,
 };
+#[cfg(feature = "journal")]
 use loopbound_test::refund::{self, EffectSink};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -146,11 +150,13 @@ fn a_cap_below_two_is_refused() {
 
 /// The journal and the bodies write to one log: commits with the operations they start, and
 /// bodies with the operation they run as.
+#[cfg(feature = "journal")]
 struct Logged {
     inner: MemoryJournal,
     log: Arc<Mutex<Vec<String>>>,
 }
 
+#[cfg(feature = "journal")]
 impl Journal for Logged {
     fn lease(&self) -> Duration {
         self.inner.lease()
@@ -189,8 +195,10 @@ impl Journal for Logged {
     }
 }
 
+#[cfg(feature = "journal")]
 struct LogSink(Arc<Mutex<Vec<String>>>);
 
+#[cfg(feature = "journal")]
 impl EffectSink for LogSink {
     fn apply(&self, tool: &str, key: Option<&str>) {
         let ordinal = key.and_then(|key| key.rsplit('/').next()).unwrap_or("-");
@@ -202,6 +210,7 @@ impl EffectSink for LogSink {
     }
 }
 
+#[cfg(feature = "journal")]
 #[tokio::test]
 async fn a_journaled_batch_commits_its_started_records_before_its_bodies() {
     let log = Arc::new(Mutex::new(Vec::new()));

@@ -2,6 +2,8 @@
 //! name when a pool has no room, released when the run's own admission refuses, settled from
 //! the provider's usage, charged whole when its holder dies, and 64 tasks racing one pool.
 
+#![cfg(feature = "pools")]
+
 mod common;
 
 use std::sync::Arc;

@@ -4,13 +4,16 @@
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
+#[cfg(feature = "journal")]
+use loopbound::RunError;
+#[cfg(feature = "journal")]
 use loopbound::journal::{self, JournalError, MemoryJournal, RunId};
 use loopbound::progress::Progress;
 use loopbound::scripted::{Scripted, Step, sequence};
 use loopbound::tool::Policy;
 use loopbound::transport::{ChatRequest, ModelReply, ToolCall};
 use loopbound::watch::{self, Update};
-use loopbound::{Concurrency, Limits, Message, Outcome, RunError, Runner, Scope, Status, ToolSet};
+use loopbound::{Concurrency, Limits, Message, Outcome, Runner, Scope, Status, ToolSet};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -366,6 +369,7 @@ async fn the_live_stream_shows_the_nudge_and_the_halt_as_they_are_recorded() {
     assert!(streamed.contains(&"Nudged open 1".to_owned()));
 }
 
+#[cfg(feature = "journal")]
 #[tokio::test]
 async fn a_journaled_resume_keeps_what_the_checks_remember() {
     let poll = || ModelReply::call("p", "job_status", r#"{"job":1}"#);

@@ -2,6 +2,8 @@
 //! journaled run, through the journal's cancel requests, honoured at the next admission or
 //! within a second.
 
+#![cfg(feature = "journal")]
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;

@@ -4,6 +4,8 @@
 //! after a write it could not confirm; a renewal that never returns holds nothing up, and loses
 //! the run once the lease would have expired.
 
+#![cfg(feature = "journal")]
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;

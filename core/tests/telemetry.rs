@@ -5,6 +5,7 @@
 mod common;
 
 use common::{scope_with, tools};
+#[cfg(feature = "journal")]
 use loopbound::journal::{MemoryJournal, RunId};
 use loopbound::scripted::{Step, sequence};
 use loopbound::transport::{
@@ -57,14 +58,16 @@ async fn run_and_capture(composition: Composition, journaled: bool) -> Vec<Strin
     let tools = tools();
     let runtime = Runner::new(composition, &tools.set, model())
         .options(ChatOptions::default().with_max_output_tokens(800));
-    let outcome = if journaled {
-        let journal = MemoryJournal::default();
-        let run = RunId::new("review-42").expect("a run id");
-        runtime
-            .run_journaled(&journal, &run, &scope, &mut Vec::new(), |ended| ended.state().completed())
-            .await
-    } else {
-        runtime.run(&scope, &mut Vec::new(), |ended| ended.state().completed()).await
+    let outcome = match journaled {
+        #[cfg(feature = "journal")]
+        true => {
+            let journal = MemoryJournal::default();
+            let run = RunId::new("review-42").expect("a run id");
+            runtime
+                .run_journaled(&journal, &run, &scope, &mut Vec::new(), |ended| ended.state().completed())
+                .await
+        }
+        _ => runtime.run(&scope, &mut Vec::new(), |ended| ended.state().completed()).await,
     };
     assert_eq!(outcome.map(|o| o.status()), Ok(Status::RepeatedCall));
     let seen = capture.seen();
@@ -137,6 +140,7 @@ async fn harness_spans_follow_the_genai_conventions_and_never_carry_arguments() 
     assert_eq!(seen, expected);
 }
 
+#[cfg(feature = "journal")]
 #[tokio::test(flavor = "current_thread")]
 async fn a_journaled_run_span_names_its_run() {
     let seen = run_and_capture(Composition::Harness, true).await;

@@ -273,6 +273,7 @@ async fn a_child_under_its_parents_cost_budget_needs_a_priced_model() {
 
 /// The journaled tree's child: an `apply` effect counted in `applied`, asked for by the child's
 /// first reply; the child's second call hangs once (while `hang` is set), telling `asked`.
+#[cfg(feature = "journal")]
 fn journaled_child(
     applied: &Arc<AtomicU32>,
     hang: &Arc<std::sync::atomic::AtomicBool>,
@@ -305,6 +306,7 @@ fn journaled_child(
 
 /// One attempt of the journaled parent: its `delegate` tool (idempotent) runs `child` as a
 /// journaled sub-agent in `journal`; its model delegates, then says so.
+#[cfg(feature = "journal")]
 async fn journaled_parent(
     journal: &loopbound::journal::MemoryJournal,
     child: &SubAgent<impl loopbound::transport::Transport + 'static>,
@@ -339,6 +341,7 @@ async fn journaled_parent(
     runtime.run_journaled(journal, &run, &scope, &mut vec![Message::user("Delegate.")], |_| true).await
 }
 
+#[cfg(feature = "journal")]
 #[tokio::test]
 async fn a_journaled_child_resumed_by_its_parent_replays_its_effect_and_charges_the_tree_once() {
     use loopbound::journal::{self, MemoryJournal, OperationId, RunId, RunState};

@@ -6,13 +6,16 @@ mod common;
 use std::time::Duration;
 
 use common::{TICKET_TEXT, scope_with, tools};
+#[cfg(feature = "journal")]
 use loopbound::journal::{MemoryJournal, RunId};
 use loopbound::scripted::{Scripted, Step, sequence};
+#[cfg(feature = "journal")]
 use loopbound::tool::Policy;
 use loopbound::transport::{ModelReply, ToolCall};
 use loopbound::watch::{self, Update, Updates};
 use loopbound::{CancellationToken, Limits, Message, Outcome, RunError, Runner, Scope, Status};
 use loopbound_fixtures::review::{COMPLETE_EVENTS, Review};
+#[cfg(feature = "journal")]
 use loopbound_test::refund::{self, EffectSink, MemorySink};
 
 fn complete_script() -> Vec<Step> {
@@ -212,6 +215,7 @@ async fn arguments_reach_the_stream_only_on_request_and_never_its_debug() {
     }
 }
 
+#[cfg(feature = "journal")]
 #[tokio::test]
 async fn a_journaled_suspension_comes_before_its_outcome_and_a_resume_replays_the_log_first() {
     let journal = MemoryJournal::default();

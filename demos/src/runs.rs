@@ -302,7 +302,7 @@ pub async fn inspect(
 ) -> i32 {
     let run = match RunId::new(run) {
         Ok(run) => run,
-        Err(error) => return refuse(err, &error),
+        Err(error) => return refuse(err, &journal::JournalError::from(error)),
     };
     let Some(journal) = open(path, err) else { return crate::vocabulary::EXIT_JOURNAL };
     match journal::inspect(&journal, &run).await {

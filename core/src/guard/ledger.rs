@@ -74,6 +74,7 @@ const EVENTS_AT_FIRST: usize = 8;
 
 /// Counters, repetition map, events and stop reason of one scope.
 #[derive(Debug)]
+#[cfg_attr(test, derive(Clone))]
 pub(crate) struct Ledger {
     model_calls: u32,
     tool_calls: u32,
@@ -251,6 +252,7 @@ pub(crate) enum ToolPrice {
 /// The scope's own copies of the tool names its events hold: one per tool the scope has seen,
 /// looked up by content (a run sees a handful of tools, all from its set).
 #[derive(Debug, Default)]
+#[cfg_attr(test, derive(Clone))]
 struct Names(Vec<Arc<str>>);
 
 impl Names {
@@ -267,6 +269,7 @@ impl Names {
 
 /// The counters of a logical run that a journal persists and restores: model calls, tool calls,
 /// middleware observations, and admitted attempts per signature.
+#[cfg(feature = "journal")]
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Counters {
     pub(crate) model_calls: u32,
@@ -283,6 +286,7 @@ pub(crate) struct Counters {
     pub(crate) progress: Tracker,
 }
 
+#[cfg(feature = "journal")]
 impl Counters {
     /// What the logical run these counters persist charged each of its ancestors: its model and
     /// tool calls with its descendants', and its spend (reservations in flight included).
@@ -958,6 +962,7 @@ impl Ledger {
     }
 
     /// The counters a journal persists for the logical run.
+    #[cfg(feature = "journal")]
     pub(crate) fn counters(&self) -> Counters {
         Counters {
             model_calls: self.model_calls,
@@ -972,6 +977,7 @@ impl Ledger {
     }
 
     /// Whether nothing was counted, observed or recorded yet.
+    #[cfg(feature = "journal")]
     pub(crate) fn is_fresh(&self) -> bool {
         self.model_calls == 0 && self.tool_calls == 0 && self.middleware == 0 && self.events.is_empty()
     }
@@ -979,6 +985,7 @@ impl Ledger {
     /// Continues a logical run: its persisted counters and audit log become this ledger's. No
     /// stop is restored: a journaled run that halted is finished and never resumed, and a
     /// deadline belongs to one attempt.
+    #[cfg(feature = "journal")]
     pub(crate) fn restore(&mut self, counters: Counters, events: Vec<ControlEvent>) {
         self.model_calls = counters.model_calls;
         self.tool_calls = counters.tool_calls;
@@ -1000,6 +1007,7 @@ impl Ledger {
     /// Charges here what a descendant's logical run charged in attempts this ledger's journal
     /// does not hold: its `calls` and `spend`. A spend that takes this scope past a budget
     /// halts it, as a settlement would.
+    #[cfg(feature = "journal")]
     pub(crate) fn absorb(&mut self, limits: &Limits, (calls, spend): (Below, &Account)) {
         self.below.model_calls = self.below.model_calls.saturating_add(calls.model_calls);
         self.below.tool_calls = self.below.tool_calls.saturating_add(calls.tool_calls);
@@ -1010,6 +1018,7 @@ impl Ledger {
 
     /// Appends a journal's event (a proposal, a decision, an effect's start or result, a resume,
     /// a reconciliation), unless the run is stopped (the caller first, then a halt).
+    #[cfg(feature = "journal")]
     pub(crate) fn record(&mut self, gate: Gate, event: ControlEvent) -> Result<(), Stop> {
         if gate.caller_cancelled {
             return Err(Stop::Cancelled);
@@ -1023,6 +1032,7 @@ impl Ledger {
 
     /// Appends a journal's event even after a stop: it records something that happened (an
     /// effect's result, committed).
+    #[cfg(feature = "journal")]
     pub(crate) fn append(&mut self, event: ControlEvent) {
         self.events.push(event);
     }
@@ -1044,9 +1054,7 @@ impl Ledger {
     /// A copy of this ledger, for a test that tries two decisions from one state.
     #[cfg(test)]
     pub(crate) fn clone_for_test(&self) -> Self {
-        let mut copy = Self::default();
-        copy.restore(self.counters(), self.events.clone());
-        copy
+        self.clone()
     }
 
     /// Admitted attempts of `signature` so far.
@@ -1479,6 +1487,7 @@ mod tests {
         assert_eq!(kinds(&ledger).last().map(String::as_str), Some("RepeatedCall job_status 2"));
     }
 
+    #[cfg(feature = "journal")]
     #[test]
     fn the_progress_memory_is_part_of_the_counters_and_is_restored() {
         let job: Arc<str> = Arc::from("job_status");

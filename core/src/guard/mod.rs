@@ -69,8 +69,11 @@ use std::task::{Poll, Waker};
 
 use tokio::time::Instant;
 
-pub(crate) use ledger::{Activity, Below, Counters, Refuse, SpendAsk};
+pub(crate) use ledger::{Activity, Refuse, SpendAsk};
+#[cfg(feature = "journal")]
+pub(crate) use ledger::{Below, Counters};
 use ledger::{Branch, Detail, Gate, Ledger, ToolPrice, ToolTerms};
+#[cfg(feature = "journal")]
 pub(crate) use progress::{Entry, Seen, Tracker};
 use progress::{Rules, digest};
 pub use stop::Stop;
@@ -81,7 +84,9 @@ use crate::event::{ControlEvent, HaltReason};
 use crate::limits::Limits;
 use crate::pool::PoolDraw;
 use crate::pool::backend::{PoolLimit, PoolRefusal};
-use crate::spend::{Account, Price, Prices, Reserved, Spend};
+#[cfg(feature = "journal")]
+use crate::spend::Account;
+use crate::spend::{Price, Prices, Reserved, Spend};
 use crate::sync::{AtomicBool, CancellationToken, Mutex, Ordering};
 use crate::transport::Usage;
 use crate::watch::Feed;
@@ -223,6 +228,7 @@ pub(crate) struct Guard {
     cancelled_by_id: AtomicBool,
     /// In a journaled run, the attempt's epoch (its fencing token), set once when the attempt
     /// takes the run.
+    #[cfg(feature = "journal")]
     epoch: Mutex<Option<u64>>,
     /// When a store call first saw the caller's cancellation: with the deadline, the stop
     /// instant that bounds every later store call ([`waiting`]).
@@ -262,6 +268,7 @@ impl Guard {
             feed,
             tap: std::sync::OnceLock::new(),
             cancelled_by_id: AtomicBool::new(false),
+            #[cfg(feature = "journal")]
             epoch: Mutex::new(None),
             cancel_seen: Mutex::new(None),
             settled: tokio::sync::Notify::new(),
@@ -270,11 +277,13 @@ impl Guard {
     }
 
     /// Marks this guard's run as a journaled attempt under `epoch`.
+    #[cfg(feature = "journal")]
     pub(crate) fn set_epoch(&self, epoch: u64) {
         *self.epoch.lock() = Some(epoch);
     }
 
     /// The journaled attempt's epoch, if any.
+    #[cfg(feature = "journal")]
     pub(crate) fn epoch(&self) -> Option<u64> {
         *self.epoch.lock()
     }
@@ -291,11 +300,13 @@ impl Guard {
 
     /// Gives the scope's steps from now on to `tap` too: a journaled attempt's record of the
     /// run's stream. Returns whether it was set (once per scope).
+    #[cfg(feature = "journal")]
     pub(crate) fn set_tap(&self, tap: Feed) -> bool {
         self.tap.set(tap).is_ok()
     }
 
     /// A journaled attempt's record of the run's stream, once set.
+    #[cfg(feature = "journal")]
     pub(crate) fn tap(&self) -> Option<&Feed> {
         self.tap.get()
     }
@@ -840,6 +851,7 @@ impl Guard {
 
     /// Continues a logical run from a journal: `counters` and `events` become this guard's, if
     /// nothing was counted or recorded yet. Returns whether they were restored.
+    #[cfg(feature = "journal")]
     pub(crate) fn restore(&self, counters: Counters, events: Vec<ControlEvent>) -> bool {
         let mut ledger = self.ledger.lock();
         if !ledger.is_fresh() || ledger.stop().is_some() {
@@ -866,6 +878,7 @@ impl Guard {
     /// Charges this scope and each of its ancestors what a descendant's logical run charged in
     /// attempts their journals do not hold (`charged`: its calls and its spend); a budget that
     /// it takes past its limit halts that scope.
+    #[cfg(feature = "journal")]
     pub(crate) fn absorb(&self, charged: &(Below, Account)) {
         self.decide(|ledger, _, ancestors| {
             let (calls, account) = charged;
@@ -877,6 +890,7 @@ impl Guard {
     }
 
     /// The counters a journal persists, and the events from `from` on.
+    #[cfg(feature = "journal")]
     pub(crate) fn counters_and_events(&self, from: usize) -> (Counters, Vec<ControlEvent>) {
         let ledger = self.ledger.lock();
         let events = ledger.events().get(from..).map(<[ControlEvent]>::to_vec).unwrap_or_default();
@@ -884,12 +898,14 @@ impl Guard {
     }
 
     /// Appends a journal's event, unless the run is stopped (caller first, then a halt).
+    #[cfg(feature = "journal")]
     pub(crate) fn record(&self, event: ControlEvent) -> Result<(), Stop> {
         self.decide(|ledger, gate, _| ledger.record(gate, event))
     }
 
     /// Appends a journal's event whatever stopped the run: what it records (an effect's
     /// committed result) happened.
+    #[cfg(feature = "journal")]
     pub(crate) fn append(&self, event: ControlEvent) {
         let wakers = {
             let mut ledger = self.ledger.lock();
@@ -1030,6 +1046,7 @@ mod tests {
     use futures_core::Stream;
 
     use super::*;
+    #[cfg(feature = "journal")]
     use crate::event::{EventKind, Subject};
     use crate::watch::{self, Update, Updates};
 
@@ -1106,16 +1123,21 @@ mod tests {
         assert!(guard.token().is_cancelled(), "the halt cancelled the token, after the lock too");
         assert_eq!(events(&mut updates), ["ModelBudget model 1"]);
 
-        wait(&mut updates, &probe);
-        guard.append(ControlEvent::new(EventKind::Resumed, Subject::Run, 1));
-        assert_eq!(woken(&probe), (3, 0), "a journal's append too");
-        assert_eq!(events(&mut updates), ["Resumed run 1"]);
+        #[cfg(feature = "journal")]
+        {
+            wait(&mut updates, &probe);
+            guard.append(ControlEvent::new(EventKind::Resumed, Subject::Run, 1));
+            assert_eq!(woken(&probe), (3, 0), "a journal's append too");
+            assert_eq!(events(&mut updates), ["Resumed run 1"]);
+        }
 
+        let before = woken(&probe);
         wait(&mut updates, &probe);
         assert_eq!(guard.check(Activity::Model), Err(Stop::Halted(HaltReason::ModelBudget)));
-        assert_eq!(woken(&probe), (3, 0), "nothing recorded, nobody woken");
+        assert_eq!(woken(&probe), before, "nothing recorded, nobody woken");
     }
 
+    #[cfg(feature = "journal")]
     #[test]
     fn a_restored_log_wakes_the_watcher_once_the_lock_is_released() {
         let (feed, mut updates) = watch::channel();

@@ -138,6 +138,7 @@ pub(crate) struct Tracker {
 
 impl Tracker {
     /// Whether nothing was tracked (a run without an active policy, or before its first call).
+    #[cfg(feature = "journal")]
     pub(crate) fn is_empty(&self) -> bool {
         *self == Self::default()
     }

@@ -111,12 +111,16 @@ pub enum JournalError {
     ToolMismatch(String),
 }
 
+impl From<crate::InvalidRunId> for JournalError {
+    fn from(_: crate::InvalidRunId) -> Self {
+        Self::InvalidRunId
+    }
+}
+
 impl fmt::Display for JournalError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Self::InvalidRunId => f.write_str(
-                "invalid run id: use 1 to 100 characters among A-Z, a-z, 0-9, '.', '_', ':' and '-'",
-            ),
+            Self::InvalidRunId => crate::InvalidRunId.fmt(f),
             Self::InvalidOperationId => f.write_str("invalid operation id: expected <run>/op/<ordinal>"),
             Self::InvalidDigest => f.write_str("invalid digest: expected 64 hexadecimal digits"),
             Self::InvalidActor => f.write_str("invalid name: use 1 to 64 bytes without control characters"),

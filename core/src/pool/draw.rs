@@ -25,7 +25,8 @@ pub const DEFAULT_OUTPUT_CAP: u32 = 4_096;
 
 /// The pools a scope draws from, in one store, and the terms of each hold.
 ///
-/// ```
+#[cfg_attr(feature = "pools", doc = "```")]
+#[cfg_attr(not(feature = "pools"), doc = "```ignore")]
 /// use std::sync::Arc;
 /// use std::time::Duration;
 /// use loopbound::pool::{MemoryPools, PoolDraw, PoolName};
@@ -190,6 +191,7 @@ impl PoolTerms {
     /// Whether a draw on `asked` takes no more than these terms allow: from every pool these
     /// name (more pools only narrow a call), with an output cap at most this one. The lease is
     /// the holder's own: it bounds how long a dead holder's hold waits, not what is spent.
+    #[cfg(feature = "journal")]
     pub(crate) fn covers(&self, asked: &Self) -> bool {
         self.names.iter().all(|name| asked.names.contains(name)) && asked.output_cap <= self.output_cap
     }

@@ -7,7 +7,8 @@
 //! machines. A scope draws from any number of pools of one store ([`PoolDraw`],
 //! [`ScopeBuilder::pools`](crate::ScopeBuilder::pools)): tenant, user, feature.
 //!
-//! ```
+#![cfg_attr(feature = "pools", doc = "```")]
+#![cfg_attr(not(feature = "pools"), doc = "```ignore")]
 //! use std::sync::Arc;
 //! use loopbound::pool::{MemoryPools, PoolBudget, PoolDraw, PoolName, PoolStore, Window};
 //! use loopbound::scripted::{sequence, Step};
@@ -100,13 +101,17 @@ pub mod backend;
 mod budget;
 mod draw;
 mod error;
+#[cfg(feature = "pools")]
 mod memory;
 
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
+#[cfg(feature = "pools")]
 use std::sync::Arc;
+#[cfg(feature = "pools")]
 use std::sync::atomic::{AtomicU64, Ordering};
+#[cfg(feature = "pools")]
 use std::time::{Duration, SystemTime};
 
 use serde::Serialize;
@@ -115,6 +120,7 @@ pub use backend::rules::Line;
 pub use budget::{Amount, MAX_POOL_NAME_LEN, PoolBudget, PoolName, Window};
 pub use draw::{DEFAULT_LEASE, DEFAULT_OUTPUT_CAP, PoolDraw, PoolTerms};
 pub use error::PoolError;
+#[cfg(feature = "pools")]
 pub use memory::MemoryPools;
 
 /// A pool store's future: `Send`, so a run that awaits it can be spawned.
@@ -195,15 +201,18 @@ pub trait PoolStore: backend::PoolBackend + fmt::Debug {
 }
 
 /// The clock a store judges leases and windows by, in milliseconds since 1970-01-01 UTC.
+#[cfg(feature = "pools")]
 pub trait Clock: Send + Sync + fmt::Debug {
     /// Now.
     fn now(&self) -> u64;
 }
 
 /// The system's clock.
+#[cfg(feature = "pools")]
 #[derive(Clone, Copy, Debug, Default)]
 pub struct SystemClock;
 
+#[cfg(feature = "pools")]
 impl Clock for SystemClock {
     fn now(&self) -> u64 {
         let since = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default();
@@ -212,9 +221,11 @@ impl Clock for SystemClock {
 }
 
 /// A clock that moves only when told: for tests of leases and windows.
+#[cfg(feature = "pools")]
 #[derive(Clone, Debug, Default)]
 pub struct ManualClock(Arc<AtomicU64>);
 
+#[cfg(feature = "pools")]
 impl ManualClock {
     /// A clock at `now`.
     #[must_use]
@@ -234,6 +245,7 @@ impl ManualClock {
     }
 }
 
+#[cfg(feature = "pools")]
 impl Clock for ManualClock {
     fn now(&self) -> u64 {
         self.0.load(Ordering::SeqCst)

@@ -193,7 +193,10 @@ impl<T: Transport, S: Send + Sync + 'static> Runner<T, S> {
         // Bodies admitted before a refusal or a suspension (an approval awaited, an ambiguous
         // effect) run, as they would have one after another; any other end (a stop, a failed
         // journal) leaves them unstarted.
+        #[cfg(feature = "journal")]
         let run_bodies = matches!(ended, None | Some(End::Suspended(..) | End::Awaiting(_)));
+        #[cfg(not(feature = "journal"))]
+        let run_bodies = ended.is_none();
         let stopped = if run_bodies {
             self.run_batch(scope, course, reply, calls, queued, cap, &mut answers).await
         } else {

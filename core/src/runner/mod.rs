@@ -37,7 +37,9 @@ use std::sync::Arc;
 use tracing::Instrument;
 
 pub use composition::Composition;
-pub(crate) use course::{Admission, Course, Live, Pending, Turn, answer_of, failed};
+#[cfg(feature = "journal")]
+pub(crate) use course::{Admission, Pending, Turn, answer_of, failed};
+pub(crate) use course::{Course, Live};
 pub use observer::{Observation, Observer};
 pub use options::{Concurrency, ConcurrencyError, Offer};
 pub use preview::Preview;
@@ -125,11 +127,13 @@ pub(crate) struct ModelCall {
 
 impl ModelCall {
     /// Whether the call holds a reservation (a spend budget or a pool is set).
+    #[cfg(feature = "journal")]
     pub(crate) fn is_reserved(&self) -> bool {
         self.prepared.is_reserved()
     }
 
     /// Gives back what the call holds: it is never sent.
+    #[cfg(feature = "journal")]
     pub(crate) async fn withdraw<T: Transport>(self, model: &Budgeted<'_, T>) {
         model.withdraw(self.prepared).await;
     }
@@ -142,10 +146,13 @@ pub(crate) enum End {
     Stopped(Stop),
     Transport(TransportError),
     /// A journaled run stopped on an operation: `Ambiguous`.
+    #[cfg(feature = "journal")]
     Suspended(Status, Arc<str>),
     /// A journaled run stopped on this proposal, which waits for the host's decision.
+    #[cfg(feature = "journal")]
     Awaiting(Box<crate::journal::Proposal>),
     /// A journaled run's journal failed: nothing more ran.
+    #[cfg(feature = "journal")]
     Journal(crate::journal::JournalError),
     /// A limit stopped the run and the wrap-up call answered with this text.
     WrappedUp(crate::event::HaltReason, Option<String>),
@@ -650,15 +657,18 @@ fn concluded<S>(
             Err(RunError::Unsupported(error))
         }
         End::Transport(error) => Err(RunError::Provider(error)),
+        #[cfg(feature = "journal")]
         End::Suspended(status, operation) => {
             Ok(Outcome::stopped(status, events, usage, None).on(Some(operation)))
         }
+        #[cfg(feature = "journal")]
         End::Awaiting(proposal) => {
             let operation = proposal.operation().shared();
             Ok(Outcome::stopped(Status::AwaitingApproval, events, usage, None)
                 .on(Some(operation))
                 .awaiting(proposal))
         }
+        #[cfg(feature = "journal")]
         End::Journal(error) => Err(RunError::Journal(error)),
         End::Pool(error) => Err(RunError::Pool(error)),
         End::WrappedUp(reason, text) => {

@@ -16,10 +16,12 @@
 
 use std::fmt;
 use std::sync::Arc;
+#[cfg(feature = "journal")]
 use std::time::Duration;
 
 use super::Runner;
 use crate::ended::Ended;
+#[cfg(feature = "journal")]
 use crate::journal::{Journal, JournalError, OperationId, RunId};
 use crate::limits::LimitsError;
 use crate::outcome::{RunError, Status};
@@ -116,6 +118,7 @@ impl<T: Transport, C: Send + Sync + 'static> SubAgent<T, C> {
     }
 }
 
+#[cfg(feature = "journal")]
 impl<T: Transport, C: Send + Sync + 'static> SubAgent<T, C> {
     /// As [`run`](Self::run), as its own journaled run in `journal`, complete by a condition
     /// over its state and its record ([`Ended`], as for `run_journaled`), for a tool of a journaled
@@ -181,10 +184,12 @@ impl<T: Transport, C: Send + Sync + 'static> SubAgent<T, C> {
 }
 
 /// How long past a held lease's remaining time a child attempt tries again.
+#[cfg(feature = "journal")]
 const LEASE_MARGIN: Duration = Duration::from_millis(50);
 
 /// A child run that finished in an earlier attempt of its parent: its calls and spend are
 /// charged to the parent's chain, and its recorded answer handed back.
+#[cfg(feature = "journal")]
 async fn finished<J: Journal, S>(
     journal: &J,
     run: &RunId,
@@ -213,6 +218,7 @@ pub enum SubAgentError {
     Run(RunError),
     /// A journaled sub-agent was asked for outside a journaled run: its call has no operation
     /// to derive the child's run id from.
+    #[cfg(feature = "journal")]
     NotJournaled,
 }
 
@@ -222,6 +228,7 @@ impl fmt::Display for SubAgentError {
             Self::Open(_) => f.write_str("the sub-agent's scope could not be opened"),
             Self::Stopped(status) => write!(f, "the sub-agent ended with {status}"),
             Self::Run(_) => f.write_str("the sub-agent's run failed"),
+            #[cfg(feature = "journal")]
             Self::NotJournaled => f.write_str("a journaled sub-agent runs only inside a journaled run"),
         }
     }
@@ -232,7 +239,9 @@ impl std::error::Error for SubAgentError {
         match self {
             Self::Open(error) => Some(error),
             Self::Run(error) => Some(error),
-            Self::Stopped(_) | Self::NotJournaled => None,
+            Self::Stopped(_) => None,
+            #[cfg(feature = "journal")]
+            Self::NotJournaled => None,
         }
     }
 }

@@ -25,7 +25,7 @@ use tracing::Span;
 use tracing::field::Empty;
 
 use super::Runner;
-use crate::journal::RunId;
+use crate::RunId;
 use crate::outcome::{Outcome, RunError};
 use crate::transport::{ToolCall, Transport, Usage};
 

@@ -210,6 +210,7 @@ impl Account {
 
     /// Charges whole every reservation still held (its call's process died: the provider may
     /// have billed it).
+    #[cfg(feature = "journal")]
     pub(crate) fn charge_in_flight(&mut self) {
         let held = std::mem::take(&mut self.reserved);
         self.settled += held.as_usage();
@@ -218,6 +219,7 @@ impl Account {
 
     /// Adds `other`'s spend (a descendant's, restored from its journal), its reservations
     /// charged whole. Returns the budget the settled spend now exceeds, if any.
+    #[cfg(feature = "journal")]
     pub(crate) fn absorb(&mut self, limits: &Limits, other: &Self) -> Result<(), Refusal> {
         let mut other = other.clone();
         other.charge_in_flight();
@@ -268,11 +270,13 @@ impl Account {
     }
 
     /// The persisted form: settled figures, in-flight reservations, calls over.
+    #[cfg(feature = "journal")]
     pub(crate) fn parts(&self) -> (Usage, Micros, Reserved, u32) {
         (self.settled, self.settled_cost, self.reserved, self.over)
     }
 
     /// An account from its persisted form.
+    #[cfg(feature = "journal")]
     pub(crate) fn from_parts(settled: Usage, cost: Micros, reserved: Reserved, over: u32) -> Self {
         Self { settled, settled_cost: cost, reserved, over, above: (0, Micros::ZERO) }
     }

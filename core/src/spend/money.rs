@@ -86,11 +86,13 @@ impl Price {
     }
 
     /// Its parts, per million tokens: plain input, cached input, cache writes, output.
+    #[cfg(feature = "journal")]
     pub(crate) const fn parts(&self) -> [u64; 4] {
         [self.input, self.cached_input, self.cache_write, self.output]
     }
 
     /// The price of `parts` (as [`parts`](Self::parts) lists them).
+    #[cfg(feature = "journal")]
     pub(crate) const fn from_parts([input, cached_input, cache_write, output]: [u64; 4]) -> Self {
         Self { input, cached_input, cache_write, output }
     }
@@ -213,16 +215,19 @@ impl Prices {
     }
 
     /// Every model's price, by model id.
+    #[cfg(feature = "journal")]
     pub(crate) fn models(&self) -> impl Iterator<Item = (&str, Price)> {
         self.models.iter().map(|(model, price)| (&**model, *price))
     }
 
     /// Every named tool's price per call, by tool name.
+    #[cfg(feature = "journal")]
     pub(crate) fn tools(&self) -> impl Iterator<Item = (&str, Micros)> {
         self.tools.iter().map(|(tool, price)| (&**tool, *price))
     }
 
     /// The price of a call of a tool the table does not name, if it sets one.
+    #[cfg(feature = "journal")]
     pub(crate) fn others(&self) -> Option<Micros> {
         self.other_tools
     }
@@ -231,6 +236,7 @@ impl Prices {
     /// each of its models at least as dear in every part and no model `floor` lacks, each tool
     /// `floor` prices (by name, or as one of its other tools) at least as dear. A table that
     /// charges less lets a cost budget buy more.
+    #[cfg(feature = "journal")]
     pub(crate) fn charges_at_least(&self, floor: &Self) -> bool {
         let models = self.models.keys().all(|model| floor.models.contains_key(model))
             && floor.models.iter().all(|(model, price)| {

@@ -91,6 +91,7 @@ impl<S> ToolContext<S> {
     /// writes; an effect's system that records the highest epoch it applied for an operation,
     /// and refuses a lower one, also refuses an attempt that was paused past its lease and
     /// wakes after another took the run over. `None` without a journal.
+    #[cfg(feature = "journal")]
     #[must_use]
     pub fn fencing_token(&self) -> Option<crate::journal::FencingToken> {
         let operation = self.operation.as_ref()?;

@@ -197,6 +197,7 @@ where
 
     /// Steps 3 and 4 for a journaled call: signs the input, then admits it, and returns the
     /// canonical arguments for the call's proposal.
+    #[cfg(feature = "journal")]
     pub(crate) fn admit_signed(self, scope: &Scope<S>) -> Result<(Admitted<'t, T, S>, String), ToolError> {
         self.admit_signed_with(scope, |guard, tool, granted, signature| {
             guard.admit_tool(tool, granted, signature).map_err(ToolError::from)
@@ -205,6 +206,7 @@ where
 
     /// As [`admit_signed`](Self::admit_signed), with a refusal's halt handed back instead of
     /// recorded.
+    #[cfg(feature = "journal")]
     pub(crate) fn admit_signed_deferring(
         self,
         scope: &Scope<S>,
@@ -214,6 +216,7 @@ where
         })
     }
 
+    #[cfg(feature = "journal")]
     fn admit_signed_with<E: From<BindError>>(
         self,
         scope: &Scope<S>,
@@ -231,6 +234,7 @@ where
     /// Step 4 for a call that an earlier attempt of a journaled run admitted as `count`, with
     /// the proposal's `expected` signature: admitted again without being counted again (the
     /// logical run's counters hold it), if it signs the same. `None` if it does not.
+    #[cfg(feature = "journal")]
     pub(crate) fn readmit(self, expected: &str, count: u32) -> Result<Option<Admitted<'t, T, S>>, BindError> {
         let signature = self.tool.sign(&self.input)?;
         Ok((signature.as_str() == expected).then_some(Admitted { tool: self.tool, input: self.input, count }))

@@ -16,9 +16,11 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+#[cfg(feature = "journal")]
 use super::binding::BindError;
 use super::call::finish;
 use super::definition::{GuardedTool, ToolBuilder};
+#[cfg(feature = "journal")]
 use super::effect::{EffectKind, Policy};
 use super::error::ToolError;
 use super::pipeline::{Admitted, BodyFuture, Definition, Refusal};
@@ -183,7 +185,9 @@ pub(crate) trait ErasedTool<S>: Send + Sync {
     fn name(&self) -> &Arc<str>;
     fn definition(&self) -> &ToolDefinition;
     fn capability(&self) -> &str;
+    #[cfg(feature = "journal")]
     fn effect(&self) -> EffectKind;
+    #[cfg(feature = "journal")]
     fn policy(&self) -> Policy;
     /// Binds, checks, admits and starts the body; the caller runs it with [`finish`]. Returns
     /// the body and the tool-call count it was admitted as.
@@ -198,6 +202,7 @@ pub(crate) trait ErasedTool<S>: Send + Sync {
     ) -> Result<Box<dyn AdmittedCall<S> + 'a>, Refusal>;
     /// Binds, checks, signs and admits a journaled call; returns it with its canonical arguments,
     /// for its proposal. `deferring` as for [`admit_json`](Self::admit_json).
+    #[cfg(feature = "journal")]
     fn admit_journaled<'a>(
         &'a self,
         scope: &Scope<S>,
@@ -206,6 +211,7 @@ pub(crate) trait ErasedTool<S>: Send + Sync {
     ) -> Result<(Box<dyn AdmittedCall<S> + 'a>, String), Refusal>;
     /// Binds and checks a call that an earlier attempt admitted as `count` with the signature
     /// `expected`; `None` if it now signs differently. Nothing is counted.
+    #[cfg(feature = "journal")]
     fn readmit<'a>(
         &'a self,
         arguments: &str,
@@ -258,10 +264,12 @@ where
         Definition::capability(self)
     }
 
+    #[cfg(feature = "journal")]
     fn effect(&self) -> EffectKind {
         Definition::effect(self)
     }
 
+    #[cfg(feature = "journal")]
     fn policy(&self) -> Policy {
         Definition::policy(self)
     }
@@ -283,6 +291,7 @@ where
         Ok(Box::new(admitted))
     }
 
+    #[cfg(feature = "journal")]
     fn admit_journaled<'a>(
         &'a self,
         scope: &Scope<S>,
@@ -295,6 +304,7 @@ where
         Ok((Box::new(admitted), arguments))
     }
 
+    #[cfg(feature = "journal")]
     fn readmit<'a>(
         &'a self,
         arguments: &str,

@@ -282,6 +282,7 @@ impl<'a, T: Transport> Budgeted<'a, T> {
 
     /// Gives back what a prepared call that is never sent holds: its reservation is settled at
     /// nothing, its pools' hold released. It stays counted as an admitted call.
+    #[cfg(feature = "journal")]
     pub(crate) async fn withdraw(&self, prepared: Prepared) {
         let Admitted { reserved, hold } = prepared.admitted;
         if let (Some(draw), Some(hold)) = (self.guard.pools(), hold) {
@@ -529,6 +530,7 @@ impl<'a, T: Transport> Budgeted<'a, T> {
     }
 
     /// The scope's guard.
+    #[cfg(feature = "journal")]
     pub(crate) fn guard(&self) -> &'a Guard {
         self.guard
     }
@@ -652,6 +654,7 @@ pub(crate) struct Prepared {
 impl Prepared {
     /// Whether the call holds a reservation (a spend budget or a pool is set): what a crash
     /// during the call must not lose.
+    #[cfg(feature = "journal")]
     pub(crate) fn is_reserved(&self) -> bool {
         self.admitted.reserved.is_some() || self.admitted.hold.is_some()
     }

@@ -185,7 +185,7 @@ impl Feed {
             Ok(outcome) => {
                 if matches!(outcome.status(), Status::AwaitingApproval | Status::Ambiguous) {
                     let operation = outcome.operation().map(Arc::from);
-                    let pending = outcome.pending().cloned().map(Box::new);
+                    let pending = outcome.pending_copy();
                     self.push(Update::Suspended(Suspension { status: outcome.status(), operation, pending }));
                 }
                 self.push(Update::Outcome(outcome.clone()));
@@ -244,6 +244,7 @@ impl Updates {
     }
 
     /// Whether the stream has ended: the run pushes nothing more and everything was read.
+    #[cfg(feature = "journal")]
     pub(crate) fn is_ended(&self) -> bool {
         let state = self.shared.state.lock();
         state.closed && state.queue.is_empty()
@@ -251,6 +252,7 @@ impl Updates {
 
     /// Ready once an update is queued or the run pushes nothing more; otherwise `cx` is woken
     /// by the next push. Reads nothing: [`try_next`](Self::try_next) takes what is queued.
+    #[cfg(feature = "journal")]
     pub(crate) fn poll_ready(&self, cx: &mut Context<'_>) -> Poll<()> {
         let mut state = self.shared.state.lock();
         if !state.queue.is_empty() || state.closed {

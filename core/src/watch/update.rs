@@ -185,12 +185,12 @@ pub struct Suspension {
     pub(crate) operation: Option<Arc<str>>,
     /// For `AwaitingApproval`, the proposal that waits, as the outcome hands it out.
     #[serde(serialize_with = "pending_form")]
-    pub(crate) pending: Option<Box<crate::journal::Proposal>>,
+    pub(crate) pending: Option<Box<crate::outcome::Pending>>,
 }
 
 #[allow(clippy::ref_option, reason = "serde's `serialize_with` hands over a reference to the field")]
 fn pending_form<S: serde::Serializer>(
-    pending: &Option<Box<crate::journal::Proposal>>,
+    pending: &Option<Box<crate::outcome::Pending>>,
     serializer: S,
 ) -> Result<S::Ok, S::Error> {
     serde::Serialize::serialize(&pending.as_deref().map(crate::outcome::PendingForm), serializer)
@@ -216,6 +216,7 @@ impl Suspension {
 
     /// For `AwaitingApproval`, the proposal that waits for the host's decision (see
     /// [`Outcome::pending`](crate::Outcome::pending)).
+    #[cfg(feature = "journal")]
     #[must_use]
     pub fn pending(&self) -> Option<&crate::journal::Proposal> {
         self.pending.as_deref()

@@ -24,11 +24,11 @@
 //! # Who reads the effect kind and the policy
 //!
 //! A journal does, exactly as for a tool defined in the host; the adapter adds no
-//! rule of its own. Under [`Runner::run_journaled`](loopbound::Runner::run_journaled) a call to
+//! rule of its own. Under [`Runner::run_journaled`][run_journaled] a call to
 //! an `Ask` tool is proposed and the run stops `AwaitingApproval` naming the operation, before
 //! anything is sent to the server; after
-//! [`journal::approve`](loopbound::journal::approve) (bound to the proposal's digest) the same
-//! call resumes the run and sends it once; after [`journal::deny`](loopbound::journal::deny) the
+//! [`journal::approve`][approve] (bound to the proposal's digest) the same
+//! call resumes the run and sends it once; after [`journal::deny`][deny] the
 //! run halts `Denied` and nothing is sent. A `Deny` tool halts `Denied` when proposed.
 //!
 //! Outside a journal (a plain [`Runner::run`](loopbound::Runner::run), or a direct
@@ -51,6 +51,10 @@
 //!
 //! - A tool without annotations is an `Effect` under `Ask`: in a journaled run, nothing a
 //!   server leaves unsaid makes a tool run without a decision.
+//!
+//! [run_journaled]: https://docs.rs/loopbound/latest/loopbound/struct.Runner.html#method.run_journaled
+//! [approve]: https://docs.rs/loopbound/latest/loopbound/journal/fn.approve.html
+//! [deny]: https://docs.rs/loopbound/latest/loopbound/journal/fn.deny.html
 
 use loopbound::tool::{EffectKind, Policy};
 use rmcp::model::ToolAnnotations;

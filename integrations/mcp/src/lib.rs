@@ -22,7 +22,7 @@
 //!   reported once;
 //! - the tool's **annotations** (`readOnlyHint`, `destructiveHint`, `idempotentHint`) map to an
 //!   effect kind and a standing decision ([`annotations`]): a destructive tool is `Ask`, and a
-//!   journaled run ([`Runner::run_journaled`](loopbound::Runner::run_journaled)) stops
+//!   journaled run ([`Runner::run_journaled`][run_journaled]) stops
 //!   `AwaitingApproval` before sending it, as for any loopbound tool; outside a journal such a
 //!   call fails closed (the run halts `Denied`, nothing is sent). Annotations are hints from the server, not guarantees.
 //! - both protocol **revisions** ([`revision`]): 2026-07-28 (stateless: `server/discover`,
@@ -66,6 +66,8 @@
 //!
 //! The MCP SDK is [`rmcp`], re-exported so that a host can bring its own transport (TLS,
 //! in-process) to [`Connection::with_transport`] at the same version.
+//!
+//! [run_journaled]: https://docs.rs/loopbound/latest/loopbound/struct.Runner.html#method.run_journaled
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]

@@ -10,11 +10,13 @@
 //!
 //! - The guard's signature is the canonical JSON of exactly the arguments sent.
 //! - The body reads no policy: deciding is the journal's, as for every loopbound tool. Under
-//!   [`Runner::run_journaled`](loopbound::Runner::run_journaled) a call the policy does not
+//!   [`Runner::run_journaled`][run_journaled] a call the policy does not
 //!   allow reaches this body only after an approval; outside a journal core halts such a call
 //!   `Denied` before this body starts (see [`annotations`](crate::annotations)).
 //! - A tool that cannot be offered safely (unsupported schema, invalid or taken name) is left
 //!   out and listed in [`Registered::skipped`], with a `warn` event; the others are added.
+//!
+//! [run_journaled]: https://docs.rs/loopbound/latest/loopbound/struct.Runner.html#method.run_journaled
 
 use std::sync::Arc;
 

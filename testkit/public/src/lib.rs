@@ -25,7 +25,8 @@
 //! tens of seconds (some checks wait for short leases to expire), so this example is only
 //! compiled; `loopbound`'s own tests run the same code.
 //!
-//! ```no_run
+#![cfg_attr(feature = "journal", doc = "```no_run")]
+#![cfg_attr(not(feature = "journal"), doc = "```ignore")]
 //! use std::time::Duration;
 //!
 //! use loopbound::journal::MemoryJournal;
@@ -56,6 +57,11 @@
 //! }
 //! ```
 //!
+//! # Features
+//!
+//! `journal` ([`conformance`], [`hooked`]) and `pools` ([`pool`]), both on by default, turn on
+//! `loopbound`'s features of the same names; the rest needs neither.
+//!
 //! # Invariants
 //!
 //! - This crate depends on `loopbound` and on crates `loopbound` already builds (tokio, serde,
@@ -68,8 +74,11 @@
 #![warn(missing_docs)]
 
 pub mod chain;
+#[cfg(feature = "journal")]
 pub mod conformance;
+#[cfg(feature = "journal")]
 pub mod hooked;
+#[cfg(feature = "pools")]
 pub mod pool;
 pub mod refund;
 pub mod telemetry;
