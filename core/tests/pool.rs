@@ -1,6 +1,8 @@
 //! Shared pools under the scope: a call reserved in every pool before it is sent, refused by
 //! name when a pool has no room, released when the run's own admission refuses, settled from
-//! the provider's usage, charged whole when its holder dies, and 64 tasks racing one pool.
+//! the provider's usage, charged whole when the run stops during it; and the pool-store
+//! conformance suite on the memory store (what the store itself does: holds, refusals,
+//! settlement, expiry, UTC days, 64 tasks racing one pool).
 
 mod common;
 
@@ -9,12 +11,13 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use common::Slow;
-use loopbound::pool::backend::{PoolBackend, PoolLimit, Settled};
+use loopbound::pool::backend::{PoolBackend, Settled};
 use loopbound::pool::{Amount, ManualClock, MemoryPools, PoolBudget, PoolDraw, PoolName, PoolStore, Window};
 use loopbound::scripted::{Scripted, Step, sequence};
 use loopbound::spend::{ByteCounter, Micros, Price, Prices};
 use loopbound::transport::{ModelReply, Usage};
 use loopbound::{Limits, LimitsError, Message, RunError, RunErrorKind, Runner, Scope, Status, ToolSet};
+use loopbound_test::pool::conformance::{self, Stores};
 use loopbound_test::pool::{Billing, CALL_TOKENS};
 
 /// 2026-12-01T10:00:00Z.
@@ -47,9 +50,26 @@ fn answer(usage: Usage) -> Step {
     Step::Reply(ModelReply::text("Done.").with_usage(usage))
 }
 
+struct Memory;
+
+impl Stores for Memory {
+    type Store = MemoryPools;
+
+    async fn fresh(&self) -> MemoryPools {
+        MemoryPools::new()
+    }
+
+    async fn fresh_on(&self, clock: ManualClock) -> Option<MemoryPools> {
+        Some(MemoryPools::with_clock(Arc::new(clock)))
+    }
+}
+
+/// The pool-store conformance suite (`loopbound-test`) on the memory store: definitions, all or
+/// nothing, crowded and spent refusals, settlement, release, renewal, expiry and late
+/// settlement, UTC days, and 64 tasks racing one pool.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn sixty_four_tasks_racing_one_pool_settle_within_it_and_use_at_least_95_percent() {
-    loopbound_test::pool::check_race(Arc::new(MemoryPools::new()), &name("tenant:race"), 64, 25).await;
+async fn the_memory_pool_store_conforms() {
+    conformance::check_all(&Memory).await;
 }
 
 #[tokio::test]
@@ -269,79 +289,6 @@ async fn a_pool_store_that_fails_stops_the_run_before_anything_is_sent() {
     assert_eq!(error.kind(), RunErrorKind::Configuration);
     assert_eq!(error.to_string(), "the pool is not defined in this store");
     assert_eq!(model.calls(), 0);
-}
-
-#[tokio::test]
-async fn a_dead_holders_hold_is_charged_whole_at_expiry_and_a_late_settlement_adds_only_the_excess() {
-    let acme = name("tenant:acme");
-    let (store, clock) = store_with(&[(&acme, PoolBudget::default().with_tokens(1_000))]).await;
-    let ask = |lease| {
-        loopbound::pool::backend::PoolAsk::new(vec![acme.clone()], 100)
-            .cap(300)
-            .min_output(16)
-            .lease(lease)
-            .holder("w")
-    };
-    let grant = store.reserve(ask(Duration::from_secs(10))).await.unwrap().unwrap();
-    assert_eq!((grant.output, grant.amount.tokens), (300, 400));
-    clock.advance(Duration::from_secs(9));
-    assert!(store.renew(grant.hold, Duration::from_secs(10)).await.unwrap(), "renewed in time");
-    clock.advance(Duration::from_secs(9));
-    assert_eq!(store.state(&acme).await.unwrap().reserved.tokens, 400, "the renewal kept it");
-    clock.advance(Duration::from_secs(2));
-    let state = store.state(&acme).await.unwrap();
-    assert_eq!((state.settled.tokens, state.reserved.tokens, state.holds), (400, 0, 0), "charged whole");
-    assert!(!store.renew(grant.hold, Duration::from_secs(10)).await.unwrap());
-    let report = Amount::new(1, 450, Micros::ZERO);
-    assert_eq!(store.settle(grant.hold, report).await.unwrap(), Settled::Late);
-    assert_eq!(store.state(&acme).await.unwrap().settled.tokens, 450, "only the excess, once");
-    assert_eq!(store.settle(grant.hold, report).await, Err(loopbound::pool::PoolError::UnknownHold));
-    // A released hold charges nothing; an expired one stays charged when released.
-    let second = store.reserve(ask(Duration::from_secs(10))).await.unwrap().unwrap();
-    store.release(second.hold).await.unwrap();
-    let third = store.reserve(ask(Duration::from_secs(1))).await.unwrap().unwrap();
-    clock.advance(Duration::from_secs(1));
-    store.release(third.hold).await.unwrap();
-    let state = store.state(&acme).await.unwrap();
-    assert_eq!((state.settled.tokens, state.reserved.tokens), (450 + third.amount.tokens, 0));
-    // 150 tokens are left: 100 of input and 50 of output, below a minimum of 51.
-    let mut tight = ask(Duration::from_secs(1));
-    tight.min_output = 51;
-    let refused = store.reserve(tight).await.unwrap().unwrap_err();
-    assert_eq!((refused.pool, refused.limit), (acme, PoolLimit::Tokens));
-}
-
-#[tokio::test]
-async fn each_utc_day_has_its_own_figures_and_a_hold_settles_in_its_own_day() {
-    let acme = name("tenant:acme");
-    let (store, clock) = store_with(&[(&acme, PoolBudget::default().with_calls(1).per(Window::Day))]).await;
-    let ask = loopbound::pool::backend::PoolAsk::new(vec![acme.clone()], 1)
-        .cap(10)
-        .min_output(1)
-        .lease(Duration::from_secs(3_600 * 20))
-        .holder("w");
-    let today = store.reserve(ask.clone()).await.unwrap().unwrap();
-    assert!(store.reserve(ask.clone()).await.unwrap().is_err(), "one call a day");
-    clock.advance(Duration::from_secs(14 * 3_600));
-    let state = store.state(&acme).await.unwrap();
-    assert_eq!((state.window_start, state.settled.calls, state.reserved.calls), (NOW + 14 * 3_600_000, 0, 0));
-    let tomorrow = store.reserve(ask.clone()).await.unwrap().unwrap();
-    store.settle(today.hold, Amount::new(1, 5, Micros::ZERO)).await.unwrap();
-    store.settle(tomorrow.hold, Amount::new(1, 7, Micros::ZERO)).await.unwrap();
-    let state = store.state(&acme).await.unwrap();
-    assert_eq!(
-        (state.settled.calls, state.settled.tokens),
-        (1, 7),
-        "yesterday's settlement stays yesterday's"
-    );
-    // A host reads and adjusts the limit; the day's figures are kept.
-    store.define(&acme, PoolBudget::default().with_calls(2).per(Window::Day)).await.unwrap();
-    assert!(store.reserve(ask.clone()).await.unwrap().is_ok(), "the raised limit admits one more");
-    assert_eq!(
-        store.define(&acme, PoolBudget::default().with_calls(2)).await,
-        Err(loopbound::pool::PoolError::InvalidBudget),
-        "a pool keeps its window"
-    );
 }
 
 /// A store that runs `during` inside each reservation (between the run's look and its

@@ -1,12 +1,14 @@
-//! Shared pools in a SQLite file: one file for the journal and the pools (opened in either
-//! order), a foreign database refused untouched, the figures surviving a reopen, and the race
-//! every pool store must pass (`loopbound_test::pool::check_race`).
+//! Shared pools in a SQLite file: the pool-store conformance suite every store must pass
+//! (`loopbound_test::pool::conformance`, with the race), one file for the journal and the pools
+//! (opened in either order), a foreign database refused untouched, the figures surviving a
+//! reopen.
 
 use std::sync::Arc;
 
-use loopbound::pool::{Amount, PoolBudget, PoolError, PoolName, PoolStore, Window};
-use loopbound_sqlite::{SqliteJournal, SqlitePools};
-use loopbound_testkit::{pool, scratch};
+use loopbound::pool::{Amount, ManualClock, PoolBudget, PoolError, PoolName, PoolStore, Window};
+use loopbound_sqlite::{SqliteJournal, SqlitePools, Synchronous};
+use loopbound_testkit::pool::conformance::{self, Stores};
+use loopbound_testkit::scratch;
 
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap()
@@ -48,8 +50,23 @@ fn a_foreign_database_is_refused_untouched() {
     assert_eq!((tables, orders), (1, 7), "untouched");
 }
 
+/// A fresh file per store, with `synchronous = FULL` as [`SqlitePools::open`] opens it.
+struct Sqlite;
+
+impl Stores for Sqlite {
+    type Store = SqlitePools;
+
+    async fn fresh(&self) -> SqlitePools {
+        SqlitePools::open(scratch::dir("pool-conform").join("pools.db")).expect("a fresh file opens")
+    }
+
+    async fn fresh_on(&self, clock: ManualClock) -> Option<SqlitePools> {
+        let file = scratch::dir("pool-conform").join("pools.db");
+        Some(SqlitePools::open_with(file, Synchronous::Full, Arc::new(clock)).expect("a fresh file opens"))
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn sixty_four_tasks_racing_one_sqlite_pool_settle_within_it_and_use_at_least_95_percent() {
-    let store = SqlitePools::open(scratch::dir("pool-race").join("pools.db")).unwrap();
-    pool::check_race(Arc::new(store), &PoolName::new("tenant:race").unwrap(), 64, 25).await;
+async fn the_sqlite_pool_store_conforms() {
+    conformance::check_all(&Sqlite).await;
 }

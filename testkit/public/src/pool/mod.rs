@@ -1,7 +1,8 @@
 //! Races for one shared pool: a model that bills every call it answers (the ground truth), runs
 //! that draw from a pool, and many of them at once, for the memory, SQLite and PostgreSQL
 //! stores' tests and the benchmark; and [`check_race`], the race a pool store passes before it
-//! is trusted with a shared pool.
+//! is trusted with a shared pool. [`conformance`] is the whole suite a pool store passes, the race
+//! among its checks.
 //!
 //! Every call asks the same: a prompt of [`PROMPT_BYTES`] bytes (so the default counter
 //! estimates at least that many input tokens) and at most [`OUTPUT_CAP`] output tokens. The model
@@ -14,6 +15,8 @@
 //!   [`Billing`] transport adds it to its tally before it returns the reply.
 //! - A run is one request: one model call that answers at once (`Completed`), or a refusal by
 //!   the pool before anything is sent (`TokenBudget`, the pool named in the outcome's detail).
+
+pub mod conformance;
 
 use std::io::Write as _;
 use std::sync::Arc;
