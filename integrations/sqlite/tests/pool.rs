@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use loopbound::pool::{Amount, ManualClock, PoolBudget, PoolError, PoolName, PoolStore, Window};
+use loopbound::pool::{Amount, ManualClock, PoolBudget, PoolError, PoolStore, Window};
 use loopbound_sqlite::{SqliteJournal, SqlitePools, Synchronous};
 use loopbound_testkit::pool::conformance::{self, Stores};
 use loopbound_testkit::scratch;
@@ -17,7 +17,7 @@ fn runtime() -> tokio::runtime::Runtime {
 #[test]
 fn the_journal_and_the_pools_share_one_file_whichever_opens_it_first() {
     let runtime = runtime();
-    let pool = PoolName::new("tenant:acme").unwrap();
+    let pool = "tenant:acme";
     for pools_first in [true, false] {
         let file = scratch::dir("pool-shared-file").join("runs.db");
         let (pools, journal) = if pools_first {
@@ -27,10 +27,10 @@ fn the_journal_and_the_pools_share_one_file_whichever_opens_it_first() {
             let journal = SqliteJournal::open(&file).unwrap();
             (SqlitePools::open(&file).unwrap(), journal)
         };
-        runtime.block_on(pools.define(&pool, PoolBudget::default().with_calls(3).per(Window::Day))).unwrap();
+        runtime.block_on(pools.define(pool, PoolBudget::default().with_calls(3).per(Window::Day))).unwrap();
         drop((pools, journal));
         let reopened = SqlitePools::open(&file).unwrap();
-        let state = runtime.block_on(reopened.state(&pool)).unwrap();
+        let state = runtime.block_on(reopened.state(pool)).unwrap();
         assert_eq!((state.budget.calls(), state.settled), (Some(3), Amount::ZERO));
         SqliteJournal::open(&file).expect("the journal still opens the file");
     }

@@ -7,7 +7,7 @@
 //! for a store that takes one) and awaits [`check_all`], which panics with the rule a check found
 //! broken:
 //!
-//! - definitions: an unknown pool refused by kind, a budget that bounds nothing refused and
+//! - definitions: a name that is not one refused by kind, an unknown pool refused by kind, a budget that bounds nothing refused and
 //!   nothing defined, a pool's state as defined, a limit raised in place, its window kept;
 //! - all or nothing: a call reserved in every pool of its ask or in none, the refusal naming the
 //!   first pool of the ask without room, an unknown pool refused with nothing held;
@@ -88,7 +88,7 @@ pub async fn check_all<S: Stores>(stores: &S) {
         Some(store) => utc_days(&store, &clock).await,
         None => utc_windows_now(&stores.fresh().await).await,
     }
-    super::check_race(Arc::new(stores.fresh().await), &name("tenant:race"), 64, 25).await;
+    super::check_race(Arc::new(stores.fresh().await), "tenant:race", 64, 25).await;
 }
 
 /// How a check lets time pass: a moved clock, or real time.
@@ -134,15 +134,15 @@ fn ask(pools: &[&PoolName], input: u64, cap: u64) -> PoolAsk {
 }
 
 async fn define(store: &impl PoolStore, pool: &PoolName, budget: PoolBudget) {
-    store.define(pool, budget).await.unwrap_or_else(|error| panic!("{pool} is defined: {error}"));
+    store.define(pool.as_str(), budget).await.unwrap_or_else(|error| panic!("{pool} is defined: {error}"));
 }
 
 async fn state(store: &impl PoolStore, pool: &PoolName) -> PoolState {
-    store.state(pool).await.unwrap_or_else(|error| panic!("{pool}'s state is read: {error}"))
+    store.state(pool.as_str()).await.unwrap_or_else(|error| panic!("{pool}'s state is read: {error}"))
 }
 
 async fn windows(store: &impl PoolStore, pool: &PoolName) -> Vec<(u64, Line)> {
-    store.windows(pool).await.unwrap_or_else(|error| panic!("{pool}'s windows are read: {error}"))
+    store.windows(pool.as_str()).await.unwrap_or_else(|error| panic!("{pool}'s windows are read: {error}"))
 }
 
 async fn grant(store: &impl PoolStore, ask: PoolAsk) -> Grant {
@@ -165,9 +165,18 @@ fn whole(pool: &PoolName, budget: PoolBudget, settled: Amount, reserved: Amount,
 }
 
 async fn definitions(store: &impl PoolStore) {
+    let budget = PoolBudget::default().with_tokens(1_000);
+    for bad in ["", "tenant acme", "tenant/acme", "é", &"a".repeat(129)] {
+        assert_eq!(store.define(bad, budget).await, Err(PoolError::InvalidName), "{bad:?}");
+        assert_eq!(store.state(bad).await, Err(PoolError::InvalidName), "{bad:?}");
+        assert_eq!(store.windows(bad).await, Err(PoolError::InvalidName), "{bad:?}");
+    }
+    let longest = "a".repeat(128);
+    define(store, &name(&longest), budget).await;
+    assert_eq!(state(store, &name(&longest)).await.name.as_str(), longest, "128 bytes are a name");
     let acme = name("tenant:acme");
-    assert_eq!(store.state(&acme).await, Err(PoolError::UnknownPool), "a pool never defined");
-    assert_eq!(store.windows(&acme).await, Err(PoolError::UnknownPool), "a pool never defined");
+    assert_eq!(store.state(acme.as_str()).await, Err(PoolError::UnknownPool), "a pool never defined");
+    assert_eq!(store.windows(acme.as_str()).await, Err(PoolError::UnknownPool), "a pool never defined");
     let nothing = [
         PoolBudget::default(),
         PoolBudget::default().with_calls(0),
@@ -175,11 +184,14 @@ async fn definitions(store: &impl PoolStore) {
         PoolBudget::default().with_tokens(10).with_cost(Micros::ZERO),
     ];
     for budget in nothing {
-        assert_eq!(store.define(&acme, budget).await, Err(PoolError::InvalidBudget), "{budget:?}");
+        assert_eq!(store.define(acme.as_str(), budget).await, Err(PoolError::InvalidBudget), "{budget:?}");
     }
-    assert_eq!(store.state(&acme).await, Err(PoolError::UnknownPool), "a refused budget defines nothing");
+    assert_eq!(
+        store.state(acme.as_str()).await,
+        Err(PoolError::UnknownPool),
+        "a refused budget defines nothing"
+    );
 
-    let budget = PoolBudget::default().with_tokens(1_000);
     define(store, &acme, budget).await;
     assert_eq!(state(store, &acme).await, whole(&acme, budget, Amount::ZERO, Amount::ZERO, 0));
     assert_eq!(windows(store, &acme).await, [], "no window has figures before a call");
@@ -188,7 +200,7 @@ async fn definitions(store: &impl PoolStore) {
     define(store, &acme, raised).await;
     assert_eq!(state(store, &acme).await.budget, raised);
     assert_eq!(
-        store.define(&acme, raised.per(Window::Day)).await,
+        store.define(acme.as_str(), raised.per(Window::Day)).await,
         Err(PoolError::InvalidBudget),
         "a pool keeps its window"
     );
