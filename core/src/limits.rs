@@ -430,12 +430,15 @@ pub enum LimitsError {
     /// A scope that draws from shared pools has tool prices: pools hold model calls only, so a
     /// priced tool would spend money its pools never saw (refused rather than let through).
     PricedToolsWithPools,
+    /// A pool the scope draws from ([`ScopeBuilder::pools`](crate::ScopeBuilder::pools)) is
+    /// named with an empty name, one too long, or a byte outside `A-Z a-z 0-9 . _ : -`.
+    InvalidPoolName,
     /// A child scope's pools live in another store than its parent's: one transaction could not
     /// reserve in both.
     PoolStores,
     /// A resumed run draws from pools, and its scope was given neither their store
-    /// ([`ScopeBuilder::pool_store`](crate::ScopeBuilder::pool_store)) nor a draw: built, it
-    /// would spend outside them.
+    /// ([`ScopeBuilder::pool_store`](crate::ScopeBuilder::pool_store)) nor pools of its own
+    /// ([`ScopeBuilder::pools`](crate::ScopeBuilder::pools)): built, it would spend outside them.
     PoolStoreMissing,
     /// The scope's progress policy ([`ScopeBuilder::progress`](crate::ScopeBuilder::progress))
     /// has a value out of range.
@@ -473,6 +476,9 @@ impl fmt::Display for LimitsError {
             }
             Self::PricedToolsWithPools => {
                 "invalid scope: a scope drawing from shared pools cannot price tools (pools hold model calls only)"
+            }
+            Self::InvalidPoolName => {
+                "invalid scope: a pool name is 1 to 128 bytes of letters, digits and . _ : -"
             }
             Self::PoolStores => "invalid scope: a child's pools must live in its parent's pool store",
             Self::PoolStoreMissing => {

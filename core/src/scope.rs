@@ -19,6 +19,7 @@ use std::collections::BTreeSet;
 use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
+use std::time::Duration;
 
 use tokio::time::Instant;
 
@@ -27,7 +28,7 @@ use crate::guard::{Activity, Ancestor, Guard, Stop, Terms};
 #[cfg(feature = "journal")]
 use crate::journal::Labels;
 use crate::limits::{Limits, LimitsError};
-use crate::pool::{PoolDraw, PoolStore, PoolTerms};
+use crate::pool::{PoolDraw, PoolName, PoolSettings, PoolStore, PoolTerms};
 use crate::spend::{Prices, Spend};
 use crate::sync::CancellationToken;
 use crate::watch::Feed;
@@ -77,6 +78,9 @@ pub struct ScopeBuilder<S = ()> {
     invalid_tool_limit: bool,
     /// A child named pools of another store than its parent's.
     foreign_pools: bool,
+    /// The terms of the scope's holds in its pools, applied when it is built, and whether a pool
+    /// name was not one.
+    pool_settings: PoolSettings,
     /// The pools a journaled run's definition draws from, for a resume: the build needs their
     /// store ([`pool_store`](ScopeBuilder::pool_store)) or a draw of its own.
     resumed_pools: Option<PoolTerms>,
@@ -97,6 +101,7 @@ impl Default for ScopeBuilder {
             terms: Terms::default(),
             invalid_tool_limit: false,
             foreign_pools: false,
+            pool_settings: PoolSettings::default(),
             resumed_pools: None,
             feed: None,
             state: (),
@@ -210,11 +215,64 @@ impl<S> ScopeBuilder<S> {
         self
     }
 
-    /// Draws every model call of the run from the shared pools of `draw` as well (a tenant's,
-    /// a user's): each call is reserved in all of them, all or nothing, before it is sent, and
-    /// settled from the provider's usage (see [`pool`](crate::pool)). A child scope draws from
-    /// its parent's pools, and from those it adds here, in the same store.
-    pub fn pools(mut self, draw: PoolDraw) -> Self {
+    /// Draws every model call of the run from the shared pools `names` of `store` as well (a
+    /// tenant's, a user's; each kept once, in the order given): each call is reserved in all of
+    /// them, all or nothing, before it is sent, and settled from the provider's usage (see
+    /// [`pool`](crate::pool)). A child scope draws from its parent's pools, and from those it
+    /// adds here, in the same store.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use loopbound::pool::MemoryPools;
+    /// use loopbound::{LimitsError, Scope};
+    ///
+    /// let pools = Arc::new(MemoryPools::new());
+    /// assert!(Scope::builder().pools(pools.clone(), ["tenant:acme", "user:7"]).build().is_ok());
+    /// let refused = Scope::builder().pools(pools, ["tenant acme"]).build();
+    /// assert_eq!(refused.err(), Some(LimitsError::InvalidPoolName));
+    /// ```
+    ///
+    /// A name that is not one (see [`PoolStore`]) makes [`build`](Self::build) fail with
+    /// [`LimitsError::InvalidPoolName`].
+    pub fn pools<N: AsRef<str>>(
+        mut self,
+        store: Arc<dyn PoolStore>,
+        names: impl IntoIterator<Item = N>,
+    ) -> Self {
+        if let Ok(names) = names.into_iter().map(PoolName::new).collect::<Result<Vec<_>, _>>() {
+            self.draw(PoolDraw::new(store, names))
+        } else {
+            self.pool_settings.invalid_name = true;
+            self
+        }
+    }
+
+    /// Grants each call drawn from pools at most `cap` output tokens (at least 1;
+    /// [`DEFAULT_OUTPUT_CAP`](crate::pool::DEFAULT_OUTPUT_CAP) unless set), so that one call in
+    /// flight never holds a whole pool; a call's own cap, or the run's budgets, when smaller,
+    /// win.
+    pub fn pool_output_cap(mut self, cap: u32) -> Self {
+        self.pool_settings.output_cap = Some(cap);
+        self
+    }
+
+    /// Each hold in the pools lives `lease` without renewal (at least a millisecond;
+    /// [`DEFAULT_LEASE`](crate::pool::DEFAULT_LEASE) unless set): renewed while its call is in
+    /// flight, charged whole this long after its holder died.
+    pub fn pool_lease(mut self, lease: Duration) -> Self {
+        self.pool_settings.lease = Some(lease);
+        self
+    }
+
+    /// Names the holder of the scope's holds in the pool store (a worker's label, at most 128
+    /// bytes kept; `pid-<id>` unless set).
+    pub fn pool_holder(mut self, holder: &str) -> Self {
+        self.pool_settings.holder = Some(Arc::from(holder));
+        self
+    }
+
+    /// Adds `draw`'s pools to those the scope draws from (a child's to its parent's).
+    fn draw(mut self, draw: PoolDraw) -> Self {
         self.terms.pools = Some(match self.terms.pools.take() {
             Some(inherited) if inherited.same_store(&draw) => inherited.with(&draw),
             Some(_) => {
@@ -232,7 +290,7 @@ impl<S> ScopeBuilder<S> {
     /// before it builds. On a builder that names no such pools, it does nothing.
     pub fn pool_store(self, store: Arc<dyn PoolStore>) -> Self {
         match self.resumed_pools.clone() {
-            Some(terms) => self.pools(terms.draw_from(store)),
+            Some(terms) => self.draw(terms.draw_from(store)),
             None => self,
         }
     }
@@ -254,6 +312,7 @@ impl<S> ScopeBuilder<S> {
             terms: self.terms,
             invalid_tool_limit: self.invalid_tool_limit,
             foreign_pools: self.foreign_pools,
+            pool_settings: self.pool_settings,
             resumed_pools: self.resumed_pools,
             feed: self.feed,
             state,
@@ -290,7 +349,7 @@ impl<S> ScopeBuilder<S> {
     /// # Errors
     ///
     /// Any [`LimitsError`]; nothing has run and nothing has been counted.
-    pub fn build(self) -> Result<Scope<S>, LimitsError> {
+    pub fn build(mut self) -> Result<Scope<S>, LimitsError> {
         self.limits.validate()?;
         self.terms.progress.validate().map_err(LimitsError::Progress)?;
         if self.invalid_tool_limit {
@@ -299,9 +358,13 @@ impl<S> ScopeBuilder<S> {
         if self.limits.cost().is_some() && self.terms.prices.is_none() {
             return Err(LimitsError::Unpriced);
         }
+        if self.pool_settings.invalid_name {
+            return Err(LimitsError::InvalidPoolName);
+        }
         if self.foreign_pools {
             return Err(LimitsError::PoolStores);
         }
+        self.terms.pools = self.terms.pools.take().map(|draw| self.pool_settings.apply(draw));
         if self.resumed_pools.is_some() && self.terms.pools.is_none() {
             return Err(LimitsError::PoolStoreMissing);
         }

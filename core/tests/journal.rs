@@ -659,9 +659,9 @@ async fn a_resumed_run_draws_from_the_pools_it_started_with_and_a_resume_outside
     let sink = Arc::new(MemorySink::default());
     let tenant = PoolName::new("tenant:acme").unwrap();
     let store = Arc::new(MemoryPools::new());
-    store.define(&tenant, PoolBudget::default().with_tokens(100_000)).await.unwrap();
-    let draw = PoolDraw::new(store.clone(), [tenant.clone()]).output_cap(200);
-    let first_scope = Scope::builder().grants(refund::CAPABILITIES).pools(draw).build().unwrap();
+    store.define(tenant.as_str(), PoolBudget::default().with_tokens(100_000)).await.unwrap();
+    let draw = || Scope::builder().pools(store.clone(), [tenant.as_str()]).pool_output_cap(200);
+    let first_scope = draw().grants(refund::CAPABILITIES).build().unwrap();
     let tools = refund::tools(Arc::clone(&sink) as Arc<dyn EffectSink>, Policy::Ask);
     let script: Vec<ModelReply> =
         refund::short_script().into_iter().map(|reply| reply.with_usage(Usage::new(20, 10))).collect();
@@ -687,10 +687,10 @@ async fn a_resumed_run_draws_from_the_pools_it_started_with_and_a_resume_outside
     let bare = journal::scope_of(&journal, &run_id()).await.unwrap().build();
     assert_eq!(bare.err(), Some(LimitsError::PoolStoreMissing));
     // A scope of the host's own that drops the pool or raises the output cap is wider.
-    let wider_cap = PoolDraw::new(store.clone(), [tenant.clone()]).output_cap(201);
+    let wider_cap = draw().pool_output_cap(201);
     for wider in [
         Scope::builder().grants(refund::CAPABILITIES).build().unwrap(),
-        Scope::builder().grants(refund::CAPABILITIES).pools(wider_cap).build().unwrap(),
+        wider_cap.grants(refund::CAPABILITIES).build().unwrap(),
     ] {
         let refused =
             runtime.run_journaled(&journal, &run_id(), &wider, &mut refund::conversation(), |_| true).await;
@@ -707,7 +707,7 @@ async fn a_resumed_run_draws_from_the_pools_it_started_with_and_a_resume_outside
         .unwrap();
     assert_eq!(done.status(), Status::Completed);
     assert_eq!(sink.count("refund"), 1);
-    let state = store.state(&tenant).await.unwrap();
+    let state = store.state(tenant.as_str()).await.unwrap();
     assert_eq!(sent.load(Ordering::SeqCst), 3, "two model calls before the approval, one after");
     assert_eq!(
         (state.settled.calls, state.settled.tokens),
@@ -717,8 +717,7 @@ async fn a_resumed_run_draws_from_the_pools_it_started_with_and_a_resume_outside
 
     // An explicit, audited widening may drop the pools; the next attempts then need none.
     let other = MemoryJournal::default();
-    let draw = PoolDraw::new(store.clone(), [tenant.clone()]).output_cap(200);
-    let fresh = Scope::builder().grants(refund::CAPABILITIES).pools(draw).build().unwrap();
+    let fresh = draw().grants(refund::CAPABILITIES).build().unwrap();
     let first = runtime
         .run_journaled(&other, &run_id(), &fresh, &mut refund::conversation(), |_| true)
         .await

@@ -1,6 +1,8 @@
 //! Shared pools under the scope: a call reserved in every pool before it is sent, refused by
 //! name when a pool has no room, released when the run's own admission refuses, settled from
-//! the provider's usage, charged whole when its holder dies, and 64 tasks racing one pool.
+//! the provider's usage, charged whole when the run stops during it; and the pool-store
+//! conformance suite on the memory store (what the store itself does: holds, refusals,
+//! settlement, expiry, UTC days, 64 tasks racing one pool).
 
 #![cfg(feature = "pools")]
 
@@ -11,22 +13,19 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use common::Slow;
-use loopbound::pool::backend::{PoolBackend, PoolLimit, Settled};
-use loopbound::pool::{Amount, ManualClock, MemoryPools, PoolBudget, PoolDraw, PoolName, PoolStore, Window};
+use loopbound::pool::backend::{PoolBackend, Settled};
+use loopbound::pool::{Amount, ManualClock, MemoryPools, PoolBudget, PoolStore, Window};
 use loopbound::scripted::{Scripted, Step, sequence};
 use loopbound::spend::{ByteCounter, Micros, Price, Prices};
 use loopbound::transport::{ModelReply, Usage};
 use loopbound::{Limits, LimitsError, Message, RunError, RunErrorKind, Runner, Scope, Status, ToolSet};
+use loopbound_test::pool::conformance::{self, Stores};
 use loopbound_test::pool::{Billing, CALL_TOKENS};
 
 /// 2026-12-01T10:00:00Z.
 const NOW: u64 = 1_796_119_200_000;
 
-fn name(text: &str) -> PoolName {
-    PoolName::new(text).unwrap()
-}
-
-async fn store_with(pools: &[(&PoolName, PoolBudget)]) -> (Arc<MemoryPools>, ManualClock) {
+async fn store_with(pools: &[(&str, PoolBudget)]) -> (Arc<MemoryPools>, ManualClock) {
     let clock = ManualClock::at(NOW);
     let store = Arc::new(MemoryPools::with_clock(Arc::new(clock.clone())));
     for (pool, budget) in pools {
@@ -49,31 +48,48 @@ fn answer(usage: Usage) -> Step {
     Step::Reply(ModelReply::text("Done.").with_usage(usage))
 }
 
+struct Memory;
+
+impl Stores for Memory {
+    type Store = MemoryPools;
+
+    async fn fresh(&self) -> MemoryPools {
+        MemoryPools::new()
+    }
+
+    async fn fresh_on(&self, clock: ManualClock) -> Option<MemoryPools> {
+        Some(MemoryPools::with_clock(Arc::new(clock)))
+    }
+}
+
+/// The pool-store conformance suite (`loopbound-test`) on the memory store: definitions, all or
+/// nothing, crowded and spent refusals, settlement, release, renewal, expiry and late
+/// settlement, UTC days, and 64 tasks racing one pool.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn sixty_four_tasks_racing_one_pool_settle_within_it_and_use_at_least_95_percent() {
-    loopbound_test::pool::check_race(Arc::new(MemoryPools::new()), &name("tenant:race"), 64, 25).await;
+async fn the_memory_pool_store_conforms() {
+    conformance::check_all(&Memory).await;
 }
 
 #[tokio::test]
 async fn a_pool_without_room_halts_the_run_by_name_before_the_call_is_sent() {
-    let (acme, user) = (name("tenant:acme"), name("user:7"));
+    let (acme, user) = ("tenant:acme", "user:7");
     let (store, _) = store_with(&[
-        (&acme, PoolBudget::default().with_tokens(100_000)),
-        (&user, PoolBudget::default().with_calls(1).per(Window::Day)),
+        (acme, PoolBudget::default().with_tokens(100_000)),
+        (user, PoolBudget::default().with_calls(1).per(Window::Day)),
     ])
     .await;
-    let draw = PoolDraw::new(store.clone(), [acme.clone(), user.clone()]).output_cap(100);
+    let draw = || Scope::builder().pools(store.clone(), [acme, user]).pool_output_cap(100);
     let model = sequence(vec![answer(Usage::new(10, 50)), answer(Usage::new(10, 50))]);
     let runtime = Runner::harness(&ToolSet::default(), &model);
-    let first = Scope::builder().pools(draw.clone()).build().unwrap();
+    let first = draw().build().unwrap();
     let outcome = runtime.run(&first, &mut vec![Message::user("Hi.")], |_| true).await.unwrap();
     assert_eq!(outcome.status(), Status::Completed);
-    let second = Scope::builder().pools(draw).build().unwrap();
+    let second = draw().build().unwrap();
     let outcome = runtime.run(&second, &mut vec![Message::user("Hi.")], |_| true).await.unwrap();
     assert_eq!(outcome.status(), Status::ModelBudget, "the user's call budget");
     assert_eq!(outcome.detail(), Some("pool user:7 has no room for this call (calls)"));
     assert_eq!(model.calls(), 1, "the refused call was never sent");
-    let (acme_state, user_state) = (store.state(&acme).await.unwrap(), store.state(&user).await.unwrap());
+    let (acme_state, user_state) = (store.state(acme).await.unwrap(), store.state(user).await.unwrap());
     assert_eq!(acme_state.settled, Amount::new(1, 60, Micros::ZERO));
     assert_eq!(acme_state.reserved, Amount::ZERO, "all or nothing: the tenant holds nothing for it");
     assert_eq!(user_state.settled.calls, 1);
@@ -86,11 +102,11 @@ async fn a_run_refused_only_by_another_runs_hold_waits_for_it_and_goes_on() {
     // A call holds its input and the default cap of 4,096 while in flight: beside it, the
     // second run's call would get 15 output tokens, less than the smallest output (16). The
     // pool is crowded, not spent, and the second run waits its turn.
-    let acme = name("tenant:acme");
-    let (store, _) = store_with(&[(&acme, PoolBudget::default().with_tokens(crowded_by_one()))]).await;
+    let acme = "tenant:acme";
+    let (store, _) = store_with(&[(acme, PoolBudget::default().with_tokens(crowded_by_one()))]).await;
     let model = Slow::new(Scripted::new(|_, _| answer(Usage::new(100, 50))), Duration::from_millis(500));
     let runtime = Runner::harness(&ToolSet::default(), &model);
-    let scope = || Scope::builder().pools(PoolDraw::new(store.clone(), [acme.clone()])).build().unwrap();
+    let scope = || Scope::builder().pools(store.clone(), [acme]).build().unwrap();
     let (first, second) = (scope(), scope());
     let (mut one, mut two) = (vec![Message::user("Hi.")], vec![Message::user("Hi.")]);
     let started = tokio::time::Instant::now();
@@ -103,28 +119,24 @@ async fn a_run_refused_only_by_another_runs_hold_waits_for_it_and_goes_on() {
     // The second run asked again 25, 75, 175 and 375 ms after the first ask, then at 775 ms
     // (the first call settled at 500 ms), and its call took 500 ms.
     assert_eq!(started.elapsed(), Duration::from_millis(1 + 775 + 500));
-    let state = store.state(&acme).await.unwrap();
+    let state = store.state(acme).await.unwrap();
     assert_eq!((state.settled.calls, state.settled.tokens, state.reserved), (2, 300, Amount::ZERO));
 }
 
 #[tokio::test(start_paused = true)]
 async fn a_run_waiting_for_a_crowded_pool_ends_at_its_deadline_holding_nothing() {
-    let acme = name("tenant:acme");
-    let (store, _) = store_with(&[(&acme, PoolBudget::default().with_tokens(crowded_by_one()))]).await;
+    let acme = "tenant:acme";
+    let (store, _) = store_with(&[(acme, PoolBudget::default().with_tokens(crowded_by_one()))]).await;
     let model = Slow::new(Scripted::new(|_, _| answer(Usage::new(100, 50))), Duration::from_secs(30));
     let runtime = Runner::harness(&ToolSet::default(), &model);
-    let draw = PoolDraw::new(store.clone(), [acme.clone()]);
-    let patient = Scope::builder().pools(draw.clone()).build().unwrap();
-    let hurried = Scope::builder()
-        .pools(draw)
-        .limits(Limits::default().with_deadline(Duration::from_secs(2)))
-        .build()
-        .unwrap();
+    let draw = || Scope::builder().pools(store.clone(), [acme]);
+    let patient = draw().build().unwrap();
+    let hurried = draw().limits(Limits::default().with_deadline(Duration::from_secs(2))).build().unwrap();
     let (mut one, mut two) = (vec![Message::user("Hi.")], vec![Message::user("Hi.")]);
     let (a, b) = tokio::join!(runtime.run(&patient, &mut one, |_| true), async {
         tokio::time::sleep(Duration::from_millis(1)).await;
         let outcome = runtime.run(&hurried, &mut two, |_| true).await.unwrap();
-        (outcome.status(), store.state(&acme).await.unwrap().holds)
+        (outcome.status(), store.state(acme).await.unwrap().holds)
     });
     assert_eq!(a.unwrap().status(), Status::Completed);
     assert_eq!(b, (Status::DeadlineExceeded, 1), "only the first run's hold was in the pool");
@@ -133,16 +145,16 @@ async fn a_run_waiting_for_a_crowded_pool_ends_at_its_deadline_holding_nothing()
 
 #[tokio::test]
 async fn the_request_goes_out_capped_at_the_grant_and_the_unused_part_is_released() {
-    let acme = name("tenant:acme");
-    let (store, _) = store_with(&[(&acme, PoolBudget::default().with_tokens(1_000))]).await;
+    let acme = "tenant:acme";
+    let (store, _) = store_with(&[(acme, PoolBudget::default().with_tokens(1_000))]).await;
     let seen = Arc::new(AtomicU32::new(0));
     let cap = Arc::clone(&seen);
     let model = Scripted::new(move |_, request| {
         cap.store(request.options.max_output_tokens.unwrap_or(0), Ordering::SeqCst);
         answer(Usage::new(50, 20))
     });
-    let draw = PoolDraw::new(store.clone(), [acme.clone()]);
-    let scope = Scope::builder().pools(draw).build().unwrap();
+    let draw = || Scope::builder().pools(store.clone(), [acme]);
+    let scope = draw().build().unwrap();
     let runtime = Runner::harness(&ToolSet::default(), &model);
     let mut conversation = vec![Message::user("x".repeat(300))];
     let outcome = runtime.run(&scope, &mut conversation, |_| true).await.unwrap();
@@ -150,51 +162,51 @@ async fn the_request_goes_out_capped_at_the_grant_and_the_unused_part_is_release
     // The byte counter's estimate of the request, and what the pool leaves after it.
     let input = estimate(300);
     assert_eq!(u64::from(seen.load(Ordering::SeqCst)), 1_000 - input, "capped at what the pool leaves");
-    let state = store.state(&acme).await.unwrap();
+    let state = store.state(acme).await.unwrap();
     assert_eq!((state.settled.tokens, state.reserved.tokens, state.holds), (70, 0, 0));
 }
 
 #[tokio::test]
 async fn the_runs_own_budget_narrows_the_pools_hold_and_its_refusal_reaches_no_pool() {
-    let acme = name("tenant:acme");
-    let (store, _) = store_with(&[(&acme, PoolBudget::default().with_tokens(1_000_000))]).await;
+    let acme = "tenant:acme";
+    let (store, _) = store_with(&[(acme, PoolBudget::default().with_tokens(1_000_000))]).await;
     let seen = Arc::new(AtomicU32::new(0));
     let cap = Arc::clone(&seen);
     let model = Scripted::new(move |_, request| {
         cap.store(request.options.max_output_tokens.unwrap_or(0), Ordering::SeqCst);
         answer(Usage::new(10, 10))
     });
-    let draw = PoolDraw::new(store.clone(), [acme.clone()]);
+    let draw = || Scope::builder().pools(store.clone(), [acme]);
     let limits = Limits::default().with_total_tokens(500);
-    let scope = Scope::builder().pools(draw.clone()).limits(limits).build().unwrap();
+    let scope = draw().limits(limits).build().unwrap();
     let runtime = Runner::harness(&ToolSet::default(), &model);
     let outcome = runtime.run(&scope, &mut vec![Message::user("x".repeat(100))], |_| true).await.unwrap();
     assert_eq!(outcome.status(), Status::Completed);
     let input = estimate(100);
     assert_eq!(u64::from(seen.load(Ordering::SeqCst)), 500 - input, "the run's budget is tighter");
     // A request that does not fit the run's own budget is refused without asking the pool.
-    let scope = Scope::builder().pools(draw).limits(limits).build().unwrap();
+    let scope = draw().limits(limits).build().unwrap();
     let outcome = runtime.run(&scope, &mut vec![Message::user("x".repeat(600))], |_| true).await.unwrap();
     assert_eq!((outcome.status(), outcome.detail()), (Status::TokenBudget, None));
-    let state = store.state(&acme).await.unwrap();
+    let state = store.state(acme).await.unwrap();
     assert_eq!((state.settled.calls, state.settled.tokens, state.reserved), (1, 20, Amount::ZERO));
 }
 
 #[tokio::test]
 async fn a_cost_bound_prices_the_call_and_fails_closed_without_a_price() {
-    let acme = name("tenant:acme");
-    let (store, _) = store_with(&[(&acme, PoolBudget::default().with_cost(Micros(1_000)))]).await;
+    let acme = "tenant:acme";
+    let (store, _) = store_with(&[(acme, PoolBudget::default().with_cost(Micros(1_000)))]).await;
     let price = Price::per_million(Micros(1_000_000), Micros(2_000_000));
     let prices = Prices::new().model("m", price).shared();
     let model = Scripted::new(|_, _| answer(Usage::new(100, 100))).with_model("m");
-    let draw = PoolDraw::new(store.clone(), [acme.clone()]);
-    let scope = Scope::builder().pools(draw.clone()).prices(prices).build().unwrap();
+    let draw = || Scope::builder().pools(store.clone(), [acme]);
+    let scope = draw().prices(prices).build().unwrap();
     let runtime = Runner::harness(&ToolSet::default(), &model);
     let outcome = runtime.run(&scope, &mut vec![Message::user("Hi.")], |_| true).await.unwrap();
     assert_eq!(outcome.status(), Status::Completed);
-    assert_eq!(store.state(&acme).await.unwrap().settled.cost, Micros(300), "100 in at 1, 100 out at 2");
+    assert_eq!(store.state(acme).await.unwrap().settled.cost, Micros(300), "100 in at 1, 100 out at 2");
     let unpriced = Scripted::new(|_, _| answer(Usage::new(1, 1)));
-    let scope = Scope::builder().pools(draw).build().unwrap();
+    let scope = draw().build().unwrap();
     let runtime = Runner::harness(&ToolSet::default(), &unpriced);
     let outcome = runtime.run(&scope, &mut vec![Message::user("Hi.")], |_| true).await.unwrap();
     assert_eq!(outcome.status(), Status::CostBudget);
@@ -204,54 +216,54 @@ async fn a_cost_bound_prices_the_call_and_fails_closed_without_a_price() {
 
 #[tokio::test]
 async fn a_scope_with_priced_tools_or_a_childs_foreign_store_is_refused() {
-    let acme = name("tenant:acme");
-    let (store, _) = store_with(&[(&acme, PoolBudget::default().with_calls(5))]).await;
-    let draw = PoolDraw::new(store.clone(), [acme.clone()]);
+    let acme = "tenant:acme";
+    let (store, _) = store_with(&[(acme, PoolBudget::default().with_calls(5))]).await;
+    let draw = || Scope::builder().pools(store.clone(), [acme]);
     let prices = Prices::new().tool("refund", Micros(10)).shared();
-    let refused = Scope::builder().pools(draw.clone()).prices(prices).build();
+    let refused = draw().prices(prices).build();
     assert_eq!(refused.err(), Some(LimitsError::PricedToolsWithPools));
     let free = Prices::new().other_tools(Micros::ZERO).shared();
-    assert!(Scope::builder().pools(draw.clone()).prices(free).build().is_ok(), "free tools are fine");
-    let parent = Scope::builder().pools(draw).build().unwrap();
-    let elsewhere = PoolDraw::new(Arc::new(MemoryPools::new()), [acme]);
-    assert_eq!(parent.child().pools(elsewhere).build().err(), Some(LimitsError::PoolStores));
+    assert!(draw().prices(free).build().is_ok(), "free tools are fine");
+    let parent = draw().build().unwrap();
+    let elsewhere: Arc<dyn PoolStore> = Arc::new(MemoryPools::new());
+    assert_eq!(parent.child().pools(elsewhere, [acme]).build().err(), Some(LimitsError::PoolStores));
 }
 
 #[tokio::test]
 async fn a_child_draws_from_its_parents_pools_and_its_own() {
-    let (acme, search) = (name("tenant:acme"), name("feature:search"));
+    let (acme, search) = ("tenant:acme", "feature:search");
     let (store, _) = store_with(&[
-        (&acme, PoolBudget::default().with_calls(10)),
-        (&search, PoolBudget::default().with_calls(1)),
+        (acme, PoolBudget::default().with_calls(10)),
+        (search, PoolBudget::default().with_calls(1)),
     ])
     .await;
-    let parent = Scope::builder().pools(PoolDraw::new(store.clone(), [acme.clone()])).build().unwrap();
-    let child = parent.child().pools(PoolDraw::new(store.clone(), [search.clone()])).build().unwrap();
+    let parent = Scope::builder().pools(store.clone(), [acme]).build().unwrap();
+    let child = parent.child().pools(store.clone(), [search]).build().unwrap();
     let model = sequence(vec![answer(Usage::new(1, 1)), answer(Usage::new(1, 1))]);
     let runtime = Runner::harness(&ToolSet::default(), &model);
     let outcome = runtime.run(&child, &mut vec![Message::user("Hi.")], |_| true).await.unwrap();
     assert_eq!(outcome.status(), Status::Completed);
-    assert_eq!(store.state(&acme).await.unwrap().settled.calls, 1);
-    assert_eq!(store.state(&search).await.unwrap().settled.calls, 1);
-    let again = parent.child().pools(PoolDraw::new(store.clone(), [search.clone()])).build().unwrap();
+    assert_eq!(store.state(acme).await.unwrap().settled.calls, 1);
+    assert_eq!(store.state(search).await.unwrap().settled.calls, 1);
+    let again = parent.child().pools(store.clone(), [search]).build().unwrap();
     let outcome = runtime.run(&again, &mut vec![Message::user("Hi.")], |_| true).await.unwrap();
     assert_eq!(outcome.detail(), Some("pool feature:search has no room for this call (calls)"));
-    assert_eq!(store.state(&acme).await.unwrap().reserved, Amount::ZERO);
+    assert_eq!(store.state(acme).await.unwrap().reserved, Amount::ZERO);
 }
 
 #[tokio::test]
 async fn a_stop_during_the_call_charges_its_hold_whole() {
-    let acme = name("tenant:acme");
-    let (store, _) = store_with(&[(&acme, PoolBudget::default().with_tokens(10_000))]).await;
-    let draw = PoolDraw::new(store.clone(), [acme.clone()]).output_cap(500);
+    let acme = "tenant:acme";
+    let (store, _) = store_with(&[(acme, PoolBudget::default().with_tokens(10_000))]).await;
+    let draw = || Scope::builder().pools(store.clone(), [acme]).pool_output_cap(500);
     let limits = Limits::default().with_deadline(Duration::from_millis(50));
-    let scope = Scope::builder().pools(draw).limits(limits).build().unwrap();
+    let scope = draw().limits(limits).build().unwrap();
     let model = sequence(vec![Step::Hang]);
     let runtime = Runner::harness(&ToolSet::default(), &model);
     let outcome = runtime.run(&scope, &mut vec![Message::user("x".repeat(100))], |_| true).await.unwrap();
     assert_eq!(outcome.status(), Status::DeadlineExceeded);
     let input = estimate(100);
-    let state = store.state(&acme).await.unwrap();
+    let state = store.state(acme).await.unwrap();
     assert_eq!(
         (state.settled.tokens, state.reserved.tokens),
         (input + 500, 0),
@@ -265,85 +277,12 @@ async fn a_pool_store_that_fails_stops_the_run_before_anything_is_sent() {
     let runtime = Runner::harness(&ToolSet::default(), &model);
     // A pool the store does not know: the store refuses, the call is not sent.
     let store = Arc::new(MemoryPools::new());
-    let scope = Scope::builder().pools(PoolDraw::new(store, [name("tenant:ghost")])).build().unwrap();
+    let scope = Scope::builder().pools(store, ["tenant:ghost"]).build().unwrap();
     let error = runtime.run(&scope, &mut vec![Message::user("Hi.")], |_| true).await.unwrap_err();
     assert!(matches!(error, RunError::Pool(_)), "{error:?}");
     assert_eq!(error.kind(), RunErrorKind::Configuration);
     assert_eq!(error.to_string(), "the pool is not defined in this store");
     assert_eq!(model.calls(), 0);
-}
-
-#[tokio::test]
-async fn a_dead_holders_hold_is_charged_whole_at_expiry_and_a_late_settlement_adds_only_the_excess() {
-    let acme = name("tenant:acme");
-    let (store, clock) = store_with(&[(&acme, PoolBudget::default().with_tokens(1_000))]).await;
-    let ask = |lease| {
-        loopbound::pool::backend::PoolAsk::new(vec![acme.clone()], 100)
-            .cap(300)
-            .min_output(16)
-            .lease(lease)
-            .holder("w")
-    };
-    let grant = store.reserve(ask(Duration::from_secs(10))).await.unwrap().unwrap();
-    assert_eq!((grant.output, grant.amount.tokens), (300, 400));
-    clock.advance(Duration::from_secs(9));
-    assert!(store.renew(grant.hold, Duration::from_secs(10)).await.unwrap(), "renewed in time");
-    clock.advance(Duration::from_secs(9));
-    assert_eq!(store.state(&acme).await.unwrap().reserved.tokens, 400, "the renewal kept it");
-    clock.advance(Duration::from_secs(2));
-    let state = store.state(&acme).await.unwrap();
-    assert_eq!((state.settled.tokens, state.reserved.tokens, state.holds), (400, 0, 0), "charged whole");
-    assert!(!store.renew(grant.hold, Duration::from_secs(10)).await.unwrap());
-    let report = Amount::new(1, 450, Micros::ZERO);
-    assert_eq!(store.settle(grant.hold, report).await.unwrap(), Settled::Late);
-    assert_eq!(store.state(&acme).await.unwrap().settled.tokens, 450, "only the excess, once");
-    assert_eq!(store.settle(grant.hold, report).await, Err(loopbound::pool::PoolError::UnknownHold));
-    // A released hold charges nothing; an expired one stays charged when released.
-    let second = store.reserve(ask(Duration::from_secs(10))).await.unwrap().unwrap();
-    store.release(second.hold).await.unwrap();
-    let third = store.reserve(ask(Duration::from_secs(1))).await.unwrap().unwrap();
-    clock.advance(Duration::from_secs(1));
-    store.release(third.hold).await.unwrap();
-    let state = store.state(&acme).await.unwrap();
-    assert_eq!((state.settled.tokens, state.reserved.tokens), (450 + third.amount.tokens, 0));
-    // 150 tokens are left: 100 of input and 50 of output, below a minimum of 51.
-    let mut tight = ask(Duration::from_secs(1));
-    tight.min_output = 51;
-    let refused = store.reserve(tight).await.unwrap().unwrap_err();
-    assert_eq!((refused.pool, refused.limit), (acme, PoolLimit::Tokens));
-}
-
-#[tokio::test]
-async fn each_utc_day_has_its_own_figures_and_a_hold_settles_in_its_own_day() {
-    let acme = name("tenant:acme");
-    let (store, clock) = store_with(&[(&acme, PoolBudget::default().with_calls(1).per(Window::Day))]).await;
-    let ask = loopbound::pool::backend::PoolAsk::new(vec![acme.clone()], 1)
-        .cap(10)
-        .min_output(1)
-        .lease(Duration::from_secs(3_600 * 20))
-        .holder("w");
-    let today = store.reserve(ask.clone()).await.unwrap().unwrap();
-    assert!(store.reserve(ask.clone()).await.unwrap().is_err(), "one call a day");
-    clock.advance(Duration::from_secs(14 * 3_600));
-    let state = store.state(&acme).await.unwrap();
-    assert_eq!((state.window_start, state.settled.calls, state.reserved.calls), (NOW + 14 * 3_600_000, 0, 0));
-    let tomorrow = store.reserve(ask.clone()).await.unwrap().unwrap();
-    store.settle(today.hold, Amount::new(1, 5, Micros::ZERO)).await.unwrap();
-    store.settle(tomorrow.hold, Amount::new(1, 7, Micros::ZERO)).await.unwrap();
-    let state = store.state(&acme).await.unwrap();
-    assert_eq!(
-        (state.settled.calls, state.settled.tokens),
-        (1, 7),
-        "yesterday's settlement stays yesterday's"
-    );
-    // A host reads and adjusts the limit; the day's figures are kept.
-    store.define(&acme, PoolBudget::default().with_calls(2).per(Window::Day)).await.unwrap();
-    assert!(store.reserve(ask.clone()).await.unwrap().is_ok(), "the raised limit admits one more");
-    assert_eq!(
-        store.define(&acme, PoolBudget::default().with_calls(2)).await,
-        Err(loopbound::pool::PoolError::InvalidBudget),
-        "a pool keeps its window"
-    );
 }
 
 /// A store that runs `during` inside each reservation (between the run's look and its
@@ -356,18 +295,15 @@ struct Interfering {
 }
 
 impl PoolStore for Interfering {
-    fn define<'a>(&'a self, pool: &'a PoolName, budget: PoolBudget) -> loopbound::pool::PoolFuture<'a, ()> {
+    fn define<'a>(&'a self, pool: &'a str, budget: PoolBudget) -> loopbound::pool::PoolFuture<'a, ()> {
         self.inner.define(pool, budget)
     }
-    fn state<'a>(
-        &'a self,
-        pool: &'a PoolName,
-    ) -> loopbound::pool::PoolFuture<'a, loopbound::pool::PoolState> {
+    fn state<'a>(&'a self, pool: &'a str) -> loopbound::pool::PoolFuture<'a, loopbound::pool::PoolState> {
         self.inner.state(pool)
     }
     fn windows<'a>(
         &'a self,
-        pool: &'a PoolName,
+        pool: &'a str,
     ) -> loopbound::pool::PoolFuture<'a, Vec<(u64, loopbound::pool::Line)>> {
         self.inner.windows(pool)
     }
@@ -412,31 +348,30 @@ impl PoolBackend for Interfering {
 
 #[tokio::test]
 async fn a_refusal_by_the_run_after_the_pools_grant_releases_the_hold() {
-    let acme = name("tenant:acme");
+    let acme = "tenant:acme";
     let caller = loopbound::CancellationToken::new();
     let store = Arc::new(Interfering { inner: MemoryPools::new(), during: caller.clone(), down: false });
-    store.define(&acme, PoolBudget::default().with_tokens(10_000)).await.unwrap();
-    let scope =
-        Scope::builder().caller(caller).pools(PoolDraw::new(store.clone(), [acme.clone()])).build().unwrap();
+    store.define(acme, PoolBudget::default().with_tokens(10_000)).await.unwrap();
+    let scope = Scope::builder().caller(caller).pools(store.clone(), [acme]).build().unwrap();
     let model = sequence(vec![answer(Usage::new(1, 1))]);
     let runtime = Runner::harness(&ToolSet::default(), &model);
     let error = runtime.run(&scope, &mut vec![Message::user("Hi.")], |_| true).await.unwrap_err();
     assert_eq!(error, RunError::Cancelled, "the caller cancelled while the pool reserved");
     assert_eq!(model.calls(), 0);
-    let state = store.state(&acme).await.unwrap();
+    let state = store.state(acme).await.unwrap();
     assert_eq!((state.settled, state.reserved, state.holds), (Amount::ZERO, Amount::ZERO, 0), "released");
 }
 
 #[tokio::test]
 async fn a_pool_store_that_is_down_fails_closed_with_its_cause() {
-    let acme = name("tenant:acme");
+    let acme = "tenant:acme";
     let store = Arc::new(Interfering {
         inner: MemoryPools::new(),
         during: loopbound::CancellationToken::new(),
         down: true,
     });
-    store.define(&acme, PoolBudget::default().with_tokens(10_000)).await.unwrap();
-    let scope = Scope::builder().pools(PoolDraw::new(store, [acme])).build().unwrap();
+    store.define(acme, PoolBudget::default().with_tokens(10_000)).await.unwrap();
+    let scope = Scope::builder().pools(store, [acme]).build().unwrap();
     let model = sequence(vec![answer(Usage::new(1, 1))]);
     let runtime = Runner::harness(&ToolSet::default(), &model);
     let error = runtime.run(&scope, &mut vec![Message::user("Hi.")], |_| true).await.unwrap_err();
@@ -449,9 +384,9 @@ async fn a_pool_store_that_is_down_fails_closed_with_its_cause() {
 
 #[tokio::test]
 async fn a_call_longer_than_the_lease_keeps_its_hold_by_renewing_it() {
-    let acme = name("tenant:acme");
+    let acme = "tenant:acme";
     let store = Arc::new(MemoryPools::new());
-    store.define(&acme, PoolBudget::default().with_tokens(10_000)).await.unwrap();
+    store.define(acme, PoolBudget::default().with_tokens(10_000)).await.unwrap();
     let draw = loopbound_test::pool::draw(
         store.clone(),
         std::slice::from_ref(&acme),
@@ -462,6 +397,6 @@ async fn a_call_longer_than_the_lease_keeps_its_hold_by_renewing_it() {
     let model = Billing::new(200, 200, 1);
     let (status, _) = loopbound_test::pool::one_run(&draw, &model).await.unwrap();
     assert_eq!(status, Status::Completed);
-    let state = store.state(&acme).await.unwrap();
+    let state = store.state(acme).await.unwrap();
     assert_eq!(state.settled.tokens, CALL_TOKENS, "settled in time, not charged whole at expiry");
 }

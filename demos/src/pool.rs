@@ -18,7 +18,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use clap::Args;
-use loopbound::pool::{Amount, PoolBudget, PoolDraw, PoolName, PoolState, PoolStore};
+use loopbound::pool::{Amount, PoolBudget, PoolState, PoolStore};
 use loopbound::scripted::{Scripted, Step};
 use loopbound::transport::{ModelReply, Usage};
 use loopbound::{Message, Runner, Scope, Status, ToolSet};
@@ -103,9 +103,8 @@ fn failed(what: &str, error: &(dyn std::error::Error + 'static)) -> PoolDemoErro
 ///
 /// The store failed, or a run ended with an error rather than an outcome.
 pub async fn run(store: Arc<dyn PoolStore>) -> Result<Played, PoolDemoError> {
-    let pool = PoolName::new(POOL).map_err(|error| failed("the pool's name", &error))?;
     store
-        .define(&pool, PoolBudget::default().with_tokens(BUDGET))
+        .define(POOL, PoolBudget::default().with_tokens(BUDGET))
         .await
         .map_err(|error| failed("defining the pool", &error))?;
     let caps = Arc::new(Mutex::new(Vec::new()));
@@ -117,20 +116,23 @@ pub async fn run(store: Arc<dyn PoolStore>) -> Result<Played, PoolDemoError> {
         let usage = Usage::new(REPORTED_INPUT, PRODUCED_OUTPUT.min(u64::from(cap)));
         Step::Reply(ModelReply::text("Reviewed.").with_usage(usage))
     });
-    let draw = PoolDraw::new(Arc::clone(&store), [pool.clone()]).output_cap(OUTPUT_CAP).holder("demo330");
     let runtime = Runner::harness(&ToolSet::default(), &model);
     let mut requests = Vec::with_capacity(REQUESTS);
     for n in 1..=REQUESTS {
         let sent_before = model.calls();
-        let scope =
-            Scope::builder().pools(draw.clone()).build().map_err(|error| failed("the scope", &error))?;
+        let scope = Scope::builder()
+            .pools(Arc::clone(&store), [POOL])
+            .pool_output_cap(OUTPUT_CAP)
+            .pool_holder("demo330")
+            .build()
+            .map_err(|error| failed("the scope", &error))?;
         let mut conversation = vec![Message::user(format!("Review ticket {n}: {}", "x".repeat(280)))];
         let outcome = runtime
             .run(&scope, &mut conversation, |_| true)
             .await
             .map_err(|error| failed("a request", &error))?;
         let sent = model.calls() > sent_before;
-        let state = store.state(&pool).await.map_err(|error| failed("reading the pool", &error))?;
+        let state = store.state(POOL).await.map_err(|error| failed("reading the pool", &error))?;
         let cap = caps.lock().unwrap_or_else(std::sync::PoisonError::into_inner).last().copied();
         requests.push(Request {
             status: outcome.status(),
@@ -141,7 +143,7 @@ pub async fn run(store: Arc<dyn PoolStore>) -> Result<Played, PoolDemoError> {
             reserved: state.reserved,
         });
     }
-    let state = store.state(&pool).await.map_err(|error| failed("reading the pool", &error))?;
+    let state = store.state(POOL).await.map_err(|error| failed("reading the pool", &error))?;
     Ok(Played { pool: state, requests, provider_calls: model.calls() })
 }
 

@@ -89,7 +89,7 @@ async fn play(store: &dyn PoolStore, clock: &ManualClock, ops: &[Op]) -> Result<
     let mut model = Model::new(bounds(), START);
     clock.set(START);
     for (pool, bounds) in model.bounds.iter().enumerate() {
-        store.define(&names[pool], budget(bounds)).await.unwrap();
+        store.define(names[pool].as_str(), budget(bounds)).await.unwrap();
     }
     let price = Price::per_million(Micros(INPUT_PRICE * 1_000_000), Micros(OUTPUT_PRICE * 1_000_000));
     let mut ids: Vec<u64> = Vec::new();
@@ -158,13 +158,13 @@ async fn play(store: &dyn PoolStore, clock: &ManualClock, ops: &[Op]) -> Result<
                     model.excused = true;
                 }
                 bounds.tokens = Some(*tokens);
-                store.define(&names[*pool], budget(&bounds)).await.unwrap();
+                store.define(names[*pool].as_str(), budget(&bounds)).await.unwrap();
                 model.bounds[*pool] = bounds;
             }
         }
         model.expire();
         for (pool, name) in names.iter().enumerate() {
-            let state = store.state(name).await.unwrap();
+            let state = store.state(name.as_str()).await.unwrap();
             let start = model.current(pool);
             let (reserved, holds) = model.reserved(pool, start);
             let settled = model.settled(pool, start);
@@ -183,7 +183,7 @@ async fn play(store: &dyn PoolStore, clock: &ManualClock, ops: &[Op]) -> Result<
                 );
                 prop_assert!(within(bounds.cost, settled.cost + reserved.cost), "cost past the bound");
             }
-            for (window, line) in store.windows(name).await.unwrap() {
+            for (window, line) in store.windows(name.as_str()).await.unwrap() {
                 let settled = figures(line.settled);
                 prop_assert_eq!(settled, model.settled(pool, window), "window {} of pool {}", window, pool);
                 prop_assert_eq!(figures(line.reserved), model.reserved(pool, window).0);

@@ -29,8 +29,8 @@ use std::sync::Arc;
 use std::sync::mpsc::{self, Receiver};
 use std::time::Duration;
 
-use loopbound::pool::{PoolBudget, PoolName, PoolStore};
-use loopbound::{EndRecord, Limits, Message, Runner, Scope, Status, ToolSet};
+use loopbound::pool::{PoolBudget, PoolStore};
+use loopbound::{EndRecord, Limits, Message, Runner, Status, ToolSet};
 use loopbound_postgres::{Config, PostgresPools};
 use loopbound_sqlite::{SqlitePools, Synchronous};
 use loopbound_testkit::pool::{Billing, CALL_TOKENS, draw, prompt};
@@ -90,15 +90,15 @@ const HOLD_LEASE: Duration = Duration::from_millis(500);
 async fn pool_scenario(
     store: &Store<'_>,
     pools: Arc<dyn PoolStore>,
-    pool: &PoolName,
+    pool: &str,
     during_settlement: bool,
 ) -> i64 {
     let scenario = if during_settlement { "settlement" } else { "reservation" };
     pools.define(pool, PoolBudget::default().with_tokens(1_000_000)).await.expect("the pool is defined");
     let model = Billing::new(500, 500, 7);
-    let draw = draw(Arc::clone(&pools), std::slice::from_ref(pool), HOLD_LEASE, "frozen-store");
-    let scope = Scope::builder()
-        .pools(draw)
+    let draw = draw(Arc::clone(&pools), &[pool], HOLD_LEASE, "frozen-store");
+    let scope = draw
+        .builder()
         .limits(Limits::default().with_deadline(POOL_DEADLINE))
         .build()
         .expect("a scope drawing from a pool");
@@ -158,7 +158,7 @@ fn pool_scenarios(
         .into_iter()
         .enumerate()
         .map(|(n, settlement)| {
-            let pool = PoolName::new(format!("tenant:frozen-{n}")).expect("a pool name");
+            let pool = format!("tenant:frozen-{n}");
             runtime.block_on(pool_scenario(store, Arc::clone(pools), &pool, settlement))
         })
         .collect()

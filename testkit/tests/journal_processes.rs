@@ -699,7 +699,8 @@ fn definer() {
         .grants(refund::CAPABILITIES)
         .limits(loopbound::Limits::default().with_model_calls(5).with_tool_calls(3))
         .labels(labels)
-        .pools(PoolDraw::new(pools, [tenant_pool()]).output_cap(200))
+        .pools(pools, [tenant_pool().as_str()])
+        .pool_output_cap(200)
         .build()
         .expect("valid limits");
     let tools = refund::tools(Arc::new(FileSink::new(dir.join("effects"))), Policy::Allow);
@@ -729,7 +730,7 @@ fn a_run_killed_after_its_effect_resumes_in_a_fresh_process_from_its_id_alone_on
         std::fs::create_dir_all(&effects).expect("a folder");
         let pools = rt.block_on(pool::open(&pools_beside(&place, &effects))).expect("the pools open");
         let budget = PoolBudget::default().with_tokens(100_000);
-        rt.block_on(pools.define(&tenant_pool(), budget)).expect("the tenant's pool");
+        rt.block_on(pools.define(tenant_pool().as_str(), budget)).expect("the tenant's pool");
         let mut child = spawn(DEFINED, "definer", &effects, &place, "definer");
         let mut output = child::output(&mut child);
         assert_eq!(next_report(&mut output).as_deref(), Some("recorded"), "{place}");
@@ -771,7 +772,7 @@ fn a_run_killed_after_its_effect_resumes_in_a_fresh_process_from_its_id_alone_on
             .expect("the resume runs");
         assert_eq!(outcome.status(), Status::Completed, "{place}: completed by the record-based condition");
         assert_eq!(sink.count("refund"), 1, "{place}: the refund ran once, in the killed process");
-        let state = rt.block_on(pools.state(&tenant_pool())).expect("the pool's state");
+        let state = rt.block_on(pools.state(tenant_pool().as_str())).expect("the pool's state");
         assert_eq!(
             (state.settled.calls, state.settled.tokens, state.reserved.tokens),
             (3, 90, 0),

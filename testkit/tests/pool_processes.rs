@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use loopbound::pool::{Amount, PoolBudget, PoolName, PoolStore};
+use loopbound::pool::{Amount, PoolBudget, PoolStore};
 use loopbound_postgres::{Config, PostgresPools, Store};
 use loopbound_sqlite::SqlitePools;
 use loopbound_testkit::pool::CALL_TOKENS;
@@ -106,18 +106,18 @@ fn check_clean_race(reports: &[Report], settled: Amount, reserved: Amount, budge
 fn four_processes_racing_one_sqlite_pool_settle_within_it_and_use_at_least_95_percent() {
     let dir = scratch::dir("pool-sqlite-race");
     let file = dir.join("pools.db");
-    let pool = PoolName::new("tenant:race").unwrap();
+    let pool = "tenant:race";
     let (processes, tasks, runs) = (4, 4, 60);
     let budget = processes * tasks * runs * CALL_TOKENS * 6 / 10;
     let store = SqlitePools::open(&file).unwrap();
     let runtime = runtime();
-    runtime.block_on(store.define(&pool, PoolBudget::default().with_tokens(budget))).unwrap();
+    runtime.block_on(store.define(pool, PoolBudget::default().with_tokens(budget))).unwrap();
     let spec = format!("sqlite:{}", file.display());
     let workers: Vec<Worker> = (0..processes)
-        .map(|seed| Worker::spawn(&spec, pool.as_str(), tasks, runs, seed + 1, 30_000, (0, 3)))
+        .map(|seed| Worker::spawn(&spec, pool, tasks, runs, seed + 1, 30_000, (0, 3)))
         .collect();
     let reports: Vec<Report> = workers.into_iter().map(Worker::join).collect();
-    let state = runtime.block_on(store.state(&pool)).unwrap();
+    let state = runtime.block_on(store.state(pool)).unwrap();
     check_clean_race(&reports, state.settled, state.reserved, budget, processes * tasks * runs);
     drop(store);
     let _ = std::fs::remove_dir_all(&dir);
@@ -138,33 +138,33 @@ fn postgres(hint: &str) -> Option<(String, Arc<PostgresPools>, tokio::runtime::R
 #[test]
 fn eight_processes_racing_one_postgres_pool_settle_within_it_and_use_at_least_95_percent() {
     let Some((url, store, runtime)) = postgres("pool_race") else { return };
-    let pool = PoolName::new("tenant:race").unwrap();
+    let pool = "tenant:race";
     let (processes, tasks, runs) = (8, 4, 250);
     let budget = processes * tasks * runs * CALL_TOKENS * 6 / 10;
-    runtime.block_on(store.define(&pool, PoolBudget::default().with_tokens(budget))).unwrap();
+    runtime.block_on(store.define(pool, PoolBudget::default().with_tokens(budget))).unwrap();
     let spec = format!("postgres:{url}");
     let began = Instant::now();
     let workers: Vec<Worker> = (0..processes)
-        .map(|seed| Worker::spawn(&spec, pool.as_str(), tasks, runs, seed + 1, 30_000, (0, 3)))
+        .map(|seed| Worker::spawn(&spec, pool, tasks, runs, seed + 1, 30_000, (0, 3)))
         .collect();
     let reports: Vec<Report> = workers.into_iter().map(Worker::join).collect();
     eprintln!("8 PostgreSQL workers × {} runs: {} ms", tasks * runs, began.elapsed().as_millis());
-    let state = runtime.block_on(store.state(&pool)).unwrap();
+    let state = runtime.block_on(store.state(pool)).unwrap();
     check_clean_race(&reports, state.settled, state.reserved, budget, processes * tasks * runs);
 }
 
 #[test]
 fn killed_postgres_workers_holds_are_charged_whole_after_their_lease_and_the_pool_still_holds() {
     let Some((url, store, runtime)) = postgres("pool_kills") else { return };
-    let pool = PoolName::new("tenant:kills").unwrap();
+    let pool = "tenant:kills";
     let (processes, tasks, runs, lease) = (8, 4, 300, Duration::from_millis(1_500));
     // Less than half the demand: the survivors alone exhaust it.
     let budget = processes * tasks * runs * CALL_TOKENS * 45 / 100;
-    runtime.block_on(store.define(&pool, PoolBudget::default().with_tokens(budget))).unwrap();
+    runtime.block_on(store.define(pool, PoolBudget::default().with_tokens(budget))).unwrap();
     let spec = format!("postgres:{url}");
     let lease_ms = u64::try_from(lease.as_millis()).unwrap();
     let mut workers: Vec<Worker> = (0..processes)
-        .map(|seed| Worker::spawn(&spec, pool.as_str(), tasks, runs, seed + 11, lease_ms, (20, 60)))
+        .map(|seed| Worker::spawn(&spec, pool, tasks, runs, seed + 11, lease_ms, (20, 60)))
         .collect();
     // Three workers die mid-run, calls in flight, at fixed moments before the pool runs out.
     let killed = [1_usize, 4, 6];
@@ -184,7 +184,7 @@ fn killed_postgres_workers_holds_are_charged_whole_after_their_lease_and_the_poo
     }
     // Before the dead holds' lease ran out they still count as reserved; after it, whole.
     std::thread::sleep(lease + Duration::from_millis(500));
-    let state = runtime.block_on(store.state(&pool)).unwrap();
+    let state = runtime.block_on(store.state(pool)).unwrap();
     eprintln!(
         "kills: billed {billed}, settled {} of {budget} tokens ({:.2} %), dead holds charged {} beyond what they billed",
         state.settled.tokens,

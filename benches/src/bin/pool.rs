@@ -82,7 +82,7 @@ async fn latency(cluster: &Cluster, dir: &std::path::Path, calls: usize) {
     );
     let pool = PoolName::new("tenant:bench").expect("a name");
     for (name, store) in stores(cluster, dir, "latency").await {
-        store.define(&pool, PoolBudget::default().with_tokens(u64::MAX / 4)).await.expect("defined");
+        store.define(pool.as_str(), PoolBudget::default().with_tokens(u64::MAX / 4)).await.expect("defined");
         for tasks in [1_usize, 8] {
             let mut handles = Vec::new();
             for _ in 0..tasks {

@@ -39,7 +39,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use clap::Parser;
-use loopbound::pool::{MemoryPools, PoolBudget, PoolDraw, PoolName, PoolStore};
+use loopbound::pool::{MemoryPools, PoolBudget, PoolStore};
 use loopbound::spend::{Micros, Price, Prices, TokenCounter};
 use loopbound::transport::{ChatOptions, ChatRequest, ModelReply, Transport, TransportError, Usage};
 use loopbound::{Limits, Message, Runner, Scope, Status, ToolContext, ToolSet};
@@ -399,21 +399,23 @@ fn shared(k: usize, budget: u64, seed: u64, capped: bool) -> Shared {
 fn pooled(k: usize, budget: u64, seed: u64, store: &Arc<dyn PoolStore>, capped: bool) -> Shared {
     let ledger = Arc::new(Ledger::default());
     let tools = tools();
-    let pool = PoolName::new(format!("tenant:peers-{k}-{budget}-{seed}-{capped}")).expect("a pool name");
+    let pool = format!("tenant:peers-{k}-{budget}-{seed}-{capped}");
     let prices = Prices::new().model(MODEL, PRICE).other_tools(Micros(0)).shared();
     let (statuses, state) = paused_runtime().block_on(async {
         store.define(&pool, PoolBudget::default().with_tokens(budget)).await.expect("the pool is defined");
-        let draw = PoolDraw::new(Arc::clone(store), [pool.clone()]);
-        let draw = if capped { draw.output_cap(u32::try_from(OUTPUT).unwrap_or(u32::MAX)) } else { draw };
         let mut runs = Vec::with_capacity(k);
         for run in 0..k {
-            let scope = Scope::builder()
+            let builder = Scope::builder()
                 .grant("orders.read")
                 .limits(roomy())
                 .prices(Arc::clone(&prices))
-                .pools(draw.clone())
-                .build()
-                .expect("a scope drawing from the pool");
+                .pools(Arc::clone(store), [&pool]);
+            let builder = if capped {
+                builder.pool_output_cap(u32::try_from(OUTPUT).unwrap_or(u32::MAX))
+            } else {
+                builder
+            };
+            let scope = builder.build().expect("a scope drawing from the pool");
             runs.push(runaway(&tools, &ledger, budget, seed, run, scope, capped));
         }
         let statuses = join_all(runs).await;

@@ -23,20 +23,31 @@ pub const DEFAULT_LEASE: Duration = Duration::from_secs(30);
 /// budgets set a smaller one.
 pub const DEFAULT_OUTPUT_CAP: u32 = 4_096;
 
-/// The pools a scope draws from, in one store, and the terms of each hold.
+/// The pools a scope draws from, in one store, and the terms of each hold: what
+/// [`Scope::pools`](crate::Scope::pools) reports. A host names the pools when it builds the
+/// scope ([`ScopeBuilder::pools`](crate::ScopeBuilder::pools)) and sets the terms there
+/// ([`pool_output_cap`](crate::ScopeBuilder::pool_output_cap),
+/// [`pool_lease`](crate::ScopeBuilder::pool_lease),
+/// [`pool_holder`](crate::ScopeBuilder::pool_holder)).
 ///
 #[cfg_attr(feature = "pools", doc = "```")]
 #[cfg_attr(not(feature = "pools"), doc = "```ignore")]
 /// use std::sync::Arc;
 /// use std::time::Duration;
-/// use loopbound::pool::{MemoryPools, PoolDraw, PoolName};
+/// use loopbound::pool::MemoryPools;
+/// use loopbound::Scope;
 ///
 /// let store = Arc::new(MemoryPools::new());
-/// let draw = PoolDraw::new(store, [PoolName::new("tenant:acme")?, PoolName::new("user:7")?])
-///     .lease(Duration::from_secs(10))
-///     .holder("worker-a");
-/// assert_eq!(draw.names().len(), 2);
-/// # Ok::<(), loopbound::pool::PoolError>(())
+/// let scope = Scope::builder()
+///     .pools(store, ["tenant:acme", "user:7", "tenant:acme"])
+///     .pool_lease(Duration::from_secs(10))
+///     .pool_holder("worker-a")
+///     .build()?;
+/// let draw = scope.pools().expect("the scope draws from pools");
+/// let names: Vec<&str> = draw.names().iter().map(|name| name.as_str()).collect();
+/// assert_eq!(names, ["tenant:acme", "user:7"], "each pool once, in the order given");
+/// assert_eq!((draw.lease_duration(), draw.holder_name()), (Duration::from_secs(10), "worker-a"));
+/// # Ok::<(), loopbound::LimitsError>(())
 /// ```
 #[derive(Clone)]
 pub struct PoolDraw {
@@ -50,7 +61,7 @@ pub struct PoolDraw {
 impl PoolDraw {
     /// Draws from `names` (each kept once, first occurrence first) in `store`, with the default
     /// lease and output cap, held by this process (`pid-<id>`).
-    pub fn new(store: Arc<dyn PoolStore>, names: impl IntoIterator<Item = PoolName>) -> Self {
+    pub(crate) fn new(store: Arc<dyn PoolStore>, names: impl IntoIterator<Item = PoolName>) -> Self {
         Self {
             store,
             names: unique(names),
@@ -63,21 +74,21 @@ impl PoolDraw {
     /// Each hold lives `lease` without renewal (renewed while its call is in flight); at least
     /// one millisecond.
     #[must_use]
-    pub fn lease(mut self, lease: Duration) -> Self {
+    pub(crate) fn lease(mut self, lease: Duration) -> Self {
         self.lease = lease.max(Duration::from_millis(1));
         self
     }
 
     /// A call is granted at most `cap` output tokens (at least 1).
     #[must_use]
-    pub fn output_cap(mut self, cap: u32) -> Self {
+    pub(crate) fn output_cap(mut self, cap: u32) -> Self {
         self.output_cap = cap.max(1);
         self
     }
 
     /// Names the holder of this draw's holds (a worker's label, at most 128 bytes kept).
     #[must_use]
-    pub fn holder(mut self, holder: &str) -> Self {
+    pub(crate) fn holder(mut self, holder: &str) -> Self {
         let mut end = holder.len().min(128);
         while !holder.is_char_boundary(end) {
             end -= 1;
@@ -135,7 +146,8 @@ impl PoolDraw {
 
 impl PoolDraw {
     /// What this draw asks of its pools, without the store: what a journaled run's definition
-    /// keeps, so that a resume draws the same way ([`PoolTerms::draw_from`]).
+    /// keeps, so that a resume draws the same way
+    /// ([`ScopeBuilder::pool_store`](crate::ScopeBuilder::pool_store)).
     #[must_use]
     pub fn terms(&self) -> PoolTerms {
         PoolTerms { names: self.names.clone(), lease: self.lease, output_cap: self.output_cap }
@@ -184,7 +196,7 @@ impl PoolTerms {
 
     /// A draw on these terms from the pools of `store`, held by this process.
     #[must_use]
-    pub fn draw_from(&self, store: Arc<dyn PoolStore>) -> PoolDraw {
+    pub(crate) fn draw_from(&self, store: Arc<dyn PoolStore>) -> PoolDraw {
         PoolDraw::new(store, self.names.iter().cloned()).lease(self.lease).output_cap(self.output_cap)
     }
 
@@ -194,6 +206,32 @@ impl PoolTerms {
     #[cfg(feature = "journal")]
     pub(crate) fn covers(&self, asked: &Self) -> bool {
         self.names.iter().all(|name| asked.names.contains(name)) && asked.output_cap <= self.output_cap
+    }
+}
+
+/// The terms a scope builder was given for its holds, applied to its draw when it is built.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct PoolSettings {
+    pub(crate) output_cap: Option<u32>,
+    pub(crate) lease: Option<Duration>,
+    pub(crate) holder: Option<Arc<str>>,
+    /// A pool was named with a name that is not one.
+    pub(crate) invalid_name: bool,
+}
+
+impl PoolSettings {
+    /// `draw` on these terms, each left as it was where unset.
+    pub(crate) fn apply(&self, mut draw: PoolDraw) -> PoolDraw {
+        if let Some(cap) = self.output_cap {
+            draw = draw.output_cap(cap);
+        }
+        if let Some(lease) = self.lease {
+            draw = draw.lease(lease);
+        }
+        if let Some(holder) = &self.holder {
+            draw = draw.holder(holder);
+        }
+        draw
     }
 }
 

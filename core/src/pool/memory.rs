@@ -23,14 +23,13 @@ use crate::sync::Mutex;
 /// Pools kept in this process's memory: for one process, and for tests.
 ///
 /// ```
-/// use loopbound::pool::{MemoryPools, PoolBudget, PoolName, PoolStore};
+/// use loopbound::pool::{MemoryPools, PoolBudget, PoolStore};
 ///
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), loopbound::pool::PoolError> {
 /// let pools = MemoryPools::new();
-/// let name = PoolName::new("tenant:acme")?;
-/// pools.define(&name, PoolBudget::default().with_calls(100)).await?;
-/// assert_eq!(pools.state(&name).await?.budget.calls(), Some(100));
+/// pools.define("tenant:acme", PoolBudget::default().with_calls(100)).await?;
+/// assert_eq!(pools.state("tenant:acme").await?.budget.calls(), Some(100));
 /// # Ok(())
 /// # }
 /// ```
@@ -166,13 +165,14 @@ impl Book {
 }
 
 impl PoolStore for MemoryPools {
-    fn define<'a>(&'a self, pool: &'a PoolName, budget: PoolBudget) -> PoolFuture<'a, ()> {
-        let result = budget.validate().and_then(|()| {
+    fn define<'a>(&'a self, pool: &'a str, budget: PoolBudget) -> PoolFuture<'a, ()> {
+        let result = PoolName::new(pool).and_then(|pool| {
+            budget.validate()?;
             let mut book = self.book.lock();
-            match book.pools.get(pool) {
+            match book.pools.get(&pool) {
                 Some(existing) if existing.window() != budget.window() => Err(PoolError::InvalidBudget),
                 _ => {
-                    book.pools.insert(pool.clone(), budget);
+                    book.pools.insert(pool, budget);
                     Ok(())
                 }
             }
@@ -180,23 +180,28 @@ impl PoolStore for MemoryPools {
         Box::pin(std::future::ready(result))
     }
 
-    fn state<'a>(&'a self, pool: &'a PoolName) -> PoolFuture<'a, PoolState> {
-        let now = self.now();
-        let mut book = self.book.lock();
-        book.expire(now);
-        Box::pin(std::future::ready(book.state(pool, now)))
+    fn state<'a>(&'a self, pool: &'a str) -> PoolFuture<'a, PoolState> {
+        let state = PoolName::new(pool).and_then(|pool| {
+            let now = self.now();
+            let mut book = self.book.lock();
+            book.expire(now);
+            book.state(&pool, now)
+        });
+        Box::pin(std::future::ready(state))
     }
 
-    fn windows<'a>(&'a self, pool: &'a PoolName) -> PoolFuture<'a, Vec<(u64, Line)>> {
-        let now = self.now();
-        let mut book = self.book.lock();
-        book.expire(now);
-        let windows = book.budget(pool).map(|_| {
-            book.lines
-                .iter()
-                .filter(|((name, _), _)| name == pool)
-                .map(|((_, start), line)| (*start, *line))
-                .collect()
+    fn windows<'a>(&'a self, pool: &'a str) -> PoolFuture<'a, Vec<(u64, Line)>> {
+        let windows = PoolName::new(pool).and_then(|pool| {
+            let now = self.now();
+            let mut book = self.book.lock();
+            book.expire(now);
+            book.budget(&pool).map(|_| {
+                book.lines
+                    .iter()
+                    .filter(|((name, _), _)| *name == pool)
+                    .map(|((_, start), line)| (*start, *line))
+                    .collect()
+            })
         });
         Box::pin(std::future::ready(windows))
     }

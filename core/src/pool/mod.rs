@@ -4,50 +4,35 @@
 //! A **pool** is a named budget ([`PoolBudget`]: model calls, tokens, money) with an optional
 //! fixed UTC window (a day, a month), kept in a [`PoolStore`]: [`MemoryPools`] for one process,
 //! `loopbound-sqlite`'s for the processes of one machine, `loopbound-postgres`'s for many
-//! machines. A scope draws from any number of pools of one store ([`PoolDraw`],
-//! [`ScopeBuilder::pools`](crate::ScopeBuilder::pools)): tenant, user, feature.
+//! machines. A scope draws from any number of pools of one store, named when it is built
+//! ([`ScopeBuilder::pools`](crate::ScopeBuilder::pools)): tenant, user, feature.
 //!
 #![cfg_attr(feature = "pools", doc = "```")]
 #![cfg_attr(not(feature = "pools"), doc = "```ignore")]
 //! use std::sync::Arc;
-//! use loopbound::pool::{MemoryPools, PoolBudget, PoolDraw, PoolName, PoolStore, Window};
-//! use loopbound::scripted::{sequence, Step};
-//! use loopbound::transport::{ModelReply, Usage};
-//! use loopbound::{HaltReason, Message, Runner, Scope, Status, ToolSet};
+//! use loopbound::pool::{MemoryPools, PoolBudget, PoolStore, Window};
+//! use loopbound::Scope;
 //!
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let pools = Arc::new(MemoryPools::new());
-//! let acme = PoolName::new("tenant:acme")?;
 //! // One line per tenant: 1,000 tokens a day.
-//! pools.define(&acme, PoolBudget::default().with_tokens(1_000).per(Window::Day)).await?;
-//!
-//! let draw = PoolDraw::new(pools.clone(), [acme.clone()]).output_cap(400);
-//! let scope = Scope::builder().pools(draw.clone()).build()?;
-//! let reply = ModelReply::text("Done.").with_usage(Usage::new(100, 300));
-//! let runtime = Runner::harness(&ToolSet::default(), sequence(vec![Step::Reply(reply)]));
-//! let outcome = runtime.run(&scope, &mut vec![Message::user("Hi.")], |_| true).await?;
-//! assert_eq!(outcome.status(), Status::Completed);
-//! assert_eq!(pools.state(&acme).await?.settled.tokens, 400, "the reported usage");
-//!
-//! // A second request finds 600 tokens left, less than its input and minimum output: its call
-//! // is refused before it is sent, and the outcome names the pool.
-//! let scope = Scope::builder().pools(draw).build()?;
-//! let model = sequence(vec![Step::Reply(ModelReply::text("never sent"))]);
-//! let runtime = Runner::harness(&ToolSet::default(), &model);
-//! let mut conversation = vec![Message::user("x".repeat(600))];
-//! let outcome = runtime.run(&scope, &mut conversation, |_| true).await?;
-//! assert_eq!(outcome.status(), Status::TokenBudget);
-//! assert_eq!(outcome.detail(), Some("pool tenant:acme has no room for this call (tokens)"));
-//! assert_eq!(model.calls(), 0);
+//! pools.define("tenant:acme", PoolBudget::default().with_tokens(1_000).per(Window::Day)).await?;
+//! // Per request: the scope draws from the tenant's pool and the user's.
+//! pools.define("user:7", PoolBudget::default().with_calls(50).per(Window::Day)).await?;
+//! let scope = Scope::builder().pools(pools.clone(), ["tenant:acme", "user:7"]).build()?;
+//! assert_eq!(scope.pools().map(|draw| draw.names().len()), Some(2));
+//! assert_eq!(pools.state("tenant:acme").await?.settled.tokens, 0, "nothing is held before a call");
 //! # Ok(())
 //! # }
 //! ```
 //!
+//! `docs/pools.md` runs requests against a pool until it is spent.
+//!
 //! # A host's trait and a backend's
 //!
-//! A host calls [`PoolStore`]'s `define`, `state` and `windows`, and hands the store to its
-//! scopes in a [`PoolDraw`]. What the runtime calls for each model call (reserve, renew,
+//! A host calls [`PoolStore`]'s `define`, `state` and `windows`, naming pools by their text, and
+//! hands the store and the names to its scopes ([`ScopeBuilder::pools`](crate::ScopeBuilder::pools)). What the runtime calls for each model call (reserve, renew,
 //! settle, release) is [`PoolBackend`](backend::PoolBackend), `PoolStore`'s supertrait, in
 //! [`backend`] with the holds, grants and the arithmetic every store shares: a store implements
 //! both, and a host never needs `backend`. Both traits box their futures ([`PoolFuture`]),
@@ -59,7 +44,7 @@
 //!    model-call budget, its own spend budgets): a call they would refuse never reaches a pool.
 //! 2. **Every pool** the scope draws from reserves the call, all or nothing, in one transaction
 //!    of the store: one model call, the request's input and an output that fits (the smallest
-//!    of the call's cap, the draw's [`output_cap`](PoolDraw::output_cap), what the run's budgets
+//!    of the call's cap, the scope's [`pool_output_cap`](crate::ScopeBuilder::pool_output_cap), what the run's budgets
 //!    leave, and what each pool leaves), and their cost. A pool without room refuses: the run
 //!    halts `TokenBudget`, `CostBudget` or `ModelBudget` (for calls), the outcome's
 //!    [`detail`](crate::Outcome::detail) names the pool, and the call is not sent.
@@ -118,6 +103,7 @@ use serde::Serialize;
 
 pub use backend::rules::Line;
 pub use budget::{Amount, MAX_POOL_NAME_LEN, PoolBudget, PoolName, Window};
+pub(crate) use draw::PoolSettings;
 pub use draw::{DEFAULT_LEASE, DEFAULT_OUTPUT_CAP, PoolDraw, PoolTerms};
 pub use error::PoolError;
 #[cfg(feature = "pools")]
@@ -170,6 +156,9 @@ impl PoolState {
 /// each model call (reserve, renew, settle, release) is its supertrait,
 /// [`PoolBackend`](backend::PoolBackend), which a store implements too and a host never calls.
 ///
+/// A pool is named by its text (`"tenant:acme"`): 1 to [`MAX_POOL_NAME_LEN`] bytes of
+/// `A-Z a-z 0-9 . _ : -`, checked by the store ([`PoolName::new`]) before anything else.
+///
 /// Its futures are boxed ([`PoolFuture`]), unlike [`Journal`](crate::journal::Journal)'s:
 /// every run holds its store as `Arc<dyn PoolStore>` ([`PoolDraw`]), and a boxed future is the
 /// only way to call an `async` method through `dyn`.
@@ -180,24 +169,24 @@ pub trait PoolStore: backend::PoolBackend + fmt::Debug {
     ///
     /// # Errors
     ///
-    /// [`PoolError::InvalidBudget`] for a budget that does not validate or changes an existing
-    /// pool's window; a storage error.
-    fn define<'a>(&'a self, pool: &'a PoolName, budget: PoolBudget) -> PoolFuture<'a, ()>;
+    /// [`PoolError::InvalidName`]; [`PoolError::InvalidBudget`] for a budget that does not
+    /// validate or changes an existing pool's window; a storage error.
+    fn define<'a>(&'a self, pool: &'a str, budget: PoolBudget) -> PoolFuture<'a, ()>;
 
     /// The pool's state (holds whose lease expired are charged first).
     ///
     /// # Errors
     ///
-    /// [`PoolError::UnknownPool`]; a storage error.
-    fn state<'a>(&'a self, pool: &'a PoolName) -> PoolFuture<'a, PoolState>;
+    /// [`PoolError::InvalidName`]; [`PoolError::UnknownPool`]; a storage error.
+    fn state<'a>(&'a self, pool: &'a str) -> PoolFuture<'a, PoolState>;
 
     /// Every window of the pool that has figures, oldest first: its start and its figures (for
     /// a host's billing; holds whose lease expired are charged first).
     ///
     /// # Errors
     ///
-    /// [`PoolError::UnknownPool`]; a storage error.
-    fn windows<'a>(&'a self, pool: &'a PoolName) -> PoolFuture<'a, Vec<(u64, Line)>>;
+    /// [`PoolError::InvalidName`]; [`PoolError::UnknownPool`]; a storage error.
+    fn windows<'a>(&'a self, pool: &'a str) -> PoolFuture<'a, Vec<(u64, Line)>>;
 }
 
 /// The clock a store judges leases and windows by, in milliseconds since 1970-01-01 UTC.

@@ -95,9 +95,9 @@ pub async fn scope<J: Journal>(
             let builder = Scope::builder().grants(grants).limits(limits).record_stream();
             match tenant {
                 Some(tenant) => {
-                    let draw = tenants.draw(&tenant).ok_or(ScopeError::Tenant)?;
+                    let (store, pool) = tenants.draw(&tenant).ok_or(ScopeError::Tenant)?;
                     labels = labels.with(TENANT_LABEL, &tenant).map_err(ScopeError::Journal)?;
-                    builder.pools(draw).labels(labels)
+                    builder.pools(Arc::clone(store), [pool]).labels(labels)
                 }
                 None => builder.labels(labels),
             }

@@ -20,7 +20,7 @@ use std::fmt;
 use std::str::FromStr;
 use std::sync::Arc;
 
-use loopbound::pool::{PoolBudget, PoolDraw, PoolError, PoolName, PoolState, PoolStore, Window};
+use loopbound::pool::{PoolBudget, PoolError, PoolState, PoolStore, Window};
 use serde::Serialize;
 
 /// The label that stores a run's tenant in its journal.
@@ -88,21 +88,17 @@ impl Tenant {
         self.tokens_per_day
     }
 
-    fn pool(&self) -> Result<PoolName, PoolError> {
-        pool_of(&self.name)
+    /// Its pool's name: `tenant:<name>`.
+    fn pool(&self) -> String {
+        format!("tenant:{}", self.name)
     }
-}
-
-/// The pool of tenant `name`.
-fn pool_of(name: &str) -> Result<PoolName, PoolError> {
-    PoolName::new(format!("tenant:{name}"))
 }
 
 /// The tenants of this service and the store of their pools.
 #[derive(Clone, Debug, Default)]
 pub struct Tenants {
     store: Option<Arc<dyn PoolStore>>,
-    pools: Vec<(String, PoolName)>,
+    pools: Vec<(String, String)>,
 }
 
 /// One tenant's pool as a page shows it: today's window, what is settled and held, and the
@@ -163,12 +159,12 @@ impl Tenants {
     ///
     /// The store's error; a tenant named twice is [`PoolError::InvalidBudget`].
     pub async fn define(store: Arc<dyn PoolStore>, tenants: &[Tenant]) -> Result<Self, PoolError> {
-        let mut pools: Vec<(String, PoolName)> = Vec::with_capacity(tenants.len());
+        let mut pools: Vec<(String, String)> = Vec::with_capacity(tenants.len());
         for tenant in tenants {
             if pools.iter().any(|(name, _)| name == tenant.name()) {
                 return Err(PoolError::InvalidBudget);
             }
-            let pool = tenant.pool()?;
+            let pool = tenant.pool();
             let budget = PoolBudget::default().with_tokens(tenant.tokens_per_day).per(Window::Day);
             store.define(&pool, budget).await?;
             pools.push((tenant.name.clone(), pool));
@@ -193,12 +189,13 @@ impl Tenants {
         self.pools.iter().map(|(name, _)| name.as_str())
     }
 
-    /// What a new run of tenant `name` draws from; `None` for a tenant not configured here.
+    /// What a new run of tenant `name` draws from: the store and its pool's name; `None` for a
+    /// tenant not configured here.
     #[must_use]
-    pub fn draw(&self, name: &str) -> Option<PoolDraw> {
+    pub fn draw(&self, name: &str) -> Option<(&Arc<dyn PoolStore>, &str)> {
         let store = self.store.as_ref()?;
         let (_, pool) = self.pools.iter().find(|(tenant, _)| tenant == name)?;
-        Some(PoolDraw::new(Arc::clone(store), [pool.clone()]))
+        Some((store, pool.as_str()))
     }
 
     /// Every tenant's pool now, in the order configured.
@@ -249,8 +246,8 @@ mod tests {
         assert_eq!(tenants.names().collect::<Vec<_>>(), ["acme", "globex"]);
         assert!(tenants.knows("acme") && !tenants.knows("initech"));
         assert!(tenants.draw("initech").is_none());
-        let draw = tenants.draw("globex").expect("a draw");
-        assert_eq!(draw.names().iter().map(PoolName::as_str).collect::<Vec<_>>(), ["tenant:globex"]);
+        let (_, pool) = tenants.draw("globex").expect("a draw");
+        assert_eq!(pool, "tenant:globex");
         let pools = tenants.pools().await.expect("read");
         assert_eq!(
             pools

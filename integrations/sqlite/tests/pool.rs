@@ -1,12 +1,14 @@
-//! Shared pools in a SQLite file: one file for the journal and the pools (opened in either
-//! order), a foreign database refused untouched, the figures surviving a reopen, and the race
-//! every pool store must pass (`loopbound_test::pool::check_race`).
+//! Shared pools in a SQLite file: the pool-store conformance suite every store must pass
+//! (`loopbound_test::pool::conformance`, with the race), one file for the journal and the pools
+//! (opened in either order), a foreign database refused untouched, the figures surviving a
+//! reopen.
 
 use std::sync::Arc;
 
-use loopbound::pool::{Amount, PoolBudget, PoolError, PoolName, PoolStore, Window};
-use loopbound_sqlite::{SqliteJournal, SqlitePools};
-use loopbound_testkit::{pool, scratch};
+use loopbound::pool::{Amount, ManualClock, PoolBudget, PoolError, PoolStore, Window};
+use loopbound_sqlite::{SqliteJournal, SqlitePools, Synchronous};
+use loopbound_testkit::pool::conformance::{self, Stores};
+use loopbound_testkit::scratch;
 
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap()
@@ -15,7 +17,7 @@ fn runtime() -> tokio::runtime::Runtime {
 #[test]
 fn the_journal_and_the_pools_share_one_file_whichever_opens_it_first() {
     let runtime = runtime();
-    let pool = PoolName::new("tenant:acme").unwrap();
+    let pool = "tenant:acme";
     for pools_first in [true, false] {
         let file = scratch::dir("pool-shared-file").join("runs.db");
         let (pools, journal) = if pools_first {
@@ -25,10 +27,10 @@ fn the_journal_and_the_pools_share_one_file_whichever_opens_it_first() {
             let journal = SqliteJournal::open(&file).unwrap();
             (SqlitePools::open(&file).unwrap(), journal)
         };
-        runtime.block_on(pools.define(&pool, PoolBudget::default().with_calls(3).per(Window::Day))).unwrap();
+        runtime.block_on(pools.define(pool, PoolBudget::default().with_calls(3).per(Window::Day))).unwrap();
         drop((pools, journal));
         let reopened = SqlitePools::open(&file).unwrap();
-        let state = runtime.block_on(reopened.state(&pool)).unwrap();
+        let state = runtime.block_on(reopened.state(pool)).unwrap();
         assert_eq!((state.budget.calls(), state.settled), (Some(3), Amount::ZERO));
         SqliteJournal::open(&file).expect("the journal still opens the file");
     }
@@ -48,8 +50,23 @@ fn a_foreign_database_is_refused_untouched() {
     assert_eq!((tables, orders), (1, 7), "untouched");
 }
 
+/// A fresh file per store, with `synchronous = FULL` as [`SqlitePools::open`] opens it.
+struct Sqlite;
+
+impl Stores for Sqlite {
+    type Store = SqlitePools;
+
+    async fn fresh(&self) -> SqlitePools {
+        SqlitePools::open(scratch::dir("pool-conform").join("pools.db")).expect("a fresh file opens")
+    }
+
+    async fn fresh_on(&self, clock: ManualClock) -> Option<SqlitePools> {
+        let file = scratch::dir("pool-conform").join("pools.db");
+        Some(SqlitePools::open_with(file, Synchronous::Full, Arc::new(clock)).expect("a fresh file opens"))
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn sixty_four_tasks_racing_one_sqlite_pool_settle_within_it_and_use_at_least_95_percent() {
-    let store = SqlitePools::open(scratch::dir("pool-race").join("pools.db")).unwrap();
-    pool::check_race(Arc::new(store), &PoolName::new("tenant:race").unwrap(), 64, 25).await;
+async fn the_sqlite_pool_store_conforms() {
+    conformance::check_all(&Sqlite).await;
 }

@@ -5,8 +5,10 @@
 //!   with runs: the in-memory journal, SQLite and PostgreSQL all run it unchanged;
 //! - [`hooked`]: a journal with a test's hook in front of it (a store that stops answering,
 //!   fails a commit, or counts its calls);
-//! - [`pool`]: races of many runs drawing from one shared pool, against a model that bills every
-//!   call it answers, to check that a pool store never lets spend past its budget;
+//! - [`pool`]: the pool-store conformance suite ([`pool::conformance`]) a third-party pool store
+//!   must pass (memory, SQLite and PostgreSQL run it unchanged), and races of many runs drawing
+//!   from one shared pool, against a model that bills every call it answers, to check that a
+//!   pool store never lets spend past its budget;
 //! - [`refund`]: the refund task (a read, an effect, an idempotent call) whose effects are
 //!   counted outside the run, which the conformance suite runs;
 //! - [`telemetry`]: a tracing layer that records every span and field a run emits;
@@ -52,6 +54,42 @@
 //! }
 //!
 //! #[tokio::main(flavor = "current_thread")]
+//! async fn main() {
+//!     conformance::check_all(&Memory).await;
+//! }
+//! ```
+//!
+//! # Running the pool-store conformance suite
+//!
+//! A pool store's test implements [`pool::conformance::Stores`] (a fresh, empty store; and one
+//! that judges leases and windows by a clock the test moves, or `None` for a store that keeps its
+//! own clock, as a database server does) and awaits [`pool::conformance::check_all`], which
+//! panics with the rule a check found broken. Here, the in-memory store; on a store that keeps
+//! its own clock the checks wait for real leases to lapse, and the checks that need days to pass
+//! are left out.
+//!
+#![cfg_attr(feature = "pools", doc = "```")]
+#![cfg_attr(not(feature = "pools"), doc = "```ignore")]
+//! use std::sync::Arc;
+//!
+//! use loopbound::pool::{ManualClock, MemoryPools};
+//! use loopbound_test::pool::conformance::{self, Stores};
+//!
+//! struct Memory;
+//!
+//! impl Stores for Memory {
+//!     type Store = MemoryPools;
+//!
+//!     async fn fresh(&self) -> MemoryPools {
+//!         MemoryPools::new()
+//!     }
+//!
+//!     async fn fresh_on(&self, clock: ManualClock) -> Option<MemoryPools> {
+//!         Some(MemoryPools::with_clock(Arc::new(clock)))
+//!     }
+//! }
+//!
+//! #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 //! async fn main() {
 //!     conformance::check_all(&Memory).await;
 //! }

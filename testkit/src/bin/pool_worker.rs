@@ -41,7 +41,7 @@ async fn work(args: &[String]) -> Result<String, String> {
     let store = open(store).await?;
     let pool = PoolName::new(pool).map_err(|error| error.to_string())?;
     let holder = format!("pool-worker-{}", std::process::id());
-    let draw = draw(store, &[pool], Duration::from_millis(number(lease)?), &holder);
+    let draw = draw(store, &[pool.as_str()], Duration::from_millis(number(lease)?), &holder);
     let model = Arc::new(Billing::new(number(min)?, number(max)?, number(seed)?).reporting());
     let tally = race(&draw, &model, number(tasks)?, number(runs)?).await;
     Ok(format!("done {} {}", tally.completed, tally.refused))

@@ -329,8 +329,9 @@ async fn conclude(tx: &Transaction<'_>, id: i64, charge: Option<Amount>) -> Resu
 }
 
 impl PoolStore for PostgresPools {
-    fn define<'a>(&'a self, pool: &'a PoolName, budget: PoolBudget) -> PoolFuture<'a, ()> {
+    fn define<'a>(&'a self, pool: &'a str, budget: PoolBudget) -> PoolFuture<'a, ()> {
         self.bounded(async move {
+            let pool = PoolName::new(pool)?;
             budget.validate()?;
             transact!(self, "writing a pool", |tx| {
                 let existing = tx
@@ -361,8 +362,9 @@ impl PoolStore for PostgresPools {
         })
     }
 
-    fn state<'a>(&'a self, pool: &'a PoolName) -> PoolFuture<'a, PoolState> {
+    fn state<'a>(&'a self, pool: &'a str) -> PoolFuture<'a, PoolState> {
         self.bounded(async move {
+            let pool = PoolName::new(pool)?;
             transact!(self, "reading a pool", |tx| {
                 let (budgets, now) = open(&tx, &[pool.as_str()]).await?;
                 let budget = budgets[0].1;
@@ -381,8 +383,9 @@ impl PoolStore for PostgresPools {
         })
     }
 
-    fn windows<'a>(&'a self, pool: &'a PoolName) -> PoolFuture<'a, Vec<(u64, Line)>> {
+    fn windows<'a>(&'a self, pool: &'a str) -> PoolFuture<'a, Vec<(u64, Line)>> {
         self.bounded(async move {
+            let pool = PoolName::new(pool)?;
             transact!(self, "reading a pool's windows", |tx| {
                 open(&tx, &[pool.as_str()]).await?;
                 let rows = tx

@@ -1,6 +1,6 @@
 //! Against a real PostgreSQL server (a throwaway cluster shared by this test binary, a database
 //! per test): connecting and its failures, migrations, leases, fencing, and workers in separate
-//! processes. Where PostgreSQL is absent each test prints `SKIPPED` (a failure in CI).
+//! processes, the pool store. Where PostgreSQL is absent each test prints `SKIPPED` (a failure in CI).
 
 mod connect;
 mod fencing;
@@ -8,6 +8,7 @@ mod journal;
 mod journal_processes;
 mod leases;
 mod notify;
+mod pool;
 mod processes;
 mod schema;
 mod upgrade;

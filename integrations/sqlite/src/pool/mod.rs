@@ -3,14 +3,13 @@
 //!
 //! ```no_run
 //! use std::sync::Arc;
-//! use loopbound::pool::{PoolBudget, PoolDraw, PoolName, PoolStore, Window};
+//! use loopbound::pool::{PoolBudget, PoolStore, Window};
 //! use loopbound_sqlite::SqlitePools;
 //!
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 //! let pools = Arc::new(SqlitePools::open("pools.db")?);
-//! let acme = PoolName::new("tenant:acme")?;
-//! pools.define(&acme, PoolBudget::default().with_tokens(2_000_000).per(Window::Day)).await?;
-//! let scope = loopbound::Scope::builder().pools(PoolDraw::new(pools, [acme])).build()?;
+//! pools.define("tenant:acme", PoolBudget::default().with_tokens(2_000_000).per(Window::Day)).await?;
+//! let scope = loopbound::Scope::builder().pools(pools, ["tenant:acme"]).build()?;
 //! # let _ = scope;
 //! # Ok(())
 //! # }
@@ -358,11 +357,11 @@ fn reserve(
 }
 
 impl PoolStore for SqlitePools {
-    fn define<'a>(&'a self, pool: &'a PoolName, budget: PoolBudget) -> PoolFuture<'a, ()> {
-        let pool = pool.clone();
-        if let Err(error) = budget.validate() {
-            return Box::pin(std::future::ready(Err(error)));
-        }
+    fn define<'a>(&'a self, pool: &'a str, budget: PoolBudget) -> PoolFuture<'a, ()> {
+        let pool = match PoolName::new(pool).and_then(|pool| budget.validate().map(|()| pool)) {
+            Ok(pool) => pool,
+            Err(error) => return Box::pin(std::future::ready(Err(error))),
+        };
         self.write(move |transaction, _| {
             match self::budget(transaction, pool.as_str()) {
                 Ok(existing) if existing.window() != budget.window() => return Err(PoolError::InvalidBudget),
@@ -387,9 +386,10 @@ impl PoolStore for SqlitePools {
         })
     }
 
-    fn state<'a>(&'a self, pool: &'a PoolName) -> PoolFuture<'a, PoolState> {
-        let pool = pool.clone();
+    fn state<'a>(&'a self, pool: &'a str) -> PoolFuture<'a, PoolState> {
+        let pool = PoolName::new(pool);
         self.write(move |transaction, now| {
+            let pool = pool?;
             let budget = budget(transaction, pool.as_str())?;
             let start = budget.window().start(now);
             let line = line(transaction, pool.as_str(), start)?;
@@ -405,9 +405,10 @@ impl PoolStore for SqlitePools {
         })
     }
 
-    fn windows<'a>(&'a self, pool: &'a PoolName) -> PoolFuture<'a, Vec<(u64, Line)>> {
-        let pool = pool.clone();
+    fn windows<'a>(&'a self, pool: &'a str) -> PoolFuture<'a, Vec<(u64, Line)>> {
+        let pool = PoolName::new(pool);
         self.write(move |transaction, _| {
+            let pool = pool?;
             budget(transaction, pool.as_str())?;
             let starts: Vec<i64> = {
                 let mut statement = transaction

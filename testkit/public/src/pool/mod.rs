@@ -1,7 +1,8 @@
 //! Races for one shared pool: a model that bills every call it answers (the ground truth), runs
 //! that draw from a pool, and many of them at once, for the memory, SQLite and PostgreSQL
 //! stores' tests and the benchmark; and [`check_race`], the race a pool store passes before it
-//! is trusted with a shared pool.
+//! is trusted with a shared pool. [`conformance`] is the whole suite a pool store passes, the race
+//! among its checks.
 //!
 //! Every call asks the same: a prompt of [`PROMPT_BYTES`] bytes (so the default counter
 //! estimates at least that many input tokens) and at most [`OUTPUT_CAP`] output tokens. The model
@@ -15,14 +16,16 @@
 //! - A run is one request: one model call that answers at once (`Completed`), or a refusal by
 //!   the pool before anything is sent (`TokenBudget`, the pool named in the outcome's detail).
 
+pub mod conformance;
+
 use std::io::Write as _;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use loopbound::pool::{Amount, PoolBudget, PoolDraw, PoolName, PoolStore};
+use loopbound::pool::{Amount, PoolBudget, PoolStore};
 use loopbound::transport::{ChatRequest, ModelReply, Transport, TransportError, Usage};
-use loopbound::{Message, RunError, Runner, Scope, Status, ToolSet};
+use loopbound::{Message, RunError, Runner, Scope, ScopeBuilder, Status, ToolSet};
 
 /// The prompt's length in bytes.
 pub const PROMPT_BYTES: usize = 400;
@@ -113,10 +116,33 @@ pub fn prompt() -> String {
     "p".repeat(PROMPT_BYTES)
 }
 
-/// The draw of every run: `pools` in `store`, each call capped at [`OUTPUT_CAP`].
+/// What every run of a race draws from: pools of one store, each call capped at
+/// [`OUTPUT_CAP`], its holds leased for a while to a named holder.
+#[derive(Clone, Debug)]
+pub struct Draw {
+    store: Arc<dyn PoolStore>,
+    pools: Vec<String>,
+    lease: Duration,
+    holder: String,
+}
+
+impl Draw {
+    /// A scope builder drawing from these pools on these terms.
+    pub fn builder(&self) -> ScopeBuilder {
+        Scope::builder()
+            .pools(Arc::clone(&self.store), &self.pools)
+            .pool_output_cap(OUTPUT_CAP)
+            .pool_lease(self.lease)
+            .pool_holder(&self.holder)
+    }
+}
+
+/// The draw of every run: `pools` in `store`, each call capped at [`OUTPUT_CAP`], each hold
+/// leased for `lease` to `holder`.
 #[must_use]
-pub fn draw(store: Arc<dyn PoolStore>, pools: &[PoolName], lease: Duration, holder: &str) -> PoolDraw {
-    PoolDraw::new(store, pools.iter().cloned()).output_cap(OUTPUT_CAP).lease(lease).holder(holder)
+pub fn draw(store: Arc<dyn PoolStore>, pools: &[&str], lease: Duration, holder: &str) -> Draw {
+    let pools = pools.iter().map(|&pool| pool.to_owned()).collect();
+    Draw { store, pools, lease, holder: holder.to_owned() }
 }
 
 /// One run under `draw` against `model`.
@@ -124,8 +150,12 @@ pub fn draw(store: Arc<dyn PoolStore>, pools: &[PoolName], lease: Duration, hold
 /// # Errors
 ///
 /// The run's error (a pool store that failed is [`RunError::Pool`]).
-pub async fn one_run(draw: &PoolDraw, model: &Billing) -> Result<(Status, Option<String>), RunError> {
-    let scope = Scope::builder().pools(draw.clone()).build().expect("a scope drawing from pools");
+///
+/// # Panics
+///
+/// When the draw's scope does not build (a pool name that is not one): a test's mistake.
+pub async fn one_run(draw: &Draw, model: &Billing) -> Result<(Status, Option<String>), RunError> {
+    let scope = draw.builder().build().expect("a scope drawing from pools");
     let runtime = Runner::harness(&ToolSet::default(), model);
     let outcome = runtime.run(&scope, &mut vec![Message::user(prompt())], |_| true).await?;
     Ok((outcome.status(), outcome.detail().map(str::to_owned)))
@@ -147,7 +177,7 @@ pub struct Tally {
 ///
 /// If a run fails or ends otherwise than completed or refused by the pool: the race cannot
 /// judge the pool then.
-pub async fn race(draw: &PoolDraw, model: &Arc<Billing>, tasks: u64, runs: u64) -> Tally {
+pub async fn race(draw: &Draw, model: &Arc<Billing>, tasks: u64, runs: u64) -> Tally {
     let mut handles = Vec::new();
     for _ in 0..tasks {
         let (draw, model) = (draw.clone(), Arc::clone(model));
@@ -185,10 +215,10 @@ pub async fn race(draw: &PoolDraw, model: &Arc<Billing>, tasks: u64, runs: u64) 
 ///
 /// With the rule the store broke, or when `pool` cannot be defined or read: this is a test's
 /// assertion.
-pub async fn check_race(store: Arc<dyn PoolStore>, pool: &PoolName, tasks: u64, runs: u64) {
+pub async fn check_race(store: Arc<dyn PoolStore>, pool: &str, tasks: u64, runs: u64) {
     let budget = tasks * runs * CALL_TOKENS * 6 / 10;
     store.define(pool, PoolBudget::default().with_tokens(budget)).await.expect("the pool is defined");
-    let draw = draw(Arc::clone(&store), std::slice::from_ref(pool), Duration::from_secs(30), "race");
+    let draw = draw(Arc::clone(&store), &[pool], Duration::from_secs(30), "race");
     let model = Arc::new(Billing::new(0, 3, 7));
     let tally = race(&draw, &model, tasks, runs).await;
     let state = store.state(pool).await.expect("the pool's state is read");
