@@ -10,8 +10,8 @@
 //! - This module is a leaf of the crate's module graph: it imports nothing from `spend`,
 //!   `transport`, `guard`, `scope`, `tool` or `journal`, only from `event` (which names may name
 //!   a tool) and `progress` (the policy error a scope reports with the others), which import
-//!   nothing from the crate either. The order is `limits` ← `spend` ← `transport` ← `guard` ←
-//!   `scope`: a module that needs a budget's value depends on this one, never the reverse.
+//!   nothing from the crate either. `spend`, `transport` (its reply bounds), `guard`, `scope`
+//!   and `journal` depend on this module for a budget's value; it depends on none of them.
 //! - A [`Limits`] value can hold anything; it is checked by [`Limits::validate`], which every
 //!   scope runs before it exists. A scope therefore never runs with zero model calls, zero
 //!   repetitions, a zero deadline, zero calls per reply, zero reply bytes, or a per-tool limit
