@@ -299,6 +299,18 @@ impl Subject {
         name == Self::MODEL || name == Self::RUN
     }
 
+    /// Whether `name` has a tool name's form: 1 to 64 characters of `A-Z a-z 0-9 _ -`.
+    pub(crate) fn is_well_formed(name: &str) -> bool {
+        (1..=64).contains(&name.len())
+            && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+    }
+
+    /// Whether `name` may name a tool: well formed ([`is_well_formed`](Self::is_well_formed))
+    /// and not a subject's own ([`is_reserved`](Self::is_reserved)).
+    pub(crate) fn is_tool_name(name: &str) -> bool {
+        Self::is_well_formed(name) && !Self::is_reserved(name)
+    }
+
     /// The tool's name, for a tool subject.
     #[must_use]
     pub fn tool(&self) -> Option<&str> {

@@ -8,9 +8,10 @@
 //!
 //! 1. **Tools**, once: the host defines its [`GuardedTool`]s (name, capability, typed input,
 //!    JSON schema computed once, private body) into a [`ToolSet`], shared by every request.
-//! 2. **Scope**, per request: a [`Scope`] holds the granted capabilities, the [`Limits`] (model
-//!    calls, tool calls, repetitions per signature, deadline), the caller's cancellation, the
-//!    counters, the ordered events, and the host's own state for that request.
+//! 2. **Scope**, per request: a [`Scope`] holds the granted capabilities, the [`Limits`] (every
+//!    budget of the run: model calls, tool calls, calls per tool, repetitions per signature,
+//!    deadline, tokens, cost), the caller's cancellation, the counters, the ordered events, and
+//!    the host's own state for that request.
 //! 3. **Guard**: every tool call binds its typed arguments, then passes one check-and-reserve
 //!    critical section of the scope (cancellation → permission → tool budget → repetition),
 //!    on every path: the loop, a direct call, a reservation run later. Signatures compare

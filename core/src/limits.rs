@@ -1,21 +1,66 @@
-//! The limits of a run, the bounds on what a provider may send in one reply, and their
-//! validation.
+//! Every budget of one run as plain values: the limits of a run (model calls, tool calls,
+//! per-tool calls, repetitions, deadline, reply bounds, tokens, cost), money in micro-units, and
+//! their validation.
+//!
+//! What many runs share is a pool ([`pool`](crate::pool)), not a limit: pools are set apart, on
+//! the scope ([`ScopeBuilder::pools`](crate::ScopeBuilder::pools)).
 //!
 //! # Invariants
 //!
+//! - This module is a leaf of the crate's module graph: it imports nothing from `spend`,
+//!   `transport`, `guard`, `scope`, `tool` or `journal`, only from `event` (which names may name
+//!   a tool) and `progress` (the policy error a scope reports with the others), which import
+//!   nothing from the crate either. `spend`, `transport` (its reply bounds), `guard`, `scope`
+//!   and `journal` depend on this module for a budget's value; it depends on none of them.
 //! - A [`Limits`] value can hold anything; it is checked by [`Limits::validate`], which every
 //!   scope runs before it exists. A scope therefore never runs with zero model calls, zero
-//!   repetitions, a zero deadline, zero calls per reply or zero reply bytes.
-//! - A tool-call budget of zero is valid: it means that no tool may run.
+//!   repetitions, a zero deadline, zero calls per reply, zero reply bytes, or a per-tool limit
+//!   on a name no tool may take.
+//! - A tool-call budget of zero is valid: it means that no tool may run; so is a per-tool limit
+//!   of zero: that tool may not run.
 //! - The reply bounds ([`calls_per_reply`](Limits::calls_per_reply),
 //!   [`reply_bytes`](Limits::reply_bytes)) bound every reply the run accepts, so the run's
 //!   memory, events, conversation and request bodies are bounded by a function of the limits
 //!   alone (see [`Limits`]).
+//! - Money is integer micro-units ([`Micros`]): no floating point, and arithmetic on amounts
+//!   saturates instead of wrapping.
 
+use std::borrow::Cow;
+use std::collections::BTreeMap;
 use std::fmt;
 use std::time::Duration;
 
-use crate::spend::Micros;
+use serde::Serialize;
+
+use crate::event::Subject;
+
+/// An amount of money in micro-units of the host's currency: `Micros(1_500_000)` is 1.50.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub struct Micros(pub u64);
+
+impl Micros {
+    /// Nothing.
+    pub const ZERO: Self = Self(0);
+
+    /// This amount and `other`, saturating.
+    #[must_use]
+    pub const fn saturating_add(self, other: Self) -> Self {
+        Self(self.0.saturating_add(other.0))
+    }
+
+    /// This amount less `other`, or zero.
+    #[must_use]
+    pub const fn saturating_sub(self, other: Self) -> Self {
+        Self(self.0.saturating_sub(other.0))
+    }
+}
+
+impl fmt::Display for Micros {
+    /// Formats as `1500000µ`: the integer amount, in micro-units.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}µ", self.0)
+    }
+}
 
 /// The bounds of one run. Every field counts something the host can observe in the events.
 ///
@@ -23,6 +68,7 @@ use crate::spend::Micros;
 /// |---|---|---|
 /// | [`model_calls`](Limits::model_calls) | 6 | transport attempts, streaming or not, counted before the call is sent |
 /// | [`tool_calls`](Limits::tool_calls) | 4 | admitted tool attempts over all tools, counted before the body runs |
+/// | [`tool_calls_of`](Limits::tool_calls_of) | none | admitted attempts of one tool, for each tool given one ([`with_tool_calls_of`](Limits::with_tool_calls_of)) |
 /// | [`repetitions`](Limits::repetitions) | 1 | admitted attempts per signature (tool name + canonical typed arguments) |
 /// | [`deadline`](Limits::deadline) | 120 s | wall time of the run, from the scope's creation |
 /// | [`calls_per_reply`](Limits::calls_per_reply) | 16 | tool calls in one model reply, known tools or not, bindable or not |
@@ -58,8 +104,13 @@ use crate::spend::Micros;
 /// assert_eq!(limits.tool_calls(), 4);
 /// assert!(limits.validate().is_ok());
 /// assert!(Limits::default().with_repetitions(0).validate().is_err());
+///
+/// // A refund at most once, whatever else the run may do.
+/// let limits = Limits::default().with_tool_calls_of("refund", 1);
+/// assert_eq!(limits.tool_calls_of("refund"), Some(1));
+/// assert_eq!(limits.tool_calls_of("lookup"), None);
 /// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Limits {
     model_calls: u32,
     tool_calls: u32,
@@ -73,6 +124,8 @@ pub struct Limits {
     cost: Option<Micros>,
     min_output_tokens: u32,
     wrap_up_tokens: Option<u64>,
+    /// Admitted attempts allowed per tool, for the tools given a limit of their own.
+    per_tool: BTreeMap<Box<str>, u32>,
 }
 
 impl Limits {
@@ -102,6 +155,24 @@ impl Limits {
     #[must_use]
     pub const fn with_tool_calls(mut self, tool_calls: u32) -> Self {
         self.tool_calls = tool_calls;
+        self
+    }
+
+    /// Returns these limits with at most `calls` admitted attempts of the tool `tool` in the run
+    /// (e.g. a refund at most once): past them the run halts `ToolLimit`. Zero forbids the tool.
+    /// Set again for the same tool, the last limit given holds. A name no tool may take fails
+    /// [`validate`](Self::validate) with [`LimitsError::InvalidToolLimit`].
+    #[must_use]
+    pub fn with_tool_calls_of(mut self, tool: impl Into<String>, calls: u32) -> Self {
+        self.per_tool.insert(tool.into().into_boxed_str(), calls);
+        self
+    }
+
+    /// These limits without a limit of the tool `tool`'s own: its calls are then bounded by the
+    /// run's other limits only.
+    #[must_use]
+    pub(crate) fn without_tool_calls_of(mut self, tool: &str) -> Self {
+        self.per_tool.remove(tool);
         self
     }
 
@@ -196,20 +267,23 @@ impl Limits {
         self.wrap_up_tokens
     }
 
-    /// These limits less what a wrap-up keeps aside (one model call, its tokens, their cost at
-    /// `price`'s dearest rate): what the run itself may spend. Unchanged without a wrap-up.
+    /// These limits less what a wrap-up keeps aside (one model call, its tokens, and
+    /// `aside_cost` of those tokens, the cost at the model's dearest rate): what the run itself
+    /// may spend. Unchanged (and borrowed) without a wrap-up. With one, the per-tool limits are
+    /// left out: the result bounds model calls and spend, never a tool's admission.
     #[must_use]
-    pub(crate) fn before_wrap_up(&self, price: Option<&crate::spend::Price>) -> Self {
-        let Some(aside) = self.wrap_up_tokens else { return *self };
+    pub(crate) fn before_wrap_up(&self, aside_cost: impl FnOnce(u64) -> Micros) -> Cow<'_, Self> {
+        let Some(aside) = self.wrap_up_tokens else { return Cow::Borrowed(self) };
         let less = |budget: Option<u64>| budget.map(|budget| budget.saturating_sub(aside));
-        let mut run = *self;
-        run.model_calls = self.model_calls.saturating_sub(1);
-        run.input_tokens = less(self.input_tokens);
-        run.output_tokens = less(self.output_tokens);
-        run.total_tokens = less(self.total_tokens);
-        run.cost =
-            self.cost.map(|cost| cost.saturating_sub(price.map_or(Micros::ZERO, |p| p.dearest(aside))));
-        run
+        Cow::Owned(Self {
+            model_calls: self.model_calls.saturating_sub(1),
+            input_tokens: less(self.input_tokens),
+            output_tokens: less(self.output_tokens),
+            total_tokens: less(self.total_tokens),
+            cost: self.cost.map(|cost| cost.saturating_sub(aside_cost(aside))),
+            per_tool: BTreeMap::new(),
+            ..*self
+        })
     }
 
     /// Input tokens allowed over the run, if limited.
@@ -263,6 +337,18 @@ impl Limits {
         self.tool_calls
     }
 
+    /// Admitted attempts of the tool `tool` allowed in one run, if it has a limit of its own.
+    #[must_use]
+    pub fn tool_calls_of(&self, tool: &str) -> Option<u32> {
+        // A run without per-tool limits looks nothing up.
+        if self.per_tool.is_empty() { None } else { self.per_tool.get(tool).copied() }
+    }
+
+    /// Every tool's own limit ([`tool_calls_of`](Self::tool_calls_of)), in tool-name order.
+    pub fn per_tool_calls(&self) -> impl Iterator<Item = (&str, u32)> {
+        self.per_tool.iter().map(|(tool, calls)| (&**tool, *calls))
+    }
+
     /// Admitted attempts allowed per signature.
     #[must_use]
     pub const fn repetitions(&self) -> u32 {
@@ -294,9 +380,9 @@ impl Limits {
     /// # Errors
     ///
     /// Returns the first problem found: zero model calls, zero repetitions, a zero deadline,
-    /// zero calls per reply, zero reply bytes, a spend budget set to zero, or a zero minimum
-    /// output.
-    pub const fn validate(&self) -> Result<(), LimitsError> {
+    /// zero calls per reply, zero reply bytes, a spend budget set to zero, a zero minimum
+    /// output, a wrap-up without room, or a per-tool limit on a name no tool may take.
+    pub fn validate(&self) -> Result<(), LimitsError> {
         if self.model_calls == 0 {
             return Err(LimitsError::ZeroModelCalls);
         }
@@ -325,6 +411,9 @@ impl Limits {
         if matches!(self.wrap_up_tokens, Some(0)) || (self.wrap_up_tokens.is_some() && self.model_calls < 2) {
             return Err(LimitsError::WrapUpWithoutRoom);
         }
+        if self.per_tool.keys().any(|tool| !Subject::is_tool_name(tool)) {
+            return Err(LimitsError::InvalidToolLimit);
+        }
         Ok(())
     }
 }
@@ -344,6 +433,7 @@ impl Default for Limits {
             cost: None,
             min_output_tokens: Self::DEFAULT_MIN_OUTPUT_TOKENS,
             wrap_up_tokens: None,
+            per_tool: BTreeMap::new(),
         }
     }
 }
@@ -353,8 +443,9 @@ impl fmt::Display for Limits {
     /// reply bytes 16MiB`; a deadline that is not a whole number of seconds is written in
     /// milliseconds (`1500ms`), or in microseconds or nanoseconds when even that is not whole; a
     /// byte count that is not a whole number of MiB is written in KiB, or in bytes (`1000B`).
-    /// Spend budgets follow when set: `, input tokens 5000, output tokens 800, total tokens
-    /// 6000, cost 20000µ, min output 16`.
+    /// Per-tool limits follow when set, in tool-name order: `, refund calls 1`; then spend
+    /// budgets: `, input tokens 5000, output tokens 800, total tokens 6000, cost 20000µ, min
+    /// output 16`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
@@ -377,6 +468,9 @@ impl fmt::Display for Limits {
         {
             Some((unit, suffix)) => write!(f, "{}{suffix}", bytes / unit)?,
             None => write!(f, "{bytes}B")?,
+        }
+        for (tool, calls) in self.per_tool_calls() {
+            write!(f, ", {tool} calls {calls}")?;
         }
         for (name, value) in [
             ("input tokens", self.input_tokens),
@@ -419,7 +513,8 @@ pub enum LimitsError {
     ZeroMinOutput,
     /// A cost budget needs the scope's prices ([`ScopeBuilder::prices`](crate::ScopeBuilder::prices)).
     Unpriced,
-    /// A per-tool limit names a tool twice, or an invalid tool name.
+    /// A per-tool limit ([`Limits::with_tool_calls_of`]) names a tool by a name no tool may
+    /// take.
     InvalidToolLimit,
     /// A child scope asked for a capability its parent was not granted.
     GrantsBeyondParent,
@@ -463,7 +558,7 @@ impl fmt::Display for LimitsError {
             Self::ZeroMinOutput => "invalid limits: the minimum output must be at least 1 token",
             Self::Unpriced => "invalid limits: a cost budget needs the scope's prices",
             Self::InvalidToolLimit => {
-                "invalid limits: a per-tool limit names an invalid tool, or one tool twice"
+                "invalid limits: a per-tool limit names a tool by a name no tool may take"
             }
             Self::GrantsBeyondParent => {
                 "invalid scope: a child may be granted only capabilities its parent has"
@@ -509,18 +604,51 @@ mod tests {
 
     #[test]
     fn zero_limits_are_rejected_except_the_tool_budget() {
-        let base = Limits::default();
-        assert_eq!(base.with_model_calls(0).validate(), Err(LimitsError::ZeroModelCalls));
-        assert_eq!(base.with_repetitions(0).validate(), Err(LimitsError::ZeroRepetitions));
-        assert_eq!(base.with_deadline(Duration::ZERO).validate(), Err(LimitsError::ZeroDeadline));
-        assert_eq!(base.with_calls_per_reply(0).validate(), Err(LimitsError::ZeroCallsPerReply));
-        assert_eq!(base.with_reply_bytes(0).validate(), Err(LimitsError::ZeroReplyBytes));
-        assert_eq!(base.with_tool_calls(0).validate(), Ok(()));
-        assert_eq!(base.with_calls_per_reply(1).with_reply_bytes(1).validate(), Ok(()));
-        assert_eq!(base.with_total_tokens(0).validate(), Err(LimitsError::ZeroBudget));
-        assert_eq!(base.with_cost(Micros(0)).validate(), Err(LimitsError::ZeroBudget));
-        assert_eq!(base.with_min_output_tokens(0).validate(), Err(LimitsError::ZeroMinOutput));
-        assert_eq!(base.with_input_tokens(1).with_output_tokens(1).validate(), Ok(()));
+        let base = Limits::default;
+        assert_eq!(base().with_model_calls(0).validate(), Err(LimitsError::ZeroModelCalls));
+        assert_eq!(base().with_repetitions(0).validate(), Err(LimitsError::ZeroRepetitions));
+        assert_eq!(base().with_deadline(Duration::ZERO).validate(), Err(LimitsError::ZeroDeadline));
+        assert_eq!(base().with_calls_per_reply(0).validate(), Err(LimitsError::ZeroCallsPerReply));
+        assert_eq!(base().with_reply_bytes(0).validate(), Err(LimitsError::ZeroReplyBytes));
+        assert_eq!(base().with_tool_calls(0).validate(), Ok(()));
+        assert_eq!(base().with_calls_per_reply(1).with_reply_bytes(1).validate(), Ok(()));
+        assert_eq!(base().with_total_tokens(0).validate(), Err(LimitsError::ZeroBudget));
+        assert_eq!(base().with_cost(Micros(0)).validate(), Err(LimitsError::ZeroBudget));
+        assert_eq!(base().with_min_output_tokens(0).validate(), Err(LimitsError::ZeroMinOutput));
+        assert_eq!(base().with_input_tokens(1).with_output_tokens(1).validate(), Ok(()));
+        assert_eq!(base().with_tool_calls_of("refund", 0).validate(), Ok(()), "zero forbids the tool");
+    }
+
+    #[test]
+    fn a_per_tool_limit_is_read_back_replaced_by_the_last_and_refused_on_a_name_no_tool_may_take() {
+        let limits = Limits::default().with_tool_calls_of("refund", 1).with_tool_calls_of("mail", 0);
+        assert_eq!(limits.tool_calls_of("refund"), Some(1));
+        assert_eq!(limits.tool_calls_of("mail"), Some(0));
+        assert_eq!(limits.tool_calls_of("lookup"), None);
+        assert_eq!(Limits::default().tool_calls_of("refund"), None);
+        assert_eq!(limits.per_tool_calls().collect::<Vec<_>>(), [("mail", 0), ("refund", 1)]);
+        let again = limits.clone().with_tool_calls_of("refund", 3);
+        assert_eq!(again.per_tool_calls().collect::<Vec<_>>(), [("mail", 0), ("refund", 3)]);
+        assert_eq!(again.clone().without_tool_calls_of("mail").per_tool_calls().count(), 1);
+        assert_ne!(again, limits);
+        for name in ["", "no spaces", "model", "run", &"x".repeat(65)] {
+            let invalid = Limits::default().with_tool_calls_of(name, 1);
+            assert_eq!(invalid.validate(), Err(LimitsError::InvalidToolLimit), "{name:?}");
+        }
+        assert_eq!(Limits::default().with_tool_calls_of("x".repeat(64), 1).validate(), Ok(()));
+    }
+
+    #[test]
+    fn a_wrap_up_keeps_a_call_and_its_tokens_aside_and_leaves_out_the_per_tool_limits() {
+        let plain = Limits::default().with_tool_calls_of("refund", 1);
+        assert!(matches!(plain.before_wrap_up(|_| Micros(7)), Cow::Borrowed(limits) if *limits == plain));
+        let limits = plain.clone().with_total_tokens(1_000).with_cost(Micros(100)).with_wrap_up(64);
+        let run = limits.before_wrap_up(|tokens| Micros(tokens / 2));
+        assert_eq!(
+            (run.model_calls(), run.total_tokens(), run.cost(), run.tool_calls_of("refund")),
+            (5, Some(936), Some(Micros(68)), None)
+        );
+        assert_eq!((run.tool_calls(), run.deadline()), (limits.tool_calls(), limits.deadline()));
     }
 
     #[test]
@@ -530,6 +658,19 @@ mod tests {
             limits.to_string(),
             "model calls 6, tool calls 4, repetitions 1, deadline 120s, calls per reply 16, reply bytes 16MiB, \
              total tokens 6000, cost 20000µ, min output 16"
+        );
+    }
+
+    #[test]
+    fn display_adds_per_tool_limits_in_name_order_before_spend_budgets() {
+        let limits = Limits::default()
+            .with_tool_calls_of("refund", 1)
+            .with_tool_calls_of("mail", 0)
+            .with_total_tokens(10);
+        assert_eq!(
+            limits.to_string(),
+            "model calls 6, tool calls 4, repetitions 1, deadline 120s, calls per reply 16, reply bytes 16MiB, \
+             mail calls 0, refund calls 1, total tokens 10, min output 16"
         );
     }
 

@@ -195,7 +195,7 @@ impl Progress {
     /// The first [`ProgressError`] found.
     pub fn validate(&self) -> Result<(), ProgressError> {
         for (tool, polls) in &self.by_result {
-            if crate::tool::check_name(tool).is_err() {
+            if !crate::event::Subject::is_tool_name(tool) {
                 return Err(ProgressError::InvalidTool);
             }
             if *polls == 0 {

@@ -75,7 +75,6 @@ pub struct ScopeBuilder<S = ()> {
     limits: Limits,
     caller: Option<CancellationToken>,
     terms: Terms,
-    invalid_tool_limit: bool,
     /// A child named pools of another store than its parent's.
     foreign_pools: bool,
     /// The terms of the scope's holds in its pools, applied when it is built, and whether a pool
@@ -99,7 +98,6 @@ impl Default for ScopeBuilder {
             limits: Limits::default(),
             caller: None,
             terms: Terms::default(),
-            invalid_tool_limit: false,
             foreign_pools: false,
             pool_settings: PoolSettings::default(),
             resumed_pools: None,
@@ -182,17 +180,6 @@ impl<S> ScopeBuilder<S> {
     /// built once and shared by every request.
     pub fn prices(mut self, prices: Arc<Prices>) -> Self {
         self.terms.prices = Some(prices);
-        self
-    }
-
-    /// Limits the admitted attempts of the tool `tool` in this run to `limit` (e.g. a refund at
-    /// most once): past it the run halts `ToolLimit`. Zero forbids the tool.
-    pub fn tool_limit(mut self, tool: impl Into<String>, limit: u32) -> Self {
-        let tool = tool.into();
-        if crate::tool::check_name(&tool).is_err() || self.terms.tool_limits.contains_key(tool.as_str()) {
-            self.invalid_tool_limit = true;
-        }
-        self.terms.tool_limits.insert(tool.into_boxed_str(), limit);
         self
     }
 
@@ -310,7 +297,6 @@ impl<S> ScopeBuilder<S> {
             limits: self.limits,
             caller: self.caller,
             terms: self.terms,
-            invalid_tool_limit: self.invalid_tool_limit,
             foreign_pools: self.foreign_pools,
             pool_settings: self.pool_settings,
             resumed_pools: self.resumed_pools,
@@ -352,9 +338,6 @@ impl<S> ScopeBuilder<S> {
     pub fn build(mut self) -> Result<Scope<S>, LimitsError> {
         self.limits.validate()?;
         self.terms.progress.validate().map_err(LimitsError::Progress)?;
-        if self.invalid_tool_limit {
-            return Err(LimitsError::InvalidToolLimit);
-        }
         if self.limits.cost().is_some() && self.terms.prices.is_none() {
             return Err(LimitsError::Unpriced);
         }
@@ -475,9 +458,10 @@ impl<S> Scope<S> {
         &self.inner.state
     }
 
-    /// The scope's limits.
+    /// The scope's limits: every budget of the run, per-tool limits included
+    /// ([`Limits::tool_calls_of`]).
     #[must_use]
-    pub fn limits(&self) -> Limits {
+    pub fn limits(&self) -> &Limits {
         self.inner.guard.limits()
     }
 
@@ -572,17 +556,6 @@ impl<S> Scope<S> {
     #[must_use]
     pub fn pools(&self) -> Option<&PoolDraw> {
         self.inner.guard.pools()
-    }
-
-    /// The per-tool limit on admitted attempts of `tool` in this run, if the scope sets one.
-    #[must_use]
-    pub fn tool_limit(&self, tool: &str) -> Option<u32> {
-        self.inner.guard.tool_limits().get(tool).copied()
-    }
-
-    /// Every per-tool limit of the scope, by tool name.
-    pub fn tool_limits(&self) -> impl Iterator<Item = (&str, u32)> {
-        self.inner.guard.tool_limits().iter().map(|(tool, limit)| (&**tool, *limit))
     }
 
     /// The scope's progress policy ([`ScopeBuilder::progress`]).

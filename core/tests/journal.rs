@@ -335,8 +335,9 @@ async fn budgets_are_the_logical_runs_across_resumes() {
     // Two model calls in all: the lookup reply, then the refund reply, which is proposed and
     // waits; the resume replays both and its next call is refused.
     let limits = Limits::default().with_model_calls(2);
-    let first =
-        attempt(&journal, &sink, Policy::Ask, refund::short_script(), limits, &asked()).await.unwrap();
+    let first = attempt(&journal, &sink, Policy::Ask, refund::short_script(), limits.clone(), &asked())
+        .await
+        .unwrap();
     assert_eq!(first.status(), Status::AwaitingApproval);
     let record = journal::inspect(&journal, &run_id()).await.unwrap();
     assert_eq!((record.model_calls(), record.tool_calls()), (2, 2));
@@ -592,8 +593,12 @@ async fn a_resume_rebuilds_the_runs_scope_from_the_journal_and_may_narrow_it_nev
     let sink = Arc::new(MemorySink::default());
     let labels = journal::Labels::new().with("tenant", "acme").unwrap().with("user", "u-7").unwrap();
     let limits = Limits::default().with_model_calls(5).with_tool_calls(3);
-    let first_scope =
-        Scope::builder().grants(refund::CAPABILITIES).limits(limits).labels(labels.clone()).build().unwrap();
+    let first_scope = Scope::builder()
+        .grants(refund::CAPABILITIES)
+        .limits(limits.clone())
+        .labels(labels.clone())
+        .build()
+        .unwrap();
     let tools = refund::tools(Arc::clone(&sink) as Arc<dyn EffectSink>, Policy::Ask);
     let runtime = Runner::harness(&tools.set, refund::model(refund::short_script(), |_| {}));
     let first = runtime
@@ -606,7 +611,7 @@ async fn a_resume_rebuilds_the_runs_scope_from_the_journal_and_may_narrow_it_nev
     // What another process rebuilds from the run id alone.
     let rebuilt = journal::scope_of(&journal, &run_id()).await.unwrap().build().unwrap();
     assert_eq!(rebuilt.capabilities().collect::<Vec<_>>(), ["mail.send", "orders.read", "payments.refund"]);
-    assert_eq!(rebuilt.limits(), limits);
+    assert_eq!(rebuilt.limits(), &limits);
     assert_eq!(rebuilt.labels(), &labels);
     let listed =
         journal::list(&journal, &journal::RunQuery::new().label("user", "u-7").unwrap()).await.unwrap();
@@ -615,8 +620,17 @@ async fn a_resume_rebuilds_the_runs_scope_from_the_journal_and_may_narrow_it_nev
     // Wider than the definition: refused before anything runs, and the run is free again.
     let commits = journal.commits();
     for wider in [
-        Scope::builder().grants(refund::CAPABILITIES).grant("payments.void").limits(limits).build().unwrap(),
-        Scope::builder().grants(refund::CAPABILITIES).limits(limits.with_tool_calls(4)).build().unwrap(),
+        Scope::builder()
+            .grants(refund::CAPABILITIES)
+            .grant("payments.void")
+            .limits(limits.clone())
+            .build()
+            .unwrap(),
+        Scope::builder()
+            .grants(refund::CAPABILITIES)
+            .limits(limits.clone().with_tool_calls(4))
+            .build()
+            .unwrap(),
     ] {
         let refused =
             runtime.run_journaled(&journal, &run_id(), &wider, &mut refund::conversation(), |_| true).await;

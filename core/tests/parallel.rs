@@ -89,8 +89,8 @@ fn lines(outcome: &Outcome) -> Vec<String> {
 async fn eight_calls_with_a_cap_of_four_take_two_rounds_and_record_the_sequential_events() {
     let limits = Limits::default().with_tool_calls(8);
     for composition in [Composition::Harness, Composition::Simple] {
-        let sequential = run(limits, None, composition).await;
-        let parallel = run(limits, Some(4), composition).await;
+        let sequential = run(limits.clone(), None, composition).await;
+        let parallel = run(limits.clone(), Some(4), composition).await;
         assert_eq!(sequential.elapsed, Duration::from_millis(800));
         assert_eq!(parallel.elapsed, Duration::from_millis(200), "two rounds of four");
         assert_eq!(parallel.bodies.state().most_at_once.load(Ordering::SeqCst), 4);
@@ -104,9 +104,9 @@ async fn eight_calls_with_a_cap_of_four_take_two_rounds_and_record_the_sequentia
 #[tokio::test(start_paused = true)]
 async fn eight_calls_under_a_tool_budget_of_four_run_four_bodies_and_answer_all_eight() {
     let limits = Limits::default().with_tool_calls(4);
-    let sequential = run(limits, None, Composition::Harness).await;
+    let sequential = run(limits.clone(), None, Composition::Harness).await;
     for cap in [2, 4, 8] {
-        let parallel = run(limits, Some(cap), Composition::Harness).await;
+        let parallel = run(limits.clone(), Some(cap), Composition::Harness).await;
         assert_eq!(parallel.outcome.status(), Status::ToolBudget, "cap {cap}");
         assert_eq!(
             parallel.bodies.state().started.load(Ordering::SeqCst),

@@ -178,7 +178,7 @@ async fn the_runs_own_budget_narrows_the_pools_hold_and_its_refusal_reaches_no_p
     });
     let draw = || Scope::builder().pools(store.clone(), [acme]);
     let limits = Limits::default().with_total_tokens(500);
-    let scope = draw().limits(limits).build().unwrap();
+    let scope = draw().limits(limits.clone()).build().unwrap();
     let runtime = Runner::harness(&ToolSet::default(), &model);
     let outcome = runtime.run(&scope, &mut vec![Message::user("x".repeat(100))], |_| true).await.unwrap();
     assert_eq!(outcome.status(), Status::Completed);

@@ -165,7 +165,7 @@ async fn the_poll_limit_bounds_a_poll_that_keeps_changing() {
 #[tokio::test]
 async fn an_oscillation_halts_no_progress_naming_its_tools() {
     let limits = roomy().with_repetitions(10);
-    let cycling = scope(Progress::recommended(), limits);
+    let cycling = scope(Progress::recommended(), limits.clone());
     let (outcome, _) = run(STUCK, round(&["search", "open"]), &cycling).await;
     assert_eq!(outcome.status(), Status::NoProgress);
     assert_eq!(
@@ -194,7 +194,7 @@ async fn a_child_scope_runs_under_its_parents_policy_unless_its_builder_sets_one
     let parent =
         Scope::builder().grant("jobs.read").limits(roomier).progress(policy.clone()).build().unwrap();
     let child = |own: Option<Progress>| {
-        let builder = parent.child().grant("jobs.read").limits(limits.with_tool_calls(12));
+        let builder = parent.child().grant("jobs.read").limits(limits.clone().with_tool_calls(12));
         let builder = match own {
             Some(policy) => builder.progress(policy),
             None => builder,

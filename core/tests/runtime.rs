@@ -163,7 +163,7 @@ async fn the_harness_cap_lets_the_model_budget_fire_first() {
     let outcome = Runner::harness(&tools.set, lost()).run(&scope, &mut Vec::new(), |_| false).await.unwrap();
     assert_eq!(outcome.status(), Status::ModelBudget);
     assert_eq!(scope.model_calls(), 6);
-    assert_eq!(Composition::Harness.max_iterations(&scope.limits()), 7);
+    assert_eq!(Composition::Harness.max_iterations(scope.limits()), 7);
 
     // The simple loop's own cap (40) ends a run whose model budget is larger.
     let scope = scope_with(Limits::default().with_model_calls(100));

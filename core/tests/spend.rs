@@ -259,8 +259,7 @@ async fn a_tool_limited_to_one_call_runs_once_whatever_the_arguments() {
     });
     let scope = Scope::builder()
         .grants(["orders.read", "orders.refund"])
-        .limits(Limits::default().with_tool_calls(10).with_model_calls(10))
-        .tool_limit("refund", 1)
+        .limits(Limits::default().with_tool_calls(10).with_model_calls(10).with_tool_calls_of("refund", 1))
         .build()
         .unwrap();
     let outcome =
@@ -274,9 +273,10 @@ async fn a_tool_limited_to_one_call_runs_once_whatever_the_arguments() {
 
 #[test]
 fn per_tool_limits_and_budgets_are_validated() {
-    let twice = Scope::builder().tool_limit("refund", 1).tool_limit("refund", 2).build();
-    assert_eq!(twice.err(), Some(LimitsError::InvalidToolLimit));
-    let invalid = Scope::builder().tool_limit("no spaces", 1).build();
+    let twice = Limits::default().with_tool_calls_of("refund", 1).with_tool_calls_of("refund", 2);
+    let twice = Scope::builder().limits(twice).build().unwrap();
+    assert_eq!(twice.limits().tool_calls_of("refund"), Some(2), "the last limit given holds");
+    let invalid = Scope::builder().limits(Limits::default().with_tool_calls_of("no spaces", 1)).build();
     assert_eq!(invalid.err(), Some(LimitsError::InvalidToolLimit));
     let zero = Scope::builder().limits(Limits::default().with_input_tokens(0)).build();
     assert_eq!(zero.err(), Some(LimitsError::ZeroBudget));

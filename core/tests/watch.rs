@@ -133,7 +133,7 @@ fn chatty(
 #[tokio::test(start_paused = true)]
 async fn a_slow_watcher_changes_nothing_and_gets_merged_text() {
     let limits = Limits::default().with_tool_calls(16);
-    let unwatched = scope_with(limits);
+    let unwatched = scope_with(limits.clone());
     let tools = tools();
     let runtime = Runner::harness(&tools.set, chatty(1000, 8, 16)).streaming(true);
     let expected = runtime

@@ -154,7 +154,7 @@ pub async fn play(
     let sink = Arc::new(FileSink::new(refunds_path(path)));
     let tools = refund::tools(Arc::clone(&sink) as Arc<dyn EffectSink>, scenario.policy());
     let limits = Limits::default();
-    let scope = match Scope::builder().grants(refund::CAPABILITIES).limits(limits).build() {
+    let scope = match Scope::builder().grants(refund::CAPABILITIES).limits(limits.clone()).build() {
         Ok(scope) => scope,
         Err(error) => {
             emit(err, &format!("demo330: {}\n", chained(&error)));
@@ -211,7 +211,7 @@ pub async fn play(
 
 fn header(scenario: Durable, path: &Path, scope: &Scope) -> String {
     let mut out = String::new();
-    let agent = Agent::new(Composition::Harness, &scope.limits());
+    let agent = Agent::new(Composition::Harness, scope.limits());
     line(&mut out, "agent", &agent.loop_line());
     line(&mut out, "transport", "scripted");
     line(&mut out, "capabilities", &scope.capabilities().collect::<Vec<_>>().join(", "));

@@ -304,14 +304,14 @@ pub async fn play<T: Transport>(
     };
     let offered: Vec<&str> = registered.tools().iter().map(loopbound_mcp::McpTool::name).collect();
     let header = Header {
-        agent: Agent::new(cli.composition(), &scope.limits()),
+        agent: Agent::new(cli.composition(), scope.limits()),
         transport: label.to_owned(),
         server: format!(
             "{SERVER}: @modelcontextprotocol/server-everything over stdio; offered: {}",
             offered.join(", ")
         ),
         capabilities: scope.capabilities().map(str::to_owned).collect(),
-        limits: scope.limits(),
+        limits: scope.limits().clone(),
         scenario: if cli.endpoint.live {
             format!(
                 "{}: its capabilities and limits, with a live model whose replies are its own",
@@ -377,7 +377,7 @@ fn json(header: &Header, outcome: &Outcome) -> serde_json::Value {
         "transport": header.transport,
         "server": header.server,
         "capabilities": header.capabilities,
-        "limits": JsonLimits::from(header.limits),
+        "limits": JsonLimits::from(&header.limits),
         "status": outcome.status(),
         "text": outcome.text(),
         "events": outcome.events(),

@@ -152,8 +152,8 @@ pub struct JsonLimits {
     min_output_tokens: Option<u32>,
 }
 
-impl From<Limits> for JsonLimits {
-    fn from(limits: Limits) -> Self {
+impl From<&Limits> for JsonLimits {
+    fn from(limits: &Limits) -> Self {
         Self {
             model_calls: limits.model_calls(),
             tool_calls: limits.tool_calls(),
@@ -183,7 +183,7 @@ pub fn render_json(report: &Report) -> Result<String, serde_json::Error> {
         agent: report.header.agent.to_string(),
         transport: &report.header.transport,
         capabilities: &report.header.capabilities,
-        limits: report.header.limits.into(),
+        limits: (&report.header.limits).into(),
         progress: JsonProgress::of(&report.header.progress),
         price: report.header.price.as_ref().map(JsonPrice::from),
         outcome: &report.outcome,

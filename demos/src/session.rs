@@ -128,10 +128,10 @@ impl Session {
         Header {
             scenario: self.scenario,
             composition: self.composition,
-            agent: Agent::new(self.composition, &limits),
+            agent: Agent::new(self.composition, limits),
             transport: transport_label(label, streaming),
             capabilities: self.scope.capabilities().map(str::to_owned).collect(),
-            limits,
+            limits: limits.clone(),
             progress: self.scope.progress().clone(),
             price: self.price.clone(),
             completion: review::COMPLETION_CONDITION,

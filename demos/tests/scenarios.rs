@@ -203,7 +203,7 @@ async fn the_ticket_text_reaches_the_model_only_as_a_tool_result_and_changes_no_
 
     let capabilities: Vec<&str> = scope.capabilities().collect();
     assert_eq!(capabilities, [FINISH_CAPABILITY, READ_CAPABILITY]);
-    assert_eq!(scope.limits(), Scenario::Complete.limits());
+    assert_eq!(scope.limits(), &Scenario::Complete.limits());
 }
 
 #[tokio::test]

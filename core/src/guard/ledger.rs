@@ -385,7 +385,7 @@ impl Ledger {
         self.check(gate, Activity::Model)?;
         self.inherit(ancestors, Subject::Model, self.model_calls)?;
         // What a wrap-up keeps aside is not the run's to spend.
-        let limits = &limits.before_wrap_up(ask.as_ref().and_then(|ask| ask.price.as_ref()));
+        let limits = &*before_wrap_up(limits, ask.as_ref().and_then(|ask| ask.price.as_ref()));
         if self.model_calls + self.below.model_calls >= limits.model_calls() {
             return Err(self.halt(HaltReason::ModelBudget, Subject::Model, self.model_calls));
         }
@@ -492,7 +492,7 @@ impl Ledger {
         if ancestors.iter().any(|branch| branch.ledger.stop.is_some()) {
             return None;
         }
-        let limits = &limits.before_wrap_up(ask.as_ref().and_then(|ask| ask.price.as_ref()));
+        let limits = &*before_wrap_up(limits, ask.as_ref().and_then(|ask| ask.price.as_ref()));
         let spent = |ledger: &Ledger| ledger.model_calls + ledger.below.model_calls;
         if spent(self) >= limits.model_calls()
             || ancestors.iter().any(|branch| spent(branch.ledger) >= branch.limits.model_calls())
@@ -589,7 +589,7 @@ impl Ledger {
     /// What the run has left, as plain numbers: read under the lock, put into the words the
     /// model is told ([`Remaining`]'s `Display`) once it is released.
     pub(crate) fn remaining(&self, limits: &Limits, price: Option<&Price>) -> Remaining {
-        let limits = limits.before_wrap_up(price);
+        let limits = before_wrap_up(limits, price);
         let spend = self.account.report(&limits);
         let held = |settled: u64, reserved: u64| settled.saturating_add(reserved);
         let (settled, reserved) = (spend.settled, spend.reserved);
@@ -1065,6 +1065,12 @@ impl Ledger {
 }
 
 /// The halt for a spend refusal.
+/// What the run itself may spend of `limits` when a wrap-up keeps some aside, its tokens priced
+/// at `price`'s dearest rate ([`Limits::before_wrap_up`]).
+fn before_wrap_up<'l>(limits: &'l Limits, price: Option<&Price>) -> std::borrow::Cow<'l, Limits> {
+    limits.before_wrap_up(|tokens| price.map_or(Micros::ZERO, |price| price.dearest(tokens)))
+}
+
 fn refusal_reason(refusal: Refusal) -> HaltReason {
     match refusal {
         Refusal::Tokens => HaltReason::TokenBudget,

@@ -91,14 +91,12 @@ use crate::sync::{AtomicBool, CancellationToken, Mutex, Ordering};
 use crate::transport::Usage;
 use crate::watch::Feed;
 
-/// What a scope's spend and tools are priced and limited by, besides its [`Limits`], and the
-/// scope it was opened from.
+/// What a scope's spend and tools are priced by, besides its [`Limits`], and the scope it was
+/// opened from.
 #[derive(Clone, Default)]
 pub(crate) struct Terms {
     /// The host's price table, if it gave one.
     pub(crate) prices: Option<Arc<Prices>>,
-    /// Per-tool limits on admitted attempts in one run.
-    pub(crate) tool_limits: std::collections::BTreeMap<Box<str>, u32>,
     /// The parent scope, for a child opened from a tool's call: every admission here is one
     /// there too.
     pub(crate) parent: Option<Arc<dyn Ancestor>>,
@@ -112,7 +110,6 @@ impl std::fmt::Debug for Terms {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Terms")
             .field("prices", &self.prices)
-            .field("tool_limits", &self.tool_limits)
             .field("child", &self.parent.is_some())
             .field("pools", &self.pools)
             .field("progress", &self.progress)
@@ -254,12 +251,13 @@ impl Guard {
     ) -> Self {
         let caller_view = caller.child_token();
         let token = caller_view.child_token();
+        let tools_closed = AtomicBool::new(limits.tool_calls() == 0);
         Self {
             limits,
             capabilities,
             rules: Rules::of(&terms.progress),
             ledger: Mutex::new(Ledger::default()),
-            tools_closed: AtomicBool::new(limits.tool_calls() == 0),
+            tools_closed,
             caller,
             caller_view,
             token,
@@ -324,21 +322,12 @@ impl Guard {
         self.terms.prices.as_ref()
     }
 
-    /// The per-tool limits on admitted attempts, by tool.
-    pub(crate) fn tool_limits(&self) -> &std::collections::BTreeMap<Box<str>, u32> {
-        &self.terms.tool_limits
-    }
-
     /// What a call of `tool` is subject to besides the limits; nothing is looked up for a scope
     /// without per-tool limits or prices.
     fn tool_terms(&self, tool: &str, granted: bool) -> ToolTerms {
         ToolTerms {
             granted,
-            limit: if self.terms.tool_limits.is_empty() {
-                None
-            } else {
-                self.terms.tool_limits.get(tool).copied()
-            },
+            limit: self.limits.tool_calls_of(tool),
             price: match &self.terms.prices {
                 None => ToolPrice::NoTable,
                 Some(prices) => prices.tool_price(tool).map_or(ToolPrice::Unpriced, ToolPrice::Priced),
@@ -400,8 +389,8 @@ impl Guard {
         self.ledger.lock().spend(&self.limits)
     }
 
-    pub(crate) fn limits(&self) -> Limits {
-        self.limits
+    pub(crate) fn limits(&self) -> &Limits {
+        &self.limits
     }
 
     pub(crate) fn is_granted(&self, capability: &str) -> bool {

@@ -281,7 +281,7 @@ pub(crate) fn encode_definition(definition: &RunDefinition) -> String {
         cost: limits.cost().map(|cost| cost.0),
         min_output_tokens: limits.min_output_tokens(),
         wrap_up_tokens: limits.wrap_up_tokens(),
-        tool_limits: definition.tool_limits.clone(),
+        tool_limits: limits.per_tool_calls().map(|(tool, calls)| (tool.to_owned(), calls)).collect(),
         prices: definition.prices.as_deref().map(codec_terms::encode_prices),
         pools: definition.pools.as_ref().map(codec_terms::encode_pools),
         stream: definition.records_stream,
@@ -321,15 +321,15 @@ pub(crate) fn decode_definition(text: &str, labels: Labels) -> Result<Option<Run
     if let Some(tokens) = stored.wrap_up_tokens {
         limits = limits.with_wrap_up(tokens);
     }
+    for (tool, calls) in stored.tool_limits {
+        limits = limits.with_tool_calls_of(tool, calls);
+    }
     limits.validate().map_err(|_| bad())?;
     let count = stored.grants.len();
     let grants: BTreeSet<String> = stored.grants.into_iter().collect();
     if grants.len() != count
         || grants.iter().any(|grant| grant.is_empty() || grant.chars().any(char::is_control))
     {
-        return Err(bad());
-    }
-    if !codec_terms::valid_tool_limits(&stored.tool_limits) {
         return Err(bad());
     }
     let prices = match stored.prices {
@@ -344,16 +344,7 @@ pub(crate) fn decode_definition(text: &str, labels: Labels) -> Result<Option<Run
         Some(policy) => codec_progress::decode_policy(policy).ok_or_else(bad)?,
         None => crate::progress::Progress::exact(),
     };
-    Ok(Some(RunDefinition {
-        progress,
-        grants,
-        limits,
-        tool_limits: stored.tool_limits,
-        prices,
-        pools,
-        labels,
-        records_stream: stored.stream,
-    }))
+    Ok(Some(RunDefinition { progress, grants, limits, prices, pools, labels, records_stream: stored.stream }))
 }
 
 /// The instant `millis` milliseconds after the Unix epoch, if the clock can represent it (one
@@ -492,7 +483,6 @@ mod tests {
         RunDefinition {
             grants: grants.clone(),
             limits,
-            tool_limits: BTreeMap::new(),
             prices: None,
             pools: None,
             labels: Labels::new(),
@@ -538,11 +528,14 @@ mod tests {
             .model("m", crate::spend::Price::per_million(Micros(3), Micros(15)).with_cached_input(Micros(1)))
             .tool("refund", Micros(20_000))
             .other_tools(Micros::ZERO);
+        let limits = Limits::default()
+            .with_cost(Micros(90_000))
+            .with_tool_calls_of("refund", 1)
+            .with_tool_calls_of("mail", 0);
         let definition = RunDefinition {
-            tool_limits: [("refund".to_owned(), 1), ("mail".to_owned(), 0)].into_iter().collect(),
             prices: Some(Arc::new(prices)),
             progress: crate::progress::Progress::recommended().by_result("poll", 9).nudge(true),
-            ..defined(&grants, Limits::default().with_cost(Micros(90_000)))
+            ..defined(&grants, limits)
         };
         let text = encode_definition(&definition);
         assert_eq!(decode_definition(&text, Labels::new()), Ok(Some(definition)));
@@ -556,7 +549,7 @@ mod tests {
         assert!(text_recording.ends_with(r#","stream":true}"#), "{text_recording}");
         assert_eq!(decode_definition(&text_recording, Labels::new()), Ok(Some(recording)));
         let decoded = decode_definition(&plain, Labels::new()).unwrap().unwrap();
-        assert_eq!((decoded.tool_limits().count(), decoded.prices()), (0, None));
+        assert_eq!((decoded.limits().per_tool_calls().count(), decoded.prices()), (0, None));
         let bad_tool = text.replace(r#""refund":1"#, r#""re fund":1"#);
         assert_ne!(bad_tool, text);
         assert_eq!(decode_definition(&bad_tool, Labels::new()), Err(corrupt("the run's definition")));
@@ -571,7 +564,7 @@ mod tests {
         let limits =
             Limits::default().with_tool_calls(0).with_deadline(std::time::Duration::from_millis(1500));
         let labels = Labels::new().with("tenant", "acme").unwrap();
-        let text = encode_definition(&defined(&grants, limits));
+        let text = encode_definition(&defined(&grants, limits.clone()));
         let decoded = decode_definition(&text, labels.clone()).unwrap().unwrap();
         assert_eq!(decoded, RunDefinition { labels, ..defined(&grants, limits) });
         assert_eq!(decode_definition("", Labels::new()), Ok(None));
@@ -593,7 +586,7 @@ mod tests {
             .with_cost(Micros(2_500))
             .with_min_output_tokens(32)
             .with_wrap_up(64);
-        let text = encode_definition(&defined(&grants, limits));
+        let text = encode_definition(&defined(&grants, limits.clone()));
         let decoded = decode_definition(&text, Labels::new()).unwrap().unwrap();
         assert_eq!(decoded.limits, limits);
         let plain = encode_definition(&defined(&grants, Limits::default()));

@@ -119,14 +119,14 @@ fn a_definition_with_every_term_is_stored_with_each_and_reads_back() {
         .with_total_tokens(1000)
         .with_cost(Micros(2500))
         .with_min_output_tokens(32)
-        .with_wrap_up(64);
+        .with_wrap_up(64)
+        .with_tool_calls_of("refund", 1);
     let prices = Prices::new()
         .model("m", Price::per_million(Micros(3), Micros(15)).with_cached_input(Micros(1)))
         .tool("refund", Micros(20_000))
         .other_tools(Micros::ZERO);
     let names = [PoolName::new("tenant:acme").unwrap(), PoolName::new("user:7").unwrap()];
     let full = RunDefinition {
-        tool_limits: [("refund".to_owned(), 1)].into_iter().collect(),
         prices: Some(Arc::new(prices)),
         pools: Some(PoolTerms::new(names, Duration::from_millis(2500), 300)),
         records_stream: true,

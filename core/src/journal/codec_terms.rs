@@ -1,6 +1,7 @@
-//! The stored form of a run definition's per-tool limits, price table and pools, inside the
-//! definition's JSON text (no column of its own: a definition stored before them reads as
-//! having none).
+//! The stored form of a run definition's price table and pools, inside the definition's JSON
+//! text (no column of its own: a definition stored before them reads as having none). Its
+//! per-tool limits are a plain map there, read back into its [`Limits`](crate::Limits), whose
+//! validation refuses a name no tool may take.
 //!
 //! # Invariants
 //!
@@ -50,11 +51,6 @@ pub(crate) fn decode_prices(stored: StoredPrices) -> Option<Prices> {
         prices = prices.other_tools(Micros(price));
     }
     Some(prices)
-}
-
-/// Whether every tool named by stored per-tool limits is a valid tool name.
-pub(crate) fn valid_tool_limits(limits: &BTreeMap<String, u32>) -> bool {
-    limits.keys().all(|tool| crate::tool::check_name(tool).is_ok())
 }
 
 /// The pools a run draws from as stored: their names in order, each hold's lease in

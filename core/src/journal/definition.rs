@@ -1,5 +1,5 @@
-//! The run's definition as its journal keeps it: the grants, the limits, the per-tool limits, the
-//! price table, the shared pools it draws from, the progress policy and the host's labels of its
+//! The run's definition as its journal keeps it: the grants, the limits (per-tool limits
+//! included), the price table, the shared pools it draws from, the progress policy and the host's labels of its
 //! first attempt, so that a resume in any process rebuilds the same scope from the run id alone
 //! (and the pools' store handle, which a journal cannot keep).
 //!
@@ -18,7 +18,7 @@
 //! - Decoding never panics: a stored definition that does not decode, or whose limits do not
 //!   validate, is [`Corrupt`](super::JournalError::Corrupt).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use super::label::Labels;
@@ -28,13 +28,12 @@ use crate::progress::Progress;
 use crate::scope::{Scope, ScopeBuilder};
 use crate::spend::Prices;
 
-/// What a run was started with: its granted capabilities, its limits, its per-tool limits, its
-/// price table, the pools it draws from, its progress policy, its labels.
+/// What a run was started with: its granted capabilities, its limits (per-tool limits included),
+/// its price table, the pools it draws from, its progress policy, its labels.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RunDefinition {
     pub(crate) grants: BTreeSet<String>,
     pub(crate) limits: Limits,
-    pub(crate) tool_limits: BTreeMap<String, u32>,
     pub(crate) prices: Option<Arc<Prices>>,
     pub(crate) pools: Option<PoolTerms>,
     pub(crate) labels: Labels,
@@ -47,8 +46,7 @@ impl RunDefinition {
     pub(crate) fn of<S>(scope: &Scope<S>) -> Self {
         Self {
             grants: scope.capabilities().map(str::to_owned).collect(),
-            limits: scope.limits(),
-            tool_limits: scope.tool_limits().map(|(tool, limit)| (tool.to_owned(), limit)).collect(),
+            limits: scope.limits().clone(),
             prices: scope.prices().cloned(),
             pools: scope.pools().map(crate::pool::PoolDraw::terms).filter(|terms| !terms.names().is_empty()),
             labels: scope.labels().clone(),
@@ -68,21 +66,11 @@ impl RunDefinition {
         self.grants.contains(capability)
     }
 
-    /// The run's limits. The deadline is each attempt's own: a resume may set another.
+    /// The run's limits, per-tool limits included ([`Limits::tool_calls_of`]). The deadline is
+    /// each attempt's own: a resume may set another.
     #[must_use]
-    pub fn limits(&self) -> Limits {
-        self.limits
-    }
-
-    /// The per-tool limit on admitted attempts of `tool`, if the run sets one.
-    #[must_use]
-    pub fn tool_limit(&self, tool: &str) -> Option<u32> {
-        self.tool_limits.get(tool).copied()
-    }
-
-    /// Every per-tool limit, by tool name.
-    pub fn tool_limits(&self) -> impl Iterator<Item = (&str, u32)> {
-        self.tool_limits.iter().map(|(tool, limit)| (tool.as_str(), *limit))
+    pub fn limits(&self) -> &Limits {
+        &self.limits
     }
 
     /// The run's price table (models' tokens, tools' calls), if it was started with one.
@@ -115,7 +103,7 @@ impl RunDefinition {
         self.records_stream
     }
 
-    /// A scope builder with this definition's grants, limits, per-tool limits, price table,
+    /// A scope builder with this definition's grants, limits (per-tool limits included), price table,
     /// pools, progress policy and labels, for the run's next attempt in any process: add the request's state and
     /// the caller's token, narrow the grants or set another deadline if need be, and build. A
     /// run that draws from pools needs their store first
@@ -124,7 +112,7 @@ impl RunDefinition {
     pub fn scope_builder(&self) -> ScopeBuilder {
         let mut builder = Scope::builder()
             .grants(self.grants.iter().cloned())
-            .limits(self.limits)
+            .limits(self.limits.clone())
             .progress(self.progress.clone())
             .labels(self.labels.clone());
         if let Some(pools) = &self.pools {
@@ -132,9 +120,6 @@ impl RunDefinition {
         }
         if self.records_stream {
             builder = builder.record_stream();
-        }
-        for (tool, limit) in &self.tool_limits {
-            builder = builder.tool_limit(tool.clone(), *limit);
         }
         match &self.prices {
             Some(prices) => builder.prices(Arc::clone(prices)),
@@ -154,18 +139,17 @@ impl RunDefinition {
             (Some(mine), Some(asked)) => mine.covers(&asked.terms()),
             (Some(_), None) => false,
         };
-        let tool_limits = self
-            .tool_limits
-            .iter()
-            .all(|(tool, mine)| scope.tool_limit(tool).is_some_and(|asked| asked <= *mine));
+        let limits = scope.limits();
+        let mine = &self.limits;
+        let tool_limits = mine
+            .per_tool_calls()
+            .all(|(tool, mine)| limits.tool_calls_of(tool).is_some_and(|asked| asked <= mine));
         let prices = match (&self.prices, scope.prices()) {
             (None, _) => true,
             (Some(mine), Some(asked)) => asked.charges_at_least(mine),
             (Some(_), None) => false,
         };
         let mut grants = scope.capabilities();
-        let limits = scope.limits();
-        let mine = &self.limits;
         tool_limits
             && prices
             && pools
@@ -202,7 +186,6 @@ mod tests {
         RunDefinition {
             grants: BTreeSet::new(),
             limits,
-            tool_limits: BTreeMap::new(),
             prices: None,
             pools: None,
             labels: Labels::new(),
@@ -225,7 +208,7 @@ mod tests {
         let raised = Limits::default().with_total_tokens(1000).with_cost(Micros(501));
         let covered = |limits: Limits| stored.covers(&priced(limits));
         assert_eq!(
-            [covered(same), covered(narrower), covered(dropped), covered(raised)],
+            [covered(same), covered(narrower.clone()), covered(dropped), covered(raised)],
             [true, true, false, false]
         );
         let unbudgeted = super::tests::stored(Limits::default());
@@ -234,14 +217,11 @@ mod tests {
 
     #[test]
     fn a_per_tool_limit_the_definition_sets_may_be_narrowed_never_dropped_or_raised() {
-        let definition = RunDefinition {
-            tool_limits: [("refund".to_owned(), 2)].into_iter().collect(),
-            ..stored(Limits::default())
-        };
+        let definition = stored(Limits::default().with_tool_calls_of("refund", 2));
         let scope = |limits: &[(&str, u32)]| {
-            let builder =
-                limits.iter().fold(Scope::builder(), |b, (tool, limit)| b.tool_limit(*tool, *limit));
-            builder.build().unwrap()
+            let limits =
+                limits.iter().fold(Limits::default(), |l, (tool, calls)| l.with_tool_calls_of(*tool, *calls));
+            Scope::builder().limits(limits).build().unwrap()
         };
         let covered = |limits: &[(&str, u32)]| definition.covers(&scope(limits));
         assert_eq!(
@@ -257,7 +237,7 @@ mod tests {
         );
         assert!(stored(Limits::default()).covers(&scope(&[("refund", 5)])), "a per-tool limit narrows");
         let rebuilt = definition.scope_builder().build().unwrap();
-        assert_eq!(rebuilt.tool_limits().collect::<Vec<_>>(), [("refund", 2)]);
+        assert_eq!(rebuilt.limits().per_tool_calls().collect::<Vec<_>>(), [("refund", 2)]);
     }
 
     #[test]

@@ -176,13 +176,13 @@ pub async fn widen<J: Journal>(
     idle(&record)?;
     let mut definition = record.definition().cloned().ok_or(JournalError::NoDefinition)?;
     definition.grants.extend(widening.grants.iter().cloned());
-    if let Some(limits) = widening.limits {
-        definition.limits = limits;
+    if let Some(limits) = &widening.limits {
+        definition.limits.clone_from(limits);
     }
     for (tool, limit) in &widening.tool_limits {
-        match limit {
-            Some(limit) => definition.tool_limits.insert(tool.clone(), *limit),
-            None => definition.tool_limits.remove(tool),
+        definition.limits = match limit {
+            Some(limit) => definition.limits.with_tool_calls_of(tool.clone(), *limit),
+            None => definition.limits.without_tool_calls_of(tool),
         };
     }
     if let Some(prices) = &widening.prices {

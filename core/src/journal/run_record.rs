@@ -214,8 +214,9 @@ impl RunRecord {
     #[must_use]
     pub fn spend(&self) -> Spend {
         let (settled, cost, reserved, over) = self.counters.spend;
-        let limits = self.definition.as_ref().map(|definition| definition.limits).unwrap_or_default();
-        Account::from_parts(settled, cost, reserved, over).report(&limits)
+        let unlimited = crate::limits::Limits::default();
+        let limits = self.definition.as_ref().map_or(&unlimited, |definition| &definition.limits);
+        Account::from_parts(settled, cost, reserved, over).report(limits)
     }
 
     /// Every call that succeeded in the logical run, in every attempt, by operation: the tool's

@@ -56,7 +56,10 @@ impl Widening {
         self
     }
 
-    /// Replaces the run's limits with `limits`.
+    /// Replaces the run's limits with `limits`, per-tool limits included: to keep the run's
+    /// own, start from them (`definition.limits().clone().with_model_calls(12)`). A
+    /// [`tool_limit`](Self::tool_limit) or [`drop_tool_limit`](Self::drop_tool_limit) applies
+    /// after, to what this gives.
     pub fn limits(mut self, limits: Limits) -> Self {
         self.limits = Some(limits);
         self

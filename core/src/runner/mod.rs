@@ -451,7 +451,7 @@ impl<T: Transport, S: Send + Sync + 'static> Runner<T, S> {
     ) -> End {
         let tools = self.offered(scope);
         let feeds = scope.guard().feeds();
-        let cap = self.max_iterations.unwrap_or_else(|| self.composition.max_iterations(&scope.limits()));
+        let cap = self.max_iterations.unwrap_or_else(|| self.composition.max_iterations(scope.limits()));
         for iteration in 1..=cap {
             feeds.begin_reply(iteration);
             let reply = match course.reply(self, model, conversation, &tools).await {

@@ -20,8 +20,8 @@
 
 use serde::Serialize;
 
-use super::money::{Micros, Price};
-use crate::limits::Limits;
+use super::money::Price;
+use crate::limits::{Limits, Micros};
 use crate::transport::Usage;
 
 /// Which budget refused: a token budget or the cost budget.

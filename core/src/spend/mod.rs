@@ -49,7 +49,9 @@ pub use account::Reserved;
 pub(crate) use account::{Account, Refusal};
 pub(crate) use counter::RequestCount;
 pub use counter::{ByteCounter, TokenCounter};
-pub use money::{Micros, Price, Prices};
+// Money is a plain budget amount: defined with the limits it bounds.
+pub use crate::limits::Micros;
+pub use money::{Price, Prices};
 #[cfg(feature = "tiktoken")]
 pub use tiktoken::{Encoding, TiktokenCounter};
 

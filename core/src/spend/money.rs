@@ -8,40 +8,12 @@
 //!   is never below what the provider would bill at these prices.
 
 use std::collections::BTreeMap;
-use std::fmt;
 use std::sync::Arc;
 
 use serde::Serialize;
 
+use crate::limits::Micros;
 use crate::transport::Usage;
-
-/// An amount of money in micro-units of the host's currency: `Micros(1_500_000)` is 1.50.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-pub struct Micros(pub u64);
-
-impl Micros {
-    /// Nothing.
-    pub const ZERO: Self = Self(0);
-
-    /// This amount and `other`, saturating.
-    #[must_use]
-    pub const fn saturating_add(self, other: Self) -> Self {
-        Self(self.0.saturating_add(other.0))
-    }
-
-    /// This amount less `other`, or zero.
-    #[must_use]
-    pub const fn saturating_sub(self, other: Self) -> Self {
-        Self(self.0.saturating_sub(other.0))
-    }
-}
-
-impl fmt::Display for Micros {
-    /// Formats as `1500000µ`: the integer amount, in micro-units.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}µ", self.0)
-    }
-}
 
 /// What one model's tokens cost, in micro-units per million tokens.
 ///

@@ -348,9 +348,7 @@ impl std::error::Error for RegistrationError {}
 /// Checks that `name` may name a tool: 1 to 64 characters of `A-Z a-z 0-9 _ -`, and neither
 /// `model` nor `run`.
 pub(crate) fn check_name(name: &str) -> Result<(), RegistrationError> {
-    let valid = (1..=64).contains(&name.len())
-        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
-    if !valid {
+    if !Subject::is_well_formed(name) {
         return Err(RegistrationError::InvalidName(name.to_owned()));
     }
     if Subject::is_reserved(name) {

@@ -278,18 +278,21 @@ where
         opening: Opening,
         conversation: Vec<Message>,
     ) {
-        let scope = match durable::scope(&self.journal, slot.id(), opening, self.limits, &self.tenants).await
-        {
-            Ok(scope) => scope,
-            Err(error) => {
-                let failure = match error {
-                    ScopeError::Journal(error) => Failure::Journal(error),
-                    setup @ (ScopeError::Limits(_) | ScopeError::Tenant) => Failure::Setup(setup.to_string()),
-                };
-                slot.end(Ended { result: Err(failure), pending: None });
-                return;
-            }
-        };
+        let scope =
+            match durable::scope(&self.journal, slot.id(), opening, self.limits.clone(), &self.tenants).await
+            {
+                Ok(scope) => scope,
+                Err(error) => {
+                    let failure = match error {
+                        ScopeError::Journal(error) => Failure::Journal(error),
+                        setup @ (ScopeError::Limits(_) | ScopeError::Tenant) => {
+                            Failure::Setup(setup.to_string())
+                        }
+                    };
+                    slot.end(Ended { result: Err(failure), pending: None });
+                    return;
+                }
+            };
         let Ok(registration) = self.registry.register(slot.id().clone(), &scope) else {
             let reason = "another attempt of this run is registered in this process".to_owned();
             slot.end(Ended { result: Err(Failure::Setup(reason)), pending: None });

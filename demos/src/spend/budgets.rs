@@ -76,10 +76,10 @@ pub async fn run(args: SpendArgs, caller: CancellationToken) -> Result<Played, D
     let tools = review::tools();
     let stream = if args.stream { ", streaming" } else { "" };
     let stated = Stated {
-        agent: Agent::new(args.composition(), &scope.limits()),
+        agent: Agent::new(args.composition(), scope.limits()),
         transport: format!("scripted, model {MODEL}, reporting usage{stream}"),
         capabilities: scope.capabilities().map(str::to_owned).collect(),
-        limits: scope.limits(),
+        limits: scope.limits().clone(),
         sub_agents: None,
         prices: vec![price],
         completion: review::COMPLETION_CONDITION,

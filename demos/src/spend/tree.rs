@@ -194,10 +194,10 @@ pub async fn run(args: SpendArgs, caller: CancellationToken) -> Result<Played, D
     let tools = planner_tools(args.composition(), args.stream, &bills);
     let stream = if args.stream { ", streaming" } else { "" };
     let stated = Stated {
-        agent: Agent::new(args.composition(), &scope.limits()),
+        agent: Agent::new(args.composition(), scope.limits()),
         transport: format!("scripted, models {PLANNER} and {REVIEWER}, reporting usage{stream}"),
         capabilities: scope.capabilities().map(str::to_owned).collect(),
-        limits: scope.limits(),
+        limits: scope.limits().clone(),
         sub_agents: Some(reviewer_limits()),
         prices: prices.to_vec(),
         completion: COMPLETION,

@@ -61,7 +61,7 @@ async fn main() -> ExitCode {
     };
     let composition = if has("--simple") { Composition::Simple } else { Composition::Harness };
     let limits = Limits::default();
-    let scope = match review::scope(BOTH_CAPABILITIES, limits) {
+    let scope = match review::scope(BOTH_CAPABILITIES, limits.clone()) {
         Ok(scope) => scope,
         Err(error) => {
             eprintln!("error: {error}");

@@ -624,7 +624,7 @@ async fn check_run(case: &RunCase) {
     let started = Instant::now();
     let scope = Scope::builder()
         .grants(granted)
-        .limits(limits)
+        .limits(limits.clone())
         .caller(caller.clone())
         .state(Host::default())
         .build()

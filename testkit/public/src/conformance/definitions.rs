@@ -45,8 +45,7 @@ async fn per_tool_limits_and_prices_are_rebuilt_elsewhere_and_only_an_explicit_w
     let labels = Labels::new().with("tenant", "acme").expect("a valid label");
     let first_scope = Scope::builder()
         .grants(refund::CAPABILITIES)
-        .limits(limits)
-        .tool_limit("refund", 1)
+        .limits(limits.clone().with_tool_calls_of("refund", 1))
         .prices(prices().shared())
         .labels(labels.clone())
         .build()
@@ -57,19 +56,23 @@ async fn per_tool_limits_and_prices_are_rebuilt_elsewhere_and_only_an_explicit_w
     // Another process, from the run id alone.
     let rebuilt = journal::scope_of(b, &run()).await.expect("a definition").build().expect("it builds");
     assert_eq!(
-        (rebuilt.limits(), rebuilt.tool_limits().collect::<Vec<_>>(), rebuilt.labels()),
-        (limits, vec![("refund", 1)], &labels),
+        (rebuilt.limits(), rebuilt.limits().per_tool_calls().collect::<Vec<_>>(), rebuilt.labels()),
+        (&limits.clone().with_tool_calls_of("refund", 1), vec![("refund", 1)], &labels),
         "the limits, the per-tool limits and the labels are the first attempt's"
     );
     assert_eq!(rebuilt.prices().map(|p| &**p), Some(&prices()), "the price table is the first attempt's");
 
     let epoch_before = journal::inspect(b, &run()).await.expect("inspect").epoch();
     let cheaper = prices().tool("refund", Micros(19_999)).shared();
-    let base = || Scope::builder().grants(refund::CAPABILITIES).limits(limits);
+    let base = |refunds: Option<u32>| {
+        let limits =
+            refunds.into_iter().fold(limits.clone(), |l, calls| l.with_tool_calls_of("refund", calls));
+        Scope::builder().grants(refund::CAPABILITIES).limits(limits)
+    };
     for (what, wider) in [
-        ("a raised per-tool limit", base().tool_limit("refund", 2).prices(prices().shared())),
-        ("a dropped per-tool limit", base().prices(prices().shared())),
-        ("a cheaper tool", base().tool_limit("refund", 1).prices(cheaper)),
+        ("a raised per-tool limit", base(Some(2)).prices(prices().shared())),
+        ("a dropped per-tool limit", base(None).prices(prices().shared())),
+        ("a cheaper tool", base(Some(1)).prices(cheaper)),
     ] {
         let wider = wider.build().expect("a valid scope");
         let refused = attempt(b, &tools, &wider).await;
@@ -79,14 +82,18 @@ async fn per_tool_limits_and_prices_are_rebuilt_elsewhere_and_only_an_explicit_w
     let record = journal::inspect(b, &run()).await.expect("inspect");
     assert_eq!(record.epoch(), epoch_before + 3, "each refusal took the run and released it");
     let definition = record.definition().expect("a definition");
-    assert_eq!(definition.tool_limit("refund"), Some(1), "a refusal changes no definition");
+    assert_eq!(definition.limits().tool_calls_of("refund"), Some(1), "a refusal changes no definition");
 
     let widening = Widening::new().tool_limit("refund", 2).drop_tool_limit("send_receipt");
     let widened = journal::widen(b, &run(), &widening, "ops-lead").await.expect("widened");
-    assert_eq!(widened.tool_limits().collect::<Vec<_>>(), [("refund", 2)]);
+    assert_eq!(widened.limits().per_tool_calls().collect::<Vec<_>>(), [("refund", 2)]);
     journal::approve(b, first.pending().expect("a proposal waits"), "alice").await.expect("approved");
     let scope = journal::scope_of(b, &run()).await.expect("a definition").build().expect("it builds");
-    assert_eq!(scope.tool_limit("refund"), Some(2), "the next attempt's scope has the widened limit");
+    assert_eq!(
+        scope.limits().tool_calls_of("refund"),
+        Some(2),
+        "the next attempt's scope has the widened limit"
+    );
     let done = attempt(b, &tools, &scope).await.expect("the resume runs");
     assert_eq!(done.status(), Status::Completed, "completed by the record-based condition");
     assert_eq!(sink.count("refund"), 1);
