@@ -170,6 +170,7 @@ impl Limits {
 
     /// These limits without a limit of the tool `tool`'s own: its calls are then bounded by the
     /// run's other limits only.
+    #[cfg(any(test, feature = "journal"))]
     #[must_use]
     pub(crate) fn without_tool_calls_of(mut self, tool: &str) -> Self {
         self.per_tool.remove(tool);

@@ -41,6 +41,8 @@ pub use error::{BodyError, MAX_MESSAGE_LEN, ToolError};
 pub use set::{RegistrationError, ToolSet, ToolSetBuilder};
 
 pub(crate) use pipeline::Refusal;
+pub(crate) use set::AdmittedCall;
 #[cfg(feature = "journal")]
 pub(crate) use set::ErasedTool;
-pub(crate) use set::{AdmittedCall, check_name};
+#[cfg(feature = "journal")]
+pub(crate) use set::check_name;
