@@ -208,7 +208,8 @@ impl<S> ScopeBuilder<S> {
     /// [`pool`](crate::pool)). A child scope draws from its parent's pools, and from those it
     /// adds here, in the same store.
     ///
-    /// ```
+    #[cfg_attr(feature = "pools", doc = "```")]
+    #[cfg_attr(not(feature = "pools"), doc = "```ignore")]
     /// use std::sync::Arc;
     /// use loopbound::pool::MemoryPools;
     /// use loopbound::{LimitsError, Scope};
