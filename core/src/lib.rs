@@ -29,8 +29,7 @@
 //! # Example
 //!
 //! ```
-//! use loopbound::scripted::{sequence, Step};
-//! use loopbound::transport::ModelReply;
+//! use loopbound::scripted::Scripted;
 //! use loopbound::{ToolContext, Limits, Message, Runner, Scope, Status, ToolSet};
 //! use schemars::JsonSchema;
 //! use serde::{Deserialize, Serialize};
@@ -69,10 +68,10 @@
 //!     .limits(Limits::default())
 //!     .state(Review::default())
 //!     .build()?;
-//! let model = sequence(vec![
-//!     Step::Reply(ModelReply::call("c1", "read_ticket", r#"{"input":42}"#)),
-//!     Step::Reply(ModelReply::call("c2", "finish_review", r#"{"input":42}"#)),
-//!     Step::Reply(ModelReply::text("Review finished.")),
+//! let model = Scripted::sequence([
+//!     Scripted::call("read_ticket", r#"{"input":42}"#),
+//!     Scripted::call("finish_review", r#"{"input":42}"#),
+//!     Scripted::reply("Review finished."),
 //! ]);
 //! let mut conversation = vec![Message::user("Review ticket 42.")];
 //! let outcome = Runner::harness(&tools, model)

@@ -60,8 +60,7 @@ use crate::transport::{
 /// The tool-calling loop over a set of tools and a transport, shared by every request.
 ///
 /// ```
-/// use loopbound::scripted::{Scripted, Step};
-/// use loopbound::transport::ModelReply;
+/// use loopbound::scripted::Scripted;
 /// use loopbound::{Message, Runner, Scope, Status, ToolSet};
 /// use schemars::JsonSchema;
 /// use serde::{Deserialize, Serialize};
@@ -78,7 +77,7 @@ use crate::transport::{
 ///     Ok::<_, String>(format!("ticket {}", t.input))
 /// })?;
 /// // A model that asks for the same ticket forever.
-/// let model = Scripted::new(|n, _| Step::Reply(ModelReply::call(format!("c{n}"), "read_ticket", r#"{"input":42}"#)));
+/// let model = Scripted::new(|_, _| Scripted::call("read_ticket", r#"{"input":42}"#));
 /// let runtime = Runner::harness(&tools.build(), model);
 ///
 /// let scope = Scope::builder().grant("ticket.read").build()?;
@@ -219,8 +218,7 @@ impl<T: Transport, S: Send + Sync + 'static> Runner<T, S> {
     /// its own in the scope is seen at a different point).
     ///
     /// ```
-    /// use loopbound::scripted::{Step, sequence};
-    /// use loopbound::transport::{ModelReply, ToolCall};
+    /// use loopbound::scripted::Scripted;
     /// use loopbound::{Concurrency, Limits, Message, Runner, Scope, Status, ToolSet};
     /// use schemars::JsonSchema;
     /// use serde::{Deserialize, Serialize};
@@ -236,8 +234,8 @@ impl<T: Transport, S: Send + Sync + 'static> Runner<T, S> {
     /// tools.tool("lookup", "orders.read").build(|order: Order, _call| async move {
     ///     Ok::<_, String>(format!("order {}", order.id))
     /// })?;
-    /// let calls = (1..=8).map(|id| ToolCall::new(format!("c{id}"), "lookup", format!(r#"{{"id":{id}}}"#))).collect();
-    /// let model = sequence(vec![Step::Reply(ModelReply::calls(calls))]);
+    /// let calls = (1..=8).map(|id| ("lookup", format!(r#"{{"id":{id}}}"#)));
+    /// let model = Scripted::sequence([Scripted::batch(calls)]);
     /// let runtime = Runner::harness(&tools.build(), model).parallel(Concurrency::new(4)?);
     /// let scope = Scope::builder().grant("orders.read").limits(Limits::default().with_tool_calls(4)).build()?;
     /// let mut conversation = vec![Message::user("Look up orders 1 to 8.")];
