@@ -123,7 +123,7 @@ struct Served {
 
 /// Serves `requests` concurrent requests with one set of tools and one runtime.
 async fn serve(requests: usize) -> Result<Vec<Served>, Box<dyn std::error::Error + Send + Sync>> {
-    let runtime = Arc::new(Runner::harness(&tools()?, Scripted::new(model)));
+    let runtime = Arc::new(Runner::new(&tools()?, Scripted::new(model)));
     let mut handles = Vec::with_capacity(requests);
     for request in 0..requests {
         let runtime = Arc::clone(&runtime);

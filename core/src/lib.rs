@@ -74,7 +74,7 @@
 //!     Scripted::reply("Review finished."),
 //! ]);
 //! let mut conversation = vec![Message::user("Review ticket 42.")];
-//! let outcome = Runner::harness(&tools, model)
+//! let outcome = Runner::new(&tools, model)
 //!     .run(&scope, &mut conversation, |ended| ended.state().finished.load(Ordering::SeqCst))
 //!     .await?;
 //!
@@ -150,8 +150,7 @@ pub use limits::{Limits, LimitsError};
 pub use outcome::{EndRecord, Outcome, RunError, RunErrorKind, Status};
 pub use registry::{AlreadyRegistered, Registration, RunRegistry};
 pub use runner::{
-    Composition, Concurrency, ConcurrencyError, Observation, Observer, Offer, Preview, Runner, SubAgent,
-    SubAgentError,
+    Concurrency, ConcurrencyError, Observation, Observer, Offer, Preview, Runner, SubAgent, SubAgentError,
 };
 pub use scope::{Scope, ScopeBuilder};
 pub use tool::{GuardedTool, RegistrationError, ToolContext, ToolError, ToolSet, ToolSetBuilder};

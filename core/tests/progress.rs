@@ -113,7 +113,7 @@ async fn run<T: loopbound::transport::Transport>(
     scope: &Scope<Work>,
 ) -> (Outcome, Vec<Message>) {
     let tools = tools(statuses);
-    let runtime = Runner::harness(&tools, model);
+    let runtime = Runner::new(&tools, model);
     let mut conversation = vec![Message::user("Wait for job 1.")];
     let outcome = runtime.run(scope, &mut conversation, |_| true).await.unwrap();
     (outcome, conversation)
@@ -329,7 +329,7 @@ async fn a_parallel_batch_decides_a_streak_as_one_after_another_would() {
     for parallel in [false, true] {
         let streaky = scope(Progress::exact().error_streak(3), roomy());
         let tools = tools(STUCK);
-        let runtime = Runner::harness(&tools, steps());
+        let runtime = Runner::new(&tools, steps());
         let runtime = if parallel { runtime.parallel(Concurrency::new(3).unwrap()) } else { runtime };
         let outcome = runtime.run(&streaky, &mut vec![Message::user("Go.")], |_| true).await.unwrap();
         endings.push((outcome.status(), lines(&outcome), streaky.state().bodies.load(Ordering::SeqCst)));
@@ -386,7 +386,7 @@ async fn a_journaled_resume_keeps_what_the_checks_remember() {
         let journal = &journal;
         let id = &id;
         async move {
-            let runtime = Runner::harness(&tools, script());
+            let runtime = Runner::new(&tools, script());
             let mut conversation = vec![Message::user("Wait for job 1.")];
             runtime.run_journaled(journal, id, &scope, &mut conversation, |_| true).await
         }

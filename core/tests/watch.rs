@@ -76,7 +76,7 @@ async fn every_step_arrives_in_order_and_ends_with_the_outcome() {
         let (feed, mut updates) = watch::channel();
         let scope = watched(Limits::default(), feed);
         let tools = tools();
-        let runtime = Runner::harness(&tools.set, sequence(complete_script())).streaming(streaming);
+        let runtime = Runner::new(&tools.set, sequence(complete_script())).streaming(streaming);
         let outcome = runtime
             .run(&scope, &mut vec![Message::user("Review 42.")], |ended| Review::completed(ended.state()))
             .await;
@@ -132,7 +132,7 @@ async fn a_slow_watcher_changes_nothing_and_gets_merged_text() {
     let limits = Limits::default().with_tool_calls(16);
     let unwatched = scope_with(limits);
     let tools = tools();
-    let runtime = Runner::harness(&tools.set, chatty(1000, 8, 16)).streaming(true);
+    let runtime = Runner::new(&tools.set, chatty(1000, 8, 16)).streaming(true);
     let expected = runtime
         .run(&unwatched, &mut Vec::new(), |ended| Review::completed(ended.state()))
         .await
@@ -140,7 +140,7 @@ async fn a_slow_watcher_changes_nothing_and_gets_merged_text() {
 
     let (feed, mut updates) = watch::channel();
     let scope = watched(limits, feed);
-    let runtime = Runner::harness(&tools.set, chatty(1000, 8, 16)).streaming(true);
+    let runtime = Runner::new(&tools.set, chatty(1000, 8, 16)).streaming(true);
     let mut conversation = Vec::new();
     let run = runtime.run(&scope, &mut conversation, |ended| Review::completed(ended.state()));
     let slow = async {
@@ -172,7 +172,7 @@ async fn a_watcher_that_never_reads_holds_the_documented_updates_only() {
     let (feed, updates) = watch::channel();
     let scope = watched(limits, feed);
     let tools = tools();
-    let runtime = Runner::harness(&tools.set, chatty(10_000, 4, 16)).streaming(true);
+    let runtime = Runner::new(&tools.set, chatty(10_000, 4, 16)).streaming(true);
     let outcome = runtime
         .run(&scope, &mut Vec::new(), |ended| Review::completed(ended.state()))
         .await
@@ -192,7 +192,7 @@ async fn arguments_reach_the_stream_only_on_request_and_never_its_debug() {
         let feed = if opted { feed.with_arguments() } else { feed };
         let scope = watched(Limits::default(), feed);
         let tools = tools();
-        let runtime = Runner::harness(&tools.set, sequence(complete_script()));
+        let runtime = Runner::new(&tools.set, sequence(complete_script()));
         runtime
             .run(&scope, &mut Vec::new(), |ended| Review::completed(ended.state()))
             .await
@@ -220,7 +220,7 @@ async fn a_journaled_suspension_comes_before_its_outcome_and_a_resume_replays_th
     let run = RunId::new("refund-42").expect("a run id");
     let attempt = |feed| {
         let scope = Scope::builder().grants(refund::CAPABILITIES).watch(feed).build().expect("a scope");
-        let runtime = Runner::harness(&tools.set, refund::model(refund::short_script(), |_| {}));
+        let runtime = Runner::new(&tools.set, refund::model(refund::short_script(), |_| {}));
         let journal = &journal;
         let run = &run;
         async move { runtime.run_journaled(journal, run, &scope, &mut refund::conversation(), |_| true).await }
@@ -249,7 +249,7 @@ async fn a_cancelled_run_ends_its_stream_with_the_error() {
         caller.cancel();
         Step::Reply(ModelReply::text("too late"))
     });
-    let runtime = Runner::harness(&loopbound::ToolSet::default(), model);
+    let runtime = Runner::new(&loopbound::ToolSet::default(), model);
     let result = runtime.run(&scope, &mut Vec::new(), |_| true).await;
     assert_eq!(result, Err(RunError::Cancelled));
     let updates = drain(&mut updates);
@@ -265,7 +265,7 @@ async fn updates_serialise_with_a_type_tag() {
     let (feed, mut updates) = watch::channel();
     let scope = watched(Limits::default(), feed);
     let tools = tools();
-    let runtime = Runner::harness(&tools.set, sequence(complete_script()));
+    let runtime = Runner::new(&tools.set, sequence(complete_script()));
     let outcome: Outcome = runtime
         .run(&scope, &mut Vec::new(), |ended| Review::completed(ended.state()))
         .await

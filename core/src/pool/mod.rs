@@ -24,7 +24,7 @@
 //! let draw = PoolDraw::new(pools.clone(), [acme.clone()]).output_cap(400);
 //! let scope = Scope::builder().pools(draw.clone()).build()?;
 //! let reply = ModelReply::text("Done.").with_usage(Usage::new(100, 300));
-//! let runtime = Runner::harness(&ToolSet::default(), sequence(vec![Step::Reply(reply)]));
+//! let runtime = Runner::new(&ToolSet::default(), sequence(vec![Step::Reply(reply)]));
 //! let outcome = runtime.run(&scope, &mut vec![Message::user("Hi.")], |_| true).await?;
 //! assert_eq!(outcome.status(), Status::Completed);
 //! assert_eq!(pools.state(&acme).await?.settled.tokens, 400, "the reported usage");
@@ -33,7 +33,7 @@
 //! // is refused before it is sent, and the outcome names the pool.
 //! let scope = Scope::builder().pools(draw).build()?;
 //! let model = sequence(vec![Step::Reply(ModelReply::text("never sent"))]);
-//! let runtime = Runner::harness(&ToolSet::default(), &model);
+//! let runtime = Runner::new(&ToolSet::default(), &model);
 //! let mut conversation = vec![Message::user("x".repeat(600))];
 //! let outcome = runtime.run(&scope, &mut conversation, |_| true).await?;
 //! assert_eq!(outcome.status(), Status::TokenBudget);

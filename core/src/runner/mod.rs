@@ -1,7 +1,6 @@
 //! The tool-calling loop: one runtime, defined once, runs any number of requests.
 //!
-//! Both compositions run the same loop over the same scope: call the transport with the
-//! conversation and the tool definitions; if the reply asks for tools, run them (one after
+//! One loop over one scope: call the transport with the conversation and the tool definitions; if the reply asks for tools, run them (one after
 //! another in order, or, opted in, as a parallel batch: [`Runner::parallel`]), append the
 //! assistant message and one result per call, and loop; otherwise the reply's text ends the
 //! run.
@@ -23,7 +22,6 @@
 //!   taken up and its answer, and the run's end (see [`watch`](crate::watch)).
 
 mod calls;
-mod composition;
 mod course;
 mod observer;
 mod options;
@@ -36,7 +34,6 @@ use std::sync::Arc;
 
 use tracing::Instrument;
 
-pub use composition::Composition;
 pub(crate) use course::{Admission, Course, Live, Pending, Turn, answer_of, failed};
 pub use observer::{Observation, Observer};
 pub use options::{Concurrency, ConcurrencyError, Offer};
@@ -78,7 +75,7 @@ use crate::transport::{
 /// })?;
 /// // A model that asks for the same ticket forever.
 /// let model = Scripted::new(|_, _| Scripted::call("read_ticket", r#"{"input":42}"#));
-/// let runtime = Runner::harness(&tools.build(), model);
+/// let runtime = Runner::new(&tools.build(), model);
 ///
 /// let scope = Scope::builder().grant("ticket.read").build()?;
 /// let outcome = runtime.run(&scope, &mut vec![Message::user("Review 42.")], |_| false).await?;
@@ -88,10 +85,11 @@ use crate::transport::{
 /// # Ok(())
 /// # }
 /// ```
+#[allow(clippy::struct_excessive_bools, reason = "four independent switches of the one loop")]
 pub struct Runner<T, S = ()> {
     tools: ToolSet<S>,
     transport: T,
-    composition: Composition,
+    spans: bool,
     options: ChatOptions,
     streaming: bool,
     max_iterations: Option<u32>,
@@ -106,7 +104,7 @@ pub struct Runner<T, S = ()> {
 impl<T: fmt::Debug, S> fmt::Debug for Runner<T, S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Runner")
-            .field("composition", &self.composition)
+            .field("spans", &self.spans)
             .field("transport", &self.transport)
             .field("streaming", &self.streaming)
             .field("offer", &self.offer)
@@ -163,22 +161,14 @@ impl From<CallError> for End {
 }
 
 impl<T: Transport, S: Send + Sync + 'static> Runner<T, S> {
-    /// The `harness` composition over `tools`, talking to `transport`.
-    pub fn harness(tools: &ToolSet<S>, transport: T) -> Self {
-        Self::new(Composition::Harness, tools, transport)
-    }
-
-    /// The `simple` composition over `tools`, talking to `transport`.
-    pub fn simple(tools: &ToolSet<S>, transport: T) -> Self {
-        Self::new(Composition::Simple, tools, transport)
-    }
-
-    /// A runtime of the given composition.
-    pub fn new(composition: Composition, tools: &ToolSet<S>, transport: T) -> Self {
+    /// The loop over `tools`, talking to `transport`: its own iteration cap is the model-call
+    /// limit + 1 (so the scope's `ModelBudget` halt always comes first), tracing spans are on,
+    /// tool calls run one after another, every tool is offered.
+    pub fn new(tools: &ToolSet<S>, transport: T) -> Self {
         Self {
             tools: tools.clone(),
             transport,
-            composition,
+            spans: true,
             options: ChatOptions::default(),
             streaming: false,
             max_iterations: None,
@@ -236,7 +226,7 @@ impl<T: Transport, S: Send + Sync + 'static> Runner<T, S> {
     /// })?;
     /// let calls = (1..=8).map(|id| ("lookup", format!(r#"{{"id":{id}}}"#)));
     /// let model = Scripted::sequence([Scripted::batch(calls)]);
-    /// let runtime = Runner::harness(&tools.build(), model).parallel(Concurrency::new(4)?);
+    /// let runtime = Runner::new(&tools.build(), model).parallel(Concurrency::new(4)?);
     /// let scope = Scope::builder().grant("orders.read").limits(Limits::default().with_tool_calls(4)).build()?;
     /// let mut conversation = vec![Message::user("Look up orders 1 to 8.")];
     /// let outcome = runtime.run(&scope, &mut conversation, |_| true).await?;
@@ -266,13 +256,21 @@ impl<T: Transport, S: Send + Sync + 'static> Runner<T, S> {
         self
     }
 
-    /// Sets the loop's own iteration cap, in place of the composition's (`harness`: the
-    /// model-call limit + 1, so that the scope's `ModelBudget` halt always comes first;
-    /// `simple`: 40). A run that reaches it ends without the model's text, judged by the host's
-    /// completion condition.
+    /// Sets the loop's own iteration cap, in place of the default (the model-call limit + 1, so
+    /// that the scope's `ModelBudget` halt always comes first). A run that reaches it ends
+    /// without the model's text, judged by the host's completion condition.
     #[must_use]
     pub fn max_iterations(mut self, iterations: u32) -> Self {
         self.max_iterations = Some(iterations);
+        self
+    }
+
+    /// Whether the loop emits its tracing spans (on by default: the run, each model call, each
+    /// tool call, named after OpenTelemetry's generative-AI conventions; never an argument).
+    /// Off, every span is disabled and costs nothing; the events and the outcome are the same.
+    #[must_use]
+    pub fn spans(mut self, spans: bool) -> Self {
+        self.spans = spans;
         self
     }
 
@@ -316,12 +314,6 @@ impl<T: Transport, S: Send + Sync + 'static> Runner<T, S> {
     pub fn observe(mut self, observer: impl Observer<S> + 'static) -> Self {
         self.observers.push(Arc::new(observer));
         self
-    }
-
-    /// The composition.
-    #[must_use]
-    pub fn composition(&self) -> Composition {
-        self.composition
     }
 
     /// The tools the model is offered.
@@ -442,7 +434,7 @@ impl<T: Transport, S: Send + Sync + 'static> Runner<T, S> {
     ) -> End {
         let tools = self.offered(scope);
         let feeds = scope.guard().feeds();
-        let cap = self.max_iterations.unwrap_or_else(|| self.composition.max_iterations(&scope.limits()));
+        let cap = self.max_iterations.unwrap_or_else(|| scope.limits().model_calls().saturating_add(1));
         for iteration in 1..=cap {
             feeds.begin_reply(iteration);
             let reply = match course.reply(self, model, conversation, &tools).await {

@@ -133,7 +133,7 @@ mod tests {
             .state(loopbound_fixtures::review::Review::default())
             .build()
             .unwrap();
-        let outcome = Runner::harness(&review.set, &model)
+        let outcome = Runner::new(&review.set, &model)
             .run(&scope, &mut loopbound_fixtures::review::conversation(), |_| false)
             .await
             .unwrap();

@@ -126,7 +126,7 @@ pub fn draw(store: Arc<dyn PoolStore>, pools: &[PoolName], lease: Duration, hold
 /// The run's error (a pool store that failed is [`RunError::Pool`]).
 pub async fn one_run(draw: &PoolDraw, model: &Billing) -> Result<(Status, Option<String>), RunError> {
     let scope = Scope::builder().pools(draw.clone()).build().expect("a scope drawing from pools");
-    let runtime = Runner::harness(&ToolSet::default(), model);
+    let runtime = Runner::new(&ToolSet::default(), model);
     let outcome = runtime.run(&scope, &mut vec![Message::user(prompt())], |_| true).await?;
     Ok((outcome.status(), outcome.detail().map(str::to_owned)))
 }
