@@ -197,10 +197,8 @@ mod tests {
                         events,
                         [
                             "ModelCall model 1",
-                            "Middleware lookup_order 1",
                             "ToolCall lookup_order 1",
                             "ModelCall model 2",
-                            "Middleware refund_order 2",
                             "ToolCall refund_order 2",
                             "ModelCall model 3",
                         ]
@@ -213,10 +211,8 @@ mod tests {
                         events,
                         [
                             "ModelCall model 1",
-                            "Middleware lookup_order 1",
                             "ToolCall lookup_order 1",
                             "ModelCall model 2",
-                            "Middleware lookup_order 2",
                             "RepeatedCall lookup_order 1",
                         ]
                     );
@@ -225,7 +221,7 @@ mod tests {
                     assert_eq!(s.outcome.status(), Status::ToolBudget, "{order}");
                     assert_eq!(s.refunds, [1, 2, 3, 4], "the budget of 4 held for request {order}");
                     assert_eq!(events.last().map(String::as_str), Some("ToolBudget refund_order 4"));
-                    assert_eq!(events.len(), 15);
+                    assert_eq!(events.len(), 10);
                 }
                 Kind::Forbidden => {
                     assert_eq!(s.outcome.status(), Status::PermissionDenied, "{order}");

@@ -82,8 +82,8 @@
 //! assert_eq!(outcome.text(), Some("Review finished."));
 //! let events: Vec<String> = outcome.events().iter().map(ToString::to_string).collect();
 //! assert_eq!(events, [
-//!     "ModelCall model 1", "Middleware read_ticket 1", "ToolCall read_ticket 1",
-//!     "ModelCall model 2", "Middleware finish_review 2", "ToolCall finish_review 2",
+//!     "ModelCall model 1", "ToolCall read_ticket 1",
+//!     "ModelCall model 2", "ToolCall finish_review 2",
 //!     "ModelCall model 3",
 //! ]);
 //! # Ok(())
@@ -150,7 +150,8 @@ pub use limits::{Limits, LimitsError};
 pub use outcome::{EndRecord, Outcome, RunError, RunErrorKind, Status};
 pub use registry::{AlreadyRegistered, Registration, RunRegistry};
 pub use runner::{
-    Concurrency, ConcurrencyError, Observation, Observer, Offer, Preview, Runner, SubAgent, SubAgentError,
+    Concurrency, ConcurrencyError, Middleware, Observation, Observer, Offer, Preview, Runner, SubAgent,
+    SubAgentError,
 };
 pub use scope::{Scope, ScopeBuilder};
 pub use tool::{GuardedTool, RegistrationError, ToolContext, ToolError, ToolSet, ToolSetBuilder};

@@ -65,12 +65,10 @@ async fn an_allowed_effect_costs_two_commits_and_a_read_none_of_its_own() {
         lines(&outcome),
         [
             "ModelCall model 1",
-            "Middleware lookup_order 1",
             "ToolCall lookup_order 1",
             "Proposed lookup_order 1 refund-42/op/1",
             "Allowed lookup_order 1 refund-42/op/1 by policy",
             "ModelCall model 2",
-            "Middleware refund 2",
             "ToolCall refund 2",
             "Proposed refund 2 refund-42/op/2",
             "Allowed refund 2 refund-42/op/2 by policy",
@@ -170,7 +168,7 @@ async fn an_approval_bound_to_the_exact_call_resumes_the_run_and_the_refund_runs
     assert_eq!(second.status(), Status::Completed);
     assert_eq!(sink.count("refund"), 1);
     assert_eq!(*asked.lock().unwrap(), [1, 2, 3], "replies 1 and 2 were replayed, not asked again");
-    let tail: Vec<String> = lines(&second).split_off(9);
+    let tail: Vec<String> = lines(&second).split_off(7);
     assert_eq!(
         tail,
         [

@@ -37,10 +37,8 @@ async fn the_loop_halts_denied_before_an_ask_or_deny_body_runs() {
             events,
             [
                 "ModelCall model 1".to_owned(),
-                "Middleware lookup_order 1".to_owned(),
                 "ToolCall lookup_order 1".to_owned(),
                 "ModelCall model 2".to_owned(),
-                "Middleware refund 2".to_owned(),
                 "ToolCall refund 2".to_owned(),
                 format!("Denied refund 2 by {by}"),
             ],

@@ -83,8 +83,8 @@ async fn a_reply_at_the_call_bound_runs_and_every_reply_is_bounded_in_events() {
     let outcome = runtime.run(&scope, &mut conversation, |_| false).await.unwrap();
     assert_eq!(outcome.status(), Status::ModelBudget);
     let events = lines(&scope);
-    assert_eq!(events.len(), 3 * (1 + 2 * 4) + 1);
-    assert!(events.len() <= (model_calls as usize) * (2 * per_reply + 2));
+    assert_eq!(events.len(), 3 * (1 + 4) + 1);
+    assert!(events.len() <= (model_calls as usize) * (per_reply + 2));
     assert_eq!(scope.tool_calls(), 12);
     // Each accepted reply entered the conversation with one result per call.
     assert_eq!(conversation.len(), 1 + 3 * (1 + per_reply));

@@ -266,7 +266,7 @@ async fn a_tool_limited_to_one_call_runs_once_whatever_the_arguments() {
     assert_eq!(outcome.status(), Status::ToolLimit);
     assert_eq!(bodies.load(Ordering::SeqCst), 1);
     assert_eq!(model.calls(), 2);
-    assert_eq!(lines(&outcome)[3..], ["ModelCall model 2", "Middleware refund 2", "ToolLimit refund 1"]);
+    assert_eq!(lines(&outcome)[2..], ["ModelCall model 2", "ToolLimit refund 1"]);
     assert_eq!(scope.stop_reason(), Some(HaltReason::ToolLimit));
 }
 

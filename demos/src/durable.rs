@@ -164,7 +164,8 @@ pub async fn play(
     };
     let run = RunId::new(scenario.run()).unwrap_or_else(|_| unreachable!("the scenarios' run ids are valid"));
     emit(out, &header(scenario, path, &scope));
-    let runtime = Runner::new(&tools.set, refund::model(refund::short_script(), |_| {}));
+    let runtime =
+        Runner::new(&tools.set, refund::model(refund::short_script(), |_| {})).observe(loopbound::Middleware);
     let journal = Dying { inner: journal, dies: scenario == Durable::Crash };
     let mut conversation = refund::conversation();
     let run_id = run.clone();

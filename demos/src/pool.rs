@@ -118,7 +118,7 @@ pub async fn run(store: Arc<dyn PoolStore>) -> Result<Played, PoolDemoError> {
         Step::Reply(ModelReply::text("Reviewed.").with_usage(usage))
     });
     let draw = PoolDraw::new(Arc::clone(&store), [pool.clone()]).output_cap(OUTPUT_CAP).holder("demo330");
-    let runtime = Runner::new(&ToolSet::default(), &model);
+    let runtime = Runner::new(&ToolSet::default(), &model).observe(loopbound::Middleware);
     let mut requests = Vec::with_capacity(REQUESTS);
     for n in 1..=REQUESTS {
         let sent_before = model.calls();

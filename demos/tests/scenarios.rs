@@ -268,6 +268,7 @@ async fn without_policy(scenario: Scenario) -> Outcome {
     let scope =
         review::scope(scenario.capabilities().iter().copied(), scenario.limits()).expect("valid limits");
     Runner::new(&tools.set, scenario.transport())
+        .observe(loopbound::Middleware)
         .run(&scope, &mut review::conversation(), |ended| Review::completed(ended.state()))
         .await
         .expect("an outcome")

@@ -7,9 +7,10 @@
 //!
 //! # Invariants
 //!
-//! - Every model call goes through [`Budgeted`]; every tool call goes through the
-//!   function-invocation middleware (which records a `Middleware` event), then the host's
-//!   observers, then the tool's guard. The runtime holds no bypass.
+//! - Every model call goes through [`Budgeted`]; every tool call goes through the cancellation
+//!   checks, then the host's observers (among them, if attached, the built-in
+//!   [`Middleware`](crate::Middleware), which records a `Middleware` event), then the tool's
+//!   guard. The runtime holds no bypass.
 //! - An unknown tool, a binding failure and a body error become error results for the model and
 //!   the loop goes on; an unknown tool moves no counter. Under a progress policy with an error
 //!   streak, the loop notes each of the three with the guard ([`failed`], and the body's result
@@ -35,7 +36,7 @@ use std::sync::Arc;
 use tracing::Instrument;
 
 pub(crate) use course::{Admission, Course, Live, Pending, Turn, answer_of, failed};
-pub use observer::{Observation, Observer};
+pub use observer::{Middleware, Observation, Observer};
 pub use options::{Concurrency, ConcurrencyError, Offer};
 pub use preview::Preview;
 pub use subagent::{SubAgent, SubAgentError};
@@ -308,8 +309,9 @@ impl<T: Transport, S: Send + Sync + 'static> Runner<T, S> {
         self
     }
 
-    /// Adds an observer of tool calls, called after the built-in middleware and before the
-    /// guard (see [`Observer`]).
+    /// Adds an observer of tool calls, called before the guard, after the observers added
+    /// before it (see [`Observer`]). [`Middleware`] is the built-in one: it records a
+    /// `Middleware` event for each call it sees.
     #[must_use]
     pub fn observe(mut self, observer: impl Observer<S> + 'static) -> Self {
         self.observers.push(Arc::new(observer));
@@ -534,14 +536,14 @@ impl<T: Transport, S: Send + Sync + 'static> Runner<T, S> {
         }
     }
 
-    /// The built-in middleware, then the host's observers, for one call to `tool`.
+    /// The cancellation checks, then the host's observers, for one call to `tool`.
     pub(crate) fn observe_call(
         &self,
         scope: &Scope<S>,
         tool: &Arc<str>,
         call: &ToolCall,
     ) -> Result<(), Stop> {
-        let count = scope.guard().observe_middleware(tool)?;
+        let count = scope.guard().observe_call(tool)?;
         if !self.observers.is_empty() {
             let observation = Observation { tool, call_id: &call.id, count, scope };
             for observer in &self.observers {

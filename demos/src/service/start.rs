@@ -158,6 +158,7 @@ pub async fn serve(config: Config) -> Result<(), StartError> {
     let connection = Connection::stdio(&server, timeouts).await.map_err(StartError::Mcp)?;
     let tools = tools::define(&connection).map_err(StartError::Tools)?;
     let runtime = Runner::new(&tools, transport)
+        .observe(loopbound::Middleware)
         .options(ChatOptions::default().with_max_output_tokens(800))
         .streaming(true);
     let limits = Limits::default().with_deadline(Duration::from_secs(config.deadline_secs));

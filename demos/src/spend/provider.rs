@@ -134,6 +134,7 @@ mod tests {
             .build()
             .unwrap();
         let outcome = Runner::new(&review.set, &model)
+            .observe(loopbound::Middleware)
             .run(&scope, &mut loopbound_fixtures::review::conversation(), |_| false)
             .await
             .unwrap();

@@ -314,6 +314,7 @@ async fn attempt(
     let mut conversation = vec![Message::user("Use the tools.")];
     let run = RunId::new(run).expect("a valid run id");
     let outcome = Runner::new(tools, model)
+        .observe(loopbound::Middleware)
         .run_journaled(journal, &run, &scope(granted, Limits::default()), &mut conversation, |_| true)
         .await;
     (outcome, conversation)

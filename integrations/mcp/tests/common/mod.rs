@@ -31,6 +31,7 @@ pub(crate) fn calls(calls: &[(&str, &str)]) -> Vec<Step> {
 pub(crate) async fn run(tools: &ToolSet, scope: &Scope, steps: Vec<Step>) -> (Outcome, Vec<Message>) {
     let mut conversation = vec![Message::user("Use the tools.")];
     let outcome = Runner::new(tools, sequence(steps))
+        .observe(loopbound::Middleware)
         .run(scope, &mut conversation, |_| true)
         .await
         .expect("the run ends with an outcome");
