@@ -30,7 +30,7 @@
 //!
 //! ```
 //! use loopbound::scripted::Scripted;
-//! use loopbound::{ToolContext, Limits, Message, Runner, Scope, Status, ToolSet};
+//! use loopbound::{Limits, Message, Runner, Scope, Status, ToolSet};
 //! use schemars::JsonSchema;
 //! use serde::{Deserialize, Serialize};
 //! use std::sync::atomic::{AtomicBool, Ordering};
@@ -49,13 +49,13 @@
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! // Once, at start-up: the tools.
-//! let mut tools = ToolSet::builder();
+//! let mut tools = ToolSet::<Review>::builder();
 //! tools.tool("read_ticket", "ticket.read").description("Read a ticket.").build(
-//!     |t: Ticket, _call: ToolContext<Review>| async move { Ok::<_, String>(format!("Ticket {}: login fails.", t.input)) },
+//!     |t: Ticket, _| async move { Ok::<_, String>(format!("Ticket {}: login fails.", t.input)) },
 //! )?;
 //! tools.tool("finish_review", "review.finish").description("Finish the review.").build(
-//!     |_: Ticket, call: ToolContext<Review>| async move {
-//!         call.state().finished.store(true, Ordering::SeqCst);
+//!     |_: Ticket, cx| async move {
+//!         cx.state().finished.store(true, Ordering::SeqCst);
 //!         Ok::<_, String>("Review completed.")
 //!     },
 //! )?;
