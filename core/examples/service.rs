@@ -19,8 +19,8 @@ use std::sync::Arc;
 use std::sync::Mutex;
 
 use loopbound::scripted::{Scripted, Step};
-use loopbound::transport::{ChatRequest, ModelReply};
-use loopbound::{Limits, Message, Outcome, Runner, Scope, ToolContext, ToolSet};
+use loopbound::transport::ChatRequest;
+use loopbound::{Limits, Message, Outcome, Runner, Scope, ToolSet};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -46,9 +46,9 @@ struct Order {
 
 /// The tools, defined once: each body reaches its own request's state through its call.
 fn tools() -> Result<ToolSet<Desk>, loopbound::RegistrationError> {
-    let mut tools = ToolSet::builder();
+    let mut tools = ToolSet::<Desk>::builder();
     tools.tool("lookup_order", "orders.read").description("Look an order up by its id.").build(
-        |order: Order, call: ToolContext<Desk>| {
+        |order: Order, call| {
             if let Ok(mut lookups) = call.state().lookups.lock() {
                 lookups.push(order.order_id);
             }
@@ -56,7 +56,7 @@ fn tools() -> Result<ToolSet<Desk>, loopbound::RegistrationError> {
         },
     )?;
     tools.tool("refund_order", "orders.refund").description("Refund an order in full.").build(
-        |order: Order, call: ToolContext<Desk>| {
+        |order: Order, call| {
             if let Ok(mut refunds) = call.state().refunds.lock() {
                 refunds.push(order.order_id);
             }
@@ -94,20 +94,18 @@ impl Kind {
 /// results so far, then answers accordingly.
 fn model(_call: u32, request: &ChatRequest<'_>) -> Step {
     let Some(Message::User { content, .. }) = request.messages.first() else {
-        return Step::Reply(ModelReply::text("I did not understand."));
+        return Scripted::reply("I did not understand.");
     };
     let mut words = content.split_whitespace();
     let (kind, order) = (words.next().unwrap_or_default(), words.next().unwrap_or_default());
     let done = request.messages.iter().filter(|message| matches!(message, Message::Tool { .. })).count();
-    let call = |name: &str, id: &str| {
-        Step::Reply(ModelReply::call(format!("c{done}"), name, format!(r#"{{"order_id":{id}}}"#)))
-    };
+    let call = |name: &str, id: &str| Scripted::call(name, format!(r#"{{"order_id":{id}}}"#));
     match (kind, done) {
         ("looping", _) => call("lookup_order", order),
         ("greedy", _) => call("refund_order", &(done + 1).to_string()),
         (_, 0) => call("lookup_order", order),
         (_, 1) => call("refund_order", order),
-        _ => Step::Reply(ModelReply::text(format!("Order {order} is refunded."))),
+        _ => Scripted::reply(format!("Order {order} is refunded.")),
     }
 }
 
