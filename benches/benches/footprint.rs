@@ -12,10 +12,11 @@
 
 use loopbound::scripted::{Step, sequence};
 use loopbound::transport::{ModelReply, ToolCall};
-use loopbound::{Composition, Limits, Message, Runner, Scope};
+use loopbound::{Limits, Message, Runner, Scope};
 use loopbound_benches::fixtures::{ARGUMENTS, Fixture, admit};
 use loopbound_benches::runs;
 use loopbound_demos::scenario::Scenario;
+use loopbound_testkit::Composition;
 use loopbound_testkit::review::{FINISH_CAPABILITY, READ_CAPABILITY, TicketInput};
 
 #[global_allocator]
@@ -55,7 +56,7 @@ async fn unbindable_calls(fixture: &Fixture, calls: usize) -> usize {
     let model = sequence(vec![Step::Reply(ModelReply::calls(bad)), Step::Reply(ModelReply::text("done"))]);
     let mut conversation = vec![Message::user("Review ticket 42.")];
     let outcome =
-        Runner::harness(&fixture.tools.set, model).run(&fixture.scope, &mut conversation, |_| false).await;
+        Runner::new(&fixture.tools.set, model).run(&fixture.scope, &mut conversation, |_| false).await;
     drop((outcome, conversation));
     fixture.scope.events().len()
 }

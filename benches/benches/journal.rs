@@ -37,7 +37,7 @@ async fn one_run(journal: &TimedJournal<SqliteJournal>, run: &RunId, reads: bool
         })
         .collect();
     let script = vec![ModelReply::calls(calls), ModelReply::text(refund::CLOSING)];
-    let runtime = Runner::harness(&tools.set, refund::model(script, |_| {}));
+    let runtime = Runner::new(&tools.set, refund::model(script, |_| {}));
     let limits = Limits::default().with_tool_calls(EFFECTS_PER_RUN).with_calls_per_reply(EFFECTS_PER_RUN);
     let scope = Scope::builder().grants(refund::CAPABILITIES).limits(limits).build().expect("valid limits");
     let before = journal.inner().commits();

@@ -55,7 +55,7 @@ async fn load<J: Journal + 'static>(journals: Vec<J>, runs: usize, sink: Arc<Mem
                     }
                     let run = RunId::new(format!("load-{n}")).expect("a run id");
                     let scope = Scope::builder().grants(refund::CAPABILITIES).build().expect("valid limits");
-                    let runtime = Runner::harness(&tools.set, refund::model(refund::short_script(), |_| {}));
+                    let runtime = Runner::new(&tools.set, refund::model(refund::short_script(), |_| {}));
                     let outcome = runtime
                         .run_journaled(&journal, &run, &scope, &mut refund::conversation(), |_| true)
                         .await

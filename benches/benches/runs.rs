@@ -6,9 +6,9 @@
 use std::hint::black_box;
 
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
-use loopbound::Composition;
 use loopbound_benches::runs::{self, RunFailure};
 use loopbound_demos::scenario::Scenario;
+use loopbound_testkit::Composition;
 
 fn check(scenario: Scenario, composition: Composition, runtime: &tokio::runtime::Runtime) {
     let verified: Result<(), RunFailure> = runtime.block_on(async {

@@ -10,9 +10,11 @@
 
 use std::fmt;
 
-use loopbound::{Composition, EventKind, Outcome, RunError, Status};
+use loopbound::{EventKind, Outcome, RunError, Status};
+
 use loopbound_demos::scenario::{FINAL_SENTENCE, Scenario};
 use loopbound_demos::session::{Session, SetupError};
+use loopbound_testkit::Composition;
 use tokio_util::sync::CancellationToken;
 
 use crate::timing::{Summary, time_runs};

@@ -11,9 +11,9 @@
 use std::fmt::Write as _;
 use std::hint::black_box;
 
-use loopbound::Composition;
 use loopbound::canonical::{canonical_json, signature};
 use loopbound_demos::scenario::Scenario;
+use loopbound_testkit::Composition;
 use loopbound_testkit::review::TicketInput;
 
 use crate::fixtures::{Check, Fixture, admit};

@@ -19,8 +19,8 @@ use std::sync::Arc;
 use std::sync::Mutex;
 
 use loopbound::scripted::{Scripted, Step};
-use loopbound::transport::{ChatRequest, ModelReply};
-use loopbound::{Limits, Message, Outcome, Runner, Scope, ToolContext, ToolSet};
+use loopbound::transport::ChatRequest;
+use loopbound::{Limits, Message, Outcome, Runner, Scope, ToolSet};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -46,9 +46,9 @@ struct Order {
 
 /// The tools, defined once: each body reaches its own request's state through its call.
 fn tools() -> Result<ToolSet<Desk>, loopbound::RegistrationError> {
-    let mut tools = ToolSet::builder();
+    let mut tools = ToolSet::<Desk>::builder();
     tools.tool("lookup_order", "orders.read").description("Look an order up by its id.").build(
-        |order: Order, call: ToolContext<Desk>| {
+        |order: Order, call| {
             if let Ok(mut lookups) = call.state().lookups.lock() {
                 lookups.push(order.order_id);
             }
@@ -56,7 +56,7 @@ fn tools() -> Result<ToolSet<Desk>, loopbound::RegistrationError> {
         },
     )?;
     tools.tool("refund_order", "orders.refund").description("Refund an order in full.").build(
-        |order: Order, call: ToolContext<Desk>| {
+        |order: Order, call| {
             if let Ok(mut refunds) = call.state().refunds.lock() {
                 refunds.push(order.order_id);
             }
@@ -94,20 +94,18 @@ impl Kind {
 /// results so far, then answers accordingly.
 fn model(_call: u32, request: &ChatRequest<'_>) -> Step {
     let Some(Message::User { content, .. }) = request.messages.first() else {
-        return Step::Reply(ModelReply::text("I did not understand."));
+        return Scripted::reply("I did not understand.");
     };
     let mut words = content.split_whitespace();
     let (kind, order) = (words.next().unwrap_or_default(), words.next().unwrap_or_default());
     let done = request.messages.iter().filter(|message| matches!(message, Message::Tool { .. })).count();
-    let call = |name: &str, id: &str| {
-        Step::Reply(ModelReply::call(format!("c{done}"), name, format!(r#"{{"order_id":{id}}}"#)))
-    };
+    let call = |name: &str, id: &str| Scripted::call(name, format!(r#"{{"order_id":{id}}}"#));
     match (kind, done) {
         ("looping", _) => call("lookup_order", order),
         ("greedy", _) => call("refund_order", &(done + 1).to_string()),
         (_, 0) => call("lookup_order", order),
         (_, 1) => call("refund_order", order),
-        _ => Step::Reply(ModelReply::text(format!("Order {order} is refunded."))),
+        _ => Scripted::reply(format!("Order {order} is refunded.")),
     }
 }
 
@@ -123,7 +121,7 @@ struct Served {
 
 /// Serves `requests` concurrent requests with one set of tools and one runtime.
 async fn serve(requests: usize) -> Result<Vec<Served>, Box<dyn std::error::Error + Send + Sync>> {
-    let runtime = Arc::new(Runner::harness(&tools()?, Scripted::new(model)));
+    let runtime = Arc::new(Runner::new(&tools()?, Scripted::new(model)));
     let mut handles = Vec::with_capacity(requests);
     for request in 0..requests {
         let runtime = Arc::clone(&runtime);
@@ -197,10 +195,8 @@ mod tests {
                         events,
                         [
                             "ModelCall model 1",
-                            "Middleware lookup_order 1",
                             "ToolCall lookup_order 1",
                             "ModelCall model 2",
-                            "Middleware refund_order 2",
                             "ToolCall refund_order 2",
                             "ModelCall model 3",
                         ]
@@ -213,10 +209,8 @@ mod tests {
                         events,
                         [
                             "ModelCall model 1",
-                            "Middleware lookup_order 1",
                             "ToolCall lookup_order 1",
                             "ModelCall model 2",
-                            "Middleware lookup_order 2",
                             "RepeatedCall lookup_order 1",
                         ]
                     );
@@ -225,7 +219,7 @@ mod tests {
                     assert_eq!(s.outcome.status(), Status::ToolBudget, "{order}");
                     assert_eq!(s.refunds, [1, 2, 3, 4], "the budget of 4 held for request {order}");
                     assert_eq!(events.last().map(String::as_str), Some("ToolBudget refund_order 4"));
-                    assert_eq!(events.len(), 15);
+                    assert_eq!(events.len(), 10);
                 }
                 Kind::Forbidden => {
                     assert_eq!(s.outcome.status(), Status::PermissionDenied, "{order}");

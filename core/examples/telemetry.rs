@@ -48,8 +48,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         Step::Reply(ModelReply::call("call-3", "finish_review", r#"{"input":42}"#)),
         Step::Reply(ModelReply::text("Review finished.").with_usage(Usage::new(300, 4))),
     ]);
-    let runtime =
-        Runner::harness(&tools.set, model).options(ChatOptions::default().with_max_output_tokens(800));
+    let runtime = Runner::new(&tools.set, model).options(ChatOptions::default().with_max_output_tokens(800));
     let scope = review::scope(review::BOTH_CAPABILITIES, loopbound::Limits::default())?;
     let mut conversation = vec![Message::user("Review ticket 42.")];
     let outcome = runtime.run(&scope, &mut conversation, |ended| Review::completed(ended.state())).await?;

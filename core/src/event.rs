@@ -115,7 +115,8 @@ impl fmt::Display for HaltReason {
 pub enum EventKind {
     /// A transport attempt was admitted; the count is the number of model calls so far.
     ModelCall,
-    /// The function-invocation middleware saw a tool call; the count is its observations so far.
+    /// The built-in function-invocation middleware ([`Middleware`](crate::Middleware)), when the
+    /// host attached it, saw a tool call; the count is the observations so far.
     Middleware,
     /// A tool attempt was admitted; the count is the number of tool calls so far.
     ToolCall,

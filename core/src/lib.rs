@@ -30,9 +30,8 @@
 //! # Example
 //!
 //! ```
-//! use loopbound::scripted::{sequence, Step};
-//! use loopbound::transport::ModelReply;
-//! use loopbound::{ToolContext, Limits, Message, Runner, Scope, Status, ToolSet};
+//! use loopbound::scripted::Scripted;
+//! use loopbound::{Limits, Message, Runner, Scope, Status, ToolSet};
 //! use schemars::JsonSchema;
 //! use serde::{Deserialize, Serialize};
 //! use std::sync::atomic::{AtomicBool, Ordering};
@@ -51,13 +50,13 @@
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! // Once, at start-up: the tools.
-//! let mut tools = ToolSet::builder();
+//! let mut tools = ToolSet::<Review>::builder();
 //! tools.tool("read_ticket", "ticket.read").description("Read a ticket.").build(
-//!     |t: Ticket, _call: ToolContext<Review>| async move { Ok::<_, String>(format!("Ticket {}: login fails.", t.input)) },
+//!     |t: Ticket, _| async move { Ok::<_, String>(format!("Ticket {}: login fails.", t.input)) },
 //! )?;
 //! tools.tool("finish_review", "review.finish").description("Finish the review.").build(
-//!     |_: Ticket, call: ToolContext<Review>| async move {
-//!         call.state().finished.store(true, Ordering::SeqCst);
+//!     |_: Ticket, cx| async move {
+//!         cx.state().finished.store(true, Ordering::SeqCst);
 //!         Ok::<_, String>("Review completed.")
 //!     },
 //! )?;
@@ -70,13 +69,13 @@
 //!     .limits(Limits::default())
 //!     .state(Review::default())
 //!     .build()?;
-//! let model = sequence(vec![
-//!     Step::Reply(ModelReply::call("c1", "read_ticket", r#"{"input":42}"#)),
-//!     Step::Reply(ModelReply::call("c2", "finish_review", r#"{"input":42}"#)),
-//!     Step::Reply(ModelReply::text("Review finished.")),
+//! let model = Scripted::sequence([
+//!     Scripted::call("read_ticket", r#"{"input":42}"#),
+//!     Scripted::call("finish_review", r#"{"input":42}"#),
+//!     Scripted::reply("Review finished."),
 //! ]);
 //! let mut conversation = vec![Message::user("Review ticket 42.")];
-//! let outcome = Runner::harness(&tools, model)
+//! let outcome = Runner::new(&tools, model)
 //!     .run(&scope, &mut conversation, |ended| ended.state().finished.load(Ordering::SeqCst))
 //!     .await?;
 //!
@@ -84,8 +83,8 @@
 //! assert_eq!(outcome.text(), Some("Review finished."));
 //! let events: Vec<String> = outcome.events().iter().map(ToString::to_string).collect();
 //! assert_eq!(events, [
-//!     "ModelCall model 1", "Middleware read_ticket 1", "ToolCall read_ticket 1",
-//!     "ModelCall model 2", "Middleware finish_review 2", "ToolCall finish_review 2",
+//!     "ModelCall model 1", "ToolCall read_ticket 1",
+//!     "ModelCall model 2", "ToolCall finish_review 2",
 //!     "ModelCall model 3",
 //! ]);
 //! # Ok(())
@@ -167,7 +166,7 @@ pub use outcome::{EndRecord, Outcome, RunError, RunErrorKind, Status};
 pub use registry::{AlreadyRegistered, Registration, RunRegistry};
 pub use run_id::{InvalidRunId, MAX_RUN_ID_LEN, RunId};
 pub use runner::{
-    Composition, Concurrency, ConcurrencyError, Observation, Observer, Offer, Preview, Runner, SubAgent,
+    Concurrency, ConcurrencyError, Middleware, Observation, Observer, Offer, Preview, Runner, SubAgent,
     SubAgentError,
 };
 pub use scope::{Scope, ScopeBuilder};

@@ -188,7 +188,7 @@ impl Serialize for Status {
 ///
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-/// let runtime = Runner::harness(&ToolSet::default(), sequence(vec![Step::Reply(ModelReply::text("Hi."))]));
+/// let runtime = Runner::new(&ToolSet::default(), sequence(vec![Step::Reply(ModelReply::text("Hi."))]));
 /// let outcome = runtime.run(&Scope::builder().build()?, &mut vec![Message::user("Hello.")], |_| true).await?;
 /// let json = serde_json::to_value(&outcome)?;
 /// assert_eq!(json["status"], "Completed");

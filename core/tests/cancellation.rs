@@ -10,6 +10,7 @@ use common::{Review, Ticket, lines, scope_with, tools};
 use loopbound::scripted::{Scripted, Step, sequence};
 use loopbound::transport::ModelReply;
 use loopbound::{Limits, RunError, Runner, Scope, Status, ToolContext, ToolSet};
+use loopbound_fixtures::Composition;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
@@ -31,7 +32,7 @@ async fn a_transport_that_never_answers_ends_at_the_deadline_exactly() {
         let scope = scope_with(Limits::default().with_deadline(Duration::from_secs(1)));
         let started = Instant::now();
         let hang = Scripted::new(|_, _| Step::Hang);
-        let runtime = Runner::harness(&tools.set, hang).streaming(streaming);
+        let runtime = Runner::new(&tools.set, hang).streaming(streaming);
         let outcome = runtime.run(&scope, &mut Vec::new(), |_| true).await.unwrap();
         assert_eq!(outcome.status(), Status::DeadlineExceeded);
         assert_eq!(outcome.text(), None);
@@ -72,7 +73,8 @@ async fn a_body_that_ignores_its_token_is_dropped_at_the_deadline() {
         .unwrap();
     let model = sequence(vec![Step::Reply(ModelReply::call("w", "wait", r#"{"seconds":3600}"#))]);
     let started = Instant::now();
-    let outcome = Runner::simple(&tools, model).run(&scope, &mut Vec::new(), |_| true).await.unwrap();
+    let outcome =
+        Composition::Simple.runner(&tools, model).run(&scope, &mut Vec::new(), |_| true).await.unwrap();
     assert_eq!(outcome.status(), Status::DeadlineExceeded);
     assert_eq!(started.elapsed(), Duration::from_secs(5));
     assert!(scope.state().0.load(Ordering::SeqCst), "the body's future was dropped");
@@ -92,7 +94,7 @@ async fn the_caller_cancelling_during_a_hang_is_an_error_not_a_status() {
         cancel.cancel();
     });
     let started = Instant::now();
-    let runtime = Runner::harness(&tools().set, Scripted::new(|_, _| Step::Hang));
+    let runtime = Runner::new(&tools().set, Scripted::new(|_, _| Step::Hang));
     let result = runtime.run(&scope, &mut Vec::new(), |_| true).await;
     assert_eq!(result, Err(RunError::Cancelled));
     assert_eq!(started.elapsed(), Duration::from_millis(200));
@@ -130,7 +132,7 @@ async fn the_caller_wins_a_race_with_a_halt() {
         .build()
         .unwrap();
     let model = sequence(vec![Step::Reply(ModelReply::call("t", "trigger", r#"{"input":1}"#))]);
-    let result = Runner::harness(&tools, model).run(&scope, &mut Vec::new(), |_| true).await;
+    let result = Runner::new(&tools, model).run(&scope, &mut Vec::new(), |_| true).await;
     assert_eq!(scope.stop_reason(), Some(loopbound::HaltReason::PermissionDenied));
     assert_eq!(result, Err(RunError::Cancelled));
 }

@@ -78,8 +78,7 @@ async fn the_loop_hands_a_refusal_to_the_model_and_goes_on() {
     ]);
     let scope = scope();
     let mut conversation = vec![Message::user("list")];
-    let outcome =
-        Runner::harness(&set.build(), model).run(&scope, &mut conversation, |_| true).await.unwrap();
+    let outcome = Runner::new(&set.build(), model).run(&scope, &mut conversation, |_| true).await.unwrap();
     assert_eq!(outcome.text(), Some("done"));
     assert_eq!(scope.tool_calls(), 1);
     let results: Vec<String> = conversation
@@ -161,7 +160,7 @@ async fn a_journaled_run_checks_the_input_before_the_guard_and_proposes_nothing(
     let journal = MemoryJournal::default();
     let scope = Scope::builder().grant("payments.refund").build().unwrap();
     let mut conversation = vec![Message::user("Refund 1000.")];
-    let outcome = Runner::harness(&tools, model)
+    let outcome = Runner::new(&tools, model)
         .run_journaled(&journal, &RunId::new("big-refund").unwrap(), &scope, &mut conversation, |_| false)
         .await
         .unwrap();
@@ -169,7 +168,7 @@ async fn a_journaled_run_checks_the_input_before_the_guard_and_proposes_nothing(
     assert_eq!(bodies.load(Ordering::SeqCst), 0, "the refund of 1000 never ran");
     assert_eq!(scope.tool_calls(), 0, "nothing was counted");
     let events: Vec<String> = outcome.events().iter().map(ToString::to_string).collect();
-    assert_eq!(events, ["ModelCall model 1", "Middleware refund 1", "ModelCall model 2"], "no proposal");
+    assert_eq!(events, ["ModelCall model 1", "ModelCall model 2"], "no proposal");
     assert_eq!(
         tool_results(&conversation),
         ["Error: invalid arguments for tool refund: at /amount: expected at most 100."]
@@ -191,7 +190,7 @@ async fn a_journaled_run_runs_an_input_that_passes_its_check() {
     let journal = MemoryJournal::default();
     let scope = Scope::builder().grant("payments.refund").build().unwrap();
     let mut conversation = vec![Message::user("Refund 40.")];
-    let outcome = Runner::harness(&tools, model)
+    let outcome = Runner::new(&tools, model)
         .run_journaled(&journal, &RunId::new("small-refund").unwrap(), &scope, &mut conversation, |_| true)
         .await
         .unwrap();

@@ -78,7 +78,7 @@ fn seen(ended: Ended<'_, Desk>) -> Seen {
 /// condition saw.
 async fn run_seeing(steps: Vec<Step>, scope: &Scope<Desk>, tool: &str) -> (Outcome, Option<Seen>) {
     let saw = Mutex::new(None);
-    let outcome = Runner::harness(&tools(), sequence(steps))
+    let outcome = Runner::new(&tools(), sequence(steps))
         .run(scope, &mut vec![Message::user("Serve order 42.")], |ended| {
             *saw.lock().unwrap() = Some(seen(ended));
             ended.has_succeeded(tool)
@@ -165,7 +165,7 @@ async fn a_denied_call_halts_a_plain_run_before_its_condition_is_asked() {
     ]);
     let scope = Scope::builder().grant("orders.read").state(Desk::default()).build().unwrap();
     let asked = AtomicU32::new(0);
-    let outcome = Runner::harness(&tools(), model)
+    let outcome = Runner::new(&tools(), model)
         .run(&scope, &mut vec![Message::user("Refund order 42.")], |ended| {
             asked.fetch_add(1, Ordering::SeqCst);
             ended.has_succeeded("refund")

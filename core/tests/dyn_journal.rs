@@ -25,7 +25,7 @@ async fn attempt(
     let tools = refund::tools(Arc::clone(sink) as Arc<dyn EffectSink>, Policy::Ask);
     let log = Arc::clone(asked);
     let model = refund::model(refund::short_script(), move |step| log.lock().unwrap().push(step));
-    let runtime = Runner::harness(&tools.set, model);
+    let runtime = Runner::new(&tools.set, model);
     let scope = Scope::builder().grants(refund::CAPABILITIES).limits(Limits::default()).build().unwrap();
     let mut conversation = refund::conversation();
     runtime.run_journaled(journal, &run_id(), &scope, &mut conversation, |_| true).await

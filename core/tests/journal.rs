@@ -42,7 +42,7 @@ async fn attempt(
     let tools = refund::tools(Arc::clone(sink) as Arc<dyn EffectSink>, policy);
     let log = Arc::clone(asked);
     let model = refund::model(script, move |step| log.lock().unwrap().push(step));
-    let runtime = Runner::harness(&tools.set, model);
+    let runtime = Runner::new(&tools.set, model);
     let mut conversation = refund::conversation();
     runtime.run_journaled(journal, &run_id(), &scope(limits), &mut conversation, |_| true).await
 }
@@ -67,12 +67,10 @@ async fn an_allowed_effect_costs_two_commits_and_a_read_none_of_its_own() {
         lines(&outcome),
         [
             "ModelCall model 1",
-            "Middleware lookup_order 1",
             "ToolCall lookup_order 1",
             "Proposed lookup_order 1 refund-42/op/1",
             "Allowed lookup_order 1 refund-42/op/1 by policy",
             "ModelCall model 2",
-            "Middleware refund 2",
             "ToolCall refund 2",
             "Proposed refund 2 refund-42/op/2",
             "Allowed refund 2 refund-42/op/2 by policy",
@@ -104,7 +102,7 @@ async fn under_a_token_budget_each_model_call_adds_one_commit_that_carries_its_r
     let sink = Arc::new(MemorySink::default());
     let tools = refund::tools(Arc::clone(&sink) as Arc<dyn EffectSink>, Policy::Allow);
     let model = refund::model(refund::metered_script(), |_| {});
-    let runtime = Runner::harness(&tools.set, model).options(refund::metered_options());
+    let runtime = Runner::new(&tools.set, model).options(refund::metered_options());
     let mut conversation = refund::conversation();
     let metered = scope(refund::metered_limits());
     let outcome =
@@ -123,7 +121,7 @@ async fn under_a_token_budget_each_model_call_adds_one_commit_that_carries_its_r
 
     let plain = MemoryJournal::default();
     let tools = refund::tools(Arc::clone(&sink) as Arc<dyn EffectSink>, Policy::Allow);
-    let runtime = Runner::harness(&tools.set, refund::model(refund::long_script(), |_| {}));
+    let runtime = Runner::new(&tools.set, refund::model(refund::long_script(), |_| {}));
     let mut conversation = refund::conversation();
     let unbudgeted = scope(Limits::default());
     runtime.run_journaled(&plain, &run_id(), &unbudgeted, &mut conversation, |_| true).await.unwrap();
@@ -172,7 +170,7 @@ async fn an_approval_bound_to_the_exact_call_resumes_the_run_and_the_refund_runs
     assert_eq!(second.status(), Status::Completed);
     assert_eq!(sink.count("refund"), 1);
     assert_eq!(*asked.lock().unwrap(), [1, 2, 3], "replies 1 and 2 were replayed, not asked again");
-    let tail: Vec<String> = lines(&second).split_off(9);
+    let tail: Vec<String> = lines(&second).split_off(7);
     assert_eq!(
         tail,
         [
@@ -253,7 +251,7 @@ fn hanging_refund(sink: &Arc<MemorySink>, idempotent: bool, hang: Arc<AtomicU32>
 
 async fn hanging_attempt(journal: &MemoryJournal, tools: &loopbound::ToolSet) -> Result<Outcome, RunError> {
     let script = vec![refund::short_script()[1].clone(), ModelReply::text(refund::CLOSING)];
-    let runtime = Runner::harness(tools, refund::model(script, |_| {}));
+    let runtime = Runner::new(tools, refund::model(script, |_| {}));
     let limits = Limits::default().with_deadline(Duration::from_secs(5));
     runtime.run_journaled(journal, &run_id(), &scope(limits), &mut refund::conversation(), |_| true).await
 }
@@ -285,7 +283,7 @@ async fn an_effect_cut_between_started_and_its_result_is_ambiguous_until_reconci
     journal::reconcile(&journal, &operation, ran.clone(), "ops").await.unwrap();
     assert_eq!(journal::reconcile(&journal, &operation, ran, "ops").await, Err(JournalError::NotAmbiguous));
     let mut conversation = Vec::new();
-    let runtime = Runner::harness(
+    let runtime = Runner::new(
         &tools,
         refund::model(vec![refund::short_script()[1].clone(), ModelReply::text("ok")], |_| {}),
     );
@@ -364,7 +362,7 @@ async fn a_journaled_run_needs_a_fresh_scope_and_a_finished_run_is_not_resumed()
     let tools = refund::tools(Arc::clone(&sink) as Arc<dyn EffectSink>, Policy::Allow);
     let used = scope(Limits::default());
     used.admit_model().unwrap();
-    let runtime = Runner::harness(&tools.set, refund::model(refund::short_script(), |_| {}));
+    let runtime = Runner::new(&tools.set, refund::model(refund::short_script(), |_| {}));
     let refused = runtime.run_journaled(&journal, &run_id(), &used, &mut Vec::new(), |_| true).await;
     assert_eq!(refused, Err(RunError::Journal(JournalError::ScopeInUse)));
     assert_eq!(journal.commits(), 0, "nothing was written");
@@ -514,7 +512,7 @@ async fn a_body_whose_lease_cannot_be_renewed_is_dropped_and_the_attempt_stops_l
         let sink = Arc::new(MemorySink::default());
         let tools = hour_long_refund(&sink);
         let script = vec![refund::short_script()[1].clone(), ModelReply::text(refund::CLOSING)];
-        let runtime = Runner::harness(&tools, refund::model(script, |_| {}));
+        let runtime = Runner::new(&tools, refund::model(script, |_| {}));
         let limits = Limits::default().with_deadline(Duration::from_secs(7200));
         let started = tokio::time::Instant::now();
         let result = runtime
@@ -539,7 +537,7 @@ async fn an_hour_long_body_keeps_its_run_by_renewing_the_lease() {
     let sink = Arc::new(MemorySink::default());
     let tools = hour_long_refund(&sink);
     let script = vec![refund::short_script()[1].clone(), ModelReply::text(refund::CLOSING)];
-    let runtime = Runner::harness(&tools, refund::model(script, |_| {}));
+    let runtime = Runner::new(&tools, refund::model(script, |_| {}));
     let limits = Limits::default().with_deadline(Duration::from_secs(7200));
     let outcome = runtime
         .run_journaled(&journal, &run_id(), &scope(limits), &mut refund::conversation(), |_| true)
@@ -578,7 +576,7 @@ async fn a_body_sees_its_attempts_fencing_token_and_a_later_attempt_has_a_greate
     journal::reconcile(&journal, &operation, Resolution::NotRun, "ops").await.unwrap();
     assert_eq!(hanging_attempt(&journal, &tools).await.unwrap().status(), Status::Completed);
 
-    let plain = Runner::harness(&tools, refund::model(vec![refund::short_script()[1].clone()], |_| {}));
+    let plain = Runner::new(&tools, refund::model(vec![refund::short_script()[1].clone()], |_| {}));
     let _ = plain.run(&scope(Limits::default()), &mut refund::conversation(), |_| true).await;
     assert_eq!(
         *tokens.lock().unwrap(),
@@ -600,7 +598,7 @@ async fn a_resume_rebuilds_the_runs_scope_from_the_journal_and_may_narrow_it_nev
         .build()
         .unwrap();
     let tools = refund::tools(Arc::clone(&sink) as Arc<dyn EffectSink>, Policy::Ask);
-    let runtime = Runner::harness(&tools.set, refund::model(refund::short_script(), |_| {}));
+    let runtime = Runner::new(&tools.set, refund::model(refund::short_script(), |_| {}));
     let first = runtime
         .run_journaled(&journal, &run_id(), &first_scope, &mut refund::conversation(), |_| true)
         .await
@@ -681,7 +679,7 @@ async fn a_resumed_run_draws_from_the_pools_it_started_with_and_a_resume_outside
         refund::short_script().into_iter().map(|reply| reply.with_usage(Usage::new(20, 10))).collect();
     let sent = Arc::new(AtomicU32::new(0));
     let counted = Arc::clone(&sent);
-    let runtime = Runner::harness(
+    let runtime = Runner::new(
         &tools.set,
         refund::model(script, move |_| {
             counted.fetch_add(1, Ordering::SeqCst);
@@ -750,7 +748,7 @@ async fn approved_refund() -> MemoryJournal {
     let journal = MemoryJournal::default();
     let sink = Arc::new(MemorySink::default());
     let tools = refund::tools(sink as Arc<dyn EffectSink>, Policy::Ask);
-    let runtime = Runner::harness(&tools.set, refund::model(refund::short_script(), |_| {}));
+    let runtime = Runner::new(&tools.set, refund::model(refund::short_script(), |_| {}));
     let first = runtime
         .run_journaled(&journal, &run_id(), &scope(Limits::default()), &mut refund::conversation(), |_| true)
         .await
@@ -816,7 +814,7 @@ async fn an_approved_proposal_is_rechecked_on_resume_and_a_stale_one_never_runs(
     ];
     for (changed, tools, resume_scope, stale) in cases {
         let journal = approved_refund().await;
-        let runtime = Runner::harness(&tools, refund::model(refund::short_script(), |_| {}));
+        let runtime = Runner::new(&tools, refund::model(refund::short_script(), |_| {}));
         let before = sink.count("refund");
         let outcome = runtime
             .run_journaled(&journal, &run_id(), &resume_scope, &mut refund::conversation(), |_| true)
@@ -842,7 +840,7 @@ async fn an_approved_proposal_is_rechecked_on_resume_and_a_stale_one_never_runs(
 
 /// One attempt of the refund task's short script with `tools`, under the default scope.
 async fn refund_attempt(journal: &MemoryJournal, tools: &loopbound::ToolSet) -> Outcome {
-    let runtime = Runner::harness(tools, refund::model(refund::short_script(), |_| {}));
+    let runtime = Runner::new(tools, refund::model(refund::short_script(), |_| {}));
     let scope = scope(Limits::default());
     runtime.run_journaled(journal, &run_id(), &scope, &mut refund::conversation(), |_| true).await.unwrap()
 }
@@ -899,7 +897,7 @@ async fn widening_a_run_is_an_explicit_audited_command_and_the_next_attempt_may_
     let sink = Arc::new(MemorySink::default());
     let narrow = Scope::builder().grant(refund::READ_CAPABILITY).build().unwrap();
     let tools = refund::tools(Arc::clone(&sink) as Arc<dyn EffectSink>, Policy::Ask);
-    let runtime = Runner::harness(&tools.set, refund::model(refund::short_script(), |_| {}));
+    let runtime = Runner::new(&tools.set, refund::model(refund::short_script(), |_| {}));
     let first = runtime
         .run_journaled(&journal, &run_id(), &narrow, &mut refund::conversation(), |_| true)
         .await
@@ -908,7 +906,7 @@ async fn widening_a_run_is_an_explicit_audited_command_and_the_next_attempt_may_
 
     let journal = MemoryJournal::default();
     let script = vec![refund::short_script()[0].clone(), ModelReply::text("Looked up.")];
-    let runtime = Runner::harness(&tools.set, refund::model(script, |_| {}));
+    let runtime = Runner::new(&tools.set, refund::model(script, |_| {}));
     let limits = Limits::default().with_deadline(Duration::from_millis(1));
     let cut = Scope::builder().grant(refund::READ_CAPABILITY).limits(limits).build().unwrap();
     tokio::time::sleep(Duration::from_millis(5)).await;

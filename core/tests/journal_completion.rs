@@ -78,7 +78,7 @@ async fn attempt(
     steps: Vec<Step>,
     condition: impl FnOnce(Ended<'_, Desk>) -> bool,
 ) -> Result<Outcome, RunError> {
-    let runtime = Runner::harness(tools, sequence(steps));
+    let runtime = Runner::new(tools, sequence(steps));
     runtime.run_journaled(journal, &run_id(), &scope(), &mut refund::conversation(), condition).await
 }
 

@@ -15,9 +15,8 @@ use loopbound::scripted::{Scripted, Step, sequence};
 #[cfg(feature = "journal")]
 use loopbound::tool::Policy;
 use loopbound::transport::{ChatRequest, ModelReply, ToolCall};
-use loopbound::{
-    Composition, Concurrency, Limits, Message, Offer, Outcome, Runner, Scope, Status, ToolContext, ToolSet,
-};
+use loopbound::{Concurrency, Limits, Message, Offer, Outcome, Runner, Scope, Status, ToolContext, ToolSet};
+use loopbound_fixtures::Composition;
 #[cfg(feature = "journal")]
 use loopbound_test::refund::{self, EffectSink};
 use schemars::JsonSchema;
@@ -71,7 +70,7 @@ struct Ran {
 async fn run(limits: Limits, parallel: Option<usize>, composition: Composition) -> Ran {
     let scope =
         Scope::builder().grant("orders.read").limits(limits).state(Bodies::default()).build().unwrap();
-    let mut runtime = Runner::new(composition, &lookup_tools(), sequence(eight_lookups()));
+    let mut runtime = composition.runner(&lookup_tools(), sequence(eight_lookups()));
     if let Some(cap) = parallel {
         runtime = runtime.parallel(Concurrency::new(cap).unwrap());
     }
@@ -226,7 +225,7 @@ async fn a_journaled_batch_commits_its_started_records_before_its_bodies() {
         ModelReply::text(refund::CLOSING),
     ];
     let runtime =
-        Runner::harness(&tools.set, refund::model(script, |_| {})).parallel(Concurrency::new(2).unwrap());
+        Runner::new(&tools.set, refund::model(script, |_| {})).parallel(Concurrency::new(2).unwrap());
     let scope = Scope::builder().grants(refund::CAPABILITIES).build().unwrap();
     let run = RunId::new("refund-42").unwrap();
     let outcome = runtime.run_journaled(&journal, &run, &scope, &mut refund::conversation(), |_| true).await;
@@ -255,7 +254,7 @@ async fn the_model_is_offered_every_tool_unless_the_host_offers_only_granted_one
     for (offer, expected) in [(Offer::All, "read_ticket,finish_review"), (Offer::Granted, "finish_review")] {
         let seen = Arc::new(Mutex::new(Vec::new()));
         let scope = loopbound_fixtures::review::scope(["review.finish"], Limits::default()).unwrap();
-        let runtime = Runner::harness(&tools.set, offered_to(Arc::clone(&seen))).offer(offer);
+        let runtime = Runner::new(&tools.set, offered_to(Arc::clone(&seen))).offer(offer);
         runtime.run(&scope, &mut Vec::new(), |_| true).await.unwrap();
         assert_eq!(seen.lock().unwrap().clone(), [expected], "{offer:?}");
     }

@@ -27,10 +27,8 @@ async fn the_loop_halts_denied_before_an_ask_or_deny_body_runs() {
         let tools = refund::tools(Arc::clone(&sink) as Arc<dyn EffectSink>, policy);
         let model = refund::model(refund::short_script(), |_| {});
         let scope = scope();
-        let outcome = Runner::harness(&tools.set, model)
-            .run(&scope, &mut refund::conversation(), |_| true)
-            .await
-            .unwrap();
+        let outcome =
+            Runner::new(&tools.set, model).run(&scope, &mut refund::conversation(), |_| true).await.unwrap();
         assert_eq!(outcome.status(), Status::Denied, "{policy}");
         assert_eq!(outcome.operation(), None, "no journal, no operation id");
         assert_eq!(sink.count("refund"), 0, "{policy}: the refund never ran");
@@ -39,10 +37,8 @@ async fn the_loop_halts_denied_before_an_ask_or_deny_body_runs() {
             events,
             [
                 "ModelCall model 1".to_owned(),
-                "Middleware lookup_order 1".to_owned(),
                 "ToolCall lookup_order 1".to_owned(),
                 "ModelCall model 2".to_owned(),
-                "Middleware refund 2".to_owned(),
                 "ToolCall refund 2".to_owned(),
                 format!("Denied refund 2 by {by}"),
             ],

@@ -80,7 +80,7 @@ async fn a_pool_without_room_halts_the_run_by_name_before_the_call_is_sent() {
     .await;
     let draw = || Scope::builder().pools(store.clone(), [acme, user]).pool_output_cap(100);
     let model = sequence(vec![answer(Usage::new(10, 50)), answer(Usage::new(10, 50))]);
-    let runtime = Runner::harness(&ToolSet::default(), &model);
+    let runtime = Runner::new(&ToolSet::default(), &model);
     let first = draw().build().unwrap();
     let outcome = runtime.run(&first, &mut vec![Message::user("Hi.")], |_| true).await.unwrap();
     assert_eq!(outcome.status(), Status::Completed);
@@ -105,7 +105,7 @@ async fn a_run_refused_only_by_another_runs_hold_waits_for_it_and_goes_on() {
     let acme = "tenant:acme";
     let (store, _) = store_with(&[(acme, PoolBudget::default().with_tokens(crowded_by_one()))]).await;
     let model = Slow::new(Scripted::new(|_, _| answer(Usage::new(100, 50))), Duration::from_millis(500));
-    let runtime = Runner::harness(&ToolSet::default(), &model);
+    let runtime = Runner::new(&ToolSet::default(), &model);
     let scope = || Scope::builder().pools(store.clone(), [acme]).build().unwrap();
     let (first, second) = (scope(), scope());
     let (mut one, mut two) = (vec![Message::user("Hi.")], vec![Message::user("Hi.")]);
@@ -128,7 +128,7 @@ async fn a_run_waiting_for_a_crowded_pool_ends_at_its_deadline_holding_nothing()
     let acme = "tenant:acme";
     let (store, _) = store_with(&[(acme, PoolBudget::default().with_tokens(crowded_by_one()))]).await;
     let model = Slow::new(Scripted::new(|_, _| answer(Usage::new(100, 50))), Duration::from_secs(30));
-    let runtime = Runner::harness(&ToolSet::default(), &model);
+    let runtime = Runner::new(&ToolSet::default(), &model);
     let draw = || Scope::builder().pools(store.clone(), [acme]);
     let patient = draw().build().unwrap();
     let hurried = draw().limits(Limits::default().with_deadline(Duration::from_secs(2))).build().unwrap();
@@ -155,7 +155,7 @@ async fn the_request_goes_out_capped_at_the_grant_and_the_unused_part_is_release
     });
     let draw = || Scope::builder().pools(store.clone(), [acme]);
     let scope = draw().build().unwrap();
-    let runtime = Runner::harness(&ToolSet::default(), &model);
+    let runtime = Runner::new(&ToolSet::default(), &model);
     let mut conversation = vec![Message::user("x".repeat(300))];
     let outcome = runtime.run(&scope, &mut conversation, |_| true).await.unwrap();
     assert_eq!(outcome.status(), Status::Completed);
@@ -179,7 +179,7 @@ async fn the_runs_own_budget_narrows_the_pools_hold_and_its_refusal_reaches_no_p
     let draw = || Scope::builder().pools(store.clone(), [acme]);
     let limits = Limits::default().with_total_tokens(500);
     let scope = draw().limits(limits.clone()).build().unwrap();
-    let runtime = Runner::harness(&ToolSet::default(), &model);
+    let runtime = Runner::new(&ToolSet::default(), &model);
     let outcome = runtime.run(&scope, &mut vec![Message::user("x".repeat(100))], |_| true).await.unwrap();
     assert_eq!(outcome.status(), Status::Completed);
     let input = estimate(100);
@@ -201,13 +201,13 @@ async fn a_cost_bound_prices_the_call_and_fails_closed_without_a_price() {
     let model = Scripted::new(|_, _| answer(Usage::new(100, 100))).with_model("m");
     let draw = || Scope::builder().pools(store.clone(), [acme]);
     let scope = draw().prices(prices).build().unwrap();
-    let runtime = Runner::harness(&ToolSet::default(), &model);
+    let runtime = Runner::new(&ToolSet::default(), &model);
     let outcome = runtime.run(&scope, &mut vec![Message::user("Hi.")], |_| true).await.unwrap();
     assert_eq!(outcome.status(), Status::Completed);
     assert_eq!(store.state(acme).await.unwrap().settled.cost, Micros(300), "100 in at 1, 100 out at 2");
     let unpriced = Scripted::new(|_, _| answer(Usage::new(1, 1)));
     let scope = draw().build().unwrap();
-    let runtime = Runner::harness(&ToolSet::default(), &unpriced);
+    let runtime = Runner::new(&ToolSet::default(), &unpriced);
     let outcome = runtime.run(&scope, &mut vec![Message::user("Hi.")], |_| true).await.unwrap();
     assert_eq!(outcome.status(), Status::CostBudget);
     assert_eq!(outcome.detail(), Some("pool tenant:acme has no room for this call (cost)"));
@@ -240,7 +240,7 @@ async fn a_child_draws_from_its_parents_pools_and_its_own() {
     let parent = Scope::builder().pools(store.clone(), [acme]).build().unwrap();
     let child = parent.child().pools(store.clone(), [search]).build().unwrap();
     let model = sequence(vec![answer(Usage::new(1, 1)), answer(Usage::new(1, 1))]);
-    let runtime = Runner::harness(&ToolSet::default(), &model);
+    let runtime = Runner::new(&ToolSet::default(), &model);
     let outcome = runtime.run(&child, &mut vec![Message::user("Hi.")], |_| true).await.unwrap();
     assert_eq!(outcome.status(), Status::Completed);
     assert_eq!(store.state(acme).await.unwrap().settled.calls, 1);
@@ -259,7 +259,7 @@ async fn a_stop_during_the_call_charges_its_hold_whole() {
     let limits = Limits::default().with_deadline(Duration::from_millis(50));
     let scope = draw().limits(limits).build().unwrap();
     let model = sequence(vec![Step::Hang]);
-    let runtime = Runner::harness(&ToolSet::default(), &model);
+    let runtime = Runner::new(&ToolSet::default(), &model);
     let outcome = runtime.run(&scope, &mut vec![Message::user("x".repeat(100))], |_| true).await.unwrap();
     assert_eq!(outcome.status(), Status::DeadlineExceeded);
     let input = estimate(100);
@@ -274,7 +274,7 @@ async fn a_stop_during_the_call_charges_its_hold_whole() {
 #[tokio::test]
 async fn a_pool_store_that_fails_stops_the_run_before_anything_is_sent() {
     let model = sequence(vec![answer(Usage::new(1, 1))]);
-    let runtime = Runner::harness(&ToolSet::default(), &model);
+    let runtime = Runner::new(&ToolSet::default(), &model);
     // A pool the store does not know: the store refuses, the call is not sent.
     let store = Arc::new(MemoryPools::new());
     let scope = Scope::builder().pools(store, ["tenant:ghost"]).build().unwrap();
@@ -354,7 +354,7 @@ async fn a_refusal_by_the_run_after_the_pools_grant_releases_the_hold() {
     store.define(acme, PoolBudget::default().with_tokens(10_000)).await.unwrap();
     let scope = Scope::builder().caller(caller).pools(store.clone(), [acme]).build().unwrap();
     let model = sequence(vec![answer(Usage::new(1, 1))]);
-    let runtime = Runner::harness(&ToolSet::default(), &model);
+    let runtime = Runner::new(&ToolSet::default(), &model);
     let error = runtime.run(&scope, &mut vec![Message::user("Hi.")], |_| true).await.unwrap_err();
     assert_eq!(error, RunError::Cancelled, "the caller cancelled while the pool reserved");
     assert_eq!(model.calls(), 0);
@@ -373,7 +373,7 @@ async fn a_pool_store_that_is_down_fails_closed_with_its_cause() {
     store.define(acme, PoolBudget::default().with_tokens(10_000)).await.unwrap();
     let scope = Scope::builder().pools(store, [acme]).build().unwrap();
     let model = sequence(vec![answer(Usage::new(1, 1))]);
-    let runtime = Runner::harness(&ToolSet::default(), &model);
+    let runtime = Runner::new(&ToolSet::default(), &model);
     let error = runtime.run(&scope, &mut vec![Message::user("Hi.")], |_| true).await.unwrap_err();
     assert_eq!(error.kind(), RunErrorKind::PoolUnavailable);
     assert_eq!(error.to_string(), "the pool store failed: a reservation");

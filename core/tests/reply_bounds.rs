@@ -23,7 +23,7 @@ async fn a_reply_over_the_call_bound_halts_before_any_call_is_seen() {
             let scope = scope_with(Limits::default().with_calls_per_reply(3));
             let tools = tools();
             let runtime =
-                Runner::harness(&tools.set, sequence(vec![Step::Reply(flood(4, name))])).streaming(streaming);
+                Runner::new(&tools.set, sequence(vec![Step::Reply(flood(4, name))])).streaming(streaming);
             let mut conversation = vec![Message::user("Review ticket 42.")];
             let outcome =
                 runtime.run(&scope, &mut conversation, |ended| ended.state().completed()).await.unwrap();
@@ -48,7 +48,7 @@ async fn unknown_names_and_binding_failures_count_towards_the_call_bound() {
     ]);
     let scope = scope_with(Limits::default().with_calls_per_reply(2));
     let tools = tools();
-    let runtime = Runner::harness(&tools.set, sequence(vec![Step::Reply(mixed)]));
+    let runtime = Runner::new(&tools.set, sequence(vec![Step::Reply(mixed)]));
     let outcome = runtime.run(&scope, &mut vec![Message::user("Review.")], |_| false).await.unwrap();
     assert_eq!(outcome.status(), Status::TooManyCalls);
     assert_eq!(lines(&scope), ["ModelCall model 1", "TooManyCalls model 1"]);
@@ -78,13 +78,13 @@ async fn a_reply_at_the_call_bound_runs_and_every_reply_is_bounded_in_events() {
             .collect();
         Step::Reply(ModelReply::calls(calls))
     });
-    let runtime = Runner::harness(&tools.set, model);
+    let runtime = Runner::new(&tools.set, model);
     let mut conversation = vec![Message::user("Review.")];
     let outcome = runtime.run(&scope, &mut conversation, |_| false).await.unwrap();
     assert_eq!(outcome.status(), Status::ModelBudget);
     let events = lines(&scope);
-    assert_eq!(events.len(), 3 * (1 + 2 * 4) + 1);
-    assert!(events.len() <= (model_calls as usize) * (2 * per_reply + 2));
+    assert_eq!(events.len(), 3 * (1 + 4) + 1);
+    assert!(events.len() <= (model_calls as usize) * (per_reply + 2));
     assert_eq!(scope.tool_calls(), 12);
     // Each accepted reply entered the conversation with one result per call.
     assert_eq!(conversation.len(), 1 + 3 * (1 + per_reply));
@@ -96,8 +96,8 @@ async fn a_reply_over_the_byte_bound_is_a_provider_error_on_either_path() {
         let scope = scope_with(Limits::default().with_reply_bytes(64));
         let tools = tools();
         let text = "x".repeat(65);
-        let runtime = Runner::harness(&tools.set, sequence(vec![Step::Reply(ModelReply::text(text))]))
-            .streaming(streaming);
+        let runtime =
+            Runner::new(&tools.set, sequence(vec![Step::Reply(ModelReply::text(text))])).streaming(streaming);
         let mut conversation = vec![Message::user("Review.")];
         let error = runtime.run(&scope, &mut conversation, |_| false).await.unwrap_err();
         assert_eq!(
@@ -111,7 +111,7 @@ async fn a_reply_over_the_byte_bound_is_a_provider_error_on_either_path() {
     // Exactly the bound is accepted.
     let scope = scope_with(Limits::default().with_reply_bytes(64));
     let tools = tools();
-    let runtime = Runner::harness(&tools.set, sequence(vec![Step::Reply(ModelReply::text("x".repeat(64)))]));
+    let runtime = Runner::new(&tools.set, sequence(vec![Step::Reply(ModelReply::text("x".repeat(64)))]));
     let outcome = runtime.run(&scope, &mut vec![Message::user("Review.")], |_| false).await.unwrap();
     assert_eq!(outcome.status(), Status::Incomplete);
 }
@@ -121,7 +121,7 @@ async fn a_transport_that_reports_too_many_calls_halts_the_run() {
     let scope = scope_with(Limits::default());
     let tools = tools();
     let model = sequence(vec![Step::Fail(TransportError::too_many_calls(16))]);
-    let outcome = Runner::harness(&tools.set, model).run(&scope, &mut vec![], |_| false).await.unwrap();
+    let outcome = Runner::new(&tools.set, model).run(&scope, &mut vec![], |_| false).await.unwrap();
     assert_eq!(outcome.status(), Status::TooManyCalls);
     assert_eq!(lines(&scope), ["ModelCall model 1", "TooManyCalls model 1"]);
 }
@@ -141,7 +141,7 @@ async fn the_caller_wins_over_a_reply_refused_for_its_calls() {
         cancelling.cancel();
         Step::Reply(flood(17, "read_ticket"))
     });
-    let result = Runner::harness(&tools.set, model).run(&scope, &mut vec![], |_| false).await;
+    let result = Runner::new(&tools.set, model).run(&scope, &mut vec![], |_| false).await;
     assert_eq!(result, Err(RunError::Cancelled));
     assert_eq!(lines(&scope), ["ModelCall model 1"]);
 }

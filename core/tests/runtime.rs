@@ -5,7 +5,8 @@ mod common;
 use common::{REVIEW_DONE, TICKET_TEXT, lines, scope_with, tools};
 use loopbound::scripted::{Scripted, Step, sequence};
 use loopbound::transport::{ChatOptions, ModelReply, ToolCall, TransportError, Usage};
-use loopbound::{Composition, Limits, Message, RunError, Runner, Status};
+use loopbound::{Limits, Message, RunError, Runner, Status};
+use loopbound_fixtures::Composition;
 use loopbound_fixtures::review::COMPLETE_EVENTS;
 
 fn complete_script() -> Vec<Step> {
@@ -22,8 +23,7 @@ async fn complete_gives_the_same_outcome_in_both_compositions_and_both_paths() {
         for streaming in [false, true] {
             let scope = scope_with(Limits::default());
             let tools = tools();
-            let runtime =
-                Runner::new(composition, &tools.set, sequence(complete_script())).streaming(streaming);
+            let runtime = composition.runner(&tools.set, sequence(complete_script())).streaming(streaming);
             let mut conversation = vec![Message::user("Review ticket 42.")];
             let outcome =
                 runtime.run(&scope, &mut conversation, |ended| ended.state().completed()).await.unwrap();
@@ -58,7 +58,7 @@ async fn the_model_saying_done_is_not_completion() {
     let scope = scope_with(Limits::default());
     let tools = tools();
     let model = sequence(vec![Step::Reply(ModelReply::text("Review finished."))]);
-    let outcome = Runner::harness(&tools.set, model)
+    let outcome = Runner::new(&tools.set, model)
         .run(&scope, &mut Vec::new(), |ended| ended.state().completed())
         .await
         .unwrap();
@@ -80,7 +80,8 @@ async fn unknown_tools_bad_arguments_and_body_errors_go_back_to_the_model() {
         Step::Reply(ModelReply::text("I could not finish.")),
     ]);
     let mut conversation = Vec::new();
-    let outcome = Runner::simple(&tools.set, model)
+    let outcome = Composition::Simple
+        .runner(&tools.set, model)
         .run(&scope, &mut conversation, |ended| ended.state().completed())
         .await
         .unwrap();
@@ -129,7 +130,7 @@ async fn repeat_changing_and_budget_stop_where_the_contract_says() {
 
     let tools = tools();
     let scope = scope_with(Limits::default());
-    let outcome = Runner::harness(&tools.set, &repeat)
+    let outcome = Runner::new(&tools.set, &repeat)
         .run(&scope, &mut Vec::new(), |ended| ended.state().completed())
         .await
         .unwrap();
@@ -138,7 +139,7 @@ async fn repeat_changing_and_budget_stop_where_the_contract_says() {
     assert_eq!(lines(&scope).last().map(String::as_str), Some("RepeatedCall read_ticket 1"));
 
     let scope = scope_with(Limits::default());
-    let outcome = Runner::harness(&tools.set, &changing)
+    let outcome = Runner::new(&tools.set, &changing)
         .run(&scope, &mut Vec::new(), |ended| ended.state().completed())
         .await
         .unwrap();
@@ -146,7 +147,7 @@ async fn repeat_changing_and_budget_stop_where_the_contract_says() {
     assert_eq!(lines(&scope).last().map(String::as_str), Some("ToolBudget read_ticket 4"));
 
     let scope = scope_with(Limits::default().with_model_calls(1));
-    let outcome = Runner::harness(&tools.set, &changing)
+    let outcome = Runner::new(&tools.set, &changing)
         .run(&scope, &mut Vec::new(), |ended| ended.state().completed())
         .await
         .unwrap();
@@ -160,7 +161,7 @@ async fn the_harness_cap_lets_the_model_budget_fire_first() {
     let lost = || Scripted::new(|n, _| Step::Reply(ModelReply::call(format!("c{n}"), "nope", "{}")));
     let tools = tools();
     let scope = scope_with(Limits::default());
-    let outcome = Runner::harness(&tools.set, lost()).run(&scope, &mut Vec::new(), |_| false).await.unwrap();
+    let outcome = Runner::new(&tools.set, lost()).run(&scope, &mut Vec::new(), |_| false).await.unwrap();
     assert_eq!(outcome.status(), Status::ModelBudget);
     assert_eq!(scope.model_calls(), 6);
     assert_eq!(Composition::Harness.max_iterations(scope.limits()), 7);
@@ -168,8 +169,11 @@ async fn the_harness_cap_lets_the_model_budget_fire_first() {
     // The simple loop's own cap (40) ends a run whose model budget is larger.
     let scope = scope_with(Limits::default().with_model_calls(100));
     let transport = lost();
-    let outcome =
-        Runner::simple(&tools.set, &transport).run(&scope, &mut Vec::new(), |_| false).await.unwrap();
+    let outcome = Composition::Simple
+        .runner(&tools.set, &transport)
+        .run(&scope, &mut Vec::new(), |_| false)
+        .await
+        .unwrap();
     assert_eq!(outcome.status(), Status::Incomplete);
     assert_eq!(outcome.text(), None);
     assert_eq!(transport.calls(), 40);
@@ -180,7 +184,7 @@ async fn a_hosts_iteration_cap_replaces_the_compositions() {
     let lost = Scripted::new(|n, _| Step::Reply(ModelReply::call(format!("c{n}"), "nope", "{}")));
     let tools = tools();
     let scope = scope_with(Limits::default());
-    let outcome = Runner::harness(&tools.set, &lost)
+    let outcome = Runner::new(&tools.set, &lost)
         .max_iterations(3)
         .run(&scope, &mut Vec::new(), |_| true)
         .await
@@ -195,7 +199,7 @@ async fn an_unreachable_provider_is_a_status_and_other_provider_errors_are_error
     let tools = tools();
     let scope = scope_with(Limits::default());
     let model = sequence(vec![Step::Fail(TransportError::unavailable("connection refused"))]);
-    let outcome = Runner::harness(&tools.set, model).run(&scope, &mut Vec::new(), |_| false).await.unwrap();
+    let outcome = Runner::new(&tools.set, model).run(&scope, &mut Vec::new(), |_| false).await.unwrap();
     assert_eq!(outcome.status(), Status::ProviderUnavailable);
     assert_eq!(outcome.detail(), Some("connection refused"));
     assert_eq!(outcome.text(), None);
@@ -206,7 +210,7 @@ async fn an_unreachable_provider_is_a_status_and_other_provider_errors_are_error
     {
         let scope = scope_with(Limits::default());
         let model = sequence(vec![Step::Fail(error.clone())]);
-        let result = Runner::harness(&tools.set, model).run(&scope, &mut Vec::new(), |_| false).await;
+        let result = Runner::new(&tools.set, model).run(&scope, &mut Vec::new(), |_| false).await;
         assert_eq!(result, Err(RunError::Provider(error)));
         assert_eq!(scope.stop_reason(), None, "a provider's own cancellation is not a deadline");
     }
@@ -222,8 +226,7 @@ async fn usage_is_summed_over_the_calls_that_report_it() {
         Step::Reply(ModelReply::call("2", "finish_review", r#"{"input":42}"#)),
         Step::Reply(ModelReply::text("Review finished.").with_usage(usage(30, 5))),
     ]);
-    let runtime =
-        Runner::harness(&tools.set, model).options(ChatOptions::default().with_max_output_tokens(800));
+    let runtime = Runner::new(&tools.set, model).options(ChatOptions::default().with_max_output_tokens(800));
     let outcome = runtime
         .streaming(true)
         .run(&scope, &mut Vec::new(), |ended| ended.state().completed())
@@ -243,8 +246,9 @@ async fn requests_carry_the_definitions_the_options_and_the_conversation() {
             && request.messages == [Message::system("Be brief."), Message::user("Review.")];
         Step::Reply(ModelReply::text(if ok { "as expected" } else { "unexpected request" }))
     });
-    let runtime =
-        Runner::simple(&tools.set, model).options(ChatOptions::default().with_max_output_tokens(800));
+    let runtime = Composition::Simple
+        .runner(&tools.set, model)
+        .options(ChatOptions::default().with_max_output_tokens(800));
     let mut conversation = vec![Message::system("Be brief."), Message::user("Review.")];
     let outcome = runtime.run(&scope, &mut conversation, |_| false).await.unwrap();
     assert_eq!(outcome.text(), Some("as expected"));
@@ -266,7 +270,7 @@ fn a_run_can_be_spawned_on_a_multi_thread_runtime() {
     assert_shareable(&tools.set);
     assert_shareable(&tools.read_ticket);
     let scope = scope_with(Limits::default());
-    let runtime = Runner::harness(&tools.set, sequence(complete_script()));
+    let runtime = Runner::new(&tools.set, sequence(complete_script()));
     let mut conversation = Vec::new();
     let run = runtime.run(&scope, &mut conversation, |_| false);
     assert_send(&run);
@@ -305,7 +309,8 @@ async fn options_the_transport_cannot_send_refuse_the_run_before_any_call() {
             let tools = tools();
             let model =
                 Seedless(Scripted::new(reply as fn(u32, &loopbound::transport::ChatRequest<'_>) -> Step));
-            let runtime = Runner::new(composition, &tools.set, model)
+            let runtime = composition
+                .runner(&tools.set, model)
                 .options(ChatOptions::default().with_seed(3))
                 .streaming(streaming);
             let result = runtime.run(&scope, &mut vec![Message::user("Hi")], |_| true).await;

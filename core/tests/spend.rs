@@ -82,7 +82,7 @@ async fn each_call_goes_out_capped_at_what_the_total_budget_leaves_and_the_one_t
     let scope = scope(limits);
     // The counter's own arithmetic: calibrated (the default), the provider's report of 10
     // input tokens would count the requests, and the model budget would end the run first.
-    let outcome = Runner::harness(&tools(&bodies), &model)
+    let outcome = Runner::new(&tools(&bodies), &model)
         .calibrate_reservations(false)
         .run(&scope, &mut vec![Message::user("Go.")], |_| false)
         .await
@@ -116,7 +116,7 @@ async fn the_first_cap_is_the_budget_less_the_counted_request() {
     let model = looping(Usage::new(10, 10), true, &caps);
     let scope = scope(Limits::default().with_total_tokens(1_000).with_model_calls(1));
     let set = ToolSet::default();
-    let _ = Runner::harness(&set, &model).run(&scope, &mut vec![Message::user("Hi")], |_| false).await;
+    let _ = Runner::new(&set, &model).run(&scope, &mut vec![Message::user("Hi")], |_| false).await;
     // The request: its overhead, one message of 2 bytes and its overhead, no tools.
     let input = ByteCounter::REQUEST_OVERHEAD + 2 + ByteCounter::MESSAGE_OVERHEAD;
     assert_eq!(caps.lock().unwrap()[0], Some(u32::try_from(1_000 - input).unwrap()));
@@ -129,7 +129,7 @@ async fn a_report_past_its_reservation_is_charged_counted_and_halts_the_run_with
     let model = looping(Usage::new(50, 5_000), false, &caps);
     let scope = scope(Limits::default().with_output_tokens(1_000));
     let bodies = Arc::new(AtomicU32::new(0));
-    let outcome = Runner::harness(&tools(&bodies), &model)
+    let outcome = Runner::new(&tools(&bodies), &model)
         .run(&scope, &mut vec![Message::user("Go.")], |_| false)
         .await
         .unwrap();
@@ -146,7 +146,7 @@ async fn a_report_past_its_reservation_is_charged_counted_and_halts_the_run_with
 async fn a_reply_without_a_report_is_charged_its_whole_reservation() {
     let model = Scripted::new(|_, _| Step::Reply(ModelReply::text("done")));
     let scope = scope(Limits::default().with_output_tokens(500));
-    let outcome = Runner::harness(&ToolSet::default(), &model)
+    let outcome = Runner::new(&ToolSet::default(), &model)
         .run(&scope, &mut vec![Message::user("Hi")], |_| true)
         .await
         .unwrap();
@@ -161,7 +161,7 @@ async fn a_stream_that_passes_its_reservation_is_cut_and_charged_at_least_its_re
     let text = "x".repeat(1 << 20);
     let model = Scripted::new(move |_, _| Step::Reply(ModelReply::text(text.clone()))).fragment_size(4096);
     let scope = scope(Limits::default().with_output_tokens(100));
-    let outcome = Runner::harness(&ToolSet::default(), &model)
+    let outcome = Runner::new(&ToolSet::default(), &model)
         .streaming(true)
         .run(&scope, &mut vec![Message::user("Hi")], |_| true)
         .await
@@ -184,7 +184,7 @@ async fn an_honest_stream_within_its_cap_is_never_cut() {
     })
     .fragment_size(7);
     let scope = scope(Limits::default().with_output_tokens(500));
-    let outcome = Runner::harness(&ToolSet::default(), &model)
+    let outcome = Runner::new(&ToolSet::default(), &model)
         .streaming(true)
         .run(&scope, &mut vec![Message::user("Hi")], |_| true)
         .await
@@ -213,10 +213,10 @@ async fn under_a_cost_budget_an_unpriced_model_or_tool_is_refused_before_anythin
     };
     let bodies = Arc::new(AtomicU32::new(0));
     let unnamed = Scripted::new(|_, _| Step::Reply(ModelReply::text("x")));
-    let refused = Runner::harness(&tools(&bodies), &unnamed).run(&scope(), &mut Vec::new(), |_| true).await;
+    let refused = Runner::new(&tools(&bodies), &unnamed).run(&scope(), &mut Vec::new(), |_| true).await;
     assert_eq!(refused, Err(RunError::Unpriced("the transport's model (it names none)".to_owned())));
     let named = Scripted::new(|_, _| Step::Reply(ModelReply::text("x"))).with_model("m-1");
-    let refused = Runner::harness(&tools(&bodies), &named).run(&scope(), &mut Vec::new(), |_| true).await;
+    let refused = Runner::new(&tools(&bodies), &named).run(&scope(), &mut Vec::new(), |_| true).await;
     assert_eq!(refused, Err(RunError::Unpriced("the tool lookup".to_owned())));
     assert_eq!(named.calls(), 0, "nothing was sent");
     // A cost budget without any prices is refused when the scope is built.
@@ -241,8 +241,7 @@ async fn a_priced_tool_is_charged_and_refused_once_the_cost_budget_has_no_room_f
         .prices(prices())
         .build()
         .unwrap();
-    let outcome =
-        Runner::harness(&tools(&bodies), &model).run(&scope, &mut Vec::new(), |_| false).await.unwrap();
+    let outcome = Runner::new(&tools(&bodies), &model).run(&scope, &mut Vec::new(), |_| false).await.unwrap();
     assert_eq!(outcome.status(), Status::CostBudget);
     assert_eq!(bodies.load(Ordering::SeqCst), 2, "two refunds fit in 12,000 µ, a third does not");
     assert_eq!(lines(&outcome).last().map(String::as_str), Some("CostBudget refund 2"));
@@ -262,12 +261,11 @@ async fn a_tool_limited_to_one_call_runs_once_whatever_the_arguments() {
         .limits(Limits::default().with_tool_calls(10).with_model_calls(10).with_tool_calls_of("refund", 1))
         .build()
         .unwrap();
-    let outcome =
-        Runner::harness(&tools(&bodies), &model).run(&scope, &mut Vec::new(), |_| false).await.unwrap();
+    let outcome = Runner::new(&tools(&bodies), &model).run(&scope, &mut Vec::new(), |_| false).await.unwrap();
     assert_eq!(outcome.status(), Status::ToolLimit);
     assert_eq!(bodies.load(Ordering::SeqCst), 1);
     assert_eq!(model.calls(), 2);
-    assert_eq!(lines(&outcome)[3..], ["ModelCall model 2", "Middleware refund 2", "ToolLimit refund 1"]);
+    assert_eq!(lines(&outcome)[2..], ["ModelCall model 2", "ToolLimit refund 1"]);
     assert_eq!(scope.stop_reason(), Some(HaltReason::ToolLimit));
 }
 
@@ -288,7 +286,7 @@ async fn without_a_budget_the_spend_is_still_reported() {
         .with_model("m-1");
     let scope = Scope::builder().prices(prices()).build().unwrap();
     let outcome =
-        Runner::harness(&ToolSet::default(), &model).run(&scope, &mut Vec::new(), |_| true).await.unwrap();
+        Runner::new(&ToolSet::default(), &model).run(&scope, &mut Vec::new(), |_| true).await.unwrap();
     let spend = outcome.spend();
     assert_eq!((spend.settled, spend.cost, spend.calls_over_reservation), (Usage::new(7, 3), Micros(13), 0));
 }
@@ -318,7 +316,7 @@ async fn a_wrap_up_kept_aside_answers_once_after_the_budget_stops_the_run_and_is
     let limits =
         Limits::default().with_total_tokens(2_000).with_wrap_up(800).with_tool_calls(20).with_model_calls(20);
     let scope = scope(limits);
-    let outcome = Runner::harness(&tools(&bodies), &model)
+    let outcome = Runner::new(&tools(&bodies), &model)
         .run(&scope, &mut vec![Message::user("Go.")], |_| true)
         .await
         .unwrap();
@@ -342,8 +340,7 @@ async fn a_wrap_up_that_asks_for_tools_gets_nothing_more() {
     let model = wrapping(ModelReply::call("w", "lookup", r#"{"id":99}"#));
     let limits = Limits::default().with_model_calls(3).with_wrap_up(500).with_tool_calls(10);
     let scope = scope(limits);
-    let outcome =
-        Runner::harness(&tools(&bodies), &model).run(&scope, &mut Vec::new(), |_| true).await.unwrap();
+    let outcome = Runner::new(&tools(&bodies), &model).run(&scope, &mut Vec::new(), |_| true).await.unwrap();
     assert_eq!(outcome.status(), Status::ModelBudget);
     assert_eq!((outcome.text(), outcome.partial_text()), (None, None));
     assert_eq!(bodies.load(Ordering::SeqCst), 2, "two calls of the run's own; the wrap-up's call never ran");
@@ -365,7 +362,7 @@ async fn the_model_is_told_the_remaining_budgets_when_the_host_discloses_them() 
     });
     let bodies = Arc::new(AtomicU32::new(0));
     let scope = scope(Limits::default().with_total_tokens(1_000));
-    let outcome = Runner::harness(&tools(&bodies), &model)
+    let outcome = Runner::new(&tools(&bodies), &model)
         .disclose_budgets(true)
         .run(&scope, &mut vec![Message::user("Go.")], |_| true)
         .await
@@ -409,7 +406,7 @@ async fn runaway(budget: u64, calibrate: bool) -> (u32, Usage, Status) {
     });
     let limits = Limits::default().with_total_tokens(budget).with_tool_calls(1_000).with_model_calls(1_000);
     let conversation = vec![Message::system("Look orders up until told otherwise."), Message::user("Go.")];
-    let outcome = Runner::harness(&tools(&bodies), &model)
+    let outcome = Runner::new(&tools(&bodies), &model)
         .options(loopbound::transport::ChatOptions::default().with_max_output_tokens(40))
         .calibrate_reservations(calibrate)
         .run(&scope(limits), &mut conversation.clone(), |_| false)
@@ -440,7 +437,7 @@ async fn a_preview_says_what_the_first_call_reserves_and_sends_nothing() {
     let model = looping(Usage::new(10, 100), true, &caps);
     let scope = scope(Limits::default().with_total_tokens(1_500).with_tool_calls(10).with_model_calls(10));
     // Counted by the counter alone, so that the run ends on its token budget (see above).
-    let runtime = Runner::harness(&tools(&bodies), &model).calibrate_reservations(false);
+    let runtime = Runner::new(&tools(&bodies), &model).calibrate_reservations(false);
     let conversation = vec![Message::user("Go.")];
     let preview = runtime.preview(&scope, &conversation);
     assert_eq!(model.calls(), 0, "nothing sent");

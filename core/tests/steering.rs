@@ -33,7 +33,7 @@ async fn a_cancel_by_id_from_another_task_ends_the_run_at_once() {
             (runs.cancel(&id), Instant::now())
         })
     };
-    let runtime = Runner::harness(&ToolSet::default(), hanging());
+    let runtime = Runner::new(&ToolSet::default(), hanging());
     let started = Instant::now();
     let result = runtime.run(&scope, &mut vec![Message::user("Hi.")], |_| true).await;
     let ended = Instant::now();
@@ -97,7 +97,7 @@ async fn a_journaled_run_that_waits_honours_a_cancel_request_within_a_second() {
             journal.requested.store(true, Ordering::SeqCst);
         })
     };
-    let runtime = Runner::harness(&ToolSet::default(), hanging());
+    let runtime = Runner::new(&ToolSet::default(), hanging());
     let scope = Scope::builder().build().unwrap();
     let run = RunId::new("wait-1").unwrap();
     let started = Instant::now();
@@ -119,7 +119,7 @@ async fn a_journaled_run_honours_a_cancel_request_at_its_next_admission() {
         }
         Step::Reply(ModelReply::call(format!("c{call}"), "missing", "{}"))
     });
-    let runtime = Runner::harness(&ToolSet::default(), model);
+    let runtime = Runner::new(&ToolSet::default(), model);
     let scope = Scope::builder().build().unwrap();
     let run = RunId::new("busy-1").unwrap();
     let started = Instant::now();
@@ -147,7 +147,7 @@ async fn a_cancel_command_ends_the_memory_journals_run_records_who_asked_and_lea
             loopbound::journal::cancel(&*journal, &run, "ops").await
         })
     };
-    let runtime = Runner::harness(&ToolSet::default(), hanging());
+    let runtime = Runner::new(&ToolSet::default(), hanging());
     let scope = Scope::builder().build().unwrap();
     let started = Instant::now();
     let result =
@@ -198,7 +198,7 @@ impl Hook for Counting {
 #[tokio::test(start_paused = true)]
 async fn a_thousand_waiting_runs_on_one_handle_share_one_cancel_query_per_period() {
     let journal = Arc::new(Hooked::new(MemoryJournal::default(), Counting::default()));
-    let runtime = Arc::new(Runner::harness(&ToolSet::default(), hanging()));
+    let runtime = Arc::new(Runner::new(&ToolSet::default(), hanging()));
     let started = Instant::now();
     let mut runs = Vec::new();
     for n in 0..1000 {

@@ -98,7 +98,7 @@ async fn attempt(
 ) -> (Result<Outcome, RunError>, Duration) {
     let tools = tools(sink, body);
     let script = vec![refund::short_script()[1].clone(), ModelReply::text(refund::CLOSING)];
-    let runtime = Runner::harness(&tools, refund::model(script, |_| {}));
+    let runtime = Runner::new(&tools, refund::model(script, |_| {}));
     let scope = Scope::builder()
         .grants(refund::CAPABILITIES)
         .limits(Limits::default().with_deadline(deadline))
@@ -206,7 +206,7 @@ async fn a_healthy_journals_attempt_says_its_end_was_recorded_and_serialises_it(
     assert_eq!((outcome.status(), outcome.end_record()), (Status::Completed, EndRecord::Recorded));
     let json = serde_json::to_value(&outcome).unwrap();
     assert_eq!(json["end_record"], "recorded");
-    let plain = Runner::harness(&ToolSet::default(), refund::model(vec![ModelReply::text("Done.")], |_| {}));
+    let plain = Runner::new(&ToolSet::default(), refund::model(vec![ModelReply::text("Done.")], |_| {}));
     let scope = Scope::builder().build().unwrap();
     let unjournaled = plain.run(&scope, &mut refund::conversation(), |_| true).await.unwrap();
     assert_eq!(unjournaled.end_record(), EndRecord::NotJournaled);

@@ -82,7 +82,7 @@ async fn a_child_that_exhausts_a_budget_of_its_parent_halts_both() {
         .build()
         .unwrap();
     let outcome =
-        Runner::harness(&fetch(&bodies), runaway()).run(&child, &mut Vec::new(), |_| false).await.unwrap();
+        Runner::new(&fetch(&bodies), runaway()).run(&child, &mut Vec::new(), |_| false).await.unwrap();
     assert_eq!(outcome.status(), Status::ToolBudget);
     assert_eq!(bodies.load(Ordering::SeqCst), 2, "the parent's two tool calls");
     assert_eq!(parent.stop_reason(), Some(HaltReason::ToolBudget));
@@ -109,7 +109,7 @@ async fn a_parents_tree_totals_count_its_own_calls_and_every_childs() {
             .unwrap()
     };
     let (first, second) = (child(3), child(2));
-    let runtime = Runner::harness(&fetch(&bodies), runaway());
+    let runtime = Runner::new(&fetch(&bodies), runaway());
     // Each child's model calls for one fetch per call until its own model budget halts it.
     let ends = [
         runtime.run(&first, &mut Vec::new(), |_| false).await.map(|o| o.status()),
@@ -148,7 +148,7 @@ async fn eight_children_in_parallel_never_spend_past_their_parents_budgets() {
                     )
                     .build()
                     .unwrap();
-                let runtime = Runner::harness(&tools, runaway());
+                let runtime = Runner::new(&tools, runaway());
                 tokio::spawn(async move { runtime.run(&child, &mut Vec::new(), |_| false).await })
             })
             .collect();
@@ -179,7 +179,7 @@ async fn a_sub_agents_own_halt_is_an_error_result_and_the_parent_goes_on() {
     // The sub-agent repeats itself and halts RepeatedCall; the parent then answers.
     let bodies = Arc::new(AtomicU32::new(0));
     let looping = Scripted::new(|n, _| Step::Reply(ModelReply::call(format!("c{n}"), "fetch", r#"{"n":1}"#)));
-    let researcher = SubAgent::new(Runner::harness(&fetch(&bodies), looping));
+    let researcher = SubAgent::new(Runner::new(&fetch(&bodies), looping));
     let mut tools = ToolSet::builder();
     tools
         .tool("research", "agents.research")
@@ -198,8 +198,7 @@ async fn a_sub_agents_own_halt_is_an_error_result_and_the_parent_goes_on() {
     ]);
     let scope = Scope::builder().grants(["agents.research", "web.read"]).build().unwrap();
     let mut conversation = vec![Message::user("Research.")];
-    let outcome =
-        Runner::harness(&tools.build(), model).run(&scope, &mut conversation, |_| true).await.unwrap();
+    let outcome = Runner::new(&tools.build(), model).run(&scope, &mut conversation, |_| true).await.unwrap();
     assert_eq!(outcome.status(), Status::Completed);
     assert_eq!(bodies.load(Ordering::SeqCst), 1);
     let result = conversation.iter().find_map(|message| match message {
@@ -234,7 +233,7 @@ async fn a_child_under_its_parents_budget_is_reserved_and_capped_though_it_has_n
         Step::Reply(ModelReply::call(format!("c{n}"), "fetch", format!(r#"{{"n":{n}}}"#)).with_usage(usage))
     });
     let outcome =
-        Runner::harness(&fetch(&bodies), careless).run(&child, &mut Vec::new(), |_| false).await.unwrap();
+        Runner::new(&fetch(&bodies), careless).run(&child, &mut Vec::new(), |_| false).await.unwrap();
     assert_eq!(outcome.status(), Status::TokenBudget);
     // Each call goes out capped at what the parent's budget leaves: 120, 70, 20; then 20 are
     // left, at least the minimum output of 16, and the careless 50 crosses the budget.
@@ -264,7 +263,7 @@ async fn a_child_under_its_parents_cost_budget_needs_a_priced_model() {
         .unwrap();
     let child = parent.child().grant("web.read").build().unwrap();
     let bodies = Arc::new(AtomicU32::new(0));
-    let ended = Runner::harness(&fetch(&bodies), runaway().with_model("unlisted"))
+    let ended = Runner::new(&fetch(&bodies), runaway().with_model("unlisted"))
         .run(&child, &mut Vec::new(), |_| false)
         .await;
     assert!(matches!(&ended, Err(RunError::Unpriced(what)) if what == "the model unlisted"), "{ended:?}");
@@ -301,7 +300,7 @@ fn journaled_child(
         }
     });
     let options = loopbound::transport::ChatOptions::default().with_max_output_tokens(50);
-    SubAgent::new(Runner::harness(&set.build(), model).options(options))
+    SubAgent::new(Runner::new(&set.build(), model).options(options))
 }
 
 /// One attempt of the journaled parent: its `delegate` tool (idempotent) runs `child` as a
@@ -331,7 +330,7 @@ async fn journaled_parent(
         Step::Reply(ModelReply::text("delegated").with_usage(usage)),
     ]);
     let options = loopbound::transport::ChatOptions::default().with_max_output_tokens(50);
-    let runtime = Runner::harness(&set.build(), model).options(options);
+    let runtime = Runner::new(&set.build(), model).options(options);
     let scope = Scope::builder()
         .grants(["agents.delegate", "child.apply"])
         .limits(Limits::default().with_output_tokens(1_000))
@@ -418,12 +417,12 @@ async fn a_childs_call_asks_for_the_default_output_cap_when_its_request_sets_non
     });
     let bodies = Arc::new(AtomicU32::new(0));
     let child = busy_child(&parent);
-    let outcome = Runner::harness(&fetch(&bodies), &model)
+    let outcome = Runner::new(&fetch(&bodies), &model)
         .run(&child, &mut vec![Message::user("Go.")], |_| true)
         .await
         .unwrap();
     assert_eq!(outcome.status(), Status::Completed);
-    let root = Runner::harness(&fetch(&bodies), &model)
+    let root = Runner::new(&fetch(&bodies), &model)
         .run(&parent, &mut vec![Message::user("Go.")], |_| true)
         .await
         .unwrap();
@@ -458,7 +457,7 @@ async fn siblings_whose_calls_do_not_fit_beside_each_other_take_turns_instead_of
     );
     let bodies = Arc::new(AtomicU32::new(0));
     let tools = fetch(&bodies);
-    let runtime = Runner::harness(&tools, &model);
+    let runtime = Runner::new(&tools, &model);
     let (first, second) = (busy_child(&parent), busy_child(&parent));
     let (mut one, mut two) = (vec![Message::user("Go.")], vec![Message::user("Go.")]);
     let (a, b) =
@@ -495,8 +494,7 @@ async fn siblings_that_wait_for_room_take_turns_with_the_one_that_freed_it() {
     let (a, b, c) = (busy_child(&parent), busy_child(&parent), busy_child(&parent));
     let (mut first, mut second, mut third) =
         (vec![Message::user("Go.")], vec![Message::user("Go.")], vec![Message::user("Go.")]);
-    let runtimes =
-        [Runner::harness(&tools, &one), Runner::harness(&tools, &two), Runner::harness(&tools, &three)];
+    let runtimes = [Runner::new(&tools, &one), Runner::new(&tools, &two), Runner::new(&tools, &three)];
     let ends = tokio::join!(
         runtimes[0].run(&a, &mut first, |_| false),
         runtimes[1].run(&b, &mut second, |_| false),
@@ -532,7 +530,7 @@ async fn a_child_waiting_for_its_siblings_holds_ends_at_its_deadline() {
     );
     let bodies = Arc::new(AtomicU32::new(0));
     let tools = fetch(&bodies);
-    let runtime = Runner::harness(&tools, &model);
+    let runtime = Runner::new(&tools, &model);
     let started = tokio::time::Instant::now();
     let (mut one, mut two) = (vec![Message::user("Go.")], vec![Message::user("Go.")]);
     let (a, b) = tokio::join!(runtime.run(&patient, &mut one, |_| true), async {
@@ -574,7 +572,7 @@ async fn eight_runaways(tokens: u64, calibrate: bool) -> (u32, u32, u64) {
     let mut runs = tokio::task::JoinSet::new();
     for _ in 0..8 {
         let child = busy_child(&parent);
-        let runtime = Runner::harness(&tools, Arc::clone(&model)).calibrate_reservations(calibrate);
+        let runtime = Runner::new(&tools, Arc::clone(&model)).calibrate_reservations(calibrate);
         runs.spawn(async move {
             let mut conversation = vec![Message::user("Fetch every page.")];
             runtime.run(&child, &mut conversation, |_| false).await.unwrap().status()

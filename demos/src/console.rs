@@ -20,9 +20,9 @@ use std::path::PathBuf;
 
 use clap::builder::PossibleValue;
 use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
-use loopbound::Composition;
 use loopbound::transport::Transport;
 use loopbound::watch;
+use loopbound_fixtures::Composition;
 use tokio_util::sync::CancellationToken;
 
 use loopbound_fixtures::review;

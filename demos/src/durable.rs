@@ -29,7 +29,8 @@ use std::sync::Arc;
 use loopbound::journal::backend::{Batch, Entry, Fence, ListedRow, RunRow, StoredRun};
 use loopbound::journal::{self, Digest, Journal, JournalError, OperationId, RunId, RunQuery, RunRecord};
 use loopbound::tool::Policy;
-use loopbound::{Composition, Ended, Limits, Outcome, RunError, Runner, Scope, Status};
+use loopbound::{Ended, Limits, Outcome, RunError, Runner, Scope, Status};
+use loopbound_fixtures::Composition;
 use loopbound_fixtures::refund::{self, EffectSink, FileSink};
 use loopbound_sqlite::SqliteJournal;
 
@@ -163,7 +164,8 @@ pub async fn play(
     };
     let run = RunId::new(scenario.run()).unwrap_or_else(|_| unreachable!("the scenarios' run ids are valid"));
     emit(out, &header(scenario, path, &scope));
-    let runtime = Runner::harness(&tools.set, refund::model(refund::short_script(), |_| {}));
+    let runtime =
+        Runner::new(&tools.set, refund::model(refund::short_script(), |_| {})).observe(loopbound::Middleware);
     let journal = Dying { inner: journal, dies: scenario == Durable::Crash };
     let mut conversation = refund::conversation();
     let run_id = run.clone();

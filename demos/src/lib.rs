@@ -29,7 +29,8 @@
 //!   exit codes.
 //!
 //! ```
-//! use loopbound::{Composition, Status};
+//! use loopbound::Status;
+//! use loopbound_fixtures::Composition;
 //! use loopbound_demos::scenario::Scenario;
 //! use loopbound_demos::session::run_scenario;
 //! use tokio_util::sync::CancellationToken;

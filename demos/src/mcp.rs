@@ -25,7 +25,8 @@ use clap::builder::PossibleValue;
 use clap::{CommandFactory, Parser, ValueEnum};
 use loopbound::scripted::{Step, sequence};
 use loopbound::transport::{ModelReply, Transport};
-use loopbound::{Composition, Limits, Message, Outcome, Runner, Scope, ToolSet};
+use loopbound::{Limits, Message, Outcome, Scope, ToolSet};
+use loopbound_fixtures::Composition;
 use loopbound_fixtures::mcp_servers as servers;
 use loopbound_mcp::{Connection, Mapping, Timeouts};
 use tokio_util::sync::CancellationToken;
@@ -325,7 +326,7 @@ pub async fn play<T: Transport>(
         emit(out, &header.render());
     }
     let mut conversation = vec![Message::user(TASK)];
-    let runtime = Runner::new(cli.composition(), &tools, transport);
+    let runtime = cli.composition().runner(&tools, transport);
     let outcome = runtime.run(&scope, &mut conversation, |ended| McpState::completed(ended.state())).await;
     connection.close().await;
     let outcome = match outcome {

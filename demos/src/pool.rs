@@ -116,7 +116,7 @@ pub async fn run(store: Arc<dyn PoolStore>) -> Result<Played, PoolDemoError> {
         let usage = Usage::new(REPORTED_INPUT, PRODUCED_OUTPUT.min(u64::from(cap)));
         Step::Reply(ModelReply::text("Reviewed.").with_usage(usage))
     });
-    let runtime = Runner::harness(&ToolSet::default(), &model);
+    let runtime = Runner::new(&ToolSet::default(), &model).observe(loopbound::Middleware);
     let mut requests = Vec::with_capacity(REQUESTS);
     for n in 1..=REQUESTS {
         let sent_before = model.calls();

@@ -12,7 +12,8 @@
 use std::collections::BTreeMap;
 
 use loopbound::progress::Progress;
-use loopbound::{Composition, Limits, Outcome};
+use loopbound::{Limits, Outcome};
+use loopbound_fixtures::Composition;
 
 use crate::budget::ModelPrice;
 

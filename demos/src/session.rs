@@ -17,7 +17,8 @@ use std::fmt;
 
 use loopbound::transport::Transport;
 use loopbound::watch::Feed;
-use loopbound::{Composition, Limits, LimitsError, Message, Outcome, RunError, Runner, Scope, ToolSet};
+use loopbound::{Limits, LimitsError, Message, Outcome, RunError, Scope, ToolSet};
+use loopbound_fixtures::Composition;
 use loopbound_fixtures::review::{self, Review};
 use tokio_util::sync::CancellationToken;
 
@@ -162,7 +163,8 @@ impl Session {
         streaming: bool,
         mut conversation: Vec<Message>,
     ) -> Result<Outcome, RunError> {
-        Runner::new(self.composition, &self.tools, transport)
+        self.composition
+            .runner(&self.tools, transport)
             .options(review::options())
             .streaming(streaming)
             .run(&self.scope, &mut conversation, |ended| Review::completed(ended.state()))

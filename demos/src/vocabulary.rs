@@ -13,7 +13,8 @@
 use std::fmt;
 
 use loopbound::progress::Progress;
-use loopbound::{Composition, Limits, RunError, Status};
+use loopbound::{Limits, RunError, Status};
+use loopbound_fixtures::Composition;
 
 /// `error` and each of its causes, joined by `: `, as the console prints an error: every level
 /// of the chain says something of its own, so nothing repeats.

@@ -3,12 +3,12 @@
 use std::time::Duration;
 
 use clap::Parser;
-use loopbound::Composition;
 use loopbound_demos::console::{Cli, EXIT_USAGE, execute, parse_error};
 use loopbound_demos::report::render_json;
 use loopbound_demos::scenario::Scenario;
 use loopbound_demos::session::run_scenario;
 use loopbound_demos::text::render_text;
+use loopbound_fixtures::Composition;
 use tokio_util::sync::CancellationToken;
 
 fn cli(args: &[&str]) -> Cli {

@@ -7,10 +7,11 @@ use std::time::Duration;
 
 use loopbound::scripted::{Scripted, Step};
 use loopbound::transport::{ChatRequest, ModelReply};
-use loopbound::{Composition, EventKind, Message, Outcome, RunError, Runner, Scope, Status};
+use loopbound::{EventKind, Message, Outcome, RunError, Runner, Scope, Status};
 use loopbound_demos::scenario::{Expected, Scenario};
 use loopbound_demos::session::{DemoError, Session, run_scenario};
 use loopbound_demos::vocabulary::{error_exit_code, status_exit_code};
+use loopbound_fixtures::Composition;
 use loopbound_fixtures::review::{
     self, COMPLETE_EVENTS, FINISH_CAPABILITY, INSTRUCTIONS, PROMPT, READ_CAPABILITY, REVIEW_DONE, Review,
     TICKET_TEXT,
@@ -266,7 +267,8 @@ async fn without_policy(scenario: Scenario) -> Outcome {
     let tools = review::tools();
     let scope =
         review::scope(scenario.capabilities().iter().copied(), scenario.limits()).expect("valid limits");
-    Runner::harness(&tools.set, scenario.transport())
+    Runner::new(&tools.set, scenario.transport())
+        .observe(loopbound::Middleware)
         .run(&scope, &mut review::conversation(), |ended| Review::completed(ended.state()))
         .await
         .expect("an outcome")

@@ -933,7 +933,7 @@ async fn a_run_cut_by_a_crash_is_shown_open_and_resumed_by_a_new_process() {
         loopbound::transport::ModelReply::text("Done."),
     )]);
     let tools = loopbound::ToolSet::builder().build();
-    let runtime = loopbound::Runner::harness(&tools, model);
+    let runtime = loopbound::Runner::new(&tools, model);
     let other = loopbound::journal::RunId::new("someone-else-42").expect("an id");
     let scope = loopbound::Scope::builder().build().expect("a scope");
     let mut conversation = vec![loopbound::Message::user("Hi.")];

@@ -9,9 +9,10 @@ use std::path::{Path, PathBuf};
 use clap::Parser;
 use loopbound::journal::{MemoryJournal, RunId};
 use loopbound::watch::{self, Update, Updates};
-use loopbound::{Composition, Concurrency, Outcome, RunError, Runner, Scope, Status};
+use loopbound::{Concurrency, Outcome, RunError, Scope, Status};
 use loopbound_demos::console::{self, Cli};
 use loopbound_demos::scenario::Scenario;
+use loopbound_fixtures::Composition;
 use loopbound_fixtures::review::{self, Review};
 use loopbound_testkit::golden;
 use tokio_util::sync::CancellationToken;
@@ -52,7 +53,7 @@ async fn watched_run(scenario: Scenario, way: Way) -> (Result<Outcome, RunError>
         .state(Review::default())
         .build()
         .expect("the scenario's limits");
-    let mut runtime = Runner::new(way.composition, &tools.set, scenario.transport()).streaming(way.streaming);
+    let mut runtime = way.composition.runner(&tools.set, scenario.transport()).streaming(way.streaming);
     if way.parallel {
         runtime = runtime.parallel(Concurrency::new(4).expect("a cap of 4"));
     }

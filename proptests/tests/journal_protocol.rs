@@ -267,7 +267,7 @@ impl Sut {
             let asked_before = self.asked.lock().unwrap().len();
             let asked = Arc::clone(&self.asked);
             let model = refund::model(refund::long_script(), move |step| asked.lock().unwrap().push(step));
-            let runtime = Runner::harness(&self.tools, model);
+            let runtime = Runner::new(&self.tools, model);
             let limits = Limits::default().with_deadline(Duration::from_secs(10));
             let scope = Scope::builder().grants(refund::CAPABILITIES).limits(limits).build().unwrap();
             let result = runtime

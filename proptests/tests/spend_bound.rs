@@ -193,7 +193,7 @@ fn play(case: &Case, reports_as: Reports, calibrate: bool) -> Option<Played> {
     let runtime =
         tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true).build().ok()?;
     let outcome = runtime
-        .block_on(Runner::harness(&tools, &model).calibrate_reservations(calibrate).run(
+        .block_on(Runner::new(&tools, &model).calibrate_reservations(calibrate).run(
             &scope,
             &mut vec![Message::user("look up every order")],
             |_| false,

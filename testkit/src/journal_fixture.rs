@@ -212,7 +212,8 @@ async fn attempt<J: journal::Journal>(
 ) -> Result<Outcome, RunError> {
     let tools = refund::tools(Arc::clone(sink) as Arc<dyn EffectSink>, fixture.policy());
     let model = model(script, Arc::clone(asked));
-    let runtime = Runner::harness(&tools.set, model).options(refund::metered_options());
+    let runtime =
+        Runner::new(&tools.set, model).observe(loopbound::Middleware).options(refund::metered_options());
     let scope = Scope::builder()
         .grants(refund::CAPABILITIES)
         .limits(fixture.limits())

@@ -44,7 +44,7 @@ pub struct Captured {
 /// If the outcome cannot be written as JSON.
 pub async fn captured_run<T: Transport>(transport: T, streaming: bool) -> Captured {
     let tools = review::tools();
-    let runtime = Runner::harness(&tools.set, transport).streaming(streaming);
+    let runtime = Runner::new(&tools.set, transport).streaming(streaming);
     let scope = review::scope(BOTH_CAPABILITIES, Limits::default().with_model_calls(2)).expect("limits");
     let capture = Capture::default();
     let result = {

@@ -57,5 +57,5 @@ pub mod scenarios;
 pub mod scratch;
 pub mod skip;
 
-pub use loopbound_fixtures::review;
+pub use loopbound_fixtures::{Composition, review};
 pub use loopbound_test::{chain, conformance, hooked, refund, telemetry};

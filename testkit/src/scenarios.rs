@@ -9,11 +9,12 @@
 //!   status, the text and the conversation.
 //! - Each run gets a fresh scope and conversation; nothing carries over.
 
+use crate::Composition;
 use futures_util::StreamExt;
 use loopbound::scripted::{Scripted, Step};
 use loopbound::spend::Prices;
 use loopbound::transport::{ChatOptions, ChatRequest, ModelReply, ReplyAssembler, Transport, TransportError};
-use loopbound::{Composition, Limits, Message, Outcome, RunError, Runner, Scope, Status};
+use loopbound::{Limits, Message, Outcome, RunError, Scope, Status};
 use tokio_util::sync::CancellationToken;
 
 use crate::review::{self, BOTH_CAPABILITIES, COMPLETE_EVENTS, FINISH_CAPABILITY, Review};
@@ -219,7 +220,8 @@ async fn play<T: Transport>(
     transport: T,
 ) -> Run {
     let mut conversation = vec![Message::user(scenario.request())];
-    let result = Runner::new(composition, &review::tools().set, transport)
+    let result = composition
+        .runner(&review::tools().set, transport)
         .options(options)
         .streaming(streaming)
         .run(scope, &mut conversation, |ended| ended.state().completed())

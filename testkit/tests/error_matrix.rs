@@ -6,9 +6,10 @@
 use std::time::Duration;
 
 use loopbound::transport::{BoxTransport, TransportErrorKind};
-use loopbound::{Composition, RunError, RunErrorKind, Status};
+use loopbound::{RunError, RunErrorKind, Status};
 use loopbound_anthropic::AnthropicTransport;
 use loopbound_openai::{OpenAiTransport, ResponsesTransport};
+use loopbound_testkit::Composition;
 use loopbound_testkit::canned::{Answer, Canned, event_stream, json, response};
 use loopbound_testkit::scenarios::{Scenario, run};
 

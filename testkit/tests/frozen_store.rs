@@ -102,7 +102,7 @@ async fn pool_scenario(
         .limits(Limits::default().with_deadline(POOL_DEADLINE))
         .build()
         .expect("a scope drawing from a pool");
-    let runtime = Runner::harness(&ToolSet::default(), &model);
+    let runtime = Runner::new(&ToolSet::default(), &model);
     let started = Instant::now();
     let mut conversation = vec![Message::user(prompt())];
     let (outcome, frozen) = if during_settlement {

@@ -103,7 +103,7 @@ fn race_attempt<'a>(
         let scope = Scope::builder().grant(WRITE).build().expect("valid limits");
         let mut conversation = vec![Message::user("Write the file.")];
         let run = RunId::new(&run).expect("a valid run id");
-        Runner::harness(tools, model).run_journaled(journal, &run, &scope, &mut conversation, |_| true).await
+        Runner::new(tools, model).run_journaled(journal, &run, &scope, &mut conversation, |_| true).await
     }
 }
 
@@ -368,7 +368,7 @@ async fn refund_attempt(
 ) -> Result<loopbound::Outcome, RunError> {
     let tools = refund::tools(sink, Policy::Allow);
     let scope = Scope::builder().grants(refund::CAPABILITIES).build().expect("valid limits");
-    let runtime = Runner::harness(&tools.set, refund::model(refund::short_script(), observe));
+    let runtime = Runner::new(&tools.set, refund::model(refund::short_script(), observe));
     let run = RunId::new(run).expect("a valid run id");
     runtime.run_journaled(journal, &run, &scope, &mut refund::conversation(), |_| true).await
 }
@@ -704,7 +704,7 @@ fn definer() {
         .build()
         .expect("valid limits");
     let tools = refund::tools(Arc::new(FileSink::new(dir.join("effects"))), Policy::Allow);
-    let runtime = Runner::harness(&tools.set, refund::model(billed_script(), |_| {}));
+    let runtime = Runner::new(&tools.set, refund::model(billed_script(), |_| {}));
     let run = RunId::new("defined-run").expect("a valid id");
     let result =
         rt.block_on(runtime.run_journaled(&journal, &run, &scope, &mut refund::conversation(), refunded));
@@ -766,7 +766,7 @@ fn a_run_killed_after_its_effect_resumes_in_a_fresh_process_from_its_id_alone_on
         assert_eq!(scope.labels().get("tenant"), Some("acme"), "{place}: the labels");
         let sink = FileSink::new(effects.join("effects"));
         let tools = refund::tools(Arc::new(sink.clone()), Policy::Allow);
-        let runtime = Runner::harness(&tools.set, refund::model(billed_script(), |_| {}));
+        let runtime = Runner::new(&tools.set, refund::model(billed_script(), |_| {}));
         let outcome = rt
             .block_on(runtime.run_journaled(&host, &run, &scope, &mut Vec::new(), refunded))
             .expect("the resume runs");
@@ -799,7 +799,7 @@ fn waiting() {
         report("asking");
         loopbound::scripted::Step::Hang
     });
-    let runtime = Runner::harness(&ToolSet::default(), model);
+    let runtime = Runner::new(&ToolSet::default(), model);
     let scope = Scope::builder().build().expect("valid limits");
     let run = RunId::new("waiting-run").expect("a valid run id");
     let result =

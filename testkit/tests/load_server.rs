@@ -23,7 +23,7 @@ fn server(mode: Mode) -> LoadServer {
 fn runtime(server: &LoadServer, streaming: bool) -> Arc<Runner<OpenAiTransport, Review>> {
     let config = Config::new(&server.base_url(), "load-model").expect("a base URL");
     let transport = OpenAiTransport::new(config).expect("a client");
-    Arc::new(Runner::harness(&review::tools().set, transport).options(review::options()).streaming(streaming))
+    Arc::new(Runner::new(&review::tools().set, transport).options(review::options()).streaming(streaming))
 }
 
 /// Runs `runs` reviews at once; returns each one's model calls, tool calls and text.

@@ -21,8 +21,8 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use clap::{Parser, Subcommand, ValueEnum};
+use loopbound::EventKind;
 use loopbound::canonical::{canonical_json, signature};
-use loopbound::{Composition, EventKind};
 use loopbound_benches::fixtures::{Check, Fixture, admit};
 use loopbound_benches::peers::{Complete, Repeat, Report, read_dir};
 use loopbound_benches::runs::{self, RunFailure};
@@ -30,6 +30,7 @@ use loopbound_benches::targets::{self, Effort};
 use loopbound_benches::timing::peak_rss_mib;
 use loopbound_benches::{table, values};
 use loopbound_demos::scenario::Scenario;
+use loopbound_testkit::Composition;
 use loopbound_testkit::review::TicketInput;
 
 #[derive(Parser, Debug)]

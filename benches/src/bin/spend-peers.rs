@@ -207,7 +207,7 @@ fn runtime_for(tools: &ToolSet, model: Workload, capped: bool) -> Runner<Workloa
     } else {
         ChatOptions::default()
     };
-    Runner::harness(tools, model).options(options).token_counter(WorkloadCounter)
+    Runner::new(tools, model).options(options).token_counter(WorkloadCounter)
 }
 
 /// A budget of one case.

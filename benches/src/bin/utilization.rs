@@ -295,7 +295,7 @@ impl Counting {
 
     fn runtime(self, tools: &ToolSet, model: Arc<Runaway>) -> Runner<Arc<Runaway>> {
         let tokenizer = Arc::clone(&model.tokenizer);
-        let runtime = Runner::harness(tools, model);
+        let runtime = Runner::new(tools, model);
         match self {
             Self::Bytes => runtime.calibrate_reservations(false),
             Self::Calibrated => runtime,

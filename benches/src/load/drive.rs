@@ -122,7 +122,7 @@ impl ReviewLoad {
     ) -> Result<Arc<Self>, SetupError> {
         let transport = OpenAiTransport::new(config).map_err(SetupError::Transport)?;
         let runtime =
-            Runner::harness(&review::tools().set, transport).options(review::options()).streaming(streaming);
+            Runner::new(&review::tools().set, transport).options(review::options()).streaming(streaming);
         let journal = journal.map(TimedJournal::new);
         Ok(Arc::new(Self { runtime, journal, deadline, watch, record }))
     }

@@ -116,7 +116,7 @@ pub async fn run(trace: &Trace, policy: &Policy) -> Result<Ending, Box<dyn std::
         })
     });
     let tools = world::tools();
-    let runtime = Runner::harness(&tools, model);
+    let runtime = Runner::new(&tools, model);
     let limits = Limits::default()
         .with_model_calls(MODEL_CALLS)
         .with_tool_calls(TOOL_CALLS)

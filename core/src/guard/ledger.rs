@@ -670,13 +670,20 @@ impl Ledger {
         self.account.report(limits)
     }
 
-    /// Records one middleware observation of a call to `tool`. Returns the observation count.
-    pub(crate) fn observe_middleware(&mut self, gate: Gate, tool: &Arc<str>) -> Result<u32, Stop> {
+    /// Counts one observation of a call to `tool`, after the cancellation checks. Returns the
+    /// observation count. Records nothing: the built-in middleware records its event itself
+    /// ([`record_middleware`](Self::record_middleware)).
+    pub(crate) fn observe_call(&mut self, gate: Gate, tool: &Arc<str>) -> Result<u32, Stop> {
         self.check(gate, Activity::Tool(tool))?;
         self.middleware += 1;
-        let subject = self.tool(tool);
-        self.events.push(ControlEvent::new(EventKind::Middleware, subject, self.middleware));
         Ok(self.middleware)
+    }
+
+    /// Records the built-in middleware's `Middleware` event for observation `count` of a call to
+    /// `tool`, unless the run stopped since.
+    pub(crate) fn record_middleware(&mut self, gate: Gate, tool: &Arc<str>, count: u32) -> Result<(), Stop> {
+        let subject = self.tool(tool);
+        self.record(gate, ControlEvent::new(EventKind::Middleware, subject, count))
     }
 
     /// The checks of a tool call before repetition: cancellation → permission → tool budget.
@@ -1193,7 +1200,7 @@ mod tests {
             ledger.admit_tool(OPEN, &limits, &tool, terms(false), signed("{}"), &mut []),
             halted(HaltReason::ModelBudget)
         );
-        assert_eq!(ledger.observe_middleware(OPEN, &tool), Err(Stop::Halted(HaltReason::ModelBudget)));
+        assert_eq!(ledger.observe_call(OPEN, &tool), Err(Stop::Halted(HaltReason::ModelBudget)));
         assert_eq!(ledger.expire(OPEN, Activity::Model), Stop::Halted(HaltReason::ModelBudget));
         assert_eq!(ledger.stop(), Some(HaltReason::ModelBudget));
         assert_eq!(kinds(&ledger), ["ModelCall model 1", "ModelBudget model 1"]);
@@ -1292,7 +1299,8 @@ mod tests {
         let shared = tool();
         let mut ledger = Ledger::default();
         let limits = Limits::default().with_repetitions(2);
-        ledger.observe_middleware(OPEN, &shared).ok();
+        let count = ledger.observe_call(OPEN, &shared).unwrap();
+        ledger.record_middleware(OPEN, &shared, count).unwrap();
         ledger.admit_tool(OPEN, &limits, &shared, terms(true), signed("{}"), &mut []).ok();
         let names: Vec<&Arc<str>> = ledger
             .events()

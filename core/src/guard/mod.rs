@@ -768,9 +768,14 @@ impl Guard {
         stop
     }
 
-    /// Records one middleware observation of a call to `tool`.
-    pub(crate) fn observe_middleware(&self, tool: &Arc<str>) -> Result<u32, Stop> {
-        self.decide(|ledger, gate, _| ledger.observe_middleware(gate, tool))
+    /// Counts one observation of a call to `tool`, after the cancellation checks.
+    pub(crate) fn observe_call(&self, tool: &Arc<str>) -> Result<u32, Stop> {
+        self.decide(|ledger, gate, _| ledger.observe_call(gate, tool))
+    }
+
+    /// Records the built-in middleware's event for observation `count` of a call to `tool`.
+    pub(crate) fn record_middleware(&self, tool: &Arc<str>, count: u32) -> Result<(), Stop> {
+        self.decide(|ledger, gate, _| ledger.record_middleware(gate, tool, count))
     }
 
     /// Refuses a model reply that asked for more tool calls than the bound: the `TooManyCalls`

@@ -84,7 +84,7 @@ impl<T: Transport, S: Send + Sync + 'static> Runner<T, S> {
     /// # let model = loopbound::scripted::sequence(vec![loopbound::scripted::Step::Reply(
     /// #     loopbound::transport::ModelReply::text("Done."),
     /// # )]);
-    /// # let runtime = Runner::harness(&tools, model);
+    /// # let runtime = Runner::new(&tools, model);
     /// # let journal = MemoryJournal::default();
     /// # let run = RunId::new("refund-42")?;
     /// # let scope = Scope::builder().build()?;

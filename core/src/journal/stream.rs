@@ -22,7 +22,7 @@
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let journal = MemoryJournal::default();
 //! let run = RunId::new("review-7")?;
-//! let runtime = Runner::harness(&ToolSet::default(), sequence(vec![Step::Reply(ModelReply::text("Hello."))]));
+//! let runtime = Runner::new(&ToolSet::default(), sequence(vec![Step::Reply(ModelReply::text("Hello."))]));
 //! // The run records its stream (kept in its definition, for every attempt).
 //! let scope = Scope::builder().record_stream().build()?;
 //! runtime.run_journaled(&journal, &run, &scope, &mut vec![Message::user("Hi.")], |_| true).await?;

@@ -1,16 +1,16 @@
 //! The tool-calling loop: one runtime, defined once, runs any number of requests.
 //!
-//! Both compositions run the same loop over the same scope: call the transport with the
-//! conversation and the tool definitions; if the reply asks for tools, run them (one after
+//! One loop over one scope: call the transport with the conversation and the tool definitions; if the reply asks for tools, run them (one after
 //! another in order, or, opted in, as a parallel batch: [`Runner::parallel`]), append the
 //! assistant message and one result per call, and loop; otherwise the reply's text ends the
 //! run.
 //!
 //! # Invariants
 //!
-//! - Every model call goes through [`Budgeted`]; every tool call goes through the
-//!   function-invocation middleware (which records a `Middleware` event), then the host's
-//!   observers, then the tool's guard. The runtime holds no bypass.
+//! - Every model call goes through [`Budgeted`]; every tool call goes through the cancellation
+//!   checks, then the host's observers (among them, if attached, the built-in
+//!   [`Middleware`](crate::Middleware), which records a `Middleware` event), then the tool's
+//!   guard. The runtime holds no bypass.
 //! - An unknown tool, a binding failure and a body error become error results for the model and
 //!   the loop goes on; an unknown tool moves no counter. Under a progress policy with an error
 //!   streak, the loop notes each of the three with the guard ([`failed`], and the body's result
@@ -23,7 +23,6 @@
 //!   taken up and its answer, and the run's end (see [`watch`](crate::watch)).
 
 mod calls;
-mod composition;
 mod course;
 mod observer;
 mod options;
@@ -36,11 +35,10 @@ use std::sync::Arc;
 
 use tracing::Instrument;
 
-pub use composition::Composition;
 #[cfg(feature = "journal")]
 pub(crate) use course::{Admission, Pending, Turn, answer_of, failed};
 pub(crate) use course::{Course, Live};
-pub use observer::{Observation, Observer};
+pub use observer::{Middleware, Observation, Observer};
 pub use options::{Concurrency, ConcurrencyError, Offer};
 pub use preview::Preview;
 pub use subagent::{SubAgent, SubAgentError};
@@ -62,8 +60,7 @@ use crate::transport::{
 /// The tool-calling loop over a set of tools and a transport, shared by every request.
 ///
 /// ```
-/// use loopbound::scripted::{Scripted, Step};
-/// use loopbound::transport::ModelReply;
+/// use loopbound::scripted::Scripted;
 /// use loopbound::{Message, Runner, Scope, Status, ToolSet};
 /// use schemars::JsonSchema;
 /// use serde::{Deserialize, Serialize};
@@ -80,8 +77,8 @@ use crate::transport::{
 ///     Ok::<_, String>(format!("ticket {}", t.input))
 /// })?;
 /// // A model that asks for the same ticket forever.
-/// let model = Scripted::new(|n, _| Step::Reply(ModelReply::call(format!("c{n}"), "read_ticket", r#"{"input":42}"#)));
-/// let runtime = Runner::harness(&tools.build(), model);
+/// let model = Scripted::new(|_, _| Scripted::call("read_ticket", r#"{"input":42}"#));
+/// let runtime = Runner::new(&tools.build(), model);
 ///
 /// let scope = Scope::builder().grant("ticket.read").build()?;
 /// let outcome = runtime.run(&scope, &mut vec![Message::user("Review 42.")], |_| false).await?;
@@ -91,10 +88,11 @@ use crate::transport::{
 /// # Ok(())
 /// # }
 /// ```
+#[allow(clippy::struct_excessive_bools, reason = "four independent switches of the one loop")]
 pub struct Runner<T, S = ()> {
     tools: ToolSet<S>,
     transport: T,
-    composition: Composition,
+    spans: bool,
     options: ChatOptions,
     streaming: bool,
     max_iterations: Option<u32>,
@@ -109,7 +107,7 @@ pub struct Runner<T, S = ()> {
 impl<T: fmt::Debug, S> fmt::Debug for Runner<T, S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Runner")
-            .field("composition", &self.composition)
+            .field("spans", &self.spans)
             .field("transport", &self.transport)
             .field("streaming", &self.streaming)
             .field("offer", &self.offer)
@@ -171,22 +169,14 @@ impl From<CallError> for End {
 }
 
 impl<T: Transport, S: Send + Sync + 'static> Runner<T, S> {
-    /// The `harness` composition over `tools`, talking to `transport`.
-    pub fn harness(tools: &ToolSet<S>, transport: T) -> Self {
-        Self::new(Composition::Harness, tools, transport)
-    }
-
-    /// The `simple` composition over `tools`, talking to `transport`.
-    pub fn simple(tools: &ToolSet<S>, transport: T) -> Self {
-        Self::new(Composition::Simple, tools, transport)
-    }
-
-    /// A runtime of the given composition.
-    pub fn new(composition: Composition, tools: &ToolSet<S>, transport: T) -> Self {
+    /// The loop over `tools`, talking to `transport`: its own iteration cap is the model-call
+    /// limit + 1 (so the scope's `ModelBudget` halt always comes first), tracing spans are on,
+    /// tool calls run one after another, every tool is offered.
+    pub fn new(tools: &ToolSet<S>, transport: T) -> Self {
         Self {
             tools: tools.clone(),
             transport,
-            composition,
+            spans: true,
             options: ChatOptions::default(),
             streaming: false,
             max_iterations: None,
@@ -226,8 +216,7 @@ impl<T: Transport, S: Send + Sync + 'static> Runner<T, S> {
     /// its own in the scope is seen at a different point).
     ///
     /// ```
-    /// use loopbound::scripted::{Step, sequence};
-    /// use loopbound::transport::{ModelReply, ToolCall};
+    /// use loopbound::scripted::Scripted;
     /// use loopbound::{Concurrency, Limits, Message, Runner, Scope, Status, ToolSet};
     /// use schemars::JsonSchema;
     /// use serde::{Deserialize, Serialize};
@@ -243,9 +232,9 @@ impl<T: Transport, S: Send + Sync + 'static> Runner<T, S> {
     /// tools.tool("lookup", "orders.read").build(|order: Order, _call| async move {
     ///     Ok::<_, String>(format!("order {}", order.id))
     /// })?;
-    /// let calls = (1..=8).map(|id| ToolCall::new(format!("c{id}"), "lookup", format!(r#"{{"id":{id}}}"#))).collect();
-    /// let model = sequence(vec![Step::Reply(ModelReply::calls(calls))]);
-    /// let runtime = Runner::harness(&tools.build(), model).parallel(Concurrency::new(4)?);
+    /// let calls = (1..=8).map(|id| ("lookup", format!(r#"{{"id":{id}}}"#)));
+    /// let model = Scripted::sequence([Scripted::batch(calls)]);
+    /// let runtime = Runner::new(&tools.build(), model).parallel(Concurrency::new(4)?);
     /// let scope = Scope::builder().grant("orders.read").limits(Limits::default().with_tool_calls(4)).build()?;
     /// let mut conversation = vec![Message::user("Look up orders 1 to 8.")];
     /// let outcome = runtime.run(&scope, &mut conversation, |_| true).await?;
@@ -275,13 +264,21 @@ impl<T: Transport, S: Send + Sync + 'static> Runner<T, S> {
         self
     }
 
-    /// Sets the loop's own iteration cap, in place of the composition's (`harness`: the
-    /// model-call limit + 1, so that the scope's `ModelBudget` halt always comes first;
-    /// `simple`: 40). A run that reaches it ends without the model's text, judged by the host's
-    /// completion condition.
+    /// Sets the loop's own iteration cap, in place of the default (the model-call limit + 1, so
+    /// that the scope's `ModelBudget` halt always comes first). A run that reaches it ends
+    /// without the model's text, judged by the host's completion condition.
     #[must_use]
     pub fn max_iterations(mut self, iterations: u32) -> Self {
         self.max_iterations = Some(iterations);
+        self
+    }
+
+    /// Whether the loop emits its tracing spans (on by default: the run, each model call, each
+    /// tool call, named after OpenTelemetry's generative-AI conventions; never an argument).
+    /// Off, every span is disabled and costs nothing; the events and the outcome are the same.
+    #[must_use]
+    pub fn spans(mut self, spans: bool) -> Self {
+        self.spans = spans;
         self
     }
 
@@ -319,18 +316,13 @@ impl<T: Transport, S: Send + Sync + 'static> Runner<T, S> {
         self
     }
 
-    /// Adds an observer of tool calls, called after the built-in middleware and before the
-    /// guard (see [`Observer`]).
+    /// Adds an observer of tool calls, called before the guard, after the observers added
+    /// before it (see [`Observer`]). [`Middleware`] is the built-in one: it records a
+    /// `Middleware` event for each call it sees.
     #[must_use]
     pub fn observe(mut self, observer: impl Observer<S> + 'static) -> Self {
         self.observers.push(Arc::new(observer));
         self
-    }
-
-    /// The composition.
-    #[must_use]
-    pub fn composition(&self) -> Composition {
-        self.composition
     }
 
     /// The tools the model is offered.
@@ -451,7 +443,7 @@ impl<T: Transport, S: Send + Sync + 'static> Runner<T, S> {
     ) -> End {
         let tools = self.offered(scope);
         let feeds = scope.guard().feeds();
-        let cap = self.max_iterations.unwrap_or_else(|| self.composition.max_iterations(scope.limits()));
+        let cap = self.max_iterations.unwrap_or_else(|| scope.limits().model_calls().saturating_add(1));
         for iteration in 1..=cap {
             feeds.begin_reply(iteration);
             let reply = match course.reply(self, model, conversation, &tools).await {
@@ -551,14 +543,14 @@ impl<T: Transport, S: Send + Sync + 'static> Runner<T, S> {
         }
     }
 
-    /// The built-in middleware, then the host's observers, for one call to `tool`.
+    /// The cancellation checks, then the host's observers, for one call to `tool`.
     pub(crate) fn observe_call(
         &self,
         scope: &Scope<S>,
         tool: &Arc<str>,
         call: &ToolCall,
     ) -> Result<(), Stop> {
-        let count = scope.guard().observe_middleware(tool)?;
+        let count = scope.guard().observe_call(tool)?;
         if !self.observers.is_empty() {
             let observation = Observation { tool, call_id: &call.id, count, scope };
             for observer in &self.observers {

@@ -2,20 +2,23 @@
 //!
 //! # Invariants
 //!
-//! - The built-in function-invocation middleware runs first for every tool call the loop
-//!   handles: it checks the scope's cancellation and records a `Middleware` event (tool name,
-//!   observations so far). The host's observers run after it, in the order they were added, and
-//!   only when it let the call through.
+//! - Every tool call the loop handles is first checked against the scope's cancellation and
+//!   counted as an observation; the observers run after that, in the order they were added, and
+//!   only when the check let the call through.
+//! - The built-in function-invocation middleware ([`Middleware`]) is an observer like the
+//!   host's: attached, it records one `Middleware` event per call it sees (tool name,
+//!   observations so far); not attached, a run has no `Middleware` event.
 //! - Observers see names and counts, never arguments, and cannot change the guard's decision:
 //!   they return nothing, and the guard decides afterwards on what the scope holds.
 
 use std::fmt;
+use std::sync::Arc;
 
 use crate::scope::Scope;
 
 /// One tool call the model asked for, seen before the guard.
 pub struct Observation<'a, S = ()> {
-    pub(crate) tool: &'a str,
+    pub(crate) tool: &'a Arc<str>,
     pub(crate) call_id: &'a str,
     pub(crate) count: u32,
     pub(crate) scope: &'a Scope<S>,
@@ -34,7 +37,7 @@ impl<S> Observation<'_, S> {
         self.call_id
     }
 
-    /// The number of middleware observations in this request so far, this one included.
+    /// The number of tool calls observed in this request so far, this one included.
     #[must_use]
     pub fn count(&self) -> u32 {
         self.count
@@ -74,7 +77,7 @@ impl<S> fmt::Debug for Observation<'_, S> {
 /// }
 /// ```
 pub trait Observer<S = ()>: Send + Sync {
-    /// Sees one tool call after the built-in middleware recorded it and before the guard.
+    /// Sees one tool call after the cancellation checks and before the guard.
     fn observe(&self, call: &Observation<'_, S>);
 }
 
@@ -84,5 +87,38 @@ where
 {
     fn observe(&self, call: &Observation<'_, S>) {
         self(call);
+    }
+}
+
+/// The built-in function-invocation middleware (SPEC §7): an observer that records a
+/// `Middleware` event (the tool's name, the observations so far) for each tool call it sees,
+/// before the guard decides. A host attaches it with [`Runner::observe`](crate::Runner::observe);
+/// a run without it has no `Middleware` event.
+///
+/// ```
+/// use loopbound::scripted::Scripted;
+/// use loopbound::{Message, Middleware, Runner, Scope, ToolSet};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let mut tools = ToolSet::<()>::builder();
+/// tools.tool("lookup", "orders.read").build(|_: serde_json::Value, _| async move { Ok::<_, String>("found") })?;
+/// let tools = tools.build();
+/// let model = Scripted::sequence([Scripted::call("lookup", "{}"), Scripted::reply("Done.")]);
+/// let runner = Runner::new(&tools, model).observe(Middleware);
+/// let scope = Scope::builder().grant("orders.read").build()?;
+/// let outcome = runner.run(&scope, &mut vec![Message::user("Look it up.")], |_| true).await?;
+/// let events: Vec<String> = outcome.events().iter().map(ToString::to_string).collect();
+/// assert_eq!(events, ["ModelCall model 1", "Middleware lookup 1", "ToolCall lookup 1", "ModelCall model 2"]);
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Middleware;
+
+impl<S> Observer<S> for Middleware {
+    fn observe(&self, call: &Observation<'_, S>) {
+        // A stop recorded since the check keeps the event out; the guard then refuses the call.
+        let _ = call.scope.guard().record_middleware(call.tool, call.count);
     }
 }

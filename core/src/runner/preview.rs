@@ -24,7 +24,7 @@ use super::Runner;
 /// use loopbound::transport::ModelReply;
 /// use loopbound::{Limits, Message, Runner, Scope, ToolSet};
 ///
-/// let runtime = Runner::harness(&ToolSet::default(), sequence(vec![Step::Reply(ModelReply::text("Hi."))]));
+/// let runtime = Runner::new(&ToolSet::default(), sequence(vec![Step::Reply(ModelReply::text("Hi."))]));
 /// let scope = Scope::builder().limits(Limits::default().with_total_tokens(1_000)).build()?;
 /// let preview = runtime.preview(&scope, &[Message::user("Hello.")]);
 /// // 6 bytes of text, 8 for the message's framing, 16 for the request's.

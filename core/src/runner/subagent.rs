@@ -46,7 +46,7 @@ use crate::transport::{Message, Transport};
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// // The sub-agent: its own tools and model.
-/// let researcher = SubAgent::new(Runner::harness(&ToolSet::default(), sequence(vec![
+/// let researcher = SubAgent::new(Runner::new(&ToolSet::default(), sequence(vec![
 ///     Step::Reply(ModelReply::text("The answer is 42.")),
 /// ])));
 /// // The parent's tool that asks it.
@@ -58,7 +58,7 @@ use crate::transport::{Message, Transport};
 ///         researcher.run(&call, |child| child.limits(Limits::default().with_model_calls(2)), start, |_| true).await
 ///     }
 /// })?;
-/// let parent = Runner::harness(&tools.build(), sequence(vec![
+/// let parent = Runner::new(&tools.build(), sequence(vec![
 ///     Step::Reply(ModelReply::call("c1", "research", r#"{"text":"What is the answer?"}"#)),
 ///     Step::Reply(ModelReply::text("It is 42.")),
 /// ]));

@@ -1,11 +1,11 @@
-//! The harness's tracing spans, named and attributed after the OpenTelemetry semantic
+//! The runner's tracing spans, named and attributed after the OpenTelemetry semantic
 //! conventions for generative AI, version 1.41.0 (the last release of the
 //! `open-telemetry/semantic-conventions` repository that holds them; they are at "development"
 //! status there):
 //!
 //! | span | name (`otel.name`) | kind | attributes |
 //! |---|---|---|---|
-//! | the run | `invoke_agent` | internal | `gen_ai.operation.name` = `invoke_agent`, `gen_ai.provider.name`, `gen_ai.request.model`, `gen_ai.conversation.id` and `loopbound.run.id` (a journaled run's id), `loopbound.composition`, and when it ends `gen_ai.usage.input_tokens`, `gen_ai.usage.output_tokens`, `loopbound.run.status` (the status, or `error`), `error.type` (a [`RunErrorKind`](crate::RunErrorKind)) |
+//! | the run | `invoke_agent` | internal | `gen_ai.operation.name` = `invoke_agent`, `gen_ai.provider.name`, `gen_ai.request.model`, `gen_ai.conversation.id` and `loopbound.run.id` (a journaled run's id), and when it ends `gen_ai.usage.input_tokens`, `gen_ai.usage.output_tokens`, `loopbound.run.status` (the status, or `error`), `error.type` (a [`RunErrorKind`](crate::RunErrorKind)) |
 //! | each model call | `chat {gen_ai.request.model}` (`chat` when the transport names no model) | client | `gen_ai.operation.name` = `chat`, `gen_ai.provider.name`, `gen_ai.request.model`, `gen_ai.request.max_tokens`, `gen_ai.request.stream`, and when it returns `gen_ai.usage.input_tokens`, `gen_ai.usage.output_tokens`, `gen_ai.usage.cache_read.input_tokens`, or `error.type` |
 //! | each tool call | `execute_tool {gen_ai.tool.name}` | internal | `gen_ai.operation.name` = `execute_tool`, `gen_ai.tool.name`, `gen_ai.tool.call.id`, `gen_ai.tool.type` = `function`, and `error.type` = `tool_error` when the model gets an error |
 //!
@@ -18,8 +18,8 @@
 //! - No span carries an argument's value, a tool's result or the model's text: the conventions'
 //!   opt-in content attributes (`gen_ai.tool.call.arguments`, `gen_ai.tool.call.result`,
 //!   `gen_ai.input.messages`, `gen_ai.output.messages`) are never set.
-//! - Only the `harness` composition emits spans; without them every function here returns a
-//!   disabled span, which costs nothing.
+//! - Spans are emitted unless the host turned them off ([`Runner::spans`]); without them every
+//!   function here returns a disabled span, which costs nothing.
 
 use tracing::Span;
 use tracing::field::Empty;
@@ -32,7 +32,7 @@ use crate::transport::{ToolCall, Transport, Usage};
 impl<T: Transport, S> Runner<T, S> {
     /// The run's `invoke_agent` span.
     pub(crate) fn agent_span(&self, run: Option<&RunId>) -> Span {
-        if !self.composition.telemetry() {
+        if !self.spans {
             return Span::none();
         }
         let span = tracing::info_span!(
@@ -44,7 +44,6 @@ impl<T: Transport, S> Runner<T, S> {
             gen_ai.request.model = Empty,
             gen_ai.conversation.id = Empty,
             loopbound.run.id = Empty,
-            loopbound.composition = self.composition.name(),
             gen_ai.usage.input_tokens = Empty,
             gen_ai.usage.output_tokens = Empty,
             loopbound.run.status = Empty,
@@ -62,7 +61,7 @@ impl<T: Transport, S> Runner<T, S> {
 
     /// One model call's `chat` span.
     pub(crate) fn chat_span(&self) -> Span {
-        if !self.composition.telemetry() {
+        if !self.spans {
             return Span::none();
         }
         let model = self.transport.model();
@@ -93,7 +92,7 @@ impl<T: Transport, S> Runner<T, S> {
     /// One tool call's `execute_tool` span: the tool's name as the model wrote it and the
     /// provider's call id, never the arguments.
     pub(crate) fn tool_span(&self, call: &ToolCall) -> Span {
-        if !self.composition.telemetry() {
+        if !self.spans {
             return Span::none();
         }
         let name = format!("execute_tool {}", call.name);

@@ -305,6 +305,24 @@ impl<S: Send + Sync + 'static, V, P> ToolBuilder<'_, S, V, P> {
         self
     }
 
+    /// Declares the body a read: no external effect, so running it again is harmless
+    /// ([`EffectKind::Read`]).
+    pub fn read_only(self) -> Self {
+        self.effect(EffectKind::Read)
+    }
+
+    /// Declares the body an effect keyed by an idempotency key: it receives the operation id as
+    /// its key and may be driven again with it ([`EffectKind::Idempotent`]).
+    pub fn idempotent(self) -> Self {
+        self.effect(EffectKind::Idempotent)
+    }
+
+    /// Asks a person (or another host process) before each call runs ([`Policy::Ask`]); outside
+    /// a journal the call halts `Denied` (see [`policy`](Self::policy)).
+    pub fn ask_first(self) -> Self {
+        self.policy(Policy::Ask)
+    }
+
     /// Sets the host's standing decision for this tool's proposals (default [`Policy::Allow`]).
     ///
     /// A journal reads it ([`Runner::run_journaled`](crate::Runner::run_journaled)). Outside a
@@ -328,11 +346,17 @@ impl<S: Send + Sync + 'static, V, P> ToolBuilder<'_, S, V, P> {
     /// [`RegistrationError::InvalidName`] for a name outside `[A-Za-z0-9_-]{1,64}`;
     /// [`RegistrationError::ReservedName`] for `model` or `run`, which name other subjects of
     /// events; [`RegistrationError::DuplicateName`] if the set already has a tool of this name.
-    pub fn build<T>(self, body: impl ToolBody<T, S>) -> Result<GuardedTool<T, S>, RegistrationError>
+    pub fn build<T, F, Fut, R, E>(self, body: F) -> Result<GuardedTool<T, S>, RegistrationError>
     where
         T: DeserializeOwned + Serialize + Send + 'static,
         V: Check<T>,
         P: Parameters<T>,
+        // The `Fn` bound itself, not only `ToolBody`, so that a closure's `ToolContext` parameter
+        // is inferred (`|input: T, cx| ...` may call `cx.state()` without naming the type).
+        F: Fn(T, ToolContext<S>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<R, E>> + Send + 'static,
+        R: Into<String>,
+        E: Into<BodyError>,
     {
         super::set::check_name(&self.name)?;
         let tool = GuardedTool {

@@ -73,7 +73,7 @@ impl<T: Transport> DynTransport for T {
 /// } else {
 ///     BoxTransport::new(sequence(vec![Step::Reply(ModelReply::text("hello"))]))
 /// };
-/// let runtime = Runner::harness(&ToolSet::default(), transport);
+/// let runtime = Runner::new(&ToolSet::default(), transport);
 /// let scope = Scope::builder().build()?;
 /// let outcome = runtime.run(&scope, &mut vec![Message::user("hi")], |_| true).await?;
 /// assert_eq!(outcome.status(), Status::Completed);

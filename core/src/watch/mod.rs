@@ -12,7 +12,7 @@
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let (feed, mut updates) = watch::channel();
 //! let scope = Scope::builder().watch(feed).build()?;
-//! let runtime = Runner::harness(&ToolSet::default(), sequence(vec![Step::Reply(ModelReply::text("Hello."))]));
+//! let runtime = Runner::new(&ToolSet::default(), sequence(vec![Step::Reply(ModelReply::text("Hello."))]));
 //! // A service spawns the run and hands `updates` to its response (each update serialises as
 //! // one JSON object, a Server-Sent Event's data); here both run in one task.
 //! let mut conversation = vec![Message::user("Hi.")];
@@ -45,7 +45,7 @@
 //! run shares: the guard queues each event inside the critical section that records it (so the
 //! stream's events are in the log's order, whatever the threads) and wakes the watcher once that
 //! section's lock is released, the model budget pushes the text as it arrives, and `run`,
-//! `run_journaled`, both compositions and every transport are covered without an extra entry
+//! `run_journaled`, with or without spans, and every transport are covered without an extra entry
 //! point.
 //!
 //! # Bounded, whatever the watcher does

@@ -60,7 +60,7 @@ async fn probe(mode: &str) -> ExitCode {
         Step::Reply(ModelReply::new(Some(text.clone()), calls))
     })
     .fragment_size(PIECE);
-    let runtime = Runner::harness(&tools.set, model).streaming(true);
+    let runtime = Runner::new(&tools.set, model).observe(loopbound::Middleware).streaming(true);
     let limits = Limits::default().with_model_calls(5).with_tool_calls(64);
     let (feed, updates) = watch::channel();
     let mut scope = Scope::builder().grants(review::BOTH_CAPABILITIES).limits(limits);

@@ -157,7 +157,8 @@ pub async fn serve(config: Config) -> Result<(), StartError> {
         Timeouts::default().with_initialize(Duration::from_mins(1)).with_list(Duration::from_secs(30));
     let connection = Connection::stdio(&server, timeouts).await.map_err(StartError::Mcp)?;
     let tools = tools::define(&connection).map_err(StartError::Tools)?;
-    let runtime = Runner::harness(&tools, transport)
+    let runtime = Runner::new(&tools, transport)
+        .observe(loopbound::Middleware)
         .options(ChatOptions::default().with_max_output_tokens(800))
         .streaming(true);
     let limits = Limits::default().with_deadline(Duration::from_secs(config.deadline_secs));

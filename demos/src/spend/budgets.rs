@@ -17,7 +17,7 @@
 
 use loopbound::spend::{Micros, Price};
 use loopbound::transport::ModelReply;
-use loopbound::{Limits, Runner, Scope};
+use loopbound::{Limits, Scope};
 use loopbound_fixtures::review::{self, BOTH_CAPABILITIES, Review};
 use tokio_util::sync::CancellationToken;
 
@@ -86,7 +86,9 @@ pub async fn run(args: SpendArgs, caller: CancellationToken) -> Result<Played, D
         scenario: format!("spend: {DEMONSTRATES}"),
     };
     let mut conversation = review::conversation();
-    let outcome = Runner::new(args.composition(), &tools.set, &model)
+    let outcome = args
+        .composition()
+        .runner(&tools.set, &model)
         .options(review::options())
         .streaming(args.stream)
         .run(&scope, &mut conversation, |ended| Review::completed(ended.state()))

@@ -26,7 +26,8 @@ use std::io::Write;
 
 use clap::Args;
 use loopbound::transport::Usage;
-use loopbound::{Composition, Limits, Message, Outcome};
+use loopbound::{Limits, Message, Outcome};
+use loopbound_fixtures::Composition;
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 

@@ -133,7 +133,8 @@ mod tests {
             .state(loopbound_fixtures::review::Review::default())
             .build()
             .unwrap();
-        let outcome = Runner::harness(&review.set, &model)
+        let outcome = Runner::new(&review.set, &model)
+            .observe(loopbound::Middleware)
             .run(&scope, &mut loopbound_fixtures::review::conversation(), |_| false)
             .await
             .unwrap();

@@ -19,7 +19,8 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
 use loopbound::spend::{Micros, Price};
 use loopbound::transport::ModelReply;
-use loopbound::{Composition, Limits, Message, Runner, Scope, SubAgent, ToolContext, ToolSet};
+use loopbound::{Limits, Message, Scope, SubAgent, ToolContext, ToolSet};
+use loopbound_fixtures::Composition;
 use loopbound_fixtures::review::{self, BOTH_CAPABILITIES, CLOSING, Review, TICKET_ID, TicketInput};
 use tokio_util::sync::CancellationToken;
 
@@ -142,8 +143,7 @@ fn planner_tools(composition: Composition, stream: bool, bills: &Bills) -> ToolS
             let asked = call.state().asked.fetch_add(1, Ordering::SeqCst) + 1;
             let agent = REVIEWERS[usize::try_from(asked).map_or(3, |n| n.clamp(1, 4) - 1)];
             let model = provider::honest(REVIEWER, agent, &bills, move |n| reviewer_reply(asked, n));
-            let runtime =
-                Runner::new(composition, &reviews, model).options(review::options()).streaming(stream);
+            let runtime = composition.runner(&reviews, model).options(review::options()).streaming(stream);
             let reviewer = SubAgent::new(runtime);
             let start = vec![
                 Message::system(review::INSTRUCTIONS),
@@ -204,7 +204,9 @@ pub async fn run(args: SpendArgs, caller: CancellationToken) -> Result<Played, D
         scenario: format!("subagent: {DEMONSTRATES}"),
     };
     let mut conversation = vec![Message::system(INSTRUCTIONS), Message::user(PROMPT)];
-    let outcome = Runner::new(args.composition(), &tools, &planner)
+    let outcome = args
+        .composition()
+        .runner(&tools, &planner)
         .options(review::options())
         .streaming(args.stream)
         .run(&scope, &mut conversation, |ended| Delegations::completed(ended.state()))

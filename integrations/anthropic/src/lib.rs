@@ -68,7 +68,7 @@
 //! tools.tool("read_ticket", "ticket.read").description("Read one ticket by its id.").build(
 //!     |t: Ticket, _call| async move { Ok::<_, String>(format!("Ticket {}: login fails.", t.input)) },
 //! )?;
-//! let runtime = Runner::harness(&tools.build(), transport)
+//! let runtime = Runner::new(&tools.build(), transport)
 //!     .options(ChatOptions::default().with_max_output_tokens(800))
 //!     .streaming(true);
 //!

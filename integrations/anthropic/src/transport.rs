@@ -91,7 +91,7 @@ impl Api for Anthropic {
 /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 /// // LOOPBOUND_ANTHROPIC_BASE_URL=https://api.anthropic.com/v1 LOOPBOUND_ANTHROPIC_MODEL=claude-…
 /// let transport = AnthropicTransport::from_env()?;
-/// let runtime = Runner::harness(&ToolSet::default(), transport).streaming(true);
+/// let runtime = Runner::new(&ToolSet::default(), transport).streaming(true);
 /// let scope = Scope::builder().build()?;
 /// let outcome = runtime.run(&scope, &mut vec![Message::user("Say hello.")], |_| true).await?;
 /// println!("{} {:?}", outcome.status(), outcome.text());

@@ -56,7 +56,7 @@
 //!     Step::Reply(ModelReply::call("c1", "get-sum", r#"{"a": 2, "b": 40}"#)),
 //!     Step::Reply(ModelReply::text("42.")),
 //! ]);
-//! let outcome = Runner::harness(&tools, model)
+//! let outcome = Runner::new(&tools, model)
 //!     .run(&scope, &mut vec![Message::user("Add 2 and 40.")], |_| true)
 //!     .await?;
 //! assert_eq!(outcome.status(), Status::Completed);

@@ -147,7 +147,8 @@ async fn a_journaled_run_validates_arguments_before_the_guard_and_proposes_nothi
     let journal = loopbound::journal::MemoryJournal::default();
     let run = loopbound::journal::RunId::new("sum-journaled").unwrap();
     let mut conversation = vec![loopbound::Message::user("Use the tools.")];
-    let outcome = loopbound::Runner::harness(&tools, model)
+    let outcome = loopbound::Runner::new(&tools, model)
+        .observe(loopbound::Middleware)
         .run_journaled(&journal, &run, &scope, &mut conversation, |_| true)
         .await
         .unwrap();

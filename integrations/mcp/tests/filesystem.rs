@@ -313,7 +313,8 @@ async fn attempt(
     let model = refund::model(script.to_vec(), |_| ());
     let mut conversation = vec![Message::user("Use the tools.")];
     let run = RunId::new(run).expect("a valid run id");
-    let outcome = Runner::harness(tools, model)
+    let outcome = Runner::new(tools, model)
+        .observe(loopbound::Middleware)
         .run_journaled(journal, &run, &scope(granted, Limits::default()), &mut conversation, |_| true)
         .await;
     (outcome, conversation)

@@ -17,8 +17,9 @@
 use std::process::ExitCode;
 
 use loopbound::transport::Transport;
-use loopbound::{Composition, Limits, Message, Runner};
+use loopbound::{Limits, Message};
 use loopbound_openai::OpenAiTransport;
+use loopbound_testkit::Composition;
 use loopbound_testkit::review::{self, BOTH_CAPABILITIES, Review};
 
 fn print_transcript(messages: &[Message]) {
@@ -123,7 +124,8 @@ async fn run<T: Transport>(
     scope: &loopbound::Scope<Review>,
     messages: &mut Vec<Message>,
 ) -> Result<loopbound::Outcome, loopbound::RunError> {
-    Runner::new(composition, &review::tools().set, transport)
+    composition
+        .runner(&review::tools().set, transport)
         .options(review::options())
         .streaming(streaming)
         .run(scope, messages, |ended| ended.state().completed())

@@ -55,7 +55,7 @@ impl Api for OpenAi {
 /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 /// // LOOPBOUND_OPENAI_BASE_URL=http://127.0.0.1:8080/v1 LOOPBOUND_OPENAI_MODEL=smollm2
 /// let transport = OpenAiTransport::from_env()?;
-/// let runtime = Runner::harness(&ToolSet::default(), transport).streaming(true);
+/// let runtime = Runner::new(&ToolSet::default(), transport).streaming(true);
 /// let scope = Scope::builder().build()?;
 /// let outcome = runtime.run(&scope, &mut vec![Message::user("Say hello.")], |_| true).await?;
 /// println!("{} {:?}", outcome.status(), outcome.text());

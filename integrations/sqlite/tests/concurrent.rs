@@ -15,7 +15,7 @@ async fn sixteen_spawned_runs_share_one_journal_and_each_refund_runs_once() {
     let journal = SqliteJournal::open(scratch::dir("sqlite-concurrent").join("runs.db")).unwrap();
     let sink = Arc::new(MemorySink::default());
     let tools = refund::tools(Arc::clone(&sink) as Arc<dyn EffectSink>, Policy::Allow);
-    let runtime = Arc::new(Runner::harness(&tools.set, refund::model(refund::long_script(), |_| {})));
+    let runtime = Arc::new(Runner::new(&tools.set, refund::model(refund::long_script(), |_| {})));
     let mut tasks = Vec::new();
     for n in 0..16 {
         let (journal, runtime) = (journal.clone(), Arc::clone(&runtime));

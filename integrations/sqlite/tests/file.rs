@@ -23,7 +23,7 @@ async fn attempt(
 ) -> Result<Outcome, RunError> {
     let tools = refund::tools(Arc::clone(sink) as Arc<dyn EffectSink>, Policy::Allow);
     let scope = Scope::builder().grants(refund::CAPABILITIES).limits(Limits::default()).build().unwrap();
-    let runtime = Runner::harness(&tools.set, refund::model(script, |_| {}));
+    let runtime = Runner::new(&tools.set, refund::model(script, |_| {}));
     runtime.run_journaled(journal, &run_id(), &scope, &mut refund::conversation(), |_| true).await
 }
 

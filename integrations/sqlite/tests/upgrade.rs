@@ -48,7 +48,7 @@ async fn attempt(
     let tools = refund::tools(Arc::clone(sink) as Arc<dyn EffectSink>, policy);
     let log = Arc::clone(asked);
     let model = refund::model(script, move |step| log.lock().unwrap().push(step));
-    let runtime = Runner::harness(&tools.set, model).options(refund::metered_options());
+    let runtime = Runner::new(&tools.set, model).options(refund::metered_options());
     let scope = Scope::builder().grants(refund::CAPABILITIES).limits(limits).build().unwrap();
     runtime.run_journaled(journal, run, &scope, &mut refund::conversation(), |_| true).await
 }

@@ -116,7 +116,7 @@ async fn run(dir: &Path, journal: AnyJournal, policy: &str, point: &str, batch: 
     let asks = dir.join("asks");
     let script = if batch { refund::batched_script() } else { refund::long_script() };
     let model = refund::model(script, move |step| append(&asks, &step.to_string()));
-    let mut runtime = Runner::harness(&tools.set, model);
+    let mut runtime = Runner::new(&tools.set, model);
     if batch {
         let cap = Concurrency::new(2).unwrap_or_else(|error| fail(&error.to_string()));
         runtime = runtime.parallel(cap);
@@ -156,7 +156,7 @@ async fn metered(dir: &Path, journal: AnyJournal, point: &str) -> String {
             reached("during-model-call");
         }
     });
-    let runtime = Runner::harness(&tools.set, model).options(refund::metered_options());
+    let runtime = Runner::new(&tools.set, model).options(refund::metered_options());
     for _ in 0..10 {
         let scope = Scope::builder()
             .grants(refund::CAPABILITIES)

@@ -137,7 +137,7 @@ fn tools(effects: FileSink, point: &str) -> ToolSet {
 
 async fn attempt(dir: &Path, journal: AnyJournal, point: &str, cancel: bool) -> String {
     let tools = tools(FileSink::new(dir.join("effects")), point);
-    let runtime = Runner::harness(&tools, refund::model(refund::short_script(), |_| {}));
+    let runtime = Runner::new(&tools, refund::model(refund::short_script(), |_| {}));
     let journal = Hooked::new(journal, Freezing { point: point.to_owned() });
     if point == "before-acquire" {
         reached(point).await;
@@ -185,7 +185,7 @@ async fn attempt(dir: &Path, journal: AnyJournal, point: &str, cancel: bool) -> 
 async fn finish(dir: &Path, journal: AnyJournal) -> String {
     let effects = FileSink::new(dir.join("effects"));
     let tools = tools(effects.clone(), "none");
-    let runtime = Runner::harness(&tools, refund::model(refund::short_script(), |_| {}));
+    let runtime = Runner::new(&tools, refund::model(refund::short_script(), |_| {}));
     for _ in 0..20 {
         let scope = Scope::builder()
             .grants(refund::CAPABILITIES)

@@ -145,7 +145,7 @@ fn bases() -> &'static [StoredRun] {
 /// One attempt of the long refund script; the first refund body hangs while `hangs` is not 0.
 async fn attempt(journal: &impl Journal, sink: &Arc<MemorySink>, policy: Policy, hangs: &Arc<AtomicU32>) {
     let tools = hanging_tools(sink, policy, hangs);
-    let runtime = Runner::harness(&tools, refund::model(refund::long_script(), |_| {}));
+    let runtime = Runner::new(&tools, refund::model(refund::long_script(), |_| {}));
     let limits = Limits::default().with_deadline(Duration::from_secs(5));
     let scope = Scope::builder()
         .grants(refund::CAPABILITIES)
@@ -342,7 +342,7 @@ async fn resume(
 ) -> Result<loopbound::Outcome, loopbound::RunError> {
     let tools = refund::tools(Arc::clone(sink) as Arc<dyn EffectSink>, Policy::Allow);
     let script = refund::long_script().into_iter().chain([ModelReply::text("extra")]).collect();
-    let runtime = Runner::harness(&tools.set, refund::model(script, |_| {}));
+    let runtime = Runner::new(&tools.set, refund::model(script, |_| {}));
     let limits = Limits::default().with_deadline(Duration::from_secs(5));
     let scope = Scope::builder()
         .grants(refund::CAPABILITIES)

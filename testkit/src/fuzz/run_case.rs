@@ -24,14 +24,12 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use crate::Composition;
 use arbitrary::Arbitrary;
 use loopbound::scripted::{Scripted, Step};
 use loopbound::tool::ToolSetBuilder;
 use loopbound::transport::{ModelReply, ToolCall, TransportError};
-use loopbound::{
-    Composition, HaltReason, Limits, Message, Outcome, RunError, Runner, Scope, Status, Stop, ToolContext,
-    ToolSet,
-};
+use loopbound::{HaltReason, Limits, Message, Outcome, RunError, Scope, Status, Stop, ToolContext, ToolSet};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
@@ -599,7 +597,7 @@ async fn played(case: &RunCase, parallel: Option<usize>) -> Played {
         .build()
         .unwrap_or_else(|error| panic!("valid limits were refused: {error}"));
     let transport = Scripted::new(move |call, _| play(case, call, &caller)).fragment_size(3);
-    let mut runtime = Runner::new(case.composition(), &tools(), &transport).streaming(case.streaming);
+    let mut runtime = case.composition().runner(&tools(), &transport).streaming(case.streaming);
     if let Some(cap) = parallel {
         runtime =
             runtime.parallel(loopbound::Concurrency::new(cap).unwrap_or_else(|error| panic!("{error}")));
@@ -631,7 +629,7 @@ async fn check_run(case: &RunCase) {
         .unwrap_or_else(|error| panic!("valid limits were refused: {error}"));
     let script_caller = caller.clone();
     let transport = Scripted::new(move |call, _| play(case, call, &script_caller)).fragment_size(3);
-    let runtime = Runner::new(case.composition(), &tools(), &transport).streaming(case.streaming);
+    let runtime = case.composition().runner(&tools(), &transport).streaming(case.streaming);
     let mut conversation = vec![Message::user("Review ticket 42.")];
     let run = runtime.run(&scope, &mut conversation, |ended| ended.state().finished.load(Ordering::SeqCst));
     let result = tokio::time::timeout(limits.deadline() + Duration::from_secs(1), run)

@@ -5,8 +5,9 @@
 use std::time::Duration;
 
 use loopbound::transport::{ModelReply, TransportError, TransportErrorKind};
-use loopbound::{Composition, RunError, Status};
+use loopbound::{RunError, Status};
 use loopbound_anthropic::{AnthropicTransport, Config};
+use loopbound_testkit::Composition;
 use loopbound_testkit::canned::{Answer, Canned, event_stream, json, response};
 use loopbound_testkit::scenarios::{Scenario, call, run};
 use tokio_util::sync::CancellationToken;

@@ -4,7 +4,8 @@
 //! refused before anything is sent, at the run's start and at a direct call alike.
 
 use loopbound::transport::{ChatOptions, ChatRequest, Transport, TransportError};
-use loopbound::{Composition, Message, RunError, RunErrorKind, Status};
+use loopbound::{Message, RunError, RunErrorKind, Status};
+use loopbound_testkit::Composition;
 use loopbound_testkit::aimock::Aimock;
 use loopbound_testkit::canned::{Answer, Canned, json};
 use loopbound_testkit::review::MAX_OUTPUT_TOKENS;

@@ -5,7 +5,9 @@
 
 use std::time::Duration;
 
-use loopbound::{Composition, Limits, Status};
+use loopbound::{Limits, Status};
+
+use loopbound_testkit::Composition;
 use loopbound_testkit::aimock::Aimock;
 use loopbound_testkit::canned::{Answer, Canned};
 use loopbound_testkit::scenarios::{PATHS, Scenario, compare, run, run_with};

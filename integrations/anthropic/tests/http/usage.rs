@@ -4,7 +4,8 @@
 
 use loopbound::spend::{Micros, Price, Prices};
 use loopbound::transport::{Transport, Usage};
-use loopbound::{Composition, Limits, RunError, Status};
+use loopbound::{Limits, RunError, Status};
+use loopbound_testkit::Composition;
 use loopbound_testkit::aimock::Aimock;
 use loopbound_testkit::canned::{Answer, Canned, event_stream, json};
 use loopbound_testkit::scenarios::{PATHS, Scenario, run, run_priced};

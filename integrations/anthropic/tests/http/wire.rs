@@ -3,8 +3,9 @@
 //! 429, 529 and 500 responses, refused credentials.
 
 use loopbound::transport::{TransportError, TransportErrorKind};
-use loopbound::{Composition, RunError, Status};
+use loopbound::{RunError, Status};
 use loopbound_anthropic::{AnthropicTransport, ApiKey, Config, ToolChoice};
+use loopbound_testkit::Composition;
 use loopbound_testkit::aimock::{Aimock, MESSAGES};
 use loopbound_testkit::canned::{Answer, Canned, json};
 use loopbound_testkit::review::{self as review_task, REVIEW_DONE, TICKET_TEXT};
@@ -128,7 +129,7 @@ async fn the_tool_choice_and_default_cap_come_from_the_configuration() {
         Config::new(&server.base_url(), "m").unwrap().with_tool_choice(ToolChoice::Any).with_max_tokens(77);
     let transport = AnthropicTransport::new(config).unwrap();
     let scope = review_task::scope(review_task::BOTH_CAPABILITIES, loopbound::Limits::default()).unwrap();
-    let runtime = loopbound::Runner::harness(&review_task::tools().set, transport);
+    let runtime = loopbound::Runner::new(&review_task::tools().set, transport);
     let outcome = runtime
         .run(&scope, &mut vec![loopbound::Message::user("Hi")], |ended| ended.state().completed())
         .await

@@ -30,7 +30,8 @@ pub(crate) fn calls(calls: &[(&str, &str)]) -> Vec<Step> {
 /// Runs `steps` over `tools` in `scope`; the host's condition is always true.
 pub(crate) async fn run(tools: &ToolSet, scope: &Scope, steps: Vec<Step>) -> (Outcome, Vec<Message>) {
     let mut conversation = vec![Message::user("Use the tools.")];
-    let outcome = Runner::harness(tools, sequence(steps))
+    let outcome = Runner::new(tools, sequence(steps))
+        .observe(loopbound::Middleware)
         .run(scope, &mut conversation, |_| true)
         .await
         .expect("the run ends with an outcome");

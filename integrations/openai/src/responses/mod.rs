@@ -86,7 +86,7 @@ impl Api for Responses {
 /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 /// let transport = ResponsesTransport::new(Config::new("http://127.0.0.1:8080/v1", "smollm2")?)?;
 /// assert_eq!(transport.config().responses_endpoint().as_str(), "http://127.0.0.1:8080/v1/responses");
-/// let runtime = Runner::harness(&ToolSet::default(), transport).streaming(true);
+/// let runtime = Runner::new(&ToolSet::default(), transport).streaming(true);
 /// let scope = Scope::builder().build()?;
 /// let outcome = runtime.run(&scope, &mut vec![Message::user("Say hello.")], |_| true).await?;
 /// println!("{} {:?}", outcome.status(), outcome.text());

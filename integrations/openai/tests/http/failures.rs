@@ -4,8 +4,9 @@
 use std::time::Duration;
 
 use loopbound::transport::{ModelReply, TransportError, TransportErrorKind};
-use loopbound::{Composition, RunError, Status};
+use loopbound::{RunError, Status};
 use loopbound_openai::{ApiKey, Config, OpenAiTransport};
+use loopbound_testkit::Composition;
 use tokio_util::sync::CancellationToken;
 
 use crate::{SECRET, assert_no_secret};

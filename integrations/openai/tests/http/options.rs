@@ -2,9 +2,9 @@
 //! in its chat shape (`temperature`, `top_p`, the array `stop`, `seed`), as aimock's journal
 //! recorded it, on both call paths.
 
-use loopbound::Composition;
 use loopbound::Status;
 use loopbound::transport::ChatOptions;
+use loopbound_testkit::Composition;
 use loopbound_testkit::aimock::Aimock;
 use loopbound_testkit::review::MAX_OUTPUT_TOKENS;
 use loopbound_testkit::scenarios::{Scenario, run_with_options};

@@ -3,8 +3,9 @@
 
 use loopbound::spend::{Micros, Price, Prices};
 use loopbound::transport::{Transport, Usage};
-use loopbound::{Composition, Limits, Status};
+use loopbound::{Limits, Status};
 use loopbound_openai::{ApiKey, Config, OpenAiTransport};
+use loopbound_testkit::Composition;
 use serde_json::Value;
 
 use crate::SECRET;

@@ -2,8 +2,9 @@
 //! run: the exact request bodies, injected 429 and 500 responses, refused credentials.
 
 use loopbound::transport::{Transport, TransportError, TransportErrorKind};
-use loopbound::{Composition, RunError, Status};
+use loopbound::{RunError, Status};
 use loopbound_openai::{ApiKey, Config, OpenAiTransport, OutputCapField, ResponsesTransport};
+use loopbound_testkit::Composition;
 use serde_json::{Value, json};
 
 use loopbound_testkit::aimock::Aimock;

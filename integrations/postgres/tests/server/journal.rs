@@ -32,7 +32,7 @@ async fn attempt(
 ) -> Result<Outcome, RunError> {
     let tools = refund::tools(Arc::clone(sink) as Arc<dyn EffectSink>, policy);
     let scope = Scope::builder().grants(refund::CAPABILITIES).build().expect("valid limits");
-    let runtime = Runner::harness(&tools.set, refund::model(refund::short_script(), |_| {}));
+    let runtime = Runner::new(&tools.set, refund::model(refund::short_script(), |_| {}));
     runtime.run_journaled(journal, &run(), &scope, &mut refund::conversation(), |_| true).await
 }
 

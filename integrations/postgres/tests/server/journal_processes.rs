@@ -35,7 +35,7 @@ async fn attempt(
     let sink = Arc::new(FileSink::new(effects));
     let tools = refund::tools(sink as Arc<dyn EffectSink>, Policy::Allow);
     let scope = Scope::builder().grants(refund::CAPABILITIES).build().expect("valid limits");
-    let runtime = Runner::harness(&tools.set, refund::model(refund::short_script(), observe));
+    let runtime = Runner::new(&tools.set, refund::model(refund::short_script(), observe));
     let run = RunId::new(run).expect("a valid run id");
     let outcome = runtime.run_journaled(journal, &run, &scope, &mut refund::conversation(), |_| true).await?;
     Ok(outcome.status())

@@ -34,7 +34,7 @@ fn hang(
 ) -> tokio::task::JoinHandle<Result<loopbound::Outcome, RunError>> {
     let (journal, run) = (Arc::clone(journal), run.clone());
     tokio::spawn(async move {
-        let runtime = Runner::harness(&ToolSet::default(), Scripted::new(|_, _| Step::Hang));
+        let runtime = Runner::new(&ToolSet::default(), Scripted::new(|_, _| Step::Hang));
         let scope = Scope::builder().build().unwrap();
         runtime.run_journaled(&*journal, &run, &scope, &mut vec![Message::user("Hi.")], |_| true).await
     })

@@ -26,7 +26,7 @@ pub(crate) async fn check_all<B: Backend>(backend: &B) {
 async fn attempt(journal: &impl Journal, sink: &Arc<MemorySink>, expiry: Duration) -> Outcome {
     let tools = refund::tools(Arc::clone(sink) as Arc<dyn EffectSink>, Policy::AskWithin(expiry)).set;
     let scope = Scope::builder().grants(refund::CAPABILITIES).build().expect("valid limits");
-    let runtime = Runner::harness(&tools, refund::model(refund::short_script(), |_| {}));
+    let runtime = Runner::new(&tools, refund::model(refund::short_script(), |_| {}));
     runtime
         .run_journaled(journal, &run(), &scope, &mut refund::conversation(), |ended| {
             ended.has_succeeded("refund")

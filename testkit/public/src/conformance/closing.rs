@@ -26,7 +26,7 @@ pub(crate) async fn check_all<B: Backend>(backend: &B) {
 async fn attempt(journal: &impl Journal, run: &RunId, sink: &Arc<MemorySink>) -> Result<Outcome, RunError> {
     let tools = refund::tools(Arc::clone(sink) as Arc<dyn EffectSink>, Policy::Ask).set;
     let scope = Scope::builder().grants(refund::CAPABILITIES).build().expect("valid limits");
-    let runtime = Runner::harness(&tools, refund::model(refund::short_script(), |_| {}));
+    let runtime = Runner::new(&tools, refund::model(refund::short_script(), |_| {}));
     runtime.run_journaled(journal, run, &scope, &mut refund::conversation(), |_| true).await
 }
 

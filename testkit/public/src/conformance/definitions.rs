@@ -28,7 +28,7 @@ fn prices() -> Prices {
 
 async fn attempt(journal: &impl Journal, tools: &ToolSet, scope: &Scope) -> Result<Outcome, RunError> {
     let model = refund::model(refund::short_script(), |_| {}).with_model(MODEL);
-    let runtime = Runner::harness(tools, model);
+    let runtime = Runner::new(tools, model);
     let refunded = |ended: Ended<'_, ()>| ended.has_succeeded("refund");
     runtime.run_journaled(journal, &run(), scope, &mut refund::conversation(), refunded).await
 }

@@ -29,7 +29,7 @@ pub(crate) async fn check_all<B: Backend>(backend: &B) {
 /// One attempt of the refund task (short script) on `journal` with `tools`.
 async fn attempt(journal: &impl Journal, tools: &ToolSet) -> Result<Outcome, RunError> {
     let scope = Scope::builder().grants(refund::CAPABILITIES).build().expect("valid limits");
-    let runtime = Runner::harness(tools, refund::model(refund::short_script(), |_| {}));
+    let runtime = Runner::new(tools, refund::model(refund::short_script(), |_| {}));
     runtime.run_journaled(journal, &run(), &scope, &mut refund::conversation(), |_| true).await
 }
 

@@ -44,7 +44,7 @@ async fn attempt(
             .cloned()
             .map_or_else(|| Step::Fail(TransportError::other("no such step")), Step::Reply)
     });
-    let runtime = Runner::harness(&tools.set, model).options(refund::metered_options());
+    let runtime = Runner::new(&tools.set, model).options(refund::metered_options());
     let scope = Scope::builder()
         .grants(refund::CAPABILITIES)
         .limits(refund::metered_limits())

@@ -109,7 +109,7 @@ async fn watched(journal: &impl Journal, sink: &Arc<MemorySink>) -> (Outcome, Ve
         .record_stream()
         .build()
         .expect("valid limits");
-    let runtime = Runner::harness(&tools, refund::model(refund::short_script(), |_| {}));
+    let runtime = Runner::new(&tools, refund::model(refund::short_script(), |_| {}));
     let outcome = runtime
         .run_journaled(journal, &run(), &scope, &mut refund::conversation(), |ended| {
             ended.has_succeeded("refund")
@@ -185,7 +185,7 @@ async fn a_follower_in_the_attempts_process_sees_a_step_before_it_is_committed_u
 ) {
     let tools = ToolSet::default();
     let scope = Scope::builder().record_stream().build().expect("valid limits");
-    let runtime = Runner::harness(&tools, scripted::sequence(vec![Step::Hang]));
+    let runtime = Runner::new(&tools, scripted::sequence(vec![Step::Hang]));
     let mut conversation = vec![Message::user("Wait for a model that never answers.")];
     let id = run();
     let attempt = runtime.run_journaled(a, &id, &scope, &mut conversation, |_| true);
@@ -226,7 +226,7 @@ async fn a_run_that_does_not_record_writes_no_line_and_is_refused_to_a_follower(
     let sink = Arc::new(MemorySink::default());
     let tools = refund::tools(Arc::clone(&sink) as Arc<dyn EffectSink>, Policy::Allow).set;
     let scope = Scope::builder().grants(refund::CAPABILITIES).build().expect("valid limits");
-    let runtime = Runner::harness(&tools, refund::model(refund::short_script(), |_| {}));
+    let runtime = Runner::new(&tools, refund::model(refund::short_script(), |_| {}));
     let id = run();
     let done = runtime
         .run_journaled(a, &id, &scope, &mut refund::conversation(), |ended| ended.has_succeeded("refund"))
@@ -246,7 +246,7 @@ async fn a_reader_of_an_attempt_cut_before_its_end_gets_every_line_of_the_next_o
     let tools = ToolSet::default();
     let id = run();
     let scope = Scope::builder().record_stream().build().expect("valid limits");
-    let hangs = Runner::harness(&tools, scripted::sequence(vec![Step::Hang]));
+    let hangs = Runner::new(&tools, scripted::sequence(vec![Step::Hang]));
     let mut conversation = vec![Message::user("Answer once the model does.")];
     let mut live = journal::follow(a, run(), 0);
     // The attempt shows its model call live, then its process dies: the attempt is dropped
@@ -265,7 +265,7 @@ async fn a_reader_of_an_attempt_cut_before_its_end_gets_every_line_of_the_next_o
     drop(scope);
     tokio::time::sleep(PAST_SHORT).await;
 
-    let answers = Runner::harness(&tools, scripted::sequence(vec![Step::Reply(ModelReply::text("Done."))]));
+    let answers = Runner::new(&tools, scripted::sequence(vec![Step::Reply(ModelReply::text("Done."))]));
     let scope = Scope::builder().record_stream().build().expect("valid limits");
     let mut conversation = Vec::new();
     // A reader on the resuming handle, reconnected with the number it saw, while it runs.

@@ -156,7 +156,7 @@ pub fn draw(store: Arc<dyn PoolStore>, pools: &[&str], lease: Duration, holder: 
 /// When the draw's scope does not build (a pool name that is not one): a test's mistake.
 pub async fn one_run(draw: &Draw, model: &Billing) -> Result<(Status, Option<String>), RunError> {
     let scope = draw.builder().build().expect("a scope drawing from pools");
-    let runtime = Runner::harness(&ToolSet::default(), model);
+    let runtime = Runner::new(&ToolSet::default(), model);
     let outcome = runtime.run(&scope, &mut vec![Message::user(prompt())], |_| true).await?;
     Ok((outcome.status(), outcome.detail().map(str::to_owned)))
 }

@@ -3,9 +3,9 @@
 //! settled from each response's report. (Prices, injected errors, refused keys and wrong
 //! arguments are the chat transport's tests, run over both APIs.)
 
-use loopbound::Composition;
 use loopbound::transport::Usage;
 use loopbound_openai::ResponsesTransport;
+use loopbound_testkit::Composition;
 use loopbound_testkit::aimock::Aimock;
 use loopbound_testkit::scenarios::{PATHS, Scenario, compare, run};
 

@@ -2,7 +2,8 @@
 //! run as the chat transport's equivalent does.
 
 use loopbound::transport::{TransportError, TransportErrorKind};
-use loopbound::{Composition, RunError, Status};
+use loopbound::{RunError, Status};
+use loopbound_testkit::Composition;
 use loopbound_testkit::canned::{Answer, Canned, event_stream, json};
 use loopbound_testkit::scenarios::{Scenario, run};
 

@@ -2,7 +2,8 @@
 //! them) and what aimock's journal read from them, the output cap among them.
 
 use loopbound::transport::{ChatOptions, ChatRequest, Transport};
-use loopbound::{Composition, Message, Status};
+use loopbound::{Message, Status};
+use loopbound_testkit::Composition;
 use loopbound_testkit::aimock::Aimock;
 use loopbound_testkit::canned::{Answer, Canned, json};
 use loopbound_testkit::review::{REVIEW_DONE, TICKET_TEXT};
