@@ -1023,9 +1023,9 @@ impl Ledger {
         }
     }
 
-    /// Appends a journal's event (a proposal, a decision, an effect's start or result, a resume,
-    /// a reconciliation), unless the run is stopped (the caller first, then a halt).
-    #[cfg(feature = "journal")]
+    /// Appends an event recorded beside the guard's own (the built-in middleware's; a journal's:
+    /// a proposal, a decision, an effect's start or result, a resume, a reconciliation), unless
+    /// the run is stopped (the caller first, then a halt).
     pub(crate) fn record(&mut self, gate: Gate, event: ControlEvent) -> Result<(), Stop> {
         if gate.caller_cancelled {
             return Err(Stop::Cancelled);
