@@ -145,7 +145,7 @@ async fn an_approval_bound_to_the_exact_call_resumes_the_run_and_the_refund_runs
     let operation = OperationId::parse("refund-42/op/2").unwrap();
     let other = Digest::of(r#"refund:{"amount_cents":150000,"order":42}"#);
     assert_eq!(
-        journal::approve(&journal, journal::Presented::new(&operation, &other), "alice").await.err(),
+        journal::approve(&journal, journal::ProposalKey::new(&operation, &other), "alice").await.err(),
         Some(JournalError::SignatureMismatch)
     );
     let record = journal::inspect(&journal, &run_id()).await.unwrap();
@@ -158,7 +158,7 @@ async fn an_approval_bound_to_the_exact_call_resumes_the_run_and_the_refund_runs
     let approved = journal::approve(&journal, &proposal, "alice").await.unwrap();
     assert_eq!(approved, proposal);
     assert_eq!(
-        journal::approve(&journal, journal::Presented::new(&operation, &proposal.digest()), "bob")
+        journal::approve(&journal, journal::ProposalKey::new(&operation, &proposal.digest()), "bob")
             .await
             .err(),
         Some(JournalError::AlreadyDecided)
@@ -194,7 +194,7 @@ async fn a_denial_halts_the_run_naming_the_operation_and_who_denied() {
     let operation = OperationId::parse(first.operation().unwrap()).unwrap();
     let record = journal::inspect(&journal, &run_id()).await.unwrap();
     let digest = record.operation(2).unwrap().proposal().digest();
-    journal::deny(&journal, journal::Presented::new(&operation, &digest), "bob").await.unwrap();
+    journal::deny(&journal, journal::ProposalKey::new(&operation, &digest), "bob").await.unwrap();
     let second = attempt(&journal, &sink, Policy::Ask, refund::short_script(), Limits::default(), &asked())
         .await
         .unwrap();
@@ -342,7 +342,7 @@ async fn budgets_are_the_logical_runs_across_resumes() {
     let digest = record.operation(2).unwrap().proposal().digest();
     journal::approve(
         &journal,
-        journal::Presented::new(&OperationId::parse("refund-42/op/2").unwrap(), &digest),
+        journal::ProposalKey::new(&OperationId::parse("refund-42/op/2").unwrap(), &digest),
         "alice",
     )
     .await
@@ -864,7 +864,7 @@ async fn a_proposal_that_expires_refuses_a_late_approval_and_a_late_resume_never
     };
     let expired = "Denied refund 2 refund-42/op/2 by recheck: approval expired".to_owned();
 
-    // Presented after the expiry: refused, nothing written; the resume ends the run.
+    // ProposalKey after the expiry: refused, nothing written; the resume ends the run.
     let (journal, tools, waiting) = suspend(Duration::from_millis(1)).await;
     let pending = waiting.pending().unwrap();
     let expires = pending.expires_at().unwrap();

@@ -304,7 +304,7 @@ impl PoolStore for Interfering {
     fn windows<'a>(
         &'a self,
         pool: &'a str,
-    ) -> loopbound::pool::PoolFuture<'a, Vec<(u64, loopbound::pool::Line)>> {
+    ) -> loopbound::pool::PoolFuture<'a, Vec<(u64, loopbound::pool::WindowTotals)>> {
         self.inner.windows(pool)
     }
 }

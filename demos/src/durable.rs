@@ -326,9 +326,9 @@ pub async fn decide(
     };
     let Some(journal) = open(path, err) else { return EXIT_JOURNAL };
     let result = if allow {
-        journal::approve(&journal, journal::Presented::new(&operation, &digest), approver).await
+        journal::approve(&journal, journal::ProposalKey::new(&operation, &digest), approver).await
     } else {
-        journal::deny(&journal, journal::Presented::new(&operation, &digest), approver).await
+        journal::deny(&journal, journal::ProposalKey::new(&operation, &digest), approver).await
     };
     match result {
         Ok(proposal) => {

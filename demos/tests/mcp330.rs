@@ -146,7 +146,7 @@ fn a_live_model_sums_with_the_real_server_over_every_provider() {
     }
     let Some(aimock) = loopbound_testkit::aimock::Aimock::start() else { return };
     for provider in ["openai", "anthropic", "responses"] {
-        let prefix = if provider == "anthropic" { "LOOPBOUND_ANTHROPIC_" } else { "LOOPBOUND_" };
+        let prefix = if provider == "anthropic" { "LOOPBOUND_ANTHROPIC_" } else { "LOOPBOUND_OPENAI_" };
         let output = Command::new(env!("CARGO_BIN_EXE_mcp330"))
             .args(["complete", "--live", "--provider", provider, "--json"])
             .env(format!("{prefix}BASE_URL"), aimock.base_url())

@@ -307,9 +307,9 @@ impl Sut {
                 _ => Digest::of("refund:{\"amount_cents\":1,\"order\":1}"),
             };
             let result = if allow {
-                journal::approve(&self.journal, journal::Presented::new(&operation, &digest), "alice").await
+                journal::approve(&self.journal, journal::ProposalKey::new(&operation, &digest), "alice").await
             } else {
-                journal::deny(&self.journal, journal::Presented::new(&operation, &digest), "bob").await
+                journal::deny(&self.journal, journal::ProposalKey::new(&operation, &digest), "bob").await
             };
             result.map_or_else(|error| Reported::Refused(refused(&error)), |_| Reported::Done)
         })

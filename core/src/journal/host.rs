@@ -347,12 +347,12 @@ fn idle(record: &RunRecord) -> Result<(), JournalError> {
 /// [`pending`](crate::Outcome::pending) proposal converts into one as it is; a host that showed
 /// the proposal elsewhere (a web page) builds one from the operation id and digest it gets back.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Presented {
+pub struct ProposalKey {
     operation: OperationId,
     digest: Digest,
 }
 
-impl Presented {
+impl ProposalKey {
     /// `operation`, presented with the digest `digest`.
     #[must_use]
     pub fn new(operation: &OperationId, digest: &Digest) -> Self {
@@ -381,7 +381,7 @@ impl Presented {
     }
 }
 
-impl From<&Proposal> for Presented {
+impl From<&Proposal> for ProposalKey {
     fn from(proposal: &Proposal) -> Self {
         Self { operation: proposal.operation().clone(), digest: proposal.digest() }
     }
@@ -391,14 +391,14 @@ impl From<&Proposal> for Presented {
 /// proposal approved. The run continues when it is resumed (its state becomes `open`).
 ///
 /// ```
-/// use loopbound::journal::{self, JournalError, MemoryJournal, Presented};
+/// use loopbound::journal::{self, JournalError, MemoryJournal, ProposalKey};
 ///
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() {
 /// let journal = MemoryJournal::default();
 /// // After `let outcome = runtime.run_journaled(...)` stopped `AwaitingApproval`:
 /// // `journal::approve(&journal, outcome.pending().unwrap(), "alice")`.
-/// let presented = Presented::parse("refund-42/op/1", &"0".repeat(64)).unwrap();
+/// let presented = ProposalKey::parse("refund-42/op/1", &"0".repeat(64)).unwrap();
 /// let result = journal::approve(&journal, presented, "alice").await;
 /// assert_eq!(result.err(), Some(JournalError::UnknownRun));
 /// # }
@@ -414,7 +414,7 @@ impl From<&Proposal> for Presented {
 /// run (retry once it stops); a storage error.
 pub async fn approve<J: Journal>(
     journal: &J,
-    presented: impl Into<Presented>,
+    presented: impl Into<ProposalKey>,
     approver: &str,
 ) -> Result<Proposal, JournalError> {
     let presented = presented.into();
@@ -429,7 +429,7 @@ pub async fn approve<J: Journal>(
 /// As [`approve`].
 pub async fn deny<J: Journal>(
     journal: &J,
-    presented: impl Into<Presented>,
+    presented: impl Into<ProposalKey>,
     approver: &str,
 ) -> Result<Proposal, JournalError> {
     let presented = presented.into();
@@ -498,7 +498,7 @@ async fn decide<J: Journal>(
 /// on any error.
 pub async fn ask_again<J: Journal>(
     journal: &J,
-    presented: impl Into<Presented>,
+    presented: impl Into<ProposalKey>,
     within: std::time::Duration,
     by: &str,
 ) -> Result<Proposal, JournalError> {

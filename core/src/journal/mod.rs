@@ -121,7 +121,7 @@ pub use boxed::DynJournal;
 pub use definition::RunDefinition;
 pub use error::{JournalError, StorageError};
 pub use host::{
-    Presented, approve, ask_again, cancel, close, deny, inspect, list, reconcile, scope_of, widen,
+    ProposalKey, approve, ask_again, cancel, close, deny, inspect, list, reconcile, scope_of, widen,
 };
 pub use id::{Digest, FencingToken, MAX_RUN_ID_LEN, OperationId, RunId};
 pub use label::{Labels, MAX_LABEL_KEY_LEN, MAX_LABEL_VALUE_LEN, MAX_LABELS};

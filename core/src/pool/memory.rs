@@ -17,7 +17,7 @@ use super::backend::rules::{self, PoolAsk, PoolRefusal};
 use super::backend::{Grant, HoldId, PoolBackend, Settled, lease_millis};
 use super::budget::{Amount, PoolBudget, PoolName};
 use super::error::PoolError;
-use super::{Clock, Line, PoolFuture, PoolState, PoolStore, SystemClock};
+use super::{Clock, PoolFuture, PoolState, PoolStore, SystemClock, WindowTotals};
 use crate::sync::Mutex;
 
 /// Pools kept in this process's memory: for one process, and for tests.
@@ -42,7 +42,7 @@ pub struct MemoryPools {
 #[derive(Debug, Default)]
 struct Book {
     pools: BTreeMap<PoolName, PoolBudget>,
-    lines: BTreeMap<(PoolName, u64), Line>,
+    lines: BTreeMap<(PoolName, u64), WindowTotals>,
     holds: BTreeMap<u64, Hold>,
     next: u64,
 }
@@ -190,7 +190,7 @@ impl PoolStore for MemoryPools {
         Box::pin(std::future::ready(state))
     }
 
-    fn windows<'a>(&'a self, pool: &'a str) -> PoolFuture<'a, Vec<(u64, Line)>> {
+    fn windows<'a>(&'a self, pool: &'a str) -> PoolFuture<'a, Vec<(u64, WindowTotals)>> {
         let windows = PoolName::new(pool).and_then(|pool| {
             let now = self.now();
             let mut book = self.book.lock();

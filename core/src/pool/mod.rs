@@ -101,7 +101,7 @@ use std::time::{Duration, SystemTime};
 
 use serde::Serialize;
 
-pub use backend::rules::Line;
+pub use backend::rules::WindowTotals;
 pub use budget::{Amount, MAX_POOL_NAME_LEN, PoolBudget, PoolName, Window};
 pub(crate) use draw::PoolSettings;
 pub use draw::{DEFAULT_LEASE, DEFAULT_OUTPUT_CAP, PoolDraw, PoolTerms};
@@ -142,7 +142,7 @@ impl PoolState {
         budget: PoolBudget,
         window_start: u64,
         window_end: Option<u64>,
-        line: Line,
+        line: WindowTotals,
         holds: u64,
     ) -> Self {
         Self { name, budget, window_start, window_end, settled: line.settled, reserved: line.reserved, holds }
@@ -186,7 +186,7 @@ pub trait PoolStore: backend::PoolBackend + fmt::Debug {
     /// # Errors
     ///
     /// [`PoolError::InvalidName`]; [`PoolError::UnknownPool`]; a storage error.
-    fn windows<'a>(&'a self, pool: &'a str) -> PoolFuture<'a, Vec<(u64, Line)>>;
+    fn windows<'a>(&'a self, pool: &'a str) -> PoolFuture<'a, Vec<(u64, WindowTotals)>>;
 }
 
 /// The clock a store judges leases and windows by, in milliseconds since 1970-01-01 UTC.

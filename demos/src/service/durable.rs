@@ -20,7 +20,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use loopbound::journal::{
-    self, Digest, Journal, JournalError, Labels, OperationId, Presented, Proposal, RunId, RunRecord,
+    self, Digest, Journal, JournalError, Labels, OperationId, Proposal, ProposalKey, RunId, RunRecord,
 };
 use loopbound::transport::{Message, Transport};
 use loopbound::{Limits, LimitsError, Outcome, RunError, Runner, Scope};
@@ -231,9 +231,11 @@ pub async fn decide<J: Journal>(
     let digest = Digest::parse(digest)?;
     let decided = match verdict {
         Verdict::Approve => {
-            journal::approve(journal, Presented::new(&pending.operation, &digest), approver).await
+            journal::approve(journal, ProposalKey::new(&pending.operation, &digest), approver).await
         }
-        Verdict::Deny => journal::deny(journal, Presented::new(&pending.operation, &digest), approver).await,
+        Verdict::Deny => {
+            journal::deny(journal, ProposalKey::new(&pending.operation, &digest), approver).await
+        }
     };
     decided.map(|_proposal| ())
 }

@@ -390,7 +390,7 @@ async fn an_approved_move_runs_once_and_its_file_exists_exactly_once() {
     let other =
         Digest::of(&format!(r#"move_file:{{"destination":{},"source":{}}}"#, json!(note), json!(source)));
     assert_eq!(
-        journal::approve(&journal, journal::Presented::new(&id, &other), "mallory").await.err(),
+        journal::approve(&journal, journal::ProposalKey::new(&id, &other), "mallory").await.err(),
         Some(JournalError::SignatureMismatch)
     );
     let record = journal::inspect(&journal, &RunId::new("fs-approve").unwrap()).await.unwrap();
@@ -399,7 +399,9 @@ async fn an_approved_move_runs_once_and_its_file_exists_exactly_once() {
 
     // Approved: the resume sends the move once, then stops on the write (idempotent, still Ask).
     assert_eq!(
-        journal::approve(&journal, journal::Presented::new(&id, &proposal.digest()), "alice").await.unwrap(),
+        journal::approve(&journal, journal::ProposalKey::new(&id, &proposal.digest()), "alice")
+            .await
+            .unwrap(),
         proposal
     );
     let (second, conversation) = attempt(&journal, &tools, "fs-approve", &granted, &script).await;
@@ -472,7 +474,7 @@ async fn a_denied_move_halts_denied_and_leaves_the_file_untouched() {
     let record = journal::inspect(&journal, &RunId::new("fs-deny").unwrap()).await.unwrap();
     let digest = record.operation(1).unwrap().proposal().digest();
     let id = OperationId::parse("fs-deny/op/1").unwrap();
-    journal::deny(&journal, journal::Presented::new(&id, &digest), "bob").await.unwrap();
+    journal::deny(&journal, journal::ProposalKey::new(&id, &digest), "bob").await.unwrap();
     let (second, conversation) = attempt(&journal, &tools, "fs-deny", &granted, &script).await;
     let second = second.unwrap();
     assert_eq!(second.status(), Status::Denied);

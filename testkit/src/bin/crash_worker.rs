@@ -208,7 +208,7 @@ async fn approve(journal: AnyJournal, operation: &str, point: &str) -> String {
     let digest = found.proposal().digest();
     let journal = Injecting { inner: journal, point: point.to_owned() };
     match past_leases(|| {
-        journal::approve(&journal, journal::Presented::new(&operation, &digest), "crash-matrix")
+        journal::approve(&journal, journal::ProposalKey::new(&operation, &digest), "crash-matrix")
     })
     .await
     {

@@ -101,14 +101,14 @@ impl PoolAsk {
 /// One pool's figures in one window.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 #[non_exhaustive]
-pub struct Line {
+pub struct WindowTotals {
     /// Charged by settlements and by expired holds.
     pub settled: Amount,
     /// Held by calls in flight.
     pub reserved: Amount,
 }
 
-impl Line {
+impl WindowTotals {
     /// A window's figures: `settled` charged, `reserved` held.
     #[must_use]
     pub const fn new(settled: Amount, reserved: Amount) -> Self {
@@ -191,10 +191,10 @@ pub struct Fit {
 ///
 /// The first pool, in `pools`' order, whose bound refuses the call; [`crowded`](PoolRefusal::crowded)
 /// when the call would fit every pool once their holds in flight settled.
-pub fn fit(ask: &PoolAsk, pools: &[(&PoolName, &PoolBudget, &Line)]) -> Result<Fit, PoolRefusal> {
+pub fn fit(ask: &PoolAsk, pools: &[(&PoolName, &PoolBudget, &WindowTotals)]) -> Result<Fit, PoolRefusal> {
     fit_lines(ask, pools).map_err(|refusal| {
-        let settled: Vec<Line> =
-            pools.iter().map(|(_, _, line)| Line { reserved: Amount::ZERO, ..**line }).collect();
+        let settled: Vec<WindowTotals> =
+            pools.iter().map(|(_, _, line)| WindowTotals { reserved: Amount::ZERO, ..**line }).collect();
         let released: Vec<_> =
             pools.iter().zip(&settled).map(|((name, budget, _), line)| (*name, *budget, line)).collect();
         if fit_lines(ask, &released).is_ok() { refusal.crowded() } else { refusal }
@@ -202,7 +202,7 @@ pub fn fit(ask: &PoolAsk, pools: &[(&PoolName, &PoolBudget, &Line)]) -> Result<F
 }
 
 /// [`fit`] on the figures as they are.
-fn fit_lines(ask: &PoolAsk, pools: &[(&PoolName, &PoolBudget, &Line)]) -> Result<Fit, PoolRefusal> {
+fn fit_lines(ask: &PoolAsk, pools: &[(&PoolName, &PoolBudget, &WindowTotals)]) -> Result<Fit, PoolRefusal> {
     let mut output = ask.cap;
     // The pool whose bound set the output so far, and which bound.
     let mut tightest: Option<(&PoolName, PoolLimit)> = None;
@@ -293,7 +293,7 @@ mod tests {
             (ask.cap, ask.min_output, ask.lease, &*ask.holder),
             (300, 16, Duration::from_secs(5), "worker-1")
         );
-        let line = Line::new(Amount::new(1, 2, Micros(3)), Amount::new(4, 5, Micros(6)));
+        let line = WindowTotals::new(Amount::new(1, 2, Micros(3)), Amount::new(4, 5, Micros(6)));
         assert_eq!(line.used(), Amount::new(5, 7, Micros(9)));
     }
 
@@ -306,7 +306,7 @@ mod tests {
         let (a, b) = (name("a"), name("b"));
         let wide = PoolBudget::default().with_tokens(10_000);
         let narrow = PoolBudget::default().with_tokens(1_000).per(Window::Day);
-        let line = Line { settled: Amount { tokens: 200, ..Amount::ZERO }, reserved: Amount::ZERO };
+        let line = WindowTotals { settled: Amount { tokens: 200, ..Amount::ZERO }, reserved: Amount::ZERO };
         let fit = fit(&ask(300, 4_096), &[(&a, &wide, &line), (&b, &narrow, &line)]).unwrap();
         assert_eq!(fit.output, 500);
         assert_eq!(fit.amount, Amount { calls: 1, tokens: 800, cost: Micros::ZERO });
@@ -317,11 +317,11 @@ mod tests {
         let (a, b) = (name("a"), name("b"));
         let wide = PoolBudget::default().with_tokens(10_000);
         let narrow = PoolBudget::default().with_tokens(1_000);
-        let line = Line { settled: Amount { tokens: 690, ..Amount::ZERO }, reserved: Amount::ZERO };
+        let line = WindowTotals { settled: Amount { tokens: 690, ..Amount::ZERO }, reserved: Amount::ZERO };
         let refused = fit(&ask(300, 4_096), &[(&a, &wide, &line), (&b, &narrow, &line)]);
         assert_eq!(refused, Err(PoolRefusal::new(b.clone(), PoolLimit::Tokens)));
         let calls = PoolBudget::default().with_calls(3);
-        let full = Line {
+        let full = WindowTotals {
             settled: Amount { calls: 2, ..Amount::ZERO },
             reserved: Amount { calls: 1, ..Amount::ZERO },
         };
@@ -330,7 +330,7 @@ mod tests {
             super::fit(&ask(1, 100), &[(&a, &calls, &full)]),
             Err(PoolRefusal::new(a.clone(), PoolLimit::Calls).crowded())
         );
-        let spent = Line { settled: Amount { calls: 3, ..Amount::ZERO }, reserved: Amount::ZERO };
+        let spent = WindowTotals { settled: Amount { calls: 3, ..Amount::ZERO }, reserved: Amount::ZERO };
         assert_eq!(
             super::fit(&ask(1, 100), &[(&a, &calls, &spent)]),
             Err(PoolRefusal::new(a, PoolLimit::Calls))
@@ -341,8 +341,8 @@ mod tests {
     fn a_refusal_that_holds_in_flight_alone_cause_is_crowded_in_every_pool_it_asks() {
         let (a, b) = (name("a"), name("b"));
         let budget = PoolBudget::default().with_tokens(5_000);
-        let idle = Line { settled: Amount { tokens: 500, ..Amount::ZERO }, reserved: Amount::ZERO };
-        let busy = Line {
+        let idle = WindowTotals { settled: Amount { tokens: 500, ..Amount::ZERO }, reserved: Amount::ZERO };
+        let busy = WindowTotals {
             settled: Amount { tokens: 500, ..Amount::ZERO },
             reserved: Amount { calls: 1, tokens: 4_396, ..Amount::ZERO },
         };
@@ -350,7 +350,7 @@ mod tests {
         let refused = fit(&ask(300, 4_096), &[(&a, &budget, &idle), (&b, &budget, &busy)]);
         assert_eq!(refused, Err(PoolRefusal::new(b.clone(), PoolLimit::Tokens).crowded()));
         // Spent: even with no hold in flight, 300 in and 16 out do not fit in 200.
-        let spent = Line { settled: Amount { tokens: 4_800, ..Amount::ZERO }, ..busy };
+        let spent = WindowTotals { settled: Amount { tokens: 4_800, ..Amount::ZERO }, ..busy };
         let refused = fit(&ask(300, 4_096), &[(&a, &budget, &idle), (&b, &budget, &spent)]);
         assert_eq!(refused, Err(PoolRefusal::new(b, PoolLimit::Tokens)));
     }
@@ -359,7 +359,7 @@ mod tests {
     fn a_cost_bound_needs_a_price_and_prices_the_output() {
         let a = name("a");
         let budget = PoolBudget::default().with_cost(Micros(1_000));
-        let line = Line::default();
+        let line = WindowTotals::default();
         assert_eq!(
             fit(&ask(10, 100), &[(&a, &budget, &line)]),
             Err(PoolRefusal::new(a.clone(), PoolLimit::Cost))

@@ -37,7 +37,7 @@ use deadpool_postgres::Transaction;
 use loopbound::pool::backend::rules::{self, PoolAsk, PoolRefusal};
 use loopbound::pool::backend::{Grant, HoldId, PoolBackend, Settled, lease_millis};
 use loopbound::pool::{
-    Amount, Line, PoolBudget, PoolError, PoolFuture, PoolName, PoolState, PoolStore, Window,
+    Amount, PoolBudget, PoolError, PoolFuture, PoolName, PoolState, PoolStore, Window, WindowTotals,
 };
 use loopbound::spend::Micros;
 use tokio_postgres::error::SqlState;
@@ -245,12 +245,15 @@ async fn open(tx: &Transaction<'_>, pools: &[&str]) -> Result<(Vec<(String, Pool
     Ok((budgets, now))
 }
 
-async fn line(tx: &Transaction<'_>, pool: &str, start: u64) -> Result<Line, Fail> {
+async fn line(tx: &Transaction<'_>, pool: &str, start: u64) -> Result<WindowTotals, Fail> {
     let statement = tx.prepare_cached(WINDOW).await?;
     let Some(row) = tx.query_opt(&statement, &[&pool, &int(start)]).await? else {
-        return Ok(Line::default());
+        return Ok(WindowTotals::default());
     };
-    Ok(Line::new(amount(row.get(0), row.get(1), row.get(2))?, amount(row.get(3), row.get(4), row.get(5))?))
+    Ok(WindowTotals::new(
+        amount(row.get(0), row.get(1), row.get(2))?,
+        amount(row.get(3), row.get(4), row.get(5))?,
+    ))
 }
 
 /// Adds `settled` and subtracts or adds `reserved` (by `sign`) to a window's figures.
@@ -383,7 +386,7 @@ impl PoolStore for PostgresPools {
         })
     }
 
-    fn windows<'a>(&'a self, pool: &'a str) -> PoolFuture<'a, Vec<(u64, Line)>> {
+    fn windows<'a>(&'a self, pool: &'a str) -> PoolFuture<'a, Vec<(u64, WindowTotals)>> {
         self.bounded(async move {
             let pool = PoolName::new(pool)?;
             transact!(self, "reading a pool's windows", |tx| {
@@ -398,7 +401,7 @@ impl PoolStore for PostgresPools {
                     .await?;
                 let mut windows = Vec::with_capacity(rows.len());
                 for row in rows {
-                    let line = Line::new(
+                    let line = WindowTotals::new(
                         amount(row.get(1), row.get(2), row.get(3))?,
                         amount(row.get(4), row.get(5), row.get(6))?,
                     );

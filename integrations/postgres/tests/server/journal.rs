@@ -77,7 +77,7 @@ async fn an_attempt_that_stops_releases_the_lease_and_another_worker_resumes_it(
     let record = journal::inspect(&other, &run()).await.expect("inspect");
     assert_eq!(record.state(), RunState::AwaitingApproval(2));
     let digest = record.operation(2).expect("operation 2").proposal().digest();
-    journal::approve(&other, journal::Presented::new(&operation, &digest), "alice").await.expect("approve");
+    journal::approve(&other, journal::ProposalKey::new(&operation, &digest), "alice").await.expect("approve");
     let second = attempt(&other, &sink, Policy::Ask).await.expect("another worker resumes at once");
     assert_eq!(second.status(), Status::Completed);
     assert_eq!(sink.count("refund"), 1, "the refund ran once across both workers");

@@ -39,8 +39,8 @@ use std::time::Duration;
 use loopbound::pool::backend::rules::{self, PoolAsk, PoolRefusal};
 use loopbound::pool::backend::{Grant, HoldId, PoolBackend, Settled, lease_millis};
 use loopbound::pool::{
-    Amount, Clock, Line, PoolBudget, PoolError, PoolFuture, PoolName, PoolState, PoolStore, SystemClock,
-    Window,
+    Amount, Clock, PoolBudget, PoolError, PoolFuture, PoolName, PoolState, PoolStore, SystemClock, Window,
+    WindowTotals,
 };
 use loopbound::spend::Micros;
 use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
@@ -193,7 +193,7 @@ fn expire(transaction: &Transaction<'_>, now: u64) -> Result<(), PoolError> {
     for (hold, amount) in expired {
         for (pool, start) in parts(transaction, hold)? {
             let line = line(transaction, &pool, start)?;
-            let line = Line::new(line.settled.plus(amount), line.reserved.minus(amount));
+            let line = WindowTotals::new(line.settled.plus(amount), line.reserved.minus(amount));
             put(transaction, &pool, start, &line)?;
         }
         transaction
@@ -219,7 +219,7 @@ fn parts(transaction: &Transaction<'_>, hold: i64) -> Result<Vec<(String, u64)>,
 }
 
 /// The figures of `pool`'s window starting at `start` (zero if it has none yet).
-fn line(transaction: &Transaction<'_>, pool: &str, start: u64) -> Result<Line, PoolError> {
+fn line(transaction: &Transaction<'_>, pool: &str, start: u64) -> Result<WindowTotals, PoolError> {
     let mut statement = transaction
         .prepare_cached(
             "SELECT settled_calls, settled_tokens, settled_cost, reserved_calls, reserved_tokens, reserved_cost
@@ -232,15 +232,15 @@ fn line(transaction: &Transaction<'_>, pool: &str, start: u64) -> Result<Line, P
         })
         .optional()
         .map_err(fail("reading a pool's window"))?;
-    let Some(row) = row else { return Ok(Line::default()) };
+    let Some(row) = row else { return Ok(WindowTotals::default()) };
     let amount = |calls: i64, tokens: i64, cost: i64| -> Result<Amount, PoolError> {
         Ok(Amount::new(figure(calls)?, figure(tokens)?, Micros(figure(cost)?)))
     };
-    Ok(Line::new(amount(row[0], row[1], row[2])?, amount(row[3], row[4], row[5])?))
+    Ok(WindowTotals::new(amount(row[0], row[1], row[2])?, amount(row[3], row[4], row[5])?))
 }
 
 /// Writes the figures of `pool`'s window starting at `start`.
-fn put(transaction: &Transaction<'_>, pool: &str, start: u64, line: &Line) -> Result<(), PoolError> {
+fn put(transaction: &Transaction<'_>, pool: &str, start: u64, line: &WindowTotals) -> Result<(), PoolError> {
     let (settled, reserved) = (line.settled, line.reserved);
     transaction
         .prepare_cached(
@@ -348,7 +348,7 @@ fn reserve(
                 params![id, pool.as_str(), int(*start)],
             )
             .map_err(fail("writing a hold"))?;
-        let held = Line::new(line.settled, line.reserved.plus(fit.amount));
+        let held = WindowTotals::new(line.settled, line.reserved.plus(fit.amount));
         put(transaction, pool.as_str(), *start, &held)?;
     }
     let hold =
@@ -405,7 +405,7 @@ impl PoolStore for SqlitePools {
         })
     }
 
-    fn windows<'a>(&'a self, pool: &'a str) -> PoolFuture<'a, Vec<(u64, Line)>> {
+    fn windows<'a>(&'a self, pool: &'a str) -> PoolFuture<'a, Vec<(u64, WindowTotals)>> {
         let pool = PoolName::new(pool);
         self.write(move |transaction, _| {
             let pool = pool?;
@@ -456,7 +456,7 @@ impl PoolBackend for SqlitePools {
             for (pool, start) in parts(transaction, row)? {
                 let line = line(transaction, &pool, start)?;
                 let reserved = if expired { line.reserved } else { line.reserved.minus(held) };
-                put(transaction, &pool, start, &Line::new(line.settled.plus(added), reserved))?;
+                put(transaction, &pool, start, &WindowTotals::new(line.settled.plus(added), reserved))?;
             }
             delete_hold(transaction, row)?;
             Ok(if expired { Settled::Late } else { Settled::InTime { over: charge.exceeds(&held) } })
@@ -469,7 +469,12 @@ impl PoolBackend for SqlitePools {
             if !expired {
                 for (pool, start) in parts(transaction, row)? {
                     let line = line(transaction, &pool, start)?;
-                    put(transaction, &pool, start, &Line::new(line.settled, line.reserved.minus(held)))?;
+                    put(
+                        transaction,
+                        &pool,
+                        start,
+                        &WindowTotals::new(line.settled, line.reserved.minus(held)),
+                    )?;
                 }
             }
             delete_hold(transaction, row)

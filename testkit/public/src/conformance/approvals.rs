@@ -82,7 +82,7 @@ async fn asking_again_is_refused_for_bad_input_and_writes_nothing(a: &impl Journ
     let pending = first.pending().expect("the refund waits").clone();
     let before = a.load(&run()).await.expect("load");
     let hour = Duration::from_secs(3600);
-    let wrong = journal::Presented::new(pending.operation(), &journal::Digest::of("another proposal"));
+    let wrong = journal::ProposalKey::new(pending.operation(), &journal::Digest::of("another proposal"));
     assert_eq!(journal::ask_again(a, wrong, hour, "ops").await.err(), Some(JournalError::SignatureMismatch));
     assert_eq!(
         journal::ask_again(a, &pending, Duration::ZERO, "ops").await.err(),
@@ -106,6 +106,6 @@ async fn asking_again_is_refused_for_bad_input_and_writes_nothing(a: &impl Journ
     assert_eq!(journal::ask_again(a, &pending, hour, "ops").await.err(), Some(JournalError::AlreadyDecided));
     let elsewhere =
         journal::OperationId::parse(&format!("{}/op/7", run_named("conformance-none"))).expect("an id");
-    let unknown = journal::Presented::new(&elsewhere, &pending.digest());
+    let unknown = journal::ProposalKey::new(&elsewhere, &pending.digest());
     assert_eq!(journal::ask_again(a, unknown, hour, "ops").await.err(), Some(JournalError::UnknownRun));
 }

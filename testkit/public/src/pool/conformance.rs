@@ -39,7 +39,7 @@ use std::time::{Duration, SystemTime};
 
 use loopbound::pool::backend::{Grant, HoldId, PoolAsk, PoolLimit, PoolRefusal, Settled};
 use loopbound::pool::{
-    Amount, Line, ManualClock, PoolBudget, PoolError, PoolName, PoolState, PoolStore, Window,
+    Amount, ManualClock, PoolBudget, PoolError, PoolName, PoolState, PoolStore, Window, WindowTotals,
 };
 use loopbound::spend::{Micros, Price};
 
@@ -141,7 +141,7 @@ async fn state(store: &impl PoolStore, pool: &PoolName) -> PoolState {
     store.state(pool.as_str()).await.unwrap_or_else(|error| panic!("{pool}'s state is read: {error}"))
 }
 
-async fn windows(store: &impl PoolStore, pool: &PoolName) -> Vec<(u64, Line)> {
+async fn windows(store: &impl PoolStore, pool: &PoolName) -> Vec<(u64, WindowTotals)> {
     store.windows(pool.as_str()).await.unwrap_or_else(|error| panic!("{pool}'s windows are read: {error}"))
 }
 
@@ -161,7 +161,7 @@ async fn refusal(store: &impl PoolStore, ask: PoolAsk) -> PoolRefusal {
 
 /// `pool`'s expected state in a window of all time.
 fn whole(pool: &PoolName, budget: PoolBudget, settled: Amount, reserved: Amount, holds: u64) -> PoolState {
-    PoolState::new(pool.clone(), budget, 0, None, Line::new(settled, reserved), holds)
+    PoolState::new(pool.clone(), budget, 0, None, WindowTotals::new(settled, reserved), holds)
 }
 
 async fn definitions(store: &impl PoolStore) {
@@ -238,7 +238,7 @@ async fn all_or_nothing(store: &impl PoolStore) {
     let settled = amount(1, 250);
     assert_eq!(state(store, &acme).await, whole(&acme, tenant, settled, Amount::ZERO, 0));
     assert_eq!(state(store, &user).await, whole(&user, one_call, settled, Amount::ZERO, 0));
-    assert_eq!(windows(store, &acme).await, [(0, Line::new(settled, Amount::ZERO))]);
+    assert_eq!(windows(store, &acme).await, [(0, WindowTotals::new(settled, Amount::ZERO))]);
 }
 
 async fn crowded_or_spent(store: &impl PoolStore) {
@@ -293,7 +293,7 @@ async fn settling_and_releasing(store: &impl PoolStore) {
     assert_eq!(store.release(c.hold).await, Ok(()), "a call never sent");
     let settled = amount(2, 700);
     assert_eq!(state(store, &acme).await, whole(&acme, budget, settled, Amount::ZERO, 0));
-    assert_eq!(windows(store, &acme).await, [(0, Line::new(settled, Amount::ZERO))]);
+    assert_eq!(windows(store, &acme).await, [(0, WindowTotals::new(settled, Amount::ZERO))]);
     // Each hold is concluded once; a hold never made is unknown.
     assert_eq!(store.settle(a.hold, amount(1, 250)).await, Err(PoolError::UnknownHold));
     assert_eq!(store.release(b.hold).await, Err(PoolError::UnknownHold));
@@ -350,7 +350,7 @@ async fn expiry(store: &impl PoolStore, time: &Time) {
     assert_eq!(state(store, &acme).await, whole(&acme, budget, settled, Amount::ZERO, 0), "only the excess");
     assert_eq!(store.settle(late.hold, amount(1, 450)).await, Err(PoolError::UnknownHold), "once");
     assert_eq!(store.release(dropped.hold).await, Err(PoolError::UnknownHold), "once");
-    assert_eq!(windows(store, &acme).await, [(0, Line::new(settled, Amount::ZERO))]);
+    assert_eq!(windows(store, &acme).await, [(0, WindowTotals::new(settled, Amount::ZERO))]);
 }
 
 /// Defines `tenant:daily`, one call per UTC day, and `tenant:monthly`, 10,000 tokens per UTC
@@ -369,7 +369,7 @@ async fn day_and_month(store: &impl PoolStore) -> ((PoolName, PoolBudget), (Pool
 /// Each UTC day has its own figures; a hold settles, and expires, in the day it was made in.
 async fn utc_days(store: &impl PoolStore, clock: &ManualClock) {
     let ((daily, day), (monthly, month)) = day_and_month(store).await;
-    let empty = Line::default();
+    let empty = WindowTotals::default();
     assert_eq!(
         state(store, &daily).await,
         PoolState::new(daily.clone(), day, DEC_1, Some(DEC_1 + DAY), empty, 0)
@@ -394,11 +394,17 @@ async fn utc_days(store: &impl PoolStore, clock: &ManualClock) {
     let tomorrow = grant(store, both()).await;
     assert_eq!(store.settle(today.hold, amount(1, 5)).await, Ok(Settled::InTime { over: false }));
     assert_eq!(store.settle(tomorrow.hold, amount(1, 7)).await, Ok(Settled::InTime { over: false }));
-    let settled = Line::new(amount(1, 7), Amount::ZERO);
+    let settled = WindowTotals::new(amount(1, 7), Amount::ZERO);
     let today_state = PoolState::new(daily.clone(), day, dec_2, Some(dec_2 + DAY), settled, 0);
     assert_eq!(state(store, &daily).await, today_state, "yesterday's settlement stays yesterday's");
-    let month_state =
-        PoolState::new(monthly.clone(), month, DEC_1, Some(JAN_1), Line::new(amount(2, 12), Amount::ZERO), 0);
+    let month_state = PoolState::new(
+        monthly.clone(),
+        month,
+        DEC_1,
+        Some(JAN_1),
+        WindowTotals::new(amount(2, 12), Amount::ZERO),
+        0,
+    );
     assert_eq!(state(store, &monthly).await, month_state);
 
     // A raised limit admits one more call today; its holder dies, and its hold is charged whole
@@ -412,12 +418,16 @@ async fn utc_days(store: &impl PoolStore, clock: &ManualClock) {
         state(store, &daily).await,
         PoolState::new(daily.clone(), raised, dec_3, Some(dec_3 + DAY), empty, 0)
     );
-    let days =
-        [(DEC_1, Line::new(amount(1, 5), Amount::ZERO)), (dec_2, Line::new(amount(2, 18), Amount::ZERO))];
+    let days = [
+        (DEC_1, WindowTotals::new(amount(1, 5), Amount::ZERO)),
+        (dec_2, WindowTotals::new(amount(2, 18), Amount::ZERO)),
+    ];
     assert_eq!(windows(store, &daily).await, days);
     assert_eq!(store.settle(dead.hold, amount(1, 30)).await, Ok(Settled::Late));
-    let days =
-        [(DEC_1, Line::new(amount(1, 5), Amount::ZERO)), (dec_2, Line::new(amount(2, 37), Amount::ZERO))];
+    let days = [
+        (DEC_1, WindowTotals::new(amount(1, 5), Amount::ZERO)),
+        (dec_2, WindowTotals::new(amount(2, 37), Amount::ZERO)),
+    ];
     assert_eq!(windows(store, &daily).await, days, "a late settlement lands in its hold's day");
 }
 
@@ -431,7 +441,7 @@ async fn utc_windows_now(store: &impl PoolStore) {
         if Window::Day.start(before) != Window::Day.start(system_now()) {
             continue;
         }
-        let empty = Line::default();
+        let empty = WindowTotals::default();
         let (start, end) = (Window::Day.start(before), Window::Day.end(before));
         assert_eq!(end, Some(start + DAY));
         assert_eq!(day_state, PoolState::new(daily.clone(), day, start, end, empty, 0));
