@@ -79,6 +79,25 @@
 //! [`Feed::with_arguments`]; each [`ToolStarted`] then carries the call's arguments as the model
 //! sent them ([`ToolStarted::arguments`]), and its `Debug` still prints only their length.
 //!
+//! # The JSON of an update
+//!
+//! An update serialises as one JSON object, its first key `type`, then its payload's keys in
+//! this order. This form is a contract of its own (a live Server-Sent-Events endpoint sends it,
+//! a journaled run's recorded stream stores it and serves it back): it is written by hand and
+//! pinned by tests, so the Rust types may grow without changing it, and it changes only by
+//! adding (a key after the others, a new `type`). A reader skips the keys and types it does not
+//! know.
+//!
+//! | `type` | keys after it | sent | last? |
+//! |---|---|---|---|
+//! | `event` | the [`ControlEvent`](crate::ControlEvent)'s: `kind`, `name`, `count`, then `operation`, `by`, `reason` when it has them | each audit event, as the scope records it | no |
+//! | `text` | `reply`, `text` | the model's text, a piece as it arrives or a reply's whole text | no |
+//! | `tool_started` | `reply`, `index`, `call_id`, `name`, then `arguments` only with [`Feed::with_arguments`] | the loop takes a tool call up | no |
+//! | `tool_result` | `reply`, `index`, `call_id`, `text`, `is_error` | the answer a call gives the model | no |
+//! | `suspended` | `status`, `operation` (or `null`), `pending` (or `null`) | a journaled run stops on an operation that waits for the host; the outcome follows | no |
+//! | `outcome` | the [`Outcome`](crate::Outcome)'s keys, as it serialises alone | the run ended with an outcome | yes |
+//! | `error` | the [`RunError`](crate::RunError)'s: `kind`, `message` | the run ended without one | yes |
+//!
 //! # Invariants
 //!
 //! - The [`Update::Event`]s of a stream are exactly the outcome's events, in order, the restored
@@ -88,6 +107,7 @@
 
 mod feed;
 mod update;
+mod wire;
 
 pub use feed::{Feed, Updates, channel};
 pub use update::{Suspension, Text, ToolResult, ToolStarted, Update};

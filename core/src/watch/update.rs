@@ -13,17 +13,17 @@
 use std::fmt;
 use std::sync::Arc;
 
-use serde::Serialize;
-
 use crate::event::ControlEvent;
 use crate::outcome::{Outcome, RunError, Status};
 
 /// One step of a watched run, as it happened.
 ///
 /// Serialises with a `type` tag, e.g. `{"type":"event","kind":"ModelCall","name":"model","count":1}`
-/// or `{"type":"text","reply":1,"text":"Review"}`: the form a Server-Sent-Events endpoint sends.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
+/// or `{"type":"text","reply":1,"text":"Review"}`: the form a Server-Sent-Events endpoint sends,
+/// and the form a journaled run's recorded stream stores and serves back. That form is a
+/// contract of its own, written by hand and pinned, not this type's shape: see the table in
+/// the [`watch`](super) module's docs, "The JSON of an update".
+#[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub enum Update {
     /// An audit event, as the scope recorded it. Never dropped.
@@ -54,7 +54,7 @@ impl Update {
 }
 
 /// Text of one model reply.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Text {
     pub(crate) reply: u32,
@@ -76,14 +76,13 @@ impl Text {
 }
 
 /// A tool call the loop takes up.
-#[derive(Clone, PartialEq, Eq, Serialize)]
+#[derive(Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ToolStarted {
     pub(crate) reply: u32,
     pub(crate) index: u32,
     pub(crate) call_id: String,
     pub(crate) name: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) arguments: Option<String>,
 }
 
@@ -134,7 +133,7 @@ impl fmt::Debug for ToolStarted {
 }
 
 /// The answer one tool call gives the model.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ToolResult {
     pub(crate) reply: u32,
@@ -177,28 +176,13 @@ impl ToolResult {
 }
 
 /// A run stopped on an operation that waits for the host.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Suspension {
     pub(crate) status: Status,
-    #[serde(serialize_with = "shared_text")]
     pub(crate) operation: Option<Arc<str>>,
     /// For `AwaitingApproval`, the proposal that waits, as the outcome hands it out.
-    #[serde(serialize_with = "pending_form")]
     pub(crate) pending: Option<Box<crate::outcome::Pending>>,
-}
-
-#[allow(clippy::ref_option, reason = "serde's `serialize_with` hands over a reference to the field")]
-fn pending_form<S: serde::Serializer>(
-    pending: &Option<Box<crate::outcome::Pending>>,
-    serializer: S,
-) -> Result<S::Ok, S::Error> {
-    serde::Serialize::serialize(&pending.as_deref().map(crate::outcome::PendingForm), serializer)
-}
-
-#[allow(clippy::ref_option, reason = "serde's `serialize_with` hands over a reference to the field")]
-fn shared_text<S: serde::Serializer>(text: &Option<Arc<str>>, serializer: S) -> Result<S::Ok, S::Error> {
-    serde::Serialize::serialize(&text.as_deref(), serializer)
 }
 
 impl Suspension {
