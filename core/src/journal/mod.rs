@@ -70,7 +70,10 @@
 //! dump) that an earlier version wrote, never regenerated; the backends' upgrade tests open a
 //! copy of each and resume its runs to their outcomes. A format change adds a new folder beside
 //! them. The lines of a run's recorded stream are the JSON of its live
-//! [`Update`](crate::watch::Update)s, stored as text and replayed verbatim, never decoded.
+//! [`Update`](crate::watch::Update)s, a form written by hand and pinned (not the type's serde
+//! derive; see [`watch`](crate::watch), "The JSON of an update"), stored as text and served back
+//! as they were written; a line of an older format, if the form ever changes other than by
+//! adding, is converted to the current one as it is read (`codec_stream.rs`).
 //!
 //! # Invariants
 //!
@@ -97,6 +100,9 @@ mod codec_messages;
 #[cfg(test)]
 mod codec_pins;
 mod codec_progress;
+mod codec_stream;
+#[cfg(test)]
+mod codec_stream_pins;
 mod codec_terms;
 mod definition;
 mod driver;

@@ -43,7 +43,9 @@
 //!
 //! # What it holds, and when a reader sees it
 //!
-//! - The lines are the live stream's updates as JSON, with two differences: a reply's text
+//! - The lines are the live stream's updates as JSON (the form of [`watch`](crate::watch),
+//!   "The JSON of an update", a contract of its own: a line stored by an earlier version is
+//!   handed out in the current form), with two differences: a reply's text
 //!   comes as at most one line per quarter second (the pieces a streaming transport delivered
 //!   meanwhile merge), and a tool call's arguments are never in it.
 //! - **In the attempt's own process** (a follower on the journal handle, or a clone of it, that
@@ -74,9 +76,11 @@
 //!   error) that no line follows and no attempt of its handle runs the run: the attempt ended.
 //!   A resume adds lines after it; a reader that follows again from its last id gets them.
 
+use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::time::Duration;
 
+use super::codec_stream::decode_line;
 use super::error::JournalError;
 use super::id::RunId;
 use super::row::UpdateRow;
@@ -126,14 +130,26 @@ impl<J: Journal> Follow<J> {
     /// # Errors
     ///
     /// The journal's: [`StreamUnsupported`](JournalError::StreamUnsupported) for a backend
-    /// that keeps no stream, a storage error. The follower can be asked again after an error.
+    /// that keeps no stream, a storage error, [`Corrupt`](JournalError::Corrupt) for a stored
+    /// line of a format this version does not know (a later version wrote it): that line is
+    /// not handed out. The follower can be asked again after an error.
     pub async fn next(&mut self) -> Result<Option<StreamLine>, JournalError> {
         loop {
             if let Some(row) = self.read.pop_front() {
-                let last = is_final(&row.line);
+                let converted = match decode_line(&row.line) {
+                    Ok(Cow::Owned(line)) => Some(line),
+                    Ok(Cow::Borrowed(_)) => None,
+                    Err(error) => {
+                        // Not handed out, not passed: asked again, the follower refuses it again.
+                        self.read.push_front(row);
+                        return Err(error);
+                    }
+                };
+                let json = converted.unwrap_or(row.line);
+                let last = is_final(&json);
                 self.after = row.seq;
                 self.last_final = Some(last);
-                return Ok(Some(StreamLine { id: row.seq, json: row.line, last }));
+                return Ok(Some(StreamLine { id: row.seq, json, last }));
             }
             let rows = self.journal.updates(&self.run, self.after, FOLLOW_PAGE).await?;
             if !rows.is_empty() {
@@ -208,13 +224,15 @@ impl<J: Journal> Follow<J> {
             return Ok(false);
         }
         let line = self.journal.updates(&self.run, self.after - 1, 1).await?;
-        let last = line.first().is_some_and(|row| row.seq == self.after && is_final(&row.line));
+        let last = line.first().is_some_and(|row| {
+            row.seq == self.after && decode_line(&row.line).is_ok_and(|line| is_final(&line))
+        });
         self.last_final = Some(last);
         Ok(last)
     }
 }
 
-/// Whether `line` is an outcome or an error: the last of an attempt.
+/// Whether `line` (of the current format) is an outcome or an error: the last of an attempt.
 pub(crate) fn is_final(line: &str) -> bool {
     line.starts_with(r#"{"type":"outcome""#) || line.starts_with(r#"{"type":"error""#)
 }
@@ -304,6 +322,29 @@ mod tests {
         );
         let mut late = follow(&journal, run, 131);
         assert_eq!(late.next().await.expect("read").map(|line| line.id()), Some(132));
+    }
+
+    #[tokio::test]
+    async fn a_line_of_a_format_this_version_does_not_know_is_refused_and_not_passed() {
+        let journal = MemoryJournal::default();
+        let run = RunId::new("from-later").expect("an id");
+        let fresh = RunRow {
+            epoch: 1,
+            attempts: 1,
+            conversation: crate::journal::codec::encode_conversation(&[]),
+            ledger: crate::journal::codec::encode_counters(&crate::guard::Counters::default()),
+            ..RunRow::default()
+        };
+        journal.acquire(&run, fresh).await.expect("the run is free");
+        commit(&journal, &run, [(1, text(1)), (2, r#"{"format":9,"type":"text"}"#.to_owned())]).await;
+        let mut follower = follow(&journal, run, 0);
+        assert_eq!(follower.next().await.map(|line| line.map(|line| line.id())), Ok(Some(1)));
+        let refused = Err(JournalError::Corrupt(
+            "a recorded stream line of a format this version does not know".to_owned(),
+        ));
+        assert_eq!(follower.next().await, refused);
+        assert_eq!(follower.next().await, refused, "asked again: refused again");
+        assert_eq!(follower.position(), 1, "the line was not passed");
     }
 
     #[tokio::test]

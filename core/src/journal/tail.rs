@@ -35,10 +35,11 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
+use super::codec_stream::{decode_line, encode_line};
 use super::id::RunId;
 use super::row::UpdateRow;
 use super::stream::is_final;
-use crate::watch::{Update, Updates};
+use crate::watch::Updates;
 
 /// How often, at most, the pump publishes what came.
 pub(crate) const PUBLISH_EVERY: Duration = Duration::from_millis(250);
@@ -55,7 +56,9 @@ pub const LIVE_AHEAD: u64 = 1024;
 /// committed its final line (its outcome or its error); after [`LIVE_AHEAD`] more for a run
 /// whose last attempt was cut (it may have shown that many lines live, never committed).
 pub(crate) fn first_number(resumed: bool, last: u64, last_line: Option<&str>) -> u64 {
-    let ended = last_line.is_some_and(is_final);
+    // A line of no format this build knows is taken as not final: the numbers it may have
+    // shown live are skipped, which loses none.
+    let ended = last_line.is_some_and(|line| decode_line(line).is_ok_and(|line| is_final(&line)));
     if resumed && !ended { last + LIVE_AHEAD + 1 } else { last + 1 }
 }
 
@@ -139,7 +142,7 @@ impl Tail {
     fn drain(&self) -> bool {
         let mut record = self.record.lock().unwrap_or_else(PoisonError::into_inner);
         let taken: Vec<Arc<str>> =
-            std::iter::from_fn(|| record.try_next()).map(|update| Arc::from(line(&update))).collect();
+            std::iter::from_fn(|| record.try_next()).map(|update| Arc::from(encode_line(&update))).collect();
         if !taken.is_empty() {
             self.lines.send_modify(|lines| lines.held.extend(taken));
         }
@@ -221,13 +224,6 @@ impl TailReader {
     pub(crate) async fn changed(&mut self) -> bool {
         self.changes.changed().await.is_ok()
     }
-}
-
-/// `update` as a line: the JSON a live stream serialises it to.
-pub(crate) fn line(update: &Update) -> String {
-    serde_json::to_string(update).unwrap_or_else(|error| {
-        serde_json::json!({"type": "unserialisable", "error": error.to_string()}).to_string()
-    })
 }
 
 /// Publishes `tail`'s steps as they come, at most once per [`PUBLISH_EVERY`], until its record
