@@ -69,9 +69,9 @@ impl<J: Journal> Journal for TimedJournal<J> {
         self.inner.renew(run, epoch).await
     }
 
-    async fn list(&self, query: &RunQuery) -> Result<Vec<ListedRow>, JournalError> {
+    async fn list_rows(&self, query: &RunQuery) -> Result<Vec<ListedRow>, JournalError> {
         self.count();
-        self.inner.list(query).await
+        self.inner.list_rows(query).await
     }
 
     async fn acquire(&self, run: &RunId, fresh: RunRow) -> Result<StoredRun, JournalError> {

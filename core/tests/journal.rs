@@ -392,8 +392,8 @@ impl Journal for Failing {
         self.inner.renew(run, epoch).await
     }
 
-    async fn list(&self, query: &RunQuery) -> Result<Vec<ListedRow>, JournalError> {
-        self.inner.list(query).await
+    async fn list_rows(&self, query: &RunQuery) -> Result<Vec<ListedRow>, JournalError> {
+        self.inner.list_rows(query).await
     }
 
     async fn acquire(&self, run: &RunId, fresh: RunRow) -> Result<StoredRun, JournalError> {
@@ -473,8 +473,8 @@ impl Journal for Refusing {
         Err(if self.lost { JournalError::LeaseLost } else { JournalError::storage("down") })
     }
 
-    async fn list(&self, query: &RunQuery) -> Result<Vec<ListedRow>, JournalError> {
-        self.inner.list(query).await
+    async fn list_rows(&self, query: &RunQuery) -> Result<Vec<ListedRow>, JournalError> {
+        self.inner.list_rows(query).await
     }
 
     async fn load(&self, run: &RunId) -> Result<Option<StoredRun>, JournalError> {

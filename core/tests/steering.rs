@@ -69,8 +69,8 @@ impl Journal for Cancellable {
         self.inner.renew(run, epoch).await
     }
 
-    async fn list(&self, query: &RunQuery) -> Result<Vec<ListedRow>, JournalError> {
-        self.inner.list(query).await
+    async fn list_rows(&self, query: &RunQuery) -> Result<Vec<ListedRow>, JournalError> {
+        self.inner.list_rows(query).await
     }
 
     async fn load(&self, run: &RunId) -> Result<Option<StoredRun>, JournalError> {

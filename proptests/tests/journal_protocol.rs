@@ -136,8 +136,8 @@ impl Journal for Dying {
         self.inner.renew(run, epoch).await
     }
 
-    async fn list(&self, query: &RunQuery) -> Result<Vec<ListedRow>, JournalError> {
-        self.inner.list(query).await
+    async fn list_rows(&self, query: &RunQuery) -> Result<Vec<ListedRow>, JournalError> {
+        self.inner.list_rows(query).await
     }
 
     async fn acquire(&self, run: &RunId, fresh: RunRow) -> Result<StoredRun, JournalError> {

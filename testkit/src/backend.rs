@@ -96,8 +96,8 @@ impl Journal for AnyJournal {
         each!(self, journal => journal.commit(run, fence, batch).await)
     }
 
-    async fn list(&self, query: &RunQuery) -> Result<Vec<ListedRow>, JournalError> {
-        each!(self, journal => journal.list(query).await)
+    async fn list_rows(&self, query: &RunQuery) -> Result<Vec<ListedRow>, JournalError> {
+        each!(self, journal => journal.list_rows(query).await)
     }
 
     async fn cancel_requested(&self, run: &RunId) -> Result<Option<String>, JournalError> {

@@ -661,11 +661,11 @@ impl loopbound::journal::Journal for KilledAfterResult {
         Ok(())
     }
 
-    async fn list(
+    async fn list_rows(
         &self,
         query: &RunQuery,
     ) -> Result<Vec<loopbound::journal::backend::ListedRow>, JournalError> {
-        self.0.list(query).await
+        self.0.list_rows(query).await
     }
 }
 

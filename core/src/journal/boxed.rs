@@ -68,8 +68,8 @@ pub trait DynJournal: Send + Sync {
     /// [`Journal::commit`].
     fn commit<'a>(&'a self, run: &'a RunId, fence: Fence, batch: Batch) -> JournalFuture<'a, ()>;
 
-    /// [`Journal::list`].
-    fn list<'a>(&'a self, query: &'a RunQuery) -> JournalFuture<'a, Vec<ListedRow>>;
+    /// [`Journal::list_rows`].
+    fn list_rows<'a>(&'a self, query: &'a RunQuery) -> JournalFuture<'a, Vec<ListedRow>>;
 
     /// [`Journal::cancel_requested`].
     fn cancel_requested<'a>(&'a self, run: &'a RunId) -> JournalFuture<'a, Option<String>>;
@@ -111,8 +111,8 @@ impl<J: Journal> DynJournal for J {
         Box::pin(Journal::commit(self, run, fence, batch))
     }
 
-    fn list<'a>(&'a self, query: &'a RunQuery) -> JournalFuture<'a, Vec<ListedRow>> {
-        Box::pin(Journal::list(self, query))
+    fn list_rows<'a>(&'a self, query: &'a RunQuery) -> JournalFuture<'a, Vec<ListedRow>> {
+        Box::pin(Journal::list_rows(self, query))
     }
 
     fn cancel_requested<'a>(&'a self, run: &'a RunId) -> JournalFuture<'a, Option<String>> {
@@ -163,8 +163,8 @@ impl Journal for dyn DynJournal {
         DynJournal::commit(self, run, fence, batch).await
     }
 
-    async fn list(&self, query: &RunQuery) -> Result<Vec<ListedRow>, JournalError> {
-        DynJournal::list(self, query).await
+    async fn list_rows(&self, query: &RunQuery) -> Result<Vec<ListedRow>, JournalError> {
+        DynJournal::list_rows(self, query).await
     }
 
     async fn cancel_requested(&self, run: &RunId) -> Result<Option<String>, JournalError> {

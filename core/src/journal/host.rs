@@ -89,7 +89,7 @@ pub async fn inspect<J: Journal>(journal: &J, run: &RunId) -> Result<RunRecord, 
 /// A storage error, or [`JournalError::Corrupt`] for a listed row that does not decode or a
 /// backend that answered outside the query.
 pub async fn list<J: Journal>(journal: &J, query: &RunQuery) -> Result<RunPage, JournalError> {
-    let rows = journal.list(query).await?;
+    let rows = journal.list_rows(query).await?;
     let size = usize::try_from(query.page_size()).unwrap_or(usize::MAX);
     if rows.len() > size {
         return Err(JournalError::Corrupt("a listing longer than its page".to_owned()));

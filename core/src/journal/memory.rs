@@ -364,7 +364,10 @@ impl Journal for MemoryJournal {
         std::future::ready(self.commit_now(run, fence, batch))
     }
 
-    fn list(&self, query: &RunQuery) -> impl Future<Output = Result<Vec<ListedRow>, JournalError>> + Send {
+    fn list_rows(
+        &self,
+        query: &RunQuery,
+    ) -> impl Future<Output = Result<Vec<ListedRow>, JournalError>> + Send {
         std::future::ready(Ok(self.list_now(query)))
     }
 

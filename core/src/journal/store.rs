@@ -6,7 +6,7 @@
 //! - Each operation is one transaction: [`acquire`](Journal::acquire) and
 //!   [`commit`](Journal::commit) (one durable commit, or nothing written),
 //!   [`renew`](Journal::renew) (one write of the lease only), [`load`](Journal::load) and
-//!   [`list`](Journal::list) (reads).
+//!   [`list_rows`](Journal::list_rows) (reads).
 //! - **One attempt per run at a time.** `acquire` grants a run only when it is new, its lease
 //!   was released, or its lease expired (its holder died, or paused past it), by the storage's
 //!   clock; it then adds one to the run's epoch and gives the lease to the new attempt for
@@ -112,8 +112,14 @@ pub trait Journal: Send + Sync {
         batch: Batch,
     ) -> impl Future<Output = Result<(), JournalError>> + Send;
 
-    /// The runs in `query`'s filters, after its cursor, in id order, at most its page size.
-    fn list(&self, query: &RunQuery) -> impl Future<Output = Result<Vec<ListedRow>, JournalError>> + Send;
+    /// The stored rows of the runs in `query`'s filters, after its cursor, in id order, at most
+    /// its page size: what a backend implements. A host lists runs with
+    /// [`journal::list`](super::list), which calls this and reads each row into a
+    /// [`RunSummary`](super::RunSummary) of a [`RunPage`](super::RunPage).
+    fn list_rows(
+        &self,
+        query: &RunQuery,
+    ) -> impl Future<Output = Result<Vec<ListedRow>, JournalError>> + Send;
 
     /// Who asked, from any process, to cancel `run`, if a host did and no attempt honoured it
     /// yet. An attempt running the run asks before each admission it makes (each model call it
@@ -232,11 +238,11 @@ macro_rules! delegate {
             (**self).commit(run, fence, batch)
         }
 
-        fn list(
+        fn list_rows(
             &self,
             query: &RunQuery,
         ) -> impl Future<Output = Result<Vec<ListedRow>, JournalError>> + Send {
-            (**self).list(query)
+            (**self).list_rows(query)
         }
 
         fn cancel_requested(

@@ -373,7 +373,7 @@ mod tests {
             async fn commit(&self, _: &RunId, _: Fence, _: Batch) -> Result<(), JournalError> {
                 Ok(())
             }
-            async fn list(
+            async fn list_rows(
                 &self,
                 _: &crate::journal::RunQuery,
             ) -> Result<Vec<crate::journal::backend::ListedRow>, JournalError> {

@@ -404,7 +404,10 @@ impl Journal for SqliteJournal {
         }
     }
 
-    fn list(&self, query: &RunQuery) -> impl Future<Output = Result<Vec<ListedRow>, JournalError>> + Send {
+    fn list_rows(
+        &self,
+        query: &RunQuery,
+    ) -> impl Future<Output = Result<Vec<ListedRow>, JournalError>> + Send {
         let query = query.clone();
         self.reading(move |connection| {
             let transaction = connection.transaction().map_err(storage)?;

@@ -65,7 +65,7 @@ pub enum Call<'a> {
         /// The batch.
         batch: &'a Batch,
     },
-    /// [`Journal::list`].
+    /// [`Journal::list_rows`].
     List,
     /// [`Journal::cancel_requested`].
     CancelRequested {
@@ -131,9 +131,9 @@ impl<J: Journal, H: Hook> Journal for Hooked<J, H> {
         self.inner.commit(run, fence, batch).await
     }
 
-    async fn list(&self, query: &RunQuery) -> Result<Vec<ListedRow>, JournalError> {
+    async fn list_rows(&self, query: &RunQuery) -> Result<Vec<ListedRow>, JournalError> {
         self.hook.before(Call::List).await?;
-        self.inner.list(query).await
+        self.inner.list_rows(query).await
     }
 
     async fn cancel_requested(&self, run: &RunId) -> Result<Option<String>, JournalError> {

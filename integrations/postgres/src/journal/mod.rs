@@ -397,7 +397,10 @@ impl Journal for PostgresJournal {
         self.bounded(Box::pin(self.commit_batch(run, fence, batch)))
     }
 
-    fn list(&self, query: &RunQuery) -> impl Future<Output = Result<Vec<ListedRow>, JournalError>> + Send {
+    fn list_rows(
+        &self,
+        query: &RunQuery,
+    ) -> impl Future<Output = Result<Vec<ListedRow>, JournalError>> + Send {
         self.bounded(self.list_runs(query))
     }
 

@@ -238,8 +238,8 @@ impl<J: Journal> Journal for Dying<'_, J> {
         Ok(())
     }
 
-    async fn list(&self, query: &RunQuery) -> Result<Vec<ListedRow>, JournalError> {
-        self.inner.list(query).await
+    async fn list_rows(&self, query: &RunQuery) -> Result<Vec<ListedRow>, JournalError> {
+        self.inner.list_rows(query).await
     }
 }
 
