@@ -41,7 +41,20 @@ pub enum HaltReason {
     PermissionDenied,
     /// A signature (tool name + canonical arguments) reached its repetition limit.
     RepeatedCall,
-    /// The tool-call budget was spent.
+    /// The tool-call budget ([`Limits::tool_calls`](crate::Limits::tool_calls)) was spent: the
+    /// model asked for one more tool call after the budget's number had been admitted.
+    ///
+    /// What it counts is the tool calls the guard *admits* in the run, all tools together (a
+    /// limit of one tool is [`ToolLimit`](Self::ToolLimit)): a call counts once it has passed
+    /// every check, before its body runs, so a body that then fails, times out or is cancelled
+    /// has counted, and a call that is refused (no capability, a repetition, a limit), nudged
+    /// instead, or that names no tool of the set has not. The calls admitted by sub-agents
+    /// (child scopes) count too, and a journaled run's count goes on across its attempts.
+    ///
+    /// With a budget of `n`, the calls up to the `n`-th run; the next call the model asks for
+    /// halts the run before anything of it runs (its event is `ToolBudget <tool> n`, the
+    /// outcome's status [`Status::ToolBudget`](crate::Status::ToolBudget)). A run whose model
+    /// asks for `n` calls or fewer never halts on it.
     ToolBudget,
     /// The model-call budget was spent.
     ModelBudget,

@@ -151,7 +151,9 @@ impl Limits {
         self
     }
 
-    /// Returns these limits with `tool_calls` admitted tool attempts allowed (zero is valid).
+    /// Returns these limits with `tool_calls` admitted tool attempts allowed in the run, all
+    /// tools together (zero is valid: no tool may run). The next call asked for halts the run
+    /// `ToolBudget`; what counts is in [`HaltReason::ToolBudget`](crate::HaltReason::ToolBudget).
     #[must_use]
     pub const fn with_tool_calls(mut self, tool_calls: u32) -> Self {
         self.tool_calls = tool_calls;

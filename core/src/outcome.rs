@@ -34,7 +34,9 @@ pub enum Status {
     PermissionDenied,
     /// One signature exceeded its repetition limit.
     RepeatedCall,
-    /// The tool-call budget was spent.
+    /// The tool-call budget was spent: the model asked for a tool call after the budget's
+    /// number of calls, all tools together, had been admitted (see
+    /// [`HaltReason::ToolBudget`](crate::HaltReason::ToolBudget) for exactly what counts).
     ToolBudget,
     /// The model-call budget was spent.
     ModelBudget,
