@@ -525,16 +525,20 @@ pub enum LimitsError {
     WrapUpWithoutRoom,
     /// A scope that draws from shared pools has tool prices: pools hold model calls only, so a
     /// priced tool would spend money its pools never saw (refused rather than let through).
+    #[cfg(feature = "pools")]
     PricedToolsWithPools,
     /// A pool the scope draws from ([`ScopeBuilder::pools`](crate::ScopeBuilder::pools)) is
     /// named with an empty name, one too long, or a byte outside `A-Z a-z 0-9 . _ : -`.
+    #[cfg(feature = "pools")]
     InvalidPoolName,
     /// A child scope's pools live in another store than its parent's: one transaction could not
     /// reserve in both.
+    #[cfg(feature = "pools")]
     PoolStores,
     /// A resumed run draws from pools, and its scope was given neither their store
     /// ([`ScopeBuilder::pool_store`](crate::ScopeBuilder::pool_store)) nor pools of its own
     /// ([`ScopeBuilder::pools`](crate::ScopeBuilder::pools)): built, it would spend outside them.
+    #[cfg(feature = "pools")]
     PoolStoreMissing,
     /// The scope's progress policy ([`ScopeBuilder::progress`](crate::ScopeBuilder::progress))
     /// has a value out of range.
@@ -570,13 +574,17 @@ impl fmt::Display for LimitsError {
             Self::WrapUpWithoutRoom => {
                 "invalid limits: a wrap-up keeps a positive number of tokens and one of at least 2 model calls aside"
             }
+            #[cfg(feature = "pools")]
             Self::PricedToolsWithPools => {
                 "invalid scope: a scope drawing from shared pools cannot price tools (pools hold model calls only)"
             }
+            #[cfg(feature = "pools")]
             Self::InvalidPoolName => {
                 "invalid scope: a pool name is 1 to 128 bytes of letters, digits and . _ : -"
             }
+            #[cfg(feature = "pools")]
             Self::PoolStores => "invalid scope: a child's pools must live in its parent's pool store",
+            #[cfg(feature = "pools")]
             Self::PoolStoreMissing => {
                 "invalid scope: the resumed run draws from pools; give their store with `ScopeBuilder::pool_store`"
             }

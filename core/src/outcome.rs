@@ -18,6 +18,7 @@ use serde::{Serialize, Serializer};
 use crate::event::{ControlEvent, HaltReason};
 #[cfg(feature = "journal")]
 use crate::journal::JournalError;
+#[cfg(feature = "pools")]
 use crate::pool::PoolError;
 use crate::spend::Spend;
 use crate::transport::{TransportError, TransportErrorKind, Usage};
@@ -488,6 +489,7 @@ pub enum RunError {
     Unpriced(String),
     /// A shared pool's store failed or does not know a pool the scope draws from: the call it
     /// would have reserved was not sent (fail closed).
+    #[cfg(feature = "pools")]
     Pool(PoolError),
     /// The transport cannot send a request option the run set (a seed to an API that has none,
     /// a temperature above the provider's range): the run's configuration, refused before
@@ -585,10 +587,13 @@ impl RunError {
                 _ => RunErrorKind::Internal,
             },
             Self::Unpriced(_) | Self::Unsupported(_) => RunErrorKind::Configuration,
+            #[cfg(feature = "pools")]
             Self::Pool(error) if error.is_storage() => RunErrorKind::PoolUnavailable,
+            #[cfg(feature = "pools")]
             Self::Pool(PoolError::UnknownPool | PoolError::InvalidName | PoolError::InvalidBudget) => {
                 RunErrorKind::Configuration
             }
+            #[cfg(feature = "pools")]
             Self::Pool(_) => RunErrorKind::Internal,
         }
     }
@@ -625,6 +630,7 @@ impl fmt::Display for RunError {
             #[cfg(feature = "journal")]
             Self::Journal(error) => error.fmt(f),
             Self::Unpriced(what) => write!(f, "a cost budget needs a price for {what}; nothing ran"),
+            #[cfg(feature = "pools")]
             Self::Pool(error) => error.fmt(f),
             Self::Unsupported(error) => write!(f, "{error}; nothing ran"),
         }
@@ -638,6 +644,7 @@ impl std::error::Error for RunError {
             Self::Provider(error) | Self::Unsupported(error) => error.source(),
             #[cfg(feature = "journal")]
             Self::Journal(error) => error.source(),
+            #[cfg(feature = "pools")]
             Self::Pool(error) => error.source(),
         }
     }

@@ -82,8 +82,9 @@ pub use waiting::STORE_GRACE;
 use crate::canonical::Signature;
 use crate::event::{ControlEvent, HaltReason};
 use crate::limits::Limits;
-use crate::pool::PoolDraw;
+#[cfg(feature = "pools")]
 use crate::pool::backend::{PoolLimit, PoolRefusal};
+use crate::pooled::Draw;
 #[cfg(feature = "journal")]
 use crate::spend::Account;
 use crate::spend::{Price, Prices, Reserved, Spend};
@@ -101,7 +102,7 @@ pub(crate) struct Terms {
     /// there too.
     pub(crate) parent: Option<Arc<dyn Ancestor>>,
     /// The shared pools the scope draws from, if any.
-    pub(crate) pools: Option<PoolDraw>,
+    pub(crate) pools: Option<Draw>,
     /// The run's progress policy (inactive unless the host set one).
     pub(crate) progress: crate::progress::Progress,
 }
@@ -229,6 +230,7 @@ pub(crate) struct Guard {
     epoch: Mutex<Option<u64>>,
     /// When a store call first saw the caller's cancellation: with the deadline, the stop
     /// instant that bounds every later store call ([`waiting`]).
+    #[cfg(any(feature = "journal", feature = "pools"))]
     cancel_seen: Mutex<Option<Instant>>,
     /// Told, on a tree's root, each time a model call of the tree settles (after every lock is
     /// released): what a call refused only because of holds in flight waits for ([`Crowded`]).
@@ -268,6 +270,7 @@ impl Guard {
             cancelled_by_id: AtomicBool::new(false),
             #[cfg(feature = "journal")]
             epoch: Mutex::new(None),
+            #[cfg(any(feature = "journal", feature = "pools"))]
             cancel_seen: Mutex::new(None),
             settled: tokio::sync::Notify::new(),
             waiting: std::sync::atomic::AtomicUsize::new(0),
@@ -677,7 +680,7 @@ impl Guard {
     }
 
     /// The shared pools the scope draws from, if any.
-    pub(crate) fn pools(&self) -> Option<&PoolDraw> {
+    pub(crate) fn pools(&self) -> Option<&Draw> {
         self.terms.pools.as_ref()
     }
 
@@ -693,6 +696,7 @@ impl Guard {
 
     /// Halts the run for a pool's refusal: `ModelBudget` for its call bound, `TokenBudget` or
     /// `CostBudget` for the others, the pool named in the outcome's detail.
+    #[cfg(feature = "pools")]
     pub(crate) fn refuse_pool(&self, refusal: &PoolRefusal) -> Stop {
         let reason = match refusal.limit {
             PoolLimit::Calls => HaltReason::ModelBudget,
@@ -710,6 +714,7 @@ impl Guard {
     pub(crate) fn halt_detail(&self) -> Option<String> {
         let detail = self.ledger.lock().detail();
         detail.map(|detail| match detail {
+            #[cfg(feature = "pools")]
             Detail::Text(text) => String::from(&*text),
             Detail::Cycle(tools, repeats) => {
                 let names: Vec<&str> = tools.iter().map(|tool| &**tool).collect();

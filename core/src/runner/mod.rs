@@ -155,6 +155,7 @@ pub(crate) enum End {
     /// A limit stopped the run and the wrap-up call answered with this text.
     WrappedUp(crate::event::HaltReason, Option<String>),
     /// A shared pool's store failed: the call was not sent.
+    #[cfg(feature = "pools")]
     Pool(crate::pool::PoolError),
 }
 
@@ -163,6 +164,7 @@ impl From<CallError> for End {
         match error {
             CallError::Stopped(stop) => Self::Stopped(stop),
             CallError::Transport(error) => Self::Transport(error),
+            #[cfg(feature = "pools")]
             CallError::Pool(error) => Self::Pool(error),
         }
     }
@@ -662,6 +664,7 @@ fn concluded<S>(
         }
         #[cfg(feature = "journal")]
         End::Journal(error) => Err(RunError::Journal(error)),
+        #[cfg(feature = "pools")]
         End::Pool(error) => Err(RunError::Pool(error)),
         End::WrappedUp(reason, text) => {
             Ok(Outcome::stopped(reason.into(), events, usage, detail).partial(text))
