@@ -238,6 +238,9 @@ pub(crate) struct Guard {
     /// On a tree's root, how many calls of the tree wait for a settlement ([`Crowded`]): a call
     /// that asks while others wait lets them ask first ([`Guard::yield_to_waiting`]).
     waiting: std::sync::atomic::AtomicUsize,
+    /// How many times a root scope's ledger lock was taken for a decision (tests only).
+    #[cfg(test)]
+    pub(crate) decisions: std::sync::atomic::AtomicUsize,
 }
 
 impl Guard {
@@ -274,6 +277,8 @@ impl Guard {
             cancel_seen: Mutex::new(None),
             settled: tokio::sync::Notify::new(),
             waiting: std::sync::atomic::AtomicUsize::new(0),
+            #[cfg(test)]
+            decisions: std::sync::atomic::AtomicUsize::new(0),
         }
     }
 
@@ -516,6 +521,8 @@ impl Guard {
     /// ledger's lock"). Returns the decision and what is left to do once the lock is released.
     #[inline(never)]
     fn locked<T>(&self, section: impl FnOnce(&mut Ledger, Gate, &mut [Branch<'_>]) -> T) -> (T, Released) {
+        #[cfg(test)]
+        self.decisions.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let mut ledger = self.ledger.lock();
         let before = ledger.events().len();
         let decision = section(&mut ledger, self.gate(), &mut []);
@@ -773,9 +780,18 @@ impl Guard {
         stop
     }
 
-    /// Counts one observation of a call to `tool`, after the cancellation checks.
-    pub(crate) fn observe_call(&self, tool: &Arc<str>) -> Result<u32, Stop> {
-        self.decide(|ledger, gate, _| ledger.observe_call(gate, tool))
+    /// Counts one observation of a call to `tool`, after the cancellation checks, and, when
+    /// `middleware`, records the built-in middleware's event for it under the same lock (what
+    /// [`record_middleware`](Self::record_middleware) would record right after).
+    pub(crate) fn observe_call(&self, tool: &Arc<str>, middleware: bool) -> Result<u32, Stop> {
+        self.decide(|ledger, gate, _| {
+            let count = ledger.observe_call(gate, tool)?;
+            if middleware {
+                // The check just passed under this lock: nothing can have stopped the run since.
+                ledger.record_middleware(gate, tool, count)?;
+            }
+            Ok(count)
+        })
     }
 
     /// Records the built-in middleware's event for observation `count` of a call to `tool`.

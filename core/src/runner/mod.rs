@@ -100,6 +100,9 @@ pub struct Runner<T, S = ()> {
     calibrate: bool,
     counter: Arc<dyn TokenCounter>,
     observers: Vec<Arc<dyn Observer<S>>>,
+    /// The built-in [`Middleware`] was the first observer added: its event is recorded with the
+    /// observation's count, under one lock, and it is not among `observers`.
+    middleware_first: bool,
     offer: Offer,
     concurrency: Option<Concurrency>,
 }
@@ -112,7 +115,7 @@ impl<T: fmt::Debug, S> fmt::Debug for Runner<T, S> {
             .field("streaming", &self.streaming)
             .field("offer", &self.offer)
             .field("concurrency", &self.concurrency)
-            .field("observers", &self.observers.len())
+            .field("observers", &(self.observers.len() + usize::from(self.middleware_first)))
             .finish_non_exhaustive()
     }
 }
@@ -186,6 +189,7 @@ impl<T: Transport, S: Send + Sync + 'static> Runner<T, S> {
             calibrate: true,
             counter: Arc::new(ByteCounter),
             observers: Vec::new(),
+            middleware_first: false,
             offer: Offer::All,
             concurrency: None,
         }
@@ -323,7 +327,15 @@ impl<T: Transport, S: Send + Sync + 'static> Runner<T, S> {
     /// `Middleware` event for each call it sees.
     #[must_use]
     pub fn observe(mut self, observer: impl Observer<S> + 'static) -> Self {
-        self.observers.push(Arc::new(observer));
+        // The built-in middleware, first, needs no observer's call of its own: its event is
+        // recorded under the lock that counts the observation. After a host's observer it stays
+        // an observer, so that the host's sees the scope without it, as it would.
+        let first = !self.middleware_first && self.observers.is_empty();
+        if first && (&observer as &dyn std::any::Any).is::<Middleware>() {
+            self.middleware_first = true;
+        } else {
+            self.observers.push(Arc::new(observer));
+        }
         self
     }
 
@@ -552,7 +564,7 @@ impl<T: Transport, S: Send + Sync + 'static> Runner<T, S> {
         tool: &Arc<str>,
         call: &ToolCall,
     ) -> Result<(), Stop> {
-        let count = scope.guard().observe_call(tool)?;
+        let count = scope.guard().observe_call(tool, self.middleware_first)?;
         if !self.observers.is_empty() {
             let observation = Observation { tool, call_id: &call.id, count, scope };
             for observer in &self.observers {
