@@ -162,6 +162,12 @@ impl Limits {
     /// (e.g. a refund at most once): past them the run halts `ToolLimit`. Zero forbids the tool.
     /// Set again for the same tool, the last limit given holds. A name no tool may take fails
     /// [`validate`](Self::validate) with [`LimitsError::InvalidToolLimit`].
+    ///
+    /// The limits do not know the run's tools, its runner does: a run whose tool set has no tool
+    /// of that name (a misspelt name would limit nothing) is refused when it starts, before any
+    /// model call, with [`RunError::InvalidLimits`](crate::RunError::InvalidLimits) holding
+    /// [`LimitsError::UnknownTool`] ([`Runner::run`](crate::Runner::run) and the journaled run
+    /// alike).
     #[must_use]
     pub fn with_tool_calls_of(mut self, tool: impl Into<String>, calls: u32) -> Self {
         self.per_tool.insert(tool.into().into_boxed_str(), calls);
@@ -492,8 +498,9 @@ impl fmt::Display for Limits {
     }
 }
 
-/// Why a set of limits, or a scope built from them, was rejected before anything ran.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// Why a set of limits, or a scope built from them, or a run under them, was rejected before
+/// anything ran.
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum LimitsError {
     /// A run needs at least one model call.
@@ -517,6 +524,10 @@ pub enum LimitsError {
     /// A per-tool limit ([`Limits::with_tool_calls_of`]) names a tool by a name no tool may
     /// take.
     InvalidToolLimit,
+    /// A per-tool limit ([`Limits::with_tool_calls_of`]) names a tool that the run's tool set
+    /// does not have (a misspelt name would limit nothing): refused when the run starts
+    /// ([`RunError::InvalidLimits`](crate::RunError::InvalidLimits)), before any model call.
+    UnknownTool(String),
     /// A child scope asked for a capability its parent was not granted.
     GrantsBeyondParent,
     /// A child scope's caller is its parent scope: it takes no caller's token of its own.
@@ -547,8 +558,15 @@ pub enum LimitsError {
 
 impl fmt::Display for LimitsError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if let Self::Progress(error) = self {
-            return error.fmt(f);
+        match self {
+            Self::Progress(error) => return error.fmt(f),
+            Self::UnknownTool(tool) => {
+                return write!(
+                    f,
+                    "invalid limits: a per-tool limit names the tool {tool}, which the run's tool set does not have"
+                );
+            }
+            _ => {}
         }
         f.write_str(match self {
             Self::ZeroModelCalls => "invalid limits: model calls must be at least 1",
@@ -589,6 +607,7 @@ impl fmt::Display for LimitsError {
                 "invalid scope: the resumed run draws from pools; give their store with `ScopeBuilder::pool_store`"
             }
             Self::Progress(_) => "invalid progress policy",
+            Self::UnknownTool(_) => "invalid limits: a per-tool limit names a tool the run does not have",
         })
     }
 }

@@ -18,6 +18,7 @@ use serde::{Serialize, Serializer};
 use crate::event::{ControlEvent, HaltReason};
 #[cfg(feature = "journal")]
 use crate::journal::JournalError;
+use crate::limits::LimitsError;
 #[cfg(feature = "pools")]
 use crate::pool::PoolError;
 use crate::spend::Spend;
@@ -491,6 +492,9 @@ pub enum RunError {
     /// would have reserved was not sent (fail closed).
     #[cfg(feature = "pools")]
     Pool(PoolError),
+    /// The scope's limits do not fit the run: a per-tool limit names a tool its tool set does
+    /// not have ([`LimitsError::UnknownTool`]). Nothing ran.
+    InvalidLimits(LimitsError),
     /// The transport cannot send a request option the run set (a seed to an API that has none,
     /// a temperature above the provider's range): the run's configuration, refused before
     /// anything ran. The error is of kind
@@ -586,7 +590,7 @@ impl RunError {
                 JournalError::Storage(_) => RunErrorKind::JournalUnavailable,
                 _ => RunErrorKind::Internal,
             },
-            Self::Unpriced(_) | Self::Unsupported(_) => RunErrorKind::Configuration,
+            Self::Unpriced(_) | Self::Unsupported(_) | Self::InvalidLimits(_) => RunErrorKind::Configuration,
             #[cfg(feature = "pools")]
             Self::Pool(error) if error.is_storage() => RunErrorKind::PoolUnavailable,
             #[cfg(feature = "pools")]
@@ -633,6 +637,7 @@ impl fmt::Display for RunError {
             #[cfg(feature = "pools")]
             Self::Pool(error) => error.fmt(f),
             Self::Unsupported(error) => write!(f, "{error}; nothing ran"),
+            Self::InvalidLimits(error) => write!(f, "{error}; nothing ran"),
         }
     }
 }
@@ -641,6 +646,7 @@ impl std::error::Error for RunError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             Self::Cancelled | Self::CancelledUnrecorded | Self::Unpriced(_) => None,
+            Self::InvalidLimits(error) => Some(error),
             Self::Provider(error) | Self::Unsupported(error) => error.source(),
             #[cfg(feature = "journal")]
             Self::Journal(error) => error.source(),

@@ -362,7 +362,8 @@ impl<T: Transport, S: Send + Sync + 'static> Runner<T, S> {
     /// [`RunError::Provider`] if the provider answered unusably; [`RunError::Unpriced`] before
     /// anything runs, under a cost budget, if the scope's prices miss the model or a tool;
     /// [`RunError::Unsupported`] before anything runs if the transport cannot send an option of
-    /// [`options`](Self::options).
+    /// [`options`](Self::options); [`RunError::InvalidLimits`] before anything runs if a
+    /// per-tool limit names a tool the set does not have ([`LimitsError::UnknownTool`](crate::LimitsError::UnknownTool)).
     pub async fn run(
         &self,
         scope: &Scope<S>,
@@ -384,6 +385,15 @@ impl<T: Transport, S: Send + Sync + 'static> Runner<T, S> {
     /// never "the part that could be priced").
     pub(crate) fn check_configuration(&self, scope: &Scope<S>) -> Result<(), RunError> {
         self.transport.check_options(&self.options).map_err(RunError::Unsupported)?;
+        // A per-tool limit on a tool the set does not have would limit nothing.
+        let definitions = self.tools.definitions();
+        if let Some((tool, _)) = scope
+            .limits()
+            .per_tool_calls()
+            .find(|(tool, _)| !definitions.iter().any(|known| known.name == *tool))
+        {
+            return Err(RunError::InvalidLimits(crate::LimitsError::UnknownTool(tool.to_owned())));
+        }
         if !scope.guard().cost_budgeted() {
             return Ok(());
         }
