@@ -122,10 +122,11 @@
 //!   listings and recorded streams, and what only they hand out ([`Outcome::pending`],
 //!   [`Ended::operations`], [`RunError::Journal`], [`ScopeBuilder::labels`],
 //!   [`ToolContext::fencing_token`]). Without it, a run is one process's: nothing else changes.
-//! - `pools` (on by default): the in-process pool store and its clocks
-//!   ([`pool::MemoryPools`], [`pool::Clock`]). The pool API a run draws through
-//!   ([`pool::PoolDraw`], [`pool::PoolStore`], [`ScopeBuilder::pools`]) is there either way:
-//!   the model call's reservation holds it.
+//! - `pools` (on by default): budgets shared by many runs ([`pool`]): the pool stores' traits
+//!   and the in-process store ([`pool::PoolStore`], [`pool::MemoryPools`]), a scope's draw from
+//!   them ([`ScopeBuilder::pools`], [`Scope::pools`], [`pool::PoolDraw`]) and what only pools hand
+//!   out ([`RunError::Pool`], the pool variants of [`LimitsError`]). Without it, no scope draws
+//!   from shared pools and no pool code is compiled.
 //!
 //! A crate that uses either names it in its own manifest, so that it keeps building for a host
 //! that turns the defaults off.
@@ -145,7 +146,9 @@ mod guard;
 pub mod journal;
 mod limits;
 mod outcome;
+#[cfg(feature = "pools")]
 pub mod pool;
+mod pooled;
 pub mod progress;
 mod registry;
 mod run_id;

@@ -164,6 +164,12 @@ impl Limits {
     /// (e.g. a refund at most once): past them the run halts `ToolLimit`. Zero forbids the tool.
     /// Set again for the same tool, the last limit given holds. A name no tool may take fails
     /// [`validate`](Self::validate) with [`LimitsError::InvalidToolLimit`].
+    ///
+    /// The limits do not know the run's tools, its runner does: a run whose tool set has no tool
+    /// of that name (a misspelt name would limit nothing) is refused when it starts, before any
+    /// model call, with [`RunError::InvalidLimits`](crate::RunError::InvalidLimits) holding
+    /// [`LimitsError::UnknownTool`] ([`Runner::run`](crate::Runner::run) and the journaled run
+    /// alike).
     #[must_use]
     pub fn with_tool_calls_of(mut self, tool: impl Into<String>, calls: u32) -> Self {
         self.per_tool.insert(tool.into().into_boxed_str(), calls);
@@ -494,8 +500,9 @@ impl fmt::Display for Limits {
     }
 }
 
-/// Why a set of limits, or a scope built from them, was rejected before anything ran.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// Why a set of limits, or a scope built from them, or a run under them, was rejected before
+/// anything ran.
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum LimitsError {
     /// A run needs at least one model call.
@@ -519,6 +526,10 @@ pub enum LimitsError {
     /// A per-tool limit ([`Limits::with_tool_calls_of`]) names a tool by a name no tool may
     /// take.
     InvalidToolLimit,
+    /// A per-tool limit ([`Limits::with_tool_calls_of`]) names a tool that the run's tool set
+    /// does not have (a misspelt name would limit nothing): refused when the run starts
+    /// ([`RunError::InvalidLimits`](crate::RunError::InvalidLimits)), before any model call.
+    UnknownTool(String),
     /// A child scope asked for a capability its parent was not granted.
     GrantsBeyondParent,
     /// A child scope's caller is its parent scope: it takes no caller's token of its own.
@@ -527,16 +538,20 @@ pub enum LimitsError {
     WrapUpWithoutRoom,
     /// A scope that draws from shared pools has tool prices: pools hold model calls only, so a
     /// priced tool would spend money its pools never saw (refused rather than let through).
+    #[cfg(feature = "pools")]
     PricedToolsWithPools,
     /// A pool the scope draws from ([`ScopeBuilder::pools`](crate::ScopeBuilder::pools)) is
     /// named with an empty name, one too long, or a byte outside `A-Z a-z 0-9 . _ : -`.
+    #[cfg(feature = "pools")]
     InvalidPoolName,
     /// A child scope's pools live in another store than its parent's: one transaction could not
     /// reserve in both.
+    #[cfg(feature = "pools")]
     PoolStores,
     /// A resumed run draws from pools, and its scope was given neither their store
     /// ([`ScopeBuilder::pool_store`](crate::ScopeBuilder::pool_store)) nor pools of its own
     /// ([`ScopeBuilder::pools`](crate::ScopeBuilder::pools)): built, it would spend outside them.
+    #[cfg(feature = "pools")]
     PoolStoreMissing,
     /// The scope's progress policy ([`ScopeBuilder::progress`](crate::ScopeBuilder::progress))
     /// has a value out of range.
@@ -545,8 +560,15 @@ pub enum LimitsError {
 
 impl fmt::Display for LimitsError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if let Self::Progress(error) = self {
-            return error.fmt(f);
+        match self {
+            Self::Progress(error) => return error.fmt(f),
+            Self::UnknownTool(tool) => {
+                return write!(
+                    f,
+                    "invalid limits: a per-tool limit names the tool {tool}, which the run's tool set does not have"
+                );
+            }
+            _ => {}
         }
         f.write_str(match self {
             Self::ZeroModelCalls => "invalid limits: model calls must be at least 1",
@@ -572,17 +594,22 @@ impl fmt::Display for LimitsError {
             Self::WrapUpWithoutRoom => {
                 "invalid limits: a wrap-up keeps a positive number of tokens and one of at least 2 model calls aside"
             }
+            #[cfg(feature = "pools")]
             Self::PricedToolsWithPools => {
                 "invalid scope: a scope drawing from shared pools cannot price tools (pools hold model calls only)"
             }
+            #[cfg(feature = "pools")]
             Self::InvalidPoolName => {
                 "invalid scope: a pool name is 1 to 128 bytes of letters, digits and . _ : -"
             }
+            #[cfg(feature = "pools")]
             Self::PoolStores => "invalid scope: a child's pools must live in its parent's pool store",
+            #[cfg(feature = "pools")]
             Self::PoolStoreMissing => {
                 "invalid scope: the resumed run draws from pools; give their store with `ScopeBuilder::pool_store`"
             }
             Self::Progress(_) => "invalid progress policy",
+            Self::UnknownTool(_) => "invalid limits: a per-tool limit names a tool the run does not have",
         })
     }
 }

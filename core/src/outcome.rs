@@ -18,6 +18,8 @@ use serde::{Serialize, Serializer};
 use crate::event::{ControlEvent, HaltReason};
 #[cfg(feature = "journal")]
 use crate::journal::JournalError;
+use crate::limits::LimitsError;
+#[cfg(feature = "pools")]
 use crate::pool::PoolError;
 use crate::spend::Spend;
 use crate::transport::{TransportError, TransportErrorKind, Usage};
@@ -490,7 +492,11 @@ pub enum RunError {
     Unpriced(String),
     /// A shared pool's store failed or does not know a pool the scope draws from: the call it
     /// would have reserved was not sent (fail closed).
+    #[cfg(feature = "pools")]
     Pool(PoolError),
+    /// The scope's limits do not fit the run: a per-tool limit names a tool its tool set does
+    /// not have ([`LimitsError::UnknownTool`]). Nothing ran.
+    InvalidLimits(LimitsError),
     /// The transport cannot send a request option the run set (a seed to an API that has none,
     /// a temperature above the provider's range): the run's configuration, refused before
     /// anything ran. The error is of kind
@@ -586,11 +592,14 @@ impl RunError {
                 JournalError::Storage(_) => RunErrorKind::JournalUnavailable,
                 _ => RunErrorKind::Internal,
             },
-            Self::Unpriced(_) | Self::Unsupported(_) => RunErrorKind::Configuration,
+            Self::Unpriced(_) | Self::Unsupported(_) | Self::InvalidLimits(_) => RunErrorKind::Configuration,
+            #[cfg(feature = "pools")]
             Self::Pool(error) if error.is_storage() => RunErrorKind::PoolUnavailable,
+            #[cfg(feature = "pools")]
             Self::Pool(PoolError::UnknownPool | PoolError::InvalidName | PoolError::InvalidBudget) => {
                 RunErrorKind::Configuration
             }
+            #[cfg(feature = "pools")]
             Self::Pool(_) => RunErrorKind::Internal,
         }
     }
@@ -627,8 +636,10 @@ impl fmt::Display for RunError {
             #[cfg(feature = "journal")]
             Self::Journal(error) => error.fmt(f),
             Self::Unpriced(what) => write!(f, "a cost budget needs a price for {what}; nothing ran"),
+            #[cfg(feature = "pools")]
             Self::Pool(error) => error.fmt(f),
             Self::Unsupported(error) => write!(f, "{error}; nothing ran"),
+            Self::InvalidLimits(error) => write!(f, "{error}; nothing ran"),
         }
     }
 }
@@ -637,9 +648,11 @@ impl std::error::Error for RunError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             Self::Cancelled | Self::CancelledUnrecorded | Self::Unpriced(_) => None,
+            Self::InvalidLimits(error) => Some(error),
             Self::Provider(error) | Self::Unsupported(error) => error.source(),
             #[cfg(feature = "journal")]
             Self::Journal(error) => error.source(),
+            #[cfg(feature = "pools")]
             Self::Pool(error) => error.source(),
         }
     }

@@ -158,7 +158,15 @@ impl Drop for Registration {
 }
 
 /// A run id that a live registration already holds.
+///
+/// It may come to say more: only [`RunRegistry::register`] makes one, and a host reads the id
+/// from its field.
+///
+/// ```compile_fail
+/// let made_by_a_host = loopbound::AlreadyRegistered(loopbound::RunId::new("run-1").unwrap());
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct AlreadyRegistered(pub RunId);
 
 impl fmt::Display for AlreadyRegistered {

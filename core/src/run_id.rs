@@ -21,7 +21,8 @@ pub const MAX_RUN_ID_LEN: usize = 100;
 ///
 /// let run = RunId::new("refund-42")?;
 /// assert_eq!(run.as_str(), "refund-42");
-/// assert_eq!(RunId::new("a/b"), Err(InvalidRunId));
+/// let refused = RunId::new("a/b").unwrap_err();
+/// assert!(refused.to_string().starts_with("invalid run id"), "{refused}");
 /// # Ok::<(), InvalidRunId>(())
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -75,7 +76,15 @@ impl fmt::Display for RunId {
 /// A run id outside `A-Z a-z 0-9 . _ : -`, empty, or longer than [`MAX_RUN_ID_LEN`]
 /// ([`RunId::new`]). Under the `journal` feature it converts into
 /// `JournalError::InvalidRunId`, so `?` keeps working in a journal command.
+///
+/// It may come to say more (which rule the id broke): only [`RunId::new`] makes one, and a
+/// host matches it as a whole or reads its words.
+///
+/// ```compile_fail
+/// let made_by_a_host = loopbound::InvalidRunId;
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct InvalidRunId;
 
 impl fmt::Display for InvalidRunId {

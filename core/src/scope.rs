@@ -19,6 +19,7 @@ use std::collections::BTreeSet;
 use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
+#[cfg(feature = "pools")]
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -28,7 +29,10 @@ use crate::guard::{Activity, Ancestor, Guard, Stop, Terms};
 #[cfg(feature = "journal")]
 use crate::journal::Labels;
 use crate::limits::{Limits, LimitsError};
-use crate::pool::{PoolDraw, PoolName, PoolSettings, PoolStore, PoolTerms};
+#[cfg(all(feature = "pools", feature = "journal"))]
+use crate::pool::PoolTerms;
+#[cfg(feature = "pools")]
+use crate::pool::{PoolDraw, PoolName, PoolSettings, PoolStore};
 use crate::spend::{Prices, Spend};
 use crate::sync::CancellationToken;
 use crate::watch::Feed;
@@ -75,14 +79,10 @@ pub struct ScopeBuilder<S = ()> {
     limits: Limits,
     caller: Option<CancellationToken>,
     terms: Terms,
-    /// A child named pools of another store than its parent's.
-    foreign_pools: bool,
-    /// The terms of the scope's holds in its pools, applied when it is built, and whether a pool
-    /// name was not one.
+    /// What the host asked of the scope's pools (their terms, a resume's pools, the names and
+    /// stores it gave that are refused at the build), applied when it is built.
+    #[cfg(feature = "pools")]
     pool_settings: PoolSettings,
-    /// The pools a journaled run's definition draws from, for a resume: the build needs their
-    /// store ([`pool_store`](ScopeBuilder::pool_store)) or a draw of its own.
-    resumed_pools: Option<PoolTerms>,
     feed: Option<Feed>,
     state: S,
     #[cfg(feature = "journal")]
@@ -98,9 +98,8 @@ impl Default for ScopeBuilder {
             limits: Limits::default(),
             caller: None,
             terms: Terms::default(),
-            foreign_pools: false,
+            #[cfg(feature = "pools")]
             pool_settings: PoolSettings::default(),
-            resumed_pools: None,
             feed: None,
             state: (),
             #[cfg(feature = "journal")]
@@ -202,11 +201,105 @@ impl<S> ScopeBuilder<S> {
         self
     }
 
+    /// Attaches the request's own state, which tool bodies read through
+    /// [`ToolContext::state`](crate::ToolContext::state) and the completion condition receives.
+    pub fn state<T>(self, state: T) -> ScopeBuilder<T> {
+        ScopeBuilder {
+            capabilities: self.capabilities,
+            limits: self.limits,
+            caller: self.caller,
+            terms: self.terms,
+            #[cfg(feature = "pools")]
+            pool_settings: self.pool_settings,
+            feed: self.feed,
+            state,
+            #[cfg(feature = "journal")]
+            labels: self.labels,
+            #[cfg(feature = "journal")]
+            records_stream: self.records_stream,
+        }
+    }
+
+    /// Streams the request's run to a watcher: every event as it is recorded, the model's text
+    /// as it arrives, each tool call and its answer, and the outcome (see [`watch`](crate::watch)).
+    /// The stream ends after the run's outcome, or when the scope is dropped.
+    pub fn watch(mut self, feed: Feed) -> Self {
+        self.feed = Some(feed);
+        self
+    }
+
+    /// Records a journaled run's stream in its journal: what a watcher gets, as numbered lines
+    /// that [`journal::follow`](crate::journal::follow) reads from any position, in any process,
+    /// after any restart (a Server-Sent-Events `Last-Event-ID`). Kept in the run's definition:
+    /// every attempt of the run records, and a resume's scope does not change it
+    /// ([`journal::scope_of`](crate::journal::scope_of) carries it). Off by default: the lines
+    /// ride on the attempt's commits, but they are rows to write (a run without a watcher need
+    /// not pay for them). A run that is not journaled records nothing.
+    #[cfg(feature = "journal")]
+    pub fn record_stream(mut self) -> Self {
+        self.records_stream = true;
+        self
+    }
+
+    /// Validates the limits and starts the scope's clock: the deadline runs from now.
+    ///
+    /// # Errors
+    ///
+    /// Any [`LimitsError`]; nothing has run and nothing has been counted.
+    pub fn build(self) -> Result<Scope<S>, LimitsError> {
+        self.limits.validate()?;
+        self.terms.progress.validate().map_err(LimitsError::Progress)?;
+        if self.limits.cost().is_some() && self.terms.prices.is_none() {
+            return Err(LimitsError::Unpriced);
+        }
+        #[cfg(feature = "pools")]
+        let terms = self.pool_settings.settle(self.terms)?;
+        #[cfg(not(feature = "pools"))]
+        let terms = self.terms;
+        let mut deadline =
+            Instant::now().checked_add(self.limits.deadline()).ok_or(LimitsError::DeadlineOutOfRange)?;
+        let caller = match &terms.parent {
+            Some(parent) => {
+                let parent = parent.guard();
+                if self.caller.is_some() {
+                    return Err(LimitsError::ChildCaller);
+                }
+                if self.capabilities.iter().any(|capability| !parent.is_granted(capability)) {
+                    return Err(LimitsError::GrantsBeyondParent);
+                }
+                deadline = deadline.min(parent.deadline());
+                // The parent's own token: its caller's cancellation, its halts and its deadline
+                // stop the child at once.
+                parent.token().child_token()
+            }
+            None => self.caller.unwrap_or_default(),
+        };
+        let guard = Guard::new(self.limits, self.capabilities, caller, deadline, terms, self.feed);
+        Ok(Scope {
+            inner: Arc::new(Inner {
+                guard,
+                state: self.state,
+                #[cfg(feature = "journal")]
+                labels: self.labels,
+                #[cfg(feature = "journal")]
+                records_stream: self.records_stream,
+            }),
+        })
+    }
+}
+
+/// The shared pools a scope draws from (the `pools` feature).
+#[cfg(feature = "pools")]
+impl<S> ScopeBuilder<S> {
     /// Draws every model call of the run from the shared pools `names` of `store` as well (a
     /// tenant's, a user's; each kept once, in the order given): each call is reserved in all of
     /// them, all or nothing, before it is sent, and settled from the provider's usage (see
     /// [`pool`](crate::pool)). A child scope draws from its parent's pools, and from those it
     /// adds here, in the same store.
+    ///
+    /// Calls add up: each adds its pools to those named before (a second call does not replace
+    /// the first). So a name refused by one call is never forgotten by a later one: the scope
+    /// would otherwise draw from fewer pools than the host named.
     ///
     #[cfg_attr(feature = "pools", doc = "```")]
     #[cfg_attr(not(feature = "pools"), doc = "```ignore")]
@@ -216,12 +309,18 @@ impl<S> ScopeBuilder<S> {
     ///
     /// let pools = Arc::new(MemoryPools::new());
     /// assert!(Scope::builder().pools(pools.clone(), ["tenant:acme", "user:7"]).build().is_ok());
-    /// let refused = Scope::builder().pools(pools, ["tenant acme"]).build();
+    /// let refused = Scope::builder().pools(pools.clone(), ["tenant acme"]).build();
     /// assert_eq!(refused.err(), Some(LimitsError::InvalidPoolName));
+    /// // A later valid call does not clear the refusal.
+    /// let still = Scope::builder().pools(pools.clone(), ["tenant acme"]).pools(pools, ["user:7"]).build();
+    /// assert_eq!(still.err(), Some(LimitsError::InvalidPoolName));
     /// ```
     ///
-    /// A name that is not one (see [`PoolStore`]) makes [`build`](Self::build) fail with
-    /// [`LimitsError::InvalidPoolName`].
+    /// # Errors
+    ///
+    /// None here: a name that is not one (see [`PoolStore`]), in this call or any other on the
+    /// builder, makes [`build`](Self::build) fail with [`LimitsError::InvalidPoolName`]; pools
+    /// of a child in another store than its parent's, with [`LimitsError::PoolStores`].
     pub fn pools<N: AsRef<str>>(
         mut self,
         store: Arc<dyn PoolStore>,
@@ -264,7 +363,7 @@ impl<S> ScopeBuilder<S> {
         self.terms.pools = Some(match self.terms.pools.take() {
             Some(inherited) if inherited.same_store(&draw) => inherited.with(&draw),
             Some(_) => {
-                self.foreign_pools = true;
+                self.pool_settings.foreign = true;
                 draw
             }
             None => draw,
@@ -277,7 +376,7 @@ impl<S> ScopeBuilder<S> {
     /// [`journal::scope_of`](crate::journal::scope_of) for a run that draws from pools needs
     /// before it builds. On a builder that names no such pools, it does nothing.
     pub fn pool_store(self, store: Arc<dyn PoolStore>) -> Self {
-        match self.resumed_pools.clone() {
+        match self.pool_settings.resumed.clone() {
             Some(terms) => self.draw(terms.draw_from(store)),
             None => self,
         }
@@ -286,106 +385,8 @@ impl<S> ScopeBuilder<S> {
     /// This builder, noting that the run it resumes draws from the pools of `terms`.
     #[cfg(feature = "journal")]
     pub(crate) fn resuming_pools(mut self, terms: PoolTerms) -> Self {
-        self.resumed_pools = Some(terms);
+        self.pool_settings.resumed = Some(terms);
         self
-    }
-
-    /// Attaches the request's own state, which tool bodies read through
-    /// [`ToolContext::state`](crate::ToolContext::state) and the completion condition receives.
-    pub fn state<T>(self, state: T) -> ScopeBuilder<T> {
-        ScopeBuilder {
-            capabilities: self.capabilities,
-            limits: self.limits,
-            caller: self.caller,
-            terms: self.terms,
-            foreign_pools: self.foreign_pools,
-            pool_settings: self.pool_settings,
-            resumed_pools: self.resumed_pools,
-            feed: self.feed,
-            state,
-            #[cfg(feature = "journal")]
-            labels: self.labels,
-            #[cfg(feature = "journal")]
-            records_stream: self.records_stream,
-        }
-    }
-
-    /// Streams the request's run to a watcher: every event as it is recorded, the model's text
-    /// as it arrives, each tool call and its answer, and the outcome (see [`watch`](crate::watch)).
-    /// The stream ends after the run's outcome, or when the scope is dropped.
-    pub fn watch(mut self, feed: Feed) -> Self {
-        self.feed = Some(feed);
-        self
-    }
-
-    /// Records a journaled run's stream in its journal: what a watcher gets, as numbered lines
-    /// that [`journal::follow`](crate::journal::follow) reads from any position, in any process,
-    /// after any restart (a Server-Sent-Events `Last-Event-ID`). Kept in the run's definition:
-    /// every attempt of the run records, and a resume's scope does not change it
-    /// ([`journal::scope_of`](crate::journal::scope_of) carries it). Off by default: the lines
-    /// ride on the attempt's commits, but they are rows to write (a run without a watcher need
-    /// not pay for them). A run that is not journaled records nothing.
-    #[cfg(feature = "journal")]
-    pub fn record_stream(mut self) -> Self {
-        self.records_stream = true;
-        self
-    }
-
-    /// Validates the limits and starts the scope's clock: the deadline runs from now.
-    ///
-    /// # Errors
-    ///
-    /// Any [`LimitsError`]; nothing has run and nothing has been counted.
-    pub fn build(mut self) -> Result<Scope<S>, LimitsError> {
-        self.limits.validate()?;
-        self.terms.progress.validate().map_err(LimitsError::Progress)?;
-        if self.limits.cost().is_some() && self.terms.prices.is_none() {
-            return Err(LimitsError::Unpriced);
-        }
-        if self.pool_settings.invalid_name {
-            return Err(LimitsError::InvalidPoolName);
-        }
-        if self.foreign_pools {
-            return Err(LimitsError::PoolStores);
-        }
-        self.terms.pools = self.terms.pools.take().map(|draw| self.pool_settings.apply(draw));
-        if self.resumed_pools.is_some() && self.terms.pools.is_none() {
-            return Err(LimitsError::PoolStoreMissing);
-        }
-        if self.terms.pools.is_some()
-            && self.terms.prices.as_ref().is_some_and(|prices| prices.charges_tools())
-        {
-            return Err(LimitsError::PricedToolsWithPools);
-        }
-        let mut deadline =
-            Instant::now().checked_add(self.limits.deadline()).ok_or(LimitsError::DeadlineOutOfRange)?;
-        let caller = match &self.terms.parent {
-            Some(parent) => {
-                let parent = parent.guard();
-                if self.caller.is_some() {
-                    return Err(LimitsError::ChildCaller);
-                }
-                if self.capabilities.iter().any(|capability| !parent.is_granted(capability)) {
-                    return Err(LimitsError::GrantsBeyondParent);
-                }
-                deadline = deadline.min(parent.deadline());
-                // The parent's own token: its caller's cancellation, its halts and its deadline
-                // stop the child at once.
-                parent.token().child_token()
-            }
-            None => self.caller.unwrap_or_default(),
-        };
-        let guard = Guard::new(self.limits, self.capabilities, caller, deadline, self.terms, self.feed);
-        Ok(Scope {
-            inner: Arc::new(Inner {
-                guard,
-                state: self.state,
-                #[cfg(feature = "journal")]
-                labels: self.labels,
-                #[cfg(feature = "journal")]
-                records_stream: self.records_stream,
-            }),
-        })
     }
 }
 
@@ -416,8 +417,8 @@ impl<S: Send + Sync + 'static> Scope<S> {
     /// stricter). What the checks remember is the child's own: the parent's calls do not count
     /// toward the child's cycles or streaks, nor the child's toward the parent's.
     ///
-    /// Under a spend budget of the tree, a child's model call asks for at most
-    /// [`DEFAULT_OUTPUT_CAP`](crate::pool::DEFAULT_OUTPUT_CAP) output tokens unless its request
+    /// Under a spend budget of the tree, a child's model call asks for at most 4,096 output
+    /// tokens (the pools' `DEFAULT_OUTPUT_CAP`) unless its request
     /// sets a cap, and a call that does not fit only because of its siblings' calls in flight
     /// waits for one of them to settle, within its deadline, instead of halting the tree: a
     /// budget is exhausted when what is settled leaves no room (`docs/spend.md`, "Fair shares").
@@ -554,6 +555,7 @@ impl<S> Scope<S> {
     }
 
     /// The shared pools the scope draws from, if any.
+    #[cfg(feature = "pools")]
     #[must_use]
     pub fn pools(&self) -> Option<&PoolDraw> {
         self.inner.guard.pools()

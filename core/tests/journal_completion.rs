@@ -82,6 +82,29 @@ async fn attempt(
     runtime.run_journaled(journal, &run_id(), &scope(), &mut refund::conversation(), condition).await
 }
 
+#[tokio::test]
+async fn a_journaled_run_with_a_per_tool_limit_on_a_tool_the_set_does_not_have_is_refused_before_it_starts() {
+    let journal = MemoryJournal::default();
+    let sink = Arc::new(MemorySink::default());
+    let tools = tools(&sink, Policy::Allow, Body::Answers);
+    let model = sequence(vec![closing()]);
+    let limits = Limits::default().with_tool_calls_of("refunds", 1);
+    let scope =
+        Scope::builder().grants(refund::CAPABILITIES).limits(limits).state(Desk::default()).build().unwrap();
+    let refused = Runner::new(&tools, &model)
+        .run_journaled(&journal, &run_id(), &scope, &mut refund::conversation(), refunded)
+        .await;
+    assert_eq!(
+        refused.unwrap_err(),
+        RunError::InvalidLimits(loopbound::LimitsError::UnknownTool("refunds".to_owned()))
+    );
+    assert_eq!(model.calls(), 0);
+    assert!(
+        matches!(journal::inspect(&journal, &run_id()).await, Err(journal::JournalError::UnknownRun)),
+        "nothing was written"
+    );
+}
+
 fn refunded(ended: Ended<'_, Desk>) -> bool {
     ended.has_succeeded("refund")
 }

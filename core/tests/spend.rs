@@ -269,6 +269,31 @@ async fn a_tool_limited_to_one_call_runs_once_whatever_the_arguments() {
     assert_eq!(scope.stop_reason(), Some(HaltReason::ToolLimit));
 }
 
+#[tokio::test]
+async fn a_per_tool_limit_on_a_tool_the_set_does_not_have_refuses_the_run_before_any_model_call() {
+    let bodies = Arc::new(AtomicU32::new(0));
+    let model = Scripted::new(|_, _| Step::Reply(ModelReply::text("never asked")));
+    // "refnd": a misspelt "refund", which would limit nothing.
+    let limits = Limits::default().with_tool_calls_of("refund", 1).with_tool_calls_of("refnd", 1);
+    let scope = Scope::builder().grants(["orders.read", "orders.refund"]).limits(limits).build().unwrap();
+    let refused = Runner::new(&tools(&bodies), &model).run(&scope, &mut Vec::new(), |_| true).await;
+    let error = refused.unwrap_err();
+    assert_eq!(error, RunError::InvalidLimits(LimitsError::UnknownTool("refnd".to_owned())));
+    assert_eq!(error.kind(), loopbound::RunErrorKind::Configuration);
+    assert_eq!(
+        error.to_string(),
+        "invalid limits: a per-tool limit names the tool refnd, which the run's tool set does not have; nothing ran"
+    );
+    assert_eq!((model.calls(), bodies.load(Ordering::SeqCst)), (0, 0));
+    assert_eq!(scope.model_calls(), 0);
+    assert!(scope.events().is_empty());
+    // Spelt right, the same limit runs.
+    let limits = Limits::default().with_tool_calls_of("refund", 1);
+    let scope = Scope::builder().grants(["orders.read", "orders.refund"]).limits(limits).build().unwrap();
+    let outcome = Runner::new(&tools(&bodies), &model).run(&scope, &mut Vec::new(), |_| true).await.unwrap();
+    assert_eq!((outcome.status(), model.calls()), (Status::Completed, 1));
+}
+
 #[test]
 fn per_tool_limits_and_budgets_are_validated() {
     let twice = Limits::default().with_tool_calls_of("refund", 1).with_tool_calls_of("refund", 2);

@@ -106,6 +106,7 @@ pub(crate) struct Ledger {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Detail {
     /// Words made before the lock (a pool's refusal).
+    #[cfg(feature = "pools")]
     Text(Arc<str>),
     /// A cycle of these tools, in call order, that came round this many times.
     Cycle(Vec<Arc<str>>, u32),
@@ -306,6 +307,7 @@ impl Counters {
 pub(crate) enum Activity<'a> {
     Model,
     Tool(&'a Arc<str>),
+    #[cfg(any(feature = "journal", feature = "pools"))]
     Store,
 }
 
@@ -334,6 +336,7 @@ impl Ledger {
                 let subject = self.tool(name);
                 self.halt(reason, subject, self.tool_calls)
             }
+            #[cfg(any(feature = "journal", feature = "pools"))]
             Activity::Store => self.halt(reason, Subject::Run, self.model_calls),
         }
     }
@@ -517,6 +520,7 @@ impl Ledger {
 
     /// Halts the run for a shared pool's refusal (`reason`, charged to the model at its current
     /// count), with `detail` naming the pool, unless the caller cancelled or a stop came first.
+    #[cfg(feature = "pools")]
     pub(crate) fn refuse_pool(&mut self, gate: Gate, reason: HaltReason, detail: Arc<str>) -> Stop {
         if gate.caller_cancelled {
             return Stop::Cancelled;

@@ -82,8 +82,9 @@ pub use waiting::STORE_GRACE;
 use crate::canonical::Signature;
 use crate::event::{ControlEvent, HaltReason};
 use crate::limits::Limits;
-use crate::pool::PoolDraw;
+#[cfg(feature = "pools")]
 use crate::pool::backend::{PoolLimit, PoolRefusal};
+use crate::pooled::Draw;
 #[cfg(feature = "journal")]
 use crate::spend::Account;
 use crate::spend::{Price, Prices, Reserved, Spend};
@@ -101,7 +102,7 @@ pub(crate) struct Terms {
     /// there too.
     pub(crate) parent: Option<Arc<dyn Ancestor>>,
     /// The shared pools the scope draws from, if any.
-    pub(crate) pools: Option<PoolDraw>,
+    pub(crate) pools: Option<Draw>,
     /// The run's progress policy (inactive unless the host set one).
     pub(crate) progress: crate::progress::Progress,
 }
@@ -229,6 +230,7 @@ pub(crate) struct Guard {
     epoch: Mutex<Option<u64>>,
     /// When a store call first saw the caller's cancellation: with the deadline, the stop
     /// instant that bounds every later store call ([`waiting`]).
+    #[cfg(any(feature = "journal", feature = "pools"))]
     cancel_seen: Mutex<Option<Instant>>,
     /// Told, on a tree's root, each time a model call of the tree settles (after every lock is
     /// released): what a call refused only because of holds in flight waits for ([`Crowded`]).
@@ -236,6 +238,9 @@ pub(crate) struct Guard {
     /// On a tree's root, how many calls of the tree wait for a settlement ([`Crowded`]): a call
     /// that asks while others wait lets them ask first ([`Guard::yield_to_waiting`]).
     waiting: std::sync::atomic::AtomicUsize,
+    /// How many times a root scope's ledger lock was taken for a decision (tests only).
+    #[cfg(test)]
+    pub(crate) decisions: std::sync::atomic::AtomicUsize,
 }
 
 impl Guard {
@@ -268,9 +273,12 @@ impl Guard {
             cancelled_by_id: AtomicBool::new(false),
             #[cfg(feature = "journal")]
             epoch: Mutex::new(None),
+            #[cfg(any(feature = "journal", feature = "pools"))]
             cancel_seen: Mutex::new(None),
             settled: tokio::sync::Notify::new(),
             waiting: std::sync::atomic::AtomicUsize::new(0),
+            #[cfg(test)]
+            decisions: std::sync::atomic::AtomicUsize::new(0),
         }
     }
 
@@ -513,6 +521,8 @@ impl Guard {
     /// ledger's lock"). Returns the decision and what is left to do once the lock is released.
     #[inline(never)]
     fn locked<T>(&self, section: impl FnOnce(&mut Ledger, Gate, &mut [Branch<'_>]) -> T) -> (T, Released) {
+        #[cfg(test)]
+        self.decisions.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let mut ledger = self.ledger.lock();
         let before = ledger.events().len();
         let decision = section(&mut ledger, self.gate(), &mut []);
@@ -677,7 +687,7 @@ impl Guard {
     }
 
     /// The shared pools the scope draws from, if any.
-    pub(crate) fn pools(&self) -> Option<&PoolDraw> {
+    pub(crate) fn pools(&self) -> Option<&Draw> {
         self.terms.pools.as_ref()
     }
 
@@ -693,6 +703,7 @@ impl Guard {
 
     /// Halts the run for a pool's refusal: `ModelBudget` for its call bound, `TokenBudget` or
     /// `CostBudget` for the others, the pool named in the outcome's detail.
+    #[cfg(feature = "pools")]
     pub(crate) fn refuse_pool(&self, refusal: &PoolRefusal) -> Stop {
         let reason = match refusal.limit {
             PoolLimit::Calls => HaltReason::ModelBudget,
@@ -710,6 +721,7 @@ impl Guard {
     pub(crate) fn halt_detail(&self) -> Option<String> {
         let detail = self.ledger.lock().detail();
         detail.map(|detail| match detail {
+            #[cfg(feature = "pools")]
             Detail::Text(text) => String::from(&*text),
             Detail::Cycle(tools, repeats) => {
                 let names: Vec<&str> = tools.iter().map(|tool| &**tool).collect();
@@ -768,9 +780,18 @@ impl Guard {
         stop
     }
 
-    /// Counts one observation of a call to `tool`, after the cancellation checks.
-    pub(crate) fn observe_call(&self, tool: &Arc<str>) -> Result<u32, Stop> {
-        self.decide(|ledger, gate, _| ledger.observe_call(gate, tool))
+    /// Counts one observation of a call to `tool`, after the cancellation checks, and, when
+    /// `middleware`, records the built-in middleware's event for it under the same lock (what
+    /// [`record_middleware`](Self::record_middleware) would record right after).
+    pub(crate) fn observe_call(&self, tool: &Arc<str>, middleware: bool) -> Result<u32, Stop> {
+        self.decide(|ledger, gate, _| {
+            let count = ledger.observe_call(gate, tool)?;
+            if middleware {
+                // The check just passed under this lock: nothing can have stopped the run since.
+                ledger.record_middleware(gate, tool, count)?;
+            }
+            Ok(count)
+        })
     }
 
     /// Records the built-in middleware's event for observation `count` of a call to `tool`.

@@ -20,13 +20,18 @@
 //!   lease expires).
 //! - A call that is ready at once costs no timer.
 
-use std::future::{Future, poll_fn};
-use std::pin::pin;
-use std::task::Poll;
 use std::time::Duration;
+#[cfg(any(feature = "journal", feature = "pools"))]
+use std::{
+    future::{Future, poll_fn},
+    pin::pin,
+    task::Poll,
+};
 
+#[cfg(any(feature = "journal", feature = "pools"))]
 use tokio::time::Instant;
 
+#[cfg(any(feature = "journal", feature = "pools"))]
 use super::{Activity, Guard, Stop};
 
 /// How long a store call may go on once the run's deadline has passed or its caller cancelled:
@@ -34,6 +39,8 @@ use super::{Activity, Guard, Stop};
 /// so an attempt returns within about this long of its deadline whatever its store does.
 pub const STORE_GRACE: Duration = Duration::from_millis(80);
 
+/// A run has a store only with the journal or the pools.
+#[cfg(any(feature = "journal", feature = "pools"))]
 impl Guard {
     /// Waits for `future`, a store call, until the run's stop instant plus [`STORE_GRACE`]
     /// (see the module's invariants). Given up, it is dropped and the run's stop is returned:

@@ -283,7 +283,10 @@ pub(crate) fn encode_definition(definition: &RunDefinition) -> String {
         wrap_up_tokens: limits.wrap_up_tokens(),
         tool_limits: limits.per_tool_calls().map(|(tool, calls)| (tool.to_owned(), calls)).collect(),
         prices: definition.prices.as_deref().map(codec_terms::encode_prices),
+        #[cfg(feature = "pools")]
         pools: definition.pools.as_ref().map(codec_terms::encode_pools),
+        #[cfg(not(feature = "pools"))]
+        pools: None,
         stream: definition.records_stream,
         progress: codec_progress::encode_policy(&definition.progress),
     };
@@ -336,15 +339,31 @@ pub(crate) fn decode_definition(text: &str, labels: Labels) -> Result<Option<Run
         Some(stored) => Some(Arc::new(codec_terms::decode_prices(stored).ok_or_else(bad)?)),
         None => None,
     };
+    #[cfg(feature = "pools")]
     let pools = match stored.pools {
         Some(stored) => Some(codec_terms::decode_pools(&stored).ok_or_else(bad)?),
         None => None,
     };
+    // A run that draws from pools cannot run in a build without them: resumed here, it would
+    // spend outside its pools. Its definition is refused, never read as one without pools.
+    #[cfg(not(feature = "pools"))]
+    if stored.pools.is_some() {
+        return Err(corrupt("the run's definition (it draws from shared pools: the `pools` feature is off)"));
+    }
     let progress = match stored.progress {
         Some(policy) => codec_progress::decode_policy(policy).ok_or_else(bad)?,
         None => crate::progress::Progress::exact(),
     };
-    Ok(Some(RunDefinition { progress, grants, limits, prices, pools, labels, records_stream: stored.stream }))
+    Ok(Some(RunDefinition {
+        progress,
+        grants,
+        limits,
+        prices,
+        #[cfg(feature = "pools")]
+        pools,
+        labels,
+        records_stream: stored.stream,
+    }))
 }
 
 /// The instant `millis` milliseconds after the Unix epoch, if the clock can represent it (one
@@ -484,6 +503,7 @@ mod tests {
             grants: grants.clone(),
             limits,
             prices: None,
+            #[cfg(feature = "pools")]
             pools: None,
             labels: Labels::new(),
             records_stream: false,
@@ -491,6 +511,24 @@ mod tests {
         }
     }
 
+    #[cfg(not(feature = "pools"))]
+    #[test]
+    fn a_definition_that_draws_from_pools_is_refused_by_a_build_without_them() {
+        let plain = encode_definition(&defined(&BTreeSet::new(), Limits::default()));
+        assert!(!plain.contains("pools"), "{plain}");
+        assert!(decode_definition(&plain, Labels::new()).unwrap().is_some());
+        let pooled = plain.replacen(
+            '{',
+            r#"{"pools":{"names":["tenant:acme"],"lease_micros":2500000,"output_cap":300},"#,
+            1,
+        );
+        assert_eq!(
+            decode_definition(&pooled, Labels::new()),
+            Err(corrupt("the run's definition (it draws from shared pools: the `pools` feature is off)"))
+        );
+    }
+
+    #[cfg(feature = "pools")]
     #[test]
     fn a_definitions_pools_round_trip_and_terms_no_draw_could_have_are_corrupt() {
         use crate::pool::{PoolName, PoolTerms};

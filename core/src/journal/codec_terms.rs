@@ -13,6 +13,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+#[cfg(feature = "pools")]
 use crate::pool::{PoolName, PoolTerms};
 use crate::spend::{Micros, Price, Prices};
 
@@ -63,6 +64,7 @@ pub(crate) struct StoredPools {
     output_cap: u32,
 }
 
+#[cfg(feature = "pools")]
 pub(crate) fn encode_pools(terms: &PoolTerms) -> StoredPools {
     StoredPools {
         names: terms.names().iter().map(|name| name.as_str().to_owned()).collect(),
@@ -72,6 +74,7 @@ pub(crate) fn encode_pools(terms: &PoolTerms) -> StoredPools {
 }
 
 /// The terms `stored` holds, or `None` if they are not terms a draw could have.
+#[cfg(feature = "pools")]
 pub(crate) fn decode_pools(stored: &StoredPools) -> Option<PoolTerms> {
     let names: Vec<PoolName> = stored.names.iter().map(PoolName::new).collect::<Result<_, _>>().ok()?;
     let lease = std::time::Duration::from_micros(stored.lease_micros);

@@ -23,6 +23,7 @@ use std::sync::Arc;
 
 use super::label::Labels;
 use crate::limits::Limits;
+#[cfg(feature = "pools")]
 use crate::pool::PoolTerms;
 use crate::progress::Progress;
 use crate::scope::{Scope, ScopeBuilder};
@@ -35,6 +36,7 @@ pub struct RunDefinition {
     pub(crate) grants: BTreeSet<String>,
     pub(crate) limits: Limits,
     pub(crate) prices: Option<Arc<Prices>>,
+    #[cfg(feature = "pools")]
     pub(crate) pools: Option<PoolTerms>,
     pub(crate) labels: Labels,
     pub(crate) records_stream: bool,
@@ -48,6 +50,7 @@ impl RunDefinition {
             grants: scope.capabilities().map(str::to_owned).collect(),
             limits: scope.limits().clone(),
             prices: scope.prices().cloned(),
+            #[cfg(feature = "pools")]
             pools: scope.pools().map(crate::pool::PoolDraw::terms).filter(|terms| !terms.names().is_empty()),
             labels: scope.labels().clone(),
             records_stream: scope.records_stream(),
@@ -80,6 +83,7 @@ impl RunDefinition {
     }
 
     /// The shared pools the run draws from, and the terms of its holds, if it draws from any.
+    #[cfg(feature = "pools")]
     #[must_use]
     pub fn pools(&self) -> Option<&PoolTerms> {
         self.pools.as_ref()
@@ -115,6 +119,7 @@ impl RunDefinition {
             .limits(self.limits.clone())
             .progress(self.progress.clone())
             .labels(self.labels.clone());
+        #[cfg(feature = "pools")]
         if let Some(pools) = &self.pools {
             builder = builder.resuming_pools(pools.clone());
         }
@@ -134,11 +139,15 @@ impl RunDefinition {
     /// pools, a draw from every one of them with an output cap at most its own, and a progress
     /// policy that stops no less than its own.
     pub(crate) fn covers<S>(&self, scope: &Scope<S>) -> bool {
+        #[cfg(feature = "pools")]
         let pools = match (&self.pools, scope.pools()) {
             (None, _) => true,
             (Some(mine), Some(asked)) => mine.covers(&asked.terms()),
             (Some(_), None) => false,
         };
+        // Without the feature, no definition draws from pools (the journal refuses one that does).
+        #[cfg(not(feature = "pools"))]
+        let pools = true;
         let limits = scope.limits();
         let mine = &self.limits;
         let tool_limits = mine
@@ -187,6 +196,7 @@ mod tests {
             grants: BTreeSet::new(),
             limits,
             prices: None,
+            #[cfg(feature = "pools")]
             pools: None,
             labels: Labels::new(),
             records_stream: false,

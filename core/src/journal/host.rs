@@ -188,6 +188,7 @@ pub async fn widen<J: Journal>(
     if let Some(prices) = &widening.prices {
         definition.prices = Some(Arc::clone(prices));
     }
+    #[cfg(feature = "pools")]
     if widening.drop_pools {
         definition.pools = None;
     }

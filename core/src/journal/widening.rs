@@ -31,6 +31,7 @@ pub struct Widening {
     pub(crate) tool_limits: BTreeMap<String, Option<u32>>,
     pub(crate) prices: Option<Arc<Prices>>,
     /// Whether the run stops drawing from the pools its definition names.
+    #[cfg(feature = "pools")]
     pub(crate) drop_pools: bool,
 }
 
@@ -85,6 +86,7 @@ impl Widening {
 
     /// Drops the shared pools the run draws from: its next attempts may run without a draw
     /// (or with one from other pools), bounded by the run's own limits only.
+    #[cfg(feature = "pools")]
     pub fn drop_pools(mut self) -> Self {
         self.drop_pools = true;
         self

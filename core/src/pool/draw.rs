@@ -14,14 +14,16 @@ use std::time::Duration;
 
 use super::PoolStore;
 use super::budget::PoolName;
+use crate::guard::Terms;
+use crate::limits::LimitsError;
 
 /// How long a hold lives without renewal, by default: a dead holder's hold is charged whole
 /// this long after its last renewal.
 pub const DEFAULT_LEASE: Duration = Duration::from_secs(30);
 
 /// The largest output a call drawn from pools is granted when neither the call nor the run's
-/// budgets set a smaller one.
-pub const DEFAULT_OUTPUT_CAP: u32 = 4_096;
+/// budgets set a smaller one (4,096 tokens).
+pub const DEFAULT_OUTPUT_CAP: u32 = crate::pooled::DEFAULT_OUTPUT_CAP;
 
 /// The pools a scope draws from, in one store, and the terms of each hold: what
 /// [`Scope::pools`](crate::Scope::pools) reports. A host names the pools when it builds the
@@ -209,19 +211,25 @@ impl PoolTerms {
     }
 }
 
-/// The terms a scope builder was given for its holds, applied to its draw when it is built.
+/// What a scope builder was given for its pools, applied to its draw when it is built: the terms
+/// of its holds, the pools of the run it resumes, and what the build refuses.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct PoolSettings {
     pub(crate) output_cap: Option<u32>,
     pub(crate) lease: Option<Duration>,
     pub(crate) holder: Option<Arc<str>>,
-    /// A pool was named with a name that is not one.
+    /// A pool was named with a name that is not one (sticky: calls add pools up).
     pub(crate) invalid_name: bool,
+    /// A child named pools of another store than its parent's.
+    pub(crate) foreign: bool,
+    /// The pools a journaled run's definition draws from, for a resume: the build needs their
+    /// store ([`pool_store`](crate::ScopeBuilder::pool_store)) or a draw of its own.
+    pub(crate) resumed: Option<PoolTerms>,
 }
 
 impl PoolSettings {
     /// `draw` on these terms, each left as it was where unset.
-    pub(crate) fn apply(&self, mut draw: PoolDraw) -> PoolDraw {
+    fn apply(&self, mut draw: PoolDraw) -> PoolDraw {
         if let Some(cap) = self.output_cap {
             draw = draw.output_cap(cap);
         }
@@ -232,6 +240,30 @@ impl PoolSettings {
             draw = draw.holder(holder);
         }
         draw
+    }
+
+    /// `terms` with these terms applied to its draw, once what the builder was given is
+    /// checked, as the scope is built.
+    ///
+    /// # Errors
+    ///
+    /// [`LimitsError::InvalidPoolName`], [`LimitsError::PoolStores`],
+    /// [`LimitsError::PoolStoreMissing`], [`LimitsError::PricedToolsWithPools`].
+    pub(crate) fn settle(&self, mut terms: Terms) -> Result<Terms, LimitsError> {
+        if self.invalid_name {
+            return Err(LimitsError::InvalidPoolName);
+        }
+        if self.foreign {
+            return Err(LimitsError::PoolStores);
+        }
+        terms.pools = terms.pools.take().map(|draw| self.apply(draw));
+        if self.resumed.is_some() && terms.pools.is_none() {
+            return Err(LimitsError::PoolStoreMissing);
+        }
+        if terms.pools.is_some() && terms.prices.as_ref().is_some_and(|prices| prices.charges_tools()) {
+            return Err(LimitsError::PricedToolsWithPools);
+        }
+        Ok(terms)
     }
 }
 

@@ -100,6 +100,9 @@ pub struct Runner<T, S = ()> {
     calibrate: bool,
     counter: Arc<dyn TokenCounter>,
     observers: Vec<Arc<dyn Observer<S>>>,
+    /// The built-in [`Middleware`] was the first observer added: its event is recorded with the
+    /// observation's count, under one lock, and it is not among `observers`.
+    middleware_first: bool,
     offer: Offer,
     concurrency: Option<Concurrency>,
 }
@@ -112,7 +115,7 @@ impl<T: fmt::Debug, S> fmt::Debug for Runner<T, S> {
             .field("streaming", &self.streaming)
             .field("offer", &self.offer)
             .field("concurrency", &self.concurrency)
-            .field("observers", &self.observers.len())
+            .field("observers", &(self.observers.len() + usize::from(self.middleware_first)))
             .finish_non_exhaustive()
     }
 }
@@ -155,6 +158,7 @@ pub(crate) enum End {
     /// A limit stopped the run and the wrap-up call answered with this text.
     WrappedUp(crate::event::HaltReason, Option<String>),
     /// A shared pool's store failed: the call was not sent.
+    #[cfg(feature = "pools")]
     Pool(crate::pool::PoolError),
 }
 
@@ -163,6 +167,7 @@ impl From<CallError> for End {
         match error {
             CallError::Stopped(stop) => Self::Stopped(stop),
             CallError::Transport(error) => Self::Transport(error),
+            #[cfg(feature = "pools")]
             CallError::Pool(error) => Self::Pool(error),
         }
     }
@@ -184,6 +189,7 @@ impl<T: Transport, S: Send + Sync + 'static> Runner<T, S> {
             calibrate: true,
             counter: Arc::new(ByteCounter),
             observers: Vec::new(),
+            middleware_first: false,
             offer: Offer::All,
             concurrency: None,
         }
@@ -321,7 +327,15 @@ impl<T: Transport, S: Send + Sync + 'static> Runner<T, S> {
     /// `Middleware` event for each call it sees.
     #[must_use]
     pub fn observe(mut self, observer: impl Observer<S> + 'static) -> Self {
-        self.observers.push(Arc::new(observer));
+        // The built-in middleware, first, needs no observer's call of its own: its event is
+        // recorded under the lock that counts the observation. After a host's observer it stays
+        // an observer, so that the host's sees the scope without it, as it would.
+        let first = !self.middleware_first && self.observers.is_empty();
+        if first && (&observer as &dyn std::any::Any).is::<Middleware>() {
+            self.middleware_first = true;
+        } else {
+            self.observers.push(Arc::new(observer));
+        }
         self
     }
 
@@ -348,7 +362,8 @@ impl<T: Transport, S: Send + Sync + 'static> Runner<T, S> {
     /// [`RunError::Provider`] if the provider answered unusably; [`RunError::Unpriced`] before
     /// anything runs, under a cost budget, if the scope's prices miss the model or a tool;
     /// [`RunError::Unsupported`] before anything runs if the transport cannot send an option of
-    /// [`options`](Self::options).
+    /// [`options`](Self::options); [`RunError::InvalidLimits`] before anything runs if a
+    /// per-tool limit names a tool the set does not have ([`LimitsError::UnknownTool`](crate::LimitsError::UnknownTool)).
     pub async fn run(
         &self,
         scope: &Scope<S>,
@@ -370,6 +385,15 @@ impl<T: Transport, S: Send + Sync + 'static> Runner<T, S> {
     /// never "the part that could be priced").
     pub(crate) fn check_configuration(&self, scope: &Scope<S>) -> Result<(), RunError> {
         self.transport.check_options(&self.options).map_err(RunError::Unsupported)?;
+        // A per-tool limit on a tool the set does not have would limit nothing.
+        let definitions = self.tools.definitions();
+        if let Some((tool, _)) = scope
+            .limits()
+            .per_tool_calls()
+            .find(|(tool, _)| !definitions.iter().any(|known| known.name == *tool))
+        {
+            return Err(RunError::InvalidLimits(crate::LimitsError::UnknownTool(tool.to_owned())));
+        }
         if !scope.guard().cost_budgeted() {
             return Ok(());
         }
@@ -550,7 +574,7 @@ impl<T: Transport, S: Send + Sync + 'static> Runner<T, S> {
         tool: &Arc<str>,
         call: &ToolCall,
     ) -> Result<(), Stop> {
-        let count = scope.guard().observe_call(tool)?;
+        let count = scope.guard().observe_call(tool, self.middleware_first)?;
         if !self.observers.is_empty() {
             let observation = Observation { tool, call_id: &call.id, count, scope };
             for observer in &self.observers {
@@ -662,6 +686,7 @@ fn concluded<S>(
         }
         #[cfg(feature = "journal")]
         End::Journal(error) => Err(RunError::Journal(error)),
+        #[cfg(feature = "pools")]
         End::Pool(error) => Err(RunError::Pool(error)),
         End::WrappedUp(reason, text) => {
             Ok(Outcome::stopped(reason.into(), events, usage, detail).partial(text))

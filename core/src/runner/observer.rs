@@ -7,7 +7,10 @@
 //!   only when the check let the call through.
 //! - The built-in function-invocation middleware ([`Middleware`]) is an observer like the
 //!   host's: attached, it records one `Middleware` event per call it sees (tool name,
-//!   observations so far); not attached, a run has no `Middleware` event.
+//!   observations so far); not attached, a run has no `Middleware` event. Attached first, its
+//!   event is recorded under the same lock of the scope's ledger as the observation's count
+//!   (one lock per call, not two), with the same events in the same order; after a host's
+//!   observer, it runs as an observer, so that the host's sees the scope without its event.
 //! - Observers see names and counts, never arguments, and cannot change the guard's decision:
 //!   they return nothing, and the guard decides afterwards on what the scope holds.
 
@@ -120,5 +123,56 @@ impl<S> Observer<S> for Middleware {
     fn observe(&self, call: &Observation<'_, S>) {
         // A stop recorded since the check keeps the event out; the guard then refuses the call.
         let _ = call.scope.guard().record_middleware(call.tool, call.count);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::Ordering;
+
+    use super::*;
+    use crate::scripted::sequence;
+    use crate::transport::ToolCall;
+    use crate::{Runner, ToolSet};
+
+    /// The ledger locks one observation of a call to `lookup` takes, and the run's events after.
+    fn observed(runner: &Runner<impl crate::transport::Transport, ()>) -> (usize, Vec<String>) {
+        let scope = Scope::builder().build().unwrap();
+        let tool: Arc<str> = Arc::from("lookup");
+        let call = ToolCall::new("call-1", "lookup", "{}");
+        let before = scope.guard().decisions.load(Ordering::Relaxed);
+        runner.observe_call(&scope, &tool, &call).unwrap();
+        let locks = scope.guard().decisions.load(Ordering::Relaxed) - before;
+        (locks, scope.events().iter().map(ToString::to_string).collect())
+    }
+
+    #[test]
+    fn the_middleware_first_records_its_event_under_the_observations_lock() {
+        let tools = ToolSet::<()>::builder().build();
+        let runner = Runner::new(&tools, sequence(Vec::new())).observe(Middleware);
+        assert_eq!(observed(&runner), (1, vec!["Middleware lookup 1".to_owned()]));
+        // Without it: one lock, no event.
+        let plain = Runner::new(&tools, sequence(Vec::new()));
+        assert_eq!(observed(&plain), (1, Vec::new()));
+    }
+
+    #[test]
+    fn the_middleware_after_a_hosts_observer_runs_after_it_as_an_observer() {
+        let tools = ToolSet::<()>::builder().build();
+        let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let host = Arc::clone(&seen);
+        let runner = Runner::new(&tools, sequence(Vec::new()))
+            .observe(move |call: &Observation<'_>| host.lock().unwrap().push(call.scope().events().len()))
+            .observe(Middleware);
+        assert_eq!(observed(&runner), (2, vec!["Middleware lookup 1".to_owned()]));
+        assert_eq!(*seen.lock().unwrap(), [0], "the host's observer saw the scope before the event");
+        // First, then a host's observer: the host's sees the event already recorded.
+        let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let host = Arc::clone(&seen);
+        let runner = Runner::new(&tools, sequence(Vec::new()))
+            .observe(Middleware)
+            .observe(move |call: &Observation<'_>| host.lock().unwrap().push(call.scope().events().len()));
+        assert_eq!(observed(&runner), (1, vec!["Middleware lookup 1".to_owned()]));
+        assert_eq!(*seen.lock().unwrap(), [1]);
     }
 }

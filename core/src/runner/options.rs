@@ -42,8 +42,16 @@ impl Concurrency {
     }
 }
 
-/// A concurrency cap below 2.
+/// A concurrency cap below 2: the cap that was asked for.
+///
+/// It may come to say more: only [`Concurrency::new`] makes one, and a host reads the cap from
+/// its field.
+///
+/// ```compile_fail
+/// let made_by_a_host = loopbound::ConcurrencyError(1);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ConcurrencyError(pub usize);
 
 impl fmt::Display for ConcurrencyError {

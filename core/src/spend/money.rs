@@ -228,6 +228,7 @@ impl Prices {
     }
 
     /// Whether some tool's call costs money.
+    #[cfg(feature = "pools")]
     pub(crate) fn charges_tools(&self) -> bool {
         self.tools.values().any(|price| price.0 > 0) || self.other_tools.is_some_and(|price| price.0 > 0)
     }

@@ -32,7 +32,6 @@
 use std::fmt;
 use std::future::poll_fn;
 use std::pin::pin;
-use std::sync::Arc;
 
 use futures_core::Stream;
 
@@ -41,8 +40,9 @@ use super::{
     TransportErrorKind, Usage,
 };
 use crate::guard::{Activity, Guard, SpendAsk, Stop};
-use crate::pool::backend::{Grant, PoolAsk, rules};
-use crate::pool::{Amount, DEFAULT_OUTPUT_CAP, PoolDraw, PoolError};
+#[cfg(feature = "pools")]
+use crate::pool::PoolError;
+use crate::pooled::{self, DEFAULT_OUTPUT_CAP, Draw, Held};
 use crate::scope::Scope;
 use crate::spend::{ByteCounter, Micros, Price, RequestCount, Reserved, TokenCounter};
 use crate::sync::Mutex;
@@ -110,6 +110,7 @@ pub enum CallError {
     /// The transport failed.
     Transport(TransportError),
     /// A shared pool's store failed: the call was not sent (fail closed).
+    #[cfg(feature = "pools")]
     Pool(PoolError),
 }
 
@@ -120,6 +121,7 @@ impl fmt::Display for CallError {
         match self {
             Self::Stopped(stop) => stop.fmt(f),
             Self::Transport(error) => error.fmt(f),
+            #[cfg(feature = "pools")]
             Self::Pool(error) => error.fmt(f),
         }
     }
@@ -130,6 +132,7 @@ impl std::error::Error for CallError {
         match self {
             Self::Stopped(_) => None,
             Self::Transport(error) => error.source(),
+            #[cfg(feature = "pools")]
             Self::Pool(error) => error.source(),
         }
     }
@@ -242,7 +245,7 @@ impl<'a, T: Transport> Budgeted<'a, T> {
         let reserved_input = admitted
             .reserved
             .map(|reserved| reserved.input_tokens)
-            .or_else(|| admitted.hold.as_ref().map(|hold| hold.input));
+            .or_else(|| admitted.hold.as_ref().map(Held::input));
         let calibrated = self.calibrate && self.count.lock().is_calibrated(messages);
         Ok(Prepared { admitted, options, calibrated_input: reserved_input.filter(|_| calibrated) })
     }
@@ -322,7 +325,7 @@ impl<'a, T: Transport> Budgeted<'a, T> {
     /// hold, the run's admission (or the hold's release), in that order.
     async fn admit_pooled(
         &self,
-        draw: &PoolDraw,
+        draw: &Draw,
         ask: Option<SpendAsk>,
         mut options: ChatOptions,
     ) -> Result<(Admitted, ChatOptions), CallError> {
@@ -338,10 +341,10 @@ impl<'a, T: Transport> Budgeted<'a, T> {
                 }
             };
             let hold = match room {
-                Some(room) => Some(self.hold(draw, ask, room).await?),
+                Some(room) => Some(pooled::reserve(draw, self.guard, ask, room).await?),
                 None => None,
             };
-            let granted = hold.as_ref().map_or(ask.cap, |hold| hold.grant.output);
+            let granted = hold.as_ref().map_or(ask.cap, Held::granted);
             let local = SpendAsk { cap: granted, ..ask };
             let crowded = match self.guard.admit_model_sharing(Some(local)) {
                 Ok(Ok((_, reserved))) => break (hold, granted, reserved),
@@ -360,7 +363,7 @@ impl<'a, T: Transport> Budgeted<'a, T> {
         if hold.is_none() {
             // The run's room grew between the look and the admission (another call of the run
             // settled): the pools are asked now, before anything is sent.
-            match self.hold(draw, ask, output).await {
+            match pooled::reserve(draw, self.guard, ask, output).await {
                 Ok(taken) => hold = Some(taken),
                 Err(error) => {
                     // Never sent: the reservation is settled at nothing.
@@ -369,49 +372,10 @@ impl<'a, T: Transport> Budgeted<'a, T> {
                 }
             }
         }
-        let output = hold.as_ref().map_or(output, |hold| output.min(hold.grant.output));
+        let output = hold.as_ref().map_or(output, |hold| output.min(hold.granted()));
         cap_output(&mut options, Some(output));
-        let hold = hold.map(|hold| Held { sent: output, ..hold });
+        let hold = hold.map(|hold| hold.sent(output));
         Ok((Admitted { reserved, hold }, options))
-    }
-
-    /// Reserves one call of `ask` in every pool of `draw`, its output at most `room` and the
-    /// draw's cap; a pool without room halts the run.
-    ///
-    /// A pool that is crowded, not spent (the call would fit once the holds in flight settled,
-    /// [`PoolRefusal::crowded`](crate::pool::backend::PoolRefusal::crowded)), is asked again after a
-    /// pause that doubles from [`CROWDED_FIRST_PAUSE`] up to [`CROWDED_LONGEST_PAUSE`], within
-    /// the run's deadline and cancellation: a hold in flight ends by its settlement or its
-    /// lease's expiry, and the call holds nothing meanwhile.
-    async fn hold(&self, draw: &PoolDraw, ask: SpendAsk, room: u64) -> Result<Held, CallError> {
-        let cap = room.min(u64::from(draw.max_output()));
-        let pool_ask = PoolAsk {
-            pools: draw.names().to_vec(),
-            input: ask.input,
-            cap,
-            price: ask.price,
-            min_output: u64::from(self.guard.limits().min_output_tokens()),
-            lease: draw.lease_duration(),
-            holder: Arc::from(draw.holder_name()),
-        };
-        let mut pause = CROWDED_FIRST_PAUSE;
-        loop {
-            // Bounded by the deadline and the caller: a reservation given up may have been
-            // taken, and is then charged whole when its lease expires.
-            match self.guard.on_store(draw.store().reserve(pool_ask.clone())).await {
-                Ok(Ok(Ok(grant))) => return Ok(Held { grant, input: ask.input, sent: grant.output }),
-                Ok(Ok(Err(refusal))) if refusal.crowded => {
-                    self.guard
-                        .bounded(Activity::Model, tokio::time::sleep(pause))
-                        .await
-                        .map_err(CallError::Stopped)?;
-                    pause = (pause * 2).min(CROWDED_LONGEST_PAUSE);
-                }
-                Ok(Ok(Err(refusal))) => return Err(CallError::Stopped(self.guard.refuse_pool(&refusal))),
-                Ok(Err(error)) => return Err(CallError::Pool(error)),
-                Err(stop) => return Err(CallError::Stopped(stop)),
-            }
-        }
     }
 
     /// What a request asks of the spend budgets (under one), and its options with the
@@ -493,10 +457,10 @@ impl<'a, T: Transport> Budgeted<'a, T> {
         let (ask, mut options) = self.ask(messages, &[], options);
         let draw = self.guard.pools();
         let hold = match (draw, ask) {
-            (Some(draw), Some(ask)) => Some(self.hold(draw, ask, ask.cap).await?),
+            (Some(draw), Some(ask)) => Some(pooled::reserve(draw, self.guard, ask, ask.cap).await?),
             _ => None,
         };
-        let local = ask.map(|ask| SpendAsk { cap: hold.as_ref().map_or(ask.cap, |h| h.grant.output), ..ask });
+        let local = ask.map(|ask| SpendAsk { cap: hold.as_ref().map_or(ask.cap, Held::granted), ..ask });
         let reserved = match self.guard.admit_wrap_up(local) {
             Ok(reserved) => reserved,
             Err(stop) => {
@@ -506,12 +470,12 @@ impl<'a, T: Transport> Budgeted<'a, T> {
                 return Err(CallError::Stopped(stop));
             }
         };
-        let granted = hold.as_ref().map_or(u64::MAX, |hold| hold.grant.output);
+        let granted = hold.as_ref().map_or(u64::MAX, Held::granted);
         let output = reserved.map_or(granted, |r| r.output_tokens.min(granted));
         if output != u64::MAX {
             cap_output(&mut options, Some(output));
         }
-        let hold = hold.map(|hold| Held { sent: output, ..hold });
+        let hold = hold.map(|hold| hold.sent(output));
         let request = self.request(messages, &[], &options);
         let sent = Box::pin(self.transport.complete(request));
         let received = self.guard.bounded_past_halt(sent).await;
@@ -582,7 +546,7 @@ impl<'a, T: Transport> Budgeted<'a, T> {
         &'s self,
         bounds: super::ReplyBounds,
         admitted: &'s Admitted,
-        draw: Option<&'s PoolDraw>,
+        draw: Option<&'s Draw>,
         bounded: Result<Result<Received, TransportError>, Stop>,
     ) -> impl Future<Output = Result<ModelReply, CallError>> + Send + 's {
         async move {
@@ -635,13 +599,6 @@ impl<'a, T: Transport> Budgeted<'a, T> {
     }
 }
 
-/// The first pause before a crowded pool is asked again ([`Budgeted::hold`]).
-pub(crate) const CROWDED_FIRST_PAUSE: std::time::Duration = std::time::Duration::from_millis(25);
-
-/// The longest pause between two asks of a crowded pool: short beside a lease (30 s by default),
-/// long enough that runs waiting on one pool ask it a few times a second at most.
-pub(crate) const CROWDED_LONGEST_PAUSE: std::time::Duration = std::time::Duration::from_secs(1);
-
 /// A call admitted and not sent yet: what it holds, and the options it goes out with.
 pub(crate) struct Prepared {
     admitted: Admitted,
@@ -664,83 +621,6 @@ impl Prepared {
 struct Admitted {
     reserved: Option<Reserved>,
     hold: Option<Held>,
-}
-
-/// A call's hold in its scope's pools.
-struct Held {
-    grant: Grant,
-    input: u64,
-    /// The output cap the request went out with.
-    sent: u64,
-}
-
-impl Held {
-    /// Releases the hold of a call that was never sent. A store that fails, or does not answer
-    /// within the run's bounds ([`Guard::on_store`]), leaves it to expire, charged whole: never
-    /// less than the truth.
-    async fn release(self, draw: &PoolDraw, guard: &Guard) {
-        match guard.on_store(draw.store().release(self.grant.hold)).await {
-            Ok(Ok(())) => {}
-            Ok(Err(error)) => {
-                tracing::warn!(error = %error, "a pool hold was not released; it is charged when its lease expires");
-            }
-            Err(_) => tracing::warn!(
-                "a pool hold's release was given up at the run's end; it is charged when its lease expires"
-            ),
-        }
-    }
-
-    /// Runs `sent`, renewing the hold every third of its lease until it completes.
-    async fn renewing<F: Future>(&self, draw: &PoolDraw, sent: F) -> F::Output {
-        let lease = draw.lease_duration();
-        let every = (lease / 3).max(std::time::Duration::from_millis(1));
-        let renew = async {
-            loop {
-                tokio::time::sleep(every).await;
-                // A failed renewal is tried again; a hold no longer open needs none.
-                if let Ok(false) = draw.store().renew(self.grant.hold, lease).await {
-                    std::future::pending::<()>().await;
-                }
-            }
-        };
-        tokio::select! {
-            biased;
-            output = sent => output,
-            () = renew => unreachable!("the renewal loop never ends"),
-        }
-    }
-
-    /// Settles the hold: the provider's `usage`, priced; without one, what the request could
-    /// have cost (its input and the output cap it was sent with), or for a stream cut past its
-    /// reservation, at least that and the `cut` output counted. A store that fails leaves the
-    /// hold to expire, charged whole.
-    async fn settle(
-        &self,
-        draw: &PoolDraw,
-        guard: &Guard,
-        price: Option<&Price>,
-        usage: Option<Usage>,
-        cut: Option<u64>,
-    ) {
-        let charge = match (usage, cut) {
-            (Some(usage), None) => Amount {
-                calls: 1,
-                tokens: usage.input_tokens.saturating_add(usage.output_tokens),
-                cost: price.map_or(Micros::ZERO, |price| price.cost(&usage)),
-            },
-            (_, Some(cut)) => rules::held(self.input, cut.max(self.sent), price),
-            (None, None) => rules::held(self.input, self.sent, price),
-        };
-        match guard.on_store(draw.store().settle(self.grant.hold, charge)).await {
-            Ok(Ok(_)) => {}
-            Ok(Err(error)) => {
-                tracing::warn!(error = %error, "a pool hold was not settled; it is charged whole when its lease expires");
-            }
-            Err(_) => tracing::warn!(
-                "a pool hold's settlement was given up at the run's end; it is charged whole when its lease expires"
-            ),
-        }
-    }
 }
 
 /// Sets the request's output cap to `output` when it is finite (and fits the option).
