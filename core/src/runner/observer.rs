@@ -97,13 +97,13 @@ where
 ///
 /// ```
 /// use loopbound::scripted::Scripted;
-/// use loopbound::{Message, Middleware, Runner, Scope, ToolSet};
+/// use loopbound::{Message, Middleware, Runner, Scope, ToolBuilder, ToolSet};
 ///
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-/// let mut tools = ToolSet::<()>::builder();
-/// tools.tool("lookup", "orders.read").build(|_: serde_json::Value, _| async move { Ok::<_, String>("found") })?;
-/// let tools = tools.build();
+/// let lookup = ToolBuilder::new("lookup", "orders.read")
+///     .build(|_: serde_json::Value, _| async move { Ok::<_, String>("found") })?;
+/// let tools = ToolSet::<()>::builder().add(&lookup).build()?;
 /// let model = Scripted::sequence([Scripted::call("lookup", "{}"), Scripted::reply("Done.")]);
 /// let runner = Runner::new(&tools, model).observe(Middleware);
 /// let scope = Scope::builder().grant("orders.read").build()?;
