@@ -16,7 +16,7 @@
 //! - The three paths return the same text (`The sum of 2 and 40 is 42.`), checked by the
 //!   bench's smoke test, and run in one runtime on one thread.
 
-use loopbound::{GuardedTool, Limits, Scope, ToolContext, ToolSet};
+use loopbound::{GuardedTool, Limits, Scope, ToolContext};
 use loopbound_mcp::rmcp::model::{
     CallToolRequestParams, ClientCapabilities, Implementation, InitializeRequestParams,
 };
@@ -99,8 +99,7 @@ impl McpBench {
             let connection = Connection::with_transport("bench", in_process_server(), Timeouts::default())
                 .await
                 .expect("the in-process server answers");
-            let mut set = ToolSet::builder();
-            let registered = connection.register(&mut set, &Mapping::new());
+            let registered = connection.register(&Mapping::new());
             let guarded = registered.get("get-sum").expect("get-sum is offered").guarded().clone();
             let config = InitializeRequestParams::new(
                 ClientCapabilities::default(),

@@ -20,7 +20,7 @@ use std::sync::Mutex;
 
 use loopbound::scripted::{Scripted, Step};
 use loopbound::transport::ChatRequest;
-use loopbound::{Limits, Message, Outcome, Runner, Scope, ToolSet};
+use loopbound::{Limits, Message, Outcome, Runner, Scope, ToolBuilder, ToolContext, ToolSet};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -46,24 +46,23 @@ struct Order {
 
 /// The tools, defined once: each body reaches its own request's state through its call.
 fn tools() -> Result<ToolSet<Desk>, loopbound::RegistrationError> {
-    let mut tools = ToolSet::<Desk>::builder();
-    tools.tool("lookup_order", "orders.read").description("Look an order up by its id.").build(
-        |order: Order, call| {
+    let lookup_order = ToolBuilder::new("lookup_order", "orders.read")
+        .description("Look an order up by its id.")
+        .build(|order: Order, call: ToolContext<Desk>| {
             if let Ok(mut lookups) = call.state().lookups.lock() {
                 lookups.push(order.order_id);
             }
             async move { Ok::<_, String>(format!("Order {}: delivered, 12.50 EUR.", order.order_id)) }
-        },
-    )?;
-    tools.tool("refund_order", "orders.refund").description("Refund an order in full.").build(
-        |order: Order, call| {
+        })?;
+    let refund_order = ToolBuilder::new("refund_order", "orders.refund")
+        .description("Refund an order in full.")
+        .build(|order: Order, call: ToolContext<Desk>| {
             if let Ok(mut refunds) = call.state().refunds.lock() {
                 refunds.push(order.order_id);
             }
             async move { Ok::<_, String>(format!("Order {} refunded.", order.order_id)) }
-        },
-    )?;
-    Ok(tools.build())
+        })?;
+    ToolSet::builder().add(&lookup_order).add(&refund_order).build()
 }
 
 /// The kinds of request this service receives.

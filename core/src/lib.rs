@@ -31,7 +31,7 @@
 //!
 //! ```
 //! use loopbound::scripted::Scripted;
-//! use loopbound::{Limits, Message, Runner, Scope, Status, ToolSet};
+//! use loopbound::{Limits, Message, Runner, Scope, Status, ToolBuilder, ToolContext, ToolSet};
 //! use schemars::JsonSchema;
 //! use serde::{Deserialize, Serialize};
 //! use std::sync::atomic::{AtomicBool, Ordering};
@@ -50,17 +50,16 @@
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! // Once, at start-up: the tools.
-//! let mut tools = ToolSet::<Review>::builder();
-//! tools.tool("read_ticket", "ticket.read").description("Read a ticket.").build(
-//!     |t: Ticket, _| async move { Ok::<_, String>(format!("Ticket {}: login fails.", t.input)) },
-//! )?;
-//! tools.tool("finish_review", "review.finish").description("Finish the review.").build(
-//!     |_: Ticket, cx| async move {
+//! let read_ticket = ToolBuilder::new("read_ticket", "ticket.read")
+//!     .description("Read a ticket.")
+//!     .build(|t: Ticket, _| async move { Ok::<_, String>(format!("Ticket {}: login fails.", t.input)) })?;
+//! let finish_review = ToolBuilder::new("finish_review", "review.finish")
+//!     .description("Finish the review.")
+//!     .build(|_: Ticket, cx: ToolContext<Review>| async move {
 //!         cx.state().finished.store(true, Ordering::SeqCst);
 //!         Ok::<_, String>("Review completed.")
-//!     },
-//! )?;
-//! let tools = tools.build();
+//!     })?;
+//! let tools = ToolSet::builder().add(&read_ticket).add(&finish_review).build()?;
 //!
 //! // Per request: a scope with its grants, limits and state, and a run.
 //! let scope = Scope::builder()
@@ -173,7 +172,9 @@ pub use runner::{
     SubAgentError,
 };
 pub use scope::{Scope, ScopeBuilder};
-pub use tool::{GuardedTool, RegistrationError, ToolContext, ToolError, ToolSet, ToolSetBuilder};
+pub use tool::{
+    GuardedTool, RegistrationError, ToolBuilder, ToolContext, ToolError, ToolSet, ToolSetBuilder,
+};
 pub use transport::Message;
 
 /// The cancellation token a scope links to its caller ([`ScopeBuilder::caller`]): tokio-util's

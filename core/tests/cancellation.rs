@@ -9,7 +9,7 @@ use std::time::Duration;
 use common::{Review, Ticket, lines, scope_with, tools};
 use loopbound::scripted::{Scripted, Step, sequence};
 use loopbound::transport::ModelReply;
-use loopbound::{Limits, RunError, Runner, Scope, Status, ToolContext, ToolSet};
+use loopbound::{Limits, RunError, Runner, Scope, Status, ToolBuilder, ToolContext, ToolSet};
 use loopbound_fixtures::Composition;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -53,8 +53,7 @@ struct Dropped(Arc<AtomicBool>);
 
 #[tokio::test(start_paused = true)]
 async fn a_body_that_ignores_its_token_is_dropped_at_the_deadline() {
-    let mut set = ToolSet::builder();
-    set.tool("wait", "ticket.read")
+    let wait = ToolBuilder::new("wait", "ticket.read")
         .build(|wait: Wait, call: ToolContext<Dropped>| {
             let guard = DropFlag(Arc::clone(&call.state().0));
             async move {
@@ -64,7 +63,7 @@ async fn a_body_that_ignores_its_token_is_dropped_at_the_deadline() {
             }
         })
         .unwrap();
-    let tools = set.build();
+    let tools = ToolSet::builder().add(&wait).build().unwrap();
     let scope = Scope::builder()
         .grant("ticket.read")
         .limits(Limits::default().with_deadline(Duration::from_secs(5)))
@@ -111,19 +110,17 @@ struct Triggering {
 async fn the_caller_wins_a_race_with_a_halt() {
     // The body of `trigger` first makes the scope halt (it invokes a tool whose capability is not
     // granted), then the caller cancels: both happen before the run concludes.
-    let mut set = ToolSet::builder();
-    let finish = set
-        .tool("finish_review", "review.finish")
+    let finish = ToolBuilder::new("finish_review", "review.finish")
         .build(|_: Ticket, _: ToolContext<Triggering>| async { Ok::<_, String>("finished") })
         .unwrap();
-    set.tool("trigger", "ticket.read")
+    let trigger = ToolBuilder::new("trigger", "ticket.read")
         .build(|_: Ticket, call: ToolContext<Triggering>| async move {
             let _refused = call.state().finish.invoke(call.scope(), Ticket { input: 42 }).await;
             call.state().caller.cancel();
             Ok::<_, String>("done")
         })
         .unwrap();
-    let tools = set.build();
+    let tools = ToolSet::builder().add(&finish).add(&trigger).build().unwrap();
     let caller = CancellationToken::new();
     let scope = Scope::builder()
         .grant("ticket.read")

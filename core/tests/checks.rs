@@ -39,13 +39,11 @@ fn refused_kind(result: Result<impl Sized, ToolError>) -> Option<(BindErrorKind,
 
 #[tokio::test]
 async fn a_refused_input_is_a_binding_error_on_every_path_and_counts_nothing() {
-    let mut set = ToolSet::builder();
-    let list = set
-        .tool("list", "items.read")
+    let list = ToolBuilder::new("list", "items.read")
         .validate(at_most_100)
         .build(|page: Page, _call| async move { Ok::<_, String>(format!("{} items", page.size)) })
         .unwrap();
-    let set = set.build();
+    let set = ToolSet::builder().add(&list).build().unwrap();
     let scope = scope();
     let expected = Some((BindErrorKind::Invalid, "at /size: expected at most 100".to_owned()));
 
@@ -66,8 +64,7 @@ async fn a_refused_input_is_a_binding_error_on_every_path_and_counts_nothing() {
 
 #[tokio::test]
 async fn the_loop_hands_a_refusal_to_the_model_and_goes_on() {
-    let mut set = ToolSet::builder();
-    set.tool("list", "items.read")
+    let list = ToolBuilder::new("list", "items.read")
         .validate(at_most_100)
         .build(|page: Page, _call| async move { Ok::<_, String>(format!("{} items", page.size)) })
         .unwrap();
@@ -78,7 +75,10 @@ async fn the_loop_hands_a_refusal_to_the_model_and_goes_on() {
     ]);
     let scope = scope();
     let mut conversation = vec![Message::user("list")];
-    let outcome = Runner::new(&set.build(), model).run(&scope, &mut conversation, |_| true).await.unwrap();
+    let outcome = Runner::new(&ToolSet::builder().add(&list).build().unwrap(), model)
+        .run(&scope, &mut conversation, |_| true)
+        .await
+        .unwrap();
     assert_eq!(outcome.text(), Some("done"));
     assert_eq!(scope.tool_calls(), 1);
     let results: Vec<String> = conversation
@@ -123,9 +123,8 @@ fn refund_tools(bodies: &Arc<AtomicU32>) -> ToolSet {
     struct Refund {
         amount: u32,
     }
-    let mut set = ToolSet::builder();
     let ran = Arc::clone(bodies);
-    set.tool("refund", "payments.refund")
+    let refund = ToolBuilder::new("refund", "payments.refund")
         .validate(|refund: &Refund| {
             if refund.amount <= 100 { Ok(()) } else { Err("at /amount: expected at most 100".to_owned()) }
         })
@@ -134,7 +133,7 @@ fn refund_tools(bodies: &Arc<AtomicU32>) -> ToolSet {
             async move { Ok::<_, String>(format!("refunded {}", refund.amount)) }
         })
         .unwrap();
-    set.build()
+    ToolSet::builder().add(&refund).build().unwrap()
 }
 
 #[cfg(feature = "journal")]

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use loopbound::progress::Progress;
 use loopbound::scripted::{Step, sequence};
 use loopbound::transport::ModelReply;
-use loopbound::{Ended, Message, Outcome, Runner, Scope, Status, ToolContext, ToolSet};
+use loopbound::{Ended, Message, Outcome, Runner, Scope, Status, ToolBuilder, ToolContext, ToolSet};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -24,25 +24,21 @@ struct Desk {
 
 /// `lookup` answers; `refund` always fails; `notify` answers (when its input binds).
 fn tools() -> ToolSet<Desk> {
-    let mut tools = ToolSet::builder();
-    tools
-        .tool("lookup", "orders.read")
+    let lookup = ToolBuilder::new("lookup", "orders.read")
         .build(|input: Order, _: ToolContext<Desk>| async move {
             Ok::<_, String>(format!("order {} found", input.order))
         })
         .unwrap();
-    tools
-        .tool("refund", "orders.refund")
+    let refund = ToolBuilder::new("refund", "orders.refund")
         .build(|_: Order, call: ToolContext<Desk>| async move {
             call.state().refunds_tried.fetch_add(1, Ordering::SeqCst);
             Err::<String, _>("card declined".to_owned())
         })
         .unwrap();
-    tools
-        .tool("notify", "orders.notify")
+    let notify = ToolBuilder::new("notify", "orders.notify")
         .build(|_: Order, _: ToolContext<Desk>| async move { Ok::<_, String>("sent".to_owned()) })
         .unwrap();
-    tools.build()
+    ToolSet::builder().add(&lookup).add(&refund).add(&notify).build().unwrap()
 }
 
 /// What a condition saw of the run as it ended.

@@ -3,7 +3,7 @@
 mod common;
 
 use common::{Ticket, lines, scope_granting, scope_with, tools};
-use loopbound::{HaltReason, Limits, RegistrationError, Scope, Stop, ToolError, ToolSet};
+use loopbound::{HaltReason, Limits, RegistrationError, Scope, Stop, ToolBuilder, ToolError, ToolSet};
 
 fn stopped(result: Result<String, ToolError>) -> Option<Stop> {
     match result {
@@ -127,27 +127,40 @@ async fn the_caller_wins_over_an_existing_halt() {
 
 #[test]
 fn a_name_is_defined_once_per_set() {
-    let mut set = ToolSet::<()>::builder();
-    set.tool("read_ticket", "ticket.read").build(|_: Ticket, _| async { Ok::<_, String>("") }).unwrap();
-    let again = set.tool("read_ticket", "ticket.read").build(|_: Ticket, _| async { Ok::<_, String>("") });
-    assert_eq!(again.unwrap_err(), RegistrationError::DuplicateName("read_ticket".into()));
-    // The same definition may belong to another set.
+    let read =
+        ToolBuilder::new("read_ticket", "ticket.read").build(|_: Ticket, _| async { Ok::<_, String>("") });
+    let again =
+        ToolBuilder::new("read_ticket", "ticket.read").build(|_: Ticket, _| async { Ok::<_, String>("") });
+    let finish =
+        ToolBuilder::new("finish", "review.finish").build(|_: Ticket, _| async { Ok::<_, String>("") });
+    let (read, again, finish) = (read.unwrap(), again.unwrap(), finish.unwrap());
+    // Two definitions of one name, in a chain whose later duplicates are ignored: the first
+    // duplicate name is reported, and no set is built.
+    let twice = ToolSet::<()>::builder().add(&read).add(&finish).add(&again).add(&finish).build();
+    assert_eq!(twice.unwrap_err(), RegistrationError::DuplicateName("read_ticket".into()));
+    // The same definition may belong to another set, once.
     let shared = tools();
-    let mut other = ToolSet::builder();
-    other.add(&shared.read_ticket).unwrap();
-    assert!(matches!(other.add(&shared.read_ticket), Err(RegistrationError::DuplicateName(_))));
-    assert_eq!(other.build().definitions().len(), 1);
+    let other = ToolSet::builder().add(&shared.read_ticket).add(&shared.read_ticket).build();
+    assert_eq!(other.unwrap_err(), RegistrationError::DuplicateName("read_ticket".into()));
+    let other = ToolSet::builder().add(&shared.finish_review).add(&shared.read_ticket).build().unwrap();
+    let names: Vec<&str> = other.definitions().iter().map(|definition| definition.name.as_str()).collect();
+    assert_eq!(names, ["finish_review", "read_ticket"], "in the order of addition");
 }
 
 #[test]
 fn tool_names_must_fit_tool_calling_apis() {
-    let mut set = ToolSet::<()>::builder();
     for name in ["", "has space", "dot.ted", &"x".repeat(65), "é"] {
-        let result = set.tool(name, "ticket.read").build(|_: Ticket, _| async { Ok::<_, String>("") });
+        let result =
+            ToolBuilder::<()>::new(name, "ticket.read").build(|_: Ticket, _| async { Ok::<_, String>("") });
         assert_eq!(result.unwrap_err(), RegistrationError::InvalidName(name.to_owned()));
     }
-    assert!(set.tool("a-b_C9", "x").build(|_: Ticket, _| async { Ok::<_, String>("") }).is_ok());
-    assert_eq!(set.build().definitions().len(), 1, "an invalid name adds nothing");
+    for name in ["model", "run"] {
+        let result =
+            ToolBuilder::<()>::new(name, "ticket.read").build(|_: Ticket, _| async { Ok::<_, String>("") });
+        assert_eq!(result.unwrap_err(), RegistrationError::ReservedName(name.to_owned()));
+    }
+    let valid = ToolBuilder::<()>::new("a-b_C9", "x").build(|_: Ticket, _| async { Ok::<_, String>("") });
+    assert_eq!(valid.unwrap().name(), "a-b_C9");
 }
 
 #[test]

@@ -14,7 +14,7 @@ use loopbound::journal::{
 };
 use loopbound::tool::Policy;
 use loopbound::transport::{ModelReply, Usage};
-use loopbound::{Limits, Message, Outcome, RunError, Runner, Scope, Status};
+use loopbound::{Limits, Message, Outcome, RunError, Runner, Scope, Status, ToolBuilder};
 use loopbound_test::refund::{self, EffectSink, MemorySink};
 
 fn scope(limits: Limits) -> Scope {
@@ -226,14 +226,13 @@ async fn a_deny_policy_halts_before_anything_runs() {
 /// A refund tool whose body applies its effect, then hangs: a deadline in the window between
 /// `started` and the result stands for a crash there.
 fn hanging_refund(sink: &Arc<MemorySink>, idempotent: bool, hang: Arc<AtomicU32>) -> loopbound::ToolSet {
-    let mut set = loopbound::ToolSet::builder();
     let applied = Arc::clone(sink);
     let kind = if idempotent {
         loopbound::tool::EffectKind::Idempotent
     } else {
         loopbound::tool::EffectKind::Effect
     };
-    set.tool("refund", refund::REFUND_CAPABILITY)
+    let refund = ToolBuilder::new("refund", refund::REFUND_CAPABILITY)
         .effect(kind)
         .build(move |input: refund::RefundInput, call: loopbound::ToolContext| {
             applied.apply("refund", call.idempotency_key());
@@ -246,7 +245,7 @@ fn hanging_refund(sink: &Arc<MemorySink>, idempotent: bool, hang: Arc<AtomicU32>
             }
         })
         .unwrap();
-    set.build()
+    loopbound::ToolSet::builder().add(&refund).build().unwrap()
 }
 
 async fn hanging_attempt(journal: &MemoryJournal, tools: &loopbound::ToolSet) -> Result<Outcome, RunError> {
@@ -488,9 +487,8 @@ impl Journal for Refusing {
 
 /// A refund whose body takes an hour, then applies the refund.
 fn hour_long_refund(sink: &Arc<MemorySink>) -> loopbound::ToolSet {
-    let mut set = loopbound::ToolSet::builder();
     let applied = Arc::clone(sink);
-    set.tool("refund", refund::REFUND_CAPABILITY)
+    let refund = ToolBuilder::new("refund", refund::REFUND_CAPABILITY)
         .effect(loopbound::tool::EffectKind::Effect)
         .build(move |input: refund::RefundInput, call: loopbound::ToolContext| {
             let applied = Arc::clone(&applied);
@@ -502,7 +500,7 @@ fn hour_long_refund(sink: &Arc<MemorySink>) -> loopbound::ToolSet {
             }
         })
         .unwrap();
-    set.build()
+    loopbound::ToolSet::builder().add(&refund).build().unwrap()
 }
 
 #[tokio::test(start_paused = true)]
@@ -554,9 +552,8 @@ async fn an_hour_long_body_keeps_its_run_by_renewing_the_lease() {
 async fn a_body_sees_its_attempts_fencing_token_and_a_later_attempt_has_a_greater_one() {
     let tokens = Arc::new(Mutex::new(Vec::new()));
     let hangs = Arc::new(AtomicU32::new(1));
-    let mut set = loopbound::ToolSet::builder();
     let seen = Arc::clone(&tokens);
-    set.tool("refund", refund::REFUND_CAPABILITY)
+    let refund = ToolBuilder::new("refund", refund::REFUND_CAPABILITY)
         .effect(loopbound::tool::EffectKind::Effect)
         .build(move |input: refund::RefundInput, call: loopbound::ToolContext| {
             seen.lock().unwrap().push(call.fencing_token().map(|token| token.to_string()));
@@ -569,7 +566,7 @@ async fn a_body_sees_its_attempts_fencing_token_and_a_later_attempt_has_a_greate
             }
         })
         .unwrap();
-    let tools = set.build();
+    let tools = loopbound::ToolSet::builder().add(&refund).build().unwrap();
     let journal = MemoryJournal::default();
     assert_eq!(hanging_attempt(&journal, &tools).await.unwrap().status(), Status::DeadlineExceeded);
     let operation = OperationId::parse("refund-42/op/1").unwrap();
@@ -761,15 +758,14 @@ async fn approved_refund() -> MemoryJournal {
 /// The refund task's tools with a refund that `policy` governs and whose input check allows
 /// at most `most` cents.
 fn checked_tools(sink: &Arc<MemorySink>, policy: Policy, most: i64) -> loopbound::ToolSet {
-    let mut set = loopbound::ToolSet::builder();
-    set.tool("lookup_order", refund::READ_CAPABILITY)
+    let lookup_order = ToolBuilder::new("lookup_order", refund::READ_CAPABILITY)
         .effect(loopbound::tool::EffectKind::Read)
         .build(|input: refund::OrderInput, _call: loopbound::ToolContext| async move {
             Ok::<_, String>(format!("Order {}: 15.00 EUR, paid, delivered damaged.", input.order))
         })
         .unwrap();
     let refunds = Arc::clone(sink);
-    set.tool("refund", refund::REFUND_CAPABILITY)
+    let refund = ToolBuilder::new("refund", refund::REFUND_CAPABILITY)
         .effect(loopbound::tool::EffectKind::Effect)
         .policy(policy)
         .validate(move |input: &refund::RefundInput| {
@@ -780,7 +776,7 @@ fn checked_tools(sink: &Arc<MemorySink>, policy: Policy, most: i64) -> loopbound
             async move { Ok::<_, String>(format!("Refunded {} cents.", input.amount_cents)) }
         })
         .unwrap();
-    set.build()
+    loopbound::ToolSet::builder().add(&lookup_order).add(&refund).build().unwrap()
 }
 
 #[tokio::test]

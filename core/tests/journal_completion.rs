@@ -13,7 +13,7 @@ use loopbound::journal::{self, MemoryJournal, OperationId, Resolution, RunId, Ru
 use loopbound::scripted::{Step, sequence};
 use loopbound::tool::{EffectKind, Policy};
 use loopbound::transport::ModelReply;
-use loopbound::{Ended, Limits, Outcome, RunError, Runner, Scope, Status, ToolContext, ToolSet};
+use loopbound::{Ended, Limits, Outcome, RunError, Runner, Scope, Status, ToolBuilder, ToolContext, ToolSet};
 use loopbound_test::refund::{self, EffectSink, MemorySink, RefundInput};
 
 /// What this attempt's refund body set in host memory.
@@ -34,9 +34,8 @@ enum Body {
 }
 
 fn tools(sink: &Arc<MemorySink>, policy: Policy, body: Body) -> ToolSet<Desk> {
-    let mut set = ToolSet::builder();
     let applied = Arc::clone(sink);
-    set.tool("refund", refund::REFUND_CAPABILITY)
+    let refund = ToolBuilder::new("refund", refund::REFUND_CAPABILITY)
         .effect(EffectKind::Effect)
         .policy(policy)
         .build(move |input: RefundInput, call: ToolContext<Desk>| {
@@ -51,7 +50,7 @@ fn tools(sink: &Arc<MemorySink>, policy: Policy, body: Body) -> ToolSet<Desk> {
             }
         })
         .unwrap();
-    set.build()
+    ToolSet::builder().add(&refund).build().unwrap()
 }
 
 fn scope() -> Scope<Desk> {

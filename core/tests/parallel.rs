@@ -15,7 +15,9 @@ use loopbound::scripted::{Scripted, Step, sequence};
 #[cfg(feature = "journal")]
 use loopbound::tool::Policy;
 use loopbound::transport::{ChatRequest, ModelReply, ToolCall};
-use loopbound::{Concurrency, Limits, Message, Offer, Outcome, Runner, Scope, Status, ToolContext, ToolSet};
+use loopbound::{
+    Concurrency, Limits, Message, Offer, Outcome, Runner, Scope, Status, ToolBuilder, ToolContext, ToolSet,
+};
 use loopbound_fixtures::Composition;
 #[cfg(feature = "journal")]
 use loopbound_test::refund::{self, EffectSink};
@@ -38,9 +40,7 @@ struct Bodies {
 
 /// `lookup`, whose body takes 100 ms and counts how many run at once.
 fn lookup_tools() -> ToolSet<Bodies> {
-    let mut tools = ToolSet::builder();
-    tools
-        .tool("lookup", "orders.read")
+    let lookup = ToolBuilder::new("lookup", "orders.read")
         .build(|order: Order, call: ToolContext<Bodies>| async move {
             let bodies = call.state();
             bodies.started.fetch_add(1, Ordering::SeqCst);
@@ -51,7 +51,7 @@ fn lookup_tools() -> ToolSet<Bodies> {
             Ok::<_, String>(format!("order {}", order.id))
         })
         .expect("a fresh set takes lookup");
-    tools.build()
+    ToolSet::builder().add(&lookup).build().expect("a set of one tool")
 }
 
 fn eight_lookups() -> Vec<Step> {

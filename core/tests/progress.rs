@@ -13,7 +13,7 @@ use loopbound::scripted::{Scripted, Step, sequence};
 use loopbound::tool::Policy;
 use loopbound::transport::{ChatRequest, ModelReply, ToolCall};
 use loopbound::watch::{self, Update};
-use loopbound::{Concurrency, Limits, Message, Outcome, Runner, Scope, Status, ToolSet};
+use loopbound::{Concurrency, Limits, Message, Outcome, Runner, Scope, Status, ToolBuilder, ToolSet};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -37,38 +37,33 @@ struct Work {
 /// `job_status` answers `statuses` in turn (the last one from then on); `search` and `open`
 /// always answer the same; `flaky` always fails; `confirm` waits for a decision.
 fn tools(statuses: &'static [&'static str]) -> ToolSet<Work> {
-    let mut tools = ToolSet::builder();
-    tools
-        .tool("job_status", "jobs.read")
+    let job_status = ToolBuilder::new("job_status", "jobs.read")
         .build(move |_: Job, call: loopbound::ToolContext<Work>| async move {
             let at = call.state().polls.fetch_add(1, Ordering::SeqCst) as usize;
             Ok::<_, String>(statuses[at.min(statuses.len() - 1)].to_owned())
         })
         .unwrap();
-    for name in ["search", "open"] {
-        tools
-            .tool(name, "jobs.read")
+    let [search, open] = ["search", "open"].map(|name| {
+        ToolBuilder::new(name, "jobs.read")
             .build(|_: Query, call: loopbound::ToolContext<Work>| async move {
                 call.state().bodies.fetch_add(1, Ordering::SeqCst);
                 Ok::<_, String>("nothing new".to_owned())
             })
-            .unwrap();
-    }
-    tools
-        .tool("flaky", "jobs.read")
+            .unwrap()
+    });
+    let flaky = ToolBuilder::new("flaky", "jobs.read")
         .build(|_: Query, call: loopbound::ToolContext<Work>| async move {
             call.state().bodies.fetch_add(1, Ordering::SeqCst);
             Err::<String, _>("upstream unavailable".to_owned())
         })
         .unwrap();
-    tools
-        .tool("confirm", "jobs.read")
+    let confirm = ToolBuilder::new("confirm", "jobs.read")
         .policy(Policy::Ask)
         .build(|_: Query, _call: loopbound::ToolContext<Work>| async move {
             Ok::<_, String>("confirmed".to_owned())
         })
         .unwrap();
-    tools.build()
+    ToolSet::builder().add(&job_status).add(&search).add(&open).add(&flaky).add(&confirm).build().unwrap()
 }
 
 fn scope(progress: Progress, limits: Limits) -> Scope<Work> {

@@ -10,7 +10,8 @@ use loopbound::scripted::{Scripted, Step};
 use loopbound::spend::{ByteCounter, Micros, Price, Prices};
 use loopbound::transport::{ModelReply, Usage};
 use loopbound::{
-    HaltReason, Limits, LimitsError, Message, RunError, Runner, Scope, Status, ToolContext, ToolSet,
+    HaltReason, Limits, LimitsError, Message, RunError, Runner, Scope, Status, ToolBuilder, ToolContext,
+    ToolSet,
 };
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -22,22 +23,21 @@ struct Order {
 
 /// `lookup` (free) and `refund` (a paid API), counting the bodies that ran.
 fn tools(bodies: &Arc<AtomicU32>) -> ToolSet {
-    let mut set = ToolSet::builder();
     let ran = Arc::clone(bodies);
-    set.tool("lookup", "orders.read")
+    let lookup = ToolBuilder::new("lookup", "orders.read")
         .build(move |order: Order, _call: ToolContext| {
             ran.fetch_add(1, Ordering::SeqCst);
             async move { Ok::<_, String>(format!("order {}", order.id)) }
         })
         .unwrap();
     let ran = Arc::clone(bodies);
-    set.tool("refund", "orders.refund")
+    let refund = ToolBuilder::new("refund", "orders.refund")
         .build(move |order: Order, _call: ToolContext| {
             ran.fetch_add(1, Ordering::SeqCst);
             async move { Ok::<_, String>(format!("refunded {}", order.id)) }
         })
         .unwrap();
-    set.build()
+    ToolSet::builder().add(&lookup).add(&refund).build().unwrap()
 }
 
 fn scope(limits: Limits) -> Scope {

@@ -14,7 +14,8 @@ use loopbound::journal::{Journal, JournalError, MemoryJournal, RunId, RunState};
 use loopbound::tool::Policy;
 use loopbound::transport::ModelReply;
 use loopbound::{
-    CancellationToken, EndRecord, Limits, Outcome, RunError, Runner, STORE_GRACE, Scope, Status, ToolSet,
+    CancellationToken, EndRecord, Limits, Outcome, RunError, Runner, STORE_GRACE, Scope, Status, ToolBuilder,
+    ToolSet,
 };
 use loopbound_test::hooked::{Call, Hook, Hooked};
 use loopbound_test::refund::{self, EffectSink, MemorySink};
@@ -69,9 +70,8 @@ fn run_id() -> RunId {
 
 /// The refund task with a refund whose body takes `body` before it applies the refund.
 fn tools(sink: &Arc<MemorySink>, body: Duration) -> ToolSet {
-    let mut set = ToolSet::builder();
     let applied = Arc::clone(sink);
-    set.tool("refund", refund::REFUND_CAPABILITY)
+    let refund = ToolBuilder::new("refund", refund::REFUND_CAPABILITY)
         .effect(loopbound::tool::EffectKind::Effect)
         .policy(Policy::Allow)
         .build(move |input: refund::RefundInput, call: loopbound::ToolContext| {
@@ -84,7 +84,7 @@ fn tools(sink: &Arc<MemorySink>, body: Duration) -> ToolSet {
             }
         })
         .unwrap();
-    set.build()
+    ToolSet::builder().add(&refund).build().unwrap()
 }
 
 /// One attempt of the refund (one call, then the closing text) on `journal`, its body taking

@@ -13,7 +13,7 @@ use loopbound::scripted::{Scripted, Step, sequence};
 use loopbound::transport::{ChatRequest, ModelReply, Usage};
 use loopbound::{
     CancellationToken, HaltReason, Limits, LimitsError, Message, RunError, Runner, Scope, Status, SubAgent,
-    ToolContext, ToolSet,
+    ToolBuilder, ToolContext, ToolSet,
 };
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -25,15 +25,14 @@ struct Page {
 
 /// A `fetch` tool counting its bodies.
 fn fetch(bodies: &Arc<AtomicU32>) -> ToolSet {
-    let mut set = ToolSet::builder();
     let ran = Arc::clone(bodies);
-    set.tool("fetch", "web.read")
+    let fetch = ToolBuilder::new("fetch", "web.read")
         .build(move |page: Page, _call: ToolContext| {
             ran.fetch_add(1, Ordering::SeqCst);
             async move { Ok::<_, String>(format!("page {}", page.n)) }
         })
         .unwrap();
-    set.build()
+    ToolSet::builder().add(&fetch).build().unwrap()
 }
 
 /// A model that fetches page n on its n-th call forever, an honest provider: it reads 10
@@ -180,9 +179,7 @@ async fn a_sub_agents_own_halt_is_an_error_result_and_the_parent_goes_on() {
     let bodies = Arc::new(AtomicU32::new(0));
     let looping = Scripted::new(|n, _| Step::Reply(ModelReply::call(format!("c{n}"), "fetch", r#"{"n":1}"#)));
     let researcher = SubAgent::new(Runner::new(&fetch(&bodies), looping));
-    let mut tools = ToolSet::builder();
-    tools
-        .tool("research", "agents.research")
+    let research = ToolBuilder::new("research", "agents.research")
         .build(move |_: Page, call: ToolContext| {
             let researcher = researcher.clone();
             async move {
@@ -198,7 +195,10 @@ async fn a_sub_agents_own_halt_is_an_error_result_and_the_parent_goes_on() {
     ]);
     let scope = Scope::builder().grants(["agents.research", "web.read"]).build().unwrap();
     let mut conversation = vec![Message::user("Research.")];
-    let outcome = Runner::new(&tools.build(), model).run(&scope, &mut conversation, |_| true).await.unwrap();
+    let outcome = Runner::new(&ToolSet::builder().add(&research).build().unwrap(), model)
+        .run(&scope, &mut conversation, |_| true)
+        .await
+        .unwrap();
     assert_eq!(outcome.status(), Status::Completed);
     assert_eq!(bodies.load(Ordering::SeqCst), 1);
     let result = conversation.iter().find_map(|message| match message {
@@ -278,9 +278,8 @@ fn journaled_child(
     hang: &Arc<std::sync::atomic::AtomicBool>,
     asked: &Arc<tokio::sync::Notify>,
 ) -> SubAgent<impl loopbound::transport::Transport + use<>> {
-    let mut set = ToolSet::builder();
     let ran = Arc::clone(applied);
-    set.tool("apply", "child.apply")
+    let apply = ToolBuilder::new("apply", "child.apply")
         .effect(loopbound::tool::EffectKind::Effect)
         .build(move |page: Page, _call: ToolContext| {
             ran.fetch_add(1, Ordering::SeqCst);
@@ -300,7 +299,7 @@ fn journaled_child(
         }
     });
     let options = loopbound::transport::ChatOptions::default().with_max_output_tokens(50);
-    SubAgent::new(Runner::new(&set.build(), model).options(options))
+    SubAgent::new(Runner::new(&ToolSet::builder().add(&apply).build().unwrap(), model).options(options))
 }
 
 /// One attempt of the journaled parent: its `delegate` tool (idempotent) runs `child` as a
@@ -310,9 +309,8 @@ async fn journaled_parent(
     journal: &loopbound::journal::MemoryJournal,
     child: &SubAgent<impl loopbound::transport::Transport + 'static>,
 ) -> Result<loopbound::Outcome, RunError> {
-    let mut set = ToolSet::builder();
     let (child, in_body) = (child.clone(), journal.clone());
-    set.tool("delegate", "agents.delegate")
+    let delegate = ToolBuilder::new("delegate", "agents.delegate")
         .effect(loopbound::tool::EffectKind::Idempotent)
         .build(move |_page: Page, call: ToolContext| {
             let (child, journal) = (child.clone(), in_body.clone());
@@ -330,7 +328,7 @@ async fn journaled_parent(
         Step::Reply(ModelReply::text("delegated").with_usage(usage)),
     ]);
     let options = loopbound::transport::ChatOptions::default().with_max_output_tokens(50);
-    let runtime = Runner::new(&set.build(), model).options(options);
+    let runtime = Runner::new(&ToolSet::builder().add(&delegate).build().unwrap(), model).options(options);
     let scope = Scope::builder()
         .grants(["agents.delegate", "child.apply"])
         .limits(Limits::default().with_output_tokens(1_000))

@@ -286,9 +286,14 @@ pub async fn play<T: Transport>(
             return EXIT_INTERNAL;
         }
     };
-    let mut set = ToolSet::builder();
-    let registered = connection.register(&mut set, &mapping());
-    let tools = set.build();
+    let registered = connection.register(&mapping());
+    let tools = match registered.add_to(ToolSet::builder()).build() {
+        Ok(tools) => tools,
+        Err(error) => {
+            emit(err, &format!("mcp330: {}\n", chained(&error)));
+            return EXIT_INTERNAL;
+        }
+    };
     let scenario = cli.scenario;
     let scope = match Scope::builder()
         .grants(scenario.capabilities())

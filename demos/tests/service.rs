@@ -932,7 +932,7 @@ async fn a_run_cut_by_a_crash_is_shown_open_and_resumed_by_a_new_process() {
     let model = loopbound::scripted::sequence(vec![loopbound::scripted::Step::Reply(
         loopbound::transport::ModelReply::text("Done."),
     )]);
-    let tools = loopbound::ToolSet::builder().build();
+    let tools = loopbound::ToolSet::default();
     let runtime = loopbound::Runner::new(&tools, model);
     let other = loopbound::journal::RunId::new("someone-else-42").expect("an id");
     let scope = loopbound::Scope::builder().build().expect("a scope");

@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use loopbound::tool::BindErrorKind;
-use loopbound::{GuardedTool, Limits, Scope, Stop, ToolError, ToolSet};
+use loopbound::{GuardedTool, Limits, Scope, Stop, ToolBuilder, ToolError, ToolSet};
 use loopbound_proptests::config::with_cases;
 use loopbound_proptests::harness;
 use loopbound_proptests::harness::guard_model::{Charge, GuardModel};
@@ -299,8 +299,7 @@ impl Sut {
             for name in NAMES {
                 let counter = Arc::new(AtomicU32::new(0));
                 let (count, plan, caller) = (Arc::clone(&counter), Arc::clone(&plan), caller.clone());
-                let tool = set
-                    .tool(name, format!("{name}.use"))
+                let tool = ToolBuilder::new(name, format!("{name}.use"))
                     .build(move |_: Arg, _call| {
                         count.fetch_add(1, Ordering::SeqCst);
                         let plan = *plan.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -318,10 +317,12 @@ impl Sut {
                         }
                     })
                     .unwrap_or_else(|error| panic!("registering {name}: {error}"));
+                set = set.add(&tool);
                 tools.push(tool);
                 runs.push(counter);
             }
-            (scope, set.build(), tools, runs, started)
+            let set = set.build().unwrap_or_else(|error| panic!("distinct names: {error}"));
+            (scope, set, tools, runs, started)
         });
         Self { runtime, scope, set, caller, tools, plan, runs, started }
     }

@@ -20,7 +20,7 @@ use loopbound::journal::{
     self, Digest, Journal, JournalError, MemoryJournal, OperationId, Resolution, RunId, RunQuery, RunState,
 };
 use loopbound::tool::{EffectKind, Policy as ToolPolicy};
-use loopbound::{Limits, RunError, Runner, Scope, ToolContext, ToolSet};
+use loopbound::{Limits, RunError, Runner, Scope, ToolBuilder, ToolContext, ToolSet};
 use loopbound_proptests::config::with_cases;
 use loopbound_proptests::harness;
 use loopbound_proptests::journal_model::{Crash, Model, Policy, Reported, RunState as ModelState, Settled};
@@ -197,15 +197,14 @@ fn tools(policy: Policy, plan: &Arc<Plan>, effects: &Arc<Mutex<Vec<(u32, String)
             plan.dies_in_body()
         }
     };
-    let mut set = ToolSet::builder();
-    set.tool("lookup_order", refund::READ_CAPABILITY)
+    let lookup_order = ToolBuilder::new("lookup_order", refund::READ_CAPABILITY)
         .effect(EffectKind::Read)
         .build(|input: OrderInput, _call: ToolContext| async move {
             Ok::<_, String>(format!("order {}", input.order))
         })
         .unwrap();
     let refund_body = body(Arc::clone(plan), Arc::clone(effects));
-    set.tool("refund", refund::REFUND_CAPABILITY)
+    let refund = ToolBuilder::new("refund", refund::REFUND_CAPABILITY)
         .effect(EffectKind::Effect)
         .policy(policy)
         .build(move |input: RefundInput, call: ToolContext| {
@@ -219,7 +218,7 @@ fn tools(policy: Policy, plan: &Arc<Plan>, effects: &Arc<Mutex<Vec<(u32, String)
         })
         .unwrap();
     let receipt_body = body(Arc::clone(plan), Arc::clone(effects));
-    set.tool("send_receipt", refund::MAIL_CAPABILITY)
+    let send_receipt = ToolBuilder::new("send_receipt", refund::MAIL_CAPABILITY)
         .effect(EffectKind::Idempotent)
         .build(move |input: OrderInput, call: ToolContext| {
             let dies = receipt_body(&call);
@@ -231,7 +230,7 @@ fn tools(policy: Policy, plan: &Arc<Plan>, effects: &Arc<Mutex<Vec<(u32, String)
             }
         })
         .unwrap();
-    set.build()
+    ToolSet::builder().add(&lookup_order).add(&refund).add(&send_receipt).build().unwrap()
 }
 
 fn refused(error: &JournalError) -> &'static str {

@@ -16,7 +16,7 @@
 use std::sync::Mutex;
 
 use loopbound::progress::Progress;
-use loopbound::{Limits, Scope, ToolContext, ToolError, ToolSet};
+use loopbound::{Limits, Scope, ToolBuilder, ToolContext, ToolError, ToolSet};
 use loopbound_proptests::config::with_cases;
 use loopbound_proptests::regressions;
 use proptest::prelude::*;
@@ -36,9 +36,7 @@ struct Script {
 }
 
 fn tools() -> ToolSet<Script> {
-    let mut tools = ToolSet::builder();
-    tools
-        .tool("poll", "jobs.read")
+    let poll = ToolBuilder::new("poll", "jobs.read")
         .build(|_: Job, call: ToolContext<Script>| async move {
             let mut ran = call.state().ran.lock().map_err(|_| "poisoned".to_owned())?;
             let result = call.state().results.get(*ran).cloned().unwrap_or_default();
@@ -46,7 +44,7 @@ fn tools() -> ToolSet<Script> {
             Ok::<_, String>(result)
         })
         .unwrap_or_else(|error| panic!("a valid tool: {error}"));
-    tools.build()
+    ToolSet::builder().add(&poll).build().unwrap_or_else(|error| panic!("a set of one tool: {error}"))
 }
 
 /// Calls the poll once per result; returns the 0-based call that was halted (if one was), the

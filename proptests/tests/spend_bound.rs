@@ -18,7 +18,7 @@ use std::sync::{Arc, Mutex};
 use loopbound::scripted::{Scripted, Step};
 use loopbound::spend::{Micros, Price, Prices};
 use loopbound::transport::{ChatRequest, Message, ModelReply, Usage};
-use loopbound::{Limits, Runner, Scope, Status, ToolContext, ToolSet};
+use loopbound::{Limits, Runner, Scope, Status, ToolBuilder, ToolContext, ToolSet};
 use loopbound_proptests::config::with_cases;
 use loopbound_proptests::regressions;
 use proptest::prelude::*;
@@ -151,15 +151,14 @@ fn limits(case: &Case) -> Limits {
 /// provider's reports (`calibrate`, the default) or by the counter alone; `None` if its limits
 /// are refused.
 fn play(case: &Case, reports_as: Reports, calibrate: bool) -> Option<Played> {
-    let mut set = ToolSet::builder();
     let results = case.results.clone();
-    set.tool("lookup", "orders.read")
+    let lookup = ToolBuilder::new("lookup", "orders.read")
         .build(move |lookup: Lookup, _call: ToolContext| {
             let text = "r".repeat(results.get(lookup.id).copied().unwrap_or(0));
             async move { Ok::<_, String>(text) }
         })
         .expect("the tool is valid");
-    let tools = set.build();
+    let tools = ToolSet::builder().add(&lookup).build().expect("a set of one tool");
 
     let price = case.cost.map(|(_, input, output)| Price::per_million(Micros(input), Micros(output)));
     let mut builder = Scope::builder().grants(["orders.read"]).limits(limits(case));

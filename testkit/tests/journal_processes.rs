@@ -114,10 +114,10 @@ async fn filesystem(dir: &Path) -> (Connection, WireLog, ToolSet) {
         mcp::recorded("filesystem", &mcp::filesystem_js(), &[root.to_str().expect("utf-8")], mcp::timeouts())
             .await
             .expect("server-filesystem starts");
-    let mut set = ToolSet::builder();
-    let registered = connection.register(&mut set, &Mapping::new());
+    let registered = connection.register(&Mapping::new());
     assert!(registered.get("write_file").is_some(), "the server has write_file");
-    (connection, log, set.build())
+    let set = registered.add_to(ToolSet::builder()).build().expect("the server's names are distinct");
+    (connection, log, set)
 }
 
 /// The `tools/call` messages `log` holds after the first `seen`, as `<tool> <path>`.

@@ -42,7 +42,7 @@ use clap::Parser;
 use loopbound::pool::{MemoryPools, PoolBudget, PoolStore};
 use loopbound::spend::{Micros, Price, Prices, TokenCounter};
 use loopbound::transport::{ChatOptions, ChatRequest, ModelReply, Transport, TransportError, Usage};
-use loopbound::{Limits, Message, Runner, Scope, Status, ToolContext, ToolSet};
+use loopbound::{Limits, Message, Runner, Scope, Status, ToolBuilder, ToolContext, ToolSet};
 use loopbound_sqlite::SqlitePools;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -184,11 +184,13 @@ struct Lookup {
 }
 
 fn tools() -> ToolSet {
-    let mut set = ToolSet::builder();
-    set.tool("lookup", "orders.read")
-        .build(|lookup: Lookup, _call: ToolContext| async move { Ok::<_, String>(format!("order {}", lookup.id)) })
-        .expect("the tool is valid");
-    set.build()
+    let lookup =
+        ToolBuilder::new("lookup", "orders.read")
+            .build(|lookup: Lookup, _call: ToolContext| async move {
+                Ok::<_, String>(format!("order {}", lookup.id))
+            })
+            .expect("the tool is valid");
+    ToolSet::builder().add(&lookup).build().expect("a set of one tool")
 }
 
 /// Loose call limits, so that only the spend budgets stop a run.

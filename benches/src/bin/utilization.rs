@@ -51,7 +51,7 @@ use loopbound::spend::{Encoding, TiktokenCounter};
 use loopbound::transport::{
     ChatRequest, ModelReply, ToolCall, ToolDefinition, Transport, TransportError, Usage,
 };
-use loopbound::{Limits, Message, Runner, Scope, Status, ToolContext, ToolSet};
+use loopbound::{Limits, Message, Runner, Scope, Status, ToolBuilder, ToolContext, ToolSet};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -246,8 +246,7 @@ struct Lookup {
 
 /// `lookup`: an order record of about 400 bytes.
 fn tools() -> ToolSet {
-    let mut set = ToolSet::builder();
-    set.tool("lookup", "orders.read")
+    let lookup = ToolBuilder::new("lookup", "orders.read")
         .description("Reads one order: its customer, lines, totals and status.")
         .build(|lookup: Lookup, _call: ToolContext| async move {
             let id = lookup.id;
@@ -257,7 +256,7 @@ fn tools() -> ToolSet {
             ))
         })
         .expect("the tool is valid");
-    set.build()
+    ToolSet::builder().add(&lookup).build().expect("a set of one tool")
 }
 
 /// Loose call limits: only the token budget stops a run.

@@ -12,7 +12,7 @@
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
-use loopbound::{ToolContext, ToolSet};
+use loopbound::{RegistrationError, ToolBuilder, ToolContext, ToolSet};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -118,81 +118,90 @@ fn job_status(job: i64, nth: u32) -> String {
 /// Never: every name is valid and distinct (checked by the tests).
 #[must_use]
 pub fn tools() -> ToolSet<World> {
-    let mut set = ToolSet::builder();
-    let added = [
-        set.tool("job_status", CAPABILITY)
-            .build(|input: Job, call: ToolContext<World>| async move {
-                let nth = call.state().ask(format!("job {}", input.job));
-                Ok::<_, String>(job_status(input.job, nth))
+    define().unwrap_or_else(|error| unreachable!("valid, distinct tool names: {error}"))
+}
+
+/// The world's tools, or why they cannot be a set.
+fn define() -> Result<ToolSet<World>, RegistrationError> {
+    let job_status = ToolBuilder::new("job_status", CAPABILITY).build(
+        |input: Job, call: ToolContext<World>| async move {
+            let nth = call.state().ask(format!("job {}", input.job));
+            Ok::<_, String>(job_status(input.job, nth))
+        },
+    )?;
+    let sleep = ToolBuilder::new("sleep", CAPABILITY).build(
+        |input: Seconds, _call: ToolContext<World>| async move {
+            Ok::<_, String>(format!("slept {}s", input.seconds))
+        },
+    )?;
+    let list_page = ToolBuilder::new("list_page", CAPABILITY).build(
+        |input: Cursor, _call: ToolContext<World>| async move {
+            Ok::<_, String>(if input.cursor >= 9 {
+                format!("page {}: 3 items, last page", input.cursor)
+            } else {
+                format!("page {}: 10 items, next cursor {}", input.cursor, input.cursor + 1)
             })
-            .map(|_| ()),
-        set.tool("sleep", CAPABILITY)
-            .build(|input: Seconds, _call: ToolContext<World>| async move {
-                Ok::<_, String>(format!("slept {}s", input.seconds))
-            })
-            .map(|_| ()),
-        set.tool("list_page", CAPABILITY)
-            .build(|input: Cursor, _call: ToolContext<World>| async move {
-                Ok::<_, String>(if input.cursor >= 9 {
-                    format!("page {}: 3 items, last page", input.cursor)
-                } else {
-                    format!("page {}: 10 items, next cursor {}", input.cursor, input.cursor + 1)
-                })
-            })
-            .map(|_| ()),
-        set.tool("read_file", CAPABILITY)
+        },
+    )?;
+    let read_file = ToolBuilder::new("read_file", CAPABILITY)
             .build(|input: Path, call: ToolContext<World>| async move {
                 Ok::<_, String>(call.state().read(&input.path))
             })
-            .map(|_| ()),
-        set.tool("write_file", CAPABILITY)
-            .build(|input: Write, call: ToolContext<World>| async move {
-                call.state().write(input.path, input.text);
-                Ok::<_, String>("written".to_owned())
+            ?;
+    let write_file = ToolBuilder::new("write_file", CAPABILITY).build(
+        |input: Write, call: ToolContext<World>| async move {
+            call.state().write(input.path, input.text);
+            Ok::<_, String>("written".to_owned())
+        },
+    )?;
+    let fetch =
+        ToolBuilder::new("fetch", CAPABILITY).build(|input: Url, call: ToolContext<World>| async move {
+            let nth = call.state().ask(format!("url {}", input.url));
+            let failures = input.url.strip_prefix("flaky-").and_then(|k| k.parse::<u32>().ok());
+            match failures {
+                Some(failures) if nth >= failures => Ok("payload".to_owned()),
+                _ => Err("503 service unavailable".to_owned()),
+            }
+        })?;
+    let search = ToolBuilder::new("search", CAPABILITY).build(
+        |input: Query, _call: ToolContext<World>| async move {
+            Ok::<_, String>(format!("results for {}: documents 1, 2, 3", input.q))
+        },
+    )?;
+    let open =
+        ToolBuilder::new("open", CAPABILITY).build(|input: Id, _call: ToolContext<World>| async move {
+            Ok::<_, String>(format!("document {}", input.id))
+        })?;
+    let lookup =
+        ToolBuilder::new("lookup", CAPABILITY).build(|input: Id, _call: ToolContext<World>| async move {
+            if input.id == 7 { Ok("record 7".to_owned()) } else { Err(format!("no record {}", input.id)) }
+        })?;
+    let read_ticket = ToolBuilder::new("read_ticket", CAPABILITY).build(
+        |input: Ticket, _call: ToolContext<World>| async move {
+            Ok::<_, String>(if input.input == 42 {
+                "Ticket 42: Login returns HTTP 401.".to_owned()
+            } else {
+                "NotFound: only ticket 42 is in scope.".to_owned()
             })
-            .map(|_| ()),
-        set.tool("fetch", CAPABILITY)
-            .build(|input: Url, call: ToolContext<World>| async move {
-                let nth = call.state().ask(format!("url {}", input.url));
-                let failures = input.url.strip_prefix("flaky-").and_then(|k| k.parse::<u32>().ok());
-                match failures {
-                    Some(failures) if nth >= failures => Ok("payload".to_owned()),
-                    _ => Err("503 service unavailable".to_owned()),
-                }
-            })
-            .map(|_| ()),
-        set.tool("search", CAPABILITY)
-            .build(|input: Query, _call: ToolContext<World>| async move {
-                Ok::<_, String>(format!("results for {}: documents 1, 2, 3", input.q))
-            })
-            .map(|_| ()),
-        set.tool("open", CAPABILITY)
-            .build(|input: Id, _call: ToolContext<World>| async move {
-                Ok::<_, String>(format!("document {}", input.id))
-            })
-            .map(|_| ()),
-        set.tool("lookup", CAPABILITY)
-            .build(|input: Id, _call: ToolContext<World>| async move {
-                if input.id == 7 { Ok("record 7".to_owned()) } else { Err(format!("no record {}", input.id)) }
-            })
-            .map(|_| ()),
-        set.tool("read_ticket", CAPABILITY)
-            .build(|input: Ticket, _call: ToolContext<World>| async move {
-                Ok::<_, String>(if input.input == 42 {
-                    "Ticket 42: Login returns HTTP 401.".to_owned()
-                } else {
-                    "NotFound: only ticket 42 is in scope.".to_owned()
-                })
-            })
-            .map(|_| ()),
-        set.tool("finish", CAPABILITY)
-            .build(|_: Ticket, _call: ToolContext<World>| async move {
-                Ok::<_, String>("Review finished.".to_owned())
-            })
-            .map(|_| ()),
-    ];
-    assert!(added.iter().all(Result::is_ok), "valid, distinct tool names");
-    set.build()
+        },
+    )?;
+    let finish =
+        ToolBuilder::new("finish", CAPABILITY).build(|_: Ticket, _call: ToolContext<World>| async move {
+            Ok::<_, String>("Review finished.".to_owned())
+        })?;
+    ToolSet::builder()
+        .add(&job_status)
+        .add(&sleep)
+        .add(&list_page)
+        .add(&read_file)
+        .add(&write_file)
+        .add(&fetch)
+        .add(&search)
+        .add(&open)
+        .add(&lookup)
+        .add(&read_ticket)
+        .add(&finish)
+        .build()
 }
 
 #[cfg(test)]

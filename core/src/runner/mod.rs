@@ -61,7 +61,7 @@ use crate::transport::{
 ///
 /// ```
 /// use loopbound::scripted::Scripted;
-/// use loopbound::{Message, Runner, Scope, Status, ToolSet};
+/// use loopbound::{Message, Runner, Scope, Status, ToolBuilder, ToolSet};
 /// use schemars::JsonSchema;
 /// use serde::{Deserialize, Serialize};
 ///
@@ -72,13 +72,12 @@ use crate::transport::{
 ///
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-/// let mut tools = ToolSet::builder();
-/// tools.tool("read_ticket", "ticket.read").build(|t: Ticket, _call| async move {
+/// let read_ticket = ToolBuilder::new("read_ticket", "ticket.read").build(|t: Ticket, _call| async move {
 ///     Ok::<_, String>(format!("ticket {}", t.input))
 /// })?;
 /// // A model that asks for the same ticket forever.
 /// let model = Scripted::new(|_, _| Scripted::call("read_ticket", r#"{"input":42}"#));
-/// let runtime = Runner::new(&tools.build(), model);
+/// let runtime = Runner::new(&ToolSet::builder().add(&read_ticket).build()?, model);
 ///
 /// let scope = Scope::builder().grant("ticket.read").build()?;
 /// let outcome = runtime.run(&scope, &mut vec![Message::user("Review 42.")], |_| false).await?;
@@ -223,7 +222,7 @@ impl<T: Transport, S: Send + Sync + 'static> Runner<T, S> {
     ///
     /// ```
     /// use loopbound::scripted::Scripted;
-    /// use loopbound::{Concurrency, Limits, Message, Runner, Scope, Status, ToolSet};
+    /// use loopbound::{Concurrency, Limits, Message, Runner, Scope, Status, ToolBuilder, ToolSet};
     /// use schemars::JsonSchema;
     /// use serde::{Deserialize, Serialize};
     ///
@@ -234,13 +233,12 @@ impl<T: Transport, S: Send + Sync + 'static> Runner<T, S> {
     ///
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// let mut tools = ToolSet::builder();
-    /// tools.tool("lookup", "orders.read").build(|order: Order, _call| async move {
+    /// let lookup = ToolBuilder::new("lookup", "orders.read").build(|order: Order, _call| async move {
     ///     Ok::<_, String>(format!("order {}", order.id))
     /// })?;
     /// let calls = (1..=8).map(|id| ("lookup", format!(r#"{{"id":{id}}}"#)));
     /// let model = Scripted::sequence([Scripted::batch(calls)]);
-    /// let runtime = Runner::new(&tools.build(), model).parallel(Concurrency::new(4)?);
+    /// let runtime = Runner::new(&ToolSet::builder().add(&lookup).build()?, model).parallel(Concurrency::new(4)?);
     /// let scope = Scope::builder().grant("orders.read").limits(Limits::default().with_tool_calls(4)).build()?;
     /// let mut conversation = vec![Message::user("Look up orders 1 to 8.")];
     /// let outcome = runtime.run(&scope, &mut conversation, |_| true).await?;

@@ -100,13 +100,13 @@ where
 ///
 /// ```
 /// use loopbound::scripted::Scripted;
-/// use loopbound::{Message, Middleware, Runner, Scope, ToolSet};
+/// use loopbound::{Message, Middleware, Runner, Scope, ToolBuilder, ToolSet};
 ///
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-/// let mut tools = ToolSet::<()>::builder();
-/// tools.tool("lookup", "orders.read").build(|_: serde_json::Value, _| async move { Ok::<_, String>("found") })?;
-/// let tools = tools.build();
+/// let lookup = ToolBuilder::new("lookup", "orders.read")
+///     .build(|_: serde_json::Value, _| async move { Ok::<_, String>("found") })?;
+/// let tools = ToolSet::<()>::builder().add(&lookup).build()?;
 /// let model = Scripted::sequence([Scripted::call("lookup", "{}"), Scripted::reply("Done.")]);
 /// let runner = Runner::new(&tools, model).observe(Middleware);
 /// let scope = Scope::builder().grant("orders.read").build()?;
@@ -148,7 +148,7 @@ mod tests {
 
     #[test]
     fn the_middleware_first_records_its_event_under_the_observations_lock() {
-        let tools = ToolSet::<()>::builder().build();
+        let tools = ToolSet::<()>::default();
         let runner = Runner::new(&tools, sequence(Vec::new())).observe(Middleware);
         assert_eq!(observed(&runner), (1, vec!["Middleware lookup 1".to_owned()]));
         // Without it: one lock, no event.
@@ -158,7 +158,7 @@ mod tests {
 
     #[test]
     fn the_middleware_after_a_hosts_observer_runs_after_it_as_an_observer() {
-        let tools = ToolSet::<()>::builder().build();
+        let tools = ToolSet::<()>::default();
         let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
         let host = Arc::clone(&seen);
         let runner = Runner::new(&tools, sequence(Vec::new()))

@@ -34,7 +34,7 @@ use crate::transport::{Message, Transport};
 /// ```
 /// use loopbound::scripted::{Step, sequence};
 /// use loopbound::transport::ModelReply;
-/// use loopbound::{ToolContext, Limits, Message, Runner, Scope, Status, SubAgent, ToolSet};
+/// use loopbound::{Limits, Message, Runner, Scope, Status, SubAgent, ToolBuilder, ToolContext, ToolSet};
 /// use schemars::JsonSchema;
 /// use serde::{Deserialize, Serialize};
 ///
@@ -50,15 +50,14 @@ use crate::transport::{Message, Transport};
 ///     Step::Reply(ModelReply::text("The answer is 42.")),
 /// ])));
 /// // The parent's tool that asks it.
-/// let mut tools = ToolSet::builder();
-/// tools.tool("research", "agents.research").build(move |question: Question, call: ToolContext| {
+/// let research = ToolBuilder::new("research", "agents.research").build(move |question: Question, call: ToolContext| {
 ///     let researcher = researcher.clone();
 ///     async move {
 ///         let start = vec![Message::user(question.text)];
 ///         researcher.run(&call, |child| child.limits(Limits::default().with_model_calls(2)), start, |_| true).await
 ///     }
 /// })?;
-/// let parent = Runner::new(&tools.build(), sequence(vec![
+/// let parent = Runner::new(&ToolSet::builder().add(&research).build()?, sequence(vec![
 ///     Step::Reply(ModelReply::call("c1", "research", r#"{"text":"What is the answer?"}"#)),
 ///     Step::Reply(ModelReply::text("It is 42.")),
 /// ]));

@@ -8,101 +8,31 @@
 //!   derived from the input type ([`Derived`], the default) or given at run time by the host
 //!   ([`ToolBuilder::parameters`], e.g. a schema discovered from another process; the input type
 //!   then needs no `JsonSchema`).
-//! - [`Check`] and [`Parameters`] are sealed: a check is nothing or the host's closure, and
-//!   nothing else can stand between binding and the guard.
+//! - A definition is made one way: [`ToolBuilder::new`], then [`ToolBuilder::build`], which
+//!   checks the name. It belongs to no set; sets take it by reference
+//!   ([`ToolSetBuilder::add`](super::ToolSetBuilder::add)), so one definition may serve several.
+//! - What stands between binding and the guard is nothing or the host's closure (the sealed
+//!   [`Check`]).
 //! - Tool names are `[A-Za-z0-9_-]{1,64}` and neither `model` nor `run`, the names of the other
 //!   subjects of events.
 
 use std::fmt;
 use std::future::Future;
+use std::marker::PhantomData;
 use std::sync::Arc;
 
-use schemars::JsonSchema;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use super::binding::BindError;
+use super::builder::{Check, CheckWith, Derived, Given, NoCheck, Parameters};
 use super::call::{Reservation, ToolContext, finish};
 use super::effect::{EffectKind, Policy};
 use super::error::{BodyError, ToolError};
-use super::pipeline::{Body, CheckFn, Definition, Parts};
-use super::set::{RegistrationError, ToolSetBuilder};
+use super::pipeline::{Body, Definition, Parts};
+use super::set::RegistrationError;
 use crate::scope::Scope;
 use crate::transport::ToolDefinition;
-
-mod sealed {
-    /// Seals [`Check`](super::Check) and [`Parameters`](super::Parameters): the definition
-    /// relies on what their implementations do.
-    pub trait Sealed {}
-}
-
-/// What a tool checks in its bound input after binding and before the guard: nothing
-/// ([`NoCheck`]), or a closure `Fn(&T) -> Result<(), String>` given to
-/// [`ToolBuilder::validate`]. Sealed: those are its only implementations.
-pub trait Check<T>: sealed::Sealed + Send + Sync + 'static {
-    /// The check as the definition keeps it, or `None` when there is nothing to check.
-    #[doc(hidden)]
-    fn into_check(self) -> Option<CheckFn<T>>;
-}
-
-/// No check beyond binding: the default of a [`ToolBuilder`].
-#[derive(Clone, Copy, Debug, Default)]
-pub struct NoCheck;
-
-impl sealed::Sealed for NoCheck {}
-
-impl<T> Check<T> for NoCheck {
-    fn into_check(self) -> Option<CheckFn<T>> {
-        None
-    }
-}
-
-/// A closure given to [`ToolBuilder::validate`].
-#[derive(Clone, Copy, Debug)]
-pub struct CheckWith<F>(F);
-
-impl<F> sealed::Sealed for CheckWith<F> {}
-
-impl<T, F> Check<T> for CheckWith<F>
-where
-    F: Fn(&T) -> Result<(), String> + Send + Sync + 'static,
-{
-    fn into_check(self) -> Option<CheckFn<T>> {
-        Some(Box::new(self.0))
-    }
-}
-
-/// Where the JSON schema a tool shows the model comes from: derived from the input type
-/// ([`Derived`], which needs `T: JsonSchema`) or given by the host ([`Given`], any `T`). Sealed.
-pub trait Parameters<T>: sealed::Sealed {
-    /// The schema.
-    #[doc(hidden)]
-    fn into_schema(self) -> serde_json::Value;
-}
-
-/// The schema derived from the input type with `schemars`, once, at definition: the default.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct Derived;
-
-impl sealed::Sealed for Derived {}
-
-impl<T: JsonSchema> Parameters<T> for Derived {
-    fn into_schema(self) -> serde_json::Value {
-        parameters_schema::<T>()
-    }
-}
-
-/// A schema given by the host with [`ToolBuilder::parameters`].
-#[derive(Clone, Debug)]
-pub struct Given(serde_json::Value);
-
-impl sealed::Sealed for Given {}
-
-impl<T> Parameters<T> for Given {
-    fn into_schema(self) -> serde_json::Value {
-        self.0
-    }
-}
 
 /// A tool's body: an async function of the bound input and the [`ToolContext`], returning the result
 /// text for the model or an error for it. Implemented by every closure or function of that
@@ -133,11 +63,12 @@ where
     }
 }
 
-/// Defines a guarded tool. Obtained from [`ToolSetBuilder::tool`] (defined and added to that
-/// set), or from [`ToolBuilder::new`] (defined alone, added to sets with [`ToolSetBuilder::add`]).
+/// Defines a guarded tool: [`new`](Self::new), then the optional settings, then
+/// [`build`](Self::build) with the body. The tool is then added to sets with
+/// [`ToolSetBuilder::add`](super::ToolSetBuilder::add), or invoked on its own.
 ///
 /// ```
-/// use loopbound::{Scope, ToolError, ToolSet};
+/// use loopbound::{Scope, ToolBuilder, ToolError, ToolSet};
 /// use schemars::JsonSchema;
 /// use serde::{Deserialize, Serialize};
 ///
@@ -149,12 +80,10 @@ where
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// // Once, at start-up.
-/// let mut tools = ToolSet::builder();
-/// let read_ticket = tools
-///     .tool("read_ticket", "ticket.read")
+/// let read_ticket = ToolBuilder::new("read_ticket", "ticket.read")
 ///     .description("Read one ticket by its id.")
 ///     .build(|ticket: Ticket, _call| async move { Ok::<_, String>(format!("ticket {}", ticket.input)) })?;
-/// let _tools = tools.build();
+/// let _tools = ToolSet::builder().add(&read_ticket).build()?;
 ///
 /// // Per request.
 /// let scope = Scope::builder().grant("ticket.read").build()?;
@@ -166,8 +95,7 @@ where
 /// # }
 /// ```
 #[must_use]
-pub struct ToolBuilder<'set, S = (), V = NoCheck, P = Derived> {
-    set: Option<&'set mut ToolSetBuilder<S>>,
+pub struct ToolBuilder<S = (), V = NoCheck, P = Derived> {
     name: String,
     capability: String,
     description: String,
@@ -175,9 +103,11 @@ pub struct ToolBuilder<'set, S = (), V = NoCheck, P = Derived> {
     policy: Policy,
     parameters: P,
     check: V,
+    /// The state of the requests the tool will serve, which its body receives.
+    state: PhantomData<fn() -> S>,
 }
 
-impl<S, V, P> fmt::Debug for ToolBuilder<'_, S, V, P> {
+impl<S, V, P> fmt::Debug for ToolBuilder<S, V, P> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ToolBuilder")
             .field("name", &self.name)
@@ -186,33 +116,24 @@ impl<S, V, P> fmt::Debug for ToolBuilder<'_, S, V, P> {
     }
 }
 
-impl<S: Send + Sync + 'static> ToolBuilder<'static, S> {
-    /// Starts defining a tool named `name` that needs `capability`, outside any set.
+impl<S: Send + Sync + 'static> ToolBuilder<S> {
+    /// Starts defining a tool named `name` that needs `capability`. The name is checked by
+    /// [`build`](Self::build).
     pub fn new(name: impl Into<String>, capability: impl Into<String>) -> Self {
-        Self::start(None, name.into(), capability.into())
-    }
-}
-
-impl<'set, S: Send + Sync + 'static> ToolBuilder<'set, S> {
-    pub(crate) fn in_set(set: &'set mut ToolSetBuilder<S>, name: String, capability: String) -> Self {
-        Self::start(Some(set), name, capability)
-    }
-
-    fn start(set: Option<&'set mut ToolSetBuilder<S>>, name: String, capability: String) -> Self {
         Self {
-            set,
-            name,
-            capability,
+            name: name.into(),
+            capability: capability.into(),
             description: String::new(),
             effect: EffectKind::default(),
             policy: Policy::default(),
             parameters: Derived,
             check: NoCheck,
+            state: PhantomData,
         }
     }
 }
 
-impl<'set, S: Send + Sync + 'static, P> ToolBuilder<'set, S, NoCheck, P> {
+impl<S: Send + Sync + 'static, P> ToolBuilder<S, NoCheck, P> {
     /// Adds a check of the bound input, run after binding and before the guard on every path
     /// (the loop, a journaled run, [`GuardedTool::invoke_json`], [`GuardedTool::invoke`],
     /// [`GuardedTool::reserve`], [`ToolSet::invoke`](super::ToolSet::invoke)).
@@ -252,24 +173,24 @@ impl<'set, S: Send + Sync + 'static, P> ToolBuilder<'set, S, NoCheck, P> {
     /// # Ok(())
     /// # }
     /// ```
-    pub fn validate<T, F>(self, check: F) -> ToolBuilder<'set, S, CheckWith<F>, P>
+    pub fn validate<T, F>(self, check: F) -> ToolBuilder<S, CheckWith<F>, P>
     where
         F: Fn(&T) -> Result<(), String> + Send + Sync + 'static,
     {
         ToolBuilder {
-            set: self.set,
             name: self.name,
             capability: self.capability,
             description: self.description,
             effect: self.effect,
             policy: self.policy,
             parameters: self.parameters,
-            check: CheckWith(check),
+            check: CheckWith::new(check),
+            state: PhantomData,
         }
     }
 }
 
-impl<'set, S: Send + Sync + 'static, V> ToolBuilder<'set, S, V, Derived> {
+impl<S: Send + Sync + 'static, V> ToolBuilder<S, V, Derived> {
     /// Sets the JSON schema of the tool's parameters sent to the model, instead of the one
     /// derived from the input type with `schemars` (the input type then needs no
     /// `JsonSchema`).
@@ -278,21 +199,21 @@ impl<'set, S: Send + Sync + 'static, V> ToolBuilder<'set, S, V, Derived> {
     /// process, such as an MCP server's): the schema is passed to the model as given, and
     /// nothing checks it against the input type. Pair it with [`validate`](Self::validate) so
     /// that what the schema promises is enforced before the guard.
-    pub fn parameters(self, schema: serde_json::Value) -> ToolBuilder<'set, S, V, Given> {
+    pub fn parameters(self, schema: serde_json::Value) -> ToolBuilder<S, V, Given> {
         ToolBuilder {
-            set: self.set,
             name: self.name,
             capability: self.capability,
             description: self.description,
             effect: self.effect,
             policy: self.policy,
-            parameters: Given(schema),
+            parameters: Given::new(schema),
             check: self.check,
+            state: PhantomData,
         }
     }
 }
 
-impl<S: Send + Sync + 'static, V, P> ToolBuilder<'_, S, V, P> {
+impl<S: Send + Sync + 'static, V, P> ToolBuilder<S, V, P> {
     /// Sets the description sent to the model with the tool's definition.
     pub fn description(mut self, description: impl Into<String>) -> Self {
         self.description = description.into();
@@ -334,8 +255,8 @@ impl<S: Send + Sync + 'static, V, P> ToolBuilder<'_, S, V, P> {
         self
     }
 
-    /// Defines the tool with its private `body`, adds it to the set it came from (if any), and
-    /// returns the guarded handle.
+    /// Defines the tool with its private `body` and returns the guarded handle, ready to be
+    /// added to sets ([`ToolSetBuilder::add`](super::ToolSetBuilder::add)) or invoked alone.
     ///
     /// The body receives the bound input and the [`ToolContext`]: the request's scope and state, and
     /// the cancellation that fires when the request stops. Its `Ok` text is the tool result; its
@@ -345,7 +266,8 @@ impl<S: Send + Sync + 'static, V, P> ToolBuilder<'_, S, V, P> {
     ///
     /// [`RegistrationError::InvalidName`] for a name outside `[A-Za-z0-9_-]{1,64}`;
     /// [`RegistrationError::ReservedName`] for `model` or `run`, which name other subjects of
-    /// events; [`RegistrationError::DuplicateName`] if the set already has a tool of this name.
+    /// events. (A duplicate name is a property of a set, reported by
+    /// [`ToolSetBuilder::build`](super::ToolSetBuilder::build).)
     pub fn build<T, F, Fut, R, E>(self, body: F) -> Result<GuardedTool<T, S>, RegistrationError>
     where
         T: DeserializeOwned + Serialize + Send + 'static,
@@ -359,7 +281,7 @@ impl<S: Send + Sync + 'static, V, P> ToolBuilder<'_, S, V, P> {
         E: Into<BodyError>,
     {
         super::set::check_name(&self.name)?;
-        let tool = GuardedTool {
+        Ok(GuardedTool {
             inner: Arc::new(Definition::new(Parts {
                 model_view: ToolDefinition::new(self.name, self.description, self.parameters.into_schema()),
                 capability: self.capability,
@@ -368,25 +290,8 @@ impl<S: Send + Sync + 'static, V, P> ToolBuilder<'_, S, V, P> {
                 check: self.check.into_check(),
                 body: body.into_body(),
             })),
-        };
-        if let Some(set) = self.set {
-            set.add(&tool)?;
-        }
-        Ok(tool)
+        })
     }
-}
-
-/// The JSON schema of `T`, with sub-schemas inlined and without a `$schema` key, as tool-calling
-/// APIs expect for a function's parameters. Called once per definition.
-fn parameters_schema<T: JsonSchema>() -> serde_json::Value {
-    let generator = schemars::generate::SchemaSettings::draft2020_12()
-        .with(|settings| settings.inline_subschemas = true)
-        .into_generator();
-    let mut schema = serde_json::Value::from(generator.into_root_schema_for::<T>());
-    if let Some(object) = schema.as_object_mut() {
-        object.remove("$schema");
-    }
-    schema
 }
 
 /// A tool defined once, whose every invocation goes through the guard of the request's

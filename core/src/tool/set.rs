@@ -2,9 +2,11 @@
 //!
 //! # Invariants
 //!
-//! - A set is immutable once built; cloning it shares the same tools.
-//! - A name identifies one tool (one implementation, one input type) within a set: a second tool
-//!   of the same name is refused, so a signature can never be shared by two tools.
+//! - A set is assembled by value ([`ToolSet::builder`], then [`ToolSetBuilder::add`] for each
+//!   tool) and is immutable once built; cloning it shares the same tools.
+//! - A name identifies one tool (one implementation, one input type) within a set: a set with two
+//!   tools of the same name is never built ([`ToolSetBuilder::build`] reports the first such
+//!   name), so a signature can never be shared by two tools.
 //! - Order of addition is kept: it is the order in which tool definitions reach the model.
 //! - Calling a tool by name takes a scope, like every other path: the set holds no way around
 //!   the guard.
@@ -19,7 +21,7 @@ use serde::de::DeserializeOwned;
 #[cfg(feature = "journal")]
 use super::binding::BindError;
 use super::call::finish;
-use super::definition::{GuardedTool, ToolBuilder};
+use super::definition::GuardedTool;
 #[cfg(feature = "journal")]
 use super::effect::{EffectKind, Policy};
 use super::error::ToolError;
@@ -32,7 +34,7 @@ use crate::transport::ToolDefinition;
 /// requests, each with its own [`Scope`].
 ///
 /// ```
-/// use loopbound::{ToolContext, Scope, ToolSet};
+/// use loopbound::{Scope, ToolBuilder, ToolContext, ToolSet};
 /// use schemars::JsonSchema;
 /// use serde::{Deserialize, Serialize};
 /// use std::sync::atomic::{AtomicU32, Ordering};
@@ -50,12 +52,13 @@ use crate::transport::ToolDefinition;
 ///
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-/// let mut tools = ToolSet::builder();
-/// tools.tool("read_ticket", "ticket.read").build(|t: Ticket, call: ToolContext<Request>| async move {
-///     call.state().reads.fetch_add(1, Ordering::SeqCst);
-///     Ok::<_, String>(format!("ticket {}", t.input))
-/// })?;
-/// let tools = tools.build();
+/// let read_ticket = ToolBuilder::new("read_ticket", "ticket.read").build(
+///     |t: Ticket, call: ToolContext<Request>| async move {
+///         call.state().reads.fetch_add(1, Ordering::SeqCst);
+///         Ok::<_, String>(format!("ticket {}", t.input))
+///     },
+/// )?;
+/// let tools = ToolSet::builder().add(&read_ticket).build()?;
 ///
 /// for _request in 0..2 {
 ///     let scope = Scope::builder().grant("ticket.read").state(Request::default()).build()?;
@@ -89,13 +92,12 @@ impl<S> fmt::Debug for ToolSet<S> {
 impl<S: Send + Sync + 'static> Default for ToolSet<S> {
     /// A set without tools.
     fn default() -> Self {
-        ToolSetBuilder::default().build()
+        Self { inner: Arc::new(Tools { by_name: BTreeMap::new(), definitions: Vec::new() }) }
     }
 }
 
 impl<S: Send + Sync + 'static> ToolSet<S> {
     /// Starts building a set.
-    #[must_use]
     pub fn builder() -> ToolSetBuilder<S> {
         ToolSetBuilder::default()
     }
@@ -129,53 +131,77 @@ impl<S: Send + Sync + 'static> ToolSet<S> {
     }
 }
 
-/// Collects tools into a [`ToolSet`].
+/// Collects tools into a [`ToolSet`], by value: `ToolSet::builder().add(&a).add(&b).build()?`.
+///
+/// ```
+/// use loopbound::{RegistrationError, ToolBuilder, ToolSet};
+///
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let read = ToolBuilder::new("read", "notes.read").build(|_: String, _| async { Ok::<_, String>("a note") })?;
+/// let write = ToolBuilder::new("write", "notes.write").build(|_: String, _| async { Ok::<_, String>("written") })?;
+///
+/// let tools: ToolSet = ToolSet::builder().add(&read).add(&write).build()?;
+/// assert_eq!(tools.definitions().len(), 2);
+///
+/// let twice = ToolSet::builder().add(&read).add(&write).add(&read).build();
+/// assert_eq!(twice.unwrap_err(), RegistrationError::DuplicateName("read".into()));
+/// # Ok(())
+/// # }
+/// ```
+#[must_use]
 pub struct ToolSetBuilder<S = ()> {
     tools: Vec<Arc<dyn ErasedTool<S>>>,
+    /// The first name added twice, reported by `build`.
+    duplicate: Option<String>,
 }
 
 impl<S> Default for ToolSetBuilder<S> {
     fn default() -> Self {
-        Self { tools: Vec::new() }
+        Self { tools: Vec::new(), duplicate: None }
     }
 }
 
 impl<S> fmt::Debug for ToolSetBuilder<S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let names: Vec<&str> = self.tools.iter().map(|tool| &**tool.name()).collect();
-        f.debug_struct("ToolSetBuilder").field("tools", &names).finish()
+        f.debug_struct("ToolSetBuilder").field("tools", &names).field("duplicate", &self.duplicate).finish()
     }
 }
 
 impl<S: Send + Sync + 'static> ToolSetBuilder<S> {
-    /// Starts defining a tool named `name` that needs `capability`; [`ToolBuilder::build`] adds
-    /// it to this set.
-    pub fn tool(&mut self, name: impl Into<String>, capability: impl Into<String>) -> ToolBuilder<'_, S> {
-        ToolBuilder::in_set(self, name.into(), capability.into())
-    }
-
-    /// Adds a tool defined elsewhere (the same definition may belong to several sets).
+    /// Adds a tool (the same definition may belong to several sets), after those already
+    /// added.
     ///
-    /// # Errors
-    ///
-    /// [`RegistrationError::DuplicateName`] if the set already has a tool of this name.
-    pub fn add<T>(&mut self, tool: &GuardedTool<T, S>) -> Result<&mut Self, RegistrationError>
+    /// A name already in the set is not added again; the first such name is kept for
+    /// [`build`](Self::build) to report.
+    #[allow(
+        clippy::should_implement_trait,
+        reason = "a step of a by-value builder chain, not arithmetic on sets"
+    )]
+    pub fn add<T>(mut self, tool: &GuardedTool<T, S>) -> Self
     where
         T: DeserializeOwned + Serialize + Send + 'static,
     {
         if self.tools.iter().any(|known| **known.name() == *tool.name()) {
-            return Err(RegistrationError::DuplicateName(tool.name().to_owned()));
+            self.duplicate.get_or_insert_with(|| tool.name().to_owned());
+        } else {
+            self.tools.push(tool.erased());
         }
-        self.tools.push(tool.erased());
-        Ok(self)
+        self
     }
 
-    /// The immutable set.
-    #[must_use]
-    pub fn build(self) -> ToolSet<S> {
+    /// The immutable set, its tools in the order they were added.
+    ///
+    /// # Errors
+    ///
+    /// [`RegistrationError::DuplicateName`] with the first name that was added twice.
+    pub fn build(self) -> Result<ToolSet<S>, RegistrationError> {
+        if let Some(name) = self.duplicate {
+            return Err(RegistrationError::DuplicateName(name));
+        }
         let definitions = self.tools.iter().map(|tool| tool.definition().clone()).collect();
         let by_name = self.tools.into_iter().map(|tool| (Arc::clone(tool.name()), tool)).collect();
-        ToolSet { inner: Arc::new(Tools { by_name, definitions }) }
+        Ok(ToolSet { inner: Arc::new(Tools { by_name, definitions }) })
     }
 }
 
@@ -320,7 +346,7 @@ where
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum RegistrationError {
-    /// The set already has a tool with this name.
+    /// Two tools of the set have this name.
     DuplicateName(String),
     /// Tool names are 1 to 64 characters of `A-Z a-z 0-9 _ -`, as tool-calling APIs require.
     InvalidName(String),
@@ -331,7 +357,7 @@ pub enum RegistrationError {
 impl fmt::Display for RegistrationError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Self::DuplicateName(name) => write!(f, "a tool named {name:?} is already in this set"),
+            Self::DuplicateName(name) => write!(f, "a tool named {name:?} was added to this set twice"),
             Self::InvalidName(name) => write!(
                 f,
                 "invalid tool name {name:?}: use 1 to 64 characters among A-Z, a-z, 0-9, '_' and '-'"

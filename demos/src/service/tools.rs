@@ -17,7 +17,7 @@
 use std::fmt;
 
 use loopbound::tool::EffectKind;
-use loopbound::{RegistrationError, ToolContext, ToolSet};
+use loopbound::{RegistrationError, ToolBuilder, ToolContext, ToolSet};
 use loopbound_mcp::{Connection, Mapping, Skipped};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -72,9 +72,7 @@ impl std::error::Error for ToolsError {}
 ///
 /// [`ToolsError`] if a tool cannot be registered or the server lacks one of [`MCP_TOOLS`].
 pub fn define(filesystem: &Connection) -> Result<ToolSet, ToolsError> {
-    let mut tools = ToolSet::builder();
-    tools
-        .tool("read_ticket", READ_TICKET)
+    let read_ticket = ToolBuilder::new("read_ticket", READ_TICKET)
         .description("Read one support ticket by its number.")
         .effect(EffectKind::Read)
         .build(|input: TicketId, _call: ToolContext| {
@@ -83,7 +81,7 @@ pub fn define(filesystem: &Connection) -> Result<ToolSet, ToolsError> {
         })
         .map_err(ToolsError::Registration)?;
     let mapping = Mapping::new().only(MCP_TOOLS);
-    let registered = filesystem.register(&mut tools, &mapping);
+    let registered = filesystem.register(&mapping);
     let mut missing: Vec<String> = MCP_TOOLS
         .iter()
         .filter(|name| registered.get(name).is_none())
@@ -95,7 +93,7 @@ pub fn define(filesystem: &Connection) -> Result<ToolSet, ToolsError> {
         missing.dedup();
         return Err(ToolsError::Missing(missing));
     }
-    Ok(tools.build())
+    registered.add_to(ToolSet::builder().add(&read_ticket)).build().map_err(ToolsError::Registration)
 }
 
 #[cfg(test)]

@@ -19,7 +19,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
 use loopbound::spend::{Micros, Price};
 use loopbound::transport::ModelReply;
-use loopbound::{Limits, Message, Scope, SubAgent, ToolContext, ToolSet};
+use loopbound::{Limits, Message, Scope, SubAgent, ToolBuilder, ToolContext, ToolSet};
 use loopbound_fixtures::Composition;
 use loopbound_fixtures::review::{self, BOTH_CAPABILITIES, CLOSING, Review, TICKET_ID, TicketInput};
 use tokio_util::sync::CancellationToken;
@@ -135,9 +135,7 @@ pub fn reviewer_reply(asked: u32, n: u32) -> ModelReply {
 fn planner_tools(composition: Composition, stream: bool, bills: &Bills) -> ToolSet<Delegations> {
     let reviews = review::tools().set;
     let bills = bills.clone();
-    let mut set = ToolSet::builder();
-    let built = set
-        .tool("delegate", DELEGATE_CAPABILITY)
+    let delegate = ToolBuilder::new("delegate", DELEGATE_CAPABILITY)
         .description("Ask a reviewer to review one ticket by its id; returns its answer, or why it stopped.")
         .build(move |ticket: TicketInput, call: ToolContext<Delegations>| {
             let asked = call.state().asked.fetch_add(1, Ordering::SeqCst) + 1;
@@ -166,10 +164,8 @@ fn planner_tools(composition: Composition, stream: bool, bills: &Bills) -> ToolS
                 answer
             }
         });
-    if let Err(error) = built {
-        unreachable!("a fresh set takes delegate: {error}");
-    }
-    set.build()
+    let set = delegate.and_then(|delegate| ToolSet::builder().add(&delegate).build());
+    set.unwrap_or_else(|error| unreachable!("delegate is a valid name: {error}"))
 }
 
 /// Runs the scenario.

@@ -46,7 +46,7 @@
 //! # Example
 //!
 //! ```no_run
-//! use loopbound::{Message, Runner, Scope, Status, ToolSet};
+//! use loopbound::{Message, Runner, Scope, Status, ToolBuilder, ToolSet};
 //! use loopbound::transport::ChatOptions;
 //! use loopbound_anthropic::{AnthropicTransport, Config};
 //! use std::time::Duration;
@@ -64,11 +64,11 @@
 //!     .with_timeout(Duration::from_secs(60));
 //! let transport = AnthropicTransport::new(config)?;
 //!
-//! let mut tools = ToolSet::builder();
-//! tools.tool("read_ticket", "ticket.read").description("Read one ticket by its id.").build(
-//!     |t: Ticket, _call| async move { Ok::<_, String>(format!("Ticket {}: login fails.", t.input)) },
-//! )?;
-//! let runtime = Runner::new(&tools.build(), transport)
+//! let read_ticket = ToolBuilder::new("read_ticket", "ticket.read")
+//!     .description("Read one ticket by its id.")
+//!     .build(|t: Ticket, _call| async move { Ok::<_, String>(format!("Ticket {}: login fails.", t.input)) })?;
+//! let tools = ToolSet::builder().add(&read_ticket).build()?;
+//! let runtime = Runner::new(&tools, transport)
 //!     .options(ChatOptions::default().with_max_output_tokens(800))
 //!     .streaming(true);
 //!

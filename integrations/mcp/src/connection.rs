@@ -61,12 +61,11 @@ type Service = RunningService<RoleClient, InitializeRequestParams>;
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// let server = StdioServer::new("everything", "node").arg("server-everything/dist/index.js").arg("stdio");
 /// let connection = Connection::stdio(&server, Timeouts::default()).await?;
-/// let mut tools = ToolSet::<()>::builder();
-/// let registered = connection.register(&mut tools, &Mapping::new());
+/// let registered = connection.register(&Mapping::new());
 /// for tool in registered.tools() {
 ///     println!("{} needs {}", tool.name(), tool.capability());
 /// }
-/// let tools = tools.build();
+/// let tools = registered.add_to(ToolSet::<()>::builder()).build()?;
 /// # let _ = tools;
 /// # Ok(())
 /// # }

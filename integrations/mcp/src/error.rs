@@ -269,14 +269,17 @@ impl fmt::Debug for CallError {
 
 impl std::error::Error for CallError {}
 
-/// Why one of the server's tools was not added to the set. The others were.
+/// Why one of the server's tools was left out. The others were defined.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum SkipReason {
     /// Its schema cannot be checked here (see [`schema`](crate::schema)).
     Schema(SchemaError),
-    /// The name it would get is not a valid tool name, or the set already has a tool of that
-    /// name (another server's, the host's, or the server listed it twice).
+    /// The name it would get is not a valid tool name
+    /// ([`InvalidName`](RegistrationError::InvalidName),
+    /// [`ReservedName`](RegistrationError::ReservedName)), or an earlier tool of the same server
+    /// gets it ([`DuplicateName`](RegistrationError::DuplicateName)). A name another tool of
+    /// the host's set has is refused when that set is built.
     Name(RegistrationError),
 }
 

@@ -2,8 +2,8 @@
 //!
 //! Most tools an agent calls come from MCP servers, not from closures in the host. This crate
 //! connects to a server (a child process over stdio, or streamable HTTP), lists its tools once,
-//! and adds each one to the host's [`ToolSet`](loopbound::ToolSet) as a
-//! [`GuardedTool`](loopbound::GuardedTool), so that every call an agent makes to it is bounded
+//! and defines each one as a [`GuardedTool`](loopbound::GuardedTool) for the host's
+//! [`ToolSet`](loopbound::ToolSet), so that every call an agent makes to it is bounded
 //! like any other loopbound tool:
 //!
 //! - a **capability** the host grants per request (default `mcp.<server>.<tool>`, see
@@ -42,13 +42,12 @@
 //!
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! // Once: connect, list the tools, add them to the host's set.
+//! // Once: connect, list and define the tools, add them to the host's set.
 //! let server = StdioServer::new("everything", "node").arg("server-everything/dist/index.js").arg("stdio");
 //! let connection = Connection::stdio(&server, Timeouts::default()).await?;
-//! let mut tools = ToolSet::builder();
-//! let registered = connection.register(&mut tools, &Mapping::new());
+//! let registered = connection.register(&Mapping::new());
 //! assert!(registered.skipped().is_empty());
-//! let tools = tools.build();
+//! let tools = registered.add_to(ToolSet::builder()).build()?;
 //!
 //! // Per request: a scope that grants one of the server's tools.
 //! let scope = Scope::builder().grant("mcp.everything.get-sum").build()?;

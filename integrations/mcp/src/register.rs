@@ -1,4 +1,4 @@
-//! A server's tools added to a host's set as guarded tools.
+//! A server's tools defined as guarded tools, for the host to add to its set.
 //!
 //! Each tool gets: the name and capability of the [`Mapping`], the server's JSON schema passed
 //! to the model, a check of the bound arguments against that schema before the guard (a
@@ -13,15 +13,18 @@
 //!   [`Runner::run_journaled`][run_journaled] a call the policy does not
 //!   allow reaches this body only after an approval; outside a journal core halts such a call
 //!   `Denied` before this body starts (see [`annotations`](crate::annotations)).
-//! - A tool that cannot be offered safely (unsupported schema, invalid or taken name) is left
-//!   out and listed in [`Registered::skipped`], with a `warn` event; the others are added.
+//! - A tool that cannot be offered safely (unsupported schema, invalid name, or a name the server
+//!   gave an earlier tool) is left out and listed in [`Registered::skipped`], with a `warn` event;
+//!   the others are defined. A name taken by another tool of the host's set (its own, another
+//!   server's) is refused when the set is built
+//!   ([`ToolSetBuilder::build`](loopbound::ToolSetBuilder::build)), never silently dropped.
 //!
 //! [run_journaled]: https://docs.rs/loopbound/latest/loopbound/struct.Runner.html#method.run_journaled
 
 use std::sync::Arc;
 
 use loopbound::tool::{EffectKind, Policy};
-use loopbound::{GuardedTool, ToolContext, ToolSetBuilder};
+use loopbound::{GuardedTool, RegistrationError, ToolBuilder, ToolContext, ToolSetBuilder};
 use serde_json::Value;
 
 use crate::arguments::Arguments;
@@ -34,7 +37,7 @@ use crate::schema::InputSchema;
 /// Longest tool description, in bytes, passed on to the model.
 pub const MAX_DESCRIPTION: usize = 4096;
 
-/// What [`Connection::register`] added, and what it left out.
+/// What [`Connection::register`] defined, and what it left out.
 #[derive(Debug)]
 #[must_use]
 pub struct Registered<S = ()> {
@@ -43,10 +46,25 @@ pub struct Registered<S = ()> {
 }
 
 impl<S: Send + Sync + 'static> Registered<S> {
-    /// The tools added, in the server's order.
+    /// The tools defined, in the server's order.
     #[must_use]
     pub fn tools(&self) -> &[McpTool<S>] {
         &self.tools
+    }
+
+    /// Adds every tool defined, in the server's order, to `set`.
+    ///
+    /// ```no_run
+    /// # use loopbound::ToolSet;
+    /// # use loopbound_mcp::{Connection, Mapping};
+    /// # fn host(connection: &Connection) -> Result<ToolSet, loopbound::RegistrationError> {
+    /// let registered = connection.register(&Mapping::new().prefix("files_"));
+    /// let tools = registered.add_to(ToolSet::builder()).build()?;
+    /// # Ok(tools)
+    /// # }
+    /// ```
+    pub fn add_to(&self, set: ToolSetBuilder<S>) -> ToolSetBuilder<S> {
+        self.tools.iter().fold(set, |set, tool| set.add(&tool.tool))
     }
 
     /// The tools left out, and why.
@@ -62,7 +80,7 @@ impl<S: Send + Sync + 'static> Registered<S> {
     }
 }
 
-/// A server's tool, added to the host's set.
+/// A server's tool, defined as a guarded tool.
 #[derive(Debug)]
 pub struct McpTool<S = ()> {
     remote: String,
@@ -167,16 +185,19 @@ impl<S: Send + Sync + 'static> ToolBody<S> {
 }
 
 impl Connection {
-    /// Adds the server's tools to `set` as guarded tools, as `mapping` says. Tools that cannot
-    /// be offered safely are left out and listed in [`Registered::skipped`].
-    pub fn register<S: Send + Sync + 'static>(
-        &self,
-        set: &mut ToolSetBuilder<S>,
-        mapping: &Mapping<S>,
-    ) -> Registered<S> {
+    /// Defines the server's tools as guarded tools, as `mapping` says; the host adds them to
+    /// its set with [`Registered::add_to`]. Tools that cannot be offered safely are left out and
+    /// listed in [`Registered::skipped`].
+    pub fn register<S: Send + Sync + 'static>(&self, mapping: &Mapping<S>) -> Registered<S> {
         let mut registered = Registered { tools: Vec::new(), skipped: Vec::new() };
         for remote in self.tools().iter().filter(|tool| mapping.includes(tool.name())) {
-            match self.add(set, mapping, remote) {
+            let given = mapping.name_of(remote.name());
+            let defined = if registered.get(&given).is_some() {
+                Err(SkipReason::Name(RegistrationError::DuplicateName(given)))
+            } else {
+                self.define(mapping, remote)
+            };
+            match defined {
                 Ok(tool) => registered.tools.push(tool),
                 Err(reason) => {
                     tracing::warn!(server = %self.server(), tool = %name(remote.name()), %reason, "MCP tool left out");
@@ -187,9 +208,8 @@ impl Connection {
         registered
     }
 
-    fn add<S: Send + Sync + 'static>(
+    fn define<S: Send + Sync + 'static>(
         &self,
-        set: &mut ToolSetBuilder<S>,
         mapping: &Mapping<S>,
         remote: &RemoteTool,
     ) -> Result<McpTool<S>, SkipReason> {
@@ -208,8 +228,7 @@ impl Connection {
             max_output: mapping.max_output(),
             on_success: mapping.success_hook(),
         });
-        let tool = set
-            .tool(name, mapping.capability_of(self.server(), remote.name()))
+        let tool = ToolBuilder::new(name, mapping.capability_of(self.server(), remote.name()))
             .description(cut(remote.description().to_owned(), MAX_DESCRIPTION))
             .effect(effect)
             .policy(policy)

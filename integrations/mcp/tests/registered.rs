@@ -1,12 +1,13 @@
 //! Tools whose schemas the subset checker used to refuse, registered from an in-process server:
 //! offered, checked before the guard (a refusal is a binding error, nothing counted, nothing
-//! sent), and the one part never checked here (a remote `$ref`) leaving its tool out, reported.
+//! sent), and the one part never checked here (a remote `$ref`) leaving its tool out, reported;
+//! a name the server gives twice left out, and one the host's set has refusing that set.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use loopbound::tool::BindErrorKind;
-use loopbound::{Scope, ToolError, ToolSet};
+use loopbound::{RegistrationError, Scope, ToolBuilder, ToolError, ToolSet};
 use loopbound_mcp::schema::SchemaError;
 use loopbound_mcp::{Connection, Mapping, SkipReason, Timeouts, Unsupported};
 use serde_json::{Value, json};
@@ -72,8 +73,7 @@ async fn connect(calls: &Arc<AtomicUsize>) -> Connection {
 async fn a_pattern_tool_is_offered_and_checked_before_the_guard_and_a_remote_ref_tool_is_left_out() {
     let calls = Arc::new(AtomicUsize::new(0));
     let connection = connect(&calls).await;
-    let mut set = ToolSet::builder();
-    let registered = connection.register(&mut set, &Mapping::new());
+    let registered = connection.register(&Mapping::new());
     assert_eq!(registered.tools().iter().map(|tool| tool.name()).collect::<Vec<_>>(), ["lookup"]);
     assert_eq!(registered.skipped().len(), 1);
     assert_eq!(registered.skipped()[0].remote(), "remote");
@@ -110,12 +110,37 @@ async fn a_pattern_tool_is_offered_and_checked_before_the_guard_and_a_remote_ref
 async fn a_remote_ref_tool_left_to_the_server_is_offered_with_the_ref_listed() {
     let calls = Arc::new(AtomicUsize::new(0));
     let connection = connect(&calls).await;
-    let mut set = ToolSet::builder();
-    let registered = connection.register(&mut set, &Mapping::new().unsupported(Unsupported::LeaveToServer));
+    let registered = connection.register(&Mapping::new().unsupported(Unsupported::LeaveToServer));
     assert!(registered.skipped().is_empty(), "{:?}", registered.skipped());
     let remote = registered.get("remote").expect("offered");
     assert_eq!(remote.unchecked(), ["$ref `https://example.com/a.json` at /properties/a"]);
     let scope = Scope::builder().grant("mcp.schemas.remote").build().unwrap();
     assert_eq!(remote.guarded().invoke_json(&scope, r#"{"a": [1]}"#).await.ok().as_deref(), Some("found"));
     assert_eq!(calls.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn a_name_given_twice_by_a_server_is_left_out_and_a_name_the_host_has_refuses_the_set() {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let connection = connect(&calls).await;
+    let mapping = Mapping::<()>::new().rename("remote", "lookup").unsupported(Unsupported::LeaveToServer);
+    let registered = connection.register(&mapping);
+    assert_eq!(registered.tools().iter().map(|tool| tool.remote()).collect::<Vec<_>>(), ["lookup"]);
+    assert_eq!(registered.skipped().len(), 1);
+    assert_eq!(registered.skipped()[0].remote(), "remote");
+    assert_eq!(
+        registered.skipped()[0].reason(),
+        &SkipReason::Name(RegistrationError::DuplicateName("lookup".to_owned()))
+    );
+
+    let registered = connection.register(&Mapping::new().unsupported(Unsupported::LeaveToServer));
+    let alone = registered.add_to(ToolSet::<()>::builder()).build().expect("the server's names are distinct");
+    let names: Vec<&str> = alone.definitions().iter().map(|definition| definition.name.as_str()).collect();
+    assert_eq!(names, ["lookup", "remote"], "in the server's order");
+    let host = ToolBuilder::new("lookup", "orders.read")
+        .build(|_: Value, _| async { Ok::<_, String>("the host's") })
+        .expect("a valid name");
+    let taken = registered.add_to(ToolSet::builder().add(&host)).build();
+    assert_eq!(taken.unwrap_err(), RegistrationError::DuplicateName("lookup".to_owned()));
+    assert_eq!(calls.load(Ordering::SeqCst), 0, "nothing sent");
 }

@@ -33,7 +33,9 @@ use std::time::Duration;
 use loopbound::journal::backend::{Batch, Entry};
 use loopbound::journal::{self, JournalError, OperationId, Resolution, RunId};
 use loopbound::tool::{EffectKind, Policy};
-use loopbound::{CancellationToken, Limits, RunError, Runner, Scope, Status, ToolContext, ToolSet};
+use loopbound::{
+    CancellationToken, Limits, RunError, Runner, Scope, Status, ToolBuilder, ToolContext, ToolSet,
+};
 use loopbound_testkit::backend::{self, AnyJournal};
 use loopbound_testkit::hooked::{self, Hook, Hooked};
 use loopbound_testkit::refund::{self, EffectSink, FileSink, OrderInput, RefundInput};
@@ -106,15 +108,14 @@ static WENT: AtomicBool = AtomicBool::new(false);
 
 /// The refund task's tools, `refund` pausing at `point` after it applied its effect.
 fn tools(effects: FileSink, point: &str) -> ToolSet {
-    let mut set = ToolSet::builder();
-    set.tool("lookup_order", refund::READ_CAPABILITY)
+    let lookup_order = ToolBuilder::new("lookup_order", refund::READ_CAPABILITY)
         .effect(EffectKind::Read)
         .build(|input: OrderInput, _call: ToolContext| async move {
             Ok::<_, String>(format!("Order {}: 15.00 EUR, paid, delivered damaged.", input.order))
         })
         .unwrap_or_else(|error| fail(&error.to_string()));
     let point = point.to_owned();
-    set.tool("refund", refund::REFUND_CAPABILITY)
+    let refund = ToolBuilder::new("refund", refund::REFUND_CAPABILITY)
         .effect(EffectKind::Effect)
         .policy(Policy::Allow)
         .build(move |input: RefundInput, call: ToolContext| {
@@ -132,7 +133,11 @@ fn tools(effects: FileSink, point: &str) -> ToolSet {
             }
         })
         .unwrap_or_else(|error| fail(&error.to_string()));
-    set.build()
+    ToolSet::builder()
+        .add(&lookup_order)
+        .add(&refund)
+        .build()
+        .unwrap_or_else(|error| fail(&error.to_string()))
 }
 
 async fn attempt(dir: &Path, journal: AnyJournal, point: &str, cancel: bool) -> String {

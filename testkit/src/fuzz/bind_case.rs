@@ -30,7 +30,7 @@ use std::sync::{Arc, Mutex};
 use arbitrary::Arbitrary;
 use loopbound::tool::ToolSetBuilder;
 use loopbound::tool::{BindError, BindErrorKind, MAX_MESSAGE_LEN};
-use loopbound::{GuardedTool, Limits, Scope, Stop, ToolError, ToolSet};
+use loopbound::{GuardedTool, Limits, Scope, Stop, ToolBuilder, ToolError, ToolSet};
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -319,8 +319,7 @@ where
 {
     let runs = Arc::new(AtomicU32::new(0));
     let (counter, fail, starts) = (Arc::clone(&runs), Arc::clone(&shared.0), Arc::clone(&shared.1));
-    let tool = set
-        .tool(name, capability)
+    let tool = ToolBuilder::new(name, capability)
         .build(move |input: T, _call| {
             counter.fetch_add(1, Ordering::SeqCst);
             let signature = reference_signature(name, &input);
@@ -333,6 +332,7 @@ where
             async move { if fail { Err("the body refused") } else { Ok("done") } }
         })
         .unwrap_or_else(|error| panic!("registering {name}: {error}"));
+    *set = std::mem::take(set).add(&tool);
     Box::new(Probed { tool, runs })
 }
 
@@ -486,7 +486,8 @@ impl Bench {
         ];
         let model = GuardModel::new(model_limit, tool_limit, repetitions);
         let (fail, starts) = shared;
-        Self { set: set.build(), scope, caller, tools, granted, fail, starts, model, history: Vec::new() }
+        let set = set.build().unwrap_or_else(|error| panic!("distinct names: {error}"));
+        Self { set, scope, caller, tools, granted, fail, starts, model, history: Vec::new() }
     }
 
     async fn call(&mut self, index: u8, text: &str, path: Path, fail: bool) {

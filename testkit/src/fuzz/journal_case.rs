@@ -23,7 +23,7 @@ use loopbound::journal::{
 };
 use loopbound::tool::{EffectKind, Policy};
 use loopbound::transport::ModelReply;
-use loopbound::{Limits, Runner, Scope};
+use loopbound::{Limits, Runner, Scope, ToolBuilder};
 
 use crate::refund::{self, EffectSink, MemorySink};
 
@@ -157,11 +157,11 @@ async fn attempt(journal: &impl Journal, sink: &Arc<MemorySink>, policy: Policy,
 
 fn hanging_tools(sink: &Arc<MemorySink>, policy: Policy, hangs: &Arc<AtomicU32>) -> loopbound::ToolSet {
     let base = refund::tools(Arc::clone(sink) as Arc<dyn EffectSink>, policy);
-    let mut set = loopbound::ToolSet::builder();
-    let _ = set.add(&base.lookup_order);
     let (applied, hangs) = (Arc::clone(sink), Arc::clone(hangs));
-    let _ = set.tool("refund", refund::REFUND_CAPABILITY).effect(EffectKind::Effect).policy(policy).build(
-        move |input: refund::RefundInput, call: loopbound::ToolContext| {
+    let refund = ToolBuilder::new("refund", refund::REFUND_CAPABILITY)
+        .effect(EffectKind::Effect)
+        .policy(policy)
+        .build(move |input: refund::RefundInput, call: loopbound::ToolContext| {
             applied.apply("refund", call.idempotency_key());
             let hang = hangs.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1)).is_ok();
             async move {
@@ -170,10 +170,11 @@ fn hanging_tools(sink: &Arc<MemorySink>, policy: Policy, hangs: &Arc<AtomicU32>)
                 }
                 Ok::<_, String>(format!("refunded {}", input.amount_cents))
             }
-        },
-    );
-    let _ = set.add(&base.send_receipt);
-    set.build()
+        })
+        .unwrap_or_else(|error| panic!("refund is a valid name: {error}"));
+    let set =
+        loopbound::ToolSet::builder().add(&base.lookup_order).add(&refund).add(&base.send_receipt).build();
+    set.unwrap_or_else(|error| panic!("distinct names: {error}"))
 }
 
 fn pick<T>(rows: &mut [T], row: u8) -> Option<&mut T> {

@@ -9,7 +9,7 @@
 //! reason and the number of `Nudged` events do too. Never a panic but a broken invariant's.
 
 use loopbound::progress::Progress;
-use loopbound::{EventKind, HaltReason, Limits, Scope, Stop, ToolError, ToolSet};
+use loopbound::{EventKind, HaltReason, Limits, Scope, Stop, ToolBuilder, ToolError, ToolSet};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -278,17 +278,19 @@ impl Model {
 struct Answer(std::sync::Mutex<(String, bool)>);
 
 fn tools() -> ToolSet<Answer> {
-    let mut tools = ToolSet::builder();
-    for name in ["poll", "other"] {
-        tools
-            .tool(name, "cap")
+    let [poll, other] = ["poll", "other"].map(|name| {
+        ToolBuilder::new(name, "cap")
             .build(|_: Arg, call: loopbound::ToolContext<Answer>| async move {
                 let (text, fails) = call.state().0.lock().map_err(|_| "poisoned".to_owned())?.clone();
                 if fails { Err(text) } else { Ok(text) }
             })
-            .unwrap_or_else(|error| panic!("a valid tool: {error}"));
-    }
-    tools.build()
+            .unwrap_or_else(|error| panic!("a valid tool: {error}"))
+    });
+    ToolSet::builder()
+        .add(&poll)
+        .add(&other)
+        .build()
+        .unwrap_or_else(|error| panic!("distinct names: {error}"))
 }
 
 /// Checks one case; panics on the first broken invariant.

@@ -29,7 +29,9 @@ use arbitrary::Arbitrary;
 use loopbound::scripted::{Scripted, Step};
 use loopbound::tool::ToolSetBuilder;
 use loopbound::transport::{ModelReply, ToolCall, TransportError};
-use loopbound::{HaltReason, Limits, Message, Outcome, RunError, Scope, Status, Stop, ToolContext, ToolSet};
+use loopbound::{
+    HaltReason, Limits, Message, Outcome, RunError, Scope, Status, Stop, ToolBuilder, ToolContext, ToolSet,
+};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
@@ -331,12 +333,13 @@ where
     Fut: Future<Output = Result<String, String>> + Send + 'static,
 {
     let (name, capability) = TOOLS[index];
-    let built = set.tool(name, capability).build(move |input: T, call: ToolContext<Host>| {
+    let built = ToolBuilder::new(name, capability).build(move |input: T, call: ToolContext<Host>| {
         call.state().start(reference_signature(name, &input));
         act(call.state(), &input)
     });
-    if let Err(error) = built {
-        panic!("registering {name}: {error}");
+    match built {
+        Ok(tool) => *set = std::mem::take(set).add(&tool),
+        Err(error) => panic!("registering {name}: {error}"),
     }
 }
 
@@ -364,7 +367,7 @@ fn tools() -> ToolSet<Host> {
     register(&mut set, 2, |_, _: &Ticket| pending());
     register(&mut set, 3, |_, _: &Ticket| ready(Err("the backend is down".to_owned())));
     register(&mut set, 4, |_, _: &Note| ready(Ok("noted".to_owned())));
-    set.build()
+    set.build().unwrap_or_else(|error| panic!("distinct names: {error}"))
 }
 
 /// What a run is expected to return.

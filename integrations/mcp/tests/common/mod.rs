@@ -61,9 +61,9 @@ pub(crate) fn register(connection: &Connection) -> (ToolSet, Registered) {
 
 /// All the connection's tools in a set, as `mapping` says.
 pub(crate) fn register_with(connection: &Connection, mapping: &Mapping) -> (ToolSet, Registered) {
-    let mut set = ToolSet::builder();
-    let registered = connection.register(&mut set, mapping);
-    (set.build(), registered)
+    let registered = connection.register(mapping);
+    let set = registered.add_to(ToolSet::builder()).build().expect("the server's names are distinct");
+    (set, registered)
 }
 
 /// A scope granting `capabilities` under `limits`.

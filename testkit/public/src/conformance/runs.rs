@@ -9,7 +9,7 @@ use std::time::Duration;
 use loopbound::journal::backend::{Batch, Entry, Fence, ListedRow, RunRow, StoredRun};
 use loopbound::journal::{self, Journal, JournalError, Resolution, RunId, RunQuery, RunState, StateFilter};
 use loopbound::tool::{EffectKind, Policy};
-use loopbound::{Outcome, RunError, Runner, Scope, Status, ToolContext, ToolSet};
+use loopbound::{Outcome, RunError, Runner, Scope, Status, ToolBuilder, ToolContext, ToolSet};
 use tokio::sync::Notify;
 
 use super::{Backend, LONG, PAST_SHORT, SHORT, run, two};
@@ -46,10 +46,8 @@ struct Gate {
 
 fn gated_tools(sink: &Arc<MemorySink>, gate: &Arc<Gate>) -> ToolSet {
     let base = refund::tools(Arc::clone(sink) as Arc<dyn EffectSink>, Policy::Allow);
-    let mut set = ToolSet::builder();
-    set.add(&base.lookup_order).expect("a fresh set takes lookup_order");
     let (applied, gate) = (Arc::clone(sink), Arc::clone(gate));
-    set.tool("refund", refund::REFUND_CAPABILITY)
+    let refund = ToolBuilder::new("refund", refund::REFUND_CAPABILITY)
         .effect(EffectKind::Effect)
         .build(move |input: refund::RefundInput, call: ToolContext| {
             let (applied, gate) = (Arc::clone(&applied), Arc::clone(&gate));
@@ -61,18 +59,20 @@ fn gated_tools(sink: &Arc<MemorySink>, gate: &Arc<Gate>) -> ToolSet {
                 Ok::<_, String>(format!("refunded {}", input.amount_cents))
             }
         })
-        .expect("the set takes refund");
-    set.add(&base.send_receipt).expect("the set takes send_receipt");
-    set.build()
+        .expect("refund is a valid name");
+    ToolSet::builder()
+        .add(&base.lookup_order)
+        .add(&refund)
+        .add(&base.send_receipt)
+        .build()
+        .expect("the three names are distinct")
 }
 
 /// The refund task's tools, whose refund body takes `long` before it applies the refund.
 fn slow_tools(sink: &Arc<MemorySink>, long: Duration) -> ToolSet {
     let base = refund::tools(Arc::clone(sink) as Arc<dyn EffectSink>, Policy::Allow);
-    let mut set = ToolSet::builder();
-    set.add(&base.lookup_order).expect("a fresh set takes lookup_order");
     let applied = Arc::clone(sink);
-    set.tool("refund", refund::REFUND_CAPABILITY)
+    let refund = ToolBuilder::new("refund", refund::REFUND_CAPABILITY)
         .effect(EffectKind::Effect)
         .build(move |input: refund::RefundInput, call: ToolContext| {
             let applied = Arc::clone(&applied);
@@ -83,9 +83,13 @@ fn slow_tools(sink: &Arc<MemorySink>, long: Duration) -> ToolSet {
                 Ok::<_, String>(format!("refunded {}", input.amount_cents))
             }
         })
-        .expect("the set takes refund");
-    set.add(&base.send_receipt).expect("the set takes send_receipt");
-    set.build()
+        .expect("refund is a valid name");
+    ToolSet::builder()
+        .add(&base.lookup_order)
+        .add(&refund)
+        .add(&base.send_receipt)
+        .build()
+        .expect("the three names are distinct")
 }
 
 async fn a_body_longer_than_the_lease_keeps_its_run_under_the_heartbeat<J: Journal>(a: &J, b: &J) {
