@@ -176,6 +176,9 @@ impl<T: Transport, S: Send + Sync + 'static> Runner<T, S> {
     /// The loop over `tools`, talking to `transport`: its own iteration cap is the model-call
     /// limit + 1 (so the scope's `ModelBudget` halt always comes first), tracing spans are on,
     /// tool calls run one after another, every tool is offered.
+    ///
+    /// The runner keeps its own handle to the set (a [`ToolSet`] clones cheaply and shares its
+    /// definitions), so it borrows nothing: it can outlive `tools` and move into a spawned task.
     pub fn new(tools: &ToolSet<S>, transport: T) -> Self {
         Self {
             tools: tools.clone(),
