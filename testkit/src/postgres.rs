@@ -118,6 +118,8 @@ pub struct Cluster {
     account: Account,
     port: u16,
     durability: Durability,
+    /// The caller's own server settings (`name=value`).
+    settings: Vec<String>,
     startup: Startup,
 }
 
@@ -132,8 +134,20 @@ impl Cluster {
     /// `LOOPBOUND_REQUIRE_SERVERS=1`.
     #[must_use]
     pub fn start(durability: Durability) -> Option<Self> {
+        Self::start_with(durability, &[])
+    }
+
+    /// As [`start`](Self::start), the server also given `settings` (`name=value` pairs, after
+    /// this module's own and before [`EXTRA_SETTINGS`]): for a bench that loads a server
+    /// extension, such as `shared_preload_libraries=pg_stat_statements`.
+    ///
+    /// # Panics
+    ///
+    /// As [`start`](Self::start).
+    #[must_use]
+    pub fn start_with(durability: Durability, settings: &[&str]) -> Option<Self> {
         let binaries = installed()?;
-        Some(Self::create(binaries.clone(), durability))
+        Some(Self::create(binaries.clone(), durability, settings))
     }
 
     /// The cluster shared by every test of this test binary with this durability, started by
@@ -152,10 +166,10 @@ impl Cluster {
             Durability::Durable => &DURABLE,
             Durability::Fast => &FAST,
         };
-        Some(cell.get_or_init(|| Self::create(binaries.clone(), durability)))
+        Some(cell.get_or_init(|| Self::create(binaries.clone(), durability, &[])))
     }
 
-    fn create(binaries: Binaries, durability: Durability) -> Self {
+    fn create(binaries: Binaries, durability: Durability, settings: &[&str]) -> Self {
         let account = Account::for_this_process().unwrap_or_else(|reason| panic!("{reason}"));
         let workdir = Workdir::create(account).expect("the cluster's temporary folder can be created");
         let began = Instant::now();
@@ -169,6 +183,7 @@ impl Cluster {
             account,
             port: 0,
             durability,
+            settings: settings.iter().map(|setting| (*setting).to_owned()).collect(),
             startup: Startup { initdb, data, server: Duration::ZERO },
         };
         cluster.startup.server = cluster.launch(None);
@@ -222,6 +237,9 @@ impl Cluster {
         ];
         for (name, value) in settings.into_iter().chain(self.durability.settings()) {
             command.arg("-c").arg(format!("{name}={value}"));
+        }
+        for setting in &self.settings {
+            command.arg("-c").arg(setting);
         }
         // A bench's own settings last, so that they win: `name=value` pairs, comma-separated.
         if let Ok(extra) = std::env::var(EXTRA_SETTINGS) {

@@ -41,6 +41,7 @@ use loopbound_benches::load::control::Control;
 use loopbound_benches::load::drive::{MODEL, ReviewLoad, RunEnd};
 use loopbound_benches::load::process::{cpu_time, tree_cpu_time};
 use loopbound_benches::load::report::Report;
+use loopbound_benches::load::statements;
 use loopbound_benches::timing::{peak_rss_mib, rss_kib};
 use loopbound_openai::{Config, HttpVersion};
 use loopbound_testkit::load::clock::monotonic_ns;
@@ -112,6 +113,15 @@ struct Cli {
     /// Print the report as JSON instead of text.
     #[arg(long)]
     json: bool,
+    /// With `--journal postgres`: load `pg_stat_statements` on the cluster, reset its counts
+    /// after the warm-up, and print the statements that cost the server most over the measured
+    /// run to stderr (calls, execution and planning time, rows, WAL bytes).
+    #[arg(long)]
+    pg_stats: bool,
+    /// With `--journal postgres`: write the PostgreSQL server's log to this file at the end
+    /// (with `LOOPBOUND_POSTGRES_SETTINGS` loading `auto_explain`, the slow statements' plans).
+    #[arg(long, value_name = "FILE")]
+    pg_log: Option<PathBuf>,
     /// Serve as the load server (the child this command starts).
     #[arg(long, hide = true)]
     serve: bool,
@@ -222,18 +232,28 @@ fn load(cli: &Cli) -> Result<Report, String> {
     let scratch = cli.journal.map(|_| loopbound_testkit::scratch::dir("load"));
     let cluster = match cli.journal {
         Some(Journal::Postgres) => Some(
-            loopbound_testkit::postgres::Cluster::start(loopbound_testkit::postgres::Durability::Durable)
-                .ok_or("PostgreSQL is not installed")?,
+            loopbound_testkit::postgres::Cluster::start_with(
+                loopbound_testkit::postgres::Durability::Durable,
+                if cli.pg_stats { &statements::SETTINGS } else { &[] },
+            )
+            .ok_or("PostgreSQL is not installed")?,
         ),
         _ => None,
     };
-    let place = match (cli.journal, &scratch, &cluster) {
+    let database = cluster.as_ref().map(|cluster| cluster.create_database("load"));
+    let stats = match (&cluster, &database) {
+        (Some(cluster), Some(database)) if cli.pg_stats => {
+            Some(statements::Statements::install(cluster, &database.name)?)
+        }
+        _ => None,
+    };
+    let place = match (cli.journal, &scratch, &database) {
         (Some(Journal::Sqlite), Some(dir), _) => Some(loopbound_testkit::backend::sqlite_place(
             &dir.join("journal.db"),
             loopbound_sqlite::Synchronous::Full,
         )),
-        (Some(Journal::Postgres), _, Some(cluster)) => {
-            Some(loopbound_testkit::backend::postgres_place(&cluster.create_database("load").url))
+        (Some(Journal::Postgres), _, Some(database)) => {
+            Some(loopbound_testkit::backend::postgres_place(&database.url))
         }
         _ => None,
     };
@@ -251,7 +271,14 @@ fn load(cli: &Cli) -> Result<Report, String> {
         None => None,
     };
     let server_pid = cluster.as_ref().and_then(loopbound_testkit::postgres::Cluster::pid);
-    let report = runtime.block_on(measure(cli, &base_url, journal, server_pid));
+    let report = runtime.block_on(measure(cli, &base_url, journal, server_pid, stats.as_ref()));
+    if let Some(stats) = &stats {
+        eprint!("{}", stats.top()?);
+    }
+    if let (Some(path), Some(cluster)) = (&cli.pg_log, &cluster) {
+        std::fs::write(path, cluster.log())
+            .map_err(|error| format!("cannot write {}: {error}", path.display()))?;
+    }
     drop(cluster);
     drop(child);
     if let Some(dir) = scratch {
@@ -281,6 +308,7 @@ async fn measure(
     base_url: &str,
     journal: Option<loopbound_testkit::backend::AnyJournal>,
     server_pid: Option<u32>,
+    stats: Option<&statements::Statements<'_>>,
 ) -> Result<Report, String> {
     let runs = cli.runs;
     let control = Control::new(base_url);
@@ -294,6 +322,7 @@ async fn measure(
     )
     .map_err(|error| error.to_string())?;
     warm_up(&load, &control, cli.warmup).await?;
+    stats.map(statements::Statements::reset).transpose()?;
     let warmup_effects = load.effect_times().map_or(0, |times| times.len());
 
     let rss_before = rss_kib().unwrap_or(0);

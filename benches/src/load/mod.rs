@@ -6,6 +6,8 @@
 //!   journaled), and what a run must have done;
 //! - [`control`]: the load server's control routes (reset with a hold, release, figures);
 //! - [`process`]: this process's resident memory and CPU time;
+//! - [`statements`]: with `--pg-stats`, what the PostgreSQL journal's statements cost the
+//!   server (`pg_stat_statements`);
 //! - [`report`]: the figures of one load, in the JSON shape the Python peers' load scripts
 //!   write too, and as text.
 //!
@@ -23,3 +25,4 @@ pub mod control;
 pub mod drive;
 pub mod process;
 pub mod report;
+pub mod statements;

@@ -14,9 +14,19 @@
 //! - A batch's changes to its run's row are those of its last entry of each kind (ledger,
 //!   state, definition), in one update with its fence: the lease renewed, or released by
 //!   [`Entry::Release`]; the cancel request cleared by [`Entry::CancelHonoured`].
-//! - A batch's events are numbered in its order after the run's last event, read in the
-//!   statement's snapshot, under the fence's lock, before any of the group's events: the
-//!   statement holds at most one batch per run.
+//! - A batch's events are numbered in its order after the run's last event, read once per
+//!   fenced run in the statement's snapshot, under the fence's lock, before any of the group's
+//!   events: the statement holds at most one batch per run.
+//! - The fence reaches each batch's run by its key, one lookup per batch (the row's place,
+//!   `ctid`, read by id in a subquery that cannot become a join), then the row at that place:
+//!   whatever the planner believes of the tables' sizes (a plan cached while the runs' table was
+//!   nearly empty), a round never walks every leased run, and its cost grows with its group, not
+//!   with the runs in flight. The place is the row's current one: the round's lock statement
+//!   locked the group's rows before this statement's snapshot was taken, so no other
+//!   transaction can have moved them (and a moved row would fail the fence: fail closed). The
+//!   holder is compared with `IS NOT DISTINCT FROM` (a batch's holder is never null), which no
+//!   index or hash can serve, so that the comparison cannot lead the planner to the index of
+//!   the leased runs.
 //! - A value whose type is not its column's is refused with an error (a defect of this module),
 //!   never sent.
 
@@ -154,7 +164,9 @@ pub(super) static WRITE: LazyLock<String> = LazyLock::new(|| {
         format!("unnest({}) AS x({})", arrays.join(", "), names.join(", "))
     };
     let mut statement = format!(
-        "WITH batch AS (SELECT * FROM {}), \
+        "WITH batch AS (SELECT x.*, \
+                               (SELECT r.ctid FROM loopbound_runs r WHERE r.run_id = x.run_id) AS place \
+                          FROM {}), \
          fenced AS (\
            UPDATE loopbound_runs r \
               SET lease_holder = CASE WHEN b.release THEN NULL ELSE r.lease_holder END, \
@@ -168,9 +180,13 @@ pub(super) static WRITE: LazyLock<String> = LazyLock::new(|| {
                   definition = coalesce(b.definition, r.definition), \
                   cancel_by = CASE WHEN b.cancel_honoured THEN NULL ELSE r.cancel_by END \
              FROM batch b \
-            WHERE r.run_id = b.run_id AND r.epoch = b.epoch AND r.lease_holder = b.holder \
-              AND r.lease_until > now() \
-           RETURNING r.run_id)",
+            WHERE r.ctid = b.place AND r.epoch = b.epoch \
+              AND r.lease_holder IS NOT DISTINCT FROM b.holder AND r.lease_until > now() \
+           RETURNING r.run_id), \
+         last AS (\
+           SELECT f.run_id, \
+                  coalesce((SELECT max(e.seq) FROM loopbound_events e WHERE e.run_id = f.run_id), 0) AS seq \
+             FROM fenced f)",
         unnest(BATCHES)
     );
     for (n, (table, columns)) in TABLES.iter().enumerate() {
@@ -184,10 +200,8 @@ pub(super) static WRITE: LazyLock<String> = LazyLock::new(|| {
     }
     statement.push_str(&format!(
         ", events AS (INSERT INTO loopbound_events (run_id, seq, kind, name, count, operation, decided_by, reason) \
-         SELECT x.run_id, \
-                coalesce((SELECT max(e.seq) FROM loopbound_events e WHERE e.run_id = x.run_id), 0) + x.ord, \
-                x.kind, x.name, x.count, x.operation, x.decided_by, x.reason \
-           FROM {} WHERE x.run_id IN (SELECT run_id FROM fenced)) \
+         SELECT x.run_id, last.seq + x.ord, x.kind, x.name, x.count, x.operation, x.decided_by, x.reason \
+           FROM {} JOIN last ON last.run_id = x.run_id) \
          SELECT run_id FROM fenced",
         unnest(EVENTS)
     ));

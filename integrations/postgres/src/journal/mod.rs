@@ -264,13 +264,15 @@ impl PostgresJournal {
     async fn cancel_requests_of(&self, runs: &[RunId]) -> Result<Vec<RunId>, JournalError> {
         let client = self.store.client().await?;
         let ids: Vec<&str> = runs.iter().map(RunId::as_str).collect();
-        let rows = client
-            .query(
+        // Prepared once per connection: the check runs for every batch of waiting runs, and its
+        // plan (the index of pending requests, nearly always empty) suits any table size.
+        let statement = client
+            .prepare_cached(
                 "SELECT run_id FROM loopbound_runs WHERE run_id = ANY($1) AND cancel_by IS NOT NULL",
-                &[&ids],
             )
             .await
             .map_err(|e| self.fail(&e))?;
+        let rows = client.query(&statement, &[&ids]).await.map_err(|e| self.fail(&e))?;
         rows.iter()
             .map(|row| {
                 let id: String = row.try_get(0).map_err(|e| self.fail(&e))?;
