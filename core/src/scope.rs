@@ -32,7 +32,7 @@ use crate::limits::{Limits, LimitsError};
 #[cfg(all(feature = "pools", feature = "journal"))]
 use crate::pool::PoolTerms;
 #[cfg(feature = "pools")]
-use crate::pool::{PoolDraw, PoolName, PoolSettings, PoolStore};
+use crate::pool::{DynPoolStore, PoolDraw, PoolName, PoolSettings};
 use crate::spend::{Prices, Spend};
 use crate::sync::CancellationToken;
 use crate::watch::Feed;
@@ -297,6 +297,9 @@ impl<S> ScopeBuilder<S> {
     /// [`pool`](crate::pool)). A child scope draws from its parent's pools, and from those it
     /// adds here, in the same store.
     ///
+    /// `store` is the `Arc` of any store (`Arc<MemoryPools>`, `Arc<SqlitePools>`, …), coerced,
+    /// or the `Arc<dyn` [`DynPoolStore`]`>` a host that picks its store at run time holds.
+    ///
     /// Calls add up: each adds its pools to those named before (a second call does not replace
     /// the first). So a name refused by one call is never forgotten by a later one: the scope
     /// would otherwise draw from fewer pools than the host named.
@@ -318,12 +321,12 @@ impl<S> ScopeBuilder<S> {
     ///
     /// # Errors
     ///
-    /// None here: a name that is not one (see [`PoolStore`]), in this call or any other on the
+    /// None here: a name that is not one (see [`PoolStore`](crate::pool::PoolStore)), in this call or any other on the
     /// builder, makes [`build`](Self::build) fail with [`LimitsError::InvalidPoolName`]; pools
     /// of a child in another store than its parent's, with [`LimitsError::PoolStores`].
     pub fn pools<N: AsRef<str>>(
         mut self,
-        store: Arc<dyn PoolStore>,
+        store: Arc<dyn DynPoolStore>,
         names: impl IntoIterator<Item = N>,
     ) -> Self {
         if let Ok(names) = names.into_iter().map(PoolName::new).collect::<Result<Vec<_>, _>>() {
@@ -375,7 +378,7 @@ impl<S> ScopeBuilder<S> {
     /// store handle, in this process), on the terms the run started with: what a scope from
     /// [`journal::scope_of`](crate::journal::scope_of) for a run that draws from pools needs
     /// before it builds. On a builder that names no such pools, it does nothing.
-    pub fn pool_store(self, store: Arc<dyn PoolStore>) -> Self {
+    pub fn pool_store(self, store: Arc<dyn DynPoolStore>) -> Self {
         match self.pool_settings.resumed.clone() {
             Some(terms) => self.draw(terms.draw_from(store)),
             None => self,

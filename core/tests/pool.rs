@@ -13,8 +13,10 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use common::Slow;
-use loopbound::pool::backend::{PoolBackend, Settled};
-use loopbound::pool::{Amount, ManualClock, MemoryPools, PoolBudget, PoolStore, Window};
+use loopbound::pool::backend::{Grant, HoldId, PoolAsk, PoolBackend, PoolRefusal, Settled};
+use loopbound::pool::{
+    Amount, ManualClock, MemoryPools, PoolBudget, PoolError, PoolState, PoolStore, Window, WindowTotals,
+};
 use loopbound::scripted::{Scripted, Step, sequence};
 use loopbound::spend::{ByteCounter, Micros, Price, Prices};
 use loopbound::transport::{ModelReply, Usage};
@@ -225,7 +227,7 @@ async fn a_scope_with_priced_tools_or_a_childs_foreign_store_is_refused() {
     let free = Prices::new().other_tools(Micros::ZERO).shared();
     assert!(draw().prices(free).build().is_ok(), "free tools are fine");
     let parent = draw().build().unwrap();
-    let elsewhere: Arc<dyn PoolStore> = Arc::new(MemoryPools::new());
+    let elsewhere: Arc<dyn loopbound::pool::DynPoolStore> = Arc::new(MemoryPools::new());
     assert_eq!(parent.child().pools(elsewhere, [acme]).build().err(), Some(LimitsError::PoolStores));
 }
 
@@ -295,54 +297,34 @@ struct Interfering {
 }
 
 impl PoolStore for Interfering {
-    fn define<'a>(&'a self, pool: &'a str, budget: PoolBudget) -> loopbound::pool::PoolFuture<'a, ()> {
-        self.inner.define(pool, budget)
+    async fn define(&self, pool: &str, budget: PoolBudget) -> Result<(), PoolError> {
+        PoolStore::define(&self.inner, pool, budget).await
     }
-    fn state<'a>(&'a self, pool: &'a str) -> loopbound::pool::PoolFuture<'a, loopbound::pool::PoolState> {
-        self.inner.state(pool)
+    async fn state(&self, pool: &str) -> Result<PoolState, PoolError> {
+        PoolStore::state(&self.inner, pool).await
     }
-    fn windows<'a>(
-        &'a self,
-        pool: &'a str,
-    ) -> loopbound::pool::PoolFuture<'a, Vec<(u64, loopbound::pool::WindowTotals)>> {
-        self.inner.windows(pool)
+    async fn windows(&self, pool: &str) -> Result<Vec<(u64, WindowTotals)>, PoolError> {
+        PoolStore::windows(&self.inner, pool).await
     }
 }
 
 impl PoolBackend for Interfering {
-    fn reserve(
-        &self,
-        ask: loopbound::pool::backend::PoolAsk,
-    ) -> loopbound::pool::PoolFuture<
-        '_,
-        Result<loopbound::pool::backend::Grant, loopbound::pool::backend::PoolRefusal>,
-    > {
+    async fn reserve(&self, ask: PoolAsk) -> Result<Result<Grant, PoolRefusal>, PoolError> {
         self.during.cancel();
         if self.down {
             let refused = std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "connection refused");
-            return Box::pin(std::future::ready(Err(loopbound::pool::PoolError::storage(
-                "a reservation",
-                refused,
-            ))));
+            return Err(PoolError::storage("a reservation", refused));
         }
-        self.inner.reserve(ask)
+        PoolBackend::reserve(&self.inner, ask).await
     }
-    fn renew(
-        &self,
-        hold: loopbound::pool::backend::HoldId,
-        lease: Duration,
-    ) -> loopbound::pool::PoolFuture<'_, bool> {
-        self.inner.renew(hold, lease)
+    async fn renew(&self, hold: HoldId, lease: Duration) -> Result<bool, PoolError> {
+        PoolBackend::renew(&self.inner, hold, lease).await
     }
-    fn settle(
-        &self,
-        hold: loopbound::pool::backend::HoldId,
-        charge: Amount,
-    ) -> loopbound::pool::PoolFuture<'_, Settled> {
-        self.inner.settle(hold, charge)
+    async fn settle(&self, hold: HoldId, charge: Amount) -> Result<Settled, PoolError> {
+        PoolBackend::settle(&self.inner, hold, charge).await
     }
-    fn release(&self, hold: loopbound::pool::backend::HoldId) -> loopbound::pool::PoolFuture<'_, ()> {
-        self.inner.release(hold)
+    async fn release(&self, hold: HoldId) -> Result<(), PoolError> {
+        PoolBackend::release(&self.inner, hold).await
     }
 }
 

@@ -18,7 +18,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use clap::Args;
-use loopbound::pool::{Amount, PoolBudget, PoolState, PoolStore};
+use loopbound::pool::{Amount, DynPoolStore, PoolBudget, PoolState};
 use loopbound::scripted::{Scripted, Step};
 use loopbound::transport::{ModelReply, Usage};
 use loopbound::{Message, Runner, Scope, Status, ToolSet};
@@ -102,7 +102,7 @@ fn failed(what: &str, error: &(dyn std::error::Error + 'static)) -> PoolDemoErro
 /// # Errors
 ///
 /// The store failed, or a run ended with an error rather than an outcome.
-pub async fn run(store: Arc<dyn PoolStore>) -> Result<Played, PoolDemoError> {
+pub async fn run(store: Arc<dyn DynPoolStore>) -> Result<Played, PoolDemoError> {
     store
         .define(POOL, PoolBudget::default().with_tokens(BUDGET))
         .await

@@ -11,7 +11,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use loopbound::pool::backend::{PoolAsk, Settled};
-use loopbound::pool::{Amount, ManualClock, MemoryPools, PoolBudget, PoolError, PoolName, PoolStore, Window};
+use loopbound::pool::{
+    Amount, DynPoolStore, ManualClock, MemoryPools, PoolBudget, PoolError, PoolName, Window,
+};
 use loopbound::spend::{Micros, Price};
 use loopbound_proptests::config::with_cases;
 use loopbound_proptests::pool_model::{Bounds, Figures, INPUT_PRICE, Model, OUTPUT_PRICE, Reserved};
@@ -84,7 +86,7 @@ fn amount(figures: Figures) -> Amount {
 }
 
 /// Plays `ops` on `store` (on `clock`) and on the model, comparing after every step.
-async fn play(store: &dyn PoolStore, clock: &ManualClock, ops: &[Op]) -> Result<(), TestCaseError> {
+async fn play(store: &dyn DynPoolStore, clock: &ManualClock, ops: &[Op]) -> Result<(), TestCaseError> {
     let names = names();
     let mut model = Model::new(bounds(), START);
     clock.set(START);

@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 
-use loopbound::pool::PoolStore;
+use loopbound::pool::DynPoolStore;
 use loopbound_postgres::{Config, PostgresPools, Store};
 use loopbound_sqlite::SqlitePools;
 pub use loopbound_test::pool::*;
@@ -18,7 +18,7 @@ pub use loopbound_test::pool::*;
 /// # Errors
 ///
 /// Its words when it cannot be opened.
-pub async fn open(spec: &str) -> Result<Arc<dyn PoolStore>, String> {
+pub async fn open(spec: &str) -> Result<Arc<dyn DynPoolStore>, String> {
     if let Some(file) = spec.strip_prefix("sqlite:") {
         return Ok(Arc::new(SqlitePools::open(file).map_err(|error| error.to_string())?));
     }

@@ -29,7 +29,7 @@ use std::sync::Arc;
 use std::sync::mpsc::{self, Receiver};
 use std::time::Duration;
 
-use loopbound::pool::{PoolBudget, PoolStore};
+use loopbound::pool::{DynPoolStore, PoolBudget};
 use loopbound::{EndRecord, Limits, Message, Runner, Status, ToolSet};
 use loopbound_postgres::{Config, PostgresPools};
 use loopbound_sqlite::{SqlitePools, Synchronous};
@@ -89,7 +89,7 @@ const HOLD_LEASE: Duration = Duration::from_millis(500);
 /// the run ends within a second of its deadline and what the pool was charged.
 async fn pool_scenario(
     store: &Store<'_>,
-    pools: Arc<dyn PoolStore>,
+    pools: Arc<dyn DynPoolStore>,
     pool: &str,
     during_settlement: bool,
 ) -> i64 {
@@ -151,7 +151,7 @@ async fn pool_scenario(
 /// Both pool scenarios on `pools`.
 fn pool_scenarios(
     store: &Store<'_>,
-    pools: &Arc<dyn PoolStore>,
+    pools: &Arc<dyn DynPoolStore>,
     runtime: &tokio::runtime::Runtime,
 ) -> Vec<i64> {
     [false, true]
@@ -274,7 +274,7 @@ fn sqlite(synchronous: Synchronous, label: &str) {
 fn a_run_whose_sqlite_pool_store_stops_answering_ends_on_time_and_the_pool_is_charged_in_full() {
     let dir = scratch::dir("frozen-pools");
     let path = dir.join("pools.db");
-    let pools: Arc<dyn PoolStore> = Arc::new(SqlitePools::open(&path).expect("the pools' file opens"));
+    let pools: Arc<dyn DynPoolStore> = Arc::new(SqlitePools::open(&path).expect("the pools' file opens"));
     let overruns = pool_scenarios(&Store::Sqlite { path: &path }, &pools, &tokio_runtime());
     println!("SQLite pools (reservation, settlement): overrun past the deadline, ms: {overruns:?}");
 }
@@ -306,7 +306,7 @@ fn a_postgres_journal_whose_server_is_frozen_ends_its_attempt_on_time() {
     println!("PostgreSQL: overrun past the bound, ms: {overruns:?}");
     let runtime = tokio_runtime();
     let database = cluster.create_database("frozen_pools");
-    let pools: Arc<dyn PoolStore> = runtime.block_on(async {
+    let pools: Arc<dyn DynPoolStore> = runtime.block_on(async {
         let store = loopbound_postgres::Store::connect(&Config::new(&database.url).expect("a URL"))
             .await
             .expect("the database answers");

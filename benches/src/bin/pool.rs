@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use loopbound::pool::backend::PoolAsk;
-use loopbound::pool::{Amount, MemoryPools, PoolBudget, PoolName, PoolStore};
+use loopbound::pool::{Amount, DynPoolStore, MemoryPools, PoolBudget, PoolName};
 use loopbound_postgres::{Config, PostgresPools, Store};
 use loopbound_sqlite::SqlitePools;
 use loopbound_testkit::postgres::{Cluster, Durability};
@@ -38,7 +38,7 @@ async fn stores(
     cluster: &Cluster,
     dir: &std::path::Path,
     hint: &str,
-) -> Vec<(&'static str, Arc<dyn PoolStore>)> {
+) -> Vec<(&'static str, Arc<dyn DynPoolStore>)> {
     let sqlite = SqlitePools::open(dir.join(format!("{hint}.db"))).expect("the SQLite file opens");
     let database = cluster.create_database(hint);
     let store =
@@ -65,7 +65,7 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
 }
 
 /// One reservation and its settlement, timed separately, in microseconds.
-async fn cycle(store: &dyn PoolStore, pool: &PoolName) -> (f64, f64) {
+async fn cycle(store: &dyn DynPoolStore, pool: &PoolName) -> (f64, f64) {
     let began = Instant::now();
     let grant = store.reserve(ask(pool)).await.expect("the store answers").expect("room");
     let reserved = began.elapsed().as_secs_f64() * 1e6;

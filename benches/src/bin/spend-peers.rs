@@ -39,7 +39,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use clap::Parser;
-use loopbound::pool::{MemoryPools, PoolBudget, PoolStore};
+use loopbound::pool::{DynPoolStore, MemoryPools, PoolBudget};
 use loopbound::spend::{Micros, Price, Prices, TokenCounter};
 use loopbound::transport::{ChatOptions, ChatRequest, ModelReply, Transport, TransportError, Usage};
 use loopbound::{Limits, Message, Runner, Scope, Status, ToolBuilder, ToolContext, ToolSet};
@@ -398,7 +398,7 @@ fn shared(k: usize, budget: u64, seed: u64, capped: bool) -> Shared {
 
 /// K runaway runs, each a scope of its own drawing from one shared pool of `budget` tokens in
 /// `store` (a tenant's pool: no parent scope; the runs could be in any process).
-fn pooled(k: usize, budget: u64, seed: u64, store: &Arc<dyn PoolStore>, capped: bool) -> Shared {
+fn pooled(k: usize, budget: u64, seed: u64, store: &Arc<dyn DynPoolStore>, capped: bool) -> Shared {
     let ledger = Arc::new(Ledger::default());
     let tools = tools();
     let pool = format!("tenant:peers-{k}-{budget}-{seed}-{capped}");
@@ -502,10 +502,10 @@ fn main() {
     );
     println!("|---|---|---|---|---|---|---|---|---|---|");
     let dir = loopbound_testkit::scratch::dir("spend-peers-pools");
-    let sqlite: Arc<dyn PoolStore> =
+    let sqlite: Arc<dyn DynPoolStore> =
         Arc::new(SqlitePools::open(dir.join("pools.db")).expect("the pools' file opens"));
-    let memory: Arc<dyn PoolStore> = Arc::new(MemoryPools::new());
-    let configurations: [(&str, Option<&Arc<dyn PoolStore>>); 3] = [
+    let memory: Arc<dyn DynPoolStore> = Arc::new(MemoryPools::new());
+    let configurations: [(&str, Option<&Arc<dyn DynPoolStore>>); 3] = [
         ("loopbound tree", None),
         ("loopbound pool, memory", Some(&memory)),
         ("loopbound pool, SQLite", Some(&sqlite)),

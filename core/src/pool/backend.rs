@@ -17,11 +17,12 @@
 
 pub mod rules;
 
+use std::future::Future;
 use std::time::Duration;
 
 use serde::Serialize;
 
-use super::{Amount, PoolFuture};
+use super::{Amount, PoolError};
 
 pub use rules::{PoolAsk, PoolLimit, PoolRefusal};
 
@@ -83,17 +84,21 @@ pub enum Settled {
 
 /// What the runtime calls on a pool store for each model call: one transaction per operation.
 ///
-/// Every [`PoolStore`](super::PoolStore) implements it (it is `PoolStore`'s supertrait), so a
-/// run holds one `Arc<dyn PoolStore>` for both. Its futures are boxed ([`PoolFuture`]) for the
-/// same reason: a store is held as `dyn`.
+/// Every [`PoolStore`](super::PoolStore) implements it (it is `PoolStore`'s supertrait). Its
+/// futures are `impl Future` in the trait, as `PoolStore`'s; a run holds its store as
+/// `Arc<dyn` [`DynPoolStore`](super::DynPoolStore)`>`, the boxed form of both traits, which
+/// implements this one in turn.
 pub trait PoolBackend: Send + Sync {
     /// Reserves one call in every pool of `ask`, all or nothing (after charging the holds of
     /// those pools whose lease expired): a [`Grant`], or the pool that had no room.
     ///
     /// # Errors
     ///
-    /// [`PoolError::UnknownPool`](super::PoolError::UnknownPool) when a pool of the ask was never defined; a storage error.
-    fn reserve(&self, ask: PoolAsk) -> PoolFuture<'_, Result<Grant, PoolRefusal>>;
+    /// [`PoolError::UnknownPool`] when a pool of the ask was never defined; a storage error.
+    fn reserve(
+        &self,
+        ask: PoolAsk,
+    ) -> impl Future<Output = Result<Result<Grant, PoolRefusal>, PoolError>> + Send;
 
     /// Extends an open hold's lease to `lease` from now; `false` when the hold is no longer open
     /// (it expired, was settled or released).
@@ -101,24 +106,69 @@ pub trait PoolBackend: Send + Sync {
     /// # Errors
     ///
     /// A storage error.
-    fn renew(&self, hold: HoldId, lease: Duration) -> PoolFuture<'_, bool>;
+    fn renew(&self, hold: HoldId, lease: Duration) -> impl Future<Output = Result<bool, PoolError>> + Send;
 
     /// Settles a hold with `charge` (the provider's usage, priced), releasing the rest; a hold
     /// that expired gets only what `charge` adds beyond it.
     ///
     /// # Errors
     ///
-    /// [`PoolError::UnknownHold`](super::PoolError::UnknownHold) for a hold settled or released already, or unknown; a
+    /// [`PoolError::UnknownHold`] for a hold settled or released already, or unknown; a
     /// storage error.
-    fn settle(&self, hold: HoldId, charge: Amount) -> PoolFuture<'_, Settled>;
+    fn settle(&self, hold: HoldId, charge: Amount)
+    -> impl Future<Output = Result<Settled, PoolError>> + Send;
 
     /// Releases an open hold whose call was never sent, charging nothing; a hold that expired
     /// stays charged (nothing says the call was not sent).
     ///
     /// # Errors
     ///
-    /// [`PoolError::UnknownHold`](super::PoolError::UnknownHold); a storage error.
-    fn release(&self, hold: HoldId) -> PoolFuture<'_, ()>;
+    /// [`PoolError::UnknownHold`]; a storage error.
+    fn release(&self, hold: HoldId) -> impl Future<Output = Result<(), PoolError>> + Send;
+}
+
+/// The trait's methods delegated to `**self`.
+macro_rules! delegate {
+    () => {
+        fn reserve(
+            &self,
+            ask: PoolAsk,
+        ) -> impl Future<Output = Result<Result<Grant, PoolRefusal>, PoolError>> + Send {
+            (**self).reserve(ask)
+        }
+
+        fn renew(
+            &self,
+            hold: HoldId,
+            lease: Duration,
+        ) -> impl Future<Output = Result<bool, PoolError>> + Send {
+            (**self).renew(hold, lease)
+        }
+
+        fn settle(
+            &self,
+            hold: HoldId,
+            charge: Amount,
+        ) -> impl Future<Output = Result<Settled, PoolError>> + Send {
+            (**self).settle(hold, charge)
+        }
+
+        fn release(&self, hold: HoldId) -> impl Future<Output = Result<(), PoolError>> + Send {
+            (**self).release(hold)
+        }
+    };
+}
+
+impl<B: PoolBackend + ?Sized> PoolBackend for &B {
+    delegate!();
+}
+
+impl<B: PoolBackend + ?Sized> PoolBackend for std::sync::Arc<B> {
+    delegate!();
+}
+
+impl<B: PoolBackend + ?Sized> PoolBackend for Box<B> {
+    delegate!();
 }
 
 /// A lease as milliseconds, saturating.

@@ -12,7 +12,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::PoolStore;
+use super::DynPoolStore;
 use super::budget::PoolName;
 use crate::guard::Terms;
 use crate::limits::LimitsError;
@@ -53,7 +53,7 @@ pub const DEFAULT_OUTPUT_CAP: u32 = crate::pooled::DEFAULT_OUTPUT_CAP;
 /// ```
 #[derive(Clone)]
 pub struct PoolDraw {
-    store: Arc<dyn PoolStore>,
+    store: Arc<dyn DynPoolStore>,
     names: Vec<PoolName>,
     lease: Duration,
     output_cap: u32,
@@ -63,7 +63,7 @@ pub struct PoolDraw {
 impl PoolDraw {
     /// Draws from `names` (each kept once, first occurrence first) in `store`, with the default
     /// lease and output cap, held by this process (`pid-<id>`).
-    pub(crate) fn new(store: Arc<dyn PoolStore>, names: impl IntoIterator<Item = PoolName>) -> Self {
+    pub(crate) fn new(store: Arc<dyn DynPoolStore>, names: impl IntoIterator<Item = PoolName>) -> Self {
         Self {
             store,
             names: unique(names),
@@ -117,7 +117,7 @@ impl PoolDraw {
 
     /// The store.
     #[must_use]
-    pub fn store(&self) -> &Arc<dyn PoolStore> {
+    pub fn store(&self) -> &Arc<dyn DynPoolStore> {
         &self.store
     }
 
@@ -198,7 +198,7 @@ impl PoolTerms {
 
     /// A draw on these terms from the pools of `store`, held by this process.
     #[must_use]
-    pub(crate) fn draw_from(&self, store: Arc<dyn PoolStore>) -> PoolDraw {
+    pub(crate) fn draw_from(&self, store: Arc<dyn DynPoolStore>) -> PoolDraw {
         PoolDraw::new(store, self.names.iter().cloned()).lease(self.lease).output_cap(self.output_cap)
     }
 

@@ -10,6 +10,7 @@
 //!   are removed.
 
 use std::collections::BTreeMap;
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -17,7 +18,7 @@ use super::backend::rules::{self, PoolAsk, PoolRefusal};
 use super::backend::{Grant, HoldId, PoolBackend, Settled, lease_millis};
 use super::budget::{Amount, PoolBudget, PoolName};
 use super::error::PoolError;
-use super::{Clock, PoolFuture, PoolState, PoolStore, SystemClock, WindowTotals};
+use super::{Clock, PoolState, PoolStore, SystemClock, WindowTotals};
 use crate::sync::Mutex;
 
 /// Pools kept in this process's memory: for one process, and for tests.
@@ -165,7 +166,7 @@ impl Book {
 }
 
 impl PoolStore for MemoryPools {
-    fn define<'a>(&'a self, pool: &'a str, budget: PoolBudget) -> PoolFuture<'a, ()> {
+    fn define(&self, pool: &str, budget: PoolBudget) -> impl Future<Output = Result<(), PoolError>> + Send {
         let result = PoolName::new(pool).and_then(|pool| {
             budget.validate()?;
             let mut book = self.book.lock();
@@ -177,20 +178,23 @@ impl PoolStore for MemoryPools {
                 }
             }
         });
-        Box::pin(std::future::ready(result))
+        std::future::ready(result)
     }
 
-    fn state<'a>(&'a self, pool: &'a str) -> PoolFuture<'a, PoolState> {
+    fn state(&self, pool: &str) -> impl Future<Output = Result<PoolState, PoolError>> + Send {
         let state = PoolName::new(pool).and_then(|pool| {
             let now = self.now();
             let mut book = self.book.lock();
             book.expire(now);
             book.state(&pool, now)
         });
-        Box::pin(std::future::ready(state))
+        std::future::ready(state)
     }
 
-    fn windows<'a>(&'a self, pool: &'a str) -> PoolFuture<'a, Vec<(u64, WindowTotals)>> {
+    fn windows(
+        &self,
+        pool: &str,
+    ) -> impl Future<Output = Result<Vec<(u64, WindowTotals)>, PoolError>> + Send {
         let windows = PoolName::new(pool).and_then(|pool| {
             let now = self.now();
             let mut book = self.book.lock();
@@ -203,19 +207,22 @@ impl PoolStore for MemoryPools {
                     .collect()
             })
         });
-        Box::pin(std::future::ready(windows))
+        std::future::ready(windows)
     }
 }
 
 impl PoolBackend for MemoryPools {
-    fn reserve(&self, ask: PoolAsk) -> PoolFuture<'_, Result<Grant, PoolRefusal>> {
+    fn reserve(
+        &self,
+        ask: PoolAsk,
+    ) -> impl Future<Output = Result<Result<Grant, PoolRefusal>, PoolError>> + Send {
         let now = self.now();
         let mut book = self.book.lock();
         book.expire(now);
-        Box::pin(std::future::ready(book.reserve(&ask, now)))
+        std::future::ready(book.reserve(&ask, now))
     }
 
-    fn renew(&self, hold: HoldId, lease: Duration) -> PoolFuture<'_, bool> {
+    fn renew(&self, hold: HoldId, lease: Duration) -> impl Future<Output = Result<bool, PoolError>> + Send {
         let now = self.now();
         let mut book = self.book.lock();
         book.expire(now);
@@ -226,20 +233,24 @@ impl PoolBackend for MemoryPools {
             }
             _ => false,
         };
-        Box::pin(std::future::ready(Ok(renewed)))
+        std::future::ready(Ok(renewed))
     }
 
-    fn settle(&self, hold: HoldId, charge: Amount) -> PoolFuture<'_, Settled> {
+    fn settle(
+        &self,
+        hold: HoldId,
+        charge: Amount,
+    ) -> impl Future<Output = Result<Settled, PoolError>> + Send {
         let now = self.now();
         let mut book = self.book.lock();
         book.expire(now);
-        Box::pin(std::future::ready(book.settle(hold, charge)))
+        std::future::ready(book.settle(hold, charge))
     }
 
-    fn release(&self, hold: HoldId) -> PoolFuture<'_, ()> {
+    fn release(&self, hold: HoldId) -> impl Future<Output = Result<(), PoolError>> + Send {
         let now = self.now();
         let mut book = self.book.lock();
         book.expire(now);
-        Box::pin(std::future::ready(book.release(hold)))
+        std::future::ready(book.release(hold))
     }
 }

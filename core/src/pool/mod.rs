@@ -35,8 +35,15 @@
 //! hands the store and the names to its scopes ([`ScopeBuilder::pools`](crate::ScopeBuilder::pools)). What the runtime calls for each model call (reserve, renew,
 //! settle, release) is [`PoolBackend`](backend::PoolBackend), `PoolStore`'s supertrait, in
 //! [`backend`] with the holds, grants and the arithmetic every store shares: a store implements
-//! both, and a host never needs `backend`. Both traits box their futures ([`PoolFuture`]),
-//! since every run holds its store as `Arc<dyn PoolStore>`.
+//! both, and a host never needs `backend`.
+//!
+//! # One async style
+//!
+//! Both traits write their futures as `impl Future` in the trait, as the journal's
+//! [`Journal`](crate::journal::Journal) does: a store writes plain `async` code, and a call
+//! through a concrete store allocates nothing. Every run holds its store as
+//! `Arc<dyn` [`DynPoolStore`]`>`, their boxed twin, which every store is
+//! and which implements both traits in turn; a host holds it too to pick a store at run time.
 //!
 //! # How a call is admitted
 //!
@@ -83,6 +90,7 @@
 //!   refused when it is built (fail closed) rather than spend money its pools never saw.
 
 pub mod backend;
+mod boxed;
 mod budget;
 mod draw;
 mod error;
@@ -92,7 +100,6 @@ mod memory;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
-#[cfg(feature = "pools")]
 use std::sync::Arc;
 #[cfg(feature = "pools")]
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -102,6 +109,7 @@ use std::time::{Duration, SystemTime};
 use serde::Serialize;
 
 pub use backend::rules::WindowTotals;
+pub use boxed::DynPoolStore;
 pub use budget::{Amount, MAX_POOL_NAME_LEN, PoolBudget, PoolName, Window};
 pub(crate) use draw::PoolSettings;
 pub use draw::{DEFAULT_LEASE, DEFAULT_OUTPUT_CAP, PoolDraw, PoolTerms};
@@ -109,7 +117,8 @@ pub use error::PoolError;
 #[cfg(feature = "pools")]
 pub use memory::MemoryPools;
 
-/// A pool store's future: `Send`, so a run that awaits it can be spawned.
+/// A boxed future of a pool store held as `dyn` ([`DynPoolStore`]): `Send`, so a run that
+/// awaits it can be spawned.
 pub type PoolFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, PoolError>> + Send + 'a>>;
 
 /// A pool's state, as a host reads it: its budget and its current window's figures.
@@ -151,7 +160,7 @@ impl PoolState {
 
 /// Where pools live, as a host uses them: define a pool, read its state and its windows.
 ///
-/// A store is shared by every run of a process (`Arc<dyn PoolStore>`). Each operation is
+/// A store is shared by every run of a process (`Arc<dyn` [`DynPoolStore`]`>`). Each operation is
 /// atomic: it happens whole, or not at all with an error. What the runtime calls on a store for
 /// each model call (reserve, renew, settle, release) is its supertrait,
 /// [`PoolBackend`](backend::PoolBackend), which a store implements too and a host never calls.
@@ -159,9 +168,10 @@ impl PoolState {
 /// A pool is named by its text (`"tenant:acme"`): 1 to [`MAX_POOL_NAME_LEN`] bytes of
 /// `A-Z a-z 0-9 . _ : -`, checked by the store ([`PoolName::new`]) before anything else.
 ///
-/// Its futures are boxed ([`PoolFuture`]), unlike [`Journal`](crate::journal::Journal)'s:
-/// every run holds its store as `Arc<dyn PoolStore>` ([`PoolDraw`]), and a boxed future is the
-/// only way to call an `async` method through `dyn`.
+/// Its futures are `impl Future` in the trait, as [`Journal`](crate::journal::Journal)'s: a
+/// store writes plain `async` code. Such a trait is not `dyn`-compatible; every run holds its
+/// store as `Arc<dyn` [`DynPoolStore`]`>` ([`PoolDraw`]), the boxed form, which implements
+/// `PoolStore` in turn.
 pub trait PoolStore: backend::PoolBackend + fmt::Debug {
     /// Creates `pool` with `budget`, or sets an existing pool's bounds to `budget`'s (a host
     /// raising or lowering a limit): the current window's figures are kept, holds in flight stay
@@ -171,14 +181,14 @@ pub trait PoolStore: backend::PoolBackend + fmt::Debug {
     ///
     /// [`PoolError::InvalidName`]; [`PoolError::InvalidBudget`] for a budget that does not
     /// validate or changes an existing pool's window; a storage error.
-    fn define<'a>(&'a self, pool: &'a str, budget: PoolBudget) -> PoolFuture<'a, ()>;
+    fn define(&self, pool: &str, budget: PoolBudget) -> impl Future<Output = Result<(), PoolError>> + Send;
 
     /// The pool's state (holds whose lease expired are charged first).
     ///
     /// # Errors
     ///
     /// [`PoolError::InvalidName`]; [`PoolError::UnknownPool`]; a storage error.
-    fn state<'a>(&'a self, pool: &'a str) -> PoolFuture<'a, PoolState>;
+    fn state(&self, pool: &str) -> impl Future<Output = Result<PoolState, PoolError>> + Send;
 
     /// Every window of the pool that has figures, oldest first: its start and its figures (for
     /// a host's billing; holds whose lease expired are charged first).
@@ -186,7 +196,44 @@ pub trait PoolStore: backend::PoolBackend + fmt::Debug {
     /// # Errors
     ///
     /// [`PoolError::InvalidName`]; [`PoolError::UnknownPool`]; a storage error.
-    fn windows<'a>(&'a self, pool: &'a str) -> PoolFuture<'a, Vec<(u64, WindowTotals)>>;
+    fn windows(&self, pool: &str)
+    -> impl Future<Output = Result<Vec<(u64, WindowTotals)>, PoolError>> + Send;
+}
+
+/// The trait's methods delegated to `**self`.
+macro_rules! delegate {
+    () => {
+        fn define(
+            &self,
+            pool: &str,
+            budget: PoolBudget,
+        ) -> impl Future<Output = Result<(), PoolError>> + Send {
+            (**self).define(pool, budget)
+        }
+
+        fn state(&self, pool: &str) -> impl Future<Output = Result<PoolState, PoolError>> + Send {
+            (**self).state(pool)
+        }
+
+        fn windows(
+            &self,
+            pool: &str,
+        ) -> impl Future<Output = Result<Vec<(u64, WindowTotals)>, PoolError>> + Send {
+            (**self).windows(pool)
+        }
+    };
+}
+
+impl<S: PoolStore + ?Sized> PoolStore for &S {
+    delegate!();
+}
+
+impl<S: PoolStore + ?Sized> PoolStore for Arc<S> {
+    delegate!();
+}
+
+impl<S: PoolStore + ?Sized> PoolStore for Box<S> {
+    delegate!();
 }
 
 /// The clock a store judges leases and windows by, in milliseconds since 1970-01-01 UTC.

@@ -20,7 +20,7 @@ use std::fmt;
 use std::str::FromStr;
 use std::sync::Arc;
 
-use loopbound::pool::{PoolBudget, PoolError, PoolState, PoolStore, Window};
+use loopbound::pool::{DynPoolStore, PoolBudget, PoolError, PoolState, Window};
 use serde::Serialize;
 
 /// The label that stores a run's tenant in its journal.
@@ -97,7 +97,7 @@ impl Tenant {
 /// The tenants of this service and the store of their pools.
 #[derive(Clone, Debug, Default)]
 pub struct Tenants {
-    store: Option<Arc<dyn PoolStore>>,
+    store: Option<Arc<dyn DynPoolStore>>,
     pools: Vec<(String, String)>,
 }
 
@@ -158,7 +158,7 @@ impl Tenants {
     /// # Errors
     ///
     /// The store's error; a tenant named twice is [`PoolError::InvalidBudget`].
-    pub async fn define(store: Arc<dyn PoolStore>, tenants: &[Tenant]) -> Result<Self, PoolError> {
+    pub async fn define(store: Arc<dyn DynPoolStore>, tenants: &[Tenant]) -> Result<Self, PoolError> {
         let mut pools: Vec<(String, String)> = Vec::with_capacity(tenants.len());
         for tenant in tenants {
             if pools.iter().any(|(name, _)| name == tenant.name()) {
@@ -174,7 +174,7 @@ impl Tenants {
 
     /// The pool store, for a resume whose run draws from pools.
     #[must_use]
-    pub fn store(&self) -> Option<&Arc<dyn PoolStore>> {
+    pub fn store(&self) -> Option<&Arc<dyn DynPoolStore>> {
         self.store.as_ref()
     }
 
@@ -192,7 +192,7 @@ impl Tenants {
     /// What a new run of tenant `name` draws from: the store and its pool's name; `None` for a
     /// tenant not configured here.
     #[must_use]
-    pub fn draw(&self, name: &str) -> Option<(&Arc<dyn PoolStore>, &str)> {
+    pub fn draw(&self, name: &str) -> Option<(&Arc<dyn DynPoolStore>, &str)> {
         let store = self.store.as_ref()?;
         let (_, pool) = self.pools.iter().find(|(tenant, _)| tenant == name)?;
         Some((store, pool.as_str()))
@@ -239,7 +239,7 @@ mod tests {
 
     #[tokio::test]
     async fn tenants_define_their_pools_and_read_them_back() {
-        let store: Arc<dyn PoolStore> = Arc::new(MemoryPools::new());
+        let store: Arc<dyn DynPoolStore> = Arc::new(MemoryPools::new());
         let given: Vec<Tenant> =
             ["acme=2000", "globex=500"].iter().map(|t| t.parse().expect("a tenant")).collect();
         let tenants = Tenants::define(Arc::clone(&store), &given).await.expect("defined");

@@ -36,9 +36,7 @@ use std::time::Duration;
 use deadpool_postgres::Transaction;
 use loopbound::pool::backend::rules::{self, PoolAsk, PoolRefusal};
 use loopbound::pool::backend::{Grant, HoldId, PoolBackend, Settled, lease_millis};
-use loopbound::pool::{
-    Amount, PoolBudget, PoolError, PoolFuture, PoolName, PoolState, PoolStore, Window, WindowTotals,
-};
+use loopbound::pool::{Amount, PoolBudget, PoolError, PoolName, PoolState, PoolStore, Window, WindowTotals};
 use loopbound::spend::Micros;
 use tokio_postgres::error::SqlState;
 use tokio_postgres::types::ToSql;
@@ -188,18 +186,15 @@ impl PostgresPools {
 }
 
 impl PostgresPools {
-    /// `operation` as a pool future, given up with a storage error after the store's query
-    /// timeout.
-    fn bounded<'a, T: Send + 'a>(
-        &'a self,
-        operation: impl Future<Output = Result<T, PoolError>> + Send + 'a,
-    ) -> PoolFuture<'a, T> {
-        Box::pin(async move {
-            self.store.within(operation).await.unwrap_or(Err(PoolError::Storage {
-                what: "the database did not answer within the query timeout",
-                source: None,
-            }))
-        })
+    /// `operation`, given up with a storage error after the store's query timeout.
+    async fn bounded<T, F>(&self, operation: F) -> Result<T, PoolError>
+    where
+        F: Future<Output = Result<T, PoolError>> + Send,
+    {
+        self.store.within(operation).await.unwrap_or(Err(PoolError::Storage {
+            what: "the database did not answer within the query timeout",
+            source: None,
+        }))
     }
 }
 
@@ -332,7 +327,7 @@ async fn conclude(tx: &Transaction<'_>, id: i64, charge: Option<Amount>) -> Resu
 }
 
 impl PoolStore for PostgresPools {
-    fn define<'a>(&'a self, pool: &'a str, budget: PoolBudget) -> PoolFuture<'a, ()> {
+    fn define(&self, pool: &str, budget: PoolBudget) -> impl Future<Output = Result<(), PoolError>> + Send {
         self.bounded(async move {
             let pool = PoolName::new(pool)?;
             budget.validate()?;
@@ -365,7 +360,7 @@ impl PoolStore for PostgresPools {
         })
     }
 
-    fn state<'a>(&'a self, pool: &'a str) -> PoolFuture<'a, PoolState> {
+    fn state(&self, pool: &str) -> impl Future<Output = Result<PoolState, PoolError>> + Send {
         self.bounded(async move {
             let pool = PoolName::new(pool)?;
             transact!(self, "reading a pool", |tx| {
@@ -386,7 +381,10 @@ impl PoolStore for PostgresPools {
         })
     }
 
-    fn windows<'a>(&'a self, pool: &'a str) -> PoolFuture<'a, Vec<(u64, WindowTotals)>> {
+    fn windows(
+        &self,
+        pool: &str,
+    ) -> impl Future<Output = Result<Vec<(u64, WindowTotals)>, PoolError>> + Send {
         self.bounded(async move {
             let pool = PoolName::new(pool)?;
             transact!(self, "reading a pool's windows", |tx| {
@@ -414,7 +412,10 @@ impl PoolStore for PostgresPools {
 }
 
 impl PoolBackend for PostgresPools {
-    fn reserve(&self, ask: PoolAsk) -> PoolFuture<'_, Result<Grant, PoolRefusal>> {
+    fn reserve(
+        &self,
+        ask: PoolAsk,
+    ) -> impl Future<Output = Result<Result<Grant, PoolRefusal>, PoolError>> + Send {
         self.bounded(async move {
             transact!(self, "reserving", |tx| {
                 let names: Vec<&str> = ask.pools.iter().map(PoolName::as_str).collect();
@@ -459,7 +460,7 @@ impl PoolBackend for PostgresPools {
         })
     }
 
-    fn renew(&self, hold: HoldId, lease: Duration) -> PoolFuture<'_, bool> {
+    fn renew(&self, hold: HoldId, lease: Duration) -> impl Future<Output = Result<bool, PoolError>> + Send {
         self.bounded(async move {
             let Ok(id) = i64::try_from(hold.get()) else { return Ok(false) };
             let lease = int(lease_millis(lease));
@@ -479,14 +480,18 @@ impl PoolBackend for PostgresPools {
         })
     }
 
-    fn settle(&self, hold: HoldId, charge: Amount) -> PoolFuture<'_, Settled> {
+    fn settle(
+        &self,
+        hold: HoldId,
+        charge: Amount,
+    ) -> impl Future<Output = Result<Settled, PoolError>> + Send {
         self.bounded(async move {
             let id = i64::try_from(hold.get()).map_err(|_| PoolError::UnknownHold)?;
             transact!(self, "settling a hold", |tx| conclude(&tx, id, Some(charge)).await)
         })
     }
 
-    fn release(&self, hold: HoldId) -> PoolFuture<'_, ()> {
+    fn release(&self, hold: HoldId) -> impl Future<Output = Result<(), PoolError>> + Send {
         self.bounded(async move {
             let id = i64::try_from(hold.get()).map_err(|_| PoolError::UnknownHold)?;
             transact!(self, "releasing a hold", |tx| conclude(&tx, id, None).await.map(|_| ()))

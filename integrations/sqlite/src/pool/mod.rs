@@ -32,6 +32,7 @@
 mod schema;
 
 use std::fmt;
+use std::future::Future;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -39,8 +40,7 @@ use std::time::Duration;
 use loopbound::pool::backend::rules::{self, PoolAsk, PoolRefusal};
 use loopbound::pool::backend::{Grant, HoldId, PoolBackend, Settled, lease_millis};
 use loopbound::pool::{
-    Amount, Clock, PoolBudget, PoolError, PoolFuture, PoolName, PoolState, PoolStore, SystemClock, Window,
-    WindowTotals,
+    Amount, Clock, PoolBudget, PoolError, PoolName, PoolState, PoolStore, SystemClock, Window, WindowTotals,
 };
 use loopbound::spend::Micros;
 use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
@@ -121,13 +121,13 @@ impl SqlitePools {
 
     /// Runs `work` in one `BEGIN IMMEDIATE` transaction at the clock's now, on the blocking
     /// thread pool; commits if it succeeds.
-    fn write<T, F>(&self, work: F) -> PoolFuture<'static, T>
+    fn write<T, F>(&self, work: F) -> impl Future<Output = Result<T, PoolError>> + Send + 'static
     where
         T: Send + 'static,
         F: FnOnce(&Transaction<'_>, u64) -> Result<T, PoolError> + Send + 'static,
     {
         let inner = Arc::clone(&self.inner);
-        Box::pin(async move {
+        async move {
             // Dropped with this future, the flag tells the blocking thread that no one waits.
             let abandon = crate::busy::Abandon::default();
             let flag = abandon.flag();
@@ -150,7 +150,7 @@ impl SqlitePools {
             })?;
             drop(abandon);
             done
-        })
+        }
     }
 
     /// [`write`](Self::write)'s transaction, on the blocking thread.
@@ -357,36 +357,36 @@ fn reserve(
 }
 
 impl PoolStore for SqlitePools {
-    fn define<'a>(&'a self, pool: &'a str, budget: PoolBudget) -> PoolFuture<'a, ()> {
-        let pool = match PoolName::new(pool).and_then(|pool| budget.validate().map(|()| pool)) {
-            Ok(pool) => pool,
-            Err(error) => return Box::pin(std::future::ready(Err(error))),
-        };
-        self.write(move |transaction, _| {
-            match self::budget(transaction, pool.as_str()) {
-                Ok(existing) if existing.window() != budget.window() => return Err(PoolError::InvalidBudget),
-                Ok(_) | Err(PoolError::UnknownPool) => {}
-                Err(error) => return Err(error),
-            }
-            transaction
-                .execute(
-                    "INSERT INTO loopbound_pools (pool, calls, tokens, cost, window) VALUES (?1, ?2, ?3, ?4, ?5)
-                     ON CONFLICT (pool) DO UPDATE SET calls = excluded.calls, tokens = excluded.tokens,
-                         cost = excluded.cost",
-                    params![
-                        pool.as_str(),
-                        budget.calls().map(int),
-                        budget.tokens().map(int),
-                        budget.cost().map(|cost| int(cost.0)),
-                        budget.window().as_str(),
-                    ],
-                )
-                .map_err(fail("writing a pool"))?;
-            Ok(())
-        })
+    fn define(&self, pool: &str, budget: PoolBudget) -> impl Future<Output = Result<(), PoolError>> + Send {
+        let checked = PoolName::new(pool).and_then(|pool| budget.validate().map(|()| pool));
+        let write = checked.map(|pool| {
+            self.write(move |transaction, _| {
+                match self::budget(transaction, pool.as_str()) {
+                    Ok(existing) if existing.window() != budget.window() => return Err(PoolError::InvalidBudget),
+                    Ok(_) | Err(PoolError::UnknownPool) => {}
+                    Err(error) => return Err(error),
+                }
+                transaction
+                    .execute(
+                        "INSERT INTO loopbound_pools (pool, calls, tokens, cost, window) VALUES (?1, ?2, ?3, ?4, ?5)
+                         ON CONFLICT (pool) DO UPDATE SET calls = excluded.calls, tokens = excluded.tokens,
+                             cost = excluded.cost",
+                        params![
+                            pool.as_str(),
+                            budget.calls().map(int),
+                            budget.tokens().map(int),
+                            budget.cost().map(|cost| int(cost.0)),
+                            budget.window().as_str(),
+                        ],
+                    )
+                    .map_err(fail("writing a pool"))?;
+                Ok(())
+            })
+        });
+        async move { write?.await }
     }
 
-    fn state<'a>(&'a self, pool: &'a str) -> PoolFuture<'a, PoolState> {
+    fn state(&self, pool: &str) -> impl Future<Output = Result<PoolState, PoolError>> + Send {
         let pool = PoolName::new(pool);
         self.write(move |transaction, now| {
             let pool = pool?;
@@ -405,7 +405,10 @@ impl PoolStore for SqlitePools {
         })
     }
 
-    fn windows<'a>(&'a self, pool: &'a str) -> PoolFuture<'a, Vec<(u64, WindowTotals)>> {
+    fn windows(
+        &self,
+        pool: &str,
+    ) -> impl Future<Output = Result<Vec<(u64, WindowTotals)>, PoolError>> + Send {
         let pool = PoolName::new(pool);
         self.write(move |transaction, _| {
             let pool = pool?;
@@ -431,11 +434,14 @@ impl PoolStore for SqlitePools {
 }
 
 impl PoolBackend for SqlitePools {
-    fn reserve(&self, ask: PoolAsk) -> PoolFuture<'_, Result<Grant, PoolRefusal>> {
+    fn reserve(
+        &self,
+        ask: PoolAsk,
+    ) -> impl Future<Output = Result<Result<Grant, PoolRefusal>, PoolError>> + Send {
         self.write(move |transaction, now| reserve(transaction, &ask, now))
     }
 
-    fn renew(&self, hold: HoldId, lease: Duration) -> PoolFuture<'_, bool> {
+    fn renew(&self, hold: HoldId, lease: Duration) -> impl Future<Output = Result<bool, PoolError>> + Send {
         self.write(move |transaction, now| {
             let Ok(id) = i64::try_from(hold.get()) else { return Ok(false) };
             let expires = int(now.saturating_add(lease_millis(lease)));
@@ -449,7 +455,7 @@ impl PoolBackend for SqlitePools {
         })
     }
 
-    fn settle(&self, id: HoldId, charge: Amount) -> PoolFuture<'_, Settled> {
+    fn settle(&self, id: HoldId, charge: Amount) -> impl Future<Output = Result<Settled, PoolError>> + Send {
         self.write(move |transaction, _| {
             let (row, held, expired) = hold_row(transaction, id)?.ok_or(PoolError::UnknownHold)?;
             let added = rules::settlement(held, charge, expired);
@@ -463,7 +469,7 @@ impl PoolBackend for SqlitePools {
         })
     }
 
-    fn release(&self, id: HoldId) -> PoolFuture<'_, ()> {
+    fn release(&self, id: HoldId) -> impl Future<Output = Result<(), PoolError>> + Send {
         self.write(move |transaction, _| {
             let (row, held, expired) = hold_row(transaction, id)?.ok_or(PoolError::UnknownHold)?;
             if !expired {

@@ -23,7 +23,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use loopbound::pool::{Amount, PoolBudget, PoolStore};
+use loopbound::pool::{Amount, DynPoolStore, PoolBudget};
 use loopbound::transport::{ChatRequest, ModelReply, Transport, TransportError, Usage};
 use loopbound::{Message, RunError, Runner, Scope, ScopeBuilder, Status, ToolSet};
 
@@ -120,7 +120,7 @@ pub fn prompt() -> String {
 /// [`OUTPUT_CAP`], its holds leased for a while to a named holder.
 #[derive(Clone, Debug)]
 pub struct Draw {
-    store: Arc<dyn PoolStore>,
+    store: Arc<dyn DynPoolStore>,
     pools: Vec<String>,
     lease: Duration,
     holder: String,
@@ -140,7 +140,7 @@ impl Draw {
 /// The draw of every run: `pools` in `store`, each call capped at [`OUTPUT_CAP`], each hold
 /// leased for `lease` to `holder`.
 #[must_use]
-pub fn draw(store: Arc<dyn PoolStore>, pools: &[&str], lease: Duration, holder: &str) -> Draw {
+pub fn draw(store: Arc<dyn DynPoolStore>, pools: &[&str], lease: Duration, holder: &str) -> Draw {
     let pools = pools.iter().map(|&pool| pool.to_owned()).collect();
     Draw { store, pools, lease, holder: holder.to_owned() }
 }
@@ -215,7 +215,7 @@ pub async fn race(draw: &Draw, model: &Arc<Billing>, tasks: u64, runs: u64) -> T
 ///
 /// With the rule the store broke, or when `pool` cannot be defined or read: this is a test's
 /// assertion.
-pub async fn check_race(store: Arc<dyn PoolStore>, pool: &str, tasks: u64, runs: u64) {
+pub async fn check_race(store: Arc<dyn DynPoolStore>, pool: &str, tasks: u64, runs: u64) {
     let budget = tasks * runs * CALL_TOKENS * 6 / 10;
     store.define(pool, PoolBudget::default().with_tokens(budget)).await.expect("the pool is defined");
     let draw = draw(Arc::clone(&store), &[pool], Duration::from_secs(30), "race");
