@@ -122,7 +122,8 @@
 //!   [`Ended::operations`], [`RunError::Journal`], [`ScopeBuilder::labels`],
 //!   [`ToolContext::fencing_token`]). Without it, a run is one process's: nothing else changes.
 //! - `pools` (on by default): budgets shared by many runs ([`pool`]): the pool stores' traits
-//!   and the in-process store ([`pool::PoolStore`], [`pool::MemoryPools`]), a scope's draw from
+//!   and their boxed twin a run holds ([`pool::PoolStore`], [`pool::DynPoolStore`]), the
+//!   in-process store ([`pool::MemoryPools`]), a scope's draw from
 //!   them ([`ScopeBuilder::pools`], [`Scope::pools`], [`pool::PoolDraw`]) and what only pools hand
 //!   out ([`RunError::Pool`], the pool variants of [`LimitsError`]). Without it, no scope draws
 //!   from shared pools and no pool code is compiled.

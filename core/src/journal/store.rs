@@ -66,7 +66,8 @@ pub fn check_lease(lease: Duration) -> Result<Duration, JournalError> {
 /// functions that take a journal.
 ///
 /// Its futures are `impl Future` in the trait, the one style of the traits a backend implements
-/// here (`Journal`, [`Transport`](crate::transport::Transport)): a backend writes plain `async`
+/// here (`Journal`, [`Transport`](crate::transport::Transport), and the pool stores'
+/// `PoolStore` and `PoolBackend`): a backend writes plain `async`
 /// code and a call allocates nothing. Such a trait is not `dyn`-compatible; a host that holds a
 /// journal chosen at run time holds `Arc<dyn` [`DynJournal`](super::DynJournal)`>`, its boxed
 /// form, which implements `Journal` in turn.
