@@ -34,16 +34,20 @@ use super::{Amount, PoolBudget, PoolError, PoolFuture, PoolState, PoolStore, Win
 /// [`PoolBackend`]. Its methods are those traits' (see there for their contracts), called
 /// through the box.
 ///
+/// A host calls them with `PoolStore` in scope, as on any store: one box per call. With
+/// `DynPoolStore` in scope instead, a method named on the `Arc` itself is the `Arc`'s (an `Arc`
+/// of a store is a store too) and boxes twice; with both in scope, the call is ambiguous.
+///
 #[cfg_attr(feature = "pools", doc = "```")]
 #[cfg_attr(not(feature = "pools"), doc = "```ignore")]
 /// use std::sync::Arc;
-/// use loopbound::pool::{DynPoolStore, MemoryPools, PoolBudget};
+/// use loopbound::pool::{self, MemoryPools, PoolBudget, PoolStore};
 /// use loopbound::Scope;
 ///
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// // Chosen at run time: SQLite, PostgreSQL, or memory for a test.
-/// let pools: Arc<dyn DynPoolStore> = Arc::new(MemoryPools::new());
+/// let pools: Arc<dyn pool::DynPoolStore> = Arc::new(MemoryPools::new());
 /// pools.define("tenant:acme", PoolBudget::default().with_tokens(1_000)).await?;
 /// let scope = Scope::builder().pools(pools.clone(), ["tenant:acme"]).build()?;
 /// assert_eq!(scope.pools().map(|draw| draw.names().len()), Some(1));
