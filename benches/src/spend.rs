@@ -11,8 +11,9 @@
 use std::hint::black_box;
 use std::time::Instant;
 
+use loopbound::Budgeted;
 use loopbound::scripted::{Scripted, Step};
-use loopbound::transport::{Budgeted, ChatOptions, ChatRequest, Message, ModelReply, Usage};
+use loopbound::transport::{ChatOptions, ChatRequest, Message, ModelReply, Usage};
 use loopbound::{Limits, Scope};
 
 use crate::timing::median_of;

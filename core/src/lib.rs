@@ -139,6 +139,7 @@
 
 #[doc(inline)]
 pub use loopbound_json::canonical;
+mod budgeted;
 mod ended;
 mod event;
 mod guard;
@@ -161,6 +162,7 @@ pub mod tool;
 pub mod transport;
 pub mod watch;
 
+pub use budgeted::{Budgeted, CallError};
 pub use ended::Ended;
 pub use event::{ControlEvent, EventKind, HaltReason, Subject};
 pub use guard::{STORE_GRACE, Stop};

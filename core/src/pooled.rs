@@ -37,11 +37,12 @@ pub(crate) type Draw = crate::pool::PoolDraw;
 mod with_pools {
     use std::sync::Arc;
 
+    use crate::budgeted::CallError;
     use crate::guard::{Activity, Guard, SpendAsk};
     use crate::pool::backend::{Grant, PoolAsk, rules};
     use crate::pool::{Amount, PoolDraw};
     use crate::spend::{Micros, Price};
-    use crate::transport::{CallError, Usage};
+    use crate::transport::Usage;
 
     /// The first pause before a crowded pool is asked again ([`reserve`]).
     const CROWDED_FIRST_PAUSE: std::time::Duration = std::time::Duration::from_millis(25);
@@ -190,9 +191,10 @@ mod with_pools {
 /// The stand-ins without the `pools` feature: types no value has, whose methods cannot run.
 #[cfg(not(feature = "pools"))]
 mod without_pools {
+    use crate::budgeted::CallError;
     use crate::guard::{Guard, SpendAsk};
     use crate::spend::Price;
-    use crate::transport::{CallError, Usage};
+    use crate::transport::Usage;
 
     /// No pools: a scope's draw is always `None`.
     #[derive(Clone, Debug)]

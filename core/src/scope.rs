@@ -535,7 +535,7 @@ impl<S> Scope<S> {
     ///
     /// This call knows nothing of the request, so it cannot reserve its spend: under a token or
     /// cost budget it refuses (halt `TokenBudget`, fail closed). Calls made through the runtime
-    /// or [`Budgeted`](crate::transport::Budgeted) are counted and reserved.
+    /// or [`Budgeted`](crate::Budgeted) are counted and reserved.
     ///
     /// # Errors
     ///

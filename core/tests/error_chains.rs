@@ -4,9 +4,10 @@
 
 use std::io;
 
+use loopbound::CallError;
 #[cfg(feature = "journal")]
 use loopbound::journal::{JournalError, StorageError};
-use loopbound::transport::{CallError, TransportError, TransportErrorKind};
+use loopbound::transport::{TransportError, TransportErrorKind};
 use loopbound::{RunError, Stop, ToolError};
 use loopbound_test::chain::assert_chain;
 

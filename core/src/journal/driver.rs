@@ -40,13 +40,14 @@ use super::row::{Batch, CallRow, DecisionRow, Entry, Fence, ProposalRow, Started
 use super::run_record::RunRecord;
 use super::store::Journal;
 use super::tail::Tail;
+use crate::budgeted::Budgeted;
 use crate::event::{ControlEvent, EventKind, HaltReason, Subject};
 use crate::guard::{Guard, Stop};
 use crate::outcome::Status;
 use crate::runner::{Admission, Course, End, Pending, Runner, Turn, answer_of, error_message, failed};
 use crate::scope::Scope;
 use crate::tool::{AdmittedCall, BodyError, EffectKind, ErasedTool, Policy, Refusal, ToolError};
-use crate::transport::{Budgeted, Message, ModelReply, ToolCall, ToolDefinition, Transport};
+use crate::transport::{Message, ModelReply, ToolCall, ToolDefinition, Transport};
 
 /// One attempt of a journaled run.
 pub(crate) struct Journaled<'j, J> {

@@ -18,10 +18,11 @@ use std::future::Future;
 use std::sync::Arc;
 
 use super::{End, Runner, error_message};
+use crate::budgeted::Budgeted;
 use crate::guard::Deferred;
 use crate::scope::Scope;
 use crate::tool::{AdmittedCall, BodyError, Refusal, ToolError};
-use crate::transport::{Budgeted, Message, ModelReply, ToolCall, ToolDefinition, Transport};
+use crate::transport::{Message, ModelReply, ToolCall, ToolDefinition, Transport};
 
 /// What one tool call gives the loop: a message for the model, or the end of the run.
 pub(crate) enum Turn {

@@ -46,6 +46,7 @@ pub(crate) use telemetry::record_end;
 
 use std::borrow::Cow;
 
+use crate::budgeted::{Budgeted, CallError, Prepared};
 use crate::ended::Ended;
 use crate::guard::Stop;
 use crate::outcome::{Outcome, RunError, Status};
@@ -53,8 +54,7 @@ use crate::scope::Scope;
 use crate::spend::{ByteCounter, TokenCounter};
 use crate::tool::{ToolError, ToolSet};
 use crate::transport::{
-    Budgeted, CallError, ChatOptions, Message, ModelReply, Prepared, ToolCall, ToolDefinition, Transport,
-    TransportError, Usage,
+    ChatOptions, Message, ModelReply, ToolCall, ToolDefinition, Transport, TransportError, Usage,
 };
 
 /// The tool-calling loop over a set of tools and a transport, shared by every request.

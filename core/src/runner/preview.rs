@@ -11,9 +11,10 @@
 //! - What it does not ask: the shared pools' figures (a store call), so a preview that fits may
 //!   still be refused by a pool.
 
+use crate::budgeted::Budgeted;
 use crate::scope::Scope;
 use crate::spend::Micros;
-use crate::transport::{Budgeted, Message, Transport};
+use crate::transport::{Message, Transport};
 
 use super::Runner;
 

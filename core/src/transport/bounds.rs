@@ -2,7 +2,7 @@
 //!
 //! A transport learns them from the [`ChatRequest`](super::ChatRequest) (the scope's
 //! [`Limits`](crate::Limits)); the [`ReplyAssembler`](super::ReplyAssembler) enforces them on
-//! every streamed reply, and the model budget ([`Budgeted`](super::Budgeted)) on every whole one,
+//! every streamed reply, and the model budget ([`Budgeted`](crate::Budgeted)) on every whole one,
 //! so they hold whatever the transport does. A transport that reads bytes itself (over HTTP, say)
 //! applies them while it reads, so that memory stays bounded by the figure, not by time.
 //!

@@ -2,12 +2,11 @@
 //!
 //! A [`Transport`] answers one request with a whole reply ([`Transport::complete`]) or with a
 //! stream of chunks ([`Transport::stream`]). It knows nothing of budgets: the runtime borrows it
-//! as a [`Budgeted`] transport that counts every call of either kind against the request's scope
+//! as a [`Budgeted`](crate::Budgeted) transport that counts every call of either kind against the request's scope
 //! before it is sent, and drops the call's future when the scope stops.
 
 mod bounds;
 mod boxed;
-mod budget;
 mod error;
 mod message;
 mod options;
@@ -20,8 +19,6 @@ use futures_core::Stream;
 
 pub use bounds::ReplyBounds;
 pub use boxed::BoxTransport;
-pub(crate) use budget::Prepared;
-pub use budget::{Budgeted, CallError};
 pub use error::{TransportError, TransportErrorKind};
 pub use message::{ChatRequest, Message, ModelReply, ToolCall, ToolDefinition, Usage};
 pub use options::{ChatOptions, OptionError};

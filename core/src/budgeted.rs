@@ -12,7 +12,7 @@
 //!   not handed on.
 //! - A watched scope's feed gets each piece of a streamed reply's text as the assembler takes
 //!   it in (the runtime hands on a whole reply's text itself).
-//! - Every reply handed on is within the scope's [`ReplyBounds`](super::ReplyBounds): a streamed
+//! - Every reply handed on is within the scope's [`ReplyBounds`](crate::transport::ReplyBounds): a streamed
 //!   reply is assembled under them (reading stops at the chunk that crosses one), a whole reply
 //!   is checked before it is handed on. A reply with too many tool calls halts the scope with
 //!   `TooManyCalls` before any of its calls is seen; a reply too long is a provider error.
@@ -35,10 +35,6 @@ use std::pin::pin;
 
 use futures_core::Stream;
 
-use super::{
-    ChatOptions, ChatRequest, Message, ModelReply, ReplyAssembler, ToolDefinition, Transport, TransportError,
-    TransportErrorKind, Usage,
-};
 use crate::guard::{Activity, Guard, SpendAsk, Stop};
 #[cfg(feature = "pools")]
 use crate::pool::PoolError;
@@ -46,14 +42,18 @@ use crate::pooled::{self, DEFAULT_OUTPUT_CAP, Draw, Held};
 use crate::scope::Scope;
 use crate::spend::{ByteCounter, Micros, Price, RequestCount, Reserved, TokenCounter};
 use crate::sync::Mutex;
+use crate::transport::{
+    ChatOptions, ChatRequest, Message, ModelReply, ReplyAssembler, ToolDefinition, Transport, TransportError,
+    TransportErrorKind, Usage,
+};
 
 /// A transport whose calls count against one scope's model budget.
 ///
 /// ```
 /// use loopbound::Scope;
 /// use loopbound::scripted::{Step, sequence};
-/// use loopbound::transport::{Budgeted, CallError, ChatOptions, ModelReply};
-/// use loopbound::{HaltReason, Limits, Stop};
+/// use loopbound::transport::{ChatOptions, ModelReply};
+/// use loopbound::{Budgeted, CallError, HaltReason, Limits, Stop};
 ///
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -521,7 +521,7 @@ impl<'a, T: Transport> Budgeted<'a, T> {
     /// one more copy of it for as long as the call waits.
     async fn conclude(
         &self,
-        bounds: super::ReplyBounds,
+        bounds: crate::transport::ReplyBounds,
         admitted: &Admitted,
         sent: Sent<'_>,
     ) -> Result<ModelReply, CallError> {
@@ -544,7 +544,7 @@ impl<'a, T: Transport> Budgeted<'a, T> {
     #[allow(clippy::manual_async_fn, reason = "an `async fn` would keep its by-value argument twice")]
     fn settle_call<'s>(
         &'s self,
-        bounds: super::ReplyBounds,
+        bounds: crate::transport::ReplyBounds,
         admitted: &'s Admitted,
         draw: Option<&'s Draw>,
         bounded: Result<Result<Received, TransportError>, Stop>,
@@ -631,7 +631,7 @@ fn cap_output(options: &mut ChatOptions, output: Option<u64>) {
 }
 
 /// The output bytes a chunk brings: its text and its calls' arguments.
-fn chunk_output_bytes(chunk: &super::ReplyChunk) -> u64 {
+fn chunk_output_bytes(chunk: &crate::transport::ReplyChunk) -> u64 {
     let text = chunk.content.as_ref().map_or(0, String::len);
     let arguments: usize =
         chunk.tool_calls.iter().map(|call| call.arguments.as_ref().map_or(0, String::len)).sum();
