@@ -246,7 +246,11 @@ impl<S: Send + Sync + 'static, V, P> ToolBuilder<S, V, P> {
 
     /// Sets the host's standing decision for this tool's proposals (default [`Policy::Allow`]).
     ///
-    /// A journal reads it ([`Runner::run_journaled`](crate::Runner::run_journaled)). Outside a
+    #[cfg_attr(
+        feature = "journal",
+        doc = " A journal reads it ([`Runner::run_journaled`](crate::Runner::run_journaled)). Outside a"
+    )]
+    #[cfg_attr(not(feature = "journal"), doc = " A journal reads it (`Runner::run_journaled`). Outside a")]
     /// journal no decision can be recorded, so the policy fails closed: a call to a tool under
     /// [`Policy::Deny`] or [`Policy::Ask`] is admitted and counted by the guard, then halts the
     /// scope `Denied` instead of running its body, on every path.
