@@ -109,7 +109,8 @@ impl<'a, S> Ended<'a, S> {
 
     /// Every call that succeeded, as the tool's name and its result's text: a plain run's in the
     /// order their answers were handed on; a journaled run's in every attempt, by operation (as
-    /// [`RunRecord::succeeded`]).
+    #[cfg_attr(feature = "journal", doc = " [`RunRecord::succeeded`]).")]
+    #[cfg_attr(not(feature = "journal"), doc = " `RunRecord::succeeded`).")]
     pub fn succeeded(&self) -> impl Iterator<Item = (&'a str, &'a str)> + use<'a, S> {
         let plain = match self.calls {
             Calls::Plain(calls) => Some(calls),

@@ -162,12 +162,23 @@ pub enum EventKind {
     /// The one model call a wrap-up kept aside was admitted after a limit stopped the run; the
     /// name is `model` and the count the model calls so far, this one included.
     WrapUp,
-    /// A host closed a journaled run ([`journal::close`](crate::journal::close)): the name is
+    #[cfg_attr(
+        feature = "journal",
+        doc = " A host closed a journaled run ([`journal::close`](crate::journal::close)): the name is"
+    )]
+    #[cfg_attr(
+        not(feature = "journal"),
+        doc = " A host closed a journaled run (`journal::close`): the name is"
+    )]
     /// `run`, the count the number of attempts that took it, and the event names who closed it
     /// and why ([`ControlEvent::reason`]).
     Closed,
     /// A host asked again for a decision on a waiting proposal, with a new expiry
-    /// ([`journal::ask_again`](crate::journal::ask_again)): the name is the tool's, the count
+    #[cfg_attr(
+        feature = "journal",
+        doc = " ([`journal::ask_again`](crate::journal::ask_again)): the name is the tool's, the count"
+    )]
+    #[cfg_attr(not(feature = "journal"), doc = " (`journal::ask_again`): the name is the tool's, the count")]
     /// the operation's ordinal, and the event names the operation and who asked.
     AskedAgain,
     /// The progress policy answered a repetition or a cycle with its one nudge instead of a

@@ -116,17 +116,40 @@
 //!   changes serde_json for the whole build (numbers inside `#[serde(untagged)]` enums or
 //!   `#[serde(flatten)]` fields deserialized by serde_json itself no longer fit primitive
 //!   types), which is why it is opt-in.
-//! - `journal` (on by default): [`journal`], durable runs across crashes and restarts
-//!   ([`Runner::run_journaled`], [`SubAgent::run_journaled`]), approvals, reconciliation,
-//!   listings and recorded streams, and what only they hand out ([`Outcome::pending`],
-//!   [`Ended::operations`], [`RunError::Journal`], [`ScopeBuilder::labels`],
-//!   [`ToolContext::fencing_token`]). Without it, a run is one process's: nothing else changes.
-//! - `pools` (on by default): budgets shared by many runs ([`pool`]): the pool stores' traits
-//!   and their boxed twin a run holds ([`pool::PoolStore`], [`pool::DynPoolStore`]), the
-//!   in-process store ([`pool::MemoryPools`]), a scope's draw from
-//!   them ([`ScopeBuilder::pools`], [`Scope::pools`], [`pool::PoolDraw`]) and what only pools hand
-//!   out ([`RunError::Pool`], the pool variants of [`LimitsError`]). Without it, no scope draws
-//!   from shared pools and no pool code is compiled.
+#![cfg_attr(
+    feature = "journal",
+    doc = "- `journal` (on by default): [`journal`], durable runs across crashes and restarts \
+    ([`Runner::run_journaled`], [`SubAgent::run_journaled`]), approvals, reconciliation, listings \
+    and recorded streams, and what only they hand out ([`Outcome::pending`], \
+    [`Ended::operations`], [`RunError::Journal`], [`ScopeBuilder::labels`], \
+    [`ToolContext::fencing_token`]). Without it, a run is one process's: nothing else changes."
+)]
+#![cfg_attr(
+    not(feature = "journal"),
+    doc = "- `journal` (on by default, off in this build): `journal`, durable runs across crashes \
+    and restarts (`Runner::run_journaled`, `SubAgent::run_journaled`), approvals, \
+    reconciliation, listings and recorded streams, and what only they hand out \
+    (`Outcome::pending`, `Ended::operations`, `RunError::Journal`, `ScopeBuilder::labels`, \
+    `ToolContext::fencing_token`). Without it, a run is one process's: nothing else changes."
+)]
+#![cfg_attr(
+    feature = "pools",
+    doc = "- `pools` (on by default): budgets shared by many runs ([`pool`]): the pool stores' \
+    traits and their boxed twin a run holds ([`pool::PoolStore`], [`pool::DynPoolStore`]), the \
+    in-process store ([`pool::MemoryPools`]), a scope's draw from them \
+    ([`ScopeBuilder::pools`], [`Scope::pools`], [`pool::PoolDraw`]) and what only pools hand \
+    out ([`RunError::Pool`], the pool variants of [`LimitsError`]). Without it, no scope draws \
+    from shared pools and no pool code is compiled."
+)]
+#![cfg_attr(
+    not(feature = "pools"),
+    doc = "- `pools` (on by default, off in this build): budgets shared by many runs (`pool`): the \
+    pool stores' traits and their boxed twin a run holds (`pool::PoolStore`, \
+    `pool::DynPoolStore`), the in-process store (`pool::MemoryPools`), a scope's draw from them \
+    (`ScopeBuilder::pools`, `Scope::pools`, `pool::PoolDraw`) and what only pools hand out \
+    (`RunError::Pool`, the pool variants of [`LimitsError`]). Without it, no scope draws from \
+    shared pools and no pool code is compiled."
+)]
 //!
 //! A crate that uses either names it in its own manifest, so that it keeps building for a host
 //! that turns the defaults off.

@@ -64,7 +64,15 @@ pub enum Status {
     /// an attempt still running the body never leads to it. The host may conclude "it did not
     /// run" only when the effect's system shows no effect under the operation's id and will
     /// refuse one from that attempt from now on (it applies each operation id once, or refuses
-    /// an epoch older than one it has seen: see [`ToolContext::fencing_token`](crate::ToolContext::fencing_token));
+    #[cfg_attr(
+        feature = "journal",
+        doc = " an epoch older than one it has seen: see \
+        [`ToolContext::fencing_token`](crate::ToolContext::fencing_token));"
+    )]
+    #[cfg_attr(
+        not(feature = "journal"),
+        doc = " an epoch older than one it has seen: see `ToolContext::fencing_token`);"
+    )]
     /// a process paused inside the body may otherwise still apply the effect later.
     Ambiguous,
     /// A model call's reservation or a settlement did not fit a token budget; the outcome's
@@ -78,10 +86,18 @@ pub enum Status {
     /// streak of failed calls): a halt; the outcome's detail names the cycle's tools or the
     /// streak.
     NoProgress,
-    /// A host closed the journaled run ([`journal::close`](crate::journal::close)): it ended
+    #[cfg_attr(
+        feature = "journal",
+        doc = " A host closed the journaled run ([`journal::close`](crate::journal::close)): it ended"
+    )]
+    #[cfg_attr(
+        not(feature = "journal"),
+        doc = " A host closed the journaled run (`journal::close`): it ended"
+    )]
     /// for good, where it stood, without finishing; no attempt takes it again, and a proposal
     /// it waited on never runs. The status of a run's stored state and of
-    /// [`JournalError::Finished`], never of an attempt's outcome.
+    #[cfg_attr(feature = "journal", doc = " [`JournalError::Finished`], never of an attempt's outcome.")]
+    #[cfg_attr(not(feature = "journal"), doc = " `JournalError::Finished`, never of an attempt's outcome.")]
     Closed,
 }
 

@@ -376,7 +376,11 @@ impl<S> ScopeBuilder<S> {
 
     /// Draws from the pools a resumed run's definition names, kept in `store` (the host's pool
     /// store handle, in this process), on the terms the run started with: what a scope from
-    /// [`journal::scope_of`](crate::journal::scope_of) for a run that draws from pools needs
+    #[cfg_attr(
+        feature = "journal",
+        doc = " [`journal::scope_of`](crate::journal::scope_of) for a run that draws from pools needs"
+    )]
+    #[cfg_attr(not(feature = "journal"), doc = " `journal::scope_of` for a run that draws from pools needs")]
     /// before it builds. On a builder that names no such pools, it does nothing.
     pub fn pool_store(self, store: Arc<dyn DynPoolStore>) -> Self {
         match self.pool_settings.resumed.clone() {

@@ -111,8 +111,16 @@ impl RunDefinition {
     /// pools, progress policy and labels, for the run's next attempt in any process: add the request's state and
     /// the caller's token, narrow the grants or set another deadline if need be, and build. A
     /// run that draws from pools needs their store first
-    /// ([`pool_store`](ScopeBuilder::pool_store)): built without it, the builder refuses with
-    /// [`LimitsError::PoolStoreMissing`](crate::LimitsError::PoolStoreMissing).
+    #[cfg_attr(
+        feature = "pools",
+        doc = " ([`pool_store`](ScopeBuilder::pool_store)): built without it, the builder refuses with \
+        [`LimitsError::PoolStoreMissing`](crate::LimitsError::PoolStoreMissing)."
+    )]
+    #[cfg_attr(
+        not(feature = "pools"),
+        doc = " (`ScopeBuilder::pool_store`): built without it, the builder refuses with \
+        `LimitsError::PoolStoreMissing`."
+    )]
     pub fn scope_builder(&self) -> ScopeBuilder {
         let mut builder = Scope::builder()
             .grants(self.grants.iter().cloned())

@@ -114,7 +114,14 @@ pub async fn list<J: Journal>(journal: &J, query: &RunQuery) -> Result<RunPage, 
 /// prices, pools, labels), for resuming it in any process that has nothing but its id: add the
 /// request's state and the caller's token, narrow the grants or set another deadline if need
 /// be. A run that draws from shared pools needs their store handle too
-/// ([`ScopeBuilder::pool_store`]); the builder refuses to build without it, so a resume cannot
+#[cfg_attr(
+    feature = "pools",
+    doc = " ([`ScopeBuilder::pool_store`]); the builder refuses to build without it, so a resume cannot"
+)]
+#[cfg_attr(
+    not(feature = "pools"),
+    doc = " (`ScopeBuilder::pool_store`); the builder refuses to build without it, so a resume cannot"
+)]
 /// spend outside the run's pools by a forgotten line.
 ///
 /// ```

@@ -279,6 +279,18 @@ mod tests {
         format!(r#"{{"type":"text","reply":1,"text":"{n}"}}"#)
     }
 
+    /// A new run's row as its first attempt acquires it: epoch 1, an empty conversation, no
+    /// counter spent.
+    fn fresh_row() -> RunRow {
+        RunRow {
+            epoch: 1,
+            attempts: 1,
+            conversation: crate::journal::codec::encode_conversation(&[]),
+            ledger: crate::journal::codec::encode_counters(&crate::guard::Counters::default()),
+            ..RunRow::default()
+        }
+    }
+
     async fn commit(journal: &MemoryJournal, run: &RunId, lines: impl IntoIterator<Item = (u64, String)>) {
         let batch = Batch {
             entries: lines.into_iter().map(|(seq, line)| Entry::Update(UpdateRow { seq, line })).collect(),
@@ -290,14 +302,7 @@ mod tests {
     async fn a_follower_holds_a_page_at_most_waits_while_the_run_goes_on_and_ends_after_its_outcome() {
         let journal = MemoryJournal::default();
         let run = RunId::new("followed").expect("an id");
-        let fresh = RunRow {
-            epoch: 1,
-            attempts: 1,
-            conversation: crate::journal::codec::encode_conversation(&[]),
-            ledger: crate::journal::codec::encode_counters(&crate::guard::Counters::default()),
-            ..RunRow::default()
-        };
-        journal.acquire(&run, fresh).await.expect("the run is free");
+        journal.acquire(&run, fresh_row()).await.expect("the run is free");
         commit(&journal, &run, (1..=130).map(|n| (n, text(n)))).await;
         let mut follower = follow(&journal, run.clone(), 0);
         for n in 1..=130 {
@@ -328,14 +333,7 @@ mod tests {
     async fn a_line_of_a_format_this_version_does_not_know_is_refused_and_not_passed() {
         let journal = MemoryJournal::default();
         let run = RunId::new("from-later").expect("an id");
-        let fresh = RunRow {
-            epoch: 1,
-            attempts: 1,
-            conversation: crate::journal::codec::encode_conversation(&[]),
-            ledger: crate::journal::codec::encode_counters(&crate::guard::Counters::default()),
-            ..RunRow::default()
-        };
-        journal.acquire(&run, fresh).await.expect("the run is free");
+        journal.acquire(&run, fresh_row()).await.expect("the run is free");
         commit(&journal, &run, [(1, text(1)), (2, r#"{"format":9,"type":"text"}"#.to_owned())]).await;
         let mut follower = follow(&journal, run, 0);
         assert_eq!(follower.next().await.map(|line| line.map(|line| line.id())), Ok(Some(1)));

@@ -157,7 +157,11 @@ impl PoolDraw {
 }
 
 /// The pools a draw takes from and the terms of its holds, without the store that keeps them
-/// (a journaled run's [`RunDefinition`](crate::journal::RunDefinition) records these).
+#[cfg_attr(
+    feature = "journal",
+    doc = " (a journaled run's [`RunDefinition`](crate::journal::RunDefinition) records these)."
+)]
+#[cfg_attr(not(feature = "journal"), doc = " (a journaled run's `journal::RunDefinition` records these).")]
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct PoolTerms {

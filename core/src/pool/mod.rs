@@ -40,7 +40,11 @@
 //! # One async style
 //!
 //! Both traits write their futures as `impl Future` in the trait, as the journal's
-//! [`Journal`](crate::journal::Journal) does: a store writes plain `async` code, and a call
+#![cfg_attr(
+    feature = "journal",
+    doc = "[`Journal`](crate::journal::Journal) does: a store writes plain `async` code, and a call"
+)]
+#![cfg_attr(not(feature = "journal"), doc = "`Journal` does: a store writes plain `async` code, and a call")]
 //! through a concrete store allocates nothing. Every run holds its store as
 //! `Arc<dyn` [`DynPoolStore`]`>`, their boxed twin, which every store is
 //! and which implements both traits in turn; a host holds it too to pick a store at run time.
@@ -168,7 +172,14 @@ impl PoolState {
 /// A pool is named by its text (`"tenant:acme"`): 1 to [`MAX_POOL_NAME_LEN`] bytes of
 /// `A-Z a-z 0-9 . _ : -`, checked by the store ([`PoolName::new`]) before anything else.
 ///
-/// Its futures are `impl Future` in the trait, as [`Journal`](crate::journal::Journal)'s: a
+#[cfg_attr(
+    feature = "journal",
+    doc = " Its futures are `impl Future` in the trait, as [`Journal`](crate::journal::Journal)'s: a"
+)]
+#[cfg_attr(
+    not(feature = "journal"),
+    doc = " Its futures are `impl Future` in the trait, as `journal::Journal`'s: a"
+)]
 /// store writes plain `async` code. Such a trait is not `dyn`-compatible; every run holds its
 /// store as `Arc<dyn` [`DynPoolStore`]`>` ([`PoolDraw`]), the boxed form, which implements
 /// `PoolStore` in turn.

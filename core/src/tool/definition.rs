@@ -94,6 +94,49 @@ where
 /// # Ok(())
 /// # }
 /// ```
+///
+/// # A body that uses the request's state
+///
+/// A tool is built by value, before any scope: the body's closure is type-checked where it is
+/// written, so a body that reads or writes the state through [`ToolContext::state`] names the
+/// state's type there, as `cx: ToolContext<State>` (or `ToolBuilder::<State>::new(..)`). Without
+/// it the compiler asks for a type annotation (E0282), even when the scope the tool runs in fixes
+/// the type later. A body that does not touch the state needs no type: the context is inferred.
+///
+/// ```
+/// use std::sync::Mutex;
+///
+/// use loopbound::{Scope, ToolBuilder, ToolContext};
+/// use schemars::JsonSchema;
+/// use serde::{Deserialize, Serialize};
+///
+/// #[derive(Deserialize, Serialize, JsonSchema)]
+/// struct Note {
+///     text: String,
+/// }
+///
+/// /// One request's state: the notes its run has taken.
+/// #[derive(Default)]
+/// struct Notebook {
+///     notes: Mutex<Vec<String>>,
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let take_note = ToolBuilder::new("take_note", "notes.write")
+///     .build(|note: Note, cx: ToolContext<Notebook>| async move {
+///         let mut notes = cx.state().notes.lock().map_err(|_| "the notebook is poisoned".to_owned())?;
+///         notes.push(note.text);
+///         Ok::<_, String>(format!("{} note(s)", notes.len()))
+///     })?;
+///
+/// let scope = Scope::builder().grant("notes.write").state(Notebook::default()).build()?;
+/// assert_eq!(take_note.invoke_json(&scope, r#"{"text":"call back"}"#).await?, "1 note(s)");
+/// assert_eq!(take_note.invoke_json(&scope, r#"{"text":"refund"}"#).await?, "2 note(s)");
+/// assert_eq!(*scope.state().notes.lock().map_err(|_| "poisoned")?, ["call back", "refund"]);
+/// # Ok(())
+/// # }
+/// ```
 #[must_use]
 pub struct ToolBuilder<S = (), V = NoCheck, P = Derived> {
     name: String,
@@ -246,7 +289,11 @@ impl<S: Send + Sync + 'static, V, P> ToolBuilder<S, V, P> {
 
     /// Sets the host's standing decision for this tool's proposals (default [`Policy::Allow`]).
     ///
-    /// A journal reads it ([`Runner::run_journaled`](crate::Runner::run_journaled)). Outside a
+    #[cfg_attr(
+        feature = "journal",
+        doc = " A journal reads it ([`Runner::run_journaled`](crate::Runner::run_journaled)). Outside a"
+    )]
+    #[cfg_attr(not(feature = "journal"), doc = " A journal reads it (`Runner::run_journaled`). Outside a")]
     /// journal no decision can be recorded, so the policy fails closed: a call to a tool under
     /// [`Policy::Deny`] or [`Policy::Ask`] is admitted and counted by the guard, then halts the
     /// scope `Denied` instead of running its body, on every path.

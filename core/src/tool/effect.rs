@@ -60,7 +60,14 @@ pub enum Policy {
     Ask,
     /// As [`Ask`](Self::Ask), and the proposal expires this long after it was made (by the
     /// proposing host's clock): an approval presented later is refused
-    /// ([`ApprovalExpired`](crate::journal::JournalError::ApprovalExpired)), and an approved
+    #[cfg_attr(
+        feature = "journal",
+        doc = " ([`ApprovalExpired`](crate::journal::JournalError::ApprovalExpired)), and an approved"
+    )]
+    #[cfg_attr(
+        not(feature = "journal"),
+        doc = " (`journal::JournalError::ApprovalExpired`), and an approved"
+    )]
     /// proposal whose effect has not started by then never starts (the resume halts `Denied`).
     AskWithin(std::time::Duration),
 }

@@ -1,11 +1,32 @@
 //! Test support for code built on [`loopbound`], as `tower-test` is to `tower`: what a third
 //! party needs to test a journal store, a pool store or a host against loopbound's contract.
 //!
-//! - [`conformance`]: the journal conformance suite. A store passes it before it is trusted
+#![cfg_attr(
+    feature = "journal",
+    doc = "- [`conformance`]: the journal conformance suite. A store passes it before it is trusted"
+)]
+#![cfg_attr(
+    not(feature = "journal"),
+    doc = "- `conformance` (feature `journal`): the journal conformance suite. A store passes it before it is trusted"
+)]
 //!   with runs: the in-memory journal, SQLite and PostgreSQL all run it unchanged;
-//! - [`hooked`]: a journal with a test's hook in front of it (a store that stops answering,
+#![cfg_attr(
+    feature = "journal",
+    doc = "- [`hooked`]: a journal with a test's hook in front of it (a store that stops answering,"
+)]
+#![cfg_attr(
+    not(feature = "journal"),
+    doc = "- `hooked` (feature `journal`): a journal with a test's hook in front of it (a store that stops answering,"
+)]
 //!   fails a commit, or counts its calls);
-//! - [`pool`]: the pool-store conformance suite ([`pool::conformance`]) a third-party pool store
+#![cfg_attr(
+    feature = "pools",
+    doc = "- [`pool`]: the pool-store conformance suite ([`pool::conformance`]) a third-party pool store"
+)]
+#![cfg_attr(
+    not(feature = "pools"),
+    doc = "- `pool` (feature `pools`): the pool-store conformance suite (`pool::conformance`) a third-party pool store"
+)]
 //!   must pass (memory, SQLite and PostgreSQL run it unchanged), and races of many runs drawing
 //!   from one shared pool, against a model that bills every call it answers, to check that a
 //!   pool store never lets spend past its budget;
@@ -20,10 +41,31 @@
 //!
 //! # Running the journal conformance suite
 //!
-//! A store's test implements [`conformance::Backend`] (fresh storage, and journals opened on it
-//! under a holder's name and a lease) and awaits [`conformance::check_all`], which panics with
+#![cfg_attr(
+    feature = "journal",
+    doc = "A store's test implements [`conformance::Backend`] (fresh storage, and journals opened on it"
+)]
+#![cfg_attr(
+    not(feature = "journal"),
+    doc = "A store's test implements `conformance::Backend` (fresh storage, and journals opened on it"
+)]
+#![cfg_attr(
+    feature = "journal",
+    doc = "under a holder's name and a lease) and awaits [`conformance::check_all`], which panics with"
+)]
+#![cfg_attr(
+    not(feature = "journal"),
+    doc = "under a holder's name and a lease) and awaits `conformance::check_all`, which panics with"
+)]
 //! the rule a check found broken. Here, the in-memory journal; a file or a database is opened the
-//! same way, one fresh file or database per [`conformance::Backend::fresh`]. The suite takes
+#![cfg_attr(
+    feature = "journal",
+    doc = "same way, one fresh file or database per [`conformance::Backend::fresh`]. The suite takes"
+)]
+#![cfg_attr(
+    not(feature = "journal"),
+    doc = "same way, one fresh file or database per `conformance::Backend::fresh`. The suite takes"
+)]
 //! tens of seconds (some checks wait for short leases to expire), so this example is only
 //! compiled; `loopbound`'s own tests run the same code.
 //!
@@ -61,9 +103,23 @@
 //!
 //! # Running the pool-store conformance suite
 //!
-//! A pool store's test implements [`pool::conformance::Stores`] (a fresh, empty store; and one
+#![cfg_attr(
+    feature = "pools",
+    doc = "A pool store's test implements [`pool::conformance::Stores`] (a fresh, empty store; and one"
+)]
+#![cfg_attr(
+    not(feature = "pools"),
+    doc = "A pool store's test implements `pool::conformance::Stores` (a fresh, empty store; and one"
+)]
 //! that judges leases and windows by a clock the test moves, or `None` for a store that keeps its
-//! own clock, as a database server does) and awaits [`pool::conformance::check_all`], which
+#![cfg_attr(
+    feature = "pools",
+    doc = "own clock, as a database server does) and awaits [`pool::conformance::check_all`], which"
+)]
+#![cfg_attr(
+    not(feature = "pools"),
+    doc = "own clock, as a database server does) and awaits `pool::conformance::check_all`, which"
+)]
 //! panics with the rule a check found broken. Here, the in-memory store; on a store that keeps
 //! its own clock the checks wait for real leases to lapse, and the checks that need days to pass
 //! are left out.
@@ -97,7 +153,10 @@
 //!
 //! # Features
 //!
-//! `journal` ([`conformance`], [`hooked`]) and `pools` ([`pool`]), both on by default, turn on
+#![cfg_attr(feature = "journal", doc = "`journal` ([`conformance`], [`hooked`]) and")]
+#![cfg_attr(not(feature = "journal"), doc = "`journal` (`conformance`, `hooked`) and")]
+#![cfg_attr(feature = "pools", doc = "`pools` ([`pool`]), both on by default, turn on")]
+#![cfg_attr(not(feature = "pools"), doc = "`pools` (`pool`), both on by default, turn on")]
 //! `loopbound`'s features of the same names; the rest needs neither.
 //!
 //! # Invariants

@@ -37,48 +37,29 @@ fn tools(sink: &Arc<MemorySink>, policy: Policy) -> ToolSet {
     refund::tools(Arc::clone(sink) as Arc<dyn EffectSink>, policy).set
 }
 
-/// The refund task's tools, whose refund body says it entered, then waits to be let go before
-/// it applies the refund.
+/// What a gated refund body does before it applies the refund: it says it entered, then waits to
+/// be let go.
 struct Gate {
     entered: Notify,
     open: Notify,
 }
 
-fn gated_tools(sink: &Arc<MemorySink>, gate: &Arc<Gate>) -> ToolSet {
-    let base = refund::tools(Arc::clone(sink) as Arc<dyn EffectSink>, Policy::Allow);
-    let (applied, gate) = (Arc::clone(sink), Arc::clone(gate));
-    let refund = ToolBuilder::new("refund", refund::REFUND_CAPABILITY)
-        .effect(EffectKind::Effect)
-        .build(move |input: refund::RefundInput, call: ToolContext| {
-            let (applied, gate) = (Arc::clone(&applied), Arc::clone(&gate));
-            let key = call.idempotency_key().map(str::to_owned);
-            async move {
-                gate.entered.notify_one();
-                gate.open.notified().await;
-                applied.apply("refund", key.as_deref());
-                Ok::<_, String>(format!("refunded {}", input.amount_cents))
-            }
-        })
-        .expect("refund is a valid name");
-    ToolSet::builder()
-        .add(&base.lookup_order)
-        .add(&refund)
-        .add(&base.send_receipt)
-        .build()
-        .expect("the three names are distinct")
-}
-
-/// The refund task's tools, whose refund body takes `long` before it applies the refund.
-fn slow_tools(sink: &Arc<MemorySink>, long: Duration) -> ToolSet {
+/// The refund task's tools, whose refund body awaits `wait()` (a gate, a sleep past the lease)
+/// before it applies the refund; no approval is asked.
+fn waiting_tools<W, Fut>(sink: &Arc<MemorySink>, wait: W) -> ToolSet
+where
+    W: Fn() -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = ()> + Send + 'static,
+{
     let base = refund::tools(Arc::clone(sink) as Arc<dyn EffectSink>, Policy::Allow);
     let applied = Arc::clone(sink);
     let refund = ToolBuilder::new("refund", refund::REFUND_CAPABILITY)
         .effect(EffectKind::Effect)
         .build(move |input: refund::RefundInput, call: ToolContext| {
-            let applied = Arc::clone(&applied);
+            let (applied, waited) = (Arc::clone(&applied), wait());
             let key = call.idempotency_key().map(str::to_owned);
             async move {
-                tokio::time::sleep(long).await;
+                waited.await;
                 applied.apply("refund", key.as_deref());
                 Ok::<_, String>(format!("refunded {}", input.amount_cents))
             }
@@ -92,9 +73,21 @@ fn slow_tools(sink: &Arc<MemorySink>, long: Duration) -> ToolSet {
         .expect("the three names are distinct")
 }
 
+/// The refund task's tools, whose refund body goes through `gate` before it applies the refund.
+fn gated_tools(sink: &Arc<MemorySink>, gate: &Arc<Gate>) -> ToolSet {
+    let gate = Arc::clone(gate);
+    waiting_tools(sink, move || {
+        let gate = Arc::clone(&gate);
+        async move {
+            gate.entered.notify_one();
+            gate.open.notified().await;
+        }
+    })
+}
+
 async fn a_body_longer_than_the_lease_keeps_its_run_under_the_heartbeat<J: Journal>(a: &J, b: &J) {
     let sink = Arc::new(MemorySink::default());
-    let slow = slow_tools(&sink, SHORT * 3);
+    let slow = waiting_tools(&sink, || tokio::time::sleep(SHORT * 3));
     let meanwhile = async {
         // Past the lease's first expiry, while the body still runs.
         tokio::time::sleep(SHORT * 2).await;
