@@ -117,13 +117,14 @@ async fn blockers(client: &tokio_postgres::Client, pid: i32) -> Vec<i32> {
     row.get(0)
 }
 
-/// The sessions of this database that `blocker` holds up, sorted, each with whether it is in a
-/// transaction that has written or locked rows (an id assigned) and its statement's text.
+/// The client sessions of this database that `blocker` holds up, sorted, each with whether it
+/// is in a transaction that has written or locked rows (an id assigned) and its statement's text.
 async fn held_up_by(client: &tokio_postgres::Client, blocker: i32) -> Vec<(i32, bool, String)> {
     let rows = client
         .query(
             "SELECT pid, backend_xid IS NOT NULL, query FROM pg_stat_activity \
-              WHERE datname = current_database() AND $1 = ANY(pg_blocking_pids(pid)) ORDER BY pid",
+              WHERE datname = current_database() AND backend_type = 'client backend' \
+                AND $1 = ANY(pg_blocking_pids(pid)) ORDER BY pid",
             &[&blocker],
         )
         .await
