@@ -60,9 +60,10 @@ async fn a_database_migrated_by_a_newer_version_is_refused_untouched() {
 /// Every commit of an attempt renews its lease: a renewal must change no column that an index of
 /// the runs' table covers (in its keys or its predicate), or PostgreSQL adds an entry to every
 /// index of the table for each commit instead of rewriting the row in its page. The columns a
-/// renewal or a commit changes are `lease_until`, `updated_at`, `ledger`, `definition` and
-/// `cancel_by` (a commit's state is the run's state while it runs; `cancel_by` changes only when
-/// a cancel is requested or honoured).
+/// renewal changes are `lease_until` and `updated_at`; a commit also writes `ledger`,
+/// `definition` and `cancel_by` (which changes only when a cancel is requested or honoured), and
+/// `state` when the run's state changes (an effect's start and result, the run's end: those
+/// commits are not heap-only, as the listings by state must see the new state).
 #[tokio::test]
 async fn renewing_a_lease_changes_no_indexed_column_of_the_runs() {
     let Some(cluster) = cluster() else { return };
