@@ -14,6 +14,10 @@
 //!   [`pool`](super) only.
 //! - A reservation is all or nothing across the pools of its ask, in one transaction of the
 //!   store; each hold is settled or released at most once.
+//! - A hold is expired from the instant its lease ends, by the store's clock: `now >= expires`,
+//!   `expires` being when it was reserved or last renewed plus the lease.
+//! - A hold belongs to the window of each pool it was made in: its settlement, release and
+//!   expiry change those windows' figures, whichever window is current by then.
 
 pub mod rules;
 
@@ -88,6 +92,18 @@ pub enum Settled {
 /// futures are `impl Future` in the trait, as `PoolStore`'s; a run holds its store as
 /// `Arc<dyn` [`DynPoolStore`](super::DynPoolStore)`>`, the boxed form of both traits, which
 /// implements this one in turn.
+///
+/// # Leases and windows
+///
+/// A hold is **expired from the instant its lease ends**: at `now >= expires` (by the store's
+/// clock, `expires` being when the hold was reserved or last renewed plus its lease) it is no
+/// longer renewed and is charged whole, before the operation that found it so goes on. A hold
+/// records the window of each of its pools it was made in; its settlement, release and expiry
+/// change those windows' figures, even once a later window is current.
+///
+/// Each method is one transaction of the store. `docs/pools.md` ("Writing a pool store") lists
+/// what a store writes itself and what [`rules`] decides for it; `loopbound-test`'s
+/// `pool::conformance::check_all` checks a store against both traits.
 pub trait PoolBackend: Send + Sync {
     /// Reserves one call in every pool of `ask`, all or nothing (after charging the holds of
     /// those pools whose lease expired): a [`Grant`], or the pool that had no room.
@@ -109,7 +125,9 @@ pub trait PoolBackend: Send + Sync {
     fn renew(&self, hold: HoldId, lease: Duration) -> impl Future<Output = Result<bool, PoolError>> + Send;
 
     /// Settles a hold with `charge` (the provider's usage, priced), releasing the rest; a hold
-    /// that expired gets only what `charge` adds beyond it.
+    /// that expired gets only what `charge` adds beyond it ([`rules::settlement`]). Both land in
+    /// the windows the hold was made in, not the current ones: a call reserved on one UTC day
+    /// and settled on the next is charged to the first.
     ///
     /// # Errors
     ///
@@ -118,8 +136,9 @@ pub trait PoolBackend: Send + Sync {
     fn settle(&self, hold: HoldId, charge: Amount)
     -> impl Future<Output = Result<Settled, PoolError>> + Send;
 
-    /// Releases an open hold whose call was never sent, charging nothing; a hold that expired
-    /// stays charged (nothing says the call was not sent).
+    /// Releases an open hold whose call was never sent, charging nothing (its amount leaves the
+    /// reserved figures of the windows it was made in); a hold that expired stays charged
+    /// (nothing says the call was not sent).
     ///
     /// # Errors
     ///

@@ -40,6 +40,10 @@ pub enum PoolError {
 
 impl PoolError {
     /// A storage failure with the backend's `source`.
+    ///
+    /// A failure without an error of its own (a poisoned lock, a row count that is not the
+    /// expected one) passes `std::io::Error::other("…")`, or builds
+    /// [`PoolError::Storage`]` { what, source: None }`.
     #[must_use]
     pub fn storage(what: &'static str, source: impl StdError + Send + Sync + 'static) -> Self {
         Self::Storage { what, source: Some(Arc::new(source)) }

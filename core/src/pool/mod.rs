@@ -202,7 +202,9 @@ pub trait PoolStore: backend::PoolBackend + fmt::Debug {
     fn state(&self, pool: &str) -> impl Future<Output = Result<PoolState, PoolError>> + Send;
 
     /// Every window of the pool that has figures, oldest first: its start and its figures (for
-    /// a host's billing; holds whose lease expired are charged first).
+    /// a host's billing; holds whose lease expired are charged first). A window is listed once a
+    /// hold was made in it, even when its figures are all back to zero (its holds released); a
+    /// window no call reserved in is not.
     ///
     /// # Errors
     ///

@@ -155,7 +155,7 @@ pub struct PoolRefusal {
     /// The bound.
     pub limit: PoolLimit,
     /// Whether the call would fit once the holds in flight settled (at most at what they hold):
-    /// the pool is crowded, not spent, and a run waits for room instead of halting (§27).
+    /// the pool is crowded, not spent, and a run waits for room instead of halting.
     pub crowded: bool,
 }
 
@@ -185,7 +185,11 @@ pub struct Fit {
 }
 
 /// Whether a call asking `ask` fits every one of `pools` (each pool's budget and its current
-/// window's figures), and what it holds if it does.
+/// window's figures, after charging the holds whose lease expired), and what it holds if it
+/// does.
+///
+/// Pass the pools in the ask's order (`ask.pools`): the refusal names the first pool of that
+/// order whose bound refuses, as the contract says a refusal does.
 ///
 /// # Errors
 ///
@@ -250,6 +254,10 @@ fn fit_lines(ask: &PoolAsk, pools: &[(&PoolName, &PoolBudget, &WindowTotals)]) -
 
 /// What a call of `input` tokens with `output` tokens granted holds, at `price`: one call, the
 /// tokens, and their cost at the input's dearest price.
+///
+/// A store does not need it: [`fit`] returns what a call holds ([`Fit::amount`]), and the store
+/// keeps that amount with the hold. The runtime uses it to charge a call that ended without a
+/// usage report (or was cut short) the hold it would have made.
 #[must_use]
 pub fn held(input: u64, output: u64, price: Option<&Price>) -> Amount {
     let output = if output == u64::MAX { 0 } else { output };
@@ -261,6 +269,9 @@ pub fn held(input: u64, output: u64, price: Option<&Price>) -> Amount {
 /// What a settlement adds to a window's settled figures: `charge` for an open hold (its
 /// `reserved` amount leaves the window's reserved figures), and for a hold that expired (and was
 /// charged `reserved` whole then) only what `charge` adds beyond it.
+///
+/// The window is the one of each pool the hold was made in (as for its expiry), not the one
+/// current when the settlement arrives.
 #[must_use]
 pub fn settlement(reserved: Amount, charge: Amount, expired: bool) -> Amount {
     if expired { charge.minus(reserved) } else { charge }
