@@ -191,10 +191,11 @@ async fn rows_read_back_as_written_in_key_order(journal: &impl Journal) {
         [(1, 0, false, ""), (2, 3, true, "é\n\"x\"\u{0}")],
         "calls come back by (reply, index), texts exact (NUL included)"
     );
-    for state in [RunState::Ambiguous(2), RunState::Finished(Status::Denied), RunState::Open] {
+    let finished = Status::ALL.iter().map(|status| RunState::Finished(*status));
+    for state in [RunState::Ambiguous(2)].into_iter().chain(finished).chain([RunState::Open]) {
         journal.commit(&run(), Fence::Epoch(1), batch(vec![Entry::State(state)])).await.expect("a state");
         let stored = journal.load(&run()).await.expect("load").expect("the run exists");
-        assert_eq!(stored.run.state, state, "a state reads back as written");
+        assert_eq!(stored.run.state, state, "every state reads back as written");
     }
 }
 
