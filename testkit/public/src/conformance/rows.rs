@@ -56,7 +56,10 @@ async fn a_new_run_keeps_its_row_and_a_later_attempt_changes_only_epoch_and_atte
     other.conversation = r#"[{"role":"user","content":"other"}]"#.to_owned();
     other.definition = "other".to_owned();
     other.labels = vec![LabelRow { key: "tenant".to_owned(), value: "beta".to_owned() }];
-    let second = journal.acquire(&run(), other).await.expect("acquire again");
+    let second = journal
+        .acquire(&run(), other)
+        .await
+        .expect("the stopping commit released the run for another attempt");
     assert_eq!((second.run.epoch, second.run.attempts), (2, 2), "acquiring again bumps epoch and attempts");
     let mut expected = fresh;
     expected.epoch = 2;
