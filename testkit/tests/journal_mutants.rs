@@ -58,6 +58,20 @@ enum Mutation {
     ListingOmitsCostBudget,
     /// A run finished over its cost budget is stored as finished incomplete.
     LossyStatus,
+    /// A batch refused as a conflict keeps the entries before the conflicting one.
+    TornBatch,
+    /// An attempt's last commit does not release its lease.
+    ReleaseIgnored,
+    /// A host's write lands while an attempt holds the run.
+    HostWriteWhileHeld,
+    /// `renew` extends a live lease whatever the epoch asking.
+    RenewIgnoresEpoch,
+    /// A proposal's expiry, as a host sets it, is not written.
+    ExpiryDropped,
+    /// Reading a run's stream after line `n` returns line `n` again.
+    StreamRepeatsLine,
+    /// A new attempt of an existing run resets its state and ledger to the fresh row's.
+    ResetOnReacquire,
 }
 
 /// A memory journal with one mutation.
@@ -85,11 +99,34 @@ impl Mutant {
     }
 
     async fn acquire_mutated(&self, run: &RunId, fresh: RunRow) -> Result<StoredRun, JournalError> {
-        if self.mutation == Mutation::RacyAcquire {
-            self.acquire_racily(run, fresh).await
-        } else {
-            self.inner.acquire(run, fresh).await
+        match self.mutation {
+            Mutation::RacyAcquire => self.acquire_racily(run, fresh).await,
+            Mutation::ResetOnReacquire => {
+                let granted = self.inner.acquire(run, fresh.clone()).await?;
+                if granted.run.epoch == 1 || granted.run.state.is_finished() {
+                    return Ok(granted);
+                }
+                let reset = vec![Entry::State(fresh.state), Entry::Ledger(fresh.ledger)];
+                self.inner.commit(run, Fence::Epoch(granted.run.epoch), Batch { entries: reset }).await?;
+                self.stored(run).await?.ok_or(JournalError::UnknownRun)
+            }
+            _ => self.inner.acquire(run, fresh).await,
         }
+    }
+
+    /// `entries` written one commit each, up to the first refused, the lease released last.
+    async fn commit_one_by_one(
+        &self,
+        run: &RunId,
+        fence: Fence,
+        entries: Vec<Entry>,
+    ) -> Result<(), JournalError> {
+        let (release, entries): (Vec<Entry>, Vec<Entry>) =
+            entries.into_iter().partition(|entry| *entry == Entry::Release);
+        for entry in entries.into_iter().chain(release) {
+            self.inner.commit(run, fence, Batch { entries: vec![entry] }).await?;
+        }
+        Ok(())
     }
 
     async fn cancel_requests_mutated(&self, runs: &[RunId]) -> Result<Vec<RunId>, JournalError> {
@@ -152,6 +189,26 @@ impl Mutant {
                     }
                 }
             }
+            (Mutation::TornBatch, _) => {
+                let whole = self.inner.commit(run, fence, Batch { entries: entries.clone() }).await;
+                return match whole {
+                    Err(JournalError::Conflict(_)) => self.commit_one_by_one(run, fence, entries).await,
+                    other => other,
+                };
+            }
+            (Mutation::ReleaseIgnored, Fence::Epoch(_)) => entries.retain(|entry| *entry != Entry::Release),
+            (Mutation::HostWriteWhileHeld, Fence::Host) => {
+                let stored = self.stored(run).await?;
+                let held = stored
+                    .as_ref()
+                    .and_then(|stored| stored.lease.as_ref())
+                    .is_some_and(|lease| lease.is_live());
+                if let Some(stored) = stored.filter(|_| held) {
+                    entries.retain(|entry| *entry != Entry::Release);
+                    return self.inner.commit(run, Fence::Epoch(stored.run.epoch), Batch { entries }).await;
+                }
+            }
+            (Mutation::ExpiryDropped, _) => entries.retain(|entry| !matches!(entry, Entry::Expiry(_))),
             _ => {}
         }
         self.inner.commit(run, fence, Batch { entries }).await
@@ -165,6 +222,10 @@ impl Mutant {
         match self.mutation {
             Mutation::RenewAfterExpiry if ours => Ok(()),
             Mutation::HollowRenew if ours && live => Ok(()),
+            Mutation::RenewIgnoresEpoch if live => {
+                let current = stored.map_or(epoch, |stored| stored.run.epoch);
+                self.inner.renew(run, current).await
+            }
             _ => self.inner.renew(run, epoch).await,
         }
     }
@@ -245,6 +306,8 @@ impl Journal for Mutant {
         after: u64,
         limit: usize,
     ) -> impl Future<Output = Result<Vec<UpdateRow>, JournalError>> + Send {
+        let after =
+            if self.mutation == Mutation::StreamRepeatsLine { after.saturating_sub(1) } else { after };
         self.inner.updates(run, after, limit)
     }
 
@@ -341,4 +404,19 @@ mutant!(
     a_lossy_status_is_caught,
     LossyStatus,
     "every state reads back as written\n  left: Finished(Incomplete)"
+);
+mutant!(a_torn_batch_is_caught, TornBatch, "nothing of a refused batch is written");
+mutant!(
+    an_unreleased_lease_is_caught,
+    ReleaseIgnored,
+    "the stopping commit released the run for another attempt"
+);
+mutant!(a_host_write_under_a_live_lease_is_caught, HostWriteWhileHeld, "a host write: expected LeaseHeld");
+mutant!(a_renewal_by_another_epoch_is_caught, RenewIgnoresEpoch, "another epoch does not renew it");
+mutant!(a_dropped_expiry_is_caught, ExpiryDropped, "asking again stores the proposal's new expiry");
+mutant!(a_stream_repeating_a_line_is_caught, StreamRepeatsLine, "after line 1, one line");
+mutant!(
+    a_reset_on_reacquire_is_caught,
+    ResetOnReacquire,
+    "acquiring keeps the state, conversation, definition and labels"
 );
