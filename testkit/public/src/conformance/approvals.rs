@@ -39,7 +39,7 @@ async fn an_expired_approval_is_refused_until_the_host_asks_again(a: &impl Journ
     let sink = Arc::new(MemorySink::default());
     let made = SystemTime::now();
     let first = attempt(a, &sink, Duration::from_millis(200)).await;
-    assert_eq!(first.status(), Status::AwaitingApproval);
+    assert_eq!(first.status(), Status::AwaitingApproval, "the refund awaits approval");
     let pending = first.pending().expect("the refund waits").clone();
     let expires = pending.expires_at().expect("an expiry");
     assert!(expires > made && expires <= SystemTime::now() + Duration::from_millis(200), "{expires:?}");
@@ -61,18 +61,22 @@ async fn an_expired_approval_is_refused_until_the_host_asks_again(a: &impl Journ
         "the same proposal"
     );
     let until = renewed.expires_at().expect("a new expiry");
-    assert!(until >= asked + Duration::from_secs(3599), "{until:?}");
-    assert!(!renewed.is_expired());
+    assert!(until >= asked + Duration::from_secs(3599), "the new expiry an hour on: {until:?}");
+    assert!(!renewed.is_expired(), "the proposal asked again is not expired");
     let record = journal::inspect(a, &run()).await.expect("inspect");
     assert_eq!(
         record.events().last().map(ToString::to_string),
         Some("AskedAgain refund 2 conformance-1/op/2 by ops-bot".to_owned()),
         "audited"
     );
-    assert_eq!(record.pending().map(|proposal| proposal.expires_at()), Some(Some(until)));
+    assert_eq!(
+        record.pending().map(|proposal| proposal.expires_at()),
+        Some(Some(until)),
+        "asking again stores the proposal's new expiry"
+    );
     journal::approve(b, &renewed, "alice").await.expect("approved in the new window");
     let done = attempt(a, &sink, Duration::from_millis(200)).await;
-    assert_eq!(done.status(), Status::Completed);
+    assert_eq!(done.status(), Status::Completed, "the run approved in the new window completes");
     assert_eq!(sink.count("refund"), 1, "the refund ran once");
 }
 

@@ -1,6 +1,6 @@
 //! Cancel requests: recorded without a lease, read back by any journal on the storage (one run
-//! at a time, or many in one call), replaced by a later request, and cleared by the attempt that
-//! honours one.
+//! at a time, or many in one call), replaced by a later request, kept through the holder's
+//! commits that do not honour it, and cleared by the attempt that honours one.
 
 use loopbound::journal::backend::{Entry, Fence};
 use loopbound::journal::{Journal, JournalError, RunId, RunState};
@@ -30,6 +30,13 @@ async fn a_request_needs_no_lease_and_every_journal_reads_it_until_an_attempt_ho
     assert!(a.cancel_watch().is_some(), "every backend of the suite shares one watcher per handle");
     b.request_cancel(&run(), "alice").await.expect("a second request");
     assert_eq!(a.cancel_requested(&run()).await, Ok(Some("alice".to_owned())), "the later name");
+    let unrelated = batch(vec![Entry::Ledger("a step".to_owned())]);
+    a.commit(&run(), Fence::Epoch(1), unrelated).await.expect("the holder commits a step");
+    assert_eq!(
+        b.cancel_requested(&run()).await,
+        Ok(Some("alice".to_owned())),
+        "a commit that does not honour a cancel request keeps it"
+    );
     a.commit(&run(), Fence::Epoch(1), batch(vec![Entry::CancelHonoured])).await.expect("honoured");
     assert_eq!(b.cancel_requested(&run()).await, Ok(None), "cleared for every journal");
     assert_eq!(b.cancel_requests(&both).await, Ok(Vec::new()), "cleared among many too");

@@ -1,14 +1,20 @@
-//! Leases: one live attempt per run; taken over once released or expired, or at once when its
-//! holder is a dead process of this machine (one grant of two racing for it); kept by renewals
-//! and commits; an expired attempt fenced out; host writes only while no lease is live.
+//! Leases: one live attempt per run, one grant of many acquisitions racing for a new or a
+//! released run; taken over once released or expired, or at once when its holder is a dead
+//! process of this machine (one grant of two racing for it); kept by renewals and by commits,
+//! each on its own; an expired attempt fenced out; host writes only while no lease is live.
 
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::Poll;
 use std::time::Duration;
 
 use loopbound::journal::backend::{Entry, Fence, LabelRow, RunRow, StoredRun};
-use loopbound::journal::{self, Journal, JournalError, RunState};
+use loopbound::journal::{self, Journal, JournalError, RunId, RunState};
+use tokio::sync::Barrier;
 
 use super::rows::{event, reply};
-use super::{Backend, LONG, PAST_SHORT, SHORT, batch, ending, fresh_row, pair, run, two};
+use super::{Backend, LONG, PAST_SHORT, SHORT, batch, ending, fresh_row, pair, run, run_named, two};
 
 pub(crate) async fn check_all<B: Backend>(backend: &B) {
     let (a, _) = two(backend, LONG).await;
@@ -24,6 +30,7 @@ pub(crate) async fn check_all<B: Backend>(backend: &B) {
     renewals_and_commits_keep_a_lease_past_its_first_expiry(&a, &b).await;
     let (a, b) = two(backend, LONG).await;
     a_host_write_waits_until_no_lease_is_live(&a, &b).await;
+    racing_acquisitions_of_a_free_run_grant_it_once(backend).await;
     a_dead_process_holders_lease_is_taken_over_at_once_by_one_of_two(backend).await;
     holders_alive_or_not_judged_are_waited_out(backend).await;
 }
@@ -83,6 +90,84 @@ async fn holders_alive_or_not_judged_are_waited_out<B: Backend>(backend: &B) {
         assert_held(other.acquire(&run(), fresh_row()).await, &holder, LONG, &holder);
         assert_eq!(stored(&other).await.run.epoch, 1, "{holder}: the refusal wrote nothing");
     }
+}
+
+/// How many attempts race for one run in [`racing_acquisitions_of_a_free_run_grant_it_once`].
+const RACERS: usize = 8;
+
+/// Each of `futures` driven to its end, all at once (in one task: concurrent, not parallel).
+async fn all<F: Future>(futures: Vec<F>) -> Vec<F::Output> {
+    let mut futures: Vec<Pin<Box<F>>> = futures.into_iter().map(Box::pin).collect();
+    let mut outputs: Vec<Option<F::Output>> = futures.iter().map(|_| None).collect();
+    std::future::poll_fn(|cx| {
+        let mut pending = false;
+        for (future, output) in futures.iter_mut().zip(outputs.iter_mut()) {
+            if output.is_none() {
+                match future.as_mut().poll(cx) {
+                    Poll::Ready(done) => *output = Some(done),
+                    Poll::Pending => pending = true,
+                }
+            }
+        }
+        if pending { Poll::Pending } else { Poll::Ready(()) }
+    })
+    .await;
+    outputs.into_iter().flatten().collect()
+}
+
+/// [`RACERS`] journals on one storage (as many processes) released together by a barrier to
+/// acquire a new run, then the same run once its winner released it: each time one is granted
+/// (one more epoch) and every other is refused with `LeaseHeld` naming the winner. A store whose
+/// grant checks the lease, then writes without that condition, grants several.
+async fn racing_acquisitions_of_a_free_run_grant_it_once<B: Backend>(backend: &B) {
+    let place = backend.fresh().await;
+    let mut racers = Vec::with_capacity(RACERS);
+    for n in 0..RACERS {
+        racers.push(backend.open(&place, &format!("racer-{n}"), LONG).await);
+    }
+    let id = run_named("conformance-race");
+    for (round, what) in [(1_u32, "a new run"), (2, "a released run")] {
+        let barrier = Arc::new(Barrier::new(RACERS));
+        let results = all(racers
+            .iter()
+            .map(|racer| {
+                let (barrier, id) = (Arc::clone(&barrier), id.clone());
+                async move {
+                    barrier.wait().await;
+                    racer.acquire(&id, fresh_row()).await
+                }
+            })
+            .collect())
+        .await;
+        let granted: Vec<usize> =
+            results.iter().enumerate().filter(|(_, result)| result.is_ok()).map(|(n, _)| n).collect();
+        let [winner] = granted[..] else {
+            panic!(
+                "one live attempt per run: {} of {RACERS} racing for {what} were granted it",
+                granted.len()
+            )
+        };
+        let holder = format!("racer-{winner}");
+        for result in results.into_iter().filter(Result::is_err) {
+            assert_held(result, &holder, LONG, &format!("a racer that lost {what}"));
+        }
+        let stored = load(&racers[winner], &id).await;
+        assert_eq!(
+            (stored.run.epoch, stored.run.attempts),
+            (u64::from(round), round),
+            "{what}: one grant, one epoch"
+        );
+        assert_eq!(stored.lease.map(|lease| lease.holder), Some(holder), "{what}: the winner's lease");
+        racers[winner]
+            .commit(&id, Fence::Epoch(u64::from(round)), ending(RunState::Open))
+            .await
+            .expect("the winner stops");
+    }
+}
+
+/// `run` as `journal` reads it now.
+async fn load(journal: &impl Journal, run: &RunId) -> StoredRun {
+    journal.load(run).await.expect("load").expect("the run exists")
 }
 
 /// The run as `journal` reads it now.
@@ -176,14 +261,18 @@ async fn an_expired_lease_is_lost_by_its_holder_and_taken_over(a: &impl Journal,
     assert_held(a.acquire(&run(), fresh_row()).await, "attempt-b", LONG, "the old holder");
 }
 
+/// Renewals alone carry the lease past its first expiry, then commits alone past the last
+/// renewal's: each extends it, neither only answers that it did.
 async fn renewals_and_commits_keep_a_lease_past_its_first_expiry(a: &impl Journal, b: &impl Journal) {
     a.acquire(&run(), fresh_row()).await.expect("the run is free");
-    for round in 0..5 {
+    for round in 0..7 {
         tokio::time::sleep(SHORT / 3).await;
-        if round % 2 == 0 {
-            a.renew(&run(), 1).await.expect("the holder renews");
+        if round < 4 {
+            let renewed = a.renew(&run(), 1).await;
+            assert_eq!(renewed, Ok(()), "round {round}: a renewal extends the holder's lease");
         } else {
-            a.commit(&run(), Fence::Epoch(1), batch(vec![])).await.expect("a commit renews");
+            let committed = a.commit(&run(), Fence::Epoch(1), batch(vec![])).await;
+            assert_eq!(committed, Ok(()), "round {round}: a commit extends the holder's lease");
         }
     }
     assert_held(b.acquire(&run(), fresh_row()).await, "attempt-a", SHORT, "past the first expiry");

@@ -6,17 +6,19 @@
 //! two processes sharing it. Each check panics with a message naming the rule it found broken.
 //!
 //! - `rows`: batches written whole or not at all, keys written once, rows read back in key
-//!   order, unknown runs;
-//! - `leases`: one live attempt per run, refused with `LeaseHeld` and nothing written, taken
-//!   over once released or expired, kept by renewals, fencing an expired attempt out, host
+//!   order, every state (each finished status) read back as written, unknown runs;
+//! - `leases`: one live attempt per run, refused with `LeaseHeld` and nothing written, one grant
+//!   of many acquisitions racing for a new or a released run, taken over once released or
+//!   expired, kept by renewals alone and by commits alone, fencing an expired attempt out, host
 //!   writes waiting for no live lease;
-//! - `listing`: runs listed by state and by label, one page at a time, in id order;
-//! - `cancels`: cancel requests recorded without a lease, read by every journal, replaced,
-//!   and cleared by the attempt that honours one;
+//! - `listing`: runs listed by state and by label, one page at a time, in id order, and a
+//!   finished run by each status of [`Status::ALL`](loopbound::Status::ALL);
+//! - `cancels`: cancel requests recorded without a lease, read by every journal, replaced, kept
+//!   through the holder's commits that do not honour one, and cleared by the attempt that does;
 //! - `definitions`: a run's grants, limits, per-tool limits, price table and labels rebuilt
 //!   by another journal from the run id alone, a wider resume refused, an explicit widening;
-//! - `runs`: journaled runs of the refund task end to end: approval, a second live attempt
-//!   refused while the first is inside its effect, and a reconciliation after a later attempt
+//! - `runs`: journaled runs of the refund task end to end: approval, an effect's start written
+//!   before its body runs, a second live attempt refused while the first is inside its effect, and a reconciliation after a later attempt
 //!   died too;
 //! - `closing`: a host closes a run for good with a reason: listed finished `Closed`, its
 //!   proposal never run, no attempt taking it again, refused while an attempt holds it;

@@ -56,7 +56,10 @@ async fn a_new_run_keeps_its_row_and_a_later_attempt_changes_only_epoch_and_atte
     other.conversation = r#"[{"role":"user","content":"other"}]"#.to_owned();
     other.definition = "other".to_owned();
     other.labels = vec![LabelRow { key: "tenant".to_owned(), value: "beta".to_owned() }];
-    let second = journal.acquire(&run(), other).await.expect("acquire again");
+    let second = journal
+        .acquire(&run(), other)
+        .await
+        .expect("the stopping commit released the run for another attempt");
     assert_eq!((second.run.epoch, second.run.attempts), (2, 2), "acquiring again bumps epoch and attempts");
     let mut expected = fresh;
     expected.epoch = 2;
@@ -191,10 +194,11 @@ async fn rows_read_back_as_written_in_key_order(journal: &impl Journal) {
         [(1, 0, false, ""), (2, 3, true, "é\n\"x\"\u{0}")],
         "calls come back by (reply, index), texts exact (NUL included)"
     );
-    for state in [RunState::Ambiguous(2), RunState::Finished(Status::Denied), RunState::Open] {
+    let finished = Status::ALL.iter().map(|status| RunState::Finished(*status));
+    for state in [RunState::Ambiguous(2)].into_iter().chain(finished).chain([RunState::Open]) {
         journal.commit(&run(), Fence::Epoch(1), batch(vec![Entry::State(state)])).await.expect("a state");
         let stored = journal.load(&run()).await.expect("load").expect("the run exists");
-        assert_eq!(stored.run.state, state, "a state reads back as written");
+        assert_eq!(stored.run.state, state, "every state reads back as written");
     }
 }
 

@@ -140,6 +140,8 @@ async fn a_second_live_attempt_is_refused_while_the_first_is_inside_its_effect(
         gate.entered.notified().await;
         let before = b.load(&run()).await.expect("load").expect("the run exists");
         assert_eq!(before.run.state, RunState::Ambiguous(2), "the effect's start is recorded first");
+        let started: Vec<(u32, u32)> = before.started.iter().map(|row| (row.ordinal, row.start)).collect();
+        assert_eq!(started, [(2, 1)], "the effect's start row is written before its body runs");
         let refused = attempt(b, &tools(&sink, Policy::Allow)).await;
         assert!(
             matches!(&refused, Err(RunError::Journal(JournalError::LeaseHeld { holder, .. })) if holder == "attempt-a"),
