@@ -3,12 +3,10 @@
 //! process of this machine (one grant of two racing for it); kept by renewals and by commits,
 //! each on its own; an expired attempt fenced out; host writes only while no lease is live.
 
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
-use std::task::Poll;
 use std::time::Duration;
 
+use futures_util::future::join_all;
 use loopbound::journal::backend::{Entry, Fence, LabelRow, RunRow, StoredRun};
 use loopbound::journal::{self, Journal, JournalError, RunId, RunState};
 use tokio::sync::Barrier;
@@ -95,26 +93,6 @@ async fn holders_alive_or_not_judged_are_waited_out<B: Backend>(backend: &B) {
 /// How many attempts race for one run in [`racing_acquisitions_of_a_free_run_grant_it_once`].
 const RACERS: usize = 8;
 
-/// Each of `futures` driven to its end, all at once (in one task: concurrent, not parallel).
-async fn all<F: Future>(futures: Vec<F>) -> Vec<F::Output> {
-    let mut futures: Vec<Pin<Box<F>>> = futures.into_iter().map(Box::pin).collect();
-    let mut outputs: Vec<Option<F::Output>> = futures.iter().map(|_| None).collect();
-    std::future::poll_fn(|cx| {
-        let mut pending = false;
-        for (future, output) in futures.iter_mut().zip(outputs.iter_mut()) {
-            if output.is_none() {
-                match future.as_mut().poll(cx) {
-                    Poll::Ready(done) => *output = Some(done),
-                    Poll::Pending => pending = true,
-                }
-            }
-        }
-        if pending { Poll::Pending } else { Poll::Ready(()) }
-    })
-    .await;
-    outputs.into_iter().flatten().collect()
-}
-
 /// [`RACERS`] journals on one storage (as many processes) released together by a barrier to
 /// acquire a new run, then the same run once its winner released it: each time one is granted
 /// (one more epoch) and every other is refused with `LeaseHeld` naming the winner. A store whose
@@ -128,16 +106,14 @@ async fn racing_acquisitions_of_a_free_run_grant_it_once<B: Backend>(backend: &B
     let id = run_named("conformance-race");
     for (round, what) in [(1_u32, "a new run"), (2, "a released run")] {
         let barrier = Arc::new(Barrier::new(RACERS));
-        let results = all(racers
-            .iter()
-            .map(|racer| {
-                let (barrier, id) = (Arc::clone(&barrier), id.clone());
-                async move {
-                    barrier.wait().await;
-                    racer.acquire(&id, fresh_row()).await
-                }
-            })
-            .collect())
+        // Polled together in this task (a journal need not be `'static` to be spawned).
+        let results = join_all(racers.iter().map(|racer| {
+            let (barrier, id) = (Arc::clone(&barrier), id.clone());
+            async move {
+                barrier.wait().await;
+                racer.acquire(&id, fresh_row()).await
+            }
+        }))
         .await;
         let granted: Vec<usize> =
             results.iter().enumerate().filter(|(_, result)| result.is_ok()).map(|(n, _)| n).collect();
