@@ -40,6 +40,7 @@
 
 pub mod aimock;
 pub mod backend;
+pub mod batches;
 pub mod canned;
 pub mod child;
 pub mod fuzz;

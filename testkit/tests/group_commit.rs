@@ -15,14 +15,14 @@ use std::future::Future;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use loopbound::journal::backend::{Batch, Entry, EventRow, Fence, ReplyRow};
+use loopbound::journal::backend::{Batch, Entry, Fence, ReplyRow};
 use loopbound::journal::{Journal, JournalError, RunId};
 use loopbound_postgres::tokio_postgres::{self, NoTls};
 use loopbound_postgres::{Config, GROUP_WRITERS, PostgresJournal, WorkerId};
 use loopbound_sqlite::SqliteJournal;
 use loopbound_testkit::conformance::fresh_row;
 use loopbound_testkit::postgres::{Cluster, Durability};
-use loopbound_testkit::{child, scratch};
+use loopbound_testkit::{batches, child, scratch};
 
 /// The events of one commit: `EVENTS` rows, so a commit cut in half would show.
 const EVENTS: u32 = 5;
@@ -33,20 +33,7 @@ fn run(n: usize) -> RunId {
 
 /// One commit's batch: `EVENTS` events and the ledger.
 fn batch(n: usize) -> Batch {
-    let mut entries: Vec<Entry> = (1..=EVENTS)
-        .map(|count| {
-            Entry::Event(EventRow {
-                kind: "ModelCall".to_owned(),
-                name: "model".to_owned(),
-                count,
-                operation: None,
-                by: None,
-                reason: None,
-            })
-        })
-        .collect();
-    entries.push(Entry::Ledger(format!("ledger of {n}")));
-    Batch { entries }
+    batches::model_calls(EVENTS, format!("ledger of {n}"))
 }
 
 /// How many events each run holds in the journal at `path`.

@@ -19,10 +19,11 @@
 
 use std::time::Duration;
 
-use loopbound::journal::backend::{Batch, Entry, EventRow, Fence};
+use loopbound::journal::backend::{Batch, Fence};
 use loopbound::journal::{Journal, JournalError, RunId};
 use loopbound_postgres::tokio_postgres::{self, NoTls};
 use loopbound_postgres::{Config, GROUP_WRITERS, PostgresJournal, WorkerId};
+use loopbound_testkit::batches;
 use loopbound_testkit::conformance::fresh_row;
 use loopbound_testkit::postgres::{Cluster, Durability};
 use tokio::sync::oneshot;
@@ -69,20 +70,7 @@ fn run(name: &str) -> RunId {
 
 /// A batch of `EVENTS` events (counts 1 to `EVENTS`) and the ledger `ledger of <name>`.
 fn batch(name: &str) -> Batch {
-    let mut entries: Vec<Entry> = (1..=EVENTS)
-        .map(|count| {
-            Entry::Event(EventRow {
-                kind: "ModelCall".to_owned(),
-                name: "model".to_owned(),
-                count,
-                operation: None,
-                by: None,
-                reason: None,
-            })
-        })
-        .collect();
-    entries.push(Entry::Ledger(format!("ledger of {name}")));
-    Batch { entries }
+    batches::model_calls(EVENTS, format!("ledger of {name}"))
 }
 
 /// `run`'s events as `seq:count` pairs in order, its ledger, epoch, holder and place, as
